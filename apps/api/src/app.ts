@@ -1,0 +1,43 @@
+/** The Express app: routes, body limits, Redis gating and error mapping. No listening here. */
+import express, { type RequestHandler } from 'express';
+import type { Redis } from 'ioredis';
+import type { Logger } from 'pino';
+import type { RunService, RunWaiter } from '@tetraloop/core';
+import { errorHandler, HttpError, sendError } from './http-errors.js';
+import { runsRouter } from './runs-router.js';
+
+export interface AppDeps {
+  readonly redis: Redis;
+  readonly runs: RunService;
+  readonly waiter: RunWaiter;
+  readonly logger: Logger;
+  readonly bodyLimitBytes: number;
+  readonly maxWaitMs: number;
+}
+
+export function createApp(deps: AppDeps): express.Express {
+  const app = express();
+  app.disable('x-powered-by');
+  app.set('query parser', 'simple');
+  const redisReady = (): boolean => deps.redis.status === 'ready';
+
+  app.get('/healthz', (_req, res) => {
+    res.json({ status: 'ok' });
+  });
+  app.get('/readyz', async (_req, res) => {
+    const ok = redisReady() && (await deps.redis.ping().then(() => true, () => false));
+    res.status(ok ? 200 : 503).json({ status: ok ? 'ready' : 'unavailable', redis: ok ? 'up' : 'down' });
+  });
+
+  // Fail fast when Redis is away: a 503 at once, never a hanging request.
+  const requireRedis: RequestHandler = (_req, res, next) => {
+    if (redisReady()) return next();
+    sendError(res, new HttpError(503, 'unavailable', 'Redis is unavailable'));
+  };
+
+  app.use('/v1', requireRedis, express.json({ limit: deps.bodyLimitBytes, strict: false }));
+  app.use('/v1/runs', runsRouter(deps));
+  app.use((_req, res) => sendError(res, new HttpError(404, 'not_found', 'no such route')));
+  app.use(errorHandler(deps.logger, redisReady));
+  return app;
+}

@@ -1,0 +1,65 @@
+/** The API's error shape and the mapping from what went wrong to a status code. */
+import type { ErrorRequestHandler, Response } from 'express';
+import { GraphRejectedError } from '@tetraloop/core';
+import type { Logger } from 'pino';
+import { z } from 'zod';
+
+export interface ApiIssue {
+  readonly path: string;
+  readonly message: string;
+}
+
+export class HttpError extends Error {
+  constructor(
+    readonly status: number,
+    readonly code: string,
+    message: string,
+    readonly issues: readonly ApiIssue[] = [],
+  ) {
+    super(message);
+    this.name = 'HttpError';
+  }
+}
+
+export const sendError = (res: Response, err: HttpError): void => {
+  res.status(err.status).json({
+    error: { code: err.code, message: err.message, ...(err.issues.length > 0 ? { issues: err.issues } : {}) },
+  });
+};
+
+export function zodToHttp(error: z.ZodError, prefix: string[] = []): HttpError {
+  const issues = error.issues.map((i) => ({ path: [...prefix, ...i.path.map(String)].join('.'), message: i.message }));
+  return new HttpError(400, 'invalid_request', 'the request is invalid', issues);
+}
+
+/** body-parser reports its failures with a `type`; these are the client's mistakes. */
+function bodyParserError(err: unknown): HttpError | undefined {
+  if (typeof err !== 'object' || err === null || !('type' in err)) return undefined;
+  switch ((err as { type: unknown }).type) {
+    case 'entity.parse.failed':
+      return new HttpError(400, 'invalid_json', 'the body is not valid JSON');
+    case 'entity.too.large':
+      return new HttpError(413, 'body_too_large', 'the body exceeds the size limit');
+    case 'encoding.unsupported':
+    case 'charset.unsupported':
+      return new HttpError(415, 'unsupported_encoding', 'unsupported body encoding');
+    default:
+      return undefined;
+  }
+}
+
+export function errorHandler(logger: Logger, redisReady: () => boolean): ErrorRequestHandler {
+  return (err: unknown, _req, res, _next) => {
+    if (err instanceof HttpError) return sendError(res, err);
+    if (err instanceof GraphRejectedError) {
+      return sendError(res, new HttpError(400, 'invalid_graph', 'the graph is invalid', err.issues));
+    }
+    if (err instanceof z.ZodError) return sendError(res, zodToHttp(err));
+    const parsed = bodyParserError(err);
+    if (parsed) return sendError(res, parsed);
+    // Redis went away mid-request: the dependency is unavailable, not the server broken.
+    if (!redisReady()) return sendError(res, new HttpError(503, 'unavailable', 'Redis is unavailable'));
+    logger.error({ err }, 'unhandled error');
+    sendError(res, new HttpError(500, 'internal', 'internal error'));
+  };
+}

@@ -1,0 +1,3 @@
+export * from './env.js';
+export * from './app.js';
+export * from './server.js';

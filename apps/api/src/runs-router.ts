@@ -1,0 +1,81 @@
+/** `/v1/runs`: submit, read, wait for and cancel runs. */
+import { Router, type Request } from 'express';
+import { RunRequest, type RunService, type RunWaiter } from '@tetraloop/core';
+import { z } from 'zod';
+import { HttpError, zodToHttp } from './http-errors.js';
+
+const RunIdParam = z.uuid();
+
+export interface RunsRouterDeps {
+  readonly runs: RunService;
+  readonly waiter: RunWaiter;
+  readonly maxWaitMs: number;
+}
+
+function runIdOf(req: Request): string {
+  const parsed = RunIdParam.safeParse(req.params.id);
+  if (!parsed.success) throw new HttpError(404, 'run_not_found', 'no such run');
+  return parsed.data;
+}
+
+export function runsRouter(deps: RunsRouterDeps): Router {
+  const router = Router();
+  const WaitQuery = z.strictObject({
+    timeoutMs: z.coerce.number().int().min(0).max(deps.maxWaitMs).default(30_000),
+  });
+  const IdempotencyKey = z.string().min(1).max(255).optional();
+
+  router.post('/', async (req, res) => {
+    if (!req.is('application/json')) {
+      throw new HttpError(415, 'unsupported_media_type', 'send the body as application/json');
+    }
+    const body = RunRequest.safeParse(req.body);
+    if (!body.success) throw zodToHttp(body.error);
+    const key = IdempotencyKey.safeParse(req.get('idempotency-key'));
+    if (!key.success) throw zodToHttp(key.error, ['headers', 'idempotency-key']);
+    const result = await deps.runs.submit(body.data, key.data);
+    res
+      .status(202)
+      .location(`/v1/runs/${result.runId}`)
+      .json({ runId: result.runId, status: result.status, acceptedAt: result.acceptedAt });
+  });
+
+  router.get('/:id', async (req, res) => {
+    const doc = await deps.runs.get(runIdOf(req));
+    if (!doc) throw new HttpError(404, 'run_not_found', 'no such run');
+    res.json(doc);
+  });
+
+  router.get('/:id/wait', async (req, res) => {
+    const runId = runIdOf(req);
+    const query = WaitQuery.safeParse(req.query);
+    if (!query.success) throw zodToHttp(query.error, ['query']);
+    const first = await deps.runs.get(runId);
+    if (!first) throw new HttpError(404, 'run_not_found', 'no such run');
+    if (first.finishedAt === null) {
+      // Waiting never changes the run; a client that goes away just stops waiting.
+      const gone = new AbortController();
+      res.on('close', () => gone.abort());
+      await deps.waiter.wait(
+        runId,
+        query.data.timeoutMs,
+        async () => (await deps.runs.get(runId))?.finishedAt != null,
+        gone.signal,
+      );
+    }
+    const doc = first.finishedAt !== null ? first : ((await deps.runs.get(runId)) ?? first);
+    res.status(doc.finishedAt !== null ? 200 : 202).json(doc);
+  });
+
+  router.post('/:id/cancel', async (req, res) => {
+    const runId = runIdOf(req);
+    const result = await deps.runs.cancel(runId);
+    if (!result) throw new HttpError(404, 'run_not_found', 'no such run');
+    if (result.status !== 'cancelled') {
+      throw new HttpError(409, 'run_finished', `the run already ended as ${result.status}`);
+    }
+    res.status(202).json({ runId, status: result.status });
+  });
+
+  return router;
+}

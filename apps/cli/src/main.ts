@@ -1,0 +1,67 @@
+/**
+ * `tetraloop <command>`: dev | api | worker | run. Each process type also runs alone against a
+ * shared REDIS_URL, so pools scale as separate processes.
+ */
+import { parseArgs } from 'node:util';
+import { ConfigError, POOLS, RedisServerMissingError, type Pool } from '@tetraloop/core';
+import { runApi, runDev, runWorker } from './processes.js';
+import { runGraphFile } from './run-command.js';
+
+const USAGE = `usage: tetraloop <command>
+
+  dev                                   API + every worker pool; embedded Redis when REDIS_URL is unset
+  api                                   the HTTP API alone
+  worker --pool <${POOLS.join('|')}|all> [--concurrency N]
+                                        one worker pool (or all of them)
+  run <graph.json> [--follow]           submit a run to TETRALOOP_API_URL and wait for it`;
+
+export async function main(argv: string[]): Promise<void> {
+  const [command, ...rest] = argv;
+  try {
+    switch (command) {
+      case 'dev':
+        return await runDev();
+      case 'api':
+        return await runApi();
+      case 'worker': {
+        const { values } = parseArgs({
+          args: rest,
+          options: { pool: { type: 'string' }, concurrency: { type: 'string' } },
+        });
+        const pools = parsePools(values.pool);
+        const concurrency = values.concurrency === undefined ? undefined : Number(values.concurrency);
+        if (concurrency !== undefined && (!Number.isInteger(concurrency) || concurrency < 1)) {
+          return fail('--concurrency must be a positive integer');
+        }
+        return await runWorker(pools, concurrency);
+      }
+      case 'run': {
+        const { values, positionals } = parseArgs({
+          args: rest,
+          options: { follow: { type: 'boolean', default: false } },
+          allowPositionals: true,
+        });
+        const file = positionals[0];
+        if (!file) return fail('run needs a graph file: tetraloop run <graph.json>');
+        process.exitCode = await runGraphFile(file, { follow: values.follow ?? false });
+        return;
+      }
+      default:
+        return fail(USAGE);
+    }
+  } catch (err) {
+    if (err instanceof ConfigError || err instanceof RedisServerMissingError) return fail(err.message);
+    throw err;
+  }
+}
+
+function parsePools(value: string | undefined): Pool[] {
+  if (value === 'all') return [...POOLS];
+  if (value !== undefined && (POOLS as readonly string[]).includes(value)) return [value as Pool];
+  return fail(`--pool must be one of ${POOLS.join(', ')}, all`);
+}
+
+function fail(message: string): never {
+  process.stderr.write(`${message}\n`);
+  process.exit(2);
+}

@@ -1,0 +1,64 @@
+/** Long-running process types, each stopping cleanly on SIGINT/SIGTERM. */
+import { resolve } from 'node:path';
+import { startApi, parseApiEnv } from '@tetraloop/api';
+import { startRedisServer, type Pool } from '@tetraloop/core';
+import { parseWorkerEnv, startPools } from '@tetraloop/workers';
+
+type Closer = () => Promise<void>;
+
+/** Runs `closers` in reverse order on the first SIGINT/SIGTERM, then exits. */
+function closeOnSignal(closers: Closer[]): void {
+  let closing = false;
+  const onSignal = (signal: NodeJS.Signals): void => {
+    if (closing) return;
+    closing = true;
+    process.stderr.write(`\n${signal}: shutting down\n`);
+    void (async () => {
+      for (const close of [...closers].reverse()) await close().catch(() => undefined);
+      process.exit(0);
+    })();
+  };
+  process.once('SIGINT', onSignal);
+  process.once('SIGTERM', onSignal);
+}
+
+export async function runApi(): Promise<void> {
+  const api = await startApi(parseApiEnv());
+  closeOnSignal([api.close]);
+}
+
+export async function runWorker(pools: Pool[], concurrency: number | undefined): Promise<void> {
+  const handle = await startPools(parseWorkerEnv(), { pools, ...(concurrency ? { concurrency } : {}) });
+  process.stderr.write(`worker ready: pools ${pools.join(', ')} (pid ${process.pid})\n`);
+  closeOnSignal([handle.close]);
+}
+
+/** Everything in one process tree for a laptop: embedded Redis (unless REDIS_URL), API, all pools. */
+export async function runDev(): Promise<void> {
+  const closers: Closer[] = [];
+  closeOnSignal(closers);
+  const env: Record<string, string | undefined> = { ...process.env };
+  if (!env.REDIS_URL) {
+    const redis = await startRedisServer({ dataDir: resolve('.tetraloop/redis') });
+    closers.push(redis.stop);
+    env.REDIS_URL = redis.url;
+    process.stderr.write(`embedded Redis: ${redis.url} (data in .tetraloop/redis, AOF on)\n`);
+  }
+  const port = env.PORT ?? '3000';
+  // In dev the example graphs call the API itself, so its own address is allowed by default.
+  env.TETRALOOP_HTTP_ALLOW_HOSTS ??= `localhost:${port},127.0.0.1:${port}`;
+  const pools = await startPools(parseWorkerEnv(env), { pools: ['sense', 'plan', 'tool', 'reflect'] });
+  closers.push(pools.close);
+  const api = await startApi(parseApiEnv(env));
+  closers.push(api.close);
+  process.stderr.write(
+    [
+      '',
+      `Tetraloop is running`,
+      `  API     ${api.url}`,
+      `  health  ${api.url}/healthz`,
+      `  try     curl -X POST ${api.url}/v1/runs -H 'content-type: application/json' -d @examples/parallel-fetch.json`,
+      '',
+    ].join('\n') + '\n',
+  );
+}

@@ -1,0 +1,26 @@
+/** Configuration of worker processes, parsed once at boot. */
+import { BaseEnv, parseEnv } from '@tetraloop/core';
+import { z } from 'zod';
+
+const Concurrency = z.coerce.number().int().min(1).max(1000);
+
+export const WorkerEnv = BaseEnv.extend({
+  TETRALOOP_SENSE_CONCURRENCY: Concurrency.default(4),
+  TETRALOOP_PLAN_CONCURRENCY: Concurrency.default(16),
+  TETRALOOP_TOOL_CONCURRENCY: Concurrency.default(32),
+  TETRALOOP_REFLECT_CONCURRENCY: Concurrency.default(1),
+  /** Hosts (`host` or `host:port`, comma-separated) the http tool may reach although they are not public. */
+  TETRALOOP_HTTP_ALLOW_HOSTS: z.string().default(''),
+  /** Per-node timeout when the node sets none. */
+  TETRALOOP_TOOL_TIMEOUT_MS: z.coerce.number().int().positive().default(10_000),
+  /** How long a job's lock lives without renewal; a crashed worker's job is recovered after this. */
+  TETRALOOP_LOCK_DURATION_MS: z.coerce.number().int().min(1000).default(30_000),
+  /** How often workers look for jobs whose lock expired (stalled). */
+  TETRALOOP_STALLED_INTERVAL_MS: z.coerce.number().int().min(1000).default(30_000),
+  /** Stalls a job survives before it is failed. */
+  TETRALOOP_MAX_STALLED_COUNT: z.coerce.number().int().min(0).default(2),
+});
+export type WorkerEnv = z.infer<typeof WorkerEnv>;
+
+export const parseWorkerEnv = (env: Record<string, string | undefined> = process.env): WorkerEnv =>
+  parseEnv(WorkerEnv, env);

@@ -1,0 +1,127 @@
+/**
+ * Starts the worker pools of one process: a BullMQ Worker per pool, on that loop's queue.
+ * A process may run one pool (`tetraloop worker --pool tool`) or all of them (`tetraloop dev`).
+ */
+import { Queue, UnrecoverableError, Worker, type Job, type Processor } from 'bullmq';
+import {
+  BACKOFF_TYPE,
+  DEFAULT_BACKOFF,
+  DEFAULT_RETRIES,
+  PlanCache,
+  RetryNodeError,
+  RunAborts,
+  RunStore,
+  builtinTools,
+  connectRedis,
+  createLogger,
+  executeNodeJob,
+  executeRunJob,
+  parseAllowHosts,
+  type Engine,
+  type NodeJobData,
+  type Pool,
+} from '@tetraloop/core';
+import type { WorkerEnv } from './env.js';
+
+export interface PoolsHandle {
+  readonly pools: readonly Pool[];
+  readonly workers: ReadonlyMap<Pool, Worker>;
+  /** Stops taking jobs, lets active ones finish, closes connections. */
+  close(): Promise<void>;
+}
+
+export interface StartPoolsOptions {
+  readonly pools: readonly Pool[];
+  /** Overrides the pool's configured concurrency. */
+  readonly concurrency?: number;
+}
+
+const CONCURRENCY_KEY = {
+  sense: 'TETRALOOP_SENSE_CONCURRENCY',
+  plan: 'TETRALOOP_PLAN_CONCURRENCY',
+  tool: 'TETRALOOP_TOOL_CONCURRENCY',
+  reflect: 'TETRALOOP_REFLECT_CONCURRENCY',
+} as const satisfies Record<Pool, keyof WorkerEnv>;
+
+export async function startPools(env: WorkerEnv, options: StartPoolsOptions): Promise<PoolsHandle> {
+  const connection = connectRedis(env.REDIS_URL, 'worker', `tetraloop-worker-${process.pid}`);
+  const subscriber = connectRedis(env.REDIS_URL, 'subscriber', `tetraloop-worker-sub-${process.pid}`);
+  const prefix = env.TETRALOOP_PREFIX;
+  const connLog = createLogger({ level: env.LOG_LEVEL, layer: 'tool' });
+  connection.on('error', (err) => connLog.warn({ err: err.message }, 'redis connection error'));
+  subscriber.on('error', (err) => connLog.warn({ err: err.message }, 'redis subscriber error'));
+  const retention = {
+    completedAgeSeconds: env.TETRALOOP_JOB_COMPLETED_AGE_SECONDS,
+    completedCount: env.TETRALOOP_JOB_COMPLETED_COUNT,
+    failedAgeSeconds: env.TETRALOOP_JOB_FAILED_AGE_SECONDS,
+  };
+  const store = new RunStore(connection, { prefix, retentionSeconds: env.TETRALOOP_RUN_RETENTION_SECONDS });
+  const toolQueue = new Queue<NodeJobData>('tool', { connection, prefix });
+  const planQueueQualifiedName = `${prefix}:plan`;
+  const aborts = await RunAborts.listen(subscriber, store.channels.abort);
+
+  const engineFor = (layer: Pool): Engine => ({
+    store,
+    plans: new PlanCache(store),
+    toolQueue,
+    planQueueQualifiedName,
+    retention,
+    retries: DEFAULT_RETRIES,
+    backoff: DEFAULT_BACKOFF,
+    logger: createLogger({ level: env.LOG_LEVEL, layer }),
+  });
+
+  const processors: Record<Pool, () => Processor> = {
+    plan: () => {
+      const engine = engineFor('plan');
+      return (job: Job, token?: string) => executeRunJob(engine, job, token);
+    },
+    tool: () => {
+      const engine = engineFor('tool');
+      const tools = builtinTools({ egress: parseAllowHosts(env.TETRALOOP_HTTP_ALLOW_HOSTS) });
+      const nodeOptions = { tools, aborts, defaultTimeoutMs: env.TETRALOOP_TOOL_TIMEOUT_MS };
+      return (job: Job) => executeNodeJob(engine, nodeOptions, job);
+    },
+    // The sense and reflect loops have no job types yet; their workers refuse anything they get.
+    sense: () => unknownJob,
+    reflect: () => unknownJob,
+  };
+
+  const workers = new Map<Pool, Worker>();
+  for (const pool of options.pools) {
+    const worker = new Worker(pool, processors[pool](), {
+      connection,
+      prefix,
+      concurrency: options.concurrency ?? env[CONCURRENCY_KEY[pool]],
+      lockDuration: env.TETRALOOP_LOCK_DURATION_MS,
+      stalledInterval: env.TETRALOOP_STALLED_INTERVAL_MS,
+      maxStalledCount: env.TETRALOOP_MAX_STALLED_COUNT,
+      // The node executor computes each retry's delay (class, jitter, Retry-After) and hands it over here.
+      settings: {
+        backoffStrategy: (_attempts, type, err) => (type === BACKOFF_TYPE && err instanceof RetryNodeError ? err.delayMs : 1000),
+      },
+    });
+    const log = createLogger({ level: env.LOG_LEVEL, layer: pool });
+    worker.on('error', (err) => log.error({ err }, 'worker error'));
+    worker.on('failed', (job, err) => {
+      if (!(err instanceof RetryNodeError)) log.warn({ jobId: job?.id, err }, 'job failed');
+    });
+    workers.set(pool, worker);
+  }
+  await Promise.all([...workers.values()].map((w) => w.waitUntilReady()));
+
+  return {
+    pools: options.pools,
+    workers,
+    async close() {
+      await Promise.all([...workers.values()].map((w) => w.close()));
+      await toolQueue.close();
+      await aborts.close();
+      await connection.quit().catch(() => connection.disconnect());
+    },
+  };
+}
+
+function unknownJob(job: Job): Promise<never> {
+  return Promise.reject(new UnrecoverableError(`no handler for job "${job.name}" yet`));
+}

@@ -1,0 +1,40 @@
+/**
+ * Pieces shared by the apps' env modules. Each app parses `process.env` once at boot with its own
+ * schema; a bad value stops the process with a message naming the variable.
+ */
+import { z } from 'zod';
+
+export const LogLevel = z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']);
+
+/** Variables every process reads. */
+export const BaseEnv = z.object({
+  REDIS_URL: z.url({ protocol: /^rediss?$/ }),
+  TETRALOOP_PREFIX: z
+    .string()
+    .regex(/^[A-Za-z0-9_{}-]{1,64}$/, 'letters, digits, _ - { } only')
+    .default('tetraloop'),
+  LOG_LEVEL: LogLevel.default('info'),
+  /** Retention of settled run records. */
+  TETRALOOP_RUN_RETENTION_SECONDS: z.coerce.number().int().positive().default(7 * 24 * 3600),
+  TETRALOOP_JOB_COMPLETED_AGE_SECONDS: z.coerce.number().int().positive().default(3600),
+  TETRALOOP_JOB_COMPLETED_COUNT: z.coerce.number().int().positive().default(10_000),
+  TETRALOOP_JOB_FAILED_AGE_SECONDS: z.coerce.number().int().positive().default(86_400),
+});
+export type BaseEnv = z.infer<typeof BaseEnv>;
+
+export class ConfigError extends Error {
+  constructor(error: z.ZodError) {
+    super(
+      'invalid configuration:\n' +
+        error.issues.map((i) => `  ${i.path.join('.') || '(env)'}: ${i.message}`).join('\n'),
+    );
+    this.name = 'ConfigError';
+  }
+}
+
+/** Parses `env` with `schema`, throwing a ConfigError that names each bad variable. */
+export function parseEnv<S extends z.ZodType>(schema: S, env: Record<string, string | undefined>): z.infer<S> {
+  const parsed = schema.safeParse(env);
+  if (!parsed.success) throw new ConfigError(parsed.error);
+  return parsed.data;
+}

@@ -1,0 +1,62 @@
+/**
+ * Which failures are retried, how often and after what delay. Pure functions; the worker hands
+ * the delay to BullMQ's backoff so a waiting retry holds no worker slot.
+ */
+import type { ErrorCode, NodeErrorData } from '../errors/node-error.js';
+import type { NodeRetry } from '../graph/schema.js';
+
+export type RetryTable = Readonly<Record<ErrorCode, number>>;
+
+/** Retries per error class when neither the deployment nor the node says otherwise. */
+export const DEFAULT_RETRIES: RetryTable = {
+  network: 2,
+  timeout: 2,
+  server: 2,
+  rate_limited: 3,
+  auth: 0,
+  validation: 0,
+  aborted: 0,
+  budget_exhausted: 0,
+  internal: 0,
+};
+
+export interface BackoffPolicy {
+  /** First delay. @defaultValue 1000 */
+  readonly baseMs: number;
+  /** Upper bound of any delay. @defaultValue 30000 */
+  readonly maxMs: number;
+  /** Lower bound of any delay. @defaultValue 500 */
+  readonly minMs: number;
+  /** Each delay is randomised by ± this fraction. @defaultValue 0.2 */
+  readonly jitter: number;
+}
+
+export const DEFAULT_BACKOFF: BackoffPolicy = { baseMs: 1000, maxMs: 30_000, minMs: 500, jitter: 0.2 };
+
+/** How many times a failure of `code` may be retried for a node. */
+export function retriesFor(code: ErrorCode, table: RetryTable, node?: NodeRetry): number {
+  const override = node ? (node as Partial<Record<ErrorCode, number>>)[code] : undefined;
+  return override ?? table[code];
+}
+
+/** The most retries any class allows a node: BullMQ's `attempts` is this plus one. */
+export function maxRetries(table: RetryTable, node?: NodeRetry): number {
+  return Math.max(...(Object.keys(table) as ErrorCode[]).map((c) => retriesFor(c, table, node)));
+}
+
+/**
+ * Delay before retry number `retry` (1 for the first retry): exponential from `baseMs`,
+ * randomised by ±jitter, clamped to [minMs, maxMs]. A server-given delay (`Retry-After`) wins
+ * when it is longer.
+ */
+export function retryDelay(
+  retry: number,
+  error: Pick<NodeErrorData, 'retryAfterMs'>,
+  policy: BackoffPolicy = DEFAULT_BACKOFF,
+  random: () => number = Math.random,
+): number {
+  const exponential = policy.baseMs * 2 ** Math.max(0, retry - 1);
+  const jittered = exponential * (1 + policy.jitter * (2 * random() - 1));
+  const delay = Math.min(policy.maxMs, Math.max(policy.minMs, jittered));
+  return Math.round(Math.max(delay, error.retryAfterMs ?? 0));
+}

@@ -1,0 +1,70 @@
+/**
+ * Which hosts the `http` tool may reach. Loopback, private, link-local (cloud metadata lives
+ * there), carrier-grade NAT, unique-local and unspecified addresses are refused unless the host is
+ * allowlisted. The check runs on the address a name resolves to, inside the socket's own lookup,
+ * so a DNS answer cannot swap in an internal address after the check (no rebinding window).
+ */
+import { lookup as dnsLookup, type LookupAddress } from 'node:dns';
+import { isIP } from 'node:net';
+import ipaddr from 'ipaddr.js';
+
+export interface EgressPolicy {
+  /** `host` or `host:port` entries, lower-case; IPv6 without brackets. */
+  readonly allowHosts: ReadonlySet<string>;
+}
+
+export function parseAllowHosts(value: string | undefined): EgressPolicy {
+  const entries = (value ?? '')
+    .split(',')
+    .map((s) => s.trim().toLowerCase().replace(/^\[(.*)\](:\d+)?$/, '$1$2'))
+    .filter((s) => s.length > 0);
+  return { allowHosts: new Set(entries) };
+}
+
+/** True when `host` (or `host:port`) is explicitly allowlisted. */
+export function isAllowlisted(policy: EgressPolicy, hostname: string, port: string): boolean {
+  const host = hostname.toLowerCase().replace(/^\[(.*)\]$/, '$1');
+  return policy.allowHosts.has(host) || policy.allowHosts.has(`${host}:${port}`);
+}
+
+/** True for globally routable unicast addresses only. */
+export function isPublicAddress(address: string): boolean {
+  if (!ipaddr.isValid(address)) return false;
+  let parsed = ipaddr.parse(address);
+  if (parsed.kind() === 'ipv6' && (parsed as ipaddr.IPv6).isIPv4MappedAddress()) {
+    parsed = (parsed as ipaddr.IPv6).toIPv4Address();
+  }
+  return parsed.range() === 'unicast';
+}
+
+export class EgressDeniedError extends Error {
+  constructor(readonly host: string, readonly address: string) {
+    super(`egress to ${host} (${address}) is refused: not a public address; allowlist it in TETRALOOP_HTTP_ALLOW_HOSTS`);
+    this.name = 'EgressDeniedError';
+  }
+}
+
+/** Checks an IP literal in a URL (sockets skip the lookup for those). */
+export function checkLiteralAddress(hostname: string): void {
+  const host = hostname.replace(/^\[(.*)\]$/, '$1');
+  if (isIP(host) !== 0 && !isPublicAddress(host)) throw new EgressDeniedError(hostname, host);
+}
+
+type LookupCallback = (err: NodeJS.ErrnoException | null, address: string | LookupAddress[], family?: number) => void;
+
+/** A `net.connect` lookup that refuses non-public answers. */
+export function guardedLookup(
+  hostname: string,
+  options: { all?: boolean; family?: number | string },
+  callback: LookupCallback,
+): void {
+  dnsLookup(hostname, { ...options, all: true } as { all: true }, (err, addresses) => {
+    if (err) return callback(err, []);
+    const denied = addresses.find((a) => !isPublicAddress(a.address));
+    if (denied) return callback(new EgressDeniedError(hostname, denied.address), []);
+    if (options.all) return callback(null, addresses);
+    const first = addresses[0];
+    if (!first) return callback(Object.assign(new Error(`no address for ${hostname}`), { code: 'ENOTFOUND' }), []);
+    callback(null, first.address, first.family);
+  });
+}

@@ -1,0 +1,30 @@
+import type { z } from 'zod';
+
+export interface ToolContext {
+  /** Aborted on node timeout, run cancel or run failure. Tools pass it to their I/O. */
+  readonly signal: AbortSignal;
+  readonly runId: string;
+  readonly nodeId: string;
+  /** Stable across retries and redeliveries of one node: `<runId>:<nodeId>`. */
+  readonly idempotencyKey: string;
+}
+
+/** A tool: a named function with zod input and output schemas. */
+export interface Tool<I = unknown, O = unknown> {
+  readonly name: string;
+  readonly description: string;
+  readonly input: z.ZodType<I>;
+  readonly output: z.ZodType<O>;
+  run(args: I, ctx: ToolContext): Promise<O>;
+}
+
+/** Erases a tool's generic types for storage in a registry; its schemas still guard the values. */
+export function defineTool<I, O>(tool: Tool<I, O>): Tool {
+  return tool as unknown as Tool;
+}
+
+export type ToolRegistry = ReadonlyMap<string, Tool>;
+
+export function toolRegistry(tools: readonly Tool[]): ToolRegistry {
+  return new Map(tools.map((t) => [t.name, t]));
+}
