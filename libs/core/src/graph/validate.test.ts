@@ -1,0 +1,145 @@
+import { describe, expect, it } from 'vitest';
+import { builtinTools } from '../tools/builtins.js';
+import { parseAllowHosts } from '../tools/egress-policy.js';
+import { validateGraph, type ValidationIssue } from './validate.js';
+
+const tools = builtinTools({ egress: parseAllowHosts('') });
+const tool = (id: string, args: Record<string, unknown> = { value: 1 }, extra: object = {}) => ({
+  id,
+  kind: 'tool',
+  tool: 'json',
+  args,
+  ...extra,
+});
+
+function issuesOf(graph: unknown, limits?: { maxNodes: number; maxEdges: number }): ValidationIssue[] {
+  const result = validateGraph(graph, { tools, ...(limits ? { limits } : {}) });
+  if (result.ok) throw new Error('expected the graph to be rejected');
+  return [...result.issues];
+}
+
+describe('validateGraph', () => {
+  it('accepts a diamond and reports its shape', () => {
+    const result = validateGraph(
+      {
+        nodes: [tool('a'), tool('b', { value: { $ref: 'a.output' } }), tool('c'), tool('d', { value: '{{b.output}} {{c.output}}' })],
+        edges: [['a', 'b'], ['a', 'c'], ['b', 'd'], ['c', 'd']],
+      },
+      { tools },
+    );
+    expect(result.ok).toBe(true);
+    if (!result.ok) return;
+    expect(result.topology.sources).toEqual(['a']);
+    expect(result.topology.sinks).toEqual(['d']);
+  });
+
+  it('reports duplicate ids with the path of the second one', () => {
+    expect(issuesOf({ nodes: [tool('a'), tool('a')], edges: [] })).toContainEqual({
+      path: 'nodes.1.id',
+      message: 'duplicate id "a" (first at nodes.0)',
+    });
+  });
+
+  it('reports unknown nodes in edges and self-edges', () => {
+    const issues = issuesOf({ nodes: [tool('a')], edges: [['a', 'x'], ['a', 'a']] });
+    expect(issues).toContainEqual({ path: 'edges.0.1', message: 'unknown node "x"' });
+    expect(issues).toContainEqual({ path: 'edges.1', message: 'self-edge on "a"' });
+  });
+
+  it('names the cycle', () => {
+    const issues = issuesOf({
+      nodes: [tool('a'), tool('b'), tool('c')],
+      edges: [['a', 'b'], ['b', 'c'], ['c', 'a']],
+    });
+    expect(issues).toContainEqual({ path: 'edges', message: 'cycle: a → b → c → a' });
+  });
+
+  it('reports an unknown tool and lists the known ones', () => {
+    expect(issuesOf({ nodes: [{ id: 'a', kind: 'tool', tool: 'nope', args: {} }] })).toContainEqual({
+      path: 'nodes.0.tool',
+      message: 'unknown tool "nope"; known tools: http, json, wait',
+    });
+  });
+
+  it('checks args against the tool schema when they hold no references', () => {
+    const issues = issuesOf({ nodes: [{ id: 'a', kind: 'tool', tool: 'http', args: { url: 'not a url' } }] });
+    expect(issues.map((i) => i.path)).toContain('nodes.0.args.url');
+  });
+
+  it('leaves args with references to run time', () => {
+    const result = validateGraph(
+      {
+        nodes: [tool('a'), { id: 'b', kind: 'tool', tool: 'http', args: { url: { $ref: 'a.output.url' } } }],
+        edges: [['a', 'b']],
+      },
+      { tools },
+    );
+    expect(result.ok).toBe(true);
+  });
+
+  it('rejects references to nodes that are unknown, not ancestors, or the node itself', () => {
+    const issues = issuesOf({
+      nodes: [
+        tool('a'),
+        tool('b', { value: { $ref: 'a.output' } }),
+        tool('c', { value: { nested: ['{{ghost.output}}'] } }),
+        tool('d', { value: { $ref: 'd.output' } }),
+      ],
+      edges: [],
+    });
+    expect(issues).toContainEqual({ path: 'nodes.1.args.value', message: 'node "b" references "a" but does not depend on it' });
+    expect(issues).toContainEqual({ path: 'nodes.2.args.value.nested.0', message: 'reference to unknown node "ghost"' });
+    expect(issues).toContainEqual({ path: 'nodes.3.args.value', message: 'node "d" references itself' });
+  });
+
+  it('allows transitive references and input references', () => {
+    const result = validateGraph(
+      {
+        nodes: [tool('a'), tool('b'), tool('c', { value: ['{{a.output}}', { $ref: 'input.user' }] })],
+        edges: [['a', 'b'], ['b', 'c']],
+      },
+      { tools },
+    );
+    expect(result.ok).toBe(true);
+  });
+
+  it('requires a reference to read a snapshot field', () => {
+    const issues = issuesOf({ nodes: [tool('a'), tool('b', { value: { $ref: 'a.outptu.x' } })], edges: [['a', 'b']] });
+    expect(issues[0]?.path).toBe('nodes.1.args.value');
+    expect(issues[0]?.message).toMatch(/must read one of output/);
+  });
+
+  it('rejects kinds that are not supported yet with a clear message', () => {
+    const issues = issuesOf({ nodes: [{ id: 'a', kind: 'llm', prompt: 'hi' }] });
+    expect(issues).toContainEqual({ path: 'nodes.0.kind', message: 'kind "llm" is not supported yet; only "tool" nodes can run' });
+  });
+
+  it('rejects bad ids and unknown fields', () => {
+    const issues = issuesOf({ nodes: [{ id: 'no spaces', kind: 'tool', tool: 'json', args: { value: 1 }, extra: 1 }] });
+    expect(issues.map((i) => i.path)).toEqual(expect.arrayContaining(['nodes.0.id']));
+    expect(issues.some((i) => i.path === 'nodes.0' && /extra/.test(i.message))).toBe(true);
+  });
+
+  it('enforces the node and edge limits', () => {
+    const nodes = Array.from({ length: 4 }, (_, i) => tool(`n${i}`));
+    const edges = [['n0', 'n1'], ['n1', 'n2'], ['n2', 'n3']];
+    expect(issuesOf({ nodes, edges }, { maxNodes: 3, maxEdges: 2 })).toEqual([
+      { path: 'nodes', message: '4 nodes exceed the limit of 3' },
+      { path: 'edges', message: '3 edges exceed the limit of 2' },
+    ]);
+  });
+
+  it('reports every problem at once', () => {
+    const issues = issuesOf({
+      nodes: [tool('a'), tool('a'), { id: 'c', kind: 'tool', tool: 'nope', args: {} }],
+      edges: [['a', 'zz']],
+    });
+    expect(issues.map((i) => i.path).sort()).toEqual(['edges.0.1', 'nodes.1.id', 'nodes.2.tool']);
+  });
+
+  it('validates a 500-node chain without overflowing the stack', () => {
+    const nodes = Array.from({ length: 500 }, (_, i) => tool(`n${i}`));
+    const edges = nodes.slice(1).map((n, i) => [`n${i}`, n.id]);
+    expect(validateGraph({ nodes, edges }, { tools }).ok).toBe(true);
+  });
+});

@@ -1,0 +1,25 @@
+import { describe, expect, it } from 'vitest';
+import { DEFAULT_RETRIES, maxRetries, retriesFor, retryDelay } from './retry-policy.js';
+
+describe('retry policy', () => {
+  it('retries by error class, with per-node overrides', () => {
+    expect(retriesFor('server', DEFAULT_RETRIES)).toBe(2);
+    expect(retriesFor('validation', DEFAULT_RETRIES)).toBe(0);
+    expect(retriesFor('server', DEFAULT_RETRIES, { server: 5 })).toBe(5);
+    expect(maxRetries(DEFAULT_RETRIES, { server: 5 })).toBe(5);
+    expect(maxRetries(DEFAULT_RETRIES)).toBe(3);
+  });
+
+  it('backs off exponentially within ±20 % jitter', () => {
+    for (const [retry, base] of [[1, 1000], [2, 2000], [3, 4000]] as const) {
+      expect(retryDelay(retry, {}, undefined, () => 0)).toBe(base * 0.8);
+      expect(retryDelay(retry, {}, undefined, () => 1)).toBe(base * 1.2);
+    }
+  });
+
+  it('caps, floors and honours Retry-After', () => {
+    expect(retryDelay(10, {}, undefined, () => 0.5)).toBe(30_000);
+    expect(retryDelay(1, {}, { baseMs: 100, maxMs: 30_000, minMs: 500, jitter: 0.2 }, () => 0.5)).toBe(500);
+    expect(retryDelay(1, { retryAfterMs: 2000 }, undefined, () => 0.5)).toBe(2000);
+  });
+});
