@@ -16,12 +16,28 @@ export default tseslint.config(
       '@typescript-eslint/only-throw-error': 'error',
       'no-restricted-imports': [
         'error',
-        { patterns: [{ group: ['@tetraloop/*/src/*', '../../libs/*', '../../apps/*'], message: 'Import a package by its public entry.' }] },
+        {
+          patterns: [
+            {
+              group: ['@tetraloop/*/src/*', '../../libs/*', '../../apps/*'],
+              message: 'Import a package by its public entry.',
+            },
+          ],
+        },
       ],
     },
   },
   {
     files: ['**/*.js', '**/*.mjs'],
     ...tseslint.configs.disableTypeChecked,
+  },
+  {
+    files: ['**/*.js', '**/*.mjs'],
+    languageOptions: { globals: { process: 'readonly', console: 'readonly' } },
+  },
+  {
+    // Matchers such as expect.objectContaining are typed `any` by vitest.
+    files: ['**/*.test.ts'],
+    rules: { '@typescript-eslint/no-unsafe-assignment': 'off' },
   },
 );

@@ -28,7 +28,12 @@ describe('execution', () => {
     const doc = await runToEnd(stack.url, {
       graph: {
         nodes: [http('a', 10), http('b', 300), http('c', 300), http('d', 10)],
-        edges: [['a', 'b'], ['a', 'c'], ['b', 'd'], ['c', 'd']],
+        edges: [
+          ['a', 'b'],
+          ['a', 'c'],
+          ['b', 'd'],
+          ['c', 'd'],
+        ],
       },
     });
     expect(doc.status).toBe('succeeded');
@@ -45,8 +50,19 @@ describe('execution', () => {
   it('starts a node as soon as its own dependencies are done (no level barrier)', async () => {
     const doc = await runToEnd(stack.url, {
       graph: {
-        nodes: [http('u-root', 10), http('u-slow', 1500), http('u-f1', 50), http('u-f2', 50), http('u-f3', 50)],
-        edges: [['u-root', 'u-slow'], ['u-root', 'u-f1'], ['u-f1', 'u-f2'], ['u-f2', 'u-f3']],
+        nodes: [
+          http('u-root', 10),
+          http('u-slow', 1500),
+          http('u-f1', 50),
+          http('u-f2', 50),
+          http('u-f3', 50),
+        ],
+        edges: [
+          ['u-root', 'u-slow'],
+          ['u-root', 'u-f1'],
+          ['u-f1', 'u-f2'],
+          ['u-f2', 'u-f3'],
+        ],
       },
     });
     expect(doc.status).toBe('succeeded');
@@ -62,10 +78,23 @@ describe('execution', () => {
       graph: {
         nodes: [
           http('r-a', 1),
-          { id: 'r-b', kind: 'tool', tool: 'json', args: { value: { node: { $ref: 'r-a.output.body.node' }, msg: '{{input.greeting}} from {{r-a.output.body.node}}' } } },
+          {
+            id: 'r-b',
+            kind: 'tool',
+            tool: 'json',
+            args: {
+              value: {
+                node: { $ref: 'r-a.output.body.node' },
+                msg: '{{input.greeting}} from {{r-a.output.body.node}}',
+              },
+            },
+          },
           { id: 'r-c', kind: 'tool', tool: 'json', args: { value: { $ref: 'r-b.output' }, pick: 'msg' } },
         ],
-        edges: [['r-a', 'r-b'], ['r-b', 'r-c']],
+        edges: [
+          ['r-a', 'r-b'],
+          ['r-b', 'r-c'],
+        ],
       },
     });
     expect(doc.output).toEqual({ 'r-c': 'hello from r-a' });
@@ -82,7 +111,11 @@ describe('execution', () => {
       },
     });
     expect(doc.status).toBe('failed');
-    expect(doc.error).toMatchObject({ code: 'node_failed', nodeId: 'f-bad', cause: { code: 'validation', status: 400 } });
+    expect(doc.error).toMatchObject({
+      code: 'node_failed',
+      nodeId: 'f-bad',
+      cause: { code: 'validation', status: 400 },
+    });
     expect(doc.nodes['f-bad']).toMatchObject({ status: 'failed', attempts: 1 });
     expect(doc.nodes['f-after']).toMatchObject({ status: 'skipped', attempts: 0 });
     expect(server.hitsOf('f-bad')).toHaveLength(1);
@@ -130,7 +163,13 @@ describe('API', () => {
     const posted = await postRun(stack.url, {
       graph: {
         nodes: [
-          { id: 'c-hang', kind: 'tool', tool: 'http', args: { url: `${server.url}/hang?node=c-hang` }, timeoutMs: 60_000 },
+          {
+            id: 'c-hang',
+            kind: 'tool',
+            tool: 'http',
+            args: { url: `${server.url}/hang?node=c-hang` },
+            timeoutMs: 60_000,
+          },
           http('c-next', 1),
         ],
         edges: [['c-hang', 'c-next']],
@@ -162,15 +201,29 @@ describe('API', () => {
     const before = server.hits.length;
     const res = await postRun(stack.url, {
       graph: {
-        nodes: [http('v-a', 1), http('v-a', 1), { id: 'v-c', kind: 'tool', tool: 'nope', args: {} }, { id: 'v-d', kind: 'wait' }],
-        edges: [['v-a', 'v-zz'], ['v-c', 'v-c']],
+        nodes: [
+          http('v-a', 1),
+          http('v-a', 1),
+          { id: 'v-c', kind: 'tool', tool: 'nope', args: {} },
+          { id: 'v-d', kind: 'wait' },
+        ],
+        edges: [
+          ['v-a', 'v-zz'],
+          ['v-c', 'v-c'],
+        ],
       },
     });
     expect(res.status).toBe(400);
     const error = res.body.error as { code: string; issues: { path: string; message: string }[] };
     expect(error.code).toBe('invalid_graph');
     expect(error.issues.map((i) => i.path).sort()).toEqual(
-      ['graph.edges.0.1', 'graph.edges.1', 'graph.nodes.1.id', 'graph.nodes.2.tool', 'graph.nodes.3.kind'].sort(),
+      [
+        'graph.edges.0.1',
+        'graph.edges.1',
+        'graph.nodes.1.id',
+        'graph.nodes.2.tool',
+        'graph.nodes.3.kind',
+      ].sort(),
     );
     expect(server.hits.length).toBe(before);
   });
@@ -180,9 +233,14 @@ describe('API', () => {
     expect(badJson.status).toBe(400);
     expect(badJson.body).toMatchObject({ error: { code: 'invalid_json' } });
 
-    const wrongType = await postRun(stack.url, { graph: { nodes: [http('t-a', 1)] }, timeoutSeconds: 'soon' });
+    const wrongType = await postRun(stack.url, {
+      graph: { nodes: [http('t-a', 1)] },
+      timeoutSeconds: 'soon',
+    });
     expect(wrongType.status).toBe(400);
-    expect(wrongType.body).toMatchObject({ error: { code: 'invalid_request', issues: [{ path: 'timeoutSeconds' }] } });
+    expect(wrongType.body).toMatchObject({
+      error: { code: 'invalid_request', issues: [{ path: 'timeoutSeconds' }] },
+    });
 
     const unknownField = await postRun(stack.url, { graph: { nodes: [http('t-b', 1)] }, colour: 'red' });
     expect(unknownField.status).toBe(400);
@@ -191,17 +249,26 @@ describe('API', () => {
     expect(missing.status).toBe(400);
     expect(missing.body).toMatchObject({ error: { issues: [{ path: 'graph' }] } });
 
-    const tooBig = await postRun(stack.url, JSON.stringify({ graph: { nodes: [] }, metadata: { pad: 'x'.repeat(1024 * 1024 + 10) } }));
+    const tooBig = await postRun(
+      stack.url,
+      JSON.stringify({ graph: { nodes: [] }, metadata: { pad: 'x'.repeat(1024 * 1024 + 10) } }),
+    );
     expect(tooBig.status).toBe(413);
 
-    const notJson = await fetch(`${stack.url}/v1/runs`, { method: 'POST', headers: { 'content-type': 'text/plain' }, body: 'hi' });
+    const notJson = await fetch(`${stack.url}/v1/runs`, {
+      method: 'POST',
+      headers: { 'content-type': 'text/plain' },
+      body: 'hi',
+    });
     expect(notJson.status).toBe(415);
 
     const unknownRun = await fetch(`${stack.url}/v1/runs/00000000-0000-4000-8000-000000000000`);
     expect(unknownRun.status).toBe(404);
     const badId = await fetch(`${stack.url}/v1/runs/not-a-run/wait`);
     expect(badId.status).toBe(404);
-    const badWait = await fetch(`${stack.url}/v1/runs/00000000-0000-4000-8000-000000000000/wait?timeoutMs=-1`);
+    const badWait = await fetch(
+      `${stack.url}/v1/runs/00000000-0000-4000-8000-000000000000/wait?timeoutMs=-1`,
+    );
     expect(badWait.status).toBe(400);
   });
 

@@ -32,7 +32,7 @@ async function fromContainer(): Promise<{ url: string; stop: () => Promise<void>
 export default async function setup(project: TestProject): Promise<() => Promise<void>> {
   if (process.env.REDIS_URL) {
     project.provide('redisUrl', process.env.REDIS_URL);
-    return async () => undefined;
+    return () => Promise.resolve();
   }
   const redis = (await fromContainer()) ?? (await startRedisServer());
   project.provide('redisUrl', redis.url);

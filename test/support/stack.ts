@@ -30,7 +30,10 @@ export async function startStack(
   options: { env?: Record<string, string>; pools?: Pool[] } = {},
 ): Promise<Stack> {
   const env = testEnv(options.env);
-  const pools = options.pools?.length === 0 ? undefined : await startPools(parseWorkerEnv(env), { pools: options.pools ?? ['plan', 'tool'] });
+  const pools =
+    options.pools?.length === 0
+      ? undefined
+      : await startPools(parseWorkerEnv(env), { pools: options.pools ?? ['plan', 'tool'] });
   const api = await startApi(parseApiEnv(env));
   return {
     url: api.url,

@@ -46,7 +46,10 @@ export async function startToolServer(): Promise<ToolServer> {
       res.writeHead(status, { 'content-type': 'application/json' }).end(JSON.stringify(body));
     };
     if (url.pathname === '/work') {
-      setTimeout(() => reply(200, { node, ms: Number(url.searchParams.get('ms') ?? 0) }), Number(url.searchParams.get('ms') ?? 0));
+      setTimeout(
+        () => reply(200, { node, ms: Number(url.searchParams.get('ms') ?? 0) }),
+        Number(url.searchParams.get('ms') ?? 0),
+      );
     } else if (url.pathname.startsWith('/status/')) {
       reply(Number(url.pathname.slice('/status/'.length)), { node });
     } else if (url.pathname === '/hang') {
@@ -83,4 +86,5 @@ export async function startToolServer(): Promise<ToolServer> {
 }
 
 /** Two closed intervals overlap. */
-export const overlaps = (a: Hit, b: Hit): boolean => a.start < (b.end ?? Infinity) && b.start < (a.end ?? Infinity);
+export const overlaps = (a: Hit, b: Hit): boolean =>
+  a.start < (b.end ?? Infinity) && b.start < (a.end ?? Infinity);

@@ -25,7 +25,12 @@ export function createApp(deps: AppDeps): express.Express {
     res.json({ status: 'ok' });
   });
   app.get('/readyz', async (_req, res) => {
-    const ok = redisReady() && (await deps.redis.ping().then(() => true, () => false));
+    const ok =
+      redisReady() &&
+      (await deps.redis.ping().then(
+        () => true,
+        () => false,
+      ));
     res.status(ok ? 200 : 503).json({ status: ok ? 'ready' : 'unavailable', redis: ok ? 'up' : 'down' });
   });
 

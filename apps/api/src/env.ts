@@ -6,7 +6,11 @@ export const ApiEnv = BaseEnv.extend({
   PORT: z.coerce.number().int().min(0).max(65_535).default(3000),
   HOST: z.string().default('0.0.0.0'),
   /** Largest accepted request body, in bytes. */
-  TETRALOOP_BODY_LIMIT_BYTES: z.coerce.number().int().positive().default(1024 * 1024),
+  TETRALOOP_BODY_LIMIT_BYTES: z.coerce
+    .number()
+    .int()
+    .positive()
+    .default(1024 * 1024),
   TETRALOOP_MAX_NODES: z.coerce.number().int().positive().default(DEFAULT_GRAPH_LIMITS.maxNodes),
   TETRALOOP_MAX_EDGES: z.coerce.number().int().positive().default(DEFAULT_GRAPH_LIMITS.maxEdges),
   /** Longest `wait` a client may ask for. */
@@ -14,4 +18,5 @@ export const ApiEnv = BaseEnv.extend({
 });
 export type ApiEnv = z.infer<typeof ApiEnv>;
 
-export const parseApiEnv = (env: Record<string, string | undefined> = process.env): ApiEnv => parseEnv(ApiEnv, env);
+export const parseApiEnv = (env: Record<string, string | undefined> = process.env): ApiEnv =>
+  parseEnv(ApiEnv, env);

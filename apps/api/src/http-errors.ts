@@ -28,14 +28,17 @@ export const sendError = (res: Response, err: HttpError): void => {
 };
 
 export function zodToHttp(error: z.ZodError, prefix: string[] = []): HttpError {
-  const issues = error.issues.map((i) => ({ path: [...prefix, ...i.path.map(String)].join('.'), message: i.message }));
+  const issues = error.issues.map((i) => ({
+    path: [...prefix, ...i.path.map(String)].join('.'),
+    message: i.message,
+  }));
   return new HttpError(400, 'invalid_request', 'the request is invalid', issues);
 }
 
 /** body-parser reports its failures with a `type`; these are the client's mistakes. */
 function bodyParserError(err: unknown): HttpError | undefined {
   if (typeof err !== 'object' || err === null || !('type' in err)) return undefined;
-  switch ((err as { type: unknown }).type) {
+  switch (err.type) {
     case 'entity.parse.failed':
       return new HttpError(400, 'invalid_json', 'the body is not valid JSON');
     case 'entity.too.large':

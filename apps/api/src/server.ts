@@ -17,7 +17,7 @@ import type { ApiEnv } from './env.js';
 export interface ApiHandle {
   readonly url: string;
   readonly port: number;
-  close(): Promise<void>;
+  readonly close: () => Promise<void>;
 }
 
 export async function startApi(env: ApiEnv): Promise<ApiHandle> {

@@ -21,7 +21,9 @@ export async function runGraphFile(file: string, options: { follow: boolean }): 
   const seen = new Map<string, string>();
   for (;;) {
     // Long-poll in short slices when following, so node progress prints as it happens.
-    const res = await fetch(`${apiUrl}/v1/runs/${answer.runId}/wait?timeoutMs=${options.follow ? 500 : 30_000}`);
+    const res = await fetch(
+      `${apiUrl}/v1/runs/${answer.runId}/wait?timeoutMs=${options.follow ? 500 : 30_000}`,
+    );
     const doc = (await res.json()) as RunDocument;
     if (options.follow) {
       for (const [id, node] of Object.entries(doc.nodes)) {

@@ -27,7 +27,7 @@ export interface PoolsHandle {
   readonly pools: readonly Pool[];
   readonly workers: ReadonlyMap<Pool, Worker>;
   /** Stops taking jobs, lets active ones finish, closes connections. */
-  close(): Promise<void>;
+  readonly close: () => Promise<void>;
 }
 
 export interface StartPoolsOptions {
@@ -98,7 +98,8 @@ export async function startPools(env: WorkerEnv, options: StartPoolsOptions): Pr
       maxStalledCount: env.TETRALOOP_MAX_STALLED_COUNT,
       // The node executor computes each retry's delay (class, jitter, Retry-After) and hands it over here.
       settings: {
-        backoffStrategy: (_attempts, type, err) => (type === BACKOFF_TYPE && err instanceof RetryNodeError ? err.delayMs : 1000),
+        backoffStrategy: (_attempts, type, err) =>
+          type === BACKOFF_TYPE && err instanceof RetryNodeError ? err.delayMs : 1000,
       },
     });
     const log = createLogger({ level: env.LOG_LEVEL, layer: pool });

@@ -15,7 +15,11 @@ export const BaseEnv = z.object({
     .default('tetraloop'),
   LOG_LEVEL: LogLevel.default('info'),
   /** Retention of settled run records. */
-  TETRALOOP_RUN_RETENTION_SECONDS: z.coerce.number().int().positive().default(7 * 24 * 3600),
+  TETRALOOP_RUN_RETENTION_SECONDS: z.coerce
+    .number()
+    .int()
+    .positive()
+    .default(7 * 24 * 3600),
   TETRALOOP_JOB_COMPLETED_AGE_SECONDS: z.coerce.number().int().positive().default(3600),
   TETRALOOP_JOB_COMPLETED_COUNT: z.coerce.number().int().positive().default(10_000),
   TETRALOOP_JOB_FAILED_AGE_SECONDS: z.coerce.number().int().positive().default(86_400),
@@ -33,7 +37,10 @@ export class ConfigError extends Error {
 }
 
 /** Parses `env` with `schema`, throwing a ConfigError that names each bad variable. */
-export function parseEnv<S extends z.ZodType>(schema: S, env: Record<string, string | undefined>): z.infer<S> {
+export function parseEnv<S extends z.ZodType>(
+  schema: S,
+  env: Record<string, string | undefined>,
+): z.infer<S> {
   const parsed = schema.safeParse(env);
   if (!parsed.success) throw new ConfigError(parsed.error);
   return parsed.data;

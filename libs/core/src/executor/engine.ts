@@ -29,7 +29,11 @@ export const BACKOFF_TYPE = 'tetraloop';
  * a node twice is a no-op; adding them while the completing job is still active keeps the root
  * in waiting-children, so it cannot finish early.
  */
-export async function enqueueNodes(engine: Engine, plan: CompiledPlan, nodeIds: readonly string[]): Promise<void> {
+export async function enqueueNodes(
+  engine: Engine,
+  plan: CompiledPlan,
+  nodeIds: readonly string[],
+): Promise<void> {
   if (nodeIds.length === 0) return;
   const parent = { id: plan.runId, queue: engine.planQueueQualifiedName };
   await engine.toolQueue.addBulk(

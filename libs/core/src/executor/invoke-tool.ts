@@ -22,13 +22,20 @@ export async function invokeTool(
     stopped ??= error;
     controller.abort(error);
   };
-  const timer = setTimeout(() => stop(new ToolError('timeout', `timed out after ${limits.timeoutMs} ms`)), limits.timeoutMs);
+  const timer = setTimeout(
+    () => stop(new ToolError('timeout', `timed out after ${limits.timeoutMs} ms`)),
+    limits.timeoutMs,
+  );
   const onRunAbort = (): void => stop(new ToolError('aborted', 'run aborted'));
   if (limits.runSignal.aborted) onRunAbort();
   else limits.runSignal.addEventListener('abort', onRunAbort, { once: true });
 
   const abandoned = new Promise<never>((_, reject) => {
-    controller.signal.addEventListener('abort', () => reject(stopped ?? new ToolError('aborted', 'aborted')), { once: true });
+    controller.signal.addEventListener(
+      'abort',
+      () => reject(stopped ?? new ToolError('aborted', 'aborted')),
+      { once: true },
+    );
   });
   const call = Promise.resolve().then(() => tool.run(parsed.data, { ...ctx, signal: controller.signal }));
   // An abandoned call may still settle later; its result is ignored, never unhandled.
@@ -38,7 +45,10 @@ export async function invokeTool(
     const output = await Promise.race([call, abandoned]);
     const checked = tool.output.safeParse(output);
     if (!checked.success) {
-      return { ok: false, error: { code: 'internal', message: `tool ${tool.name} returned an invalid output` } };
+      return {
+        ok: false,
+        error: { code: 'internal', message: `tool ${tool.name} returned an invalid output` },
+      };
     }
     return { ok: true, output: checked.data };
   } catch (err) {

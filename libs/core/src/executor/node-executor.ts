@@ -40,7 +40,11 @@ export interface NodeJobResult {
   readonly status: NodeSnapshot['status'] | 'gone';
 }
 
-export async function executeNodeJob(engine: Engine, options: NodeExecutorOptions, job: Job): Promise<NodeJobResult> {
+export async function executeNodeJob(
+  engine: Engine,
+  options: NodeExecutorOptions,
+  job: Job,
+): Promise<NodeJobResult> {
   const { runId, nodeId } = NodeJobData.parse(job.data);
   const plan = await engine.plans.get(runId);
   const node = plan?.nodes.get(nodeId);
@@ -84,9 +88,18 @@ async function runNode(
         { runId: plan.runId, nodeId: node.id, idempotencyKey: `${plan.runId}:${node.id}` },
         { timeoutMs: node.timeoutMs ?? options.defaultTimeoutMs, runSignal: tracked.signal },
       ).finally(tracked.release)
-    : { ok: false as const, error: { code: 'validation', message: `unknown tool "${node.tool}"` } satisfies NodeErrorData };
+    : {
+        ok: false as const,
+        error: { code: 'validation', message: `unknown tool "${node.tool}"` } satisfies NodeErrorData,
+      };
   const durationMs = Math.round(performance.now() - started);
-  const base = { attempts: attempt, startedAt, finishedAt: new Date().toISOString(), durationMs, worker: WORKER };
+  const base = {
+    attempts: attempt,
+    startedAt,
+    finishedAt: new Date().toISOString(),
+    durationMs,
+    worker: WORKER,
+  };
 
   if (outcome.ok) {
     log.debug({ durationMs }, 'node succeeded');
@@ -101,7 +114,8 @@ async function runNode(
   }
   log.info({ code: error.code, message: error.message }, 'node failed');
   // With onError "continue" the failure becomes data for the dependents.
-  const output = node.onError === 'continue' ? { error: { code: error.code, message: error.message } } : undefined;
+  const output =
+    node.onError === 'continue' ? { error: { code: error.code, message: error.message } } : undefined;
   return { status: 'failed', error, ...(output ? { output } : {}), ...base };
 }
 
@@ -115,7 +129,12 @@ function notRunSnapshot(runStatus: RunStatus | null): NodeSnapshot {
   };
 }
 
-async function complete(engine: Engine, plan: CompiledPlan, node: GraphNode, snapshot: NodeSnapshot): Promise<void> {
+async function complete(
+  engine: Engine,
+  plan: CompiledPlan,
+  node: GraphNode,
+  snapshot: NodeSnapshot,
+): Promise<void> {
   const failsRun = snapshot.status === 'failed' && node.onError !== 'continue';
   const releases = snapshot.status === 'succeeded' || (snapshot.status === 'failed' && !failsRun);
   const children = plan.topology.children.get(node.id) ?? [];
@@ -124,7 +143,12 @@ async function complete(engine: Engine, plan: CompiledPlan, node: GraphNode, sna
     await engine.store.decide(
       plan.runId,
       'failed',
-      { code: 'node_failed', message: `node "${node.id}" failed: ${snapshot.error.message}`, nodeId: node.id, cause: snapshot.error },
+      {
+        code: 'node_failed',
+        message: `node "${node.id}" failed: ${snapshot.error.message}`,
+        nodeId: node.id,
+        cause: snapshot.error,
+      },
       new Date().toISOString(),
     );
   }

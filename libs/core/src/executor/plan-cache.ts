@@ -35,7 +35,10 @@ export class PlanCache {
     }
     const loading = this.load(runId);
     this.plans.set(runId, loading);
-    void loading.then((plan) => plan ?? this.plans.delete(runId), () => this.plans.delete(runId));
+    void loading.then(
+      (plan) => plan ?? this.plans.delete(runId),
+      () => this.plans.delete(runId),
+    );
     if (this.plans.size > this.capacity) {
       const oldest = this.plans.keys().next().value;
       if (oldest !== undefined) this.plans.delete(oldest);

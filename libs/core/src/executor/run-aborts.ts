@@ -37,7 +37,8 @@ export class RunAborts {
   }
 
   abortRun(runId: string): void {
-    for (const controller of this.active.get(runId) ?? []) controller.abort(new Error(`run ${runId} aborted`));
+    for (const controller of this.active.get(runId) ?? [])
+      controller.abort(new Error(`run ${runId} aborted`));
   }
 
   async close(): Promise<void> {

@@ -13,7 +13,11 @@ export interface RunJobResult {
   readonly status: RunStatus | 'gone';
 }
 
-export async function executeRunJob(engine: Engine, job: Job, token: string | undefined): Promise<RunJobResult> {
+export async function executeRunJob(
+  engine: Engine,
+  job: Job,
+  token: string | undefined,
+): Promise<RunJobResult> {
   const data = RunJobData.parse(job.data);
   const plan = await engine.plans.get(data.runId);
   if (!plan) return { status: 'gone' };
@@ -49,7 +53,12 @@ async function finalize(engine: Engine, plan: CompiledPlan): Promise<RunStatus> 
   const fill = new Map<string, NodeSnapshot>();
   for (const id of plan.nodes.keys()) {
     if (!snapshots.has(id)) {
-      fill.set(id, { status: status === 'cancelled' ? 'cancelled' : 'skipped', attempts: 0, finishedAt: now, durationMs: 0 });
+      fill.set(id, {
+        status: status === 'cancelled' ? 'cancelled' : 'skipped',
+        attempts: 0,
+        finishedAt: now,
+        durationMs: 0,
+      });
     }
   }
   const output =
@@ -65,7 +74,12 @@ function firstFailure(plan: CompiledPlan, snapshots: ReadonlyMap<string, NodeSna
   for (const [id, node] of plan.nodes) {
     const s = snapshots.get(id);
     if (s?.status === 'failed' && node.onError !== 'continue') {
-      return { code: 'node_failed', message: `node "${id}" failed: ${s.error?.message ?? 'unknown error'}`, nodeId: id, ...(s.error ? { cause: s.error } : {}) };
+      return {
+        code: 'node_failed',
+        message: `node "${id}" failed: ${s.error?.message ?? 'unknown error'}`,
+        nodeId: id,
+        ...(s.error ? { cause: s.error } : {}),
+      };
     }
   }
   return null;

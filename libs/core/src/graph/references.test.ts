@@ -16,9 +16,9 @@ describe('references', () => {
   });
 
   it('interpolates templates into strings', () => {
-    expect(resolveReferences('n={{a.output.body.n}} in {{ input.city }}; {{a.output.body.list}}', scope)).toBe(
-      'n=3 in Oslo; [1,2]',
-    );
+    expect(
+      resolveReferences('n={{a.output.body.n}} in {{ input.city }}; {{a.output.body.list}}', scope),
+    ).toBe('n=3 in Oslo; [1,2]');
   });
 
   it('resolves a missing path to undefined (empty inside a string)', () => {

@@ -1,9 +1,7 @@
 import { z } from 'zod';
 
 /** Node ids are short, URL- and key-safe names; a dot never appears, so `runId.nodeId` is unambiguous. */
-export const NodeId = z
-  .string()
-  .regex(/^[A-Za-z0-9_-]{1,64}$/, 'must match [A-Za-z0-9_-]{1,64}');
+export const NodeId = z.string().regex(/^[A-Za-z0-9_-]{1,64}$/, 'must match [A-Za-z0-9_-]{1,64}');
 export type NodeId = z.infer<typeof NodeId>;
 
 /** Kinds that later parts of the runtime add; named here so the error can say so. */

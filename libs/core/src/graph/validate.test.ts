@@ -22,8 +22,18 @@ describe('validateGraph', () => {
   it('accepts a diamond and reports its shape', () => {
     const result = validateGraph(
       {
-        nodes: [tool('a'), tool('b', { value: { $ref: 'a.output' } }), tool('c'), tool('d', { value: '{{b.output}} {{c.output}}' })],
-        edges: [['a', 'b'], ['a', 'c'], ['b', 'd'], ['c', 'd']],
+        nodes: [
+          tool('a'),
+          tool('b', { value: { $ref: 'a.output' } }),
+          tool('c'),
+          tool('d', { value: '{{b.output}} {{c.output}}' }),
+        ],
+        edges: [
+          ['a', 'b'],
+          ['a', 'c'],
+          ['b', 'd'],
+          ['c', 'd'],
+        ],
       },
       { tools },
     );
@@ -41,7 +51,13 @@ describe('validateGraph', () => {
   });
 
   it('reports unknown nodes in edges and self-edges', () => {
-    const issues = issuesOf({ nodes: [tool('a')], edges: [['a', 'x'], ['a', 'a']] });
+    const issues = issuesOf({
+      nodes: [tool('a')],
+      edges: [
+        ['a', 'x'],
+        ['a', 'a'],
+      ],
+    });
     expect(issues).toContainEqual({ path: 'edges.0.1', message: 'unknown node "x"' });
     expect(issues).toContainEqual({ path: 'edges.1', message: 'self-edge on "a"' });
   });
@@ -49,7 +65,11 @@ describe('validateGraph', () => {
   it('names the cycle', () => {
     const issues = issuesOf({
       nodes: [tool('a'), tool('b'), tool('c')],
-      edges: [['a', 'b'], ['b', 'c'], ['c', 'a']],
+      edges: [
+        ['a', 'b'],
+        ['b', 'c'],
+        ['c', 'a'],
+      ],
     });
     expect(issues).toContainEqual({ path: 'edges', message: 'cycle: a → b → c → a' });
   });
@@ -87,8 +107,14 @@ describe('validateGraph', () => {
       ],
       edges: [],
     });
-    expect(issues).toContainEqual({ path: 'nodes.1.args.value', message: 'node "b" references "a" but does not depend on it' });
-    expect(issues).toContainEqual({ path: 'nodes.2.args.value.nested.0', message: 'reference to unknown node "ghost"' });
+    expect(issues).toContainEqual({
+      path: 'nodes.1.args.value',
+      message: 'node "b" references "a" but does not depend on it',
+    });
+    expect(issues).toContainEqual({
+      path: 'nodes.2.args.value.nested.0',
+      message: 'reference to unknown node "ghost"',
+    });
     expect(issues).toContainEqual({ path: 'nodes.3.args.value', message: 'node "d" references itself' });
   });
 
@@ -96,7 +122,10 @@ describe('validateGraph', () => {
     const result = validateGraph(
       {
         nodes: [tool('a'), tool('b'), tool('c', { value: ['{{a.output}}', { $ref: 'input.user' }] })],
-        edges: [['a', 'b'], ['b', 'c']],
+        edges: [
+          ['a', 'b'],
+          ['b', 'c'],
+        ],
       },
       { tools },
     );
@@ -104,25 +133,37 @@ describe('validateGraph', () => {
   });
 
   it('requires a reference to read a snapshot field', () => {
-    const issues = issuesOf({ nodes: [tool('a'), tool('b', { value: { $ref: 'a.outptu.x' } })], edges: [['a', 'b']] });
+    const issues = issuesOf({
+      nodes: [tool('a'), tool('b', { value: { $ref: 'a.outptu.x' } })],
+      edges: [['a', 'b']],
+    });
     expect(issues[0]?.path).toBe('nodes.1.args.value');
     expect(issues[0]?.message).toMatch(/must read one of output/);
   });
 
   it('rejects kinds that are not supported yet with a clear message', () => {
     const issues = issuesOf({ nodes: [{ id: 'a', kind: 'llm', prompt: 'hi' }] });
-    expect(issues).toContainEqual({ path: 'nodes.0.kind', message: 'kind "llm" is not supported yet; only "tool" nodes can run' });
+    expect(issues).toContainEqual({
+      path: 'nodes.0.kind',
+      message: 'kind "llm" is not supported yet; only "tool" nodes can run',
+    });
   });
 
   it('rejects bad ids and unknown fields', () => {
-    const issues = issuesOf({ nodes: [{ id: 'no spaces', kind: 'tool', tool: 'json', args: { value: 1 }, extra: 1 }] });
+    const issues = issuesOf({
+      nodes: [{ id: 'no spaces', kind: 'tool', tool: 'json', args: { value: 1 }, extra: 1 }],
+    });
     expect(issues.map((i) => i.path)).toEqual(expect.arrayContaining(['nodes.0.id']));
     expect(issues.some((i) => i.path === 'nodes.0' && /extra/.test(i.message))).toBe(true);
   });
 
   it('enforces the node and edge limits', () => {
     const nodes = Array.from({ length: 4 }, (_, i) => tool(`n${i}`));
-    const edges = [['n0', 'n1'], ['n1', 'n2'], ['n2', 'n3']];
+    const edges = [
+      ['n0', 'n1'],
+      ['n1', 'n2'],
+      ['n2', 'n3'],
+    ];
     expect(issuesOf({ nodes, edges }, { maxNodes: 3, maxEdges: 2 })).toEqual([
       { path: 'nodes', message: '4 nodes exceed the limit of 3' },
       { path: 'edges', message: '3 edges exceed the limit of 2' },

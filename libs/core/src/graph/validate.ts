@@ -35,7 +35,9 @@ function zodIssues(error: z.ZodError, prefix: readonly (string | number)[]): Val
   return error.issues.map((i) => ({ path: join(...prefix, ...i.path), message: i.message }));
 }
 
-const GraphShape = z.object({ nodes: z.array(z.unknown()), edges: z.array(z.unknown()).default([]) }).strict();
+const GraphShape = z
+  .object({ nodes: z.array(z.unknown()), edges: z.array(z.unknown()).default([]) })
+  .strict();
 
 export function validateGraph(
   raw: unknown,
@@ -49,10 +51,16 @@ export function validateGraph(
   const issues: ValidationIssue[] = [];
   if (rawNodes.length === 0) issues.push({ path: 'nodes', message: 'a graph needs at least one node' });
   if (rawNodes.length > limits.maxNodes) {
-    issues.push({ path: 'nodes', message: `${rawNodes.length} nodes exceed the limit of ${limits.maxNodes}` });
+    issues.push({
+      path: 'nodes',
+      message: `${rawNodes.length} nodes exceed the limit of ${limits.maxNodes}`,
+    });
   }
   if (rawEdges.length > limits.maxEdges) {
-    issues.push({ path: 'edges', message: `${rawEdges.length} edges exceed the limit of ${limits.maxEdges}` });
+    issues.push({
+      path: 'edges',
+      message: `${rawEdges.length} edges exceed the limit of ${limits.maxEdges}`,
+    });
   }
   // Past the limits the graph is not inspected further: its size alone rejects it.
   if (issues.length > 0) return { ok: false, issues };
@@ -72,7 +80,11 @@ export function validateGraph(
     if (!id.success) return;
     const first = firstIndex.get(id.data);
     if (first === undefined) firstIndex.set(id.data, i);
-    else issues.push({ path: join('nodes', i, 'id'), message: `duplicate id "${id.data}" (first at nodes.${first})` });
+    else
+      issues.push({
+        path: join('nodes', i, 'id'),
+        message: `duplicate id "${id.data}" (first at nodes.${first})`,
+      });
   });
 
   const edges: Edge[] = [];
@@ -84,7 +96,10 @@ export function validateGraph(
     }
     const [from, to] = parsed.data;
     let ok = true;
-    for (const [side, id] of [[0, from], [1, to]] as const) {
+    for (const [side, id] of [
+      [0, from],
+      [1, to],
+    ] as const) {
       if (!firstIndex.has(id)) {
         issues.push({ path: join('edges', i, side), message: `unknown node "${id}"` });
         ok = false;
@@ -107,7 +122,10 @@ export function validateGraph(
     const tool = options.tools.get(node.tool);
     if (!tool) {
       const known = [...options.tools.keys()].sort().join(', ');
-      issues.push({ path: join('nodes', i, 'tool'), message: `unknown tool "${node.tool}"; known tools: ${known}` });
+      issues.push({
+        path: join('nodes', i, 'tool'),
+        message: `unknown tool "${node.tool}"; known tools: ${known}`,
+      });
     }
     const refs = findReferences(node.args, ['args']);
     for (const ref of refs) {
@@ -119,7 +137,10 @@ export function validateGraph(
       } else if (ref.root === node.id) {
         issues.push({ path, message: `node "${node.id}" references itself` });
       } else if (ancestors && !ancestors.get(node.id)?.has(ref.root)) {
-        issues.push({ path, message: `node "${node.id}" references "${ref.root}" but does not depend on it` });
+        issues.push({
+          path,
+          message: `node "${node.id}" references "${ref.root}" but does not depend on it`,
+        });
       } else if (field === undefined || !SNAPSHOT_FIELDS.has(field)) {
         issues.push({
           path,

@@ -11,7 +11,11 @@ describe('retry policy', () => {
   });
 
   it('backs off exponentially within ±20 % jitter', () => {
-    for (const [retry, base] of [[1, 1000], [2, 2000], [3, 4000]] as const) {
+    for (const [retry, base] of [
+      [1, 1000],
+      [2, 2000],
+      [3, 4000],
+    ] as const) {
       expect(retryDelay(retry, {}, undefined, () => 0)).toBe(base * 0.8);
       expect(retryDelay(retry, {}, undefined, () => 1)).toBe(base * 1.2);
     }

@@ -5,7 +5,12 @@ import { Graph } from '../graph/schema.js';
 export const RunStatus = z.enum(['queued', 'running', 'succeeded', 'failed', 'cancelled', 'timed_out']);
 export type RunStatus = z.infer<typeof RunStatus>;
 
-export const TERMINAL_RUN_STATUSES: ReadonlySet<RunStatus> = new Set(['succeeded', 'failed', 'cancelled', 'timed_out']);
+export const TERMINAL_RUN_STATUSES: ReadonlySet<RunStatus> = new Set([
+  'succeeded',
+  'failed',
+  'cancelled',
+  'timed_out',
+]);
 export const isTerminal = (status: RunStatus): boolean => TERMINAL_RUN_STATUSES.has(status);
 
 export const SnapshotStatus = z.enum(['succeeded', 'failed', 'skipped', 'cancelled']);

@@ -41,7 +41,8 @@ export class RunService {
   /** Validates the whole graph, stores the run and enqueues its root job. Nothing runs if invalid. */
   async submit(request: RunRequest, idempotencyKey?: string): Promise<SubmitResult> {
     const validation = validateGraph(request.graph, { tools: this.deps.tools, limits: this.deps.limits });
-    if (!validation.ok) throw new GraphRejectedError(validation.issues.map((i) => ({ ...i, path: join('graph', i.path) })));
+    if (!validation.ok)
+      throw new GraphRejectedError(validation.issues.map((i) => ({ ...i, path: join('graph', i.path) })));
 
     const runId = randomUUID();
     if (idempotencyKey !== undefined) {
@@ -49,7 +50,9 @@ export class RunService {
       if (existing !== null) return this.replay(existing);
     }
     const acceptedAt = new Date().toISOString();
-    const pending = new Map(validation.topology.ids.map((id) => [id, validation.topology.parents.get(id)?.length ?? 0]));
+    const pending = new Map(
+      validation.topology.ids.map((id) => [id, validation.topology.parents.get(id)?.length ?? 0]),
+    );
     try {
       await this.deps.store.create({
         runId,
@@ -63,7 +66,8 @@ export class RunService {
       await this.enqueue(runId);
     } catch (err) {
       // Let a retry with the same key create the run instead of finding a half-made one.
-      if (idempotencyKey !== undefined) await this.deps.store.releaseIdempotencyKey(idempotencyKey).catch(() => undefined);
+      if (idempotencyKey !== undefined)
+        await this.deps.store.releaseIdempotencyKey(idempotencyKey).catch(() => undefined);
       throw err;
     }
     return { runId, status: 'queued', acceptedAt, created: true };

@@ -23,7 +23,12 @@ export class RunWaiter {
    * Resolves true when `runId` settles, false after `timeoutMs`. `isSettled` is checked after
    * subscribing so a settle between the caller's read and this call is not missed.
    */
-  async wait(runId: string, timeoutMs: number, isSettled: () => Promise<boolean>, signal?: AbortSignal): Promise<boolean> {
+  async wait(
+    runId: string,
+    timeoutMs: number,
+    isSettled: () => Promise<boolean>,
+    signal?: AbortSignal,
+  ): Promise<boolean> {
     let wake!: () => void;
     const woken = new Promise<boolean>((resolve) => (wake = () => resolve(true)));
     let set = this.waiters.get(runId);

@@ -10,7 +10,7 @@ import { Redis } from 'ioredis';
 export interface RedisServer {
   readonly url: string;
   readonly pid: number;
-  stop(): Promise<void>;
+  readonly stop: () => Promise<void>;
 }
 
 export interface RedisServerOptions {
@@ -40,7 +40,9 @@ export async function freePort(): Promise<number> {
     server.on('error', reject);
     server.listen(0, '127.0.0.1', () => {
       const address = server.address();
-      server.close(() => (typeof address === 'object' && address ? resolve(address.port) : reject(new Error('no port'))));
+      server.close(() =>
+        typeof address === 'object' && address ? resolve(address.port) : reject(new Error('no port')),
+      );
     });
   });
 }
@@ -49,7 +51,16 @@ export async function startRedisServer(options: RedisServerOptions = {}): Promis
   const binary = options.binary ?? 'redis-server';
   if (!hasRedisServer(binary)) throw new RedisServerMissingError(binary);
   const port = await freePort();
-  const args = ['--port', String(port), '--bind', '127.0.0.1', '--save', '', '--maxmemory-policy', 'noeviction'];
+  const args = [
+    '--port',
+    String(port),
+    '--bind',
+    '127.0.0.1',
+    '--save',
+    '',
+    '--maxmemory-policy',
+    'noeviction',
+  ];
   if (options.dataDir) {
     mkdirSync(options.dataDir, { recursive: true });
     args.push('--dir', options.dataDir, '--appendonly', 'yes', '--appendfsync', 'everysec');

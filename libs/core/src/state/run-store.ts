@@ -114,7 +114,11 @@ export class RunStore {
       'timeoutSeconds',
     );
     if (graph === null) return null;
-    return { graph: parseJson(graph) as Graph, input: parseJson(input), timeoutSeconds: Number(timeoutSeconds) };
+    return {
+      graph: parseJson(graph) as Graph,
+      input: parseJson(input),
+      timeoutSeconds: Number(timeoutSeconds),
+    };
   }
 
   /** Moves a queued run to running and marks its sources queued. Returns its status after. */
@@ -123,11 +127,17 @@ export class RunStore {
     return typeof status === 'string' ? RunStatus.parse(status) : null;
   }
 
-  async beginNode(runId: string, nodeId: string, reads: readonly string[], live: LiveNodeState): Promise<BeginNodeResult> {
-    const raw = (await this.script('begin-node-4', this.keys(runId), [nodeId, JSON.stringify(live), ...reads])) as (
-      | string
-      | null
-    )[];
+  async beginNode(
+    runId: string,
+    nodeId: string,
+    reads: readonly string[],
+    live: LiveNodeState,
+  ): Promise<BeginNodeResult> {
+    const raw = (await this.script('begin-node-4', this.keys(runId), [
+      nodeId,
+      JSON.stringify(live),
+      ...reads,
+    ])) as (string | null)[];
     const [status, own, ...snapshots] = raw;
     const readMap = new Map<string, NodeSnapshot>();
     reads.forEach((id, i) => {

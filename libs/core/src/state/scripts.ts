@@ -17,7 +17,11 @@ const sources = new Map<ScriptName, { lua: string; numberOfKeys: number }>(
 
 const commandName = (name: ScriptName): string => `tetraloop_${name.replaceAll('-', '_')}`;
 
-export type ScriptRunner = (name: ScriptName, keys: readonly string[], args: readonly (string | number)[]) => Promise<unknown>;
+export type ScriptRunner = (
+  name: ScriptName,
+  keys: readonly string[],
+  args: readonly (string | number)[],
+) => Promise<unknown>;
 
 /** Defines every script on `redis` and returns a typed caller. */
 export function loadScripts(redis: Redis): ScriptRunner {
@@ -25,7 +29,9 @@ export function loadScripts(redis: Redis): ScriptRunner {
     redis.defineCommand(commandName(name), { lua, numberOfKeys });
   }
   return (name, keys, args) => {
-    const command = (redis as unknown as Record<string, (...a: unknown[]) => Promise<unknown>>)[commandName(name)];
+    const command = (redis as unknown as Record<string, (...a: unknown[]) => Promise<unknown>>)[
+      commandName(name)
+    ];
     if (!command) throw new Error(`script ${name} is not loaded`);
     return command.call(redis, ...keys, ...args);
   };

@@ -4,7 +4,17 @@ import { checkLiteralAddress, isAllowlisted, isPublicAddress, parseAllowHosts } 
 describe('egress policy', () => {
   it('classifies addresses', () => {
     for (const a of ['8.8.8.8', '2001:4860::1']) expect(isPublicAddress(a)).toBe(true);
-    for (const a of ['127.0.0.1', '10.0.0.1', '192.168.1.1', '169.254.169.254', '::1', '::ffff:127.0.0.1', 'fd00:ec2::254', '0.0.0.0', '100.100.100.200']) {
+    for (const a of [
+      '127.0.0.1',
+      '10.0.0.1',
+      '192.168.1.1',
+      '169.254.169.254',
+      '::1',
+      '::ffff:127.0.0.1',
+      'fd00:ec2::254',
+      '0.0.0.0',
+      '100.100.100.200',
+    ]) {
       expect(isPublicAddress(a), a).toBe(false);
     }
   });

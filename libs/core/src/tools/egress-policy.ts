@@ -16,7 +16,12 @@ export interface EgressPolicy {
 export function parseAllowHosts(value: string | undefined): EgressPolicy {
   const entries = (value ?? '')
     .split(',')
-    .map((s) => s.trim().toLowerCase().replace(/^\[(.*)\](:\d+)?$/, '$1$2'))
+    .map((s) =>
+      s
+        .trim()
+        .toLowerCase()
+        .replace(/^\[(.*)\](:\d+)?$/, '$1$2'),
+    )
     .filter((s) => s.length > 0);
   return { allowHosts: new Set(entries) };
 }
@@ -38,8 +43,13 @@ export function isPublicAddress(address: string): boolean {
 }
 
 export class EgressDeniedError extends Error {
-  constructor(readonly host: string, readonly address: string) {
-    super(`egress to ${host} (${address}) is refused: not a public address; allowlist it in TETRALOOP_HTTP_ALLOW_HOSTS`);
+  constructor(
+    readonly host: string,
+    readonly address: string,
+  ) {
+    super(
+      `egress to ${host} (${address}) is refused: not a public address; allowlist it in TETRALOOP_HTTP_ALLOW_HOSTS`,
+    );
     this.name = 'EgressDeniedError';
   }
 }
@@ -50,7 +60,11 @@ export function checkLiteralAddress(hostname: string): void {
   if (isIP(host) !== 0 && !isPublicAddress(host)) throw new EgressDeniedError(hostname, host);
 }
 
-type LookupCallback = (err: NodeJS.ErrnoException | null, address: string | LookupAddress[], family?: number) => void;
+type LookupCallback = (
+  err: NodeJS.ErrnoException | null,
+  address: string | LookupAddress[],
+  family?: number,
+) => void;
 
 /** A `net.connect` lookup that refuses non-public answers. */
 export function guardedLookup(
@@ -64,7 +78,8 @@ export function guardedLookup(
     if (denied) return callback(new EgressDeniedError(hostname, denied.address), []);
     if (options.all) return callback(null, addresses);
     const first = addresses[0];
-    if (!first) return callback(Object.assign(new Error(`no address for ${hostname}`), { code: 'ENOTFOUND' }), []);
+    if (!first)
+      return callback(Object.assign(new Error(`no address for ${hostname}`), { code: 'ENOTFOUND' }), []);
     callback(null, first.address, first.family);
   });
 }

@@ -1,7 +1,13 @@
 import { z } from 'zod';
 import { Agent, errors as undiciErrors, request, type Dispatcher } from 'undici';
 import { ToolError } from '../errors/node-error.js';
-import { checkLiteralAddress, EgressDeniedError, guardedLookup, isAllowlisted, type EgressPolicy } from './egress-policy.js';
+import {
+  checkLiteralAddress,
+  EgressDeniedError,
+  guardedLookup,
+  isAllowlisted,
+  type EgressPolicy,
+} from './egress-policy.js';
 import { defineTool, type Tool } from './tool.js';
 
 export const HttpInput = z
@@ -46,7 +52,8 @@ function retryAfterMs(header: string | undefined): { retryAfterMs?: number } {
 
 function flattenHeaders(headers: Record<string, string | string[] | undefined>): Record<string, string> {
   const out: Record<string, string> = {};
-  for (const [k, v] of Object.entries(headers)) if (v !== undefined) out[k] = Array.isArray(v) ? v.join(', ') : v;
+  for (const [k, v] of Object.entries(headers))
+    if (v !== undefined) out[k] = Array.isArray(v) ? v.join(', ') : v;
   return out;
 }
 
@@ -99,7 +106,9 @@ export function httpTool(policy: EgressPolicy): Tool {
           body,
           dispatcher,
           signal: ctx.signal,
-          ...(args.timeoutMs !== undefined ? { headersTimeout: args.timeoutMs, bodyTimeout: args.timeoutMs } : {}),
+          ...(args.timeoutMs !== undefined
+            ? { headersTimeout: args.timeoutMs, bodyTimeout: args.timeoutMs }
+            : {}),
         });
       } catch (err) {
         throw classifyTransportError(err, ctx.signal);
@@ -114,7 +123,11 @@ export function httpTool(policy: EgressPolicy): Tool {
       if (res.statusCode < 200 || res.statusCode >= 300) {
         throw statusError(res.statusCode, responseHeaders['retry-after']);
       }
-      return { status: res.statusCode, headers: responseHeaders, body: parseBody(text, responseHeaders['content-type']) };
+      return {
+        status: res.statusCode,
+        headers: responseHeaders,
+        body: parseBody(text, responseHeaders['content-type']),
+      };
     },
   });
 }

@@ -14,5 +14,6 @@ export const jsonTool = defineTool({
   description: 'Pass a value on, optionally picking a dot path out of it.',
   input: JsonInput,
   output: z.unknown(),
-  run: (args) => Promise.resolve(args.pick === undefined ? args.value : getPath(args.value, args.pick.split('.'))),
+  run: (args) =>
+    Promise.resolve(args.pick === undefined ? args.value : getPath(args.value, args.pick.split('.'))),
 });

@@ -20,7 +20,7 @@ export interface Tool<I = unknown, O = unknown> {
 
 /** Erases a tool's generic types for storage in a registry; its schemas still guard the values. */
 export function defineTool<I, O>(tool: Tool<I, O>): Tool {
-  return tool as unknown as Tool;
+  return tool;
 }
 
 export type ToolRegistry = ReadonlyMap<string, Tool>;

@@ -1,0 +1,62 @@
+/** `tetraloop dev`: embedded Redis it starts and stops itself, API and every pool in one process tree. */
+import { execFileSync } from 'node:child_process';
+import { mkdtempSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { expect, it } from 'vitest';
+import { freePort } from '@tetraloop/core';
+import { spawnTetraloop, stderrMatches } from '../support/processes.js';
+import { runToEnd } from '../support/stack.js';
+
+function isAlive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+it('starts an embedded Redis, runs a graph, and leaves no redis-server behind on SIGTERM', async () => {
+  const port = await freePort();
+  const cwd = mkdtempSync(join(tmpdir(), 'tetraloop-dev-'));
+  const proc = spawnTetraloop(['dev'], { PORT: String(port), LOG_LEVEL: 'warn' }, { cwd });
+  const [, redisPort] = await stderrMatches(proc, /embedded Redis: redis:\/\/127\.0\.0\.1:(\d+)/);
+  await stderrMatches(proc, /Tetraloop is running/);
+
+  const url = `http://127.0.0.1:${port}`;
+  const doc = await runToEnd(url, {
+    graph: {
+      nodes: [
+        { id: 'self', kind: 'tool', tool: 'http', args: { url: `${url}/healthz` } },
+        {
+          id: 'pick',
+          kind: 'tool',
+          tool: 'json',
+          args: { value: { $ref: 'self.output.body' }, pick: 'status' },
+        },
+      ],
+      edges: [['self', 'pick']],
+    },
+  });
+  expect(doc.status).toBe('succeeded');
+  expect(doc.output).toEqual({ pick: 'ok' });
+
+  const redisPid = Number(
+    execFileSync('sh', ['-c', `pgrep -f "redis-server 127.0.0.1:${redisPort}" || true`])
+      .toString()
+      .trim()
+      .split('\n')[0],
+  );
+  expect(redisPid).toBeGreaterThan(0);
+  await proc.kill('SIGTERM');
+  expect(await proc.exited).toEqual({ code: 0, signal: null });
+  expect(isAlive(redisPid)).toBe(false);
+});
+
+it('says how to get Redis when redis-server is missing and REDIS_URL is unset', async () => {
+  const proc = spawnTetraloop(['dev'], { PATH: '/nonexistent' });
+  const { code } = await proc.exited;
+  expect(code).toBe(2);
+  expect(proc.stderr()).toMatch(/redis-server is not installed.*apt-get install -y redis-server.*REDIS_URL/s);
+});

@@ -1,0 +1,57 @@
+/** Spawns the real `tetraloop` command as a child process and waits for it to say it is ready. */
+import { spawn, type ChildProcess } from 'node:child_process';
+import { fileURLToPath } from 'node:url';
+
+export const BIN = fileURLToPath(new URL('../../apps/cli/bin/tetraloop.mjs', import.meta.url));
+
+export interface Spawned {
+  readonly child: ChildProcess;
+  /** Everything the process wrote to stderr so far. */
+  stderr(): string;
+  /** Resolves with the exit code (or signal) once the process ends. */
+  readonly exited: Promise<{ code: number | null; signal: NodeJS.Signals | null }>;
+  kill(signal?: NodeJS.Signals): Promise<void>;
+}
+
+export function spawnTetraloop(
+  args: string[],
+  env: Record<string, string>,
+  options: { cwd?: string } = {},
+): Spawned {
+  const child = spawn(process.execPath, [BIN, ...args], {
+    ...(options.cwd ? { cwd: options.cwd } : {}),
+    env: { PATH: process.env.PATH ?? '', ...env },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  let err = '';
+  child.stderr?.on('data', (d: Buffer) => (err += d.toString()));
+  child.stdout?.resume();
+  const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((resolve) =>
+    child.once('exit', (code, signal) => resolve({ code, signal })),
+  );
+  return {
+    child,
+    stderr: () => err,
+    exited,
+    async kill(signal = 'SIGTERM') {
+      if (child.exitCode === null && child.signalCode === null) child.kill(signal);
+      await exited;
+    },
+  };
+}
+
+/** Resolves when the process's stderr matches `pattern`; rejects if it exits first. */
+export function stderrMatches(p: Spawned, pattern: RegExp): Promise<RegExpMatchArray> {
+  return new Promise((resolve, reject) => {
+    const check = (): void => {
+      const m = pattern.exec(p.stderr());
+      if (m) {
+        p.child.stderr?.off('data', check);
+        resolve(m);
+      }
+    };
+    p.child.stderr?.on('data', check);
+    void p.exited.then(() => reject(new Error(`process exited before printing ${pattern}:\n${p.stderr()}`)));
+    check();
+  });
+}
