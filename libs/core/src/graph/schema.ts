@@ -1,11 +1,14 @@
 import { z } from 'zod';
 
-/** Node ids are short, URL- and key-safe names; a dot never appears, so `runId.nodeId` is unambiguous. */
+/**
+ * Node ids are short, URL- and key-safe names. A dot never appears, so `runId.nodeId` is
+ * unambiguous; a slash never appears either, because nested graphs name their nodes `parent/child`.
+ */
 export const NodeId = z.string().regex(/^[A-Za-z0-9_-]{1,64}$/, 'must match [A-Za-z0-9_-]{1,64}');
 export type NodeId = z.infer<typeof NodeId>;
 
 /** Kinds that later parts of the runtime add; named here so the error can say so. */
-export const PLANNED_KINDS = ['llm', 'loop', 'wait', 'graph'] as const;
+export const PLANNED_KINDS = ['llm'] as const;
 
 export const OnError = z.enum(['fail', 'continue']);
 export type OnError = z.infer<typeof OnError>;
@@ -24,39 +27,102 @@ export const NodeRetry = z.strictObject({
 });
 export type NodeRetry = z.infer<typeof NodeRetry>;
 
-export const ToolNode = z.strictObject({
+const Args = z.record(z.string(), z.unknown());
+const TimeoutMs = z.number().int().positive().max(600_000);
+
+/** Fields every executable node may carry. */
+const Common = {
   id: NodeId,
-  kind: z.literal('tool'),
-  tool: z.string().min(1).max(128),
-  args: z.record(z.string(), z.unknown()).default({}),
-  timeoutMs: z.number().int().positive().max(600_000).optional(),
+  timeoutMs: TimeoutMs.optional(),
   retry: NodeRetry.optional(),
   onError: OnError.optional(),
+};
+
+export const ToolNode = z.strictObject({
+  ...Common,
+  kind: z.literal('tool'),
+  tool: z.string().min(1).max(128),
+  args: Args.default({}),
 });
 export type ToolNode = z.infer<typeof ToolNode>;
 
-const KnownKind = z.enum(['tool', ...PLANNED_KINDS]);
-
-export const GraphNode = z
-  .object({ kind: KnownKind })
-  .passthrough()
-  .superRefine((node, ctx) => {
-    if ((PLANNED_KINDS as readonly string[]).includes(node.kind)) {
-      ctx.addIssue({
-        code: 'custom',
-        path: ['kind'],
-        message: `kind "${node.kind}" is not supported yet; only "tool" nodes can run`,
-      });
-    }
+/**
+ * An exit condition, checked by the harness on each iteration's snapshot (`{status, output,
+ * error}`): exactly one operator.
+ */
+export const Condition = z
+  .strictObject({
+    path: z.string().min(1),
+    equals: z.unknown().optional(),
+    in: z.array(z.unknown()).optional(),
+    exists: z.boolean().optional(),
+    gte: z.number().optional(),
+    lte: z.number().optional(),
   })
-  .pipe(ToolNode);
-export type GraphNode = ToolNode;
+  .refine((c) => ['equals', 'in', 'exists', 'gte', 'lte'].filter((k) => k in c).length === 1, {
+    message: 'give exactly one of equals, in, exists, gte, lte',
+  });
+export type Condition = z.infer<typeof Condition>;
+
+/** Waits for a named signal (`POST /v1/runs/:id/signals/:name`); holds no worker slot meanwhile. */
+export const WaitNode = z.strictObject({
+  id: NodeId,
+  kind: z.literal('wait'),
+  signal: z.string().regex(/^[A-Za-z0-9_.-]{1,64}$/, 'must match [A-Za-z0-9_.-]{1,64}'),
+  timeoutSeconds: z.number().positive().max(30 * 24 * 3600).default(3600),
+  onTimeout: OnError.default('fail'),
+});
+export type WaitNode = z.infer<typeof WaitNode>;
+
+/** A bounded loop over a tool call: the only place a loop may live. */
+export const LoopNode = z.strictObject({
+  ...Common,
+  kind: z.literal('loop'),
+  body: z.strictObject({ tool: z.string().min(1).max(128), args: Args.default({}) }),
+  /** Stop as soon as an iteration satisfies this; without it the loop runs maxIterations times. */
+  until: Condition.optional(),
+  maxIterations: z.number().int().min(1).max(50),
+  /** Pause between iterations; the worker slot is released meanwhile. */
+  intervalMs: z.number().int().min(0).max(3_600_000).default(0),
+});
+export type LoopNode = z.infer<typeof LoopNode>;
+
+/**
+ * A nested graph, expanded into namespaced nodes (`parent/child`) before the run starts; its
+ * output is its sinks' outputs. `graph` is checked by the validator, recursively, like any graph.
+ */
+export const SubgraphNode = z.strictObject({
+  id: NodeId,
+  kind: z.literal('graph'),
+  graph: z.unknown(),
+  /** What the nested graph reads as `input.*`; may reference the parent graph's nodes. */
+  input: z.unknown().optional(),
+});
+export interface SubgraphNode {
+  id: string;
+  kind: 'graph';
+  graph: Graph;
+  input?: unknown;
+}
+
+export type GraphNode = ToolNode | WaitNode | LoopNode | SubgraphNode;
+/** What remains after nested graphs are expanded: the nodes a worker executes. */
+export type ExecutableNode = ToolNode | WaitNode | LoopNode;
+
+/** The schema of each node kind. */
+export const NODE_SCHEMAS = { tool: ToolNode, wait: WaitNode, loop: LoopNode, graph: SubgraphNode } as const;
+export type NodeKind = keyof typeof NODE_SCHEMAS;
 
 export const Edge = z.tuple([NodeId, NodeId]);
 export type Edge = z.infer<typeof Edge>;
 
-export const Graph = z.strictObject({
-  nodes: z.array(GraphNode).min(1, 'a graph needs at least one node'),
-  edges: z.array(Edge).default([]),
-});
-export type Graph = z.infer<typeof Graph>;
+export interface Graph {
+  nodes: GraphNode[];
+  edges: Edge[];
+}
+
+/** A graph whose nested graphs are expanded: what a run executes. */
+export interface ExecutableGraph {
+  nodes: ExecutableNode[];
+  edges: [string, string][];
+}
