@@ -44,7 +44,7 @@ describe('execution', () => {
     expect(dStart).toBeGreaterThanOrEqual(server.hitsOf('b')[0]!.end!);
     expect(dStart).toBeGreaterThanOrEqual(server.hitsOf('c')[0]!.end!);
     expect(doc.output).toEqual({ d: expect.objectContaining({ status: 200, body: { node: 'd', ms: 10 } }) });
-    expect(doc.nodes.b).toMatchObject({ status: 'succeeded', attempts: 1 });
+    expect(doc.nodes.b).toMatchObject({ status: 'succeeded', attempts: [{ attempt: 1 }] });
   });
 
   it('starts a node as soon as its own dependencies are done (no level barrier)', async () => {
@@ -116,8 +116,11 @@ describe('execution', () => {
       nodeId: 'f-bad',
       cause: { code: 'validation', status: 400 },
     });
-    expect(doc.nodes['f-bad']).toMatchObject({ status: 'failed', attempts: 1 });
-    expect(doc.nodes['f-after']).toMatchObject({ status: 'skipped', attempts: 0 });
+    expect(doc.nodes['f-bad']).toMatchObject({
+      status: 'failed',
+      attempts: [{ attempt: 1, error: { code: 'validation' } }],
+    });
+    expect(doc.nodes['f-after']).toMatchObject({ status: 'skipped', attempts: [] });
     expect(server.hitsOf('f-bad')).toHaveLength(1);
     expect(server.hitsOf('f-after')).toHaveLength(0);
   });
@@ -183,7 +186,7 @@ describe('API', () => {
     const doc = await waitFor(stack.url, runId);
     expect(doc.status).toBe('cancelled');
     expect(doc.nodes['c-hang']).toMatchObject({ status: 'cancelled', error: { code: 'aborted' } });
-    expect(doc.nodes['c-next']).toMatchObject({ status: 'cancelled', attempts: 0 });
+    expect(doc.nodes['c-next']).toMatchObject({ status: 'cancelled', attempts: [] });
     expect(server.hitsOf('c-next')).toHaveLength(0);
     // The aborted request was closed by the worker, not left hanging.
     expect(server.hitsOf('c-hang')[0]?.end).toBeDefined();
@@ -222,7 +225,7 @@ describe('API', () => {
         'graph.edges.1',
         'graph.nodes.1.id',
         'graph.nodes.2.tool',
-        'graph.nodes.3.kind',
+        'graph.nodes.3.signal',
       ].sort(),
     );
     expect(server.hits.length).toBe(before);

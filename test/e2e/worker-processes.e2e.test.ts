@@ -33,7 +33,7 @@ it('spreads the nodes of one run over both worker processes', async () => {
   }));
   const doc = await runToEnd(stack.url, { graph: { nodes, edges: [] } });
   expect(doc.status).toBe('succeeded');
-  const byWorker = new Set(Object.values(doc.nodes).map((n) => (n as { worker?: string }).worker));
+  const byWorker = new Set(Object.values(doc.nodes).map((n) => n.attempts.at(-1)?.worker));
   const pids = workers.map((w) => w.child.pid);
   expect(byWorker.size).toBe(2);
   for (const w of byWorker) expect(pids).toContain(Number(w?.split('/')[1]));

@@ -2,12 +2,15 @@
 import express, { type RequestHandler } from 'express';
 import type { Redis } from 'ioredis';
 import type { Logger } from 'pino';
-import type { RunService, RunWaiter } from '@tetraloop/core';
+import type { RunService, RunStore, RunWaiter } from '@tetraloop/core';
 import { errorHandler, HttpError, sendError } from './http-errors.js';
 import { runsRouter } from './runs-router.js';
 
 export interface AppDeps {
   readonly redis: Redis;
+  readonly store: RunStore;
+  /** A fresh connection for one blocking reader (an open event stream). */
+  readonly blockingConnection: () => Redis;
   readonly runs: RunService;
   readonly waiter: RunWaiter;
   readonly logger: Logger;

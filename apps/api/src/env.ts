@@ -13,6 +13,10 @@ export const ApiEnv = BaseEnv.extend({
     .default(1024 * 1024),
   TETRALOOP_MAX_NODES: z.coerce.number().int().positive().default(DEFAULT_GRAPH_LIMITS.maxNodes),
   TETRALOOP_MAX_EDGES: z.coerce.number().int().positive().default(DEFAULT_GRAPH_LIMITS.maxEdges),
+  /** Default per-run budget: tool calls (each attempt and loop iteration counts). */
+  TETRALOOP_BUDGET_TOOL_CALLS: z.coerce.number().int().positive().default(1000),
+  /** Default per-run budget: summed tool time in ms. */
+  TETRALOOP_BUDGET_TOOL_TIME_MS: z.coerce.number().int().positive().default(600_000),
   /** Longest `wait` a client may ask for. */
   TETRALOOP_MAX_WAIT_MS: z.coerce.number().int().positive().default(300_000),
 });

@@ -1,6 +1,6 @@
 /** The API's error shape and the mapping from what went wrong to a status code. */
 import type { ErrorRequestHandler, Response } from 'express';
-import { GraphRejectedError } from '@tetraloop/core';
+import { GraphRejectedError, RunStateConflictError } from '@tetraloop/core';
 import type { Logger } from 'pino';
 import { z } from 'zod';
 
@@ -57,6 +57,8 @@ export function errorHandler(logger: Logger, redisReady: () => boolean): ErrorRe
     if (err instanceof GraphRejectedError) {
       return sendError(res, new HttpError(400, 'invalid_graph', 'the graph is invalid', err.issues));
     }
+    if (err instanceof RunStateConflictError)
+      return sendError(res, new HttpError(409, err.code, err.message));
     if (err instanceof z.ZodError) return sendError(res, zodToHttp(err));
     const parsed = bodyParserError(err);
     if (parsed) return sendError(res, parsed);

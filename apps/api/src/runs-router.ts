@@ -1,12 +1,14 @@
-/** `/v1/runs`: submit, read, wait for and cancel runs. */
+/** `/v1/runs`: submit, read, wait for, cancel, resume and signal runs, and follow their events. */
 import { Router, type Request } from 'express';
 import { RunRequest, type RunService, type RunWaiter } from '@tetraloop/core';
 import { z } from 'zod';
+import { streamRunEvents, type EventStreamDeps } from './run-events.js';
 import { HttpError, zodToHttp } from './http-errors.js';
 
 const RunIdParam = z.uuid();
+const SignalName = z.string().regex(/^[A-Za-z0-9_.-]{1,64}$/, 'must match [A-Za-z0-9_.-]{1,64}');
 
-export interface RunsRouterDeps {
+export interface RunsRouterDeps extends EventStreamDeps {
   readonly runs: RunService;
   readonly waiter: RunWaiter;
   readonly maxWaitMs: number;
@@ -17,6 +19,8 @@ function runIdOf(req: Request): string {
   if (!parsed.success) throw new HttpError(404, 'run_not_found', 'no such run');
   return parsed.data;
 }
+
+const notFound = (): HttpError => new HttpError(404, 'run_not_found', 'no such run');
 
 export function runsRouter(deps: RunsRouterDeps): Router {
   const router = Router();
@@ -42,7 +46,7 @@ export function runsRouter(deps: RunsRouterDeps): Router {
 
   router.get('/:id', async (req, res) => {
     const doc = await deps.runs.get(runIdOf(req));
-    if (!doc) throw new HttpError(404, 'run_not_found', 'no such run');
+    if (!doc) throw notFound();
     res.json(doc);
   });
 
@@ -51,7 +55,7 @@ export function runsRouter(deps: RunsRouterDeps): Router {
     const query = WaitQuery.safeParse(req.query);
     if (!query.success) throw zodToHttp(query.error, ['query']);
     const first = await deps.runs.get(runId);
-    if (!first) throw new HttpError(404, 'run_not_found', 'no such run');
+    if (!first) throw notFound();
     if (first.finishedAt === null) {
       // Waiting never changes the run; a client that goes away just stops waiting.
       const gone = new AbortController();
@@ -70,11 +74,49 @@ export function runsRouter(deps: RunsRouterDeps): Router {
   router.post('/:id/cancel', async (req, res) => {
     const runId = runIdOf(req);
     const result = await deps.runs.cancel(runId);
-    if (!result) throw new HttpError(404, 'run_not_found', 'no such run');
-    if (result.status !== 'cancelled') {
-      throw new HttpError(409, 'run_finished', `the run already ended as ${result.status}`);
-    }
+    if (!result) throw notFound();
     res.status(202).json({ runId, status: result.status });
+  });
+
+  router.post('/:id/resume', async (req, res) => {
+    const runId = runIdOf(req);
+    const result = await deps.runs.resume(runId);
+    if (!result) throw notFound();
+    res
+      .status(202)
+      .location(`/v1/runs/${runId}`)
+      .json({ runId, ...result });
+  });
+
+  router.post('/:id/signals/:name', async (req, res) => {
+    const runId = runIdOf(req);
+    const name = SignalName.safeParse(req.params.name);
+    if (!name.success) throw zodToHttp(name.error, ['params', 'name']);
+    if (
+      req.body === undefined &&
+      req.get('content-length') !== undefined &&
+      req.get('content-length') !== '0'
+    ) {
+      throw new HttpError(415, 'unsupported_media_type', 'send the body as application/json');
+    }
+    const result = await deps.runs.signal(runId, name.data, req.body ?? null);
+    if (!result) throw notFound();
+    res
+      .status(result === 'delivered' ? 202 : 200)
+      .json({ runId, signal: name.data, delivered: result === 'delivered' });
+  });
+
+  router.get('/:id/events', async (req, res) => {
+    const runId = runIdOf(req);
+    const doc = await deps.runs.get(runId);
+    if (!doc) throw notFound();
+    const from = z.coerce
+      .number()
+      .int()
+      .min(0)
+      .catch(0)
+      .parse(req.get('last-event-id') ?? req.query.after ?? 0);
+    await streamRunEvents(deps, runId, from, req, res);
   });
 
   return router;

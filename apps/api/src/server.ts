@@ -9,7 +9,6 @@ import {
   connectRedis,
   createLogger,
   parseAllowHosts,
-  type RunJobData,
 } from '@tetraloop/core';
 import { createApp } from './app.js';
 import type { ApiEnv } from './env.js';
@@ -33,12 +32,19 @@ export async function startApi(env: ApiEnv): Promise<ApiHandle> {
     failedAgeSeconds: env.TETRALOOP_JOB_FAILED_AGE_SECONDS,
   };
   const store = new RunStore(redis, { prefix, retentionSeconds: env.TETRALOOP_RUN_RETENTION_SECONDS });
-  const planQueue = new Queue<RunJobData>('plan', { connection: redis, prefix });
-  planQueue.on('error', (err) => logger.warn({ err: err.message }, 'plan queue error'));
+  const planQueue = new Queue('plan', { connection: redis, prefix });
+  const toolQueue = new Queue('tool', { connection: redis, prefix });
+  for (const q of [planQueue, toolQueue])
+    q.on('error', (err) => logger.warn({ err: err.message }, 'queue error'));
   const waiter = await RunWaiter.listen(subscriber, store.channels.settled);
   const runs = new RunService({
     store,
     planQueue,
+    toolQueue,
+    defaultBudget: {
+      toolCalls: env.TETRALOOP_BUDGET_TOOL_CALLS,
+      toolTimeMs: env.TETRALOOP_BUDGET_TOOL_TIME_MS,
+    },
     // The API validates graphs against the tools' schemas; egress is the workers' concern.
     tools: builtinTools({ egress: parseAllowHosts('') }),
     limits: { maxNodes: env.TETRALOOP_MAX_NODES, maxEdges: env.TETRALOOP_MAX_EDGES },
@@ -46,6 +52,10 @@ export async function startApi(env: ApiEnv): Promise<ApiHandle> {
   });
   const app = createApp({
     redis,
+    store,
+    // Each open event stream blocks on a connection of its own.
+    blockingConnection: () =>
+      connectRedis(env.REDIS_URL, 'subscriber', `tetraloop-api-events-${process.pid}`),
     runs,
     waiter,
     logger,
@@ -70,6 +80,7 @@ export async function startApi(env: ApiEnv): Promise<ApiHandle> {
         server.closeAllConnections();
       });
       await planQueue.close();
+      await toolQueue.close();
       await waiter.close();
       await redis.quit().catch(() => redis.disconnect());
     },

@@ -5,7 +5,6 @@
 import { Queue, UnrecoverableError, Worker, type Job, type Processor } from 'bullmq';
 import {
   BACKOFF_TYPE,
-  DEFAULT_BACKOFF,
   DEFAULT_RETRIES,
   PlanCache,
   RetryNodeError,
@@ -15,11 +14,12 @@ import {
   connectRedis,
   createLogger,
   executeNodeJob,
-  executeRunJob,
+  executePlanJob,
   parseAllowHosts,
   type Engine,
-  type NodeJobData,
+  type EngineHooks,
   type Pool,
+  type RetryTable,
 } from '@tetraloop/core';
 import type { WorkerEnv } from './env.js';
 
@@ -34,6 +34,8 @@ export interface StartPoolsOptions {
   readonly pools: readonly Pool[];
   /** Overrides the pool's configured concurrency. */
   readonly concurrency?: number;
+  /** Functions the engine calls at set points, e.g. to refresh credentials before an `auth` retry. */
+  readonly hooks?: EngineHooks;
 }
 
 const CONCURRENCY_KEY = {
@@ -56,31 +58,40 @@ export async function startPools(env: WorkerEnv, options: StartPoolsOptions): Pr
     failedAgeSeconds: env.TETRALOOP_JOB_FAILED_AGE_SECONDS,
   };
   const store = new RunStore(connection, { prefix, retentionSeconds: env.TETRALOOP_RUN_RETENTION_SECONDS });
-  const toolQueue = new Queue<NodeJobData>('tool', { connection, prefix });
-  const planQueueQualifiedName = `${prefix}:plan`;
+  const toolQueue = new Queue('tool', { connection, prefix });
+  const planQueue = new Queue('plan', { connection, prefix });
+  const retries = { ...DEFAULT_RETRIES, ...env.TETRALOOP_RETRIES } as RetryTable;
+  const backoff = {
+    baseMs: env.TETRALOOP_BACKOFF_BASE_MS,
+    minMs: env.TETRALOOP_BACKOFF_MIN_MS,
+    maxMs: env.TETRALOOP_BACKOFF_MAX_MS,
+    jitter: env.TETRALOOP_BACKOFF_JITTER,
+  };
   const aborts = await RunAborts.listen(subscriber, store.channels.abort);
 
   const engineFor = (layer: Pool): Engine => ({
     store,
     plans: new PlanCache(store),
     toolQueue,
-    planQueueQualifiedName,
+    planQueue,
     retention,
-    retries: DEFAULT_RETRIES,
-    backoff: DEFAULT_BACKOFF,
+    retries,
+    backoff,
+    maxNodeExecutions: env.TETRALOOP_MAX_NODE_EXECUTIONS,
+    hooks: options.hooks ?? {},
     logger: createLogger({ level: env.LOG_LEVEL, layer }),
   });
 
   const processors: Record<Pool, () => Processor> = {
     plan: () => {
       const engine = engineFor('plan');
-      return (job: Job, token?: string) => executeRunJob(engine, job, token);
+      return (job: Job, token?: string) => executePlanJob(engine, job, token);
     },
     tool: () => {
       const engine = engineFor('tool');
       const tools = builtinTools({ egress: parseAllowHosts(env.TETRALOOP_HTTP_ALLOW_HOSTS) });
       const nodeOptions = { tools, aborts, defaultTimeoutMs: env.TETRALOOP_TOOL_TIMEOUT_MS };
-      return (job: Job) => executeNodeJob(engine, nodeOptions, job);
+      return (job: Job, token?: string) => executeNodeJob(engine, nodeOptions, job, token);
     },
     // The sense and reflect loops have no job types yet; their workers refuse anything they get.
     sense: () => unknownJob,
@@ -117,6 +128,7 @@ export async function startPools(env: WorkerEnv, options: StartPoolsOptions): Pr
     async close() {
       await Promise.all([...workers.values()].map((w) => w.close()));
       await toolQueue.close();
+      await planQueue.close();
       await aborts.close();
       await connection.quit().catch(() => connection.disconnect());
     },

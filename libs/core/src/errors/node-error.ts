@@ -1,54 +1,70 @@
 import { z } from 'zod';
 
 /**
- * Why a node failed, as plain data that crosses queues and the API. Recognised by `code`,
- * never by message text.
+ * Why a node failed, as plain data that crosses queues and the API: a discriminated union on
+ * `code`. Recognised by code, never by message text.
  */
-export const ErrorCode = z.enum([
-  'network',
-  'timeout',
-  'rate_limited',
-  'server',
-  'auth',
-  'validation',
-  'aborted',
-  'budget_exhausted',
-  'internal',
-]);
-export type ErrorCode = z.infer<typeof ErrorCode>;
+const message = z.string();
+const status = z.number().int();
+const retryAfterMs = z.number().int().nonnegative();
 
-export const NodeErrorData = z.object({
-  code: ErrorCode,
-  message: z.string(),
-  /** HTTP status when the failure came from an HTTP response. */
-  status: z.number().int().optional(),
-  /** Server-requested delay before a retry (`Retry-After`), in ms. */
-  retryAfterMs: z.number().int().nonnegative().optional(),
-});
+export const NodeErrorData = z.discriminatedUnion('code', [
+  z.object({ code: z.literal('network'), message }),
+  z.object({ code: z.literal('timeout'), message }),
+  /** HTTP 429; `retryAfterMs` from the server's Retry-After. */
+  z.object({
+    code: z.literal('rate_limited'),
+    message,
+    status: status.optional(),
+    retryAfterMs: retryAfterMs.optional(),
+  }),
+  /** HTTP 5xx. */
+  z.object({
+    code: z.literal('server'),
+    message,
+    status: status.optional(),
+    retryAfterMs: retryAfterMs.optional(),
+  }),
+  /** HTTP 401/403. */
+  z.object({ code: z.literal('auth'), message, status: status.optional() }),
+  /** Bad arguments, a refused address, or an HTTP 4xx other than 401/403/429. */
+  z.object({ code: z.literal('validation'), message, status: status.optional() }),
+  /** Stopped by a cancel, a failure elsewhere in the run, or the run deadline. */
+  z.object({ code: z.literal('aborted'), message }),
+  z.object({
+    code: z.literal('budget_exhausted'),
+    message,
+    budget: z.enum(['toolCalls', 'toolTimeMs', 'tokens']),
+  }),
+  /** Executed more often than a node may be in one run (retries plus redeliveries). */
+  z.object({ code: z.literal('suspected_loop'), message, executions: z.number().int() }),
+  z.object({ code: z.literal('internal'), message }),
+]);
 export type NodeErrorData = z.infer<typeof NodeErrorData>;
+export type ErrorCode = NodeErrorData['code'];
+export const ERROR_CODES = NodeErrorData.options.map((o) => o.shape.code.value) as readonly ErrorCode[];
+
+type Extra<C extends ErrorCode> = Omit<Extract<NodeErrorData, { code: C }>, 'code' | 'message'>;
 
 /** Thrown by tools and the harness; carries a code so callers never parse messages. */
-export class ToolError extends Error {
+export class ToolError<C extends ErrorCode = ErrorCode> extends Error {
   constructor(
-    readonly code: ErrorCode,
+    readonly code: C,
     message: string,
-    readonly extra: { status?: number; retryAfterMs?: number } = {},
+    readonly extra: Extra<C> = {} as Extra<C>,
   ) {
     super(message);
     this.name = 'ToolError';
   }
 
   toData(): NodeErrorData {
-    return { code: this.code, message: this.message, ...this.extra };
+    return { code: this.code, message: this.message, ...this.extra } as NodeErrorData;
   }
 }
 
 /** Maps anything thrown during a node to error data. Unknown throwables are `internal`. */
 export function toErrorData(err: unknown): NodeErrorData {
   if (err instanceof ToolError) return err.toData();
-  if (err instanceof z.ZodError) {
-    return { code: 'validation', message: z.prettifyError(err) };
-  }
-  const message = err instanceof Error ? err.message : String(err);
-  return { code: 'internal', message };
+  if (err instanceof z.ZodError) return { code: 'validation', message: z.prettifyError(err) };
+  return { code: 'internal', message: err instanceof Error ? err.message : String(err) };
 }

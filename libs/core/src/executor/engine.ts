@@ -1,55 +1,82 @@
 /** The dependency bundle shared by the run coordinator and the node executor. */
 import type { Queue } from 'bullmq';
 import type { Logger } from 'pino';
-import type { BackoffPolicy, RetryTable } from '../policy/retry-policy.js';
-import { JOB, nodeJobId, type NodeJobData } from '../queues/catalog.js';
+import type { NodeErrorData } from '../errors/node-error.js';
+import { maxRetries, type BackoffPolicy, type RetryTable } from '../policy/retry-policy.js';
+import { JOB, nodeJobId, runJobId, type NodeJobData } from '../queues/catalog.js';
 import { keepJobs, type JobRetention } from '../queues/retention.js';
 import type { RunStore } from '../state/run-store.js';
-import { maxRetries } from '../policy/retry-policy.js';
 import type { CompiledPlan, PlanCache } from './plan-cache.js';
+
+/** Called before an `auth` failure is retried, so credentials can be renewed. */
+export type CredentialRefreshHook = (context: {
+  runId: string;
+  nodeId: string;
+  tool: string;
+  error: NodeErrorData;
+}) => Promise<void>;
+
+export interface EngineHooks {
+  readonly refreshCredentials?: CredentialRefreshHook;
+}
 
 export interface Engine {
   readonly store: RunStore;
   readonly plans: PlanCache;
   /** Where node jobs go. */
-  readonly toolQueue: Queue<NodeJobData>;
-  /** Qualified name (`prefix:plan`) of the queue holding run root jobs, the node jobs' parent. */
-  readonly planQueueQualifiedName: string;
+  readonly toolQueue: Queue;
+  /** Where root and deadline jobs go. */
+  readonly planQueue: Queue;
   readonly retention: JobRetention;
   readonly retries: RetryTable;
   readonly backoff: BackoffPolicy;
+  /** A node executed more often than this in one run is stopped as a suspected loop. @defaultValue 5 */
+  readonly maxNodeExecutions: number;
+  readonly hooks: EngineHooks;
   readonly logger: Logger;
 }
 
 /** The BullMQ backoff type every node job uses; its delay is computed by the node executor. */
 export const BACKOFF_TYPE = 'tetraloop';
 
+/** Retries of `auth` failures happen only when something can refresh the credentials. */
+export function retryTableFor(engine: Engine): RetryTable {
+  return engine.hooks.refreshCredentials
+    ? { ...engine.retries, auth: Math.max(1, engine.retries.auth) }
+    : engine.retries;
+}
+
 /**
- * Adds node jobs as children of the run's root job. Job ids derive from run and node, so adding
- * a node twice is a no-op; adding them while the completing job is still active keeps the root
- * in waiting-children, so it cannot finish early.
+ * Adds node jobs as children of the run's root job. Job ids derive from run, node and generation,
+ * so adding a node twice is a no-op; adding them while the completing job is still active keeps
+ * the root in waiting-children, so it cannot finish early.
  */
 export async function enqueueNodes(
   engine: Engine,
   plan: CompiledPlan,
   nodeIds: readonly string[],
+  generation: number,
 ): Promise<void> {
   if (nodeIds.length === 0) return;
-  const parent = { id: plan.runId, queue: engine.planQueueQualifiedName };
+  const parent = { id: runJobId(plan.runId, generation), queue: engine.planQueue.qualifiedName };
+  const table = retryTableFor(engine);
   await engine.toolQueue.addBulk(
-    nodeIds.map((nodeId) => ({
-      name: JOB.node,
-      data: { runId: plan.runId, nodeId },
-      opts: {
-        jobId: nodeJobId(plan.runId, nodeId),
-        parent,
-        attempts: 1 + maxRetries(engine.retries, plan.nodes.get(nodeId)?.retry),
-        backoff: { type: BACKOFF_TYPE },
-        // A node job that dies for good (stalled too often) must not wedge the run's root job:
-        // the root then finalizes and records the node as not completed.
-        ignoreDependencyOnFailure: true,
-        ...keepJobs(engine.retention),
-      },
-    })),
+    nodeIds.map((nodeId) => {
+      const node = plan.nodes.get(nodeId);
+      return {
+        name: JOB.node,
+        data: { runId: plan.runId, nodeId, generation } satisfies NodeJobData,
+        opts: {
+          jobId: nodeJobId(plan.runId, nodeId, generation),
+          parent,
+          attempts: 1 + (node && node.kind !== 'wait' ? maxRetries(table, node.retry) : 0),
+          backoff: { type: BACKOFF_TYPE },
+          // A node job that dies for good (stalled too often) must not wedge the run's root job:
+          // the root then finalizes and records the node as not completed.
+          ignoreDependencyOnFailure: true,
+          ...keepJobs(engine.retention),
+        },
+      };
+    }),
   );
 }

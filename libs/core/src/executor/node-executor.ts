@@ -1,27 +1,30 @@
 /**
- * Executes one node job (the tool loop, L3): read the dependencies' snapshots, run the tool
- * under its deadline, write the node's snapshot once, release ready dependents.
+ * Executes one node job (the tool loop, L3): read the dependencies' snapshots, guard against
+ * loops and spent budgets, run the node by its kind, write its snapshot once, release ready
+ * dependents. A retry is handed back to BullMQ's backoff; a waiting node parks itself in the
+ * delayed set; neither holds a worker slot.
  */
-import { hostname } from 'node:os';
 import type { Job } from 'bullmq';
 import type { NodeErrorData } from '../errors/node-error.js';
-import { resolveReferences } from '../graph/references.js';
-import type { GraphNode } from '../graph/schema.js';
+import type { ExecutableNode } from '../graph/schema.js';
 import { retriesFor, retryDelay } from '../policy/retry-policy.js';
 import { NodeJobData } from '../queues/catalog.js';
-import type { NodeSnapshot, RunStatus } from '../runs/run-model.js';
-import type { ToolRegistry } from '../tools/tool.js';
-import { enqueueNodes, type Engine } from './engine.js';
-import { invokeTool } from './invoke-tool.js';
-import type { CompiledPlan } from './plan-cache.js';
-import type { RunAborts } from './run-aborts.js';
+import type { NodeSnapshot, RunError, RunStatus } from '../runs/run-model.js';
+import { enqueueNodes, retryTableFor, type Engine } from './engine.js';
+import { runLoopNode } from './loop-node.js';
+import {
+  attemptRecord,
+  callTool,
+  limitFor,
+  nowIso,
+  resolvedArgs,
+  snapshotOf,
+  type NodeContext,
+  type NodeExecutorOptions,
+} from './node-context.js';
+import { runWaitNode } from './wait-node.js';
 
-export interface NodeExecutorOptions {
-  readonly tools: ToolRegistry;
-  readonly aborts: RunAborts;
-  /** @defaultValue 10000 */
-  readonly defaultTimeoutMs: number;
-}
+export type { NodeExecutorOptions } from './node-context.js';
 
 /** Thrown to hand a failed attempt back to BullMQ for a retry after `delayMs`. */
 export class RetryNodeError extends Error {
@@ -34,123 +37,224 @@ export class RetryNodeError extends Error {
   }
 }
 
-const WORKER = `${hostname()}/${process.pid}`;
-
 export interface NodeJobResult {
-  readonly status: NodeSnapshot['status'] | 'gone';
+  readonly status: NodeSnapshot['status'] | 'gone' | 'stale';
 }
+
+/** Whether a failure of this node is data for its dependents rather than the end of the run. */
+export const continuesOnFailure = (node: ExecutableNode): boolean =>
+  node.kind === 'wait' ? node.onTimeout === 'continue' : node.onError === 'continue';
 
 export async function executeNodeJob(
   engine: Engine,
   options: NodeExecutorOptions,
   job: Job,
+  token: string | undefined,
 ): Promise<NodeJobResult> {
-  const { runId, nodeId } = NodeJobData.parse(job.data);
-  const plan = await engine.plans.get(runId);
-  const node = plan?.nodes.get(nodeId);
+  const data = NodeJobData.parse(job.data);
+  const plan = await engine.plans.get(data.runId);
+  const node = plan?.nodes.get(data.nodeId);
   // The run expired or was deleted: nothing to do, nothing to report to.
   if (!plan || !node) return { status: 'gone' };
 
   const attempt = job.attemptsMade + 1;
-  const startedAt = new Date().toISOString();
-  const reads = plan.reads.get(nodeId) ?? [];
-  const begin = await engine.store.beginNode(runId, nodeId, reads, { status: 'running', startedAt, attempt });
-
-  // A redelivered job whose node already has a snapshot reports it and does not run again.
-  const snapshot =
-    begin.own ??
-    (begin.status === 'running'
-      ? await runNode(engine, options, plan, node, attempt, startedAt, begin.reads)
-      : notRunSnapshot(begin.status));
-
-  await complete(engine, plan, node, snapshot);
-  return { status: snapshot.status };
+  const startedAt = nowIso();
+  // Tracked before reading the run's status, so an abort published in between is not missed.
+  const tracked = options.aborts.track(plan.runId);
+  try {
+    const begin = await engine.store.beginNode(plan.runId, node.id, {
+      generation: data.generation,
+      live: { status: 'running', startedAt, attempt },
+      countExecution: !data.continuation,
+      chargeCall: node.kind === 'tool',
+      reads: plan.reads.get(node.id) ?? [],
+    });
+    if (begin.status === 'stale') return { status: 'stale' };
+    const ctx: NodeContext = {
+      engine,
+      options,
+      job,
+      token,
+      plan,
+      node,
+      generation: data.generation,
+      continuation: data.continuation,
+      attempt,
+      startedAt,
+      started: performance.now(),
+      begin,
+      runSignal: tracked.signal,
+      log: engine.logger.child({ runId: plan.runId, nodeId: node.id, attempt }),
+    };
+    // A redelivered job whose node already has a snapshot reports it and does not run again.
+    const snapshot =
+      begin.own ?? (begin.status === 'running' ? await runNode(ctx) : notRunSnapshot(begin.status));
+    await complete(ctx, snapshot, begin.own !== null);
+    return { status: snapshot.status };
+  } finally {
+    tracked.release();
+  }
 }
 
-async function runNode(
-  engine: Engine,
-  options: NodeExecutorOptions,
-  plan: CompiledPlan,
-  node: GraphNode,
-  attempt: number,
-  startedAt: string,
-  reads: ReadonlyMap<string, NodeSnapshot>,
-): Promise<NodeSnapshot> {
-  const tool = options.tools.get(node.tool);
-  const log = engine.logger.child({ runId: plan.runId, nodeId: node.id, attempt });
-  const started = performance.now();
-  const scope: Record<string, unknown> = { input: plan.input, ...Object.fromEntries(reads) };
-  const tracked = options.aborts.track(plan.runId);
-  const outcome = tool
-    ? await invokeTool(
-        tool,
-        resolveReferences(node.args, scope),
-        { runId: plan.runId, nodeId: node.id, idempotencyKey: `${plan.runId}:${node.id}` },
-        { timeoutMs: node.timeoutMs ?? options.defaultTimeoutMs, runSignal: tracked.signal },
-      ).finally(tracked.release)
-    : {
-        ok: false as const,
-        error: { code: 'validation', message: `unknown tool "${node.tool}"` } satisfies NodeErrorData,
-      };
-  const durationMs = Math.round(performance.now() - started);
-  const base = {
-    attempts: attempt,
-    startedAt,
-    finishedAt: new Date().toISOString(),
-    durationMs,
-    worker: WORKER,
-  };
-
-  if (outcome.ok) {
-    log.debug({ durationMs }, 'node succeeded');
-    return { status: 'succeeded', output: outcome.output, ...base };
+async function runNode(ctx: NodeContext): Promise<NodeSnapshot> {
+  const { begin, engine, node } = ctx;
+  if (!ctx.continuation) {
+    if (begin.executions > engine.maxNodeExecutions) {
+      ctx.log.warn({ executions: begin.executions }, 'suspected loop: node stopped');
+      return snapshotOf(ctx, 'failed', {
+        error: {
+          code: 'suspected_loop',
+          message: `executed ${begin.executions} times in this run (limit ${engine.maxNodeExecutions})`,
+          executions: begin.executions,
+        },
+      });
+    }
   }
-  const error = outcome.error;
-  if (error.code === 'aborted') return { status: 'cancelled', error, ...base };
-  if (attempt <= retriesFor(error.code, engine.retries, node.retry)) {
-    const delayMs = retryDelay(attempt, error, engine.backoff);
-    log.info({ code: error.code, delayMs }, 'node attempt failed; retrying');
+  const spent = budgetSpent(ctx);
+  if (spent) return snapshotOf(ctx, 'failed', { error: spent });
+  switch (node.kind) {
+    case 'tool':
+      return runToolNode(ctx, node.tool);
+    case 'wait':
+      return runWaitNode(ctx, node);
+    case 'loop':
+      return runLoopNode(ctx, node, (error) => failureSnapshot(ctx, error));
+  }
+}
+
+/** The run's budget is spent before this call: the node ends `budget_exhausted`. */
+export function budgetSpent(ctx: NodeContext): NodeErrorData | undefined {
+  const { begin, node } = ctx;
+  if (
+    node.kind === 'tool' &&
+    begin.budget.toolCalls !== undefined &&
+    begin.toolCalls > begin.budget.toolCalls
+  ) {
+    return {
+      code: 'budget_exhausted',
+      message: `the run used its ${begin.budget.toolCalls} tool calls`,
+      budget: 'toolCalls',
+    };
+  }
+  if (
+    node.kind !== 'wait' &&
+    begin.budget.toolTimeMs !== undefined &&
+    begin.toolTimeMs >= begin.budget.toolTimeMs
+  ) {
+    return {
+      code: 'budget_exhausted',
+      message: `the run used its ${begin.budget.toolTimeMs} ms of tool time`,
+      budget: 'toolTimeMs',
+    };
+  }
+  return undefined;
+}
+
+async function runToolNode(ctx: NodeContext, name: string): Promise<NodeSnapshot> {
+  const tool = ctx.options.tools.get(name);
+  if (!tool)
+    return snapshotOf(ctx, 'failed', { error: { code: 'validation', message: `unknown tool "${name}"` } });
+  const outcome = await callTool(ctx, tool, resolvedArgs(ctx), limitFor(ctx, ctx.begin.toolTimeMs));
+  if (outcome.ok) return snapshotOf(ctx, 'succeeded', { output: outcome.output });
+  return failureSnapshot(ctx, outcome.error);
+}
+
+/**
+ * What a failed execution becomes: a retry (thrown to BullMQ, with its delay), a cancelled node
+ * (aborted), or a failed snapshot (with `{error}` as output when the node continues on failure).
+ */
+async function failureSnapshot(ctx: NodeContext, error: NodeErrorData): Promise<NodeSnapshot> {
+  const { engine, node } = ctx;
+  if (error.code === 'aborted') return snapshotOf(ctx, 'cancelled', { error });
+  const retries = node.kind === 'wait' ? 0 : retriesFor(error.code, retryTableFor(engine), node.retry);
+  if (ctx.attempt <= retries && !ctx.runSignal.aborted) {
+    const delayMs = retryDelay(ctx.attempt, error, engine.backoff);
+    if (error.code === 'auth' && engine.hooks.refreshCredentials && node.kind !== 'wait') {
+      const tool = node.kind === 'tool' ? node.tool : node.body.tool;
+      try {
+        await engine.hooks.refreshCredentials({ runId: ctx.plan.runId, nodeId: node.id, tool, error });
+      } catch (err) {
+        ctx.log.warn({ err }, 'credential refresh failed; not retrying');
+        return failedSnapshot(ctx, error);
+      }
+    }
+    const until = new Date(Date.now() + delayMs).toISOString();
+    await engine.store.recordAttempt(
+      ctx.plan.runId,
+      node.id,
+      attemptRecord(ctx, { error, retryDelayMs: delayMs }),
+      {
+        status: 'retrying',
+        attempt: ctx.attempt,
+        until,
+      },
+    );
+    ctx.log.info({ code: error.code, delayMs }, 'node attempt failed; retrying');
     throw new RetryNodeError(error, delayMs);
   }
-  log.info({ code: error.code, message: error.message }, 'node failed');
+  return failedSnapshot(ctx, error);
+}
+
+function failedSnapshot(ctx: NodeContext, error: NodeErrorData): NodeSnapshot {
+  ctx.log.info({ code: error.code, message: error.message }, 'node failed');
   // With onError "continue" the failure becomes data for the dependents.
-  const output =
-    node.onError === 'continue' ? { error: { code: error.code, message: error.message } } : undefined;
-  return { status: 'failed', error, ...(output ? { output } : {}), ...base };
+  const output = continuesOnFailure(ctx.node)
+    ? { error: { code: error.code, message: error.message } }
+    : undefined;
+  return snapshotOf(ctx, 'failed', { error, ...(output ? { output } : {}) });
 }
 
 function notRunSnapshot(runStatus: RunStatus | null): NodeSnapshot {
-  const now = new Date().toISOString();
   return {
     status: runStatus === 'cancelled' ? 'cancelled' : 'skipped',
-    attempts: 0,
-    finishedAt: now,
+    attempts: [],
+    finishedAt: nowIso(),
     durationMs: 0,
   };
 }
 
-async function complete(
-  engine: Engine,
-  plan: CompiledPlan,
-  node: GraphNode,
-  snapshot: NodeSnapshot,
-): Promise<void> {
-  const failsRun = snapshot.status === 'failed' && node.onError !== 'continue';
-  const releases = snapshot.status === 'succeeded' || (snapshot.status === 'failed' && !failsRun);
-  const children = plan.topology.children.get(node.id) ?? [];
-  const done = await engine.store.completeNode(plan.runId, node.id, snapshot, releases ? children : []);
+/** How a node's failure ends the run. */
+function runErrorFor(nodeId: string, error: NodeErrorData): { status: RunStatus; error: RunError } {
+  const code =
+    error.code === 'budget_exhausted' || error.code === 'suspected_loop' ? error.code : 'node_failed';
+  return {
+    status: 'failed',
+    error: { code, message: `node "${nodeId}" failed: ${error.message}`, nodeId, cause: error },
+  };
+}
+
+async function complete(ctx: NodeContext, snapshot: NodeSnapshot, existed: boolean): Promise<void> {
+  const { engine, plan, node } = ctx;
+  const failsRun = snapshot.status === 'failed' && !continuesOnFailure(node);
+  const release = snapshot.status === 'succeeded' || (snapshot.status === 'failed' && !failsRun);
+  const done = await engine.store.completeNode(plan.runId, node.id, snapshot, {
+    release,
+    children: plan.topology.children.get(node.id) ?? [],
+    chargeMs: existed || node.kind !== 'tool' ? 0 : (snapshot.attempts.at(-1)?.durationMs ?? 0),
+  });
+  const now = nowIso();
   if (failsRun && snapshot.error) {
+    const { status, error } = runErrorFor(node.id, snapshot.error);
+    await engine.store.decide(plan.runId, status, error, now, ctx.generation);
+  } else if (
+    snapshot.status === 'cancelled' &&
+    ctx.begin.deadlineAt !== null &&
+    Date.now() >= ctx.begin.deadlineAt
+  ) {
     await engine.store.decide(
       plan.runId,
-      'failed',
-      {
-        code: 'node_failed',
-        message: `node "${node.id}" failed: ${snapshot.error.message}`,
-        nodeId: node.id,
-        cause: snapshot.error,
-      },
-      new Date().toISOString(),
+      'timed_out',
+      deadlineError(plan.timeoutSeconds),
+      now,
+      ctx.generation,
     );
   }
-  if (done.status === 'running') await enqueueNodes(engine, plan, done.ready);
+  if (done.status === 'running' && done.generation === ctx.generation) {
+    await enqueueNodes(engine, plan, done.ready, ctx.generation);
+  }
 }
+
+export const deadlineError = (timeoutSeconds: number): RunError => ({
+  code: 'timed_out',
+  message: `the run passed its ${timeoutSeconds} s deadline`,
+});

@@ -1,9 +1,9 @@
 /**
- * Compiled run plans, cached per worker process. A run's graph never changes, so each worker
- * parses it and builds its topology once, not once per node.
+ * Compiled run plans, cached per worker process. A run's executable graph never changes, so each
+ * worker parses it and builds its topology once, not once per node.
  */
 import { findReferences } from '../graph/references.js';
-import type { GraphNode } from '../graph/schema.js';
+import type { ExecutableNode } from '../graph/schema.js';
 import { buildTopology, type Topology } from '../graph/topology.js';
 import type { RunStore } from '../state/run-store.js';
 
@@ -11,10 +11,22 @@ export interface CompiledPlan {
   readonly runId: string;
   readonly input: unknown;
   readonly timeoutSeconds: number;
-  readonly nodes: ReadonlyMap<string, GraphNode>;
+  readonly nodes: ReadonlyMap<string, ExecutableNode>;
   readonly topology: Topology;
   /** Per node: the node ids its args reference (whose snapshots it must read). */
   readonly reads: ReadonlyMap<string, readonly string[]>;
+}
+
+/** The args of a node that may reference other nodes. */
+export function argsOf(node: ExecutableNode): Record<string, unknown> {
+  switch (node.kind) {
+    case 'tool':
+      return node.args;
+    case 'loop':
+      return node.body.args;
+    case 'wait':
+      return {};
+  }
 }
 
 export class PlanCache {
@@ -47,21 +59,21 @@ export class PlanCache {
   }
 
   private async load(runId: string): Promise<CompiledPlan | null> {
-    const plan = await this.store.plan(runId);
-    if (!plan) return null;
-    const nodes = new Map(plan.graph.nodes.map((n) => [n.id, n]));
+    const stored = await this.store.plan(runId);
+    if (!stored) return null;
+    const nodes = new Map(stored.plan.nodes.map((n) => [n.id, n]));
     const reads = new Map(
-      plan.graph.nodes.map((n) => [
+      stored.plan.nodes.map((n) => [
         n.id,
-        [...new Set(findReferences(n.args).map((r) => r.root))].filter((root) => root !== 'input'),
+        [...new Set(findReferences(argsOf(n)).map((r) => r.root))].filter((root) => root !== 'input'),
       ]),
     );
     return {
       runId,
-      input: plan.input,
-      timeoutSeconds: plan.timeoutSeconds,
+      input: stored.input,
+      timeoutSeconds: stored.timeoutSeconds,
       nodes,
-      topology: buildTopology([...nodes.keys()], plan.graph.edges),
+      topology: buildTopology([...nodes.keys()], stored.plan.edges),
       reads,
     };
   }

@@ -69,7 +69,11 @@ export const WaitNode = z.strictObject({
   id: NodeId,
   kind: z.literal('wait'),
   signal: z.string().regex(/^[A-Za-z0-9_.-]{1,64}$/, 'must match [A-Za-z0-9_.-]{1,64}'),
-  timeoutSeconds: z.number().positive().max(30 * 24 * 3600).default(3600),
+  timeoutSeconds: z
+    .number()
+    .positive()
+    .max(30 * 24 * 3600)
+    .default(3600),
   onTimeout: OnError.default('fail'),
 });
 export type WaitNode = z.infer<typeof WaitNode>;

@@ -145,7 +145,7 @@ describe('validateGraph', () => {
     const issues = issuesOf({ nodes: [{ id: 'a', kind: 'llm', prompt: 'hi' }] });
     expect(issues).toContainEqual({
       path: 'nodes.0.kind',
-      message: 'kind "llm" is not supported yet; only "tool" nodes can run',
+      message: 'kind "llm" is not supported yet',
     });
   });
 

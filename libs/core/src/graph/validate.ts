@@ -1,12 +1,22 @@
 /**
  * Static validation of a graph before anything runs. Reports every problem it can find, each
  * with a path into the graph (`nodes.2.args.url`), so a client fixes them all in one round.
- * Pure: no I/O.
+ * Nested graphs are checked the same way, recursively, then expanded. Pure: no I/O.
  */
 import { z } from 'zod';
 import type { ToolRegistry } from '../tools/tool.js';
+import { expandGraph } from './expand.js';
 import { findReferences } from './references.js';
-import { Edge, GraphNode, NodeId, type Graph } from './schema.js';
+import {
+  Edge,
+  NODE_SCHEMAS,
+  NodeId,
+  PLANNED_KINDS,
+  type ExecutableGraph,
+  type Graph,
+  type GraphNode,
+  type NodeKind,
+} from './schema.js';
 import { ancestorsOf, buildTopology, findCycle, type Topology } from './topology.js';
 
 export interface ValidationIssue {
@@ -17,61 +27,121 @@ export interface ValidationIssue {
 
 /** @defaultValue `{ maxNodes: 500, maxEdges: 5000 }` */
 export interface GraphLimits {
+  /** Nodes after nested graphs are expanded. */
   readonly maxNodes: number;
   readonly maxEdges: number;
 }
 export const DEFAULT_GRAPH_LIMITS: GraphLimits = { maxNodes: 500, maxEdges: 5000 };
 
+/** How deep graphs may nest. */
+export const MAX_NESTING = 4;
+
 /** The fields of a node snapshot a reference may read. */
 const SNAPSHOT_FIELDS = new Set(['output', 'error', 'status', 'attempts', 'durationMs']);
 
+/** `input` names the run's (or nested graph's) input in references, so no node may take it. */
+const RESERVED_IDS = new Set(['input']);
+
 export type ValidationResult =
-  | { readonly ok: true; readonly graph: Graph; readonly topology: Topology }
+  | {
+      readonly ok: true;
+      /** The graph as submitted, parsed. */
+      readonly graph: Graph;
+      /** The graph with nested graphs expanded: what executes. */
+      readonly plan: ExecutableGraph;
+      readonly topology: Topology;
+    }
   | { readonly ok: false; readonly issues: readonly ValidationIssue[] };
 
-const join = (...parts: readonly (string | number | symbol)[]): string => parts.map(String).join('.');
+const join = (...parts: readonly PropertyKey[]): string => parts.map(String).join('.');
 
-function zodIssues(error: z.ZodError, prefix: readonly (string | number)[]): ValidationIssue[] {
+function zodIssues(error: z.ZodError, prefix: readonly PropertyKey[]): ValidationIssue[] {
   return error.issues.map((i) => ({ path: join(...prefix, ...i.path), message: i.message }));
 }
 
-const GraphShape = z
-  .object({ nodes: z.array(z.unknown()), edges: z.array(z.unknown()).default([]) })
-  .strict();
+const GraphShape = z.strictObject({ nodes: z.array(z.unknown()), edges: z.array(z.unknown()).default([]) });
+
+interface Options {
+  readonly tools: ToolRegistry;
+  readonly limits: GraphLimits;
+}
 
 export function validateGraph(
   raw: unknown,
   options: { readonly tools: ToolRegistry; readonly limits?: GraphLimits },
 ): ValidationResult {
-  const limits = options.limits ?? DEFAULT_GRAPH_LIMITS;
-  const shape = GraphShape.safeParse(raw);
-  if (!shape.success) return { ok: false, issues: zodIssues(shape.error, []) };
-  const { nodes: rawNodes, edges: rawEdges } = shape.data;
-
+  const opts = { tools: options.tools, limits: options.limits ?? DEFAULT_GRAPH_LIMITS };
   const issues: ValidationIssue[] = [];
-  if (rawNodes.length === 0) issues.push({ path: 'nodes', message: 'a graph needs at least one node' });
-  if (rawNodes.length > limits.maxNodes) {
+  const graph = checkGraph(raw, [], 0, opts, issues);
+  if (!graph || issues.length > 0) return { ok: false, issues };
+  const plan = expandGraph(graph);
+  if (plan.nodes.length > opts.limits.maxNodes) {
+    return {
+      ok: false,
+      issues: [
+        {
+          path: 'nodes',
+          message: `${plan.nodes.length} nodes (nested graphs expanded) exceed the limit of ${opts.limits.maxNodes}`,
+        },
+      ],
+    };
+  }
+  if (plan.edges.length > opts.limits.maxEdges) {
+    return {
+      ok: false,
+      issues: [
+        {
+          path: 'edges',
+          message: `${plan.edges.length} edges (nested graphs expanded) exceed the limit of ${opts.limits.maxEdges}`,
+        },
+      ],
+    };
+  }
+  return {
+    ok: true,
+    graph,
+    plan,
+    topology: buildTopology(
+      plan.nodes.map((n) => n.id),
+      plan.edges,
+    ),
+  };
+}
+
+/** Checks one graph level, pushing problems to `issues`; returns the parsed graph when it parsed. */
+function checkGraph(
+  raw: unknown,
+  prefix: readonly PropertyKey[],
+  depth: number,
+  opts: Options,
+  issues: ValidationIssue[],
+): Graph | undefined {
+  const shape = GraphShape.safeParse(raw);
+  if (!shape.success) {
+    issues.push(...zodIssues(shape.error, prefix));
+    return undefined;
+  }
+  const { nodes: rawNodes, edges: rawEdges } = shape.data;
+  const at = (...parts: PropertyKey[]): string => join(...prefix, ...parts);
+  const before = issues.length;
+  if (rawNodes.length === 0) issues.push({ path: at('nodes'), message: 'a graph needs at least one node' });
+  if (rawNodes.length > opts.limits.maxNodes) {
     issues.push({
-      path: 'nodes',
-      message: `${rawNodes.length} nodes exceed the limit of ${limits.maxNodes}`,
+      path: at('nodes'),
+      message: `${rawNodes.length} nodes exceed the limit of ${opts.limits.maxNodes}`,
     });
   }
-  if (rawEdges.length > limits.maxEdges) {
+  if (rawEdges.length > opts.limits.maxEdges) {
     issues.push({
-      path: 'edges',
-      message: `${rawEdges.length} edges exceed the limit of ${limits.maxEdges}`,
+      path: at('edges'),
+      message: `${rawEdges.length} edges exceed the limit of ${opts.limits.maxEdges}`,
     });
   }
   // Past the limits the graph is not inspected further: its size alone rejects it.
-  if (issues.length > 0) return { ok: false, issues };
+  if (issues.length > before) return undefined;
 
   // Nodes one by one, so one bad node does not hide the others' problems.
-  const nodes: (GraphNode | undefined)[] = rawNodes.map((n, i) => {
-    const parsed = GraphNode.safeParse(n);
-    if (parsed.success) return parsed.data;
-    issues.push(...zodIssues(parsed.error, ['nodes', i]));
-    return undefined;
-  });
+  const nodes = rawNodes.map((n, i) => checkNode(n, [...prefix, 'nodes', i], depth, opts, issues));
 
   // Ids, including those of nodes that failed elsewhere, so edges to them are not "unknown".
   const firstIndex = new Map<string, number>();
@@ -79,10 +149,12 @@ export function validateGraph(
     const id = NodeId.safeParse((n as { id?: unknown } | null)?.id);
     if (!id.success) return;
     const first = firstIndex.get(id.data);
+    if (RESERVED_IDS.has(id.data))
+      issues.push({ path: at('nodes', i, 'id'), message: `"${id.data}" is reserved` });
     if (first === undefined) firstIndex.set(id.data, i);
     else
       issues.push({
-        path: join('nodes', i, 'id'),
+        path: at('nodes', i, 'id'),
         message: `duplicate id "${id.data}" (first at nodes.${first})`,
       });
   });
@@ -91,7 +163,7 @@ export function validateGraph(
   rawEdges.forEach((e, i) => {
     const parsed = Edge.safeParse(e);
     if (!parsed.success) {
-      issues.push(...zodIssues(parsed.error, ['edges', i]));
+      issues.push(...zodIssues(parsed.error, [...prefix, 'edges', i]));
       return;
     }
     const [from, to] = parsed.data;
@@ -101,12 +173,12 @@ export function validateGraph(
       [1, to],
     ] as const) {
       if (!firstIndex.has(id)) {
-        issues.push({ path: join('edges', i, side), message: `unknown node "${id}"` });
+        issues.push({ path: at('edges', i, side), message: `unknown node "${id}"` });
         ok = false;
       }
     }
     if (from === to) {
-      issues.push({ path: join('edges', i), message: `self-edge on "${from}"` });
+      issues.push({ path: at('edges', i), message: `self-edge on "${from}"` });
       ok = false;
     }
     if (ok) edges.push(parsed.data);
@@ -114,47 +186,118 @@ export function validateGraph(
 
   const topology = buildTopology([...firstIndex.keys()], edges);
   const cycle = findCycle(topology);
-  if (cycle) issues.push({ path: 'edges', message: `cycle: ${cycle.join(' → ')}` });
+  if (cycle) issues.push({ path: at('edges'), message: `cycle: ${cycle.join(' → ')}` });
   const ancestors = cycle ? undefined : ancestorsOf(topology);
 
   nodes.forEach((node, i) => {
     if (!node) return;
-    const tool = options.tools.get(node.tool);
-    if (!tool) {
-      const known = [...options.tools.keys()].sort().join(', ');
-      issues.push({
-        path: join('nodes', i, 'tool'),
-        message: `unknown tool "${node.tool}"; known tools: ${known}`,
-      });
-    }
-    const refs = findReferences(node.args, ['args']);
-    for (const ref of refs) {
-      const path = join('nodes', i, ...ref.at);
-      const field = ref.path[0];
-      if (ref.root === 'input') continue;
-      if (!firstIndex.has(ref.root)) {
-        issues.push({ path, message: `reference to unknown node "${ref.root}"` });
-      } else if (ref.root === node.id) {
-        issues.push({ path, message: `node "${node.id}" references itself` });
-      } else if (ancestors && !ancestors.get(node.id)?.has(ref.root)) {
-        issues.push({
-          path,
-          message: `node "${node.id}" references "${ref.root}" but does not depend on it`,
-        });
-      } else if (field === undefined || !SNAPSHOT_FIELDS.has(field)) {
-        issues.push({
-          path,
-          message: `reference "${[ref.root, ...ref.path].join('.')}" must read one of ${[...SNAPSHOT_FIELDS].join(', ')}`,
-        });
+    for (const { value, path } of referencingFields(node)) {
+      for (const ref of findReferences(value, [...path])) {
+        const where = at('nodes', i, ...ref.at);
+        const field = ref.path[0];
+        if (ref.root === 'input') continue;
+        if (!firstIndex.has(ref.root)) {
+          issues.push({ path: where, message: `reference to unknown node "${ref.root}"` });
+        } else if (ref.root === node.id) {
+          issues.push({ path: where, message: `node "${node.id}" references itself` });
+        } else if (ancestors && !ancestors.get(node.id)?.has(ref.root)) {
+          issues.push({
+            path: where,
+            message: `node "${node.id}" references "${ref.root}" but does not depend on it`,
+          });
+        } else if (field === undefined || !SNAPSHOT_FIELDS.has(field)) {
+          issues.push({
+            path: where,
+            message: `reference "${[ref.root, ...ref.path].join('.')}" must read one of ${[...SNAPSHOT_FIELDS].join(', ')}`,
+          });
+        }
       }
     }
-    // Args with references are checked at run time, once the references are resolved.
-    if (tool && refs.length === 0) {
-      const parsed = tool.input.safeParse(node.args);
-      if (!parsed.success) issues.push(...zodIssues(parsed.error, ['nodes', i, 'args']));
-    }
   });
+  return issues.length > before ? undefined : { nodes: nodes as GraphNode[], edges };
+}
 
-  if (issues.length > 0) return { ok: false, issues };
-  return { ok: true, graph: { nodes: nodes as GraphNode[], edges }, topology };
+/** The fields of a node that may hold references, with their path inside the node. */
+function referencingFields(node: GraphNode): { value: unknown; path: readonly string[] }[] {
+  switch (node.kind) {
+    case 'tool':
+      return [{ value: node.args, path: ['args'] }];
+    case 'loop':
+      return [{ value: node.body.args, path: ['body', 'args'] }];
+    case 'graph':
+      return [{ value: node.input, path: ['input'] }];
+    case 'wait':
+      return [];
+  }
+}
+
+function checkNode(
+  raw: unknown,
+  path: readonly PropertyKey[],
+  depth: number,
+  opts: Options,
+  issues: ValidationIssue[],
+): GraphNode | undefined {
+  const kind = (raw as { kind?: unknown } | null)?.kind;
+  if (typeof kind === 'string' && (PLANNED_KINDS as readonly string[]).includes(kind)) {
+    issues.push({ path: join(...path, 'kind'), message: `kind "${kind}" is not supported yet` });
+    return undefined;
+  }
+  if (typeof kind !== 'string' || !(kind in NODE_SCHEMAS)) {
+    issues.push({
+      path: join(...path, 'kind'),
+      message: `kind must be one of ${Object.keys(NODE_SCHEMAS).join(', ')}`,
+    });
+    return undefined;
+  }
+  const parsed = NODE_SCHEMAS[kind as NodeKind].safeParse(raw);
+  if (!parsed.success) {
+    issues.push(...zodIssues(parsed.error, path));
+    return undefined;
+  }
+  const node = parsed.data;
+  switch (node.kind) {
+    case 'tool':
+      return checkToolCall(node.tool, node.args, [...path], ['args'], opts, issues) ? node : undefined;
+    case 'loop':
+      return checkToolCall(node.body.tool, node.body.args, [...path, 'body'], ['args'], opts, issues)
+        ? node
+        : undefined;
+    case 'wait':
+      return node;
+    case 'graph': {
+      if (depth + 1 > MAX_NESTING) {
+        issues.push({
+          path: join(...path, 'graph'),
+          message: `graphs nest at most ${MAX_NESTING} levels deep`,
+        });
+        return undefined;
+      }
+      const inner = checkGraph(node.graph, [...path, 'graph'], depth + 1, opts, issues);
+      return inner ? { ...node, graph: inner } : undefined;
+    }
+  }
+}
+
+/** The tool exists, and args without references fit its input schema. */
+function checkToolCall(
+  name: string,
+  args: Record<string, unknown>,
+  path: PropertyKey[],
+  argsPath: PropertyKey[],
+  opts: Options,
+  issues: ValidationIssue[],
+): boolean {
+  const tool = opts.tools.get(name);
+  if (!tool) {
+    const known = [...opts.tools.keys()].sort().join(', ');
+    issues.push({ path: join(...path, 'tool'), message: `unknown tool "${name}"; known tools: ${known}` });
+    return false;
+  }
+  // Args with references are checked at run time, once the references are resolved.
+  if (findReferences(args).length > 0) return true;
+  const parsed = tool.input.safeParse(args);
+  if (parsed.success) return true;
+  issues.push(...zodIssues(parsed.error, [...path, ...argsPath]));
+  return false;
 }

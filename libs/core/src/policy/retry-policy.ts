@@ -17,6 +17,7 @@ export const DEFAULT_RETRIES: RetryTable = {
   validation: 0,
   aborted: 0,
   budget_exhausted: 0,
+  suspected_loop: 0,
   internal: 0,
 };
 
@@ -51,12 +52,13 @@ export function maxRetries(table: RetryTable, node?: NodeRetry): number {
  */
 export function retryDelay(
   retry: number,
-  error: Pick<NodeErrorData, 'retryAfterMs'>,
+  error: { readonly retryAfterMs?: number } | NodeErrorData,
   policy: BackoffPolicy = DEFAULT_BACKOFF,
   random: () => number = Math.random,
 ): number {
   const exponential = policy.baseMs * 2 ** Math.max(0, retry - 1);
   const jittered = exponential * (1 + policy.jitter * (2 * random() - 1));
   const delay = Math.min(policy.maxMs, Math.max(policy.minMs, jittered));
-  return Math.round(Math.max(delay, error.retryAfterMs ?? 0));
+  const serverDelay = 'retryAfterMs' in error ? (error.retryAfterMs ?? 0) : 0;
+  return Math.round(Math.max(delay, serverDelay));
 }

@@ -8,24 +8,39 @@ import { z } from 'zod';
 export const POOLS = ['sense', 'plan', 'tool', 'reflect'] as const;
 export type Pool = (typeof POOLS)[number];
 
-/** Root job of a run, in the `plan` queue; its children are the node jobs. */
+const Generation = z.number().int().nonnegative().default(0);
+
+/** Root job of a run (one per generation), in the `plan` queue; its children are the node jobs. */
 export const RunJobData = z.object({
   runId: z.string(),
-  /** `start` until the run's source nodes are enqueued, then `finalize`. */
+  generation: Generation,
+  /** `start` until the run's ready nodes are enqueued, then `finalize`. */
   step: z.enum(['start', 'finalize']).default('start'),
 });
-export type RunJobData = z.infer<typeof RunJobData>;
+export type RunJobData = z.input<typeof RunJobData>;
+
+/** Fires when a run's deadline passes, in the `plan` queue (delayed). */
+export const DeadlineJobData = z.object({ runId: z.string(), generation: Generation });
+export type DeadlineJobData = z.input<typeof DeadlineJobData>;
 
 /** One node of one run, in the `tool` queue. */
-export const NodeJobData = z.object({ runId: z.string(), nodeId: z.string() });
-export type NodeJobData = z.infer<typeof NodeJobData>;
+export const NodeJobData = z.object({
+  runId: z.string(),
+  nodeId: z.string(),
+  generation: Generation,
+  /** Set when a loop or wait node re-enters after parking itself in the delayed set. */
+  continuation: z.boolean().default(false),
+});
+export type NodeJobData = z.input<typeof NodeJobData>;
 
-export const JOB = { run: 'run', node: 'node' } as const;
+export const JOB = { run: 'run', deadline: 'deadline', node: 'node' } as const;
 
-/** Job id of a run's root job. */
-export const runJobId = (runId: string): string => runId;
-/** Job id of a node job: derived from run and node so a node is never enqueued twice. */
-export const nodeJobId = (runId: string, nodeId: string): string => `${runId}.${nodeId}`;
+const suffix = (generation: number): string => (generation === 0 ? '' : `@${generation}`);
 
-/** Which pool executes a node kind. */
-export const poolForKind = (_kind: 'tool'): Pool => 'tool';
+/** Job id of a run's root job. BullMQ forbids ':' in ids; node ids never hold '.' or '@'. */
+export const runJobId = (runId: string, generation = 0): string => `${runId}${suffix(generation)}`;
+export const deadlineJobId = (runId: string, generation = 0): string =>
+  `${runId}.deadline${suffix(generation)}`;
+/** Job id of a node job: derived from run, node and generation so a node is never enqueued twice. */
+export const nodeJobId = (runId: string, nodeId: string, generation = 0): string =>
+  `${runId}.${nodeId}${suffix(generation)}`;

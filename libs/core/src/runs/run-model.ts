@@ -1,6 +1,6 @@
 import { z } from 'zod';
 import { NodeErrorData } from '../errors/node-error.js';
-import { Graph } from '../graph/schema.js';
+import type { ExecutableGraph, Graph } from '../graph/schema.js';
 
 export const RunStatus = z.enum(['queued', 'running', 'succeeded', 'failed', 'cancelled', 'timed_out']);
 export type RunStatus = z.infer<typeof RunStatus>;
@@ -16,30 +16,57 @@ export const isTerminal = (status: RunStatus): boolean => TERMINAL_RUN_STATUSES.
 export const SnapshotStatus = z.enum(['succeeded', 'failed', 'skipped', 'cancelled']);
 export type SnapshotStatus = z.infer<typeof SnapshotStatus>;
 
+/** One execution of a node: when, where, and if it failed, why and how long until the retry. */
+export const AttemptRecord = z.object({
+  attempt: z.number().int().positive(),
+  startedAt: z.string(),
+  finishedAt: z.string(),
+  durationMs: z.number().nonnegative(),
+  worker: z.string(),
+  error: NodeErrorData.optional(),
+  /** Backoff before the next attempt, when one followed. */
+  retryDelayMs: z.number().int().nonnegative().optional(),
+});
+export type AttemptRecord = z.infer<typeof AttemptRecord>;
+
 /** A node's final result, written once before its job completes and never changed. */
 export const NodeSnapshot = z.object({
   status: SnapshotStatus,
   output: z.unknown().optional(),
   error: NodeErrorData.optional(),
-  /** Executions of the tool that led to this snapshot (0 for skipped nodes). */
-  attempts: z.number().int().nonnegative(),
+  /** Every execution that led to this snapshot, oldest first (empty for nodes that never ran). */
+  attempts: z.array(AttemptRecord),
   startedAt: z.string().optional(),
   finishedAt: z.string(),
   durationMs: z.number().nonnegative(),
-  /** `host/pid` of the worker process that wrote it. */
-  worker: z.string().optional(),
 });
 export type NodeSnapshot = z.infer<typeof NodeSnapshot>;
 
 /** Where a node stands before its snapshot exists. */
 export const LiveNodeState = z.object({
-  status: z.enum(['queued', 'running']),
+  status: z.enum(['queued', 'running', 'retrying', 'waiting']),
   startedAt: z.string().optional(),
   attempt: z.number().int().positive().optional(),
+  /** For retrying nodes: when the next attempt is due; for waiting nodes: the timeout. */
+  until: z.string().optional(),
+  iterations: z.number().int().nonnegative().optional(),
 });
 export type LiveNodeState = z.infer<typeof LiveNodeState>;
 
-export type NodeView = (NodeSnapshot | LiveNodeState | { status: 'pending' }) & { id: string };
+export type NodeView = { id: string } & (
+  | NodeSnapshot
+  | (LiveNodeState & { attempts: AttemptRecord[] })
+  | { status: 'pending'; attempts: AttemptRecord[] }
+);
+
+/** Per-run execution budget. @defaultValue from the API's configuration */
+export const Budget = z.strictObject({
+  /** Tool calls (each attempt and each loop iteration counts). */
+  toolCalls: z.number().int().positive().optional(),
+  /** Summed wall-clock time of tool calls, in ms. */
+  toolTimeMs: z.number().int().positive().optional(),
+});
+export type Budget = z.infer<typeof Budget>;
 
 /** How a run failed or why it stopped. */
 export const RunError = z.object({
@@ -50,6 +77,16 @@ export const RunError = z.object({
 });
 export type RunError = z.infer<typeof RunError>;
 
+/** One entry of a run's event stream. */
+export interface RunEvent {
+  seq: number;
+  type: string;
+  ts: number;
+  runId: string;
+  nodeId?: string;
+  data?: unknown;
+}
+
 /** What the API returns for a run. */
 export interface RunDocument {
   runId: string;
@@ -58,12 +95,20 @@ export interface RunDocument {
   startedAt: string | null;
   /** Set once the run has settled: its outcome is decided and every node is final. */
   finishedAt: string | null;
+  /** The graph as submitted. */
   graph: Graph;
   input: unknown;
   timeoutSeconds: number;
+  budget: Budget;
+  usage: { toolCalls: number; toolTimeMs: number };
+  /** Bumped by every resume; node jobs of older generations are discarded. */
+  generation: number;
   metadata: Record<string, unknown> | null;
+  /** Every executable node (nested graphs expanded), by id. */
   nodes: Record<string, NodeView>;
   /** Sink node outputs keyed by node id, once the run succeeded. */
   output: Record<string, unknown> | null;
   error: RunError | null;
 }
+
+export type { ExecutableGraph };

@@ -1,21 +1,34 @@
 /**
- * What a client can do with runs: submit (validated, idempotent), read, cancel, wait.
- * Used by the HTTP API; holds no process state besides its connections.
+ * What a client can do with runs: submit (validated, idempotent), read, cancel, resume, signal,
+ * wait and follow events. Used by the HTTP API; holds no process state besides its connections.
  */
 import { randomUUID } from 'node:crypto';
-import type { Queue } from 'bullmq';
+import { Job, type Queue } from 'bullmq';
 import { validateGraph, type GraphLimits, type ValidationIssue } from '../graph/validate.js';
-import { JOB, runJobId, type RunJobData } from '../queues/catalog.js';
+import type { ExecutableGraph } from '../graph/schema.js';
+import { buildTopology } from '../graph/topology.js';
+import { JOB, nodeJobId, runJobId, type RunJobData } from '../queues/catalog.js';
 import { keepJobs, type JobRetention } from '../queues/retention.js';
 import type { RunStore } from '../state/run-store.js';
 import type { ToolRegistry } from '../tools/tool.js';
-import { isTerminal, type RunDocument, type RunStatus } from './run-model.js';
+import { isTerminal, type Budget, type RunDocument, type RunStatus } from './run-model.js';
 import type { RunRequest } from './run-request.js';
 
 export class GraphRejectedError extends Error {
   constructor(readonly issues: readonly ValidationIssue[]) {
     super(`graph rejected: ${issues.length} problem(s)`);
     this.name = 'GraphRejectedError';
+  }
+}
+
+/** A request that conflicts with the run's current state (e.g. cancel a finished run). */
+export class RunStateConflictError extends Error {
+  constructor(
+    readonly code: string,
+    message: string,
+  ) {
+    super(message);
+    this.name = 'RunStateConflictError';
   }
 }
 
@@ -29,11 +42,15 @@ export interface SubmitResult {
 
 export interface RunServiceDeps {
   readonly store: RunStore;
-  readonly planQueue: Queue<RunJobData>;
+  readonly planQueue: Queue;
+  readonly toolQueue: Queue;
   readonly tools: ToolRegistry;
   readonly limits: GraphLimits;
   readonly retention: JobRetention;
+  readonly defaultBudget: Required<Budget>;
 }
+
+const ROOT_JOB_ATTEMPTS = { attempts: 5, backoff: { type: 'exponential', delay: 1000 } } as const;
 
 export class RunService {
   constructor(private readonly deps: RunServiceDeps) {}
@@ -41,29 +58,29 @@ export class RunService {
   /** Validates the whole graph, stores the run and enqueues its root job. Nothing runs if invalid. */
   async submit(request: RunRequest, idempotencyKey?: string): Promise<SubmitResult> {
     const validation = validateGraph(request.graph, { tools: this.deps.tools, limits: this.deps.limits });
-    if (!validation.ok)
+    if (!validation.ok) {
       throw new GraphRejectedError(validation.issues.map((i) => ({ ...i, path: join('graph', i.path) })));
-
+    }
     const runId = randomUUID();
     if (idempotencyKey !== undefined) {
       const existing = await this.deps.store.claimIdempotencyKey(idempotencyKey, runId);
       if (existing !== null) return this.replay(existing);
     }
     const acceptedAt = new Date().toISOString();
-    const pending = new Map(
-      validation.topology.ids.map((id) => [id, validation.topology.parents.get(id)?.length ?? 0]),
-    );
+    const { topology } = validation;
     try {
       await this.deps.store.create({
         runId,
         graph: validation.graph,
+        plan: validation.plan,
         input: request.input,
         timeoutSeconds: request.timeoutSeconds,
+        budget: { ...this.deps.defaultBudget, ...request.budget },
         metadata: request.metadata,
         createdAt: acceptedAt,
-        pending,
+        pending: new Map(topology.ids.map((id) => [id, topology.parents.get(id)?.length ?? 0])),
       });
-      await this.enqueue(runId);
+      await this.enqueueRoot(runId, 0);
     } catch (err) {
       // Let a retry with the same key create the run instead of finding a half-made one.
       if (idempotencyKey !== undefined)
@@ -76,18 +93,23 @@ export class RunService {
   /** Answers a repeated idempotent request with the existing run, re-enqueueing it if it never started. */
   private async replay(runId: string): Promise<SubmitResult> {
     const doc = await this.deps.store.document(runId);
-    if (!doc) throw new Error(`run ${runId} for this idempotency key is being created; retry`);
-    // The root job id is the run id, so this adds nothing when the job already exists.
-    if (doc.status === 'queued') await this.enqueue(runId);
+    if (!doc) {
+      throw new RunStateConflictError(
+        'idempotency_conflict',
+        'a run for this Idempotency-Key is being created; retry',
+      );
+    }
+    // The root job id derives from the run, so this adds nothing when the job already exists.
+    if (doc.status === 'queued') await this.enqueueRoot(runId, doc.generation);
     return { runId, status: doc.status, acceptedAt: doc.createdAt, created: false };
   }
 
-  private async enqueue(runId: string): Promise<void> {
-    await this.deps.planQueue.add(
-      JOB.run,
-      { runId, step: 'start' },
-      { jobId: runJobId(runId), ...keepJobs(this.deps.retention) },
-    );
+  private async enqueueRoot(runId: string, generation: number): Promise<void> {
+    await this.deps.planQueue.add(JOB.run, { runId, generation, step: 'start' } satisfies RunJobData, {
+      jobId: runJobId(runId, generation),
+      ...ROOT_JOB_ATTEMPTS,
+      ...keepJobs(this.deps.retention),
+    });
   }
 
   get(runId: string): Promise<RunDocument | null> {
@@ -96,20 +118,100 @@ export class RunService {
 
   /**
    * Cancels a run that has not finished: its status becomes `cancelled` at once, running nodes are
-   * aborted, nothing else starts. Returns the status after the call, or null for an unknown run.
+   * aborted, nothing else starts. Null for an unknown run.
    */
-  async cancel(runId: string): Promise<{ status: RunStatus; cancelled: boolean } | null> {
+  async cancel(runId: string): Promise<{ status: RunStatus } | null> {
     const status = await this.deps.store.status(runId);
     if (status === null) return null;
-    if (isTerminal(status)) return { status, cancelled: false };
-    const cancelled = await this.deps.store.decide(
-      runId,
-      'cancelled',
-      { code: 'cancelled', message: 'cancelled by request' },
-      new Date().toISOString(),
-    );
-    return { status: (await this.deps.store.status(runId)) ?? 'cancelled', cancelled };
+    if (!isTerminal(status)) {
+      await this.deps.store.decide(
+        runId,
+        'cancelled',
+        { code: 'cancelled', message: 'cancelled by request' },
+        new Date().toISOString(),
+      );
+    }
+    const after = (await this.deps.store.status(runId)) ?? 'cancelled';
+    if (after !== 'cancelled')
+      throw new RunStateConflictError('run_finished', `the run already ended as ${after}`);
+    return { status: after };
   }
+
+  /**
+   * Re-runs a failed or timed_out run from its snapshots: nodes that succeeded are kept; nodes
+   * that did not, and everything downstream of them, run again along the same graph.
+   */
+  async resume(runId: string): Promise<{ status: RunStatus; generation: number } | null> {
+    const stored = await this.deps.store.plan(runId);
+    if (!stored) return null;
+    const snapshots = await this.deps.store.snapshots(runId);
+    const { rerun, pending } = rerunSet(stored.plan, (id) => snapshots.get(id)?.status === 'succeeded');
+    const result = await this.deps.store.resume(runId, rerun, pending, stored.timeoutSeconds);
+    if (!result.resumed) {
+      throw new RunStateConflictError(
+        'not_resumable',
+        result.status === 'settling'
+          ? 'the run is still settling; retry in a moment'
+          : `only failed or timed_out runs can be resumed; this one is ${result.status}`,
+      );
+    }
+    await this.enqueueRoot(runId, result.generation);
+    return { status: 'queued', generation: result.generation };
+  }
+
+  /**
+   * Delivers a named signal to a run; waiting nodes for that name are woken at once. A signal
+   * that arrives before its wait node runs is kept for it.
+   */
+  async signal(runId: string, name: string, payload: unknown): Promise<'delivered' | 'duplicate' | null> {
+    const status = await this.deps.store.status(runId);
+    if (status === null) return null;
+    if (isTerminal(status))
+      throw new RunStateConflictError('run_finished', `the run already ended as ${status}`);
+    const result = await this.deps.store.signal(runId, name, payload);
+    if (result === 'unknown_run') return null;
+    if (result === 'delivered') await this.wakeWaiters(runId, name);
+    return result;
+  }
+
+  private async wakeWaiters(runId: string, name: string): Promise<void> {
+    const [stored, generation] = await Promise.all([
+      this.deps.store.plan(runId),
+      this.deps.store.generation(runId),
+    ]);
+    const waiters = stored?.plan.nodes.filter((n) => n.kind === 'wait' && n.signal === name) ?? [];
+    for (const node of waiters) {
+      const job = await Job.fromId(this.deps.toolQueue, nodeJobId(runId, node.id, generation));
+      // Only a parked job can be promoted; one still running re-checks the signal itself.
+      if (job && (await job.isDelayed())) await job.promote().catch(() => undefined);
+    }
+  }
+}
+
+/** Nodes to run again (not succeeded, plus everything downstream) and their new readiness counters. */
+export function rerunSet(
+  plan: ExecutableGraph,
+  succeeded: (id: string) => boolean,
+): { rerun: string[]; pending: Map<string, number> } {
+  const topology = buildTopology(
+    plan.nodes.map((n) => n.id),
+    plan.edges,
+  );
+  const rerun = new Set(topology.ids.filter((id) => !succeeded(id)));
+  // Topological closure: a node downstream of a rerun node reruns too.
+  const stack = [...rerun];
+  while (stack.length > 0) {
+    for (const child of topology.children.get(stack.pop()!) ?? []) {
+      if (!rerun.has(child)) {
+        rerun.add(child);
+        stack.push(child);
+      }
+    }
+  }
+  const pending = new Map(
+    [...rerun].map((id) => [id, (topology.parents.get(id) ?? []).filter((p) => rerun.has(p)).length]),
+  );
+  return { rerun: [...rerun], pending };
 }
 
 const join = (head: string, tail: string): string => (tail ? `${head}.${tail}` : head);

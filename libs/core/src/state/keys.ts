@@ -11,18 +11,29 @@ export interface RunKeys {
   readonly pending: string;
   /** Hash nodeId → immutable snapshot JSON, written once. */
   readonly nodes: string;
-  /** Hash nodeId → transient `{status: queued|running, startedAt}` until the snapshot exists. */
+  /** Hash nodeId → transient `{status: queued|running|retrying|waiting, …}` until the snapshot exists. */
   readonly live: string;
+  /** Stream of the run's events, ids `0-<seq>`. */
+  readonly events: string;
+  /** Hash of execution bookkeeping: executions and attempts per node, loop progress, usage, signals. */
+  readonly aux: string;
 }
 
 export function runKeys(prefix: string, runId: string): RunKeys {
   const base = `${prefix}:run:{${runId}}`;
-  return { meta: base, pending: `${base}:pending`, nodes: `${base}:nodes`, live: `${base}:live` };
+  return {
+    meta: base,
+    pending: `${base}:pending`,
+    nodes: `${base}:nodes`,
+    live: `${base}:live`,
+    events: `${base}:events`,
+    aux: `${base}:aux`,
+  };
 }
 
-/** All keys of a run, in the order the Lua scripts expect them. */
-export function runKeyList(keys: RunKeys): [string, string, string, string] {
-  return [keys.meta, keys.pending, keys.nodes, keys.live];
+/** All keys of a run, in the order every run script expects them. */
+export function runKeyList(keys: RunKeys): string[] {
+  return [keys.meta, keys.pending, keys.nodes, keys.live, keys.events, keys.aux];
 }
 
 /** Idempotency keys are hashed so a client cannot choose key length or characters. */

@@ -1,16 +1,20 @@
 /**
- * A run's state in Redis: its record, readiness counters, live node states and immutable node
- * snapshots. Every multi-step change is one Lua script, so a crash never leaves half a change.
+ * A run's state in Redis: its record, readiness counters, live node states, immutable node
+ * snapshots, event stream and execution bookkeeping. Every multi-step change is one Lua script,
+ * so a crash never leaves half a change, and each appends its events in the same step.
  */
 import type { Redis } from 'ioredis';
-import type { Graph } from '../graph/schema.js';
+import type { ExecutableGraph, Graph } from '../graph/schema.js';
 import {
+  AttemptRecord,
+  Budget,
   LiveNodeState,
   NodeSnapshot,
   RunError,
   RunStatus,
   type NodeView,
   type RunDocument,
+  type RunEvent,
 } from '../runs/run-model.js';
 import { channels, idempotencyKey, runKeyList, runKeys, type Channels } from './keys.js';
 import { loadScripts, type ScriptRunner } from './scripts.js';
@@ -18,8 +22,10 @@ import { loadScripts, type ScriptRunner } from './scripts.js';
 export interface NewRun {
   readonly runId: string;
   readonly graph: Graph;
+  readonly plan: ExecutableGraph;
   readonly input: unknown;
   readonly timeoutSeconds: number;
+  readonly budget: Budget;
   readonly metadata: Record<string, unknown> | undefined;
   readonly createdAt: string;
   /** Dependencies per node; nodes with none may be left out. */
@@ -28,20 +34,30 @@ export interface NewRun {
 
 /** What a worker needs to execute a run's nodes; immutable for the run's life, so cacheable. */
 export interface RunPlan {
-  readonly graph: Graph;
+  readonly plan: ExecutableGraph;
   readonly input: unknown;
   readonly timeoutSeconds: number;
 }
 
 export interface BeginNodeResult {
-  readonly status: RunStatus | null;
+  /** `stale`: the job belongs to an older generation of the run. */
+  readonly status: RunStatus | 'stale' | null;
   readonly own: NodeSnapshot | null;
+  readonly executions: number;
+  readonly toolCalls: number;
+  readonly toolTimeMs: number;
+  readonly attempts: AttemptRecord[];
+  /** Loop iterations recorded so far. */
+  readonly progress: unknown[];
+  readonly deadlineAt: number | null;
+  readonly budget: Budget;
   readonly reads: ReadonlyMap<string, NodeSnapshot>;
 }
 
 export interface CompleteNodeResult {
   readonly written: boolean;
   readonly status: RunStatus | null;
+  readonly generation: number;
   readonly ready: readonly string[];
 }
 
@@ -51,9 +67,8 @@ export interface RunStoreOptions {
   readonly retentionSeconds: number;
 }
 
-const QUEUED = JSON.stringify({ status: 'queued' } satisfies LiveNodeState);
-
 const parseJson = (text: string | null | undefined): unknown => (text ? (JSON.parse(text) as unknown) : null);
+const str = (v: unknown): string | null => (typeof v === 'string' ? v : null);
 
 export class RunStore {
   readonly channels: Channels;
@@ -67,8 +82,13 @@ export class RunStore {
     this.channels = channels(options.prefix);
   }
 
-  private keys(runId: string): [string, string, string, string] {
+  private keys(runId: string): string[] {
     return runKeyList(runKeys(this.options.prefix, runId));
+  }
+
+  /** Until a run settles its keys carry this TTL, so an abandoned run cannot stay forever. */
+  private safetyTtl(timeoutSeconds: number): number {
+    return this.options.retentionSeconds + timeoutSeconds;
   }
 
   /**
@@ -86,19 +106,23 @@ export class RunStore {
   }
 
   async create(run: NewRun): Promise<void> {
-    const k = runKeys(this.options.prefix, run.runId);
-    const tx = this.redis.multi();
-    tx.hset(k.meta, {
+    const meta = {
       status: 'queued' satisfies RunStatus,
       createdAt: run.createdAt,
       graph: JSON.stringify(run.graph),
+      plan: JSON.stringify(run.plan),
       input: JSON.stringify(run.input ?? null),
       timeoutSeconds: String(run.timeoutSeconds),
+      budget: JSON.stringify(run.budget),
       metadata: JSON.stringify(run.metadata ?? null),
-    });
-    const counters = [...run.pending].filter(([, n]) => n > 0).flatMap(([id, n]) => [id, String(n)]);
-    if (counters.length > 0) tx.hset(k.pending, ...counters);
-    await tx.exec();
+      generation: '0',
+    };
+    const pending = Object.fromEntries([...run.pending].filter(([, n]) => n > 0));
+    await this.script('create-run-6', this.keys(run.runId), [
+      JSON.stringify(meta),
+      JSON.stringify(pending),
+      this.safetyTtl(run.timeoutSeconds),
+    ]);
   }
 
   async status(runId: string): Promise<RunStatus | null> {
@@ -106,75 +130,171 @@ export class RunStore {
     return status === null ? null : RunStatus.parse(status);
   }
 
+  async generation(runId: string): Promise<number> {
+    return Number((await this.redis.hget(runKeys(this.options.prefix, runId).meta, 'generation')) ?? 0);
+  }
+
   async plan(runId: string): Promise<RunPlan | null> {
-    const [graph, input, timeoutSeconds] = await this.redis.hmget(
+    const [plan, input, timeoutSeconds] = await this.redis.hmget(
       runKeys(this.options.prefix, runId).meta,
-      'graph',
+      'plan',
       'input',
       'timeoutSeconds',
     );
-    if (graph === null) return null;
+    if (plan === null) return null;
     return {
-      graph: parseJson(graph) as Graph,
+      plan: parseJson(plan) as ExecutableGraph,
       input: parseJson(input),
       timeoutSeconds: Number(timeoutSeconds),
     };
   }
 
-  /** Moves a queued run to running and marks its sources queued. Returns its status after. */
-  async start(runId: string, sources: readonly string[], now: string): Promise<RunStatus | null> {
-    const status = await this.script('start-run-4', this.keys(runId), [now, QUEUED, ...sources]);
-    return typeof status === 'string' ? RunStatus.parse(status) : null;
+  /** Moves a queued run to running and marks `ready` queued. Returns its status after, or `stale`. */
+  async start(
+    runId: string,
+    generation: number,
+    ready: readonly string[],
+    deadlineAt: number,
+    now: string,
+  ): Promise<RunStatus | 'stale' | null> {
+    const [status] = (await this.script('start-run-6', this.keys(runId), [
+      now,
+      deadlineAt,
+      generation,
+      JSON.stringify({ status: 'queued' } satisfies LiveNodeState),
+      ...ready,
+    ])) as [string | null];
+    if (status === 'stale') return 'stale';
+    return status ? RunStatus.parse(status) : null;
   }
 
   async beginNode(
     runId: string,
     nodeId: string,
-    reads: readonly string[],
-    live: LiveNodeState,
+    options: {
+      generation: number;
+      live: LiveNodeState;
+      countExecution: boolean;
+      chargeCall: boolean;
+      reads: readonly string[];
+    },
   ): Promise<BeginNodeResult> {
-    const raw = (await this.script('begin-node-4', this.keys(runId), [
+    const raw = (await this.script('begin-node-6', this.keys(runId), [
       nodeId,
-      JSON.stringify(live),
-      ...reads,
-    ])) as (string | null)[];
-    const [status, own, ...snapshots] = raw;
-    const readMap = new Map<string, NodeSnapshot>();
-    reads.forEach((id, i) => {
-      const s = snapshots[i];
-      if (s) readMap.set(id, JSON.parse(s) as NodeSnapshot);
+      options.generation,
+      JSON.stringify(options.live),
+      options.countExecution ? '1' : '0',
+      options.chargeCall ? '1' : '0',
+      ...options.reads,
+    ])) as unknown[];
+    const [
+      status,
+      own,
+      executions,
+      toolCalls,
+      toolTimeMs,
+      attempts,
+      progress,
+      deadlineAt,
+      budget,
+      ...snapshots
+    ] = raw;
+    const reads = new Map<string, NodeSnapshot>();
+    options.reads.forEach((id, i) => {
+      const s = str(snapshots[i]);
+      if (s) reads.set(id, JSON.parse(s) as NodeSnapshot);
     });
     return {
-      status: status ? RunStatus.parse(status) : null,
-      own: own ? (JSON.parse(own) as NodeSnapshot) : null,
-      reads: readMap,
+      status: status === 'stale' ? 'stale' : str(status) ? RunStatus.parse(status) : null,
+      own: (parseJson(str(own)) as NodeSnapshot | null) ?? null,
+      executions: Number(executions ?? 0),
+      toolCalls: Number(toolCalls ?? 0),
+      toolTimeMs: Number(toolTimeMs ?? 0),
+      attempts: (parseJson(str(attempts)) as AttemptRecord[] | null) ?? [],
+      progress: (parseJson(str(progress)) as unknown[] | null) ?? [],
+      deadlineAt: str(deadlineAt) ? Number(deadlineAt) : null,
+      budget: (parseJson(str(budget)) as Budget | null) ?? {},
+      reads,
     };
+  }
+
+  /** Records a failed attempt that BullMQ will retry. */
+  async recordAttempt(
+    runId: string,
+    nodeId: string,
+    attempt: AttemptRecord,
+    live: LiveNodeState,
+  ): Promise<void> {
+    await this.script('record-attempt-6', this.keys(runId), [
+      nodeId,
+      JSON.stringify(attempt),
+      JSON.stringify(live),
+      Math.round(attempt.durationMs),
+    ]);
+  }
+
+  /** Records loop iteration `n` (1-based) once. Returns iterations recorded and usage so far. */
+  async recordIteration(
+    runId: string,
+    nodeId: string,
+    n: number,
+    iteration: unknown,
+    durationMs: number,
+    live: LiveNodeState,
+  ): Promise<{ iterations: number; toolCalls: number; toolTimeMs: number }> {
+    const [iterations, toolCalls, toolTimeMs] = (await this.script('record-iteration-6', this.keys(runId), [
+      nodeId,
+      n,
+      JSON.stringify(iteration),
+      Math.round(durationMs),
+      JSON.stringify(live),
+    ])) as [number, number, number];
+    return { iterations, toolCalls, toolTimeMs };
   }
 
   async completeNode(
     runId: string,
     nodeId: string,
     snapshot: NodeSnapshot,
-    children: readonly string[],
+    options: { release: boolean; children: readonly string[]; chargeMs: number },
   ): Promise<CompleteNodeResult> {
-    const raw = (await this.script('complete-node-4', this.keys(runId), [
+    const last = snapshot.attempts.at(-1);
+    const event = {
+      status: snapshot.status,
+      attempts: snapshot.attempts.length,
+      durationMs: snapshot.durationMs,
+      ...(snapshot.error ? { error: snapshot.error } : {}),
+      ...(last ? { worker: last.worker } : {}),
+    };
+    const raw = (await this.script('complete-node-6', this.keys(runId), [
       nodeId,
       JSON.stringify(snapshot),
-      QUEUED,
-      ...children,
-    ])) as [number, string | null, ...string[]];
-    const [written, status, ...ready] = raw;
-    return { written: written === 1, status: status ? RunStatus.parse(status) : null, ready };
+      `node.${snapshot.status}`,
+      JSON.stringify(event),
+      options.release ? '1' : '0',
+      JSON.stringify({ status: 'queued' } satisfies LiveNodeState),
+      Math.round(options.chargeMs),
+      ...options.children,
+    ])) as [number, string | null, number, ...string[]];
+    const [written, status, generation, ...ready] = raw;
+    return { written: written === 1, status: status ? RunStatus.parse(status) : null, generation, ready };
   }
 
   /** Sets the run's outcome if none is set yet; true when this call decided it. */
-  async decide(runId: string, status: RunStatus, error: RunError | null, now: string): Promise<boolean> {
-    const decided = await this.script('decide-run-4', this.keys(runId), [
+  async decide(
+    runId: string,
+    status: RunStatus,
+    error: RunError | null,
+    now: string,
+    generation?: number,
+  ): Promise<boolean> {
+    const decided = await this.script('decide-run-6', this.keys(runId), [
       status,
       error ? JSON.stringify(error) : '',
       this.channels.abort,
       runId,
       now,
+      generation ?? '',
     ]);
     return decided === 1;
   }
@@ -188,46 +308,122 @@ export class RunStore {
   /** Closes a run: fills in snapshots for nodes that never ran, stores the output, sets TTLs. */
   async settle(
     runId: string,
+    generation: number,
     fill: ReadonlyMap<string, NodeSnapshot>,
     output: Record<string, unknown> | null,
+    final: { status: RunStatus; error: RunError | null },
     now: string,
   ): Promise<boolean> {
-    const pairs = [...fill].flatMap(([id, s]) => [id, JSON.stringify(s)]);
-    const settled = await this.script('settle-run-4', this.keys(runId), [
+    const triples = [...fill].flatMap(([id, s]) => [id, JSON.stringify(s), `node.${s.status}`]);
+    const settled = await this.script('settle-run-6', this.keys(runId), [
       now,
       output ? JSON.stringify(output) : '',
       this.options.retentionSeconds,
       this.channels.settled,
       runId,
-      ...pairs,
+      generation,
+      JSON.stringify(final),
+      ...triples,
     ]);
     return settled === 1;
   }
 
+  /**
+   * Reopens a settled failed/timed_out run for the nodes in `rerun`, with `pending` as the new
+   * readiness counters. Returns the new generation, or the status that prevented it.
+   */
+  async resume(
+    runId: string,
+    rerun: readonly string[],
+    pending: ReadonlyMap<string, number>,
+    timeoutSeconds: number,
+  ): Promise<{ resumed: true; generation: number } | { resumed: false; status: string | null }> {
+    const [status, generation] = (await this.script('resume-run-6', this.keys(runId), [
+      JSON.stringify(Object.fromEntries([...pending].filter(([, n]) => n > 0))),
+      this.safetyTtl(timeoutSeconds),
+      ...rerun,
+    ])) as [string | null, number | undefined];
+    return status === 'queued' && generation !== undefined
+      ? { resumed: true, generation }
+      : { resumed: false, status };
+  }
+
+  /** Delivers a signal; returns 'delivered', 'duplicate' or 'unknown_run'. */
+  async signal(
+    runId: string,
+    name: string,
+    payload: unknown,
+  ): Promise<'delivered' | 'duplicate' | 'unknown_run'> {
+    const result = await this.script('signal-6', this.keys(runId), [
+      name,
+      JSON.stringify(payload ?? null),
+      JSON.stringify({ name, payload: payload ?? null }),
+    ]);
+    return result === 1 ? 'delivered' : result === 0 ? 'duplicate' : 'unknown_run';
+  }
+
+  /** A wait node's signal payload (if delivered) and its deadline, set on first call. */
+  async waitState(
+    runId: string,
+    nodeId: string,
+    signal: string,
+    deadlineAt: number,
+    live: LiveNodeState,
+  ): Promise<{ payload: unknown; delivered: boolean; deadlineAt: number }> {
+    const [payload, deadline] = (await this.script('wait-state-6', this.keys(runId), [
+      nodeId,
+      signal,
+      deadlineAt,
+      JSON.stringify(live),
+    ])) as [string | null, number];
+    return { payload: parseJson(payload), delivered: payload !== null, deadlineAt: deadline };
+  }
+
+  /** Events with seq > `afterSeq`, oldest first. */
+  async events(runId: string, afterSeq: number, count = 1000): Promise<RunEvent[]> {
+    const key = runKeys(this.options.prefix, runId).events;
+    const entries = await this.redis.xrange(key, `(0-${afterSeq}`, '+', 'COUNT', count);
+    return entries.map(([id, fields]) => toEvent(runId, id, fields));
+  }
+
+  /** Blocks up to `blockMs` on `connection` (a dedicated one) for events after `afterSeq`. */
+  async waitForEvents(
+    connection: Redis,
+    runId: string,
+    afterSeq: number,
+    blockMs: number,
+  ): Promise<RunEvent[]> {
+    const key = runKeys(this.options.prefix, runId).events;
+    const result = await connection.xread('COUNT', 1000, 'BLOCK', blockMs, 'STREAMS', key, `0-${afterSeq}`);
+    const entries = result?.[0]?.[1] ?? [];
+    return entries.map(([id, fields]) => toEvent(runId, id, fields));
+  }
+
   async document(runId: string): Promise<RunDocument | null> {
     const k = runKeys(this.options.prefix, runId);
-    const [meta, snapshots, live] = (await this.redis
+    const replies = await this.redis
       .multi()
       .hgetall(k.meta)
       .hgetall(k.nodes)
       .hgetall(k.live)
-      .exec()
-      .then((r) => r?.map(([err, v]) => (err ? Promise.reject(err) : v)))) as [
-      Record<string, string>,
-      Record<string, string>,
-      Record<string, string>,
-    ];
+      .hgetall(k.aux)
+      .exec();
+    const [meta, snapshots, live, aux] = (replies ?? []).map(([err, v]) => {
+      if (err) throw err;
+      return v as Record<string, string>;
+    }) as [Record<string, string>, Record<string, string>, Record<string, string>, Record<string, string>];
     if (!meta.status) return null;
-    const graph = parseJson(meta.graph) as Graph;
+    const plan = parseJson(meta.plan) as ExecutableGraph;
     const nodes: Record<string, NodeView> = {};
-    for (const node of graph.nodes) {
+    for (const node of plan.nodes) {
       const snapshot = snapshots[node.id];
       const state = live[node.id];
+      const attempts = (parseJson(aux[`attempts:${node.id}`]) as AttemptRecord[] | null) ?? [];
       nodes[node.id] = snapshot
         ? { id: node.id, ...NodeSnapshot.parse(JSON.parse(snapshot)) }
         : state
-          ? { id: node.id, ...LiveNodeState.parse(JSON.parse(state)) }
-          : { id: node.id, status: 'pending' };
+          ? { id: node.id, ...LiveNodeState.parse(JSON.parse(state)), attempts }
+          : { id: node.id, status: 'pending', attempts };
     }
     return {
       runId,
@@ -235,13 +431,28 @@ export class RunStore {
       createdAt: meta.createdAt ?? '',
       startedAt: meta.startedAt ?? null,
       finishedAt: meta.finishedAt ?? null,
-      graph,
+      graph: parseJson(meta.graph) as Graph,
       input: parseJson(meta.input),
       timeoutSeconds: Number(meta.timeoutSeconds),
+      budget: Budget.parse(parseJson(meta.budget) ?? {}),
+      usage: {
+        toolCalls: Number(aux['usage:toolCalls'] ?? 0),
+        toolTimeMs: Number(aux['usage:toolTimeMs'] ?? 0),
+      },
+      generation: Number(meta.generation ?? 0),
       metadata: parseJson(meta.metadata) as Record<string, unknown> | null,
       nodes,
       output: parseJson(meta.output) as Record<string, unknown> | null,
       error: meta.error ? RunError.parse(JSON.parse(meta.error)) : null,
     };
   }
+}
+
+function toEvent(runId: string, id: string, fields: string[]): RunEvent {
+  const f: Record<string, string> = {};
+  for (let i = 0; i + 1 < fields.length; i += 2) f[fields[i]!] = fields[i + 1]!;
+  const event: RunEvent = { seq: Number(id.split('-')[1]), type: f.type ?? '', ts: Number(f.ts), runId };
+  if (f.node) event.nodeId = f.node;
+  if (f.data) event.data = JSON.parse(f.data) as unknown;
+  return event;
 }

@@ -1,17 +1,33 @@
-/** Loads the Lua scripts next to this file as ioredis commands (EVALSHA with EVAL fallback). */
+/**
+ * Loads the run scripts next to this file as ioredis commands (EVALSHA with EVAL fallback).
+ * Every script gets `emit.lib.lua` prepended, so events are appended in the same atomic step as
+ * the state change they describe.
+ */
 import { readFileSync } from 'node:fs';
 import type { Redis } from 'ioredis';
 
-const SCRIPTS = ['start-run-4', 'begin-node-4', 'complete-node-4', 'decide-run-4', 'settle-run-4'] as const;
-type ScriptName = (typeof SCRIPTS)[number];
+const SCRIPTS = [
+  'create-run-6',
+  'start-run-6',
+  'begin-node-6',
+  'record-attempt-6',
+  'record-iteration-6',
+  'complete-node-6',
+  'decide-run-6',
+  'settle-run-6',
+  'resume-run-6',
+  'signal-6',
+  'wait-state-6',
+] as const;
+export type ScriptName = (typeof SCRIPTS)[number];
+
+const read = (file: string): string => readFileSync(new URL(`./lua/${file}`, import.meta.url), 'utf8');
+const LIB = read('emit.lib.lua');
 
 const sources = new Map<ScriptName, { lua: string; numberOfKeys: number }>(
   SCRIPTS.map((name) => [
     name,
-    {
-      lua: readFileSync(new URL(`./lua/${name}.lua`, import.meta.url), 'utf8'),
-      numberOfKeys: Number(name.slice(name.lastIndexOf('-') + 1)),
-    },
+    { lua: `${LIB}\n${read(`${name}.lua`)}`, numberOfKeys: Number(name.slice(name.lastIndexOf('-') + 1)) },
   ]),
 );
 

@@ -1,0 +1,92 @@
+/**
+ * Expands nested graphs into one flat graph, deterministically: the same graph always gives the
+ * same node ids. A graph node `p` becomes
+ *   p/input   a `json` node holding the nested graph's input (its `input.*`), after p's dependencies;
+ *   p/<id>    each nested node, references rewritten to the namespaced ids;
+ *   p         a `json` node collecting the nested sinks' outputs, before p's dependents.
+ * So the outer graph keeps referring to `p.output.<sinkId>`. Pure: no I/O.
+ */
+import { findReferences } from './references.js';
+import type { ExecutableGraph, ExecutableNode, Graph, GraphNode } from './schema.js';
+
+/** Rewrites every reference in `value` by `rename(root, path)`. */
+function rewrite(value: unknown, rename: (root: string, path: readonly string[]) => string): unknown {
+  if (typeof value === 'string') {
+    return value.replace(/\{\{\s*([^{}\s]+)\s*\}\}/g, (_m, expr: string) => {
+      const [root = '', ...path] = expr.split('.');
+      return `{{${rename(root, path)}}}`;
+    });
+  }
+  if (Array.isArray(value)) return value.map((v) => rewrite(v, rename));
+  if (typeof value === 'object' && value !== null) {
+    const refs = findReferences(value);
+    const obj = value as Record<string, unknown>;
+    if (refs.length === 1 && typeof obj.$ref === 'string' && Object.keys(obj).length === 1) {
+      const ref = refs[0]!;
+      return { $ref: rename(ref.root, ref.path) };
+    }
+    return Object.fromEntries(Object.entries(obj).map(([k, v]) => [k, rewrite(v, rename)]));
+  }
+  return value;
+}
+
+function withArgs(node: ExecutableNode, map: (args: unknown) => unknown): ExecutableNode {
+  switch (node.kind) {
+    case 'tool':
+      return { ...node, args: map(node.args) as Record<string, unknown> };
+    case 'loop':
+      return { ...node, body: { ...node.body, args: map(node.body.args) as Record<string, unknown> } };
+    case 'wait':
+      return node;
+  }
+}
+
+export function expandGraph(graph: Graph): ExecutableGraph {
+  const nodes: ExecutableNode[] = [];
+  const edges: [string, string][] = [];
+  // Where edges into / out of each original node attach after expansion.
+  const entry = new Map<string, string>();
+  const exit = new Map<string, string>();
+
+  for (const node of graph.nodes) {
+    if (node.kind !== 'graph') {
+      nodes.push(node);
+      entry.set(node.id, node.id);
+      exit.set(node.id, node.id);
+      continue;
+    }
+    const inner = expandGraph(node.graph);
+    const ns = (id: string): string => `${node.id}/${id}`;
+    const inputId = ns('input');
+    nodes.push({ id: inputId, kind: 'tool', tool: 'json', args: { value: node.input ?? null } });
+    const innerIds = new Set(inner.nodes.map((n) => n.id));
+    const rename = (root: string, path: readonly string[]): string =>
+      root === 'input'
+        ? [inputId, 'output', ...path].join('.')
+        : innerIds.has(root)
+          ? [ns(root), ...path].join('.')
+          : [root, ...path].join('.');
+    for (const n of inner.nodes) nodes.push({ ...withArgs(n, (a) => rewrite(a, rename)), id: ns(n.id) });
+    const hasParent = new Set(inner.edges.map(([, to]) => to));
+    const hasChild = new Set(inner.edges.map(([from]) => from));
+    for (const [from, to] of inner.edges) edges.push([ns(from), ns(to)]);
+    for (const n of inner.nodes) if (!hasParent.has(n.id)) edges.push([inputId, ns(n.id)]);
+    const sinks = inner.nodes.filter((n) => !hasChild.has(n.id)).map((n) => n.id);
+    nodes.push({
+      id: node.id,
+      kind: 'tool',
+      tool: 'json',
+      args: { value: Object.fromEntries(sinks.map((s) => [s, { $ref: `${ns(s)}.output` }])) },
+    });
+    for (const s of sinks) edges.push([ns(s), node.id]);
+    entry.set(node.id, inputId);
+    exit.set(node.id, node.id);
+  }
+  for (const [from, to] of graph.edges) edges.push([exit.get(from) ?? from, entry.get(to) ?? to]);
+  return { nodes, edges };
+}
+
+/** True when any node of `graph` (at any depth) is a nested graph. */
+export function hasSubgraphs(graph: Graph): boolean {
+  return graph.nodes.some((n: GraphNode) => n.kind === 'graph');
+}

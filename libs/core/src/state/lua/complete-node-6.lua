@@ -1,0 +1,39 @@
+--[[
+  Records a node's snapshot (once) and releases the dependents it was the last to wait for.
+  ARGV[1] node id, ARGV[2] snapshot JSON, ARGV[3] event type, ARGV[4] event data JSON,
+  ARGV[5] '1' to release dependents, ARGV[6] live JSON for a queued node, ARGV[7] tool time to
+  charge (ms), ARGV[8..] children
+  Returns { written (1 = this call wrote the snapshot, 0 = it existed), run status, generation,
+  ready child ids... }.
+  A child is ready when its counter is 0 and it has no snapshot. On a redelivery (written = 0) the
+  counters are not decremented again, but ready children are still returned so a crash between
+  this script and the enqueue cannot strand them; their job ids are deterministic, so adding them
+  twice is harmless.
+]]
+local id = ARGV[1]
+local written = redis.call('HSETNX', KEYS[3], id, ARGV[2])
+local status = redis.call('HGET', KEYS[1], 'status')
+if written == 1 then
+  redis.call('HDEL', KEYS[4], id)
+  redis.call('HINCRBY', KEYS[6], 'usage:toolTimeMs', tonumber(ARGV[7]))
+  emit(ARGV[3], id, ARGV[4])
+end
+local result = { written, status or false, generation() }
+if ARGV[5] ~= '1' then return result end
+for i = 8, #ARGV do
+  local child = ARGV[i]
+  local left
+  if written == 1 then
+    left = redis.call('HINCRBY', KEYS[2], child, -1)
+  else
+    left = tonumber(redis.call('HGET', KEYS[2], child) or '-1')
+  end
+  if left == 0 and redis.call('HEXISTS', KEYS[3], child) == 0 then
+    result[#result + 1] = child
+    if status == 'running' and written == 1 then
+      redis.call('HSET', KEYS[4], child, ARGV[6])
+      emit('node.queued', child, '')
+    end
+  end
+end
+return result

@@ -1,0 +1,15 @@
+--[[
+  Records a failed attempt that will be retried.
+  ARGV[1] node id, ARGV[2] attempt JSON, ARGV[3] live JSON (retrying), ARGV[4] tool time to charge (ms)
+  Returns the number of recorded attempts of the node.
+]]
+local field = 'attempts:' .. ARGV[1]
+local list = redis.call('HGET', KEYS[6], field)
+-- The list is JSON text; appending by string keeps every value exactly as the caller wrote it.
+if list then list = string.sub(list, 1, -2) .. ',' .. ARGV[2] .. ']' else list = '[' .. ARGV[2] .. ']' end
+redis.call('HSET', KEYS[6], field, list)
+redis.call('HINCRBY', KEYS[6], 'usage:toolTimeMs', tonumber(ARGV[4]))
+redis.call('HSET', KEYS[4], ARGV[1], ARGV[3])
+emit('node.retrying', ARGV[1], ARGV[2])
+local _, count = string.gsub(list, '"attempt":', '')
+return count

@@ -1,0 +1,23 @@
+--[[
+  Closes a run once no node can run any more: nodes without a snapshot get the given one
+  (skipped or cancelled), the output is stored, finishedAt is set, every key of the run gets its
+  retention TTL, the final event is appended and the settled channel is told.
+  ARGV[1] finishedAt (ISO), ARGV[2] output JSON or '', ARGV[3] ttl seconds, ARGV[4] settled channel,
+  ARGV[5] run id, ARGV[6] generation being settled, ARGV[7] final event data JSON,
+  then triples: node id, snapshot JSON, event type, for nodes that may lack a snapshot
+  Returns 1 when this call settled the run, 0 when it was settled before or belongs to an older
+  generation.
+]]
+if redis.call('HEXISTS', KEYS[1], 'finishedAt') == 1 then return 0 end
+if tonumber(ARGV[6]) ~= generation() then return 0 end
+for i = 8, #ARGV, 3 do
+  if redis.call('HSETNX', KEYS[3], ARGV[i], ARGV[i + 1]) == 1 then emit(ARGV[i + 2], ARGV[i], '') end
+end
+redis.call('DEL', KEYS[4])
+redis.call('HSET', KEYS[1], 'finishedAt', ARGV[1])
+if ARGV[2] ~= '' then redis.call('HSET', KEYS[1], 'output', ARGV[2]) end
+emit('run.finished', '', ARGV[7])
+local ttl = tonumber(ARGV[3])
+for i = 1, 6 do redis.call('EXPIRE', KEYS[i], ttl) end
+redis.call('PUBLISH', ARGV[4], ARGV[5])
+return 1
