@@ -2,7 +2,7 @@
 import { randomUUID } from 'node:crypto';
 import { inject } from 'vitest';
 import { parseApiEnv, startApi, type ApiHandle } from '@tetraloop/api';
-import type { Pool, RunDocument } from '@tetraloop/core';
+import type { EngineHooks, Pool, RunDocument, RunEvent } from '@tetraloop/core';
 import { parseWorkerEnv, startPools, type PoolsHandle } from '@tetraloop/workers';
 
 export interface Stack {
@@ -27,13 +27,16 @@ export function testEnv(overrides: Record<string, string> = {}): Record<string, 
 }
 
 export async function startStack(
-  options: { env?: Record<string, string>; pools?: Pool[] } = {},
+  options: { env?: Record<string, string>; pools?: Pool[]; hooks?: EngineHooks } = {},
 ): Promise<Stack> {
   const env = testEnv(options.env);
   const pools =
     options.pools?.length === 0
       ? undefined
-      : await startPools(parseWorkerEnv(env), { pools: options.pools ?? ['plan', 'tool'] });
+      : await startPools(parseWorkerEnv(env), {
+          pools: options.pools ?? ['plan', 'tool'],
+          ...(options.hooks ? { hooks: options.hooks } : {}),
+        });
   const api = await startApi(parseApiEnv(env));
   return {
     url: api.url,
@@ -73,4 +76,38 @@ export async function waitFor(url: string, runId: string, timeoutMs = 20_000): P
   const doc = (await res.json()) as RunDocument;
   if (res.status !== 200) throw new Error(`run ${runId} did not settle: ${JSON.stringify(doc.nodes)}`);
   return doc;
+}
+
+/** Reads a run's server-sent events until the server closes the stream. */
+export async function readEvents(
+  url: string,
+  runId: string,
+  lastEventId?: number,
+): Promise<{ id: number; event: string; data: RunEvent }[]> {
+  const res = await fetch(`${url}/v1/runs/${runId}/events`, {
+    headers: lastEventId === undefined ? {} : { 'last-event-id': String(lastEventId) },
+  });
+  if (res.status !== 200) throw new Error(`events answered ${res.status}`);
+  const text = await res.text();
+  return text
+    .split('\n\n')
+    .filter((block) => block.startsWith('id:'))
+    .map((block) => {
+      const field = (name: string): string => block.match(new RegExp(`^${name}: ?(.*)$`, 'm'))?.[1] ?? '';
+      return { id: Number(field('id')), event: field('event'), data: JSON.parse(field('data')) as RunEvent };
+    });
+}
+
+export async function post(
+  url: string,
+  path: string,
+  body?: unknown,
+): Promise<{ status: number; body: Record<string, unknown> }> {
+  const res = await fetch(`${url}${path}`, {
+    method: 'POST',
+    ...(body === undefined
+      ? {}
+      : { headers: { 'content-type': 'application/json' }, body: JSON.stringify(body) }),
+  });
+  return { status: res.status, body: (await res.json()) as Record<string, unknown> };
 }

@@ -5,6 +5,10 @@
  *   GET /work?node=a&ms=100        answers {node} after ms
  *   GET /status/:code?node=a       answers with that status
  *   GET /hang?node=a               never answers (until the client goes away)
+ *   GET /flaky?node=a&fail=2&status=503[&retryAfter=2]
+ *                                  answers `status` to the first `fail` calls of that node, then 200
+ *   GET /count?node=a              answers {count}: how often this node was called so far
+ *   GET /auth?node=a               401 until POST /refresh was called, then 200
  */
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
@@ -28,6 +32,8 @@ export interface ToolServer {
 
 export async function startToolServer(): Promise<ToolServer> {
   const hits: Hit[] = [];
+  let refreshed = false;
+  const hitsOf = (node: string): Hit[] => hits.filter((h) => h.node === node);
   const watchers = new Set<() => void>();
   const handle = (req: IncomingMessage, res: ServerResponse): void => {
     const url = new URL(req.url ?? '/', 'http://x');
@@ -52,6 +58,23 @@ export async function startToolServer(): Promise<ToolServer> {
       );
     } else if (url.pathname.startsWith('/status/')) {
       reply(Number(url.pathname.slice('/status/'.length)), { node });
+    } else if (url.pathname === '/flaky') {
+      const calls = hitsOf(node).length;
+      const fail = Number(url.searchParams.get('fail') ?? 0);
+      const retryAfter = url.searchParams.get('retryAfter');
+      if (calls <= fail) {
+        if (retryAfter !== null) res.setHeader('retry-after', retryAfter);
+        reply(Number(url.searchParams.get('status') ?? 503), { node, calls });
+      } else {
+        reply(200, { node, calls });
+      }
+    } else if (url.pathname === '/count') {
+      reply(200, { node, count: hitsOf(node).length });
+    } else if (url.pathname === '/auth') {
+      reply(refreshed ? 200 : 401, { node, refreshed });
+    } else if (url.pathname === '/refresh') {
+      refreshed = true;
+      reply(200, { refreshed });
     } else if (url.pathname === '/hang') {
       req.on('close', () => (hit.end = performance.timeOrigin + performance.now()));
     } else {
@@ -61,7 +84,6 @@ export async function startToolServer(): Promise<ToolServer> {
   const server: Server = createServer(handle);
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
   const { port } = server.address() as AddressInfo;
-  const hitsOf = (node: string): Hit[] => hits.filter((h) => h.node === node);
   return {
     url: `http://127.0.0.1:${port}`,
     hits,

@@ -1,0 +1,240 @@
+/**
+ * The tool loop's harness on a real Redis: failure classes and their retries, backoff with jitter,
+ * timeouts, onError continue, loop suspicion, deadline, budgets, resume, events.
+ */
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { AttemptRecord } from '@tetraloop/core';
+import { post, postRun, readEvents, runToEnd, startStack, waitFor, type Stack } from './support/stack.js';
+import { startToolServer, type ToolServer } from './support/tool-server.js';
+
+let stack: Stack;
+let server: ToolServer;
+const refreshed: { nodeId: string; code: string }[] = [];
+
+beforeAll(async () => {
+  server = await startToolServer();
+  stack = await startStack({
+    hooks: {
+      async refreshCredentials({ nodeId, error }) {
+        refreshed.push({ nodeId, code: error.code });
+        await fetch(`${server.url}/refresh`, { method: 'POST' });
+      },
+    },
+  });
+});
+afterAll(async () => {
+  await stack?.close();
+  await server?.close();
+});
+
+const call = (id: string, path: string, extra: object = {}) => ({
+  id,
+  kind: 'tool',
+  tool: 'http',
+  args: { url: `${server.url}${path}${path.includes('?') ? '&' : '?'}node=${id}` },
+  ...extra,
+});
+const gap = (id: string, i: number): number => server.hitsOf(id)[i + 1]!.start - server.hitsOf(id)[i]!.end!;
+
+describe('failure classes and retries', () => {
+  it('retries a 503 with exponential backoff and ±20 % jitter, then succeeds on attempt 3', async () => {
+    const doc = await runToEnd(stack.url, { graph: { nodes: [call('s503', '/flaky?fail=2&status=503')] } });
+    expect(doc.status).toBe('succeeded');
+    const attempts = doc.nodes.s503!.attempts;
+    expect(attempts.map((a) => a.error?.code ?? 'ok')).toEqual(['server', 'server', 'ok']);
+    const [first, second] = attempts as [AttemptRecord, AttemptRecord];
+    expect(first.retryDelayMs).toBeGreaterThanOrEqual(800);
+    expect(first.retryDelayMs).toBeLessThanOrEqual(1200);
+    expect(second.retryDelayMs).toBeGreaterThanOrEqual(1600);
+    expect(second.retryDelayMs).toBeLessThanOrEqual(2400);
+    expect(server.hitsOf('s503')).toHaveLength(3);
+    // The recorded delays were honoured: the calls are at least that far apart.
+    expect(gap('s503', 0)).toBeGreaterThanOrEqual(first.retryDelayMs! - 5);
+    expect(gap('s503', 1)).toBeGreaterThanOrEqual(second.retryDelayMs! - 5);
+    // Every attempt carried the same Idempotency-Key.
+    expect(new Set(server.hitsOf('s503').map((h) => h.idempotencyKey))).toEqual(
+      new Set([`${doc.runId}:s503`]),
+    );
+  });
+
+  it('never retries a 400', async () => {
+    const doc = await runToEnd(stack.url, { graph: { nodes: [call('s400', '/status/400')] } });
+    expect(doc.status).toBe('failed');
+    expect(doc.nodes.s400).toMatchObject({ status: 'failed', error: { code: 'validation', status: 400 } });
+    expect(server.hitsOf('s400')).toHaveLength(1);
+  });
+
+  it('waits at least Retry-After before retrying a 429', async () => {
+    const doc = await runToEnd(stack.url, {
+      graph: { nodes: [call('s429', '/flaky?fail=1&status=429&retryAfter=2')] },
+    });
+    expect(doc.status).toBe('succeeded');
+    const first = doc.nodes.s429!.attempts[0]!;
+    expect(first.error).toMatchObject({ code: 'rate_limited', retryAfterMs: 2000 });
+    expect(first.retryDelayMs).toBeGreaterThanOrEqual(2000);
+    expect(gap('s429', 0)).toBeGreaterThanOrEqual(1995);
+  });
+
+  it('ends a call to a hanging server as `timeout` at timeoutMs, abandoning it', async () => {
+    const doc = await runToEnd(stack.url, {
+      graph: { nodes: [call('hang', '/hang', { timeoutMs: 300, retry: { timeout: 0 } })] },
+    });
+    expect(doc.nodes.hang).toMatchObject({ status: 'failed', error: { code: 'timeout' } });
+    const attempt = doc.nodes.hang!.attempts[0]!;
+    expect(attempt.durationMs).toBeGreaterThanOrEqual(295);
+    expect(attempt.durationMs).toBeLessThan(3000);
+    // The request was torn down, not left open.
+    expect(server.hitsOf('hang')[0]?.end).toBeDefined();
+  });
+
+  it('refreshes credentials once on 401 and retries', async () => {
+    const doc = await runToEnd(stack.url, { graph: { nodes: [call('auth', '/auth')] } });
+    expect(doc.status).toBe('succeeded');
+    expect(refreshed).toEqual([{ nodeId: 'auth', code: 'auth' }]);
+    expect(doc.nodes.auth!.attempts.map((a) => a.error?.code ?? 'ok')).toEqual(['auth', 'ok']);
+  });
+
+  it('with onError "continue", hands {error} downstream and the run goes on', async () => {
+    const doc = await runToEnd(stack.url, {
+      graph: {
+        nodes: [
+          call('soft', '/status/404', { onError: 'continue' }),
+          { id: 'after-soft', kind: 'tool', tool: 'json', args: { value: { got: { $ref: 'soft.output' } } } },
+        ],
+        edges: [['soft', 'after-soft']],
+      },
+    });
+    expect(doc.status).toBe('succeeded');
+    expect(doc.nodes.soft).toMatchObject({ status: 'failed', error: { code: 'validation', status: 404 } });
+    expect(doc.output).toEqual({
+      'after-soft': { got: { error: { code: 'validation', message: 'HTTP 404' } } },
+    });
+  });
+});
+
+describe('run limits', () => {
+  it('ends a run past its deadline as timed_out: running nodes aborted, nothing new starts', async () => {
+    const doc = await runToEnd(stack.url, {
+      timeoutSeconds: 1,
+      graph: {
+        nodes: [call('dl-hang', '/hang', { timeoutMs: 60_000 }), call('dl-next', '/work?ms=1')],
+        edges: [['dl-hang', 'dl-next']],
+      },
+    });
+    expect(doc.status).toBe('timed_out');
+    expect(doc.error).toMatchObject({ code: 'timed_out' });
+    expect(doc.nodes['dl-hang']).toMatchObject({ status: 'cancelled', error: { code: 'aborted' } });
+    expect(doc.nodes['dl-next']).toMatchObject({ status: 'skipped' });
+    expect(server.hitsOf('dl-next')).toHaveLength(0);
+    const aborted = server.hitsOf('dl-hang')[0]!;
+    expect(aborted.end! - aborted.start).toBeLessThan(5000);
+  });
+
+  it('ends a node as budget_exhausted when the run has used its tool calls', async () => {
+    const doc = await runToEnd(stack.url, {
+      budget: { toolCalls: 2 },
+      graph: {
+        nodes: [call('b1', '/work?ms=1'), call('b2', '/work?ms=1'), call('b3', '/work?ms=1')],
+        edges: [
+          ['b1', 'b2'],
+          ['b2', 'b3'],
+        ],
+      },
+    });
+    expect(doc.status).toBe('failed');
+    expect(doc.error).toMatchObject({ code: 'budget_exhausted', nodeId: 'b3' });
+    expect(doc.nodes.b3).toMatchObject({
+      status: 'failed',
+      error: { code: 'budget_exhausted', budget: 'toolCalls' },
+    });
+    expect(server.hitsOf('b3')).toHaveLength(0);
+    expect(doc.usage.toolCalls).toBeGreaterThanOrEqual(2);
+  });
+
+  it('cuts a call off when the run has used its tool time', async () => {
+    const doc = await runToEnd(stack.url, {
+      budget: { toolTimeMs: 300 },
+      graph: { nodes: [call('bt', '/work?ms=3000')] },
+    });
+    expect(doc.nodes.bt).toMatchObject({
+      status: 'failed',
+      error: { code: 'budget_exhausted', budget: 'toolTimeMs' },
+    });
+    expect(doc.nodes.bt!.attempts[0]!.durationMs).toBeLessThan(2000);
+  });
+});
+
+describe('resume', () => {
+  it('re-runs a failed run from its snapshots: completed nodes are kept', async () => {
+    const first = await runToEnd(stack.url, {
+      graph: {
+        nodes: [
+          call('r-ok', '/work?ms=1'),
+          call('r-flaky', '/flaky?fail=1&status=400'),
+          call('r-end', '/work?ms=1'),
+        ],
+        edges: [
+          ['r-ok', 'r-flaky'],
+          ['r-flaky', 'r-end'],
+        ],
+      },
+    });
+    expect(first.status).toBe('failed');
+    const resumed = await post(stack.url, `/v1/runs/${first.runId}/resume`);
+    expect(resumed).toEqual({ status: 202, body: { runId: first.runId, status: 'queued', generation: 1 } });
+    const doc = await waitFor(stack.url, first.runId);
+    expect(doc.status).toBe('succeeded');
+    expect(doc.generation).toBe(1);
+    expect(server.hitsOf('r-ok')).toHaveLength(1);
+    expect(server.hitsOf('r-flaky')).toHaveLength(2);
+    expect(server.hitsOf('r-end')).toHaveLength(1);
+    // The kept snapshot is the very one the first generation wrote.
+    expect(doc.nodes['r-ok']).toEqual(first.nodes['r-ok']);
+  });
+
+  it('refuses to resume a run that did not fail', async () => {
+    const doc = await runToEnd(stack.url, { graph: { nodes: [call('r-fine', '/work?ms=1')] } });
+    const res = await post(stack.url, `/v1/runs/${doc.runId}/resume`);
+    expect(res.status).toBe(409);
+    expect(res.body).toMatchObject({ error: { code: 'not_resumable' } });
+  });
+});
+
+describe('events', () => {
+  it('streams every state change as SSE and replays from Last-Event-ID', async () => {
+    const doc = await runToEnd(stack.url, {
+      graph: {
+        nodes: [call('ev-a', '/flaky?fail=1&status=503'), call('ev-b', '/work?ms=1')],
+        edges: [['ev-a', 'ev-b']],
+      },
+    });
+    const all = await readEvents(stack.url, doc.runId);
+    const types = all.map((e) => `${e.event}${e.data.nodeId ? `:${e.data.nodeId}` : ''}`);
+    expect(types).toEqual([
+      'run.queued',
+      'run.started',
+      'node.queued:ev-a',
+      'node.started:ev-a',
+      'node.retrying:ev-a',
+      'node.started:ev-a',
+      'node.succeeded:ev-a',
+      'node.queued:ev-b',
+      'node.started:ev-b',
+      'node.succeeded:ev-b',
+      'run.decided',
+      'run.finished',
+    ]);
+    expect(all.map((e) => e.id)).toEqual(all.map((_, i) => i + 1));
+    expect(all[4]!.data).toMatchObject({ runId: doc.runId, seq: 5, data: { error: { code: 'server' } } });
+    expect(all[4]!.data.data).toHaveProperty('retryDelayMs');
+
+    const replay = await readEvents(stack.url, doc.runId, 7);
+    expect(replay.map((e) => e.id)).toEqual([8, 9, 10, 11, 12]);
+  });
+
+  it('follows a live run and closes after its final event', async () => {
+    const posted = await postRun(stack.url, { graph: { nodes: [call('live', '/work?ms=400')] } });
+    const events = await readEvents(stack.url, posted.body.runId as string);
+    expect(events.at(-1)).toMatchObject({ event: 'run.finished', data: { data: { status: 'succeeded' } } });
+  });
+});

@@ -1,0 +1,213 @@
+/** Loop, wait and nested-graph nodes, and loop suspicion, on a real Redis. */
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { post, postRun, runToEnd, startStack, waitFor, type Stack } from './support/stack.js';
+import { startToolServer, type ToolServer } from './support/tool-server.js';
+
+let stack: Stack;
+let server: ToolServer;
+
+beforeAll(async () => {
+  server = await startToolServer();
+  // One tool slot, so "holds no worker slot" is visible; fast backoff, so loop suspicion is quick.
+  stack = await startStack({
+    env: { TETRALOOP_TOOL_CONCURRENCY: '1', TETRALOOP_BACKOFF_BASE_MS: '20', TETRALOOP_BACKOFF_MIN_MS: '10' },
+  });
+});
+afterAll(async () => {
+  await stack?.close();
+  await server?.close();
+});
+
+const url = (path: string, node: string): string =>
+  `${server.url}${path}${path.includes('?') ? '&' : '?'}node=${node}`;
+
+describe('loop nodes', () => {
+  it('repeat until the exit condition holds', async () => {
+    const doc = await runToEnd(stack.url, {
+      graph: {
+        nodes: [
+          {
+            id: 'poll',
+            kind: 'loop',
+            body: { tool: 'http', args: { url: url('/count', 'poll') } },
+            until: { path: 'output.body.count', gte: 3 },
+            maxIterations: 10,
+            intervalMs: 50,
+          },
+        ],
+      },
+    });
+    expect(doc.status).toBe('succeeded');
+    expect(doc.nodes.poll).toMatchObject({
+      status: 'succeeded',
+      output: { last: { status: 200, body: { count: 3 } }, iterations: 3, stoppedBy: 'condition' },
+    });
+    const hits = server.hitsOf('poll');
+    expect(hits).toHaveLength(3);
+    // The declared interval separates iterations.
+    expect(hits[1]!.start - hits[0]!.end!).toBeGreaterThanOrEqual(45);
+  });
+
+  it('stop at maxIterations when the condition never holds', async () => {
+    const doc = await runToEnd(stack.url, {
+      graph: {
+        nodes: [
+          {
+            id: 'capped',
+            kind: 'loop',
+            body: { tool: 'http', args: { url: url('/status/503', 'capped') } },
+            until: { path: 'output.status', equals: 200 },
+            maxIterations: 3,
+          },
+        ],
+      },
+    });
+    expect(doc.nodes.capped).toMatchObject({
+      status: 'succeeded',
+      output: { last: null, lastError: { code: 'server' }, iterations: 3, stoppedBy: 'maxIterations' },
+    });
+    expect(server.hitsOf('capped')).toHaveLength(3);
+  });
+});
+
+describe('wait nodes', () => {
+  it('wait for a signal without holding a worker slot; the signal body is the output', async () => {
+    const posted = await postRun(stack.url, {
+      graph: {
+        nodes: [
+          { id: 'approval', kind: 'wait', signal: 'approve', timeoutSeconds: 60 },
+          { id: 'meanwhile', kind: 'tool', tool: 'http', args: { url: url('/work?ms=50', 'meanwhile') } },
+          { id: 'use', kind: 'tool', tool: 'json', args: { value: { $ref: 'approval.output.by' } } },
+        ],
+        edges: [['approval', 'use']],
+      },
+    });
+    const runId = posted.body.runId as string;
+    // With one tool slot, this node can only run because the waiting node gave its slot back.
+    await server.hitCount('meanwhile', 1);
+    const before = await fetch(`${stack.url}/v1/runs/${runId}`).then(
+      (r) => r.json() as Promise<{ nodes: Record<string, { status: string }> }>,
+    );
+    expect(before.nodes.approval!.status).toBe('waiting');
+    const sent = await post(stack.url, `/v1/runs/${runId}/signals/approve`, { by: 'ana' });
+    expect(sent).toEqual({ status: 202, body: { runId, signal: 'approve', delivered: true } });
+    const doc = await waitFor(stack.url, runId);
+    expect(doc.status).toBe('succeeded');
+    expect(doc.output).toMatchObject({ use: 'ana' });
+    const again = await post(stack.url, `/v1/runs/${runId}/signals/approve`, { by: 'bob' });
+    expect(again.status).toBe(409);
+  });
+
+  it('time out: fail the run, or with onTimeout "continue" hand {error} downstream', async () => {
+    const failing = await runToEnd(stack.url, {
+      graph: { nodes: [{ id: 'w', kind: 'wait', signal: 'never', timeoutSeconds: 0.3 }] },
+    });
+    expect(failing.status).toBe('failed');
+    expect(failing.nodes.w).toMatchObject({ status: 'failed', error: { code: 'timeout' } });
+
+    const continuing = await runToEnd(stack.url, {
+      graph: {
+        nodes: [
+          { id: 'w', kind: 'wait', signal: 'never', timeoutSeconds: 0.3, onTimeout: 'continue' },
+          { id: 'next', kind: 'tool', tool: 'json', args: { value: { $ref: 'w.output.error.code' } } },
+        ],
+        edges: [['w', 'next']],
+      },
+    });
+    expect(continuing.status).toBe('succeeded');
+    expect(continuing.output).toEqual({ next: 'timeout' });
+  });
+});
+
+describe('nested graphs', () => {
+  it("expand into namespaced nodes whose output is the sinks' outputs", async () => {
+    const doc = await runToEnd(stack.url, {
+      input: { city: 'Oslo' },
+      graph: {
+        nodes: [
+          { id: 'seed', kind: 'tool', tool: 'json', args: { value: { n: 2 } } },
+          {
+            id: 'sub',
+            kind: 'graph',
+            input: { n: { $ref: 'seed.output.n' } },
+            graph: {
+              nodes: [
+                {
+                  id: 'double',
+                  kind: 'tool',
+                  tool: 'json',
+                  args: { value: { n: { $ref: 'input.n' }, label: 'x{{input.n}}' } },
+                },
+                {
+                  id: 'pick',
+                  kind: 'tool',
+                  tool: 'json',
+                  args: { value: { $ref: 'double.output' }, pick: 'label' },
+                },
+              ],
+              edges: [['double', 'pick']],
+            },
+          },
+          {
+            id: 'final',
+            kind: 'tool',
+            tool: 'json',
+            args: { value: ['{{sub.output.pick}}', '{{input.city}}'] },
+          },
+        ],
+        edges: [
+          ['seed', 'sub'],
+          ['sub', 'final'],
+        ],
+      },
+    });
+    expect(doc.status).toBe('succeeded');
+    expect(Object.keys(doc.nodes).sort()).toEqual([
+      'final',
+      'seed',
+      'sub',
+      'sub/double',
+      'sub/input',
+      'sub/pick',
+    ]);
+    expect(doc.nodes.sub).toMatchObject({ status: 'succeeded', output: { pick: 'x2' } });
+    expect(doc.output).toEqual({ final: ['x2', 'Oslo'] });
+  });
+
+  it('are validated with paths into the nested graph', async () => {
+    const res = await postRun(stack.url, {
+      graph: {
+        nodes: [
+          { id: 'sub', kind: 'graph', graph: { nodes: [{ id: 'a', kind: 'tool', tool: 'nope', args: {} }] } },
+        ],
+      },
+    });
+    expect(res.status).toBe(400);
+    expect(res.body).toMatchObject({ error: { issues: [{ path: 'graph.nodes.0.graph.nodes.0.tool' }] } });
+  });
+});
+
+describe('loop suspicion', () => {
+  it('stops a node executed more than 5 times and says so', async () => {
+    const doc = await runToEnd(stack.url, {
+      graph: {
+        nodes: [
+          {
+            id: 'spin',
+            kind: 'tool',
+            tool: 'http',
+            args: { url: url('/status/503', 'spin') },
+            retry: { server: 10 },
+          },
+        ],
+      },
+    });
+    expect(doc.status).toBe('failed');
+    expect(doc.error).toMatchObject({ code: 'suspected_loop', nodeId: 'spin' });
+    expect(doc.nodes.spin).toMatchObject({
+      status: 'failed',
+      error: { code: 'suspected_loop', executions: 6 },
+    });
+    expect(server.hitsOf('spin')).toHaveLength(5);
+  });
+});
