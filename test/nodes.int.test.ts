@@ -1,6 +1,7 @@
 /** Loop, wait and nested-graph nodes, and loop suspicion, on a real Redis. */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { post, postRun, runToEnd, startStack, waitFor, type Stack } from './support/stack.js';
+import type { RunDocument } from '@tetraloop/core';
+import { post, postRun, readEvents, runToEnd, startStack, waitFor, type Stack } from './support/stack.js';
 import { startToolServer, type ToolServer } from './support/tool-server.js';
 
 let stack: Stack;
@@ -67,6 +68,97 @@ describe('loop nodes', () => {
       output: { last: null, lastError: { code: 'server' }, iterations: 3, stoppedBy: 'maxIterations' },
     });
     expect(server.hitsOf('capped')).toHaveLength(3);
+  });
+});
+
+describe('loop nodes over a nested graph', () => {
+  it('run each iteration as a child run until the condition holds', async () => {
+    const doc = await runToEnd(stack.url, {
+      graph: {
+        nodes: [
+          {
+            id: 'rounds',
+            kind: 'loop',
+            body: {
+              input: { tag: 'x' },
+              graph: {
+                nodes: [
+                  {
+                    id: 'hit',
+                    kind: 'tool',
+                    tool: 'http',
+                    args: { url: url('/count?tag={{input.tag}}', 'gl') },
+                  },
+                  {
+                    id: 'seen',
+                    kind: 'tool',
+                    tool: 'json',
+                    args: { value: { $ref: 'hit.output.body.count' } },
+                  },
+                ],
+                edges: [['hit', 'seen']],
+              },
+            },
+            until: { path: 'output.seen', gte: 2 },
+            maxIterations: 5,
+          },
+        ],
+      },
+    });
+    expect(doc.status).toBe('succeeded');
+    expect(doc.nodes.rounds).toMatchObject({
+      status: 'succeeded',
+      output: { last: { seen: 2 }, iterations: 2, stoppedBy: 'condition' },
+    });
+    expect(server.hitsOf('gl')).toHaveLength(2);
+    // Each iteration is a run of its own, linked to its parent.
+    const iterationEvents = (await readEvents(stack.url, doc.runId)).filter(
+      (e) => e.event === 'node.iteration',
+    );
+    const childIds = iterationEvents.map((e) => (e.data.data as { runId: string }).runId);
+    expect(childIds).toHaveLength(2);
+    const child = (await fetch(`${stack.url}/v1/runs/${childIds[0]}`).then((r) => r.json())) as RunDocument;
+    expect(child).toMatchObject({
+      status: 'succeeded',
+      metadata: { parentRunId: doc.runId, parentNodeId: 'rounds', iteration: 1 },
+    });
+    expect(doc.usage.toolCalls).toBe(4);
+  });
+
+  it('cancel their child run when the parent run is cancelled', async () => {
+    const posted = await postRun(stack.url, {
+      graph: {
+        nodes: [
+          {
+            id: 'stuck',
+            kind: 'loop',
+            body: {
+              graph: {
+                nodes: [
+                  {
+                    id: 'h',
+                    kind: 'tool',
+                    tool: 'http',
+                    args: { url: url('/hang', 'gl-hang') },
+                    timeoutMs: 60_000,
+                  },
+                ],
+              },
+            },
+            maxIterations: 3,
+          },
+        ],
+      },
+    });
+    const runId = posted.body.runId as string;
+    await server.hitCount('gl-hang', 1);
+    expect((await post(stack.url, `/v1/runs/${runId}/cancel`)).status).toBe(202);
+    const doc = await waitFor(stack.url, runId);
+    expect(doc.status).toBe('cancelled');
+    const childEvents = (await readEvents(stack.url, runId)).filter((e) => e.event === 'node.iteration');
+    expect(childEvents).toHaveLength(0);
+    expect(server.hitsOf('gl-hang')).toHaveLength(1);
+    expect(server.hitsOf('gl-hang')[0]?.end).toBeDefined();
   });
 });
 

@@ -1,13 +1,15 @@
 /**
- * A loop node: repeats a tool call until its exit condition holds or maxIterations is reached,
- * both checked here by the harness. Each iteration is recorded once (a redelivered job resumes
- * after the last recorded one); between iterations the job parks in the delayed set.
+ * A loop node: repeats its body until its exit condition holds or maxIterations is reached, both
+ * checked here by the harness. The body is a tool call, or a nested graph run as a child run per
+ * iteration. Each iteration is recorded once (a redelivered job resumes after the last recorded
+ * one); between iterations, and while a child run works, the job parks and holds no worker slot.
  */
-import { DelayedError } from 'bullmq';
+import { DelayedError, WaitingChildrenError } from 'bullmq';
 import type { NodeErrorData } from '../errors/node-error.js';
-import type { LoopNode } from '../graph/schema.js';
+import { isGraphBody, type GraphBody, type LoopNode, type ToolBody } from '../graph/schema.js';
 import { conditionHolds } from '../policy/condition.js';
 import type { NodeSnapshot } from '../runs/run-model.js';
+import { derivedRunId, startChildRun } from './child-run.js';
 import { callTool, limitFor, nowIso, resolvedArgs, snapshotOf, type NodeContext } from './node-context.js';
 
 /** One iteration as recorded: what the exit condition is evaluated on. */
@@ -15,7 +17,9 @@ export interface Iteration {
   iteration: number;
   status: 'succeeded' | 'failed';
   output?: unknown;
-  error?: NodeErrorData;
+  error?: { code: string; message: string };
+  /** For nested-graph bodies: the child run that was this iteration. */
+  runId?: string;
   startedAt: string;
   finishedAt: string;
   durationMs: number;
@@ -23,16 +27,30 @@ export interface Iteration {
 
 export type StopReason = 'condition' | 'maxIterations';
 
+interface IterationResult {
+  readonly iteration: Iteration;
+  readonly charge: { toolCalls: number; toolTimeMs: number };
+}
+
+/** An iteration ended in a way that ends the node: aborted, or out of budget. */
+class NodeEnded extends Error {
+  constructor(readonly error: NodeErrorData) {
+    super(error.message);
+  }
+}
+
 export async function runLoopNode(
   ctx: NodeContext,
   node: LoopNode,
   onFailure: (error: NodeErrorData) => Promise<NodeSnapshot>,
 ): Promise<NodeSnapshot> {
-  const tool = ctx.options.tools.get(node.body.tool);
-  if (!tool) return onFailure({ code: 'validation', message: `unknown tool "${node.body.tool}"` });
   const iterations = [...(ctx.begin.progress as Iteration[])];
-  let { toolCalls, toolTimeMs } = ctx.begin;
-  const args = resolvedArgs(ctx);
+  let usage = { toolCalls: ctx.begin.toolCalls, toolTimeMs: ctx.begin.toolTimeMs };
+  const runIteration = isGraphBody(node.body)
+    ? graphIteration(ctx, node, node.body)
+    : toolIteration(ctx, node.body);
+  if (!runIteration)
+    return onFailure({ code: 'validation', message: `unknown tool "${(node.body as ToolBody).tool}"` });
 
   for (;;) {
     const last = iterations.at(-1);
@@ -42,34 +60,20 @@ export async function runLoopNode(
       const nextAt = Date.parse(last.finishedAt) + node.intervalMs;
       if (Date.now() < nextAt) return park(ctx, nextAt);
     }
-    if (ctx.begin.budget.toolCalls !== undefined && toolCalls + 1 > ctx.begin.budget.toolCalls) {
-      return onFailure({
-        code: 'budget_exhausted',
-        message: `the run used its ${ctx.begin.budget.toolCalls} tool calls`,
-        budget: 'toolCalls',
-      });
-    }
     const n = iterations.length + 1;
-    const startedAt = nowIso();
-    const started = performance.now();
-    const outcome = await callTool(ctx, tool, args, limitFor(ctx, toolTimeMs));
-    if (!outcome.ok && (outcome.error.code === 'aborted' || outcome.error.code === 'budget_exhausted')) {
-      return onFailure(outcome.error);
+    let result: IterationResult;
+    try {
+      result = await runIteration(n, usage);
+    } catch (err) {
+      if (err instanceof NodeEnded) return onFailure(err.error);
+      throw err;
     }
-    const iteration: Iteration = {
-      iteration: n,
-      status: outcome.ok ? 'succeeded' : 'failed',
-      ...(outcome.ok ? { output: outcome.output } : { error: outcome.error }),
-      startedAt,
-      finishedAt: nowIso(),
-      durationMs: Math.round(performance.now() - started),
-    };
     const recorded = await ctx.engine.store.recordIteration(
       ctx.plan.runId,
       node.id,
       n,
-      iteration,
-      iteration.durationMs,
+      result.iteration,
+      result.charge,
       {
         status: 'running',
         startedAt: ctx.startedAt,
@@ -77,9 +81,121 @@ export async function runLoopNode(
         iterations: n,
       },
     );
-    ({ toolCalls, toolTimeMs } = recorded);
-    iterations.push(iteration);
+    usage = { toolCalls: recorded.toolCalls, toolTimeMs: recorded.toolTimeMs };
+    iterations.push(result.iteration);
   }
+}
+
+type IterationRunner = (
+  n: number,
+  usage: { toolCalls: number; toolTimeMs: number },
+) => Promise<IterationResult>;
+
+function toolIteration(ctx: NodeContext, body: ToolBody): IterationRunner | undefined {
+  const tool = ctx.options.tools.get(body.tool);
+  if (!tool) return undefined;
+  const args = resolvedArgs(ctx);
+  const { budget } = ctx.begin;
+  return async (n, usage) => {
+    if (budget.toolCalls !== undefined && usage.toolCalls + 1 > budget.toolCalls) {
+      throw new NodeEnded({
+        code: 'budget_exhausted',
+        message: `the run used its ${budget.toolCalls} tool calls`,
+        budget: 'toolCalls',
+      });
+    }
+    const startedAt = nowIso();
+    const started = performance.now();
+    const outcome = await callTool(ctx, tool, args, limitFor(ctx, usage.toolTimeMs));
+    if (!outcome.ok && (outcome.error.code === 'aborted' || outcome.error.code === 'budget_exhausted')) {
+      throw new NodeEnded(outcome.error);
+    }
+    const durationMs = Math.round(performance.now() - started);
+    return {
+      iteration: {
+        iteration: n,
+        status: outcome.ok ? 'succeeded' : 'failed',
+        ...(outcome.ok ? { output: outcome.output } : { error: outcome.error }),
+        startedAt,
+        finishedAt: nowIso(),
+        durationMs,
+      },
+      charge: { toolCalls: 1, toolTimeMs: durationMs },
+    };
+  };
+}
+
+/**
+ * Runs iteration `n` as a child run of the nested graph: starts it (once), parks the loop job in
+ * waiting-children until it settles, then reads its outcome. The child gets what is left of the
+ * parent's deadline and budget, and its usage is charged to the parent.
+ */
+function graphIteration(ctx: NodeContext, node: LoopNode, body: GraphBody): IterationRunner {
+  const { engine, plan, job, begin } = ctx;
+  const input = (resolvedArgs(ctx) as { input?: unknown }).input ?? null;
+  return async (n, usage) => {
+    const childId = derivedRunId(plan.runId, node.id, ctx.generation, n);
+    let child = await engine.store.document(childId);
+    if (!child) {
+      const budget = {
+        ...(begin.budget.toolCalls !== undefined
+          ? { toolCalls: begin.budget.toolCalls - usage.toolCalls }
+          : {}),
+        ...(begin.budget.toolTimeMs !== undefined
+          ? { toolTimeMs: begin.budget.toolTimeMs - usage.toolTimeMs }
+          : {}),
+      };
+      if ((budget.toolCalls ?? 1) < 1 || (budget.toolTimeMs ?? 1) < 1) {
+        throw new NodeEnded({
+          code: 'budget_exhausted',
+          message: 'the run used its budget',
+          budget: (budget.toolCalls ?? 1) < 1 ? 'toolCalls' : 'toolTimeMs',
+        });
+      }
+      const timeLeft = begin.deadlineAt === null ? plan.timeoutSeconds * 1000 : begin.deadlineAt - Date.now();
+      if (timeLeft <= 0) throw new NodeEnded({ code: 'aborted', message: 'the run deadline passed' });
+      await startChildRun(
+        engine,
+        {
+          runId: childId,
+          parentRunId: plan.runId,
+          parentNodeId: node.id,
+          iteration: n,
+          graph: body.graph,
+          input,
+          timeoutSeconds: Math.max(1, Math.ceil(timeLeft / 1000)),
+          budget,
+        },
+        job,
+      );
+    }
+    if (!child?.finishedAt) {
+      if (ctx.token === undefined)
+        throw new Error('a loop node needs a worker token to wait for a child run');
+      await job.updateData({ ...(job.data as object), continuation: true });
+      if (await job.moveToWaitingChildren(ctx.token)) throw new WaitingChildrenError();
+      child = await engine.store.document(childId);
+    }
+    const settled = child?.finishedAt ? child : null;
+    const started = child?.createdAt ?? nowIso();
+    const finishedAt = settled?.finishedAt ?? nowIso();
+    return {
+      iteration: {
+        iteration: n,
+        status: settled?.status === 'succeeded' ? 'succeeded' : 'failed',
+        ...(settled?.status === 'succeeded'
+          ? { output: settled.output }
+          : {
+              error: settled?.error ?? { code: 'internal', message: `child run ${childId} did not settle` },
+            }),
+        runId: childId,
+        startedAt: started,
+        finishedAt,
+        durationMs: Math.max(0, Date.parse(finishedAt) - Date.parse(started)),
+      },
+      charge: { toolCalls: settled?.usage.toolCalls ?? 0, toolTimeMs: settled?.usage.toolTimeMs ?? 0 },
+    };
+  };
 }
 
 function finished(ctx: NodeContext, iterations: Iteration[], stoppedBy: StopReason): NodeSnapshot {

@@ -170,7 +170,7 @@ async function failureSnapshot(ctx: NodeContext, error: NodeErrorData): Promise<
   if (ctx.attempt <= retries && !ctx.runSignal.aborted) {
     const delayMs = retryDelay(ctx.attempt, error, engine.backoff);
     if (error.code === 'auth' && engine.hooks.refreshCredentials && node.kind !== 'wait') {
-      const tool = node.kind === 'tool' ? node.tool : node.body.tool;
+      const tool = node.kind === 'tool' ? node.tool : 'tool' in node.body ? node.body.tool : 'graph';
       try {
         await engine.hooks.refreshCredentials({ runId: ctx.plan.runId, nodeId: node.id, tool, error });
       } catch (err) {

@@ -3,7 +3,7 @@
  * worker parses it and builds its topology once, not once per node.
  */
 import { findReferences } from '../graph/references.js';
-import type { ExecutableNode } from '../graph/schema.js';
+import { isGraphBody, type ExecutableNode } from '../graph/schema.js';
 import { buildTopology, type Topology } from '../graph/topology.js';
 import type { RunStore } from '../state/run-store.js';
 
@@ -23,7 +23,7 @@ export function argsOf(node: ExecutableNode): Record<string, unknown> {
     case 'tool':
       return node.args;
     case 'loop':
-      return node.body.args;
+      return isGraphBody(node.body) ? { input: node.body.input } : node.body.args;
     case 'wait':
       return {};
   }

@@ -7,7 +7,13 @@
  * So the outer graph keeps referring to `p.output.<sinkId>`. Pure: no I/O.
  */
 import { findReferences } from './references.js';
-import type { ExecutableGraph, ExecutableNode, Graph, GraphNode } from './schema.js';
+import {
+  isGraphBody,
+  type ExecutableGraph,
+  type ExecutableNode,
+  type Graph,
+  type GraphNode,
+} from './schema.js';
 
 /** Rewrites every reference in `value` by `rename(root, path)`. */
 function rewrite(value: unknown, rename: (root: string, path: readonly string[]) => string): unknown {
@@ -35,7 +41,9 @@ function withArgs(node: ExecutableNode, map: (args: unknown) => unknown): Execut
     case 'tool':
       return { ...node, args: map(node.args) as Record<string, unknown> };
     case 'loop':
-      return { ...node, body: { ...node.body, args: map(node.body.args) as Record<string, unknown> } };
+      return isGraphBody(node.body)
+        ? { ...node, body: { ...node.body, input: map(node.body.input) } }
+        : { ...node, body: { ...node.body, args: map(node.body.args) as Record<string, unknown> } };
     case 'wait':
       return node;
   }

@@ -78,18 +78,38 @@ export const WaitNode = z.strictObject({
 });
 export type WaitNode = z.infer<typeof WaitNode>;
 
-/** A bounded loop over a tool call: the only place a loop may live. */
+/** A loop body that calls one tool per iteration. */
+export const ToolBody = z.strictObject({ tool: z.string().min(1).max(128), args: Args.default({}) });
+export type ToolBody = z.infer<typeof ToolBody>;
+
+/**
+ * A loop body that runs a nested graph per iteration, as a child run. `graph` is checked by the
+ * validator, recursively; `input` is what the nested graph reads as `input.*`.
+ */
+export const GraphBody = z.strictObject({ graph: z.unknown(), input: z.unknown().optional() });
+export interface GraphBody {
+  graph: Graph;
+  input?: unknown;
+}
+
+/**
+ * A bounded loop: the only place a loop may live. Repeats its body until the exit condition
+ * holds or maxIterations is reached, both checked by the harness.
+ */
 export const LoopNode = z.strictObject({
   ...Common,
   kind: z.literal('loop'),
-  body: z.strictObject({ tool: z.string().min(1).max(128), args: Args.default({}) }),
+  /** A tool call (`{tool, args}`) or a nested graph (`{graph, input}`). */
+  body: z.union([ToolBody, GraphBody]),
   /** Stop as soon as an iteration satisfies this; without it the loop runs maxIterations times. */
   until: Condition.optional(),
   maxIterations: z.number().int().min(1).max(50),
   /** Pause between iterations; the worker slot is released meanwhile. */
   intervalMs: z.number().int().min(0).max(3_600_000).default(0),
 });
-export type LoopNode = z.infer<typeof LoopNode>;
+export type LoopNode = Omit<z.infer<typeof LoopNode>, 'body'> & { body: ToolBody | GraphBody };
+
+export const isGraphBody = (body: ToolBody | GraphBody): body is GraphBody => 'graph' in body;
 
 /**
  * A nested graph, expanded into namespaced nodes (`parent/child`) before the run starts; its

@@ -12,6 +12,7 @@ import {
   NODE_SCHEMAS,
   NodeId,
   PLANNED_KINDS,
+  isGraphBody,
   type ExecutableGraph,
   type Graph,
   type GraphNode,
@@ -223,7 +224,9 @@ function referencingFields(node: GraphNode): { value: unknown; path: readonly st
     case 'tool':
       return [{ value: node.args, path: ['args'] }];
     case 'loop':
-      return [{ value: node.body.args, path: ['body', 'args'] }];
+      return isGraphBody(node.body)
+        ? [{ value: node.body.input, path: ['body', 'input'] }]
+        : [{ value: node.body.args, path: ['body', 'args'] }];
     case 'graph':
       return [{ value: node.input, path: ['input'] }];
     case 'wait':
@@ -259,24 +262,38 @@ function checkNode(
   switch (node.kind) {
     case 'tool':
       return checkToolCall(node.tool, node.args, [...path], ['args'], opts, issues) ? node : undefined;
-    case 'loop':
-      return checkToolCall(node.body.tool, node.body.args, [...path, 'body'], ['args'], opts, issues)
-        ? node
-        : undefined;
+    case 'loop': {
+      const body = node.body;
+      if (!('graph' in body)) {
+        return checkToolCall(body.tool, body.args, [...path, 'body'], ['args'], opts, issues)
+          ? { ...node, body: { tool: body.tool, args: body.args } }
+          : undefined;
+      }
+      const inner = checkNested(body.graph, [...path, 'body', 'graph'], depth, opts, issues);
+      return inner ? { ...node, body: { ...body, graph: inner } } : undefined;
+    }
     case 'wait':
       return node;
     case 'graph': {
-      if (depth + 1 > MAX_NESTING) {
-        issues.push({
-          path: join(...path, 'graph'),
-          message: `graphs nest at most ${MAX_NESTING} levels deep`,
-        });
-        return undefined;
-      }
-      const inner = checkGraph(node.graph, [...path, 'graph'], depth + 1, opts, issues);
+      const inner = checkNested(node.graph, [...path, 'graph'], depth, opts, issues);
       return inner ? { ...node, graph: inner } : undefined;
     }
   }
+}
+
+/** A nested graph (of a graph node or a loop body), checked one level deeper. */
+function checkNested(
+  raw: unknown,
+  path: readonly PropertyKey[],
+  depth: number,
+  opts: Options,
+  issues: ValidationIssue[],
+): Graph | undefined {
+  if (depth + 1 > MAX_NESTING) {
+    issues.push({ path: join(...path), message: `graphs nest at most ${MAX_NESTING} levels deep` });
+    return undefined;
+  }
+  return checkGraph(raw, path, depth + 1, opts, issues);
 }
 
 /** The tool exists, and args without references fit its input schema. */

@@ -233,21 +233,25 @@ export class RunStore {
     ]);
   }
 
-  /** Records loop iteration `n` (1-based) once. Returns iterations recorded and usage so far. */
+  /**
+   * Records loop iteration `n` (1-based) once, charging its tool calls and time to the run.
+   * Returns iterations recorded and usage so far.
+   */
   async recordIteration(
     runId: string,
     nodeId: string,
     n: number,
     iteration: unknown,
-    durationMs: number,
+    charge: { toolCalls: number; toolTimeMs: number },
     live: LiveNodeState,
   ): Promise<{ iterations: number; toolCalls: number; toolTimeMs: number }> {
     const [iterations, toolCalls, toolTimeMs] = (await this.script('record-iteration-6', this.keys(runId), [
       nodeId,
       n,
       JSON.stringify(iteration),
-      Math.round(durationMs),
+      Math.round(charge.toolTimeMs),
       JSON.stringify(live),
+      charge.toolCalls,
     ])) as [number, number, number];
     return { iterations, toolCalls, toolTimeMs };
   }
@@ -280,7 +284,11 @@ export class RunStore {
     return { written: written === 1, status: status ? RunStatus.parse(status) : null, generation, ready };
   }
 
-  /** Sets the run's outcome if none is set yet; true when this call decided it. */
+  /**
+   * Sets the run's outcome if none is set yet; true when this call decided it. An outcome other
+   * than succeeded also cancels the run's child runs (loop iterations over nested graphs), and
+   * theirs, since they only exist to serve it.
+   */
   async decide(
     runId: string,
     status: RunStatus,
@@ -288,15 +296,29 @@ export class RunStore {
     now: string,
     generation?: number,
   ): Promise<boolean> {
-    const decided = await this.script('decide-run-6', this.keys(runId), [
+    const [decided, children] = (await this.script('decide-run-6', this.keys(runId), [
       status,
       error ? JSON.stringify(error) : '',
       this.channels.abort,
       runId,
       now,
       generation ?? '',
-    ]);
+    ])) as [number, string | null];
+    const after = decided === 1 ? status : await this.status(runId);
+    if (children && after !== null && after !== 'succeeded' && after !== 'running' && after !== 'queued') {
+      const parentEnded: RunError = {
+        code: 'parent_ended',
+        message: `the parent run ${runId} ended as ${after}`,
+      };
+      for (const child of JSON.parse(children) as string[])
+        await this.decide(child, 'cancelled', parentEnded, now);
+    }
     return decided === 1;
+  }
+
+  /** Records `childRunId` as serving `runId`, so ending the parent ends it. */
+  async addChild(runId: string, childRunId: string): Promise<void> {
+    await this.script('add-child-6', this.keys(runId), [childRunId]);
   }
 
   /** All snapshots written so far. */

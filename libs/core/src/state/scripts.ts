@@ -18,6 +18,7 @@ const SCRIPTS = [
   'resume-run-6',
   'signal-6',
   'wait-state-6',
+  'add-child-6',
 ] as const;
 export type ScriptName = (typeof SCRIPTS)[number];
 

@@ -1,7 +1,7 @@
 --[[
   Records one iteration of a loop node, once: iteration n is written only when n - 1 are recorded.
   ARGV[1] node id, ARGV[2] iteration number (1-based), ARGV[3] iteration JSON,
-  ARGV[4] tool time to charge (ms), ARGV[5] live JSON
+  ARGV[4] tool time to charge (ms), ARGV[5] live JSON, ARGV[6] tool calls to charge
   Returns { iterations recorded, tool calls so far, tool time so far (ms) }.
 ]]
 local field = 'progress:' .. ARGV[1]
@@ -12,7 +12,7 @@ if count == tonumber(ARGV[2]) - 1 then
   if list then list = string.sub(list, 1, -2) .. ',' .. ARGV[3] .. ']' else list = '[' .. ARGV[3] .. ']' end
   redis.call('HSET', KEYS[6], field, list)
   count = redis.call('HINCRBY', KEYS[6], countField, 1)
-  redis.call('HINCRBY', KEYS[6], 'usage:toolCalls', 1)
+  redis.call('HINCRBY', KEYS[6], 'usage:toolCalls', tonumber(ARGV[6]))
   redis.call('HINCRBY', KEYS[6], 'usage:toolTimeMs', tonumber(ARGV[4]))
   redis.call('HSET', KEYS[4], ARGV[1], ARGV[5])
   emit('node.iteration', ARGV[1], ARGV[3])

@@ -1,0 +1,67 @@
+/**
+ * Child runs: a loop iteration over a nested graph runs as a run of its own, linked to the loop
+ * node's job as a BullMQ child, so the loop job waits in waiting-children (holding no slot) and
+ * resumes when the child run settles. The child run's id derives from parent, node, generation
+ * and iteration, so a redelivered loop job finds the child it already started.
+ */
+import { createHash } from 'node:crypto';
+import type { Job } from 'bullmq';
+import { expandGraph } from '../graph/expand.js';
+import type { Graph } from '../graph/schema.js';
+import { buildTopology } from '../graph/topology.js';
+import { JOB, runJobId, type RunJobData } from '../queues/catalog.js';
+import { keepJobs } from '../queues/retention.js';
+import type { Budget } from '../runs/run-model.js';
+import type { Engine } from './engine.js';
+
+/** A UUID-shaped id derived from `parts` (name-based, like UUID v5, from SHA-256). */
+export function derivedRunId(...parts: (string | number)[]): string {
+  const hex = createHash('sha256').update(parts.join('\u0000')).digest('hex');
+  const variant = ((parseInt(hex[16]!, 16) & 0x3) | 0x8).toString(16);
+  return `${hex.slice(0, 8)}-${hex.slice(8, 12)}-5${hex.slice(13, 16)}-${variant}${hex.slice(17, 20)}-${hex.slice(20, 32)}`;
+}
+
+export interface ChildRunSpec {
+  readonly runId: string;
+  readonly parentRunId: string;
+  readonly parentNodeId: string;
+  readonly iteration: number;
+  readonly graph: Graph;
+  readonly input: unknown;
+  readonly timeoutSeconds: number;
+  readonly budget: Budget;
+}
+
+/** Creates the child run (once) and enqueues its root job as a child of `parentJob`. */
+export async function startChildRun(engine: Engine, spec: ChildRunSpec, parentJob: Job): Promise<void> {
+  const plan = expandGraph(spec.graph);
+  const topology = buildTopology(
+    plan.nodes.map((n) => n.id),
+    plan.edges,
+  );
+  await engine.store.create({
+    runId: spec.runId,
+    graph: spec.graph,
+    plan,
+    input: spec.input,
+    timeoutSeconds: spec.timeoutSeconds,
+    budget: spec.budget,
+    metadata: { parentRunId: spec.parentRunId, parentNodeId: spec.parentNodeId, iteration: spec.iteration },
+    createdAt: new Date().toISOString(),
+    pending: new Map(topology.ids.map((id) => [id, topology.parents.get(id)?.length ?? 0])),
+  });
+  await engine.store.addChild(spec.parentRunId, spec.runId);
+  await engine.planQueue.add(
+    JOB.run,
+    { runId: spec.runId, generation: 0, step: 'start' } satisfies RunJobData,
+    {
+      jobId: runJobId(spec.runId),
+      parent: { id: parentJob.id!, queue: parentJob.queueQualifiedName },
+      attempts: 5,
+      backoff: { type: 'exponential', delay: 1000 },
+      // If the child's root job dies for good, the loop still resumes and records the failure.
+      ignoreDependencyOnFailure: true,
+      ...keepJobs(engine.retention),
+    },
+  );
+}
