@@ -37,6 +37,16 @@ export async function runWorker(pools: Pool[], concurrency: number | undefined):
 export async function runDev(): Promise<void> {
   const closers: Closer[] = [];
   closeOnSignal(closers);
+  try {
+    await startDev(closers);
+  } catch (err) {
+    // Whatever started before the failure (the embedded Redis above all) must not outlive us.
+    for (const close of [...closers].reverse()) await close().catch(() => undefined);
+    throw err;
+  }
+}
+
+async function startDev(closers: Closer[]): Promise<void> {
   const env: Record<string, string | undefined> = { ...process.env };
   if (!env.REDIS_URL) {
     const redis = await startRedisServer({ dataDir: resolve('.tetraloop/redis') });

@@ -49,7 +49,7 @@ export async function startPools(env: WorkerEnv, options: StartPoolsOptions): Pr
   const connection = connectRedis(env.REDIS_URL, 'worker', `tetraloop-worker-${process.pid}`);
   const subscriber = connectRedis(env.REDIS_URL, 'subscriber', `tetraloop-worker-sub-${process.pid}`);
   const prefix = env.TETRALOOP_PREFIX;
-  const connLog = createLogger({ level: env.LOG_LEVEL, layer: 'tool' });
+  const connLog = createLogger({ level: env.LOG_LEVEL, layer: options.pools[0] ?? 'tool' });
   connection.on('error', (err) => connLog.warn({ err: err.message }, 'redis connection error'));
   subscriber.on('error', (err) => connLog.warn({ err: err.message }, 'redis subscriber error'));
   const retention = {

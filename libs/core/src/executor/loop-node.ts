@@ -10,7 +10,7 @@ import { isGraphBody, type GraphBody, type LoopNode, type ToolBody } from '../gr
 import { conditionHolds } from '../policy/condition.js';
 import type { NodeSnapshot } from '../runs/run-model.js';
 import { derivedRunId, startChildRun } from './child-run.js';
-import { callTool, limitFor, nowIso, resolvedArgs, snapshotOf, type NodeContext } from './node-context.js';
+import { callTool, nowIso, resolvedArgs, snapshotOf, type NodeContext } from './node-context.js';
 
 /** One iteration as recorded: what the exit condition is evaluated on. */
 export interface Iteration {
@@ -106,7 +106,7 @@ function toolIteration(ctx: NodeContext, body: ToolBody): IterationRunner | unde
     }
     const startedAt = nowIso();
     const started = performance.now();
-    const outcome = await callTool(ctx, tool, args, limitFor(ctx, usage.toolTimeMs));
+    const outcome = await callTool(ctx, tool, args, usage.toolTimeMs);
     if (!outcome.ok && (outcome.error.code === 'aborted' || outcome.error.code === 'budget_exhausted')) {
       throw new NodeEnded(outcome.error);
     }

@@ -84,11 +84,14 @@ export function resolvedArgs(ctx: NodeContext): unknown {
   return resolveReferences(argsOf(ctx.node), scope);
 }
 
-/** The tightest limit on a tool call made now. */
-export function limitFor(ctx: NodeContext, toolTimeUsedMs: number): CallLimit {
+/**
+ * The tightest limit on a tool call made now. Without a `timeoutMs` of its own a node gets the
+ * default timeout, or the tool's own minimum for these args when that is longer.
+ */
+export function limitFor(ctx: NodeContext, toolTimeUsedMs: number, toolMinimumMs = 0): CallLimit {
   const timeoutMs = ctx.node.kind === 'wait' ? undefined : ctx.node.timeoutMs;
   return callLimit({
-    nodeTimeoutMs: timeoutMs ?? ctx.options.defaultTimeoutMs,
+    nodeTimeoutMs: timeoutMs ?? Math.max(ctx.options.defaultTimeoutMs, toolMinimumMs),
     now: Date.now(),
     deadlineAt: ctx.begin.deadlineAt,
     toolTimeBudgetMs: ctx.begin.budget.toolTimeMs,
@@ -97,15 +100,17 @@ export function limitFor(ctx: NodeContext, toolTimeUsedMs: number): CallLimit {
 }
 
 /**
- * Calls `tool` under `limit`. A call cut off by the run deadline is reported as aborted, one cut
+ * Calls `tool` under the tightest limit. A call cut off by the run deadline is reported as aborted, one cut
  * off by the tool-time budget as budget_exhausted; only the node's own timeout is a `timeout`.
  */
 export async function callTool(
   ctx: NodeContext,
   tool: Tool,
   args: unknown,
-  limit: CallLimit,
+  toolTimeUsedMs: number,
 ): Promise<ToolOutcome> {
+  const parsed = tool.input.safeParse(args);
+  const limit = limitFor(ctx, toolTimeUsedMs, parsed.success ? tool.minTimeoutMs?.(parsed.data) : undefined);
   if (limit.ms <= 0) return { ok: false, error: limitError(limit) };
   const outcome = await invokeTool(
     tool,

@@ -15,7 +15,6 @@ import { runLoopNode } from './loop-node.js';
 import {
   attemptRecord,
   callTool,
-  limitFor,
   nowIso,
   resolvedArgs,
   snapshotOf,
@@ -154,7 +153,7 @@ async function runToolNode(ctx: NodeContext, name: string): Promise<NodeSnapshot
   const tool = ctx.options.tools.get(name);
   if (!tool)
     return snapshotOf(ctx, 'failed', { error: { code: 'validation', message: `unknown tool "${name}"` } });
-  const outcome = await callTool(ctx, tool, resolvedArgs(ctx), limitFor(ctx, ctx.begin.toolTimeMs));
+  const outcome = await callTool(ctx, tool, resolvedArgs(ctx), ctx.begin.toolTimeMs);
   if (outcome.ok) return snapshotOf(ctx, 'succeeded', { output: outcome.output });
   return failureSnapshot(ctx, outcome.error);
 }

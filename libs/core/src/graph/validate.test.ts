@@ -183,4 +183,47 @@ describe('validateGraph', () => {
     const edges = nodes.slice(1).map((n, i) => [`n${i}`, n.id]);
     expect(validateGraph({ nodes, edges }, { tools }).ok).toBe(true);
   });
+
+  it('checks loop, wait and nested graph nodes with paths into them', () => {
+    const issues = issuesOf({
+      nodes: [
+        {
+          id: 'l',
+          kind: 'loop',
+          body: { tool: 'nope', args: {} },
+          maxIterations: 51,
+          until: { path: 'x', equals: 1, gte: 2 },
+        },
+        { id: 'w', kind: 'wait', signal: 'has space' },
+        {
+          id: 'g',
+          kind: 'graph',
+          graph: {
+            nodes: [{ id: 'in', kind: 'tool', tool: 'json', args: { value: { $ref: 'zz.output' } } }],
+          },
+        },
+        { id: 'input', kind: 'tool', tool: 'json', args: { value: 1 } },
+      ],
+    });
+    expect(issues.map((i) => i.path).sort()).toEqual(
+      [
+        'nodes.0.maxIterations',
+        'nodes.0.until',
+        'nodes.1.signal',
+        'nodes.2.graph.nodes.0.args.value',
+        'nodes.3.id',
+      ].sort(),
+    );
+  });
+
+  it('counts expanded nodes against the node limit', () => {
+    const inner = { nodes: [tool('a'), tool('b')], edges: [] };
+    const result = validateGraph(
+      { nodes: [{ id: 'g', kind: 'graph', graph: inner }] },
+      { tools, limits: { maxNodes: 3, maxEdges: 10 } },
+    );
+    expect(result.ok).toBe(false);
+    if (!result.ok)
+      expect(result.issues[0]?.message).toMatch(/4 nodes \(nested graphs expanded\) exceed the limit of 3/);
+  });
 });

@@ -16,6 +16,11 @@ export interface Tool<I = unknown, O = unknown> {
   readonly input: z.ZodType<I>;
   readonly output: z.ZodType<O>;
   run(args: I, ctx: ToolContext): Promise<O>;
+  /**
+   * The least time a call with these args needs, when the tool knows it (a timer does). Used
+   * instead of the default node timeout when it is longer; a node's own `timeoutMs` always wins.
+   */
+  minTimeoutMs?(args: I): number;
 }
 
 /** Erases a tool's generic types for storage in a registry; its schemas still guard the values. */

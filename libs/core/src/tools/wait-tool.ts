@@ -12,6 +12,7 @@ export const waitTool = defineTool({
   description: 'Wait for a number of milliseconds.',
   input: WaitInput,
   output: WaitOutput,
+  minTimeoutMs: (args) => args.ms + 1000,
   async run(args, ctx) {
     const started = performance.now();
     try {
