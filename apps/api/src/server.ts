@@ -8,6 +8,8 @@ import {
   builtinTools,
   connectRedis,
   createLogger,
+  isModelConfigured,
+  modelConfigOf,
   parseAllowHosts,
 } from '@tetraloop/core';
 import { createApp } from './app.js';
@@ -41,9 +43,11 @@ export async function startApi(env: ApiEnv): Promise<ApiHandle> {
     store,
     planQueue,
     toolQueue,
+    modelConfigured: isModelConfigured(modelConfigOf(env)),
     defaultBudget: {
       toolCalls: env.TETRALOOP_BUDGET_TOOL_CALLS,
       toolTimeMs: env.TETRALOOP_BUDGET_TOOL_TIME_MS,
+      tokens: env.TETRALOOP_BUDGET_TOKENS,
     },
     // The API validates graphs against the tools' schemas; egress is the workers' concern.
     tools: builtinTools({ egress: parseAllowHosts('') }),

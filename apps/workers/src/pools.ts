@@ -15,6 +15,9 @@ import {
   createLogger,
   executeNodeJob,
   executePlanJob,
+  isModelConfigured,
+  modelConfigOf,
+  ModelClient,
   parseAllowHosts,
   type Engine,
   type EngineHooks,
@@ -90,7 +93,14 @@ export async function startPools(env: WorkerEnv, options: StartPoolsOptions): Pr
     tool: () => {
       const engine = engineFor('tool');
       const tools = builtinTools({ egress: parseAllowHosts(env.TETRALOOP_HTTP_ALLOW_HOSTS) });
-      const nodeOptions = { tools, aborts, defaultTimeoutMs: env.TETRALOOP_TOOL_TIMEOUT_MS };
+      const modelConfig = modelConfigOf(env);
+      const nodeOptions = {
+        tools,
+        aborts,
+        defaultTimeoutMs: env.TETRALOOP_TOOL_TIMEOUT_MS,
+        modelInputChars: env.TETRALOOP_MODEL_INPUT_CHARS,
+        ...(isModelConfigured(modelConfig) ? { model: new ModelClient(modelConfig, backoff) } : {}),
+      };
       return (job: Job, token?: string) => executeNodeJob(engine, nodeOptions, job, token);
     },
     // The sense and reflect loops have no job types yet; their workers refuse anything they get.

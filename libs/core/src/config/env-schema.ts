@@ -3,6 +3,7 @@
  * schema; a bad value stops the process with a message naming the variable.
  */
 import { z } from 'zod';
+import type { ModelConfig } from '../model/model-config.js';
 
 export const LogLevel = z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']);
 
@@ -23,8 +24,28 @@ export const BaseEnv = z.object({
   TETRALOOP_JOB_COMPLETED_AGE_SECONDS: z.coerce.number().int().positive().default(3600),
   TETRALOOP_JOB_COMPLETED_COUNT: z.coerce.number().int().positive().default(10_000),
   TETRALOOP_JOB_FAILED_AGE_SECONDS: z.coerce.number().int().positive().default(86_400),
+  /** Model access: OpenAI with a key, or any OpenAI-compatible server by base URL. */
+  OPENAI_API_KEY: z.string().min(1).optional(),
+  OPENAI_BASE_URL: z.url().optional(),
+  TETRALOOP_MODEL: z.string().min(1).default('gpt-4o-mini'),
+  /** Planner model; the node model when unset. */
+  TETRALOOP_PLANNER_MODEL: z.string().min(1).optional(),
+  TETRALOOP_MODEL_TIMEOUT_MS: z.coerce.number().int().positive().default(60_000),
+  TETRALOOP_MODEL_MAX_RETRIES: z.coerce.number().int().min(0).max(10).default(2),
 });
 export type BaseEnv = z.infer<typeof BaseEnv>;
+
+/** The model configuration the env describes. */
+export function modelConfigOf(env: BaseEnv): ModelConfig {
+  return {
+    apiKey: env.OPENAI_API_KEY,
+    baseUrl: env.OPENAI_BASE_URL,
+    model: env.TETRALOOP_MODEL,
+    plannerModel: env.TETRALOOP_PLANNER_MODEL ?? env.TETRALOOP_MODEL,
+    timeoutMs: env.TETRALOOP_MODEL_TIMEOUT_MS,
+    maxRetries: env.TETRALOOP_MODEL_MAX_RETRIES,
+  };
+}
 
 export class ConfigError extends Error {
   constructor(error: z.ZodError) {

@@ -1,43 +1,21 @@
 /**
  * A loop node: repeats its body until its exit condition holds or maxIterations is reached, both
- * checked here by the harness. The body is a tool call, or a nested graph run as a child run per
- * iteration. Each iteration is recorded once (a redelivered job resumes after the last recorded
+ * checked here by the harness. The body is a tool call, a nested graph run as a child run per
+ * iteration, or a tool-calling agent (one model turn per iteration). Each iteration is recorded once (a redelivered job resumes after the last recorded
  * one); between iterations, and while a child run works, the job parks and holds no worker slot.
  */
 import { DelayedError, WaitingChildrenError } from 'bullmq';
 import type { NodeErrorData } from '../errors/node-error.js';
-import { isGraphBody, type GraphBody, type LoopNode, type ToolBody } from '../graph/schema.js';
+import { isAgentBody, isGraphBody, type GraphBody, type LoopNode, type ToolBody } from '../graph/schema.js';
+import type { NodeUsage } from '../runs/run-model.js';
+import { agentIteration } from './agent-iteration.js';
+import { NodeEnded, type Iteration, type IterationResult, type IterationRunner } from './loop-iteration.js';
 import { conditionHolds } from '../policy/condition.js';
 import type { NodeSnapshot } from '../runs/run-model.js';
 import { derivedRunId, startChildRun } from './child-run.js';
 import { callTool, nowIso, resolvedArgs, snapshotOf, type NodeContext } from './node-context.js';
 
-/** One iteration as recorded: what the exit condition is evaluated on. */
-export interface Iteration {
-  iteration: number;
-  status: 'succeeded' | 'failed';
-  output?: unknown;
-  error?: { code: string; message: string };
-  /** For nested-graph bodies: the child run that was this iteration. */
-  runId?: string;
-  startedAt: string;
-  finishedAt: string;
-  durationMs: number;
-}
-
-export type StopReason = 'condition' | 'maxIterations';
-
-interface IterationResult {
-  readonly iteration: Iteration;
-  readonly charge: { toolCalls: number; toolTimeMs: number };
-}
-
-/** An iteration ended in a way that ends the node: aborted, or out of budget. */
-class NodeEnded extends Error {
-  constructor(readonly error: NodeErrorData) {
-    super(error.message);
-  }
-}
+export type StopReason = 'condition' | 'maxIterations' | 'final';
 
 export async function runLoopNode(
   ctx: NodeContext,
@@ -46,14 +24,20 @@ export async function runLoopNode(
 ): Promise<NodeSnapshot> {
   const iterations = [...(ctx.begin.progress as Iteration[])];
   let usage = { toolCalls: ctx.begin.toolCalls, toolTimeMs: ctx.begin.toolTimeMs };
-  const runIteration = isGraphBody(node.body)
-    ? graphIteration(ctx, node, node.body)
-    : toolIteration(ctx, node.body);
+  const body = node.body;
+  const runIteration = isGraphBody(body)
+    ? graphIteration(ctx, node, body)
+    : isAgentBody(body)
+      ? agentIteration(ctx, body, iterations)
+      : toolIteration(ctx, body);
   if (!runIteration)
-    return onFailure({ code: 'validation', message: `unknown tool "${(node.body as ToolBody).tool}"` });
+    return onFailure({ code: 'validation', message: `unknown tool "${(body as ToolBody).tool}"` });
 
   for (;;) {
     const last = iterations.at(-1);
+    if (last && isAgentBody(body) && last.turn && !last.turn.assistant.tool_calls?.length) {
+      return finished(ctx, iterations, 'final');
+    }
     if (last && node.until && conditionHolds(node.until, last)) return finished(ctx, iterations, 'condition');
     if (iterations.length >= node.maxIterations) return finished(ctx, iterations, 'maxIterations');
     if (last && node.intervalMs > 0) {
@@ -83,13 +67,9 @@ export async function runLoopNode(
     );
     usage = { toolCalls: recorded.toolCalls, toolTimeMs: recorded.toolTimeMs };
     iterations.push(result.iteration);
+    if (result.final) return finished(ctx, iterations, 'final');
   }
 }
-
-type IterationRunner = (
-  n: number,
-  usage: { toolCalls: number; toolTimeMs: number },
-) => Promise<IterationResult>;
 
 function toolIteration(ctx: NodeContext, body: ToolBody): IterationRunner | undefined {
   const tool = ctx.options.tools.get(body.tool);
@@ -200,14 +180,33 @@ function graphIteration(ctx: NodeContext, node: LoopNode, body: GraphBody): Iter
 
 function finished(ctx: NodeContext, iterations: Iteration[], stoppedBy: StopReason): NodeSnapshot {
   const last = iterations.at(-1);
+  const usage = agentUsage(iterations);
   return snapshotOf(ctx, 'succeeded', {
+    ...(usage ? { usage } : {}),
     output: {
+      ...(last?.turn ? { text: last.turn.assistant.content ?? '' } : {}),
       last: last?.output ?? null,
       ...(last?.error ? { lastError: last.error } : {}),
       iterations: iterations.length,
       stoppedBy,
     },
   });
+}
+
+/** Tokens and calls of an agent loop, for its snapshot (already charged to the run per iteration). */
+function agentUsage(iterations: readonly Iteration[]): NodeUsage | undefined {
+  const turns = iterations.filter((i) => i.turn);
+  if (turns.length === 0) return undefined;
+  const sum = (k: 'promptTokens' | 'completionTokens'): number =>
+    turns.reduce((t, i) => t + (i.turn?.usage[k] ?? 0), 0);
+  const promptTokens = sum('promptTokens');
+  const completionTokens = sum('completionTokens');
+  return {
+    promptTokens,
+    completionTokens,
+    totalTokens: promptTokens + completionTokens,
+    modelCalls: turns.length,
+  };
 }
 
 async function park(ctx: NodeContext, until: number): Promise<never> {

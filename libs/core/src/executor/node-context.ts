@@ -6,7 +6,8 @@ import type { NodeErrorData } from '../errors/node-error.js';
 import type { ExecutableNode } from '../graph/schema.js';
 import { resolveReferences } from '../graph/references.js';
 import { callLimit, type CallLimit } from '../policy/limits.js';
-import type { AttemptRecord, NodeSnapshot } from '../runs/run-model.js';
+import type { AttemptRecord, NodeSnapshot, NodeUsage } from '../runs/run-model.js';
+import type { ModelClient } from '../model/model-client.js';
 import type { BeginNodeResult } from '../state/run-store.js';
 import type { Tool, ToolRegistry } from '../tools/tool.js';
 import type { Engine } from './engine.js';
@@ -21,6 +22,10 @@ export interface NodeExecutorOptions {
   readonly aborts: RunAborts;
   /** @defaultValue 10000 */
   readonly defaultTimeoutMs: number;
+  /** Absent when no model is configured: llm nodes and agents then fail with a clear error. */
+  readonly model?: ModelClient;
+  /** Each referenced value in a prompt is cut to this many characters. @defaultValue 8000 */
+  readonly modelInputChars: number;
 }
 
 export interface NodeContext {
@@ -64,7 +69,7 @@ export function attemptRecord(
 export function snapshotOf(
   ctx: NodeContext,
   status: NodeSnapshot['status'],
-  result: { output?: unknown; error?: NodeErrorData },
+  result: { output?: unknown; error?: NodeErrorData; usage?: NodeUsage },
 ): NodeSnapshot {
   const attempt = attemptRecord(ctx, result.error ? { error: result.error } : {});
   return {
@@ -75,6 +80,7 @@ export function snapshotOf(
     startedAt: ctx.begin.attempts[0]?.startedAt ?? ctx.startedAt,
     finishedAt: attempt.finishedAt,
     durationMs: attempt.durationMs,
+    ...(result.usage ? { usage: result.usage } : {}),
   };
 }
 
@@ -90,8 +96,13 @@ export function resolvedArgs(ctx: NodeContext): unknown {
  */
 export function limitFor(ctx: NodeContext, toolTimeUsedMs: number, toolMinimumMs = 0): CallLimit {
   const timeoutMs = ctx.node.kind === 'wait' ? undefined : ctx.node.timeoutMs;
+  // Model calls take longer than tool calls; their default is the model client's own timeout.
+  const fallback =
+    ctx.node.kind === 'llm' && ctx.options.model
+      ? ctx.options.model.config.timeoutMs
+      : ctx.options.defaultTimeoutMs;
   return callLimit({
-    nodeTimeoutMs: timeoutMs ?? Math.max(ctx.options.defaultTimeoutMs, toolMinimumMs),
+    nodeTimeoutMs: timeoutMs ?? Math.max(fallback, toolMinimumMs),
     now: Date.now(),
     deadlineAt: ctx.begin.deadlineAt,
     toolTimeBudgetMs: ctx.begin.budget.toolTimeMs,

@@ -9,7 +9,9 @@ import type { NodeErrorData } from '../errors/node-error.js';
 import type { ExecutableNode } from '../graph/schema.js';
 import { retriesFor, retryDelay } from '../policy/retry-policy.js';
 import { NodeJobData } from '../queues/catalog.js';
-import type { NodeSnapshot, RunError, RunStatus } from '../runs/run-model.js';
+import type { NodeSnapshot, NodeUsage, RunError, RunStatus } from '../runs/run-model.js';
+import type { UsageCharge } from '../state/run-store.js';
+import { runLlmNode } from './llm-node.js';
 import { enqueueNodes, retryTableFor, type Engine } from './engine.js';
 import { runLoopNode } from './loop-node.js';
 import {
@@ -116,6 +118,8 @@ async function runNode(ctx: NodeContext): Promise<NodeSnapshot> {
       return runToolNode(ctx, node.tool);
     case 'wait':
       return runWaitNode(ctx, node);
+    case 'llm':
+      return runLlmNode(ctx, node, (error, usage) => failureSnapshot(ctx, error, usage));
     case 'loop':
       return runLoopNode(ctx, node, (error) => failureSnapshot(ctx, error));
   }
@@ -162,19 +166,28 @@ async function runToolNode(ctx: NodeContext, name: string): Promise<NodeSnapshot
  * What a failed execution becomes: a retry (thrown to BullMQ, with its delay), a cancelled node
  * (aborted), or a failed snapshot (with `{error}` as output when the node continues on failure).
  */
-async function failureSnapshot(ctx: NodeContext, error: NodeErrorData): Promise<NodeSnapshot> {
+async function failureSnapshot(
+  ctx: NodeContext,
+  error: NodeErrorData,
+  usage?: NodeUsage,
+): Promise<NodeSnapshot> {
   const { engine, node } = ctx;
   if (error.code === 'aborted') return snapshotOf(ctx, 'cancelled', { error });
   const retries = node.kind === 'wait' ? 0 : retriesFor(error.code, retryTableFor(engine), node.retry);
   if (ctx.attempt <= retries && !ctx.runSignal.aborted) {
     const delayMs = retryDelay(ctx.attempt, error, engine.backoff);
     if (error.code === 'auth' && engine.hooks.refreshCredentials && node.kind !== 'wait') {
-      const tool = node.kind === 'tool' ? node.tool : 'tool' in node.body ? node.body.tool : 'graph';
+      const tool =
+        node.kind === 'tool'
+          ? node.tool
+          : node.kind === 'loop' && 'tool' in node.body
+            ? node.body.tool
+            : node.kind;
       try {
         await engine.hooks.refreshCredentials({ runId: ctx.plan.runId, nodeId: node.id, tool, error });
       } catch (err) {
         ctx.log.warn({ err }, 'credential refresh failed; not retrying');
-        return failedSnapshot(ctx, error);
+        return failedSnapshot(ctx, error, usage);
       }
     }
     const until = new Date(Date.now() + delayMs).toISOString();
@@ -191,16 +204,16 @@ async function failureSnapshot(ctx: NodeContext, error: NodeErrorData): Promise<
     ctx.log.info({ code: error.code, delayMs }, 'node attempt failed; retrying');
     throw new RetryNodeError(error, delayMs);
   }
-  return failedSnapshot(ctx, error);
+  return failedSnapshot(ctx, error, usage);
 }
 
-function failedSnapshot(ctx: NodeContext, error: NodeErrorData): NodeSnapshot {
+function failedSnapshot(ctx: NodeContext, error: NodeErrorData, usage?: NodeUsage): NodeSnapshot {
   ctx.log.info({ code: error.code, message: error.message }, 'node failed');
   // With onError "continue" the failure becomes data for the dependents.
   const output = continuesOnFailure(ctx.node)
     ? { error: { code: error.code, message: error.message } }
     : undefined;
-  return snapshotOf(ctx, 'failed', { error, ...(output ? { output } : {}) });
+  return snapshotOf(ctx, 'failed', { error, ...(output ? { output } : {}), ...(usage ? { usage } : {}) });
 }
 
 function notRunSnapshot(runStatus: RunStatus | null): NodeSnapshot {
@@ -229,7 +242,7 @@ async function complete(ctx: NodeContext, snapshot: NodeSnapshot, existed: boole
   const done = await engine.store.completeNode(plan.runId, node.id, snapshot, {
     release,
     children: plan.topology.children.get(node.id) ?? [],
-    chargeMs: existed || node.kind !== 'tool' ? 0 : (snapshot.attempts.at(-1)?.durationMs ?? 0),
+    charge: existed ? {} : chargeOf(node, snapshot),
   });
   const now = nowIso();
   if (failsRun && snapshot.error) {
@@ -251,6 +264,21 @@ async function complete(ctx: NodeContext, snapshot: NodeSnapshot, existed: boole
   if (done.status === 'running' && done.generation === ctx.generation) {
     await enqueueNodes(engine, plan, done.ready, ctx.generation);
   }
+}
+
+/** What a node's final execution used, charged to the run (loops charge per iteration instead). */
+function chargeOf(node: ExecutableNode, snapshot: NodeSnapshot): UsageCharge {
+  const last = snapshot.attempts.at(-1);
+  return {
+    ...(node.kind === 'tool' && last ? { toolTimeMs: last.durationMs } : {}),
+    ...(snapshot.usage
+      ? {
+          promptTokens: snapshot.usage.promptTokens,
+          completionTokens: snapshot.usage.completionTokens,
+          modelCalls: snapshot.usage.modelCalls,
+        }
+      : {}),
+  };
 }
 
 export const deadlineError = (timeoutSeconds: number): RunError => ({

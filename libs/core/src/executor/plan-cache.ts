@@ -3,7 +3,7 @@
  * worker parses it and builds its topology once, not once per node.
  */
 import { findReferences } from '../graph/references.js';
-import { isGraphBody, type ExecutableNode } from '../graph/schema.js';
+import { isAgentBody, isGraphBody, type ExecutableNode } from '../graph/schema.js';
 import { buildTopology, type Topology } from '../graph/topology.js';
 import type { RunStore } from '../state/run-store.js';
 
@@ -22,8 +22,12 @@ export function argsOf(node: ExecutableNode): Record<string, unknown> {
   switch (node.kind) {
     case 'tool':
       return node.args;
+    case 'llm':
+      return { prompt: node.prompt, system: node.system };
     case 'loop':
-      return isGraphBody(node.body) ? { input: node.body.input } : node.body.args;
+      if (isGraphBody(node.body)) return { input: node.body.input };
+      if (isAgentBody(node.body)) return { prompt: node.body.agent.prompt, system: node.body.agent.system };
+      return node.body.args;
     case 'wait':
       return {};
   }

@@ -8,6 +8,7 @@
  */
 import { findReferences } from './references.js';
 import {
+  isAgentBody,
   isGraphBody,
   type ExecutableGraph,
   type ExecutableNode,
@@ -40,10 +41,28 @@ function withArgs(node: ExecutableNode, map: (args: unknown) => unknown): Execut
   switch (node.kind) {
     case 'tool':
       return { ...node, args: map(node.args) as Record<string, unknown> };
+    case 'llm':
+      return {
+        ...node,
+        prompt: map(node.prompt) as string,
+        ...(node.system !== undefined ? { system: map(node.system) as string } : {}),
+      };
     case 'loop':
-      return isGraphBody(node.body)
-        ? { ...node, body: { ...node.body, input: map(node.body.input) } }
-        : { ...node, body: { ...node.body, args: map(node.body.args) as Record<string, unknown> } };
+      if (isGraphBody(node.body)) return { ...node, body: { ...node.body, input: map(node.body.input) } };
+      if (isAgentBody(node.body)) {
+        const agent = node.body.agent;
+        return {
+          ...node,
+          body: {
+            agent: {
+              ...agent,
+              prompt: map(agent.prompt) as string,
+              ...(agent.system !== undefined ? { system: map(agent.system) as string } : {}),
+            },
+          },
+        };
+      }
+      return { ...node, body: { ...node.body, args: map(node.body.args) as Record<string, unknown> } };
     case 'wait':
       return node;
   }

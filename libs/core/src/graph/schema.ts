@@ -7,9 +7,6 @@ import { z } from 'zod';
 export const NodeId = z.string().regex(/^[A-Za-z0-9_-]{1,64}$/, 'must match [A-Za-z0-9_-]{1,64}');
 export type NodeId = z.infer<typeof NodeId>;
 
-/** Kinds that later parts of the runtime add; named here so the error can say so. */
-export const PLANNED_KINDS = ['llm'] as const;
-
 export const OnError = z.enum(['fail', 'continue']);
 export type OnError = z.infer<typeof OnError>;
 
@@ -45,6 +42,21 @@ export const ToolNode = z.strictObject({
   args: Args.default({}),
 });
 export type ToolNode = z.infer<typeof ToolNode>;
+
+/**
+ * A model call. The model sees the system prompt, this prompt and the outputs it references
+ * (`{{dep.output…}}`) — nothing else of the run. With `schema` (a JSON schema) the answer is
+ * structured and validated; without, the output is `{text}`.
+ */
+export const LlmNode = z.strictObject({
+  ...Common,
+  kind: z.literal('llm'),
+  prompt: z.string().min(1).max(200_000),
+  system: z.string().max(200_000).optional(),
+  schema: z.record(z.string(), z.unknown()).optional(),
+  model: z.string().min(1).max(200).optional(),
+});
+export type LlmNode = z.infer<typeof LlmNode>;
 
 /**
  * An exit condition, checked by the harness on each iteration's snapshot (`{status, output,
@@ -93,23 +105,40 @@ export interface GraphBody {
 }
 
 /**
+ * A loop body that is the classic tool-calling agent: each iteration one model call, then the
+ * tools it asked for; the harness stops when the model asks for none or maxIterations is reached.
+ */
+export const AgentBody = z.strictObject({
+  agent: z.strictObject({
+    prompt: z.string().min(1).max(200_000),
+    system: z.string().max(200_000).optional(),
+    /** Tools the agent may call; all the agent's allowed tools when omitted. */
+    tools: z.array(z.string().min(1).max(128)).max(64).optional(),
+    model: z.string().min(1).max(200).optional(),
+  }),
+});
+export type AgentBody = z.infer<typeof AgentBody>;
+
+/**
  * A bounded loop: the only place a loop may live. Repeats its body until the exit condition
  * holds or maxIterations is reached, both checked by the harness.
  */
 export const LoopNode = z.strictObject({
   ...Common,
   kind: z.literal('loop'),
-  /** A tool call (`{tool, args}`) or a nested graph (`{graph, input}`). */
-  body: z.union([ToolBody, GraphBody]),
+  /** A tool call (`{tool, args}`), a nested graph (`{graph, input}`) or an agent (`{agent}`). */
+  body: z.union([ToolBody, GraphBody, AgentBody]),
   /** Stop as soon as an iteration satisfies this; without it the loop runs maxIterations times. */
   until: Condition.optional(),
   maxIterations: z.number().int().min(1).max(50),
   /** Pause between iterations; the worker slot is released meanwhile. */
   intervalMs: z.number().int().min(0).max(3_600_000).default(0),
 });
-export type LoopNode = Omit<z.infer<typeof LoopNode>, 'body'> & { body: ToolBody | GraphBody };
+export type LoopNode = Omit<z.infer<typeof LoopNode>, 'body'> & { body: LoopBody };
 
-export const isGraphBody = (body: ToolBody | GraphBody): body is GraphBody => 'graph' in body;
+export type LoopBody = ToolBody | GraphBody | AgentBody;
+export const isGraphBody = (body: LoopBody): body is GraphBody => 'graph' in body;
+export const isAgentBody = (body: LoopBody): body is AgentBody => 'agent' in body;
 
 /**
  * A nested graph, expanded into namespaced nodes (`parent/child`) before the run starts; its
@@ -129,12 +158,18 @@ export interface SubgraphNode {
   input?: unknown;
 }
 
-export type GraphNode = ToolNode | WaitNode | LoopNode | SubgraphNode;
+export type GraphNode = ToolNode | LlmNode | WaitNode | LoopNode | SubgraphNode;
 /** What remains after nested graphs are expanded: the nodes a worker executes. */
-export type ExecutableNode = ToolNode | WaitNode | LoopNode;
+export type ExecutableNode = ToolNode | LlmNode | WaitNode | LoopNode;
 
 /** The schema of each node kind. */
-export const NODE_SCHEMAS = { tool: ToolNode, wait: WaitNode, loop: LoopNode, graph: SubgraphNode } as const;
+export const NODE_SCHEMAS = {
+  tool: ToolNode,
+  llm: LlmNode,
+  wait: WaitNode,
+  loop: LoopNode,
+  graph: SubgraphNode,
+} as const;
 export type NodeKind = keyof typeof NODE_SCHEMAS;
 
 export const Edge = z.tuple([NodeId, NodeId]);

@@ -141,12 +141,46 @@ describe('validateGraph', () => {
     expect(issues[0]?.message).toMatch(/must read one of output/);
   });
 
-  it('rejects kinds that are not supported yet with a clear message', () => {
-    const issues = issuesOf({ nodes: [{ id: 'a', kind: 'llm', prompt: 'hi' }] });
+  it('rejects unknown kinds and lists the known ones', () => {
+    const issues = issuesOf({ nodes: [{ id: 'a', kind: 'thought' }] });
     expect(issues).toContainEqual({
       path: 'nodes.0.kind',
-      message: 'kind "llm" is not supported yet',
+      message: 'kind must be one of tool, llm, wait, loop, graph',
     });
+  });
+
+  it('rejects llm nodes when no model is configured, naming the variables to set', () => {
+    const result = validateGraph(
+      { nodes: [{ id: 'a', kind: 'llm', prompt: 'hi' }] },
+      { tools, modelConfigured: false },
+    );
+    expect(result.ok).toBe(false);
+    if (result.ok) return;
+    expect(result.issues).toEqual([
+      {
+        path: 'nodes.0.kind',
+        message:
+          'no model is configured: set OPENAI_API_KEY (for OpenAI) or OPENAI_BASE_URL (for an OpenAI-compatible server)',
+      },
+    ]);
+  });
+
+  it("rejects a tool outside the agent's allowlist and a missing input", () => {
+    const result = validateGraph(
+      {
+        nodes: [
+          { id: 'a', kind: 'tool', tool: 'http', args: { url: 'https://example.org' } },
+          { id: 'b', kind: 'tool', tool: 'json', args: { value: { $ref: 'input.user.name' } } },
+        ],
+      },
+      { tools, allowedTools: new Set(['json']), input: { value: { user: {} } } },
+    );
+    expect(result.ok).toBe(false);
+    if (result.ok) return;
+    expect(result.issues).toEqual([
+      { path: 'nodes.0.tool', message: 'tool "http" is not allowed for this agent' },
+      { path: 'nodes.1.args.value', message: "input.user.name is missing from the run's input" },
+    ]);
   });
 
   it('rejects bad ids and unknown fields', () => {

@@ -6,12 +6,14 @@
 import { z } from 'zod';
 import type { ToolRegistry } from '../tools/tool.js';
 import { expandGraph } from './expand.js';
-import { findReferences } from './references.js';
+import { MODEL_VARIABLES } from '../model/model-config.js';
+import { compileSchema } from '../model/json-schema.js';
+import { findReferences, getPath } from './references.js';
 import {
   Edge,
   NODE_SCHEMAS,
   NodeId,
-  PLANNED_KINDS,
+  isAgentBody,
   isGraphBody,
   type ExecutableGraph,
   type Graph,
@@ -62,16 +64,23 @@ function zodIssues(error: z.ZodError, prefix: readonly PropertyKey[]): Validatio
 
 const GraphShape = z.strictObject({ nodes: z.array(z.unknown()), edges: z.array(z.unknown()).default([]) });
 
-interface Options {
+export interface ValidateOptions {
   readonly tools: ToolRegistry;
+  readonly limits?: GraphLimits;
+  /** Whether llm nodes and agent loops can run here. @defaultValue true */
+  readonly modelConfigured?: boolean;
+  /** Tools this run's agent may use; every registered tool when omitted. */
+  readonly allowedTools?: ReadonlySet<string>;
+  /** The run's input, when known: every top-level `input.*` reference must resolve in it. */
+  readonly input?: { readonly value: unknown };
+}
+
+interface Options extends ValidateOptions {
   readonly limits: GraphLimits;
 }
 
-export function validateGraph(
-  raw: unknown,
-  options: { readonly tools: ToolRegistry; readonly limits?: GraphLimits },
-): ValidationResult {
-  const opts = { tools: options.tools, limits: options.limits ?? DEFAULT_GRAPH_LIMITS };
+export function validateGraph(raw: unknown, options: ValidateOptions): ValidationResult {
+  const opts: Options = { ...options, limits: options.limits ?? DEFAULT_GRAPH_LIMITS };
   const issues: ValidationIssue[] = [];
   const graph = checkGraph(raw, [], 0, opts, issues);
   if (!graph || issues.length > 0) return { ok: false, issues };
@@ -196,7 +205,15 @@ function checkGraph(
       for (const ref of findReferences(value, [...path])) {
         const where = at('nodes', i, ...ref.at);
         const field = ref.path[0];
-        if (ref.root === 'input') continue;
+        if (ref.root === 'input') {
+          if (depth === 0 && opts.input && getPath(opts.input.value, ref.path) === undefined) {
+            issues.push({
+              path: where,
+              message: `input.${ref.path.join('.')} is missing from the run's input`,
+            });
+          }
+          continue;
+        }
         if (!firstIndex.has(ref.root)) {
           issues.push({ path: where, message: `reference to unknown node "${ref.root}"` });
         } else if (ref.root === node.id) {
@@ -223,10 +240,20 @@ function referencingFields(node: GraphNode): { value: unknown; path: readonly st
   switch (node.kind) {
     case 'tool':
       return [{ value: node.args, path: ['args'] }];
+    case 'llm':
+      return [
+        { value: node.prompt, path: ['prompt'] },
+        { value: node.system, path: ['system'] },
+      ];
     case 'loop':
-      return isGraphBody(node.body)
-        ? [{ value: node.body.input, path: ['body', 'input'] }]
-        : [{ value: node.body.args, path: ['body', 'args'] }];
+      if (isGraphBody(node.body)) return [{ value: node.body.input, path: ['body', 'input'] }];
+      if (isAgentBody(node.body)) {
+        return [
+          { value: node.body.agent.prompt, path: ['body', 'agent', 'prompt'] },
+          { value: node.body.agent.system, path: ['body', 'agent', 'system'] },
+        ];
+      }
+      return [{ value: node.body.args, path: ['body', 'args'] }];
     case 'graph':
       return [{ value: node.input, path: ['input'] }];
     case 'wait':
@@ -242,10 +269,6 @@ function checkNode(
   issues: ValidationIssue[],
 ): GraphNode | undefined {
   const kind = (raw as { kind?: unknown } | null)?.kind;
-  if (typeof kind === 'string' && (PLANNED_KINDS as readonly string[]).includes(kind)) {
-    issues.push({ path: join(...path, 'kind'), message: `kind "${kind}" is not supported yet` });
-    return undefined;
-  }
   if (typeof kind !== 'string' || !(kind in NODE_SCHEMAS)) {
     issues.push({
       path: join(...path, 'kind'),
@@ -262,8 +285,30 @@ function checkNode(
   switch (node.kind) {
     case 'tool':
       return checkToolCall(node.tool, node.args, [...path], ['args'], opts, issues) ? node : undefined;
+    case 'llm': {
+      const ok = checkModel(path, opts, issues);
+      if (node.schema) {
+        try {
+          compileSchema(node.schema);
+        } catch (err) {
+          issues.push({
+            path: join(...path, 'schema'),
+            message: `not a valid JSON schema: ${(err as Error).message}`,
+          });
+          return undefined;
+        }
+      }
+      return ok ? node : undefined;
+    }
     case 'loop': {
       const body = node.body;
+      if ('agent' in body) {
+        let ok = checkModel(path, opts, issues);
+        (body.agent.tools ?? []).forEach((name, t) => {
+          ok = checkToolName(name, [...path, 'body', 'agent', 'tools', t], opts, issues) && ok;
+        });
+        return ok ? { ...node, body } : undefined;
+      }
       if (!('graph' in body)) {
         return checkToolCall(body.tool, body.args, [...path, 'body'], ['args'], opts, issues)
           ? { ...node, body: { tool: body.tool, args: body.args } }
@@ -296,7 +341,33 @@ function checkNested(
   return checkGraph(raw, path, depth + 1, opts, issues);
 }
 
-/** The tool exists, and args without references fit its input schema. */
+/** Model-using nodes need a configured model. */
+function checkModel(path: readonly PropertyKey[], opts: Options, issues: ValidationIssue[]): boolean {
+  if (opts.modelConfigured !== false) return true;
+  issues.push({ path: join(...path, 'kind'), message: `no model is configured: set ${MODEL_VARIABLES}` });
+  return false;
+}
+
+/** The tool exists and this run's agent may use it. */
+function checkToolName(
+  name: string,
+  path: readonly PropertyKey[],
+  opts: Options,
+  issues: ValidationIssue[],
+): boolean {
+  if (!opts.tools.has(name)) {
+    const known = [...opts.tools.keys()].sort().join(', ');
+    issues.push({ path: join(...path), message: `unknown tool "${name}"; known tools: ${known}` });
+    return false;
+  }
+  if (opts.allowedTools && !opts.allowedTools.has(name)) {
+    issues.push({ path: join(...path), message: `tool "${name}" is not allowed for this agent` });
+    return false;
+  }
+  return true;
+}
+
+/** The tool exists and is allowed, and args without references fit its input schema. */
 function checkToolCall(
   name: string,
   args: Record<string, unknown>,
@@ -305,12 +376,8 @@ function checkToolCall(
   opts: Options,
   issues: ValidationIssue[],
 ): boolean {
-  const tool = opts.tools.get(name);
-  if (!tool) {
-    const known = [...opts.tools.keys()].sort().join(', ');
-    issues.push({ path: join(...path, 'tool'), message: `unknown tool "${name}"; known tools: ${known}` });
-    return false;
-  }
+  if (!checkToolName(name, [...path, 'tool'], opts, issues)) return false;
+  const tool = opts.tools.get(name)!;
   // Args with references are checked at run time, once the references are resolved.
   if (findReferences(args).length > 0) return true;
   const parsed = tool.input.safeParse(args);

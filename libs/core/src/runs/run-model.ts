@@ -29,6 +29,15 @@ export const AttemptRecord = z.object({
 });
 export type AttemptRecord = z.infer<typeof AttemptRecord>;
 
+/** Tokens and calls of one model-using node. */
+export const NodeUsage = z.object({
+  promptTokens: z.number().int().nonnegative(),
+  completionTokens: z.number().int().nonnegative(),
+  totalTokens: z.number().int().nonnegative(),
+  modelCalls: z.number().int().nonnegative(),
+});
+export type NodeUsage = z.infer<typeof NodeUsage>;
+
 /** A node's final result, written once before its job completes and never changed. */
 export const NodeSnapshot = z.object({
   status: SnapshotStatus,
@@ -39,6 +48,8 @@ export const NodeSnapshot = z.object({
   startedAt: z.string().optional(),
   finishedAt: z.string(),
   durationMs: z.number().nonnegative(),
+  /** For nodes that called a model. */
+  usage: NodeUsage.optional(),
 });
 export type NodeSnapshot = z.infer<typeof NodeSnapshot>;
 
@@ -65,8 +76,20 @@ export const Budget = z.strictObject({
   toolCalls: z.number().int().positive().optional(),
   /** Summed wall-clock time of tool calls, in ms. */
   toolTimeMs: z.number().int().positive().optional(),
+  /** Model tokens, prompt plus completion. */
+  tokens: z.number().int().positive().optional(),
 });
 export type Budget = z.infer<typeof Budget>;
+
+/** What a run has used so far. */
+export interface RunUsage {
+  toolCalls: number;
+  toolTimeMs: number;
+  promptTokens: number;
+  completionTokens: number;
+  totalTokens: number;
+  modelCalls: number;
+}
 
 /** How a run failed or why it stopped. */
 export const RunError = z.object({
@@ -100,7 +123,7 @@ export interface RunDocument {
   input: unknown;
   timeoutSeconds: number;
   budget: Budget;
-  usage: { toolCalls: number; toolTimeMs: number };
+  usage: RunUsage;
   /** Bumped by every resume; node jobs of older generations are discarded. */
   generation: number;
   metadata: Record<string, unknown> | null;

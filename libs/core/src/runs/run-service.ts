@@ -48,6 +48,8 @@ export interface RunServiceDeps {
   readonly limits: GraphLimits;
   readonly retention: JobRetention;
   readonly defaultBudget: Required<Budget>;
+  /** Whether llm nodes, agents and task runs can run here. */
+  readonly modelConfigured: boolean;
 }
 
 const ROOT_JOB_ATTEMPTS = { attempts: 5, backoff: { type: 'exponential', delay: 1000 } } as const;
@@ -57,7 +59,12 @@ export class RunService {
 
   /** Validates the whole graph, stores the run and enqueues its root job. Nothing runs if invalid. */
   async submit(request: RunRequest, idempotencyKey?: string): Promise<SubmitResult> {
-    const validation = validateGraph(request.graph, { tools: this.deps.tools, limits: this.deps.limits });
+    const validation = validateGraph(request.graph, {
+      tools: this.deps.tools,
+      limits: this.deps.limits,
+      modelConfigured: this.deps.modelConfigured,
+      input: { value: request.input },
+    });
     if (!validation.ok) {
       throw new GraphRejectedError(validation.issues.map((i) => ({ ...i, path: join('graph', i.path) })));
     }

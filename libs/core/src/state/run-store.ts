@@ -51,8 +51,26 @@ export interface BeginNodeResult {
   readonly progress: unknown[];
   readonly deadlineAt: number | null;
   readonly budget: Budget;
+  /** Model tokens (prompt + completion) used so far. */
+  readonly tokens: number;
   readonly reads: ReadonlyMap<string, NodeSnapshot>;
 }
+
+/** What a node or iteration used, charged to the run's usage counters. */
+export interface UsageCharge {
+  toolCalls?: number;
+  toolTimeMs?: number;
+  promptTokens?: number;
+  completionTokens?: number;
+  modelCalls?: number;
+}
+
+const chargeJson = (charge: UsageCharge): string =>
+  JSON.stringify(
+    Object.fromEntries(
+      (Object.entries(charge) as [string, number | undefined][]).map(([k, v]) => [k, Math.round(v ?? 0)]),
+    ),
+  );
 
 export interface CompleteNodeResult {
   readonly written: boolean;
@@ -197,6 +215,7 @@ export class RunStore {
       progress,
       deadlineAt,
       budget,
+      tokens,
       ...snapshots
     ] = raw;
     const reads = new Map<string, NodeSnapshot>();
@@ -214,6 +233,7 @@ export class RunStore {
       progress: (parseJson(str(progress)) as unknown[] | null) ?? [],
       deadlineAt: str(deadlineAt) ? Number(deadlineAt) : null,
       budget: (parseJson(str(budget)) as Budget | null) ?? {},
+      tokens: Number(tokens ?? 0),
       reads,
     };
   }
@@ -242,25 +262,22 @@ export class RunStore {
     nodeId: string,
     n: number,
     iteration: unknown,
-    charge: { toolCalls: number; toolTimeMs: number },
+    charge: UsageCharge,
     live: LiveNodeState,
-  ): Promise<{ iterations: number; toolCalls: number; toolTimeMs: number }> {
-    const [iterations, toolCalls, toolTimeMs] = (await this.script('record-iteration-6', this.keys(runId), [
-      nodeId,
-      n,
-      JSON.stringify(iteration),
-      Math.round(charge.toolTimeMs),
-      JSON.stringify(live),
-      charge.toolCalls,
-    ])) as [number, number, number];
-    return { iterations, toolCalls, toolTimeMs };
+  ): Promise<{ iterations: number; toolCalls: number; toolTimeMs: number; tokens: number }> {
+    const [iterations, toolCalls, toolTimeMs, tokens] = (await this.script(
+      'record-iteration-6',
+      this.keys(runId),
+      [nodeId, n, JSON.stringify(iteration), chargeJson(charge), JSON.stringify(live)],
+    )) as [number, number, number, number];
+    return { iterations, toolCalls, toolTimeMs, tokens: tokens };
   }
 
   async completeNode(
     runId: string,
     nodeId: string,
     snapshot: NodeSnapshot,
-    options: { release: boolean; children: readonly string[]; chargeMs: number },
+    options: { release: boolean; children: readonly string[]; charge: UsageCharge },
   ): Promise<CompleteNodeResult> {
     const last = snapshot.attempts.at(-1);
     const event = {
@@ -277,7 +294,7 @@ export class RunStore {
       JSON.stringify(event),
       options.release ? '1' : '0',
       JSON.stringify({ status: 'queued' } satisfies LiveNodeState),
-      Math.round(options.chargeMs),
+      chargeJson(options.charge),
       ...options.children,
     ])) as [number, string | null, number, ...string[]];
     const [written, status, generation, ...ready] = raw;
@@ -401,6 +418,15 @@ export class RunStore {
     return { payload: parseJson(payload), delivered: payload !== null, deadlineAt: deadline };
   }
 
+  /** Appends an event that goes with no state change (streamed text, model usage). */
+  async appendEvent(runId: string, type: string, nodeId: string | undefined, data: unknown): Promise<void> {
+    await this.script('append-event-6', this.keys(runId), [
+      type,
+      nodeId ?? '',
+      data === undefined ? '' : JSON.stringify(data),
+    ]);
+  }
+
   /** Events with seq > `afterSeq`, oldest first. */
   async events(runId: string, afterSeq: number, count = 1000): Promise<RunEvent[]> {
     const key = runKeys(this.options.prefix, runId).events;
@@ -457,10 +483,7 @@ export class RunStore {
       input: parseJson(meta.input),
       timeoutSeconds: Number(meta.timeoutSeconds),
       budget: Budget.parse(parseJson(meta.budget) ?? {}),
-      usage: {
-        toolCalls: Number(aux['usage:toolCalls'] ?? 0),
-        toolTimeMs: Number(aux['usage:toolTimeMs'] ?? 0),
-      },
+      usage: usageOf(aux),
       generation: Number(meta.generation ?? 0),
       metadata: parseJson(meta.metadata) as Record<string, unknown> | null,
       nodes,
@@ -468,6 +491,18 @@ export class RunStore {
       error: meta.error ? RunError.parse(JSON.parse(meta.error)) : null,
     };
   }
+}
+
+function usageOf(aux: Record<string, string>): RunDocument['usage'] {
+  const n = (k: string): number => Number(aux[`usage:${k}`] ?? 0);
+  return {
+    toolCalls: n('toolCalls'),
+    toolTimeMs: n('toolTimeMs'),
+    promptTokens: n('promptTokens'),
+    completionTokens: n('completionTokens'),
+    totalTokens: n('promptTokens') + n('completionTokens'),
+    modelCalls: n('modelCalls'),
+  };
 }
 
 function toEvent(runId: string, id: string, fields: string[]): RunEvent {

@@ -19,6 +19,7 @@ const SCRIPTS = [
   'signal-6',
   'wait-state-6',
   'add-child-6',
+  'append-event-6',
 ] as const;
 export type ScriptName = (typeof SCRIPTS)[number];
 

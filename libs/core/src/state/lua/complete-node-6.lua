@@ -1,8 +1,8 @@
 --[[
   Records a node's snapshot (once) and releases the dependents it was the last to wait for.
   ARGV[1] node id, ARGV[2] snapshot JSON, ARGV[3] event type, ARGV[4] event data JSON,
-  ARGV[5] '1' to release dependents, ARGV[6] live JSON for a queued node, ARGV[7] tool time to
-  charge (ms), ARGV[8..] children
+  ARGV[5] '1' to release dependents, ARGV[6] live JSON for a queued node, ARGV[7] usage to charge
+  (JSON object of integers, e.g. {"toolTimeMs":12,"promptTokens":30}), ARGV[8..] children
   Returns { written (1 = this call wrote the snapshot, 0 = it existed), run status, generation,
   ready child ids... }.
   A child is ready when its counter is 0 and it has no snapshot. On a redelivery (written = 0) the
@@ -15,7 +15,7 @@ local written = redis.call('HSETNX', KEYS[3], id, ARGV[2])
 local status = redis.call('HGET', KEYS[1], 'status')
 if written == 1 then
   redis.call('HDEL', KEYS[4], id)
-  redis.call('HINCRBY', KEYS[6], 'usage:toolTimeMs', tonumber(ARGV[7]))
+  charge(ARGV[7])
   emit(ARGV[3], id, ARGV[4])
 end
 local result = { written, status or false, generation() }

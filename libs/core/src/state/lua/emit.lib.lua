@@ -15,3 +15,16 @@ end
 local function generation()
   return tonumber(redis.call('HGET', KEYS[1], 'generation') or '0')
 end
+
+-- Adds a usage charge (JSON object of integers) to the run's usage counters.
+local function charge(json)
+  for k, v in pairs(cjson.decode(json)) do
+    if v ~= 0 then redis.call('HINCRBY', KEYS[6], 'usage:' .. k, v) end
+  end
+end
+
+-- Model tokens used so far (prompt + completion).
+local function tokens()
+  return tonumber(redis.call('HGET', KEYS[6], 'usage:promptTokens') or '0')
+    + tonumber(redis.call('HGET', KEYS[6], 'usage:completionTokens') or '0')
+end

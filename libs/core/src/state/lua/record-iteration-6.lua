@@ -1,8 +1,8 @@
 --[[
   Records one iteration of a loop node, once: iteration n is written only when n - 1 are recorded.
   ARGV[1] node id, ARGV[2] iteration number (1-based), ARGV[3] iteration JSON,
-  ARGV[4] tool time to charge (ms), ARGV[5] live JSON, ARGV[6] tool calls to charge
-  Returns { iterations recorded, tool calls so far, tool time so far (ms) }.
+  ARGV[4] usage to charge (JSON object of integers), ARGV[5] live JSON
+  Returns { iterations recorded, tool calls so far, tool time so far (ms), tokens so far }.
 ]]
 local field = 'progress:' .. ARGV[1]
 local countField = 'iterations:' .. ARGV[1]
@@ -12,8 +12,7 @@ if count == tonumber(ARGV[2]) - 1 then
   if list then list = string.sub(list, 1, -2) .. ',' .. ARGV[3] .. ']' else list = '[' .. ARGV[3] .. ']' end
   redis.call('HSET', KEYS[6], field, list)
   count = redis.call('HINCRBY', KEYS[6], countField, 1)
-  redis.call('HINCRBY', KEYS[6], 'usage:toolCalls', tonumber(ARGV[6]))
-  redis.call('HINCRBY', KEYS[6], 'usage:toolTimeMs', tonumber(ARGV[4]))
+  charge(ARGV[4])
   redis.call('HSET', KEYS[4], ARGV[1], ARGV[5])
   emit('node.iteration', ARGV[1], ARGV[3])
 end
@@ -21,4 +20,5 @@ return {
   count,
   tonumber(redis.call('HGET', KEYS[6], 'usage:toolCalls') or '0'),
   tonumber(redis.call('HGET', KEYS[6], 'usage:toolTimeMs') or '0'),
+  tokens(),
 }

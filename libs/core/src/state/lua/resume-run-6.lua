@@ -15,7 +15,7 @@ for i = 3, #ARGV do
   redis.call('HDEL', KEYS[3], id)
   redis.call('HDEL', KEYS[6], 'execs:' .. id, 'attempts:' .. id, 'progress:' .. id, 'iterations:' .. id, 'waitUntil:' .. id)
 end
-redis.call('HDEL', KEYS[6], 'usage:toolCalls', 'usage:toolTimeMs')
+redis.call('HDEL', KEYS[6], 'usage:toolCalls', 'usage:toolTimeMs', 'usage:promptTokens', 'usage:completionTokens', 'usage:modelCalls')
 redis.call('DEL', KEYS[2], KEYS[4])
 local pending = cjson.decode(ARGV[1])
 for k, v in pairs(pending) do redis.call('HSET', KEYS[2], k, v) end

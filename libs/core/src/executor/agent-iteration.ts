@@ -1,0 +1,132 @@
+/**
+ * The classic tool-calling agent as a loop body: each iteration is one model call with the whole
+ * conversation so far, then the tools it asked for. The harness, not the model, ends the loop:
+ * when an answer asks for no tool, or at maxIterations. Each iteration's messages are recorded,
+ * so a redelivered job rebuilds the conversation instead of asking the model again.
+ */
+import type { AgentBody } from '../graph/schema.js';
+import type { ChatMessage } from '../model/model-client.js';
+import { renderPrompt, truncate } from '../model/prompt-render.js';
+import { toolCatalog } from '../planning/tool-catalog.js';
+import { callModel } from './model-call.js';
+import { callTool, nowIso, type NodeContext } from './node-context.js';
+import { NodeEnded, type Iteration, type IterationRunner } from './loop-iteration.js';
+
+/** What an agent iteration records besides the common fields. */
+export interface AgentTurn {
+  assistant: ChatMessage;
+  toolResults: { tool_call_id: string; name: string; content: string }[];
+  usage: { promptTokens: number; completionTokens: number };
+}
+
+export function agentIteration(
+  ctx: NodeContext,
+  body: AgentBody,
+  history: readonly Iteration[],
+): IterationRunner {
+  const scope: Record<string, unknown> = { input: ctx.plan.input, ...Object.fromEntries(ctx.begin.reads) };
+  const max = ctx.options.modelInputChars;
+  const messages: ChatMessage[] = [];
+  if (body.agent.system)
+    messages.push({ role: 'system', content: renderPrompt(body.agent.system, scope, max) });
+  messages.push({ role: 'user', content: renderPrompt(body.agent.prompt, scope, max) });
+  for (const it of history) {
+    const turn = it.turn;
+    if (!turn) continue;
+    messages.push(turn.assistant);
+    for (const r of turn.toolResults)
+      messages.push({ role: 'tool', tool_call_id: r.tool_call_id, content: r.content });
+  }
+  const allowed = body.agent.tools ? new Set(body.agent.tools) : undefined;
+  const catalog = toolCatalog(ctx.options.tools, allowed);
+
+  return async (n, usage) => {
+    const startedAt = nowIso();
+    const started = performance.now();
+    const outcome = await callModel(ctx, {
+      ...(body.agent.model ? { model: body.agent.model } : {}),
+      messages,
+      tools: catalog.tools,
+    });
+    if (!outcome.ok) throw new NodeEnded(outcome.error);
+    const { result } = outcome;
+    const assistant: ChatMessage = {
+      role: 'assistant',
+      content: result.text || null,
+      ...(result.toolCalls.length
+        ? {
+            tool_calls: result.toolCalls.map((c) => ({
+              id: c.id,
+              type: 'function' as const,
+              function: { name: c.name, arguments: c.arguments },
+            })),
+          }
+        : {}),
+    };
+    const { budget } = ctx.begin;
+    if (budget.toolCalls !== undefined && usage.toolCalls + result.toolCalls.length > budget.toolCalls) {
+      throw new NodeEnded({
+        code: 'budget_exhausted',
+        message: `the run used its ${budget.toolCalls} tool calls`,
+        budget: 'toolCalls',
+      });
+    }
+    // The tools of one answer run in parallel, each under the usual limits.
+    const toolStarted = performance.now();
+    const toolResults = await Promise.all(
+      result.toolCalls.map(async (c) => {
+        const tool = ctx.options.tools.get(c.name);
+        let content: string;
+        if (!tool || (allowed && !allowed.has(c.name))) {
+          content = JSON.stringify({
+            error: { code: 'validation', message: `tool "${c.name}" is not available` },
+          });
+        } else {
+          let args: unknown;
+          try {
+            args = JSON.parse(c.arguments || '{}') as unknown;
+          } catch {
+            args = undefined;
+          }
+          const out =
+            args === undefined
+              ? {
+                  ok: false as const,
+                  error: { code: 'validation' as const, message: 'arguments are not JSON' },
+                }
+              : await callTool(ctx, tool, args, usage.toolTimeMs);
+          if (!out.ok && out.error.code === 'aborted') throw new NodeEnded(out.error);
+          content = truncate(
+            JSON.stringify(out.ok ? out.output : { error: out.error }),
+            ctx.options.modelInputChars,
+          );
+        }
+        return { tool_call_id: c.id, name: c.name, content };
+      }),
+    );
+    const toolTimeMs = result.toolCalls.length ? Math.round(performance.now() - toolStarted) : 0;
+    const turn: AgentTurn = { assistant, toolResults, usage: result.usage };
+    messages.push(assistant);
+    for (const r of toolResults)
+      messages.push({ role: 'tool', tool_call_id: r.tool_call_id, content: r.content });
+    return {
+      iteration: {
+        iteration: n,
+        status: 'succeeded',
+        output: { text: result.text, toolCalls: result.toolCalls.map((c) => c.name) },
+        turn,
+        startedAt,
+        finishedAt: nowIso(),
+        durationMs: Math.round(performance.now() - started),
+      },
+      charge: {
+        toolCalls: result.toolCalls.length,
+        toolTimeMs,
+        promptTokens: result.usage.promptTokens,
+        completionTokens: result.usage.completionTokens,
+        modelCalls: result.calls,
+      },
+      final: result.toolCalls.length === 0,
+    };
+  };
+}

@@ -1,0 +1,39 @@
+/** The shapes shared by the loop node and its kinds of body. */
+import type { NodeErrorData } from '../errors/node-error.js';
+import type { UsageCharge } from '../state/run-store.js';
+import type { AgentTurn } from './agent-iteration.js';
+
+/** One iteration as recorded: what the exit condition is evaluated on. */
+export interface Iteration {
+  iteration: number;
+  status: 'succeeded' | 'failed';
+  output?: unknown;
+  error?: { code: string; message: string };
+  /** For nested-graph bodies: the child run that was this iteration. */
+  runId?: string;
+  /** For agent bodies: the model's answer and the tool results. */
+  turn?: AgentTurn;
+  startedAt: string;
+  finishedAt: string;
+  durationMs: number;
+}
+
+export interface IterationResult {
+  readonly iteration: Iteration;
+  readonly charge: UsageCharge;
+  /** The body says the loop is done (an agent answered without asking for a tool). */
+  readonly final?: boolean;
+}
+
+export type IterationRunner = (
+  n: number,
+  usage: { toolCalls: number; toolTimeMs: number },
+) => Promise<IterationResult>;
+
+/** An iteration ended in a way that ends the node: aborted, out of budget, or the model failed. */
+export class NodeEnded extends Error {
+  constructor(readonly error: NodeErrorData) {
+    super(error.message);
+    this.name = 'NodeEnded';
+  }
+}

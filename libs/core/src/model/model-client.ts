@@ -1,0 +1,153 @@
+/**
+ * One way to call a model: the `openai` SDK's chat completions, streamed, against OpenAI or any
+ * OpenAI-compatible server. Every call reports model, tokens and latency. Failures are thrown as
+ * ToolErrors carrying Tetraloop's error classes.
+ */
+import { setTimeout as sleep } from 'node:timers/promises';
+import OpenAI from 'openai';
+import { ToolError, type NodeErrorData } from '../errors/node-error.js';
+import { DEFAULT_BACKOFF, retryDelay, type BackoffPolicy } from '../policy/retry-policy.js';
+import { classifyModelError, isRetryableModelError } from './model-errors.js';
+import type { ModelConfig } from './model-config.js';
+
+export interface ChatMessage {
+  role: 'system' | 'user' | 'assistant' | 'tool';
+  content: string | null;
+  tool_calls?: { id: string; type: 'function'; function: { name: string; arguments: string } }[];
+  tool_call_id?: string;
+}
+
+export interface FunctionTool {
+  readonly name: string;
+  readonly description: string;
+  readonly parameters: Record<string, unknown>;
+}
+
+export interface ChatCall {
+  readonly model?: string;
+  readonly messages: ChatMessage[];
+  /** Ask for a JSON answer matching this schema (structured output). */
+  readonly schema?: { readonly name: string; readonly schema: Record<string, unknown> };
+  readonly tools?: readonly FunctionTool[];
+  readonly signal?: AbortSignal;
+  /** Called with each piece of streamed text. */
+  readonly onDelta?: (text: string) => void;
+  /** In-process retries of retryable failures. @defaultValue 0 */
+  readonly retries?: number;
+}
+
+export interface ModelUsage {
+  promptTokens: number;
+  completionTokens: number;
+}
+
+export interface ChatResult {
+  readonly model: string;
+  readonly text: string;
+  readonly toolCalls: { id: string; name: string; arguments: string }[];
+  readonly usage: ModelUsage;
+  readonly latencyMs: number;
+  /** Every call made, including failed attempts that were retried. */
+  readonly calls: number;
+}
+
+export class ModelClient {
+  private readonly client: OpenAI;
+
+  constructor(
+    readonly config: ModelConfig,
+    private readonly backoff: BackoffPolicy = DEFAULT_BACKOFF,
+  ) {
+    this.client = new OpenAI({
+      // Local OpenAI-compatible servers accept any key; the SDK insists on one.
+      apiKey: config.apiKey ?? 'unused',
+      ...(config.baseUrl ? { baseURL: config.baseUrl } : {}),
+      timeout: config.timeoutMs,
+      // Retries follow Tetraloop's own policy (error classes, jitter), not the SDK's.
+      maxRetries: 0,
+    });
+  }
+
+  async chat(call: ChatCall): Promise<ChatResult> {
+    const retries = call.retries ?? 0;
+    for (let attempt = 1; ; attempt++) {
+      try {
+        const result = await this.once(call);
+        return { ...result, calls: attempt };
+      } catch (err) {
+        const error: NodeErrorData = err instanceof ToolError ? err.toData() : classifyModelError(err);
+        if (attempt > retries || !isRetryableModelError(error) || call.signal?.aborted) {
+          throw new ToolError(error.code, error.message, extraOf(error));
+        }
+        await sleep(
+          retryDelay(attempt, error, this.backoff),
+          undefined,
+          call.signal ? { signal: call.signal } : {},
+        );
+      }
+    }
+  }
+
+  private async once(call: ChatCall): Promise<Omit<ChatResult, 'calls'>> {
+    const model = call.model ?? this.config.model;
+    const started = performance.now();
+    const stream = await this.client.chat.completions.create(
+      {
+        model,
+        messages: call.messages as OpenAI.Chat.ChatCompletionMessageParam[],
+        stream: true,
+        stream_options: { include_usage: true },
+        ...(call.schema
+          ? {
+              response_format: {
+                type: 'json_schema',
+                json_schema: { name: call.schema.name, schema: call.schema.schema },
+              },
+            }
+          : {}),
+        ...(call.tools?.length
+          ? {
+              tools: call.tools.map((t) => ({
+                type: 'function' as const,
+                function: { name: t.name, description: t.description, parameters: t.parameters },
+              })),
+            }
+          : {}),
+      },
+      call.signal ? { signal: call.signal } : {},
+    );
+    let text = '';
+    const calls: { id: string; name: string; arguments: string }[] = [];
+    const usage: ModelUsage = { promptTokens: 0, completionTokens: 0 };
+    for await (const chunk of stream) {
+      if (chunk.usage) {
+        usage.promptTokens = chunk.usage.prompt_tokens;
+        usage.completionTokens = chunk.usage.completion_tokens;
+      }
+      const delta = chunk.choices[0]?.delta;
+      if (!delta) continue;
+      if (delta.content) {
+        text += delta.content;
+        call.onDelta?.(delta.content);
+      }
+      for (const tc of delta.tool_calls ?? []) {
+        const slot = (calls[tc.index] ??= { id: '', name: '', arguments: '' });
+        if (tc.id) slot.id = tc.id;
+        if (tc.function?.name) slot.name += tc.function.name;
+        if (tc.function?.arguments) slot.arguments += tc.function.arguments;
+      }
+    }
+    return {
+      model,
+      text,
+      toolCalls: calls.filter(Boolean),
+      usage,
+      latencyMs: Math.round(performance.now() - started),
+    };
+  }
+}
+
+function extraOf(error: NodeErrorData): Record<string, unknown> {
+  const { code: _code, message: _message, ...extra } = error;
+  return extra;
+}

@@ -1,0 +1,30 @@
+/** Maps what the `openai` SDK throws to Tetraloop's error classes, by type and status. */
+import OpenAI from 'openai';
+import type { NodeErrorData } from '../errors/node-error.js';
+
+function retryAfterMs(headers: Headers | undefined): { retryAfterMs?: number } {
+  const value = headers?.get('retry-after');
+  if (!value) return {};
+  const seconds = Number(value);
+  return Number.isFinite(seconds) && seconds >= 0 ? { retryAfterMs: Math.round(seconds * 1000) } : {};
+}
+
+export function classifyModelError(err: unknown): NodeErrorData {
+  if (err instanceof OpenAI.APIUserAbortError) return { code: 'aborted', message: 'model call aborted' };
+  if (err instanceof OpenAI.APIConnectionTimeoutError) return { code: 'timeout', message: err.message };
+  if (err instanceof OpenAI.APIConnectionError) return { code: 'network', message: err.message };
+  if (err instanceof OpenAI.APIError) {
+    // The SDK types these fields generically; read them as what they are.
+    const { status, headers } = err as { status: number | undefined; headers: Headers | undefined };
+    const message = `model API ${status ?? ''}: ${err.message}`.trim();
+    if (status === 429) return { code: 'rate_limited', message, status, ...retryAfterMs(headers) };
+    if (status === 401 || status === 403) return { code: 'auth', message, status };
+    if (status !== undefined && status >= 500)
+      return { code: 'server', message, status, ...retryAfterMs(headers) };
+    return { code: 'validation', message, ...(status !== undefined ? { status } : {}) };
+  }
+  return { code: 'internal', message: err instanceof Error ? err.message : String(err) };
+}
+
+const RETRYABLE = new Set<NodeErrorData['code']>(['network', 'timeout', 'rate_limited', 'server']);
+export const isRetryableModelError = (error: NodeErrorData): boolean => RETRYABLE.has(error.code);
