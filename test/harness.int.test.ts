@@ -232,6 +232,20 @@ describe('events', () => {
     expect(replay.map((e) => e.id)).toEqual([8, 9, 10, 11, 12]);
   });
 
+  it('follows a resumed run to its current generation, and closes at once past the end', async () => {
+    const first = await runToEnd(stack.url, { graph: { nodes: [call('ev-r', '/flaky?fail=1&status=400')] } });
+    expect(first.status).toBe('failed');
+    await post(stack.url, `/v1/runs/${first.runId}/resume`);
+    await waitFor(stack.url, first.runId);
+    const all = await readEvents(stack.url, first.runId);
+    const finished = all.filter((e) => e.event === 'run.finished').map((e) => e.data.data);
+    expect(finished).toEqual([
+      expect.objectContaining({ status: 'failed', generation: 0 }),
+      expect.objectContaining({ status: 'succeeded', generation: 1 }),
+    ]);
+    expect(await readEvents(stack.url, first.runId, all.at(-1)!.id)).toEqual([]);
+  });
+
   it('follows a live run and closes after its final event', async () => {
     const posted = await postRun(stack.url, { graph: { nodes: [call('live', '/work?ms=400')] } });
     const events = await readEvents(stack.url, posted.body.runId as string);

@@ -19,6 +19,16 @@ afterAll(async () => {
   await server?.close();
 });
 
+/** Follows the run's events until `nodeId` reaches `status` in its live state. */
+async function waitForNodeStatus(runId: string, nodeId: string, status: string): Promise<void> {
+  for (;;) {
+    const doc = (await fetch(`${stack.url}/v1/runs/${runId}/wait?timeoutMs=100`).then((r) =>
+      r.json(),
+    )) as RunDocument;
+    if (doc.nodes[nodeId]?.status === status) return;
+  }
+}
+
 const url = (path: string, node: string): string =>
   `${server.url}${path}${path.includes('?') ? '&' : '?'}node=${node}`;
 
@@ -188,6 +198,19 @@ describe('wait nodes', () => {
     expect(doc.output).toMatchObject({ use: 'ana' });
     const again = await post(stack.url, `/v1/runs/${runId}/signals/approve`, { by: 'bob' });
     expect(again.status).toBe(409);
+  });
+
+  it('settle at once when their run is cancelled, not when their timeout runs out', async () => {
+    const posted = await postRun(stack.url, {
+      graph: { nodes: [{ id: 'parked', kind: 'wait', signal: 'never', timeoutSeconds: 3600 }] },
+    });
+    const runId = posted.body.runId as string;
+    await waitForNodeStatus(runId, 'parked', 'waiting');
+    expect((await post(stack.url, `/v1/runs/${runId}/cancel`)).status).toBe(202);
+    // Well inside the hour the node would otherwise sit in the delayed set.
+    const doc = await waitFor(stack.url, runId, 10_000);
+    expect(doc.status).toBe('cancelled');
+    expect(doc.nodes.parked).toMatchObject({ status: 'cancelled' });
   });
 
   it('time out: fail the run, or with onTimeout "continue" hand {error} downstream', async () => {

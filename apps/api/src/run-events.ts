@@ -35,17 +35,21 @@ export async function streamRunEvents(
     open = false;
     connection?.disconnect();
   });
-  const send = (e: RunEvent): boolean => {
-    res.write(`id: ${e.seq}\nevent: ${e.type}\ndata: ${JSON.stringify(e)}\n\n`);
-    return e.type === FINAL_EVENT;
-  };
+  // A resumed run has one run.finished per generation; only the current generation's ends the stream.
+  const isFinal = async (e: RunEvent): Promise<boolean> =>
+    e.type === FINAL_EVENT &&
+    ((e.data as { generation?: number } | undefined)?.generation ?? 0) >=
+      (await deps.store.generation(runId));
   try {
     let after = afterSeq;
     let events = await deps.store.events(runId, after);
+    // Nothing after the given id and the run already settled: there is nothing left to follow.
+    if (events.length === 0 && (await deps.store.isSettled(runId))) return;
     for (;;) {
       for (const e of events) {
         after = e.seq;
-        if (send(e)) return;
+        res.write(`id: ${e.seq}\nevent: ${e.type}\ndata: ${JSON.stringify(e)}\n\n`);
+        if (await isFinal(e)) return;
       }
       if (!open) return;
       connection ??= deps.blockingConnection();

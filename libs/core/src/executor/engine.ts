@@ -1,5 +1,5 @@
 /** The dependency bundle shared by the run coordinator and the node executor. */
-import type { Queue } from 'bullmq';
+import { Job, type Queue } from 'bullmq';
 import type { Logger } from 'pino';
 import type { NodeErrorData } from '../errors/node-error.js';
 import { maxRetries, type BackoffPolicy, type RetryTable } from '../policy/retry-policy.js';
@@ -39,11 +39,21 @@ export interface Engine {
 /** The BullMQ backoff type every node job uses; its delay is computed by the node executor. */
 export const BACKOFF_TYPE = 'tetraloop';
 
-/** Retries of `auth` failures happen only when something can refresh the credentials. */
+/** An `auth` failure is retried once, and only when something can refresh the credentials. */
 export function retryTableFor(engine: Engine): RetryTable {
-  return engine.hooks.refreshCredentials
-    ? { ...engine.retries, auth: Math.max(1, engine.retries.auth) }
-    : engine.retries;
+  return { ...engine.retries, auth: engine.hooks.refreshCredentials ? 1 : 0 };
+}
+
+/**
+ * Wakes a run's parked node jobs (waiting for a signal, or in retry backoff) once its outcome is
+ * decided, so they settle now instead of when their delay runs out.
+ */
+export async function wakeParkedNodes(store: RunStore, toolQueue: Queue, runId: string): Promise<void> {
+  const [parked, generation] = await Promise.all([store.parkedNodes(runId), store.generation(runId)]);
+  for (const nodeId of parked) {
+    const job = await Job.fromId(toolQueue, nodeJobId(runId, nodeId, generation));
+    if (job && (await job.isDelayed())) await job.promote().catch(() => undefined);
+  }
 }
 
 /**

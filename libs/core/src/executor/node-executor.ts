@@ -12,7 +12,7 @@ import { NodeJobData } from '../queues/catalog.js';
 import type { NodeSnapshot, NodeUsage, RunError, RunStatus } from '../runs/run-model.js';
 import type { UsageCharge } from '../state/run-store.js';
 import { runLlmNode } from './llm-node.js';
-import { enqueueNodes, retryTableFor, type Engine } from './engine.js';
+import { enqueueNodes, retryTableFor, wakeParkedNodes, type Engine } from './engine.js';
 import { runLoopNode } from './loop-node.js';
 import {
   attemptRecord,
@@ -89,7 +89,8 @@ export async function executeNodeJob(
     };
     // A redelivered job whose node already has a snapshot reports it and does not run again.
     const snapshot =
-      begin.own ?? (begin.status === 'running' ? await runNode(ctx) : notRunSnapshot(begin.status));
+      begin.own ??
+      (begin.status === 'running' ? await runNode(ctx) : notRunSnapshot(begin.status, begin.attempts));
     await complete(ctx, snapshot, begin.own !== null);
     return { status: snapshot.status };
   } finally {
@@ -102,17 +103,15 @@ async function runNode(ctx: NodeContext): Promise<NodeSnapshot> {
   if (!ctx.continuation) {
     if (begin.executions > engine.maxNodeExecutions) {
       ctx.log.warn({ executions: begin.executions }, 'suspected loop: node stopped');
-      return snapshotOf(ctx, 'failed', {
-        error: {
-          code: 'suspected_loop',
-          message: `executed ${begin.executions} times in this run (limit ${engine.maxNodeExecutions})`,
-          executions: begin.executions,
-        },
+      return failedSnapshot(ctx, {
+        code: 'suspected_loop',
+        message: `executed ${begin.executions} times in this run (limit ${engine.maxNodeExecutions})`,
+        executions: begin.executions,
       });
     }
   }
   const spent = budgetSpent(ctx);
-  if (spent) return snapshotOf(ctx, 'failed', { error: spent });
+  if (spent) return failedSnapshot(ctx, spent);
   switch (node.kind) {
     case 'tool':
       return runToolNode(ctx, node.tool);
@@ -216,10 +215,11 @@ function failedSnapshot(ctx: NodeContext, error: NodeErrorData, usage?: NodeUsag
   return snapshotOf(ctx, 'failed', { error, ...(output ? { output } : {}), ...(usage ? { usage } : {}) });
 }
 
-function notRunSnapshot(runStatus: RunStatus | null): NodeSnapshot {
+/** The snapshot of a node that will not run (its run ended); attempts made before are kept. */
+function notRunSnapshot(runStatus: RunStatus | null, attempts: NodeSnapshot['attempts']): NodeSnapshot {
   return {
     status: runStatus === 'cancelled' ? 'cancelled' : 'skipped',
-    attempts: [],
+    attempts,
     finishedAt: nowIso(),
     durationMs: 0,
   };
@@ -247,7 +247,9 @@ async function complete(ctx: NodeContext, snapshot: NodeSnapshot, existed: boole
   const now = nowIso();
   if (failsRun && snapshot.error) {
     const { status, error } = runErrorFor(node.id, snapshot.error);
-    await engine.store.decide(plan.runId, status, error, now, ctx.generation);
+    if (await engine.store.decide(plan.runId, status, error, now, ctx.generation)) {
+      await wakeParkedNodes(engine.store, engine.toolQueue, plan.runId);
+    }
   } else if (
     snapshot.status === 'cancelled' &&
     ctx.begin.deadlineAt !== null &&

@@ -13,7 +13,7 @@ import {
   type RunJobData as RunJobInput,
 } from '../queues/catalog.js';
 import type { NodeSnapshot, RunError, RunStatus } from '../runs/run-model.js';
-import { enqueueNodes, type Engine } from './engine.js';
+import { enqueueNodes, wakeParkedNodes, type Engine } from './engine.js';
 import { continuesOnFailure, deadlineError } from './node-executor.js';
 import { nowIso } from './node-context.js';
 import type { CompiledPlan } from './plan-cache.js';
@@ -90,7 +90,10 @@ async function fireDeadline(engine: Engine, job: Job): Promise<RunJobResult> {
     nowIso(),
     data.generation,
   );
-  if (decided) engine.logger.info({ runId: plan.runId }, 'run timed out');
+  if (decided) {
+    engine.logger.info({ runId: plan.runId }, 'run timed out');
+    await wakeParkedNodes(engine.store, engine.toolQueue, plan.runId);
+  }
   return { status: (await engine.store.status(plan.runId)) ?? 'gone' };
 }
 
@@ -126,8 +129,8 @@ async function finalize(engine: Engine, plan: CompiledPlan, generation: number):
     status === 'succeeded'
       ? Object.fromEntries(plan.topology.sinks.map((id) => [id, snapshots.get(id)?.output ?? null]))
       : null;
-  const doc = await store.document(plan.runId);
-  const final = { status: status ?? 'failed', error: doc?.error ?? null };
+  const error = status === 'succeeded' ? null : await store.error(plan.runId);
+  const final = { status: status ?? 'failed', error, generation };
   if (await store.settle(plan.runId, generation, fill, output, final, now)) {
     await engine.planQueue.remove(deadlineJobId(plan.runId, generation)).catch(() => 0);
     engine.logger.info({ runId: plan.runId, status }, 'run settled');

@@ -11,7 +11,8 @@ import { snapshotOf, type NodeContext } from './node-context.js';
 export async function runWaitNode(ctx: NodeContext, node: WaitNode): Promise<NodeSnapshot> {
   const { store } = ctx.engine;
   const runId = ctx.plan.runId;
-  const proposed = Date.now() + node.timeoutSeconds * 1000;
+  // A wait never outlives its run's deadline.
+  const proposed = Math.min(Date.now() + node.timeoutSeconds * 1000, ctx.begin.deadlineAt ?? Infinity);
   const live = { status: 'waiting' as const, until: new Date(proposed).toISOString() };
   const state = await store.waitState(runId, node.id, node.signal, proposed, live);
   if (state.delivered) return snapshotOf(ctx, 'succeeded', { output: state.payload });

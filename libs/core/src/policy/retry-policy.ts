@@ -37,6 +37,8 @@ export const DEFAULT_BACKOFF: BackoffPolicy = { baseMs: 1000, maxMs: 30_000, min
 /** How many times a failure of `code` may be retried for a node. */
 export function retriesFor(code: ErrorCode, table: RetryTable, node?: NodeRetry): number {
   const override = node ? (node as Partial<Record<ErrorCode, number>>)[code] : undefined;
+  // Auth is retried at most once (after a credential refresh), whatever the override says.
+  if (code === 'auth') return Math.min(table.auth, override ?? table.auth);
   return override ?? table[code];
 }
 

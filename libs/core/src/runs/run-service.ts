@@ -7,6 +7,7 @@ import { Job, type Queue } from 'bullmq';
 import { validateGraph, type GraphLimits, type ValidationIssue } from '../graph/validate.js';
 import type { ExecutableGraph } from '../graph/schema.js';
 import { buildTopology } from '../graph/topology.js';
+import { wakeParkedNodes } from '../executor/engine.js';
 import { JOB, nodeJobId, runJobId, type RunJobData } from '../queues/catalog.js';
 import { keepJobs, type JobRetention } from '../queues/retention.js';
 import type { RunStore } from '../state/run-store.js';
@@ -131,12 +132,13 @@ export class RunService {
     const status = await this.deps.store.status(runId);
     if (status === null) return null;
     if (!isTerminal(status)) {
-      await this.deps.store.decide(
+      const decided = await this.deps.store.decide(
         runId,
         'cancelled',
         { code: 'cancelled', message: 'cancelled by request' },
         new Date().toISOString(),
       );
+      if (decided) await wakeParkedNodes(this.deps.store, this.deps.toolQueue, runId);
     }
     const after = (await this.deps.store.status(runId)) ?? 'cancelled';
     if (after !== 'cancelled')

@@ -148,6 +148,16 @@ export class RunStore {
     return status === null ? null : RunStatus.parse(status);
   }
 
+  /** Whether the run has settled (its current generation is final). */
+  async isSettled(runId: string): Promise<boolean> {
+    return (await this.redis.hexists(runKeys(this.options.prefix, runId).meta, 'finishedAt')) === 1;
+  }
+
+  async error(runId: string): Promise<RunError | null> {
+    const raw = await this.redis.hget(runKeys(this.options.prefix, runId).meta, 'error');
+    return raw ? RunError.parse(JSON.parse(raw)) : null;
+  }
+
   async generation(runId: string): Promise<number> {
     return Number((await this.redis.hget(runKeys(this.options.prefix, runId).meta, 'generation')) ?? 0);
   }
@@ -338,6 +348,17 @@ export class RunStore {
     await this.script('add-child-6', this.keys(runId), [childRunId]);
   }
 
+  /** Nodes whose jobs sit in the delayed set: waiting for a signal or in retry backoff. */
+  async parkedNodes(runId: string): Promise<string[]> {
+    const live = await this.redis.hgetall(runKeys(this.options.prefix, runId).live);
+    return Object.entries(live)
+      .filter(([, state]) => {
+        const status = (JSON.parse(state) as { status?: string }).status;
+        return status === 'waiting' || status === 'retrying';
+      })
+      .map(([id]) => id);
+  }
+
   /** All snapshots written so far. */
   async snapshots(runId: string): Promise<Map<string, NodeSnapshot>> {
     const raw = await this.redis.hgetall(runKeys(this.options.prefix, runId).nodes);
@@ -350,7 +371,7 @@ export class RunStore {
     generation: number,
     fill: ReadonlyMap<string, NodeSnapshot>,
     output: Record<string, unknown> | null,
-    final: { status: RunStatus; error: RunError | null },
+    final: { status: RunStatus; error: RunError | null; generation: number },
     now: string,
   ): Promise<boolean> {
     const triples = [...fill].flatMap(([id, s]) => [id, JSON.stringify(s), `node.${s.status}`]);

@@ -22,6 +22,7 @@ for k, v in pairs(pending) do redis.call('HSET', KEYS[2], k, v) end
 redis.call('HDEL', KEYS[1], 'decidedAt', 'finishedAt', 'error', 'output', 'deadlineAt')
 redis.call('HSET', KEYS[1], 'status', 'queued')
 local gen = redis.call('HINCRBY', KEYS[1], 'generation', 1)
+redis.call('HSET', KEYS[4], '_', '{}')
 emit('run.resumed', '', '{"generation":' .. gen .. '}')
 for i = 1, 6 do redis.call('EXPIRE', KEYS[i], tonumber(ARGV[2])) end
 return { 'queued', gen }
