@@ -1,5 +1,5 @@
 /** Configuration of the API process, parsed once at boot. */
-import { BaseEnv, DEFAULT_GRAPH_LIMITS, parseEnv } from '@tetraloop/core';
+import { BaseEnv, parseEnv } from '@tetraloop/core';
 import { z } from 'zod';
 
 export const ApiEnv = BaseEnv.extend({
@@ -11,8 +11,6 @@ export const ApiEnv = BaseEnv.extend({
     .int()
     .positive()
     .default(1024 * 1024),
-  TETRALOOP_MAX_NODES: z.coerce.number().int().positive().default(DEFAULT_GRAPH_LIMITS.maxNodes),
-  TETRALOOP_MAX_EDGES: z.coerce.number().int().positive().default(DEFAULT_GRAPH_LIMITS.maxEdges),
   /** Default per-run budget: tool calls (each attempt and loop iteration counts). */
   TETRALOOP_BUDGET_TOOL_CALLS: z.coerce.number().int().positive().default(1000),
   /** Default per-run budget: summed tool time in ms. */

@@ -6,6 +6,7 @@ import {
   RunStore,
   RunWaiter,
   builtinTools,
+  allowedToolsOf,
   connectRedis,
   createLogger,
   isModelConfigured,
@@ -39,18 +40,20 @@ export async function startApi(env: ApiEnv): Promise<ApiHandle> {
   for (const q of [planQueue, toolQueue])
     q.on('error', (err) => logger.warn({ err: err.message }, 'queue error'));
   const waiter = await RunWaiter.listen(subscriber, store.channels.settled);
+  const tools = builtinTools({ egress: parseAllowHosts('') });
   const runs = new RunService({
     store,
     planQueue,
     toolQueue,
     modelConfigured: isModelConfigured(modelConfigOf(env)),
+    allowedTools: allowedToolsOf(env, tools),
     defaultBudget: {
       toolCalls: env.TETRALOOP_BUDGET_TOOL_CALLS,
       toolTimeMs: env.TETRALOOP_BUDGET_TOOL_TIME_MS,
       tokens: env.TETRALOOP_BUDGET_TOKENS,
     },
     // The API validates graphs against the tools' schemas; egress is the workers' concern.
-    tools: builtinTools({ egress: parseAllowHosts('') }),
+    tools,
     limits: { maxNodes: env.TETRALOOP_MAX_NODES, maxEdges: env.TETRALOOP_MAX_EDGES },
     retention,
   });

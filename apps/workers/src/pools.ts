@@ -14,6 +14,7 @@ import {
   connectRedis,
   createLogger,
   executeNodeJob,
+  allowedToolsOf,
   executePlanJob,
   isModelConfigured,
   modelConfigOf,
@@ -72,6 +73,9 @@ export async function startPools(env: WorkerEnv, options: StartPoolsOptions): Pr
   };
   const aborts = await RunAborts.listen(subscriber, store.channels.abort);
 
+  const tools = builtinTools({ egress: parseAllowHosts(env.TETRALOOP_HTTP_ALLOW_HOSTS) });
+  const modelConfig = modelConfigOf(env);
+  const model = isModelConfigured(modelConfig) ? new ModelClient(modelConfig, backoff) : undefined;
   const engineFor = (layer: Pool): Engine => ({
     store,
     plans: new PlanCache(store),
@@ -82,6 +86,14 @@ export async function startPools(env: WorkerEnv, options: StartPoolsOptions): Pr
     backoff,
     maxNodeExecutions: env.TETRALOOP_MAX_NODE_EXECUTIONS,
     hooks: options.hooks ?? {},
+    planning: {
+      ...(model ? { model } : {}),
+      tools,
+      limits: { maxNodes: env.TETRALOOP_MAX_NODES, maxEdges: env.TETRALOOP_MAX_EDGES },
+      allowedTools: allowedToolsOf(env, tools),
+      workspaceDir: env.TETRALOOP_WORKSPACE_DIR,
+      workspaceFileChars: env.TETRALOOP_WORKSPACE_FILE_CHARS,
+    },
     logger: createLogger({ level: env.LOG_LEVEL, layer }),
   });
 
@@ -92,14 +104,12 @@ export async function startPools(env: WorkerEnv, options: StartPoolsOptions): Pr
     },
     tool: () => {
       const engine = engineFor('tool');
-      const tools = builtinTools({ egress: parseAllowHosts(env.TETRALOOP_HTTP_ALLOW_HOSTS) });
-      const modelConfig = modelConfigOf(env);
       const nodeOptions = {
         tools,
         aborts,
         defaultTimeoutMs: env.TETRALOOP_TOOL_TIMEOUT_MS,
         modelInputChars: env.TETRALOOP_MODEL_INPUT_CHARS,
-        ...(isModelConfigured(modelConfig) ? { model: new ModelClient(modelConfig, backoff) } : {}),
+        ...(model ? { model } : {}),
       };
       return (job: Job, token?: string) => executeNodeJob(engine, nodeOptions, job, token);
     },

@@ -4,6 +4,7 @@
  */
 import { z } from 'zod';
 import type { ModelConfig } from '../model/model-config.js';
+import type { ToolRegistry } from '../tools/tool.js';
 
 export const LogLevel = z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']);
 
@@ -24,6 +25,9 @@ export const BaseEnv = z.object({
   TETRALOOP_JOB_COMPLETED_AGE_SECONDS: z.coerce.number().int().positive().default(3600),
   TETRALOOP_JOB_COMPLETED_COUNT: z.coerce.number().int().positive().default(10_000),
   TETRALOOP_JOB_FAILED_AGE_SECONDS: z.coerce.number().int().positive().default(86_400),
+  /** Graph limits (nested graphs expanded), for fixed and planned graphs alike. */
+  TETRALOOP_MAX_NODES: z.coerce.number().int().positive().default(500),
+  TETRALOOP_MAX_EDGES: z.coerce.number().int().positive().default(5000),
   /** Model access: OpenAI with a key, or any OpenAI-compatible server by base URL. */
   OPENAI_API_KEY: z.string().min(1).optional(),
   OPENAI_BASE_URL: z.url().optional(),
@@ -32,8 +36,37 @@ export const BaseEnv = z.object({
   TETRALOOP_PLANNER_MODEL: z.string().min(1).optional(),
   TETRALOOP_MODEL_TIMEOUT_MS: z.coerce.number().int().positive().default(60_000),
   TETRALOOP_MODEL_MAX_RETRIES: z.coerce.number().int().min(0).max(10).default(2),
+  /** Tools each agent may use, as JSON `{"agentId": ["http", "json"]}`; an agent not listed may use all. */
+  TETRALOOP_AGENT_TOOLS: z
+    .string()
+    .default('{}')
+    .transform((text, ctx) => {
+      try {
+        return JSON.parse(text) as unknown;
+      } catch {
+        ctx.addIssue({ code: 'custom', message: 'must be a JSON object' });
+        return z.NEVER;
+      }
+    })
+    .pipe(z.record(z.string(), z.array(z.string()))),
+  /** Directory holding one folder per agent with its workspace files (AGENTS.md, TOOLS.md…). */
+  TETRALOOP_WORKSPACE_DIR: z.string().default('.tetraloop/workspace'),
+  /** Each workspace file is cut to this many characters (head and tail kept). */
+  TETRALOOP_WORKSPACE_FILE_CHARS: z.coerce.number().int().positive().default(12_000),
 });
 export type BaseEnv = z.infer<typeof BaseEnv>;
+
+/** The tools `agentId` may use: its list in TETRALOOP_AGENT_TOOLS, or every registered tool. */
+export function allowedToolsOf(
+  env: BaseEnv,
+  registry: ToolRegistry,
+): (agentId: string) => ReadonlySet<string> {
+  const all = new Set(registry.keys());
+  return (agentId) => {
+    const listed = env.TETRALOOP_AGENT_TOOLS[agentId];
+    return listed ? new Set(listed) : all;
+  };
+}
 
 /** The model configuration the env describes. */
 export function modelConfigOf(env: BaseEnv): ModelConfig {

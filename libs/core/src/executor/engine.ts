@@ -3,7 +3,10 @@ import { Job, type Queue } from 'bullmq';
 import type { Logger } from 'pino';
 import type { NodeErrorData } from '../errors/node-error.js';
 import { maxRetries, type BackoffPolicy, type RetryTable } from '../policy/retry-policy.js';
-import { JOB, nodeJobId, runJobId, type NodeJobData } from '../queues/catalog.js';
+import type { GraphLimits } from '../graph/validate.js';
+import type { ModelClient } from '../model/model-client.js';
+import { JOB, nodeJobId, runJobId, type NodeJobData, type RunJobData } from '../queues/catalog.js';
+import type { ToolRegistry } from '../tools/tool.js';
 import { keepJobs, type JobRetention } from '../queues/retention.js';
 import type { RunStore } from '../state/run-store.js';
 import type { CompiledPlan, PlanCache } from './plan-cache.js';
@@ -20,6 +23,17 @@ export interface EngineHooks {
   readonly refreshCredentials?: CredentialRefreshHook;
 }
 
+/** What the plan loop needs to plan tasks; absent in processes that only execute nodes. */
+export interface PlanningDeps {
+  /** Absent when no model is configured (task runs are then refused at the API). */
+  readonly model?: ModelClient;
+  readonly tools: ToolRegistry;
+  readonly limits: GraphLimits;
+  readonly allowedTools: (agentId: string) => ReadonlySet<string>;
+  readonly workspaceDir: string;
+  readonly workspaceFileChars: number;
+}
+
 export interface Engine {
   readonly store: RunStore;
   readonly plans: PlanCache;
@@ -33,7 +47,24 @@ export interface Engine {
   /** A node executed more often than this in one run is stopped as a suspected loop. @defaultValue 5 */
   readonly maxNodeExecutions: number;
   readonly hooks: EngineHooks;
+  readonly planning?: PlanningDeps;
   readonly logger: Logger;
+}
+
+const ROOT_JOB_ATTEMPTS = { attempts: 5, backoff: { type: 'exponential', delay: 1000 } } as const;
+
+/** Adds the root job of a run's generation to the plan queue (a no-op when it exists). */
+export async function enqueueRunRoot(
+  planQueue: Queue,
+  retention: JobRetention,
+  runId: string,
+  generation: number,
+): Promise<void> {
+  await planQueue.add(JOB.run, { runId, generation, step: 'start' } satisfies RunJobData, {
+    jobId: runJobId(runId, generation),
+    ...ROOT_JOB_ATTEMPTS,
+    ...keepJobs(retention),
+  });
 }
 
 /** The BullMQ backoff type every node job uses; its delay is computed by the node executor. */

@@ -53,7 +53,7 @@ export async function executeNodeJob(
   token: string | undefined,
 ): Promise<NodeJobResult> {
   const data = NodeJobData.parse(job.data);
-  const plan = await engine.plans.get(data.runId);
+  const plan = await engine.plans.get(data.runId, data.generation);
   const node = plan?.nodes.get(data.nodeId);
   // The run expired or was deleted: nothing to do, nothing to report to.
   if (!plan || !node) return { status: 'gone' };
@@ -247,7 +247,14 @@ async function complete(ctx: NodeContext, snapshot: NodeSnapshot, existed: boole
   const now = nowIso();
   if (failsRun && snapshot.error) {
     const { status, error } = runErrorFor(node.id, snapshot.error);
-    if (await engine.store.decide(plan.runId, status, error, now, ctx.generation)) {
+    // In a task run, some failures hand the run back to the plan loop instead of ending it.
+    const replan =
+      (node.kind !== 'wait' && node.onError === 'replan') ||
+      snapshot.error.code === 'budget_exhausted' ||
+      snapshot.error.code === 'suspected_loop';
+    if (replan && (await engine.store.requestReplan(plan.runId, error, ctx.generation))) {
+      ctx.log.info({ code: snapshot.error.code }, 'node handed the run back to the plan loop');
+    } else if (await engine.store.decide(plan.runId, status, error, now, ctx.generation)) {
       await wakeParkedNodes(engine.store, engine.toolQueue, plan.runId);
     }
   } else if (

@@ -41,19 +41,21 @@ export class PlanCache {
     private readonly capacity = 1000,
   ) {}
 
-  get(runId: string): Promise<CompiledPlan | null> {
-    const hit = this.plans.get(runId);
+  /** The plan of `runId` as of `generation` (a replan installs a new one under the next generation). */
+  get(runId: string, generation = 0): Promise<CompiledPlan | null> {
+    const key = `${runId}@${generation}`;
+    const hit = this.plans.get(key);
     if (hit) {
       // Re-insert to keep recently used plans at the end (LRU order).
-      this.plans.delete(runId);
-      this.plans.set(runId, hit);
+      this.plans.delete(key);
+      this.plans.set(key, hit);
       return hit;
     }
     const loading = this.load(runId);
-    this.plans.set(runId, loading);
+    this.plans.set(key, loading);
     void loading.then(
-      (plan) => plan ?? this.plans.delete(runId),
-      () => this.plans.delete(runId),
+      (plan) => plan ?? this.plans.delete(key),
+      () => this.plans.delete(key),
     );
     if (this.plans.size > this.capacity) {
       const oldest = this.plans.keys().next().value;

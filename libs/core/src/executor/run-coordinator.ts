@@ -1,10 +1,13 @@
 /**
- * The run's root job, in the plan queue (L2). First pass: start the run, enqueue the nodes that
- * are ready (the sources, or after a resume the nodes whose dependencies all completed), arm the
- * deadline, then park in waiting-children. Second pass, once every child is done: decide the
- * outcome from the snapshots and settle the run. A deadline job ends a run that runs too long.
+ * The run's root job, in the plan queue (L2). First pass: plan the run if it is a task, start it,
+ * enqueue the nodes that are ready, arm the deadline, then park in waiting-children. Second pass,
+ * once every child is done: replan if a node asked for it, else decide the outcome from the
+ * snapshots and settle the run. A deadline job ends a run that runs too long.
  */
 import { WaitingChildrenError, type Job } from 'bullmq';
+import { isDeepStrictEqual } from 'node:util';
+import { buildTopology } from '../graph/topology.js';
+import { planRun } from '../planning/plan-run.js';
 import {
   DeadlineJobData,
   JOB,
@@ -13,13 +16,13 @@ import {
   type RunJobData as RunJobInput,
 } from '../queues/catalog.js';
 import type { NodeSnapshot, RunError, RunStatus } from '../runs/run-model.js';
-import { enqueueNodes, wakeParkedNodes, type Engine } from './engine.js';
+import { enqueueNodes, enqueueRunRoot, wakeParkedNodes, type Engine } from './engine.js';
 import { continuesOnFailure, deadlineError } from './node-executor.js';
 import { nowIso } from './node-context.js';
 import type { CompiledPlan } from './plan-cache.js';
 
 export interface RunJobResult {
-  readonly status: RunStatus | 'gone' | 'stale';
+  readonly status: RunStatus | 'gone' | 'stale' | 'replanned';
 }
 
 /** Processor of the plan queue: root jobs and deadline jobs. */
@@ -34,23 +37,32 @@ export async function executePlanJob(
 
 async function executeRunJob(engine: Engine, job: Job, token: string | undefined): Promise<RunJobResult> {
   const data = RunJobData.parse(job.data);
-  const plan = await engine.plans.get(data.runId);
+  if (data.step === 'start') {
+    const planned = await ensurePlanned(engine, data.runId);
+    if (planned !== 'ready') return { status: planned };
+  }
+  const plan = await engine.plans.get(data.runId, data.generation);
   if (!plan) return { status: 'gone' };
 
   if (data.step === 'start') {
     const snapshots =
       data.generation === 0 ? new Map<string, NodeSnapshot>() : await engine.store.snapshots(plan.runId);
     const ready = readyNodes(plan, snapshots);
-    const deadlineAt = Date.now() + plan.timeoutSeconds * 1000;
-    const status = await engine.store.start(plan.runId, data.generation, ready, deadlineAt, nowIso());
-    if (status === 'stale') return { status: 'stale' };
-    if (status === 'running') {
+    const started = await engine.store.start(
+      plan.runId,
+      data.generation,
+      ready,
+      Date.now() + plan.timeoutSeconds * 1000,
+      nowIso(),
+    );
+    if (started.status === 'stale') return { status: 'stale' };
+    if (started.status === 'running') {
       await engine.planQueue.add(
         JOB.deadline,
         { runId: plan.runId, generation: data.generation } satisfies DeadlineJobData,
         {
           jobId: deadlineJobId(plan.runId, data.generation),
-          delay: Math.max(0, deadlineAt - Date.now()),
+          delay: Math.max(0, started.deadlineAt - Date.now()),
           removeOnComplete: true,
           removeOnFail: true,
         },
@@ -58,11 +70,168 @@ async function executeRunJob(engine: Engine, job: Job, token: string | undefined
       await enqueueNodes(engine, plan, ready, data.generation);
     }
     await job.updateData({ ...data, step: 'finalize' } satisfies RunJobInput);
-    if (status === 'running' && token !== undefined && (await job.moveToWaitingChildren(token))) {
+    if (started.status === 'running' && token !== undefined && (await job.moveToWaitingChildren(token))) {
       throw new WaitingChildrenError();
     }
   }
+  if (await replanIfRequested(engine, plan, data.generation)) return { status: 'replanned' };
   return { status: await finalize(engine, plan, data.generation) };
+}
+
+/**
+ * A task run gets its plan here, once. A plan that fails validation twice (plan, then one repair)
+ * ends the run `failed` with `plan_rejected` and every problem; nothing runs from it.
+ */
+async function ensurePlanned(engine: Engine, runId: string): Promise<'ready' | 'gone' | RunStatus> {
+  const { store } = engine;
+  const task = await store.taskOf(runId);
+  if (!task || task.planned) return 'ready';
+  const status = await store.status(runId);
+  if (status === null) return 'gone';
+  const now = nowIso();
+  if (status !== 'queued') {
+    // Cancelled (or timed out) before it was planned: settle it with nothing run.
+    await store.settle(
+      runId,
+      0,
+      new Map(),
+      null,
+      { status, error: await store.error(runId), generation: 0 },
+      now,
+    );
+    return status;
+  }
+  if (!engine.planning) throw new Error('this process cannot plan task runs');
+  const stored = await store.plan(runId);
+  const input = stored ? stored.input : (await store.document(runId))?.input;
+  const result = await planRun(engine.planning, task, input, 0);
+  if ('error' in result) {
+    return rejectPlan(engine, runId, { code: 'plan_rejected', message: result.error }, 0);
+  }
+  const { outcome, planning } = result;
+  const charge = {
+    promptTokens: outcome.usage.promptTokens,
+    completionTokens: outcome.usage.completionTokens,
+    modelCalls: outcome.calls,
+  };
+  if (!outcome.ok) {
+    await store.charge(runId, charge);
+    return rejectPlan(
+      engine,
+      runId,
+      {
+        code: 'plan_rejected',
+        message: `the plan was rejected: ${outcome.issues.length} problem(s)`,
+        issues: [...outcome.issues],
+      },
+      0,
+    );
+  }
+  const pending = new Map(
+    outcome.topology.ids.map((id) => [id, outcome.topology.parents.get(id)?.length ?? 0]),
+  );
+  await store.setPlan(runId, { graph: outcome.graph, plan: outcome.plan, pending }, planning, charge);
+  engine.logger.info({ runId, nodes: outcome.plan.nodes.length }, 'task planned');
+  return 'ready';
+}
+
+async function rejectPlan(
+  engine: Engine,
+  runId: string,
+  error: RunError,
+  generation: number,
+): Promise<RunStatus> {
+  const now = nowIso();
+  await engine.store.decide(runId, 'failed', error, now, generation);
+  const status = (await engine.store.status(runId)) ?? 'failed';
+  await engine.store.settle(
+    runId,
+    generation,
+    new Map(),
+    null,
+    { status, error: await engine.store.error(runId), generation },
+    now,
+  );
+  engine.logger.info({ runId, issues: error.issues?.length ?? 0 }, 'plan rejected');
+  return status;
+}
+
+/**
+ * When a node handed the run back (budget exhausted, suspected loop, onError "replan"), plan the
+ * remaining work: nodes of the new plan with the id and definition of a completed node reuse its
+ * snapshot; the rest run under the next generation.
+ */
+async function replanIfRequested(engine: Engine, plan: CompiledPlan, generation: number): Promise<boolean> {
+  const { store } = engine;
+  const task = await store.taskOf(plan.runId);
+  if (!task?.replanRequest || (await store.status(plan.runId)) !== 'running') return false;
+  const failure = task.replanRequest as RunError;
+  if (!engine.planning) throw new Error('this process cannot plan task runs');
+  const snapshots = await store.snapshots(plan.runId);
+  const result = await planRun(engine.planning, task, plan.input, generation + 1, {
+    snapshots,
+    failure: failure.message,
+  });
+  if ('error' in result || !result.outcome.ok) {
+    if (!('error' in result)) {
+      const { usage, calls } = result.outcome;
+      await store.charge(plan.runId, {
+        promptTokens: usage.promptTokens,
+        completionTokens: usage.completionTokens,
+        modelCalls: calls,
+      });
+    }
+    const issues = 'error' in result ? [] : result.outcome.ok ? [] : [...result.outcome.issues];
+    await store.decide(
+      plan.runId,
+      'failed',
+      {
+        code: 'plan_rejected',
+        message: 'the replan was rejected',
+        issues,
+        ...(failure.nodeId ? { nodeId: failure.nodeId } : {}),
+      },
+      nowIso(),
+      generation,
+    );
+    return false;
+  }
+  const { outcome, planning } = result;
+  const kept = new Set(
+    outcome.plan.nodes
+      .filter((n) => {
+        const old = plan.nodes.get(n.id);
+        return snapshots.get(n.id)?.status === 'succeeded' && old !== undefined && isDeepStrictEqual(old, n);
+      })
+      .map((n) => n.id),
+  );
+  const topology = buildTopology(
+    outcome.plan.nodes.map((n) => n.id),
+    outcome.plan.edges,
+  );
+  const pending = new Map(
+    topology.ids
+      .filter((id) => !kept.has(id))
+      .map((id) => [id, (topology.parents.get(id) ?? []).filter((p) => !kept.has(p)).length]),
+  );
+  const drop = [...snapshots.keys()].filter((id) => !kept.has(id));
+  const next = await store.replan(
+    plan.runId,
+    generation,
+    { graph: outcome.graph, plan: outcome.plan, pending },
+    planning,
+    {
+      promptTokens: outcome.usage.promptTokens,
+      completionTokens: outcome.usage.completionTokens,
+      modelCalls: outcome.calls,
+    },
+    drop,
+  );
+  if (next === 0) return false;
+  await engine.planQueue.remove(deadlineJobId(plan.runId, generation)).catch(() => 0);
+  await enqueueRunRoot(engine.planQueue, engine.retention, plan.runId, next);
+  engine.logger.info({ runId: plan.runId, generation: next, kept: kept.size }, 'task replanned');
+  return true;
 }
 
 /** Nodes without a snapshot whose dependencies all completed in a way that releases them. */
@@ -81,7 +250,7 @@ function readyNodes(plan: CompiledPlan, snapshots: ReadonlyMap<string, NodeSnaps
 
 async function fireDeadline(engine: Engine, job: Job): Promise<RunJobResult> {
   const data = DeadlineJobData.parse(job.data);
-  const plan = await engine.plans.get(data.runId);
+  const plan = await engine.plans.get(data.runId, data.generation);
   if (!plan) return { status: 'gone' };
   const decided = await engine.store.decide(
     plan.runId,
@@ -142,8 +311,12 @@ function firstFailure(plan: CompiledPlan, snapshots: ReadonlyMap<string, NodeSna
   for (const [id, node] of plan.nodes) {
     const s = snapshots.get(id);
     if (s?.status === 'failed' && !continuesOnFailure(node)) {
+      const code =
+        s.error?.code === 'budget_exhausted' || s.error?.code === 'suspected_loop'
+          ? s.error.code
+          : 'node_failed';
       return {
-        code: 'node_failed',
+        code,
         message: `node "${id}" failed: ${s.error?.message ?? 'unknown error'}`,
         nodeId: id,
         ...(s.error ? { cause: s.error } : {}),

@@ -7,7 +7,11 @@ import { z } from 'zod';
 export const NodeId = z.string().regex(/^[A-Za-z0-9_-]{1,64}$/, 'must match [A-Za-z0-9_-]{1,64}');
 export type NodeId = z.infer<typeof NodeId>;
 
-export const OnError = z.enum(['fail', 'continue']);
+/**
+ * After its retries a failed node fails the run (`fail`), passes `{error}` downstream
+ * (`continue`), or, in a task run, hands the run back to the planner (`replan`).
+ */
+export const OnError = z.enum(['fail', 'continue', 'replan']);
 export type OnError = z.infer<typeof OnError>;
 
 const Retries = z.number().int().min(0).max(10);
@@ -86,7 +90,7 @@ export const WaitNode = z.strictObject({
     .positive()
     .max(30 * 24 * 3600)
     .default(3600),
-  onTimeout: OnError.default('fail'),
+  onTimeout: z.enum(['fail', 'continue']).default('fail'),
 });
 export type WaitNode = z.infer<typeof WaitNode>;
 

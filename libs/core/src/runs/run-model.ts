@@ -97,6 +97,8 @@ export const RunError = z.object({
   message: z.string(),
   nodeId: z.string().optional(),
   cause: NodeErrorData.optional(),
+  /** Why a plan was rejected: every problem with its path. */
+  issues: z.array(z.object({ path: z.string(), message: z.string() })).optional(),
 });
 export type RunError = z.infer<typeof RunError>;
 
@@ -118,8 +120,19 @@ export interface RunDocument {
   startedAt: string | null;
   /** Set once the run has settled: its outcome is decided and every node is final. */
   finishedAt: string | null;
-  /** The graph as submitted. */
-  graph: Graph;
+  /** The graph as submitted or planned; null while a task run waits for its plan. */
+  graph: Graph | null;
+  /** The task of a task run. */
+  task: string | null;
+  agentId: string;
+  /** How the current plan was made (task runs). */
+  planning: {
+    plannerModel: string;
+    promptVersion: string;
+    toolCatalogVersion: string;
+    planVersion: number;
+  } | null;
+  replans: number;
   input: unknown;
   timeoutSeconds: number;
   budget: Budget;

@@ -1,14 +1,44 @@
 import { z } from 'zod';
 import { Budget } from './run-model.js';
 
-/** Body of `POST /v1/runs`. The graph is validated separately so every problem gets a path. */
-export const RunRequest = z.strictObject({
-  graph: z.unknown().refine((g) => g !== undefined, 'graph is required'),
-  input: z.unknown().optional(),
-  /** Run deadline. @defaultValue 600 */
-  timeoutSeconds: z.number().int().positive().max(86_400).default(600),
-  /** Execution budget; unset fields take the deployment's defaults. */
-  budget: Budget.optional(),
-  metadata: z.record(z.string(), z.unknown()).optional(),
-});
+/**
+ * Body of `POST /v1/runs`: a fixed `graph`, or a `task` that the plan loop plans into one
+ * (`mode: "dag"`) or that the classic tool-calling loop works on (`mode: "loop"`). The graph is
+ * validated separately so every problem gets a path.
+ */
+export const RunRequest = z
+  .strictObject({
+    graph: z.unknown().optional(),
+    task: z.string().min(1).max(20_000).optional(),
+    /** @defaultValue "dag" */
+    mode: z.enum(['dag', 'loop']).default('dag'),
+    agentId: z
+      .string()
+      .regex(/^[A-Za-z0-9_-]{1,64}$/, 'must match [A-Za-z0-9_-]{1,64}')
+      .default('main'),
+    /** Extra instructions appended to the prompt, after the workspace files. */
+    overrides: z.string().max(20_000).optional(),
+    /** Loop mode: most model turns. @defaultValue 10 */
+    maxIterations: z.number().int().min(1).max(50).default(10),
+    /** Task runs: most replans. @defaultValue 2 */
+    maxReplans: z.number().int().min(0).max(10).default(2),
+    input: z.unknown().optional(),
+    /** Run deadline. @defaultValue 600 */
+    timeoutSeconds: z.number().int().positive().max(86_400).default(600),
+    /** Execution budget; unset fields take the deployment's defaults. */
+    budget: Budget.optional(),
+    metadata: z.record(z.string(), z.unknown()).optional(),
+  })
+  .superRefine((r, ctx) => {
+    if ((r.graph === undefined) === (r.task === undefined)) {
+      ctx.addIssue({
+        code: 'custom',
+        path: [r.graph === undefined ? 'graph' : 'task'],
+        message: 'give exactly one of graph and task',
+      });
+    }
+    if (r.mode === 'loop' && r.task === undefined) {
+      ctx.addIssue({ code: 'custom', path: ['mode'], message: 'loop mode needs a task' });
+    }
+  });
 export type RunRequest = z.infer<typeof RunRequest>;

@@ -5,11 +5,12 @@
 import { randomUUID } from 'node:crypto';
 import { Job, type Queue } from 'bullmq';
 import { validateGraph, type GraphLimits, type ValidationIssue } from '../graph/validate.js';
-import type { ExecutableGraph } from '../graph/schema.js';
+import type { ExecutableGraph, Graph } from '../graph/schema.js';
+import { MODEL_VARIABLES } from '../model/model-config.js';
 import { buildTopology } from '../graph/topology.js';
-import { wakeParkedNodes } from '../executor/engine.js';
-import { JOB, nodeJobId, runJobId, type RunJobData } from '../queues/catalog.js';
-import { keepJobs, type JobRetention } from '../queues/retention.js';
+import { enqueueRunRoot, wakeParkedNodes } from '../executor/engine.js';
+import { nodeJobId } from '../queues/catalog.js';
+import type { JobRetention } from '../queues/retention.js';
 import type { RunStore } from '../state/run-store.js';
 import type { ToolRegistry } from '../tools/tool.js';
 import { isTerminal, type Budget, type RunDocument, type RunStatus } from './run-model.js';
@@ -51,22 +52,54 @@ export interface RunServiceDeps {
   readonly defaultBudget: Required<Budget>;
   /** Whether llm nodes, agents and task runs can run here. */
   readonly modelConfigured: boolean;
+  readonly allowedTools: (agentId: string) => ReadonlySet<string>;
 }
 
-const ROOT_JOB_ATTEMPTS = { attempts: 5, backoff: { type: 'exponential', delay: 1000 } } as const;
+/** The graph of a loop-mode run: one agent loop over the task with the agent's tools. */
+export function loopModeGraph(task: string, tools: readonly string[], maxIterations: number): Graph {
+  return {
+    nodes: [
+      {
+        id: 'agent',
+        kind: 'loop',
+        body: { agent: { prompt: task, tools: [...tools] } },
+        maxIterations,
+        intervalMs: 0,
+      },
+    ],
+    edges: [],
+  };
+}
 
 export class RunService {
   constructor(private readonly deps: RunServiceDeps) {}
 
-  /** Validates the whole graph, stores the run and enqueues its root job. Nothing runs if invalid. */
+  /**
+   * Validates the request (a graph whole), stores the run and enqueues its root job. Nothing runs
+   * if anything is invalid. A dag-mode task is stored unplanned; the plan loop plans it.
+   */
   async submit(request: RunRequest, idempotencyKey?: string): Promise<SubmitResult> {
-    const validation = validateGraph(request.graph, {
-      tools: this.deps.tools,
-      limits: this.deps.limits,
-      modelConfigured: this.deps.modelConfigured,
-      input: { value: request.input },
-    });
-    if (!validation.ok) {
+    const allowedTools = this.deps.allowedTools(request.agentId);
+    if (request.task !== undefined && !this.deps.modelConfigured) {
+      throw new GraphRejectedError([
+        { path: 'task', message: `no model is configured: set ${MODEL_VARIABLES}` },
+      ]);
+    }
+    const taskPlansLater = request.task !== undefined && request.mode === 'dag';
+    const graph =
+      request.task !== undefined && request.mode === 'loop'
+        ? loopModeGraph(request.task, [...allowedTools], request.maxIterations)
+        : request.graph;
+    const validation = taskPlansLater
+      ? undefined
+      : validateGraph(graph, {
+          tools: this.deps.tools,
+          limits: this.deps.limits,
+          modelConfigured: this.deps.modelConfigured,
+          allowedTools,
+          input: { value: request.input },
+        });
+    if (validation && !validation.ok) {
       throw new GraphRejectedError(validation.issues.map((i) => ({ ...i, path: join('graph', i.path) })));
     }
     const runId = randomUUID();
@@ -75,18 +108,28 @@ export class RunService {
       if (existing !== null) return this.replay(existing);
     }
     const acceptedAt = new Date().toISOString();
-    const { topology } = validation;
+    const topology = validation?.topology;
     try {
       await this.deps.store.create({
         runId,
-        graph: validation.graph,
-        plan: validation.plan,
+        ...(validation ? { graph: validation.graph, plan: validation.plan } : {}),
+        ...(taskPlansLater
+          ? {
+              task: {
+                task: request.task!,
+                agentId: request.agentId,
+                maxReplans: request.maxReplans,
+                ...(request.overrides ? { overrides: request.overrides } : {}),
+              },
+            }
+          : {}),
+        agentId: request.agentId,
         input: request.input,
         timeoutSeconds: request.timeoutSeconds,
         budget: { ...this.deps.defaultBudget, ...request.budget },
         metadata: request.metadata,
         createdAt: acceptedAt,
-        pending: new Map(topology.ids.map((id) => [id, topology.parents.get(id)?.length ?? 0])),
+        pending: new Map(topology?.ids.map((id) => [id, topology.parents.get(id)?.length ?? 0]) ?? []),
       });
       await this.enqueueRoot(runId, 0);
     } catch (err) {
@@ -112,12 +155,8 @@ export class RunService {
     return { runId, status: doc.status, acceptedAt: doc.createdAt, created: false };
   }
 
-  private async enqueueRoot(runId: string, generation: number): Promise<void> {
-    await this.deps.planQueue.add(JOB.run, { runId, generation, step: 'start' } satisfies RunJobData, {
-      jobId: runJobId(runId, generation),
-      ...ROOT_JOB_ATTEMPTS,
-      ...keepJobs(this.deps.retention),
-    });
+  private enqueueRoot(runId: string, generation: number): Promise<void> {
+    return enqueueRunRoot(this.deps.planQueue, this.deps.retention, runId, generation);
   }
 
   get(runId: string): Promise<RunDocument | null> {

@@ -19,10 +19,30 @@ import {
 import { channels, idempotencyKey, runKeyList, runKeys, type Channels } from './keys.js';
 import { loadScripts, type ScriptRunner } from './scripts.js';
 
+/** What a task run asks for, kept with the run so the plan loop can plan and replan it. */
+export interface TaskSpec {
+  readonly task: string;
+  readonly agentId: string;
+  readonly overrides?: string;
+  readonly maxReplans: number;
+}
+
+/** How a plan was made, recorded with the run so it can be replayed. */
+export interface PlanningRecord {
+  readonly plannerModel: string;
+  readonly promptVersion: string;
+  readonly toolCatalogVersion: string;
+  /** The run generation the plan was made for. */
+  readonly planVersion: number;
+}
+
 export interface NewRun {
   readonly runId: string;
-  readonly graph: Graph;
-  readonly plan: ExecutableGraph;
+  /** Absent for a task run until the plan loop plans it. */
+  readonly graph?: Graph;
+  readonly plan?: ExecutableGraph;
+  readonly task?: TaskSpec;
+  readonly agentId?: string;
   readonly input: unknown;
   readonly timeoutSeconds: number;
   readonly budget: Budget;
@@ -127,8 +147,15 @@ export class RunStore {
     const meta = {
       status: 'queued' satisfies RunStatus,
       createdAt: run.createdAt,
-      graph: JSON.stringify(run.graph),
-      plan: JSON.stringify(run.plan),
+      ...(run.graph && run.plan ? { graph: JSON.stringify(run.graph), plan: JSON.stringify(run.plan) } : {}),
+      ...(run.task
+        ? {
+            task: run.task.task,
+            maxReplans: String(run.task.maxReplans),
+            ...(run.task.overrides ? { overrides: run.task.overrides } : {}),
+          }
+        : {}),
+      agentId: run.task?.agentId ?? run.agentId ?? 'main',
       input: JSON.stringify(run.input ?? null),
       timeoutSeconds: String(run.timeoutSeconds),
       budget: JSON.stringify(run.budget),
@@ -162,6 +189,7 @@ export class RunStore {
     return Number((await this.redis.hget(runKeys(this.options.prefix, runId).meta, 'generation')) ?? 0);
   }
 
+  /** The run's current executable plan, or null when it has none yet (an unplanned task run). */
   async plan(runId: string): Promise<RunPlan | null> {
     const [plan, input, timeoutSeconds] = await this.redis.hmget(
       runKeys(this.options.prefix, runId).meta,
@@ -177,23 +205,106 @@ export class RunStore {
     };
   }
 
-  /** Moves a queued run to running and marks `ready` queued. Returns its status after, or `stale`. */
+  /**
+   * Moves a queued run to running and marks `ready` queued. Returns its status after (or `stale`)
+   * and its deadline, which a replanned run keeps from before.
+   */
   async start(
     runId: string,
     generation: number,
     ready: readonly string[],
     deadlineAt: number,
     now: string,
-  ): Promise<RunStatus | 'stale' | null> {
-    const [status] = (await this.script('start-run-6', this.keys(runId), [
+  ): Promise<{ status: RunStatus | 'stale' | null; deadlineAt: number }> {
+    const [status, deadline] = (await this.script('start-run-6', this.keys(runId), [
       now,
       deadlineAt,
       generation,
       JSON.stringify({ status: 'queued' } satisfies LiveNodeState),
       ...ready,
-    ])) as [string | null];
-    if (status === 'stale') return 'stale';
-    return status ? RunStatus.parse(status) : null;
+    ])) as [string | null, string | undefined];
+    const at = deadline ? Number(deadline) : deadlineAt;
+    if (status === 'stale') return { status: 'stale', deadlineAt: at };
+    return { status: status ? RunStatus.parse(status) : null, deadlineAt: at };
+  }
+
+  /** The task of a task run (null for a fixed graph), and whether it has been planned. */
+  async taskOf(runId: string): Promise<(TaskSpec & { planned: boolean; replanRequest: unknown }) | null> {
+    const [task, agentId, overrides, maxReplans, plan, replan] = await this.redis.hmget(
+      runKeys(this.options.prefix, runId).meta,
+      'task',
+      'agentId',
+      'overrides',
+      'maxReplans',
+      'plan',
+      'replan',
+    );
+    if (task === null || task === undefined) return null;
+    return {
+      task,
+      agentId: agentId ?? 'main',
+      ...(overrides ? { overrides } : {}),
+      maxReplans: Number(maxReplans ?? 0),
+      planned: plan !== null,
+      replanRequest: parseJson(replan),
+    };
+  }
+
+  /** Stores a task run's first plan; false when it already has one. */
+  async setPlan(
+    runId: string,
+    plan: { graph: Graph; plan: ExecutableGraph; pending: ReadonlyMap<string, number> },
+    planning: PlanningRecord,
+    charge: UsageCharge,
+  ): Promise<boolean> {
+    const stored = await this.script('set-plan-6', this.keys(runId), [
+      JSON.stringify(plan.graph),
+      JSON.stringify(plan.plan),
+      JSON.stringify(Object.fromEntries([...plan.pending].filter(([, n]) => n > 0))),
+      JSON.stringify(planning),
+      chargeJson(charge),
+      JSON.stringify({ ...planning, nodes: plan.plan.nodes.length }),
+    ]);
+    return stored === 1;
+  }
+
+  /** Charges usage that belongs to no node, with an optional event. */
+  async charge(runId: string, charge: UsageCharge, event?: { type: string; data: unknown }): Promise<void> {
+    await this.script('charge-6', this.keys(runId), [
+      chargeJson(charge),
+      event?.type ?? '',
+      event ? JSON.stringify(event.data) : '',
+    ]);
+  }
+
+  /** Hands a running task run back to the plan loop; false when it cannot be replanned. */
+  async requestReplan(runId: string, failure: RunError, generation: number): Promise<boolean> {
+    const requested = await this.script('request-replan-6', this.keys(runId), [
+      JSON.stringify(failure),
+      generation,
+    ]);
+    return requested === 1;
+  }
+
+  /** Installs a new plan after a requested replan. Returns the new generation, or 0. */
+  async replan(
+    runId: string,
+    generation: number,
+    plan: { graph: Graph; plan: ExecutableGraph; pending: ReadonlyMap<string, number> },
+    planning: PlanningRecord,
+    charge: UsageCharge,
+    drop: readonly string[],
+  ): Promise<number> {
+    return (await this.script('replan-6', this.keys(runId), [
+      JSON.stringify(plan.graph),
+      JSON.stringify(plan.plan),
+      JSON.stringify(Object.fromEntries([...plan.pending].filter(([, n]) => n > 0))),
+      JSON.stringify(planning),
+      chargeJson(charge),
+      JSON.stringify({ ...planning, nodes: plan.plan.nodes.length }),
+      generation,
+      ...drop,
+    ])) as number;
   }
 
   async beginNode(
@@ -482,7 +593,7 @@ export class RunStore {
       return v as Record<string, string>;
     }) as [Record<string, string>, Record<string, string>, Record<string, string>, Record<string, string>];
     if (!meta.status) return null;
-    const plan = parseJson(meta.plan) as ExecutableGraph;
+    const plan = (parseJson(meta.plan) as ExecutableGraph | null) ?? { nodes: [], edges: [] };
     const nodes: Record<string, NodeView> = {};
     for (const node of plan.nodes) {
       const snapshot = snapshots[node.id];
@@ -500,7 +611,11 @@ export class RunStore {
       createdAt: meta.createdAt ?? '',
       startedAt: meta.startedAt ?? null,
       finishedAt: meta.finishedAt ?? null,
-      graph: parseJson(meta.graph) as Graph,
+      graph: parseJson(meta.graph) as Graph | null,
+      task: meta.task ?? null,
+      agentId: meta.agentId ?? 'main',
+      planning: parseJson(meta.planning) as PlanningRecord | null,
+      replans: Number(meta.replans ?? 0),
       input: parseJson(meta.input),
       timeoutSeconds: Number(meta.timeoutSeconds),
       budget: Budget.parse(parseJson(meta.budget) ?? {}),

@@ -20,6 +20,10 @@ const SCRIPTS = [
   'wait-state-6',
   'add-child-6',
   'append-event-6',
+  'set-plan-6',
+  'charge-6',
+  'request-replan-6',
+  'replan-6',
 ] as const;
 export type ScriptName = (typeof SCRIPTS)[number];
 

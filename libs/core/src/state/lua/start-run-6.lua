@@ -3,17 +3,19 @@
   ARGV[1] now (ISO), ARGV[2] deadline (epoch ms), ARGV[3] generation of the root job,
   ARGV[4] live JSON for a queued node, ARGV[5..] ready node ids
   Returns { status after the call, or 'stale' when the root job belongs to an older generation,
-  or false when the run does not exist }.
+  or false when the run does not exist; deadline (epoch ms) }.
 ]]
 local status = redis.call('HGET', KEYS[1], 'status')
 if not status then return { false } end
 if tonumber(ARGV[3]) ~= generation() then return { 'stale' } end
 if status ~= 'queued' then return { status } end
-redis.call('HSET', KEYS[1], 'status', 'running', 'deadlineAt', ARGV[2])
+redis.call('HSET', KEYS[1], 'status', 'running')
+-- A replanned run keeps its deadline; a new or resumed one gets one now.
+redis.call('HSETNX', KEYS[1], 'deadlineAt', ARGV[2])
 redis.call('HSETNX', KEYS[1], 'startedAt', ARGV[1])
 emit('run.started', '', '{"generation":' .. ARGV[3] .. '}')
 for i = 5, #ARGV do
   redis.call('HSET', KEYS[4], ARGV[i], ARGV[4])
   emit('node.queued', ARGV[i], '')
 end
-return { 'running' }
+return { 'running', redis.call('HGET', KEYS[1], 'deadlineAt') }

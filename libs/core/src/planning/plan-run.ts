@@ -1,0 +1,60 @@
+/**
+ * The plan loop's work on one task run: plan it (the first time) or replan it (after a node
+ * handed it back), with the prompt assembled from the agent's catalog and workspace.
+ */
+import type { PlanningDeps } from '../executor/engine.js';
+import { truncate } from '../model/prompt-render.js';
+import type { NodeSnapshot } from '../runs/run-model.js';
+import type { PlanningRecord, TaskSpec } from '../state/run-store.js';
+import { PLANNER_PROMPT_VERSION } from './planner-prompt.js';
+import { planTask, type PlanOutcome } from './planner.js';
+import { toolCatalog } from './tool-catalog.js';
+import { PLANNER_FILES, readWorkspace } from './workspace.js';
+
+/** How much of each completed node's output the replanner sees. */
+const SUMMARY_CHARS = 2000;
+
+export async function planRun(
+  deps: PlanningDeps,
+  task: TaskSpec,
+  input: unknown,
+  planVersion: number,
+  replan?: { snapshots: ReadonlyMap<string, NodeSnapshot>; failure: string },
+): Promise<{ outcome: PlanOutcome; planning: PlanningRecord } | { error: string }> {
+  if (!deps.model) return { error: 'no model is configured' };
+  const allowed = deps.allowedTools(task.agentId);
+  const catalog = toolCatalog(deps.tools, allowed);
+  const workspace = await readWorkspace(
+    deps.workspaceDir,
+    task.agentId,
+    PLANNER_FILES,
+    deps.workspaceFileChars,
+  );
+  const completed = replan
+    ? Object.fromEntries(
+        [...replan.snapshots]
+          .filter(([, s]) => s.status === 'succeeded')
+          .map(([id, s]) => [id, truncate(JSON.stringify(s.output ?? null), SUMMARY_CHARS)]),
+      )
+    : undefined;
+  const outcome = await planTask(
+    { model: deps.model, tools: deps.tools, limits: deps.limits, allowedTools: allowed },
+    {
+      task: task.task,
+      catalog,
+      workspace,
+      ...(task.overrides ? { overrides: task.overrides } : {}),
+      ...(replan && completed ? { replan: { completed, failure: replan.failure } } : {}),
+    },
+    input,
+  );
+  return {
+    outcome,
+    planning: {
+      plannerModel: outcome.model,
+      promptVersion: PLANNER_PROMPT_VERSION,
+      toolCatalogVersion: catalog.version,
+      planVersion,
+    },
+  };
+}

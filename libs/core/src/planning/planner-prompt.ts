@@ -1,0 +1,63 @@
+/**
+ * The planner's prompt, assembled in one fixed order: base rules → tool catalog → workspace files
+ * → runtime overrides → (when replanning) what already happened. Pure; its version is recorded
+ * with every plan so a run can be replayed with the prompt it was planned with.
+ */
+import type { ChatMessage } from '../model/model-client.js';
+import type { ToolCatalog } from './tool-catalog.js';
+import type { WorkspaceFile } from './workspace.js';
+
+export const PLANNER_PROMPT_VERSION = 'planner-v1';
+
+const BASE = `You plan tasks for Tetraloop, a runtime that executes a plan as a directed acyclic graph.
+Answer with one JSON object {"nodes": [...], "edges": [[from, to], ...]} and nothing else.
+Rules:
+- Node ids match [A-Za-z0-9_-]{1,64} and are unique. "input" is reserved.
+- A "tool" node: {"id", "kind": "tool", "tool": <a tool from the catalog>, "args": {...}} — args must fit the tool's schema.
+- An "llm" node: {"id", "kind": "llm", "prompt": "..."} (optional "system"); it sees only what its prompt references.
+- A node reads another node's result with {"$ref": "<id>.output.<path>"} as a whole value, or "{{<id>.output.<path>}}" inside a string, and the run input with "input.<path>".
+- A node may only reference nodes it depends on (directly or through other nodes), and every dependency is an edge.
+- No cycles. Independent steps must not depend on each other, so they run in parallel.
+- Use only the tools in the catalog.`;
+
+export interface PlannerPromptInput {
+  readonly task: string;
+  readonly catalog: ToolCatalog;
+  readonly workspace: readonly WorkspaceFile[];
+  readonly overrides?: string;
+  /** When replanning: the nodes that completed (their outputs, summarised) and what failed. */
+  readonly replan?: { readonly completed: Record<string, string>; readonly failure: string };
+}
+
+export function plannerMessages(input: PlannerPromptInput): ChatMessage[] {
+  const sections = [
+    BASE,
+    `Tool catalog (JSON schema of each tool's args):\n${JSON.stringify(
+      input.catalog.tools.map((t) => ({ name: t.name, description: t.description, args: t.parameters })),
+    )}`,
+    ...input.workspace.map((f) => `## ${f.name}\n${f.content}`),
+    ...(input.overrides ? [`## Runtime overrides\n${input.overrides}`] : []),
+  ];
+  const user = input.replan
+    ? [
+        `Task: ${input.task}`,
+        `The previous plan stopped: ${input.replan.failure}`,
+        `These nodes completed; a node of the new plan with the same id and definition reuses its result:\n${JSON.stringify(input.replan.completed)}`,
+        'Return a graph for the remaining work.',
+      ].join('\n\n')
+    : `Task: ${input.task}`;
+  return [
+    { role: 'system', content: sections.join('\n\n') },
+    { role: 'user', content: user },
+  ];
+}
+
+/** The message asking the planner to repair a rejected graph. */
+export function repairMessage(issues: readonly { path: string; message: string }[]): ChatMessage {
+  return {
+    role: 'user',
+    content: `The graph was rejected. Fix every problem and answer with the whole corrected graph:\n${issues
+      .map((i) => `- ${i.path || '(graph)'}: ${i.message}`)
+      .join('\n')}`,
+  };
+}

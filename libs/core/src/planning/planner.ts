@@ -1,0 +1,102 @@
+/**
+ * Plans a task into a graph with one model call (structured output), checks it with the same
+ * static validation as a fixed graph, and asks once for a repair if it fails. Nothing runs from
+ * an invalid plan.
+ */
+import { z } from 'zod';
+import { validateGraph, type GraphLimits, type ValidationIssue } from '../graph/validate.js';
+import type { ExecutableGraph, Graph } from '../graph/schema.js';
+import type { Topology } from '../graph/topology.js';
+import type { ChatMessage, ModelClient, ModelUsage } from '../model/model-client.js';
+import type { ToolRegistry } from '../tools/tool.js';
+import { plannerMessages, repairMessage, type PlannerPromptInput } from './planner-prompt.js';
+
+/** What the planner may answer: tool and llm nodes. Sent as the structured-output schema. */
+const PlannedNode = z.union([
+  z.object({
+    id: z.string(),
+    kind: z.literal('tool'),
+    tool: z.string(),
+    args: z.record(z.string(), z.unknown()),
+  }),
+  z.object({ id: z.string(), kind: z.literal('llm'), prompt: z.string(), system: z.string().optional() }),
+]);
+const PlannedGraph = z.object({
+  nodes: z.array(PlannedNode),
+  edges: z.array(z.tuple([z.string(), z.string()])),
+});
+export const PLANNER_SCHEMA = z.toJSONSchema(PlannedGraph, { unrepresentable: 'any' }) as Record<
+  string,
+  unknown
+>;
+
+export interface PlannerDeps {
+  readonly model: ModelClient;
+  readonly tools: ToolRegistry;
+  readonly limits: GraphLimits;
+  readonly allowedTools: ReadonlySet<string>;
+}
+
+export type PlanOutcome =
+  | {
+      ok: true;
+      graph: Graph;
+      plan: ExecutableGraph;
+      topology: Topology;
+      usage: ModelUsage;
+      calls: number;
+      model: string;
+    }
+  | { ok: false; issues: readonly ValidationIssue[]; usage: ModelUsage; calls: number; model: string };
+
+export async function planTask(
+  deps: PlannerDeps,
+  prompt: PlannerPromptInput,
+  runInput: unknown,
+): Promise<PlanOutcome> {
+  const messages = plannerMessages(prompt);
+  const usage: ModelUsage = { promptTokens: 0, completionTokens: 0 };
+  let calls = 0;
+  const model = deps.model.config.plannerModel;
+  let issues: readonly ValidationIssue[] = [];
+  // One plan, and at most one repair of it.
+  for (let round = 0; round < 2; round++) {
+    const answer = await deps.model.chat({
+      model,
+      messages,
+      schema: { name: 'graph', schema: PLANNER_SCHEMA },
+      retries: deps.model.config.maxRetries,
+    });
+    usage.promptTokens += answer.usage.promptTokens;
+    usage.completionTokens += answer.usage.completionTokens;
+    calls += answer.calls;
+    let raw: unknown;
+    try {
+      raw = JSON.parse(answer.text) as unknown;
+    } catch {
+      raw = undefined;
+    }
+    const result =
+      raw === undefined
+        ? { ok: false as const, issues: [{ path: '', message: 'the answer is not JSON' }] }
+        : validateGraph(raw, {
+            tools: deps.tools,
+            limits: deps.limits,
+            allowedTools: deps.allowedTools,
+            input: { value: runInput },
+          });
+    if (result.ok)
+      return {
+        ok: true,
+        graph: result.graph,
+        plan: result.plan,
+        topology: result.topology,
+        usage,
+        calls,
+        model,
+      };
+    issues = result.issues;
+    messages.push({ role: 'assistant', content: answer.text } satisfies ChatMessage, repairMessage(issues));
+  }
+  return { ok: false, issues, usage, calls, model };
+}

@@ -1,0 +1,42 @@
+/**
+ * An agent's workspace: bootstrap files in a directory of its own, read in a fixed order, each
+ * capped (head and tail kept) so one long file cannot crowd out the others. Missing files are
+ * skipped.
+ */
+import { readFile } from 'node:fs/promises';
+import { join } from 'node:path';
+
+export interface WorkspaceFile {
+  readonly name: string;
+  readonly content: string;
+}
+
+/** Files the planner reads, in this order. */
+export const PLANNER_FILES = ['AGENTS.md', 'TOOLS.md', 'USER.md', 'MEMORY.md'] as const;
+
+/** Keeps the head and the tail of `text` within `maxChars`, with a marker where the middle was. */
+export function capHeadTail(text: string, maxChars: number): string {
+  if (text.length <= maxChars) return text;
+  const marker = `\n…[${text.length - maxChars} chars omitted]…\n`;
+  const keep = Math.max(0, maxChars - marker.length);
+  const head = Math.ceil(keep * 0.7);
+  return text.slice(0, head) + marker + text.slice(text.length - (keep - head));
+}
+
+export async function readWorkspace(
+  dir: string,
+  agentId: string,
+  files: readonly string[],
+  maxChars: number,
+): Promise<WorkspaceFile[]> {
+  const found: WorkspaceFile[] = [];
+  for (const name of files) {
+    try {
+      const content = await readFile(join(dir, agentId, name), 'utf8');
+      found.push({ name, content: capHeadTail(content, maxChars) });
+    } catch {
+      // A missing file is simply not part of the prompt.
+    }
+  }
+  return found;
+}
