@@ -280,7 +280,8 @@ function chargeOf(node: ExecutableNode, snapshot: NodeSnapshot): UsageCharge {
   const last = snapshot.attempts.at(-1);
   return {
     ...(node.kind === 'tool' && last ? { toolTimeMs: last.durationMs } : {}),
-    ...(snapshot.usage
+    // Loop bodies charge each iteration as it happens; only llm nodes are charged here.
+    ...(node.kind === 'llm' && snapshot.usage
       ? {
           promptTokens: snapshot.usage.promptTokens,
           completionTokens: snapshot.usage.completionTokens,

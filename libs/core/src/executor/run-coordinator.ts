@@ -170,7 +170,7 @@ async function replanIfRequested(engine: Engine, plan: CompiledPlan, generation:
   const snapshots = await store.snapshots(plan.runId);
   const result = await planRun(engine.planning, task, plan.input, generation + 1, {
     snapshots,
-    failure: failure.message,
+    failure: `${failure.cause?.code ?? failure.code}: ${failure.message}`,
   });
   if ('error' in result || !result.outcome.ok) {
     if (!('error' in result)) {

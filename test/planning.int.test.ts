@@ -1,0 +1,338 @@
+/**
+ * The plan loop and model nodes against a scripted OpenAI-compatible server, through the real
+ * `openai` SDK: planning with structured output, repair, rejection, minimal context, usage,
+ * replanning, stale jobs, and the classic loop.
+ */
+import { Queue, QueueEvents } from 'bullmq';
+import { Redis } from 'ioredis';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { nodeJobId, type RunDocument } from '@tetraloop/core';
+import {
+  startModelServer,
+  type ChatRequest,
+  type ModelServer,
+  type ScriptedReply,
+} from './support/model-server.js';
+import { postRun, readEvents, runToEnd, startStack, type Stack } from './support/stack.js';
+import { startToolServer, type ToolServer } from './support/tool-server.js';
+
+let stack: Stack;
+let model: ModelServer;
+let server: ToolServer;
+
+/** Answers planner calls (they ask for structured output named "graph") with `plan`, the rest with `other`. */
+let planner: (request: ChatRequest, index: number) => ScriptedReply = () => ({ content: '{}' });
+let other: (request: ChatRequest) => ScriptedReply = () => ({ content: 'ok' });
+const isPlannerCall = (r: ChatRequest): boolean =>
+  (r.response_format as { json_schema?: { name?: string } } | undefined)?.json_schema?.name === 'graph';
+
+beforeAll(async () => {
+  server = await startToolServer();
+  let plannerCalls = 0;
+  model = await startModelServer({
+    script: (request) => (isPlannerCall(request) ? planner(request, plannerCalls++) : other(request)),
+  });
+  stack = await startStack({
+    env: {
+      OPENAI_BASE_URL: model.url,
+      TETRALOOP_MODEL: 'scripted-node',
+      TETRALOOP_PLANNER_MODEL: 'scripted-planner',
+      TETRALOOP_MODEL_MAX_RETRIES: '0',
+      TETRALOOP_AGENT_TOOLS: JSON.stringify({ restricted: ['json'] }),
+    },
+  });
+});
+afterAll(async () => {
+  await stack?.close();
+  await model?.close();
+  await server?.close();
+});
+
+const fetchNode = (id: string) => ({
+  id,
+  kind: 'tool',
+  tool: 'http',
+  args: { url: `${server.url}/work?node=${id}&ms=1` },
+});
+const planReply = (graph: unknown): ScriptedReply => ({
+  content: JSON.stringify(graph),
+  usage: { promptTokens: 100, completionTokens: 50 },
+});
+const requestsSince = (n: number): ChatRequest[] => model.requests.slice(n);
+
+describe('planning a task', () => {
+  it('asks the planner once for a graph through structured output and runs it', async () => {
+    const before = model.requests.length;
+    planner = () =>
+      planReply({
+        nodes: [
+          fetchNode('p-a'),
+          fetchNode('p-b'),
+          {
+            id: 'p-join',
+            kind: 'tool',
+            tool: 'json',
+            args: { value: ['{{p-a.output.body.node}}', '{{p-b.output.body.node}}'] },
+          },
+        ],
+        edges: [
+          ['p-a', 'p-join'],
+          ['p-b', 'p-join'],
+        ],
+      });
+    const doc = await runToEnd(stack.url, { task: 'fetch a and b, then join them' });
+    expect(doc.status).toBe('succeeded');
+    expect(doc.output).toEqual({ 'p-join': ['p-a', 'p-b'] });
+    const calls = requestsSince(before);
+    expect(calls).toHaveLength(1);
+    expect(calls[0]!.model).toBe('scripted-planner');
+    expect(calls[0]!.response_format).toMatchObject({ type: 'json_schema', json_schema: { name: 'graph' } });
+    // The prompt carries the rules and the tool catalog with each tool's JSON schema, in that order.
+    const system = calls[0]!.messages[0]!.content!;
+    expect(system.indexOf('You plan tasks')).toBeLessThan(system.indexOf('Tool catalog'));
+    expect(system).toContain('"name":"http"');
+    expect(calls[0]!.messages[1]!.content).toBe('Task: fetch a and b, then join them');
+    expect(doc.planning).toMatchObject({
+      plannerModel: 'scripted-planner',
+      promptVersion: 'planner-v1',
+      planVersion: 0,
+    });
+    expect(doc.planning?.toolCatalogVersion).toMatch(/^[0-9a-f]{12}$/);
+    expect(doc.task).toBe('fetch a and b, then join them');
+    expect(doc.usage).toMatchObject({
+      promptTokens: 100,
+      completionTokens: 50,
+      totalTokens: 150,
+      modelCalls: 1,
+    });
+    const events = await readEvents(stack.url, doc.runId);
+    expect(events.map((e) => e.event)).toContain('plan');
+  });
+
+  it('repairs a rejected plan once, sending the validation errors back', async () => {
+    const before = model.requests.length;
+    let round = 0;
+    planner = () =>
+      round++ === 0
+        ? planReply({ nodes: [{ id: 'r-a', kind: 'tool', tool: 'teleport', args: {} }], edges: [] })
+        : planReply({ nodes: [fetchNode('r-a')], edges: [] });
+    const doc = await runToEnd(stack.url, { task: 'repair me' });
+    expect(doc.status).toBe('succeeded');
+    const calls = requestsSince(before);
+    expect(calls).toHaveLength(2);
+    const repair = calls[1]!.messages.at(-1)!.content!;
+    expect(repair).toContain('nodes.0.tool: unknown tool "teleport"');
+    expect(doc.usage.modelCalls).toBe(2);
+  });
+
+  it('rejects a plan whole when it needs a tool outside the agent allowlist: nothing runs', async () => {
+    const hitsBefore = server.hits.length;
+    planner = () =>
+      planReply({
+        nodes: [fetchNode('x-a'), { id: 'x-b', kind: 'tool', tool: 'json', args: { value: 1 } }],
+        edges: [],
+      });
+    const doc = await runToEnd(stack.url, { task: 'use http', agentId: 'restricted' });
+    expect(doc.status).toBe('failed');
+    expect(doc.error).toMatchObject({
+      code: 'plan_rejected',
+      issues: [{ path: 'nodes.0.tool', message: 'tool "http" is not allowed for this agent' }],
+    });
+    expect(doc.graph).toBeNull();
+    expect(server.hits.length).toBe(hitsBefore);
+  });
+});
+
+describe('llm nodes', () => {
+  it('see only the outputs they reference, and report their usage', async () => {
+    const before = model.requests.length;
+    other = () => ({ content: 'summary of A', usage: { promptTokens: 40, completionTokens: 10 } });
+    const doc = await runToEnd(stack.url, {
+      input: { secret: 'RUN-INPUT' },
+      graph: {
+        nodes: [
+          { id: 'a', kind: 'tool', tool: 'json', args: { value: 'OUTPUT-OF-A' } },
+          { id: 'b', kind: 'tool', tool: 'json', args: { value: 'OUTPUT-OF-B' } },
+          { id: 'sum', kind: 'llm', system: 'Be brief.', prompt: 'Summarise: {{a.output}}' },
+        ],
+        edges: [
+          ['a', 'sum'],
+          ['b', 'sum'],
+        ],
+      },
+    });
+    expect(doc.status).toBe('succeeded');
+    const [call] = requestsSince(before);
+    expect(call!.model).toBe('scripted-node');
+    expect(call!.messages).toEqual([
+      { role: 'system', content: 'Be brief.' },
+      { role: 'user', content: 'Summarise: OUTPUT-OF-A' },
+    ]);
+    expect(JSON.stringify(call)).not.toContain('OUTPUT-OF-B');
+    expect(JSON.stringify(call)).not.toContain('RUN-INPUT');
+    expect(doc.nodes.sum).toMatchObject({
+      status: 'succeeded',
+      output: { text: 'summary of A' },
+      usage: { promptTokens: 40, completionTokens: 10, totalTokens: 50, modelCalls: 1 },
+    });
+    expect(doc.usage).toMatchObject({
+      promptTokens: 40,
+      completionTokens: 10,
+      totalTokens: 50,
+      modelCalls: 1,
+    });
+    const events = await readEvents(stack.url, doc.runId);
+    const text = events
+      .filter((e) => e.event === 'assistant.delta')
+      .map((e) => (e.data.data as { text: string }).text);
+    expect(text.join('')).toBe('summary of A');
+    expect(events.find((e) => e.event === 'usage')?.data.data).toMatchObject({
+      model: 'scripted-node',
+      promptTokens: 40,
+    });
+  });
+
+  it('cut large inputs to the configured budget with a marker', async () => {
+    const before = model.requests.length;
+    other = () => ({ content: 'ok' });
+    await runToEnd(stack.url, {
+      graph: {
+        nodes: [
+          { id: 'big', kind: 'tool', tool: 'json', args: { value: 'x'.repeat(20_000) } },
+          { id: 'read', kind: 'llm', prompt: '{{big.output}}' },
+        ],
+        edges: [['big', 'read']],
+      },
+    });
+    const content = requestsSince(before)[0]!.messages[0]!.content!;
+    expect(content).toBe(`${'x'.repeat(8000)}…[truncated 12000 chars]`);
+  });
+
+  it('validate structured answers against their schema', async () => {
+    other = (r) => ({ content: r.messages[0]!.content!.includes('good') ? '{"n": 3}' : '{"n": "three"}' });
+    const schema = { type: 'object', properties: { n: { type: 'number' } }, required: ['n'] };
+    const good = await runToEnd(stack.url, {
+      graph: { nodes: [{ id: 's', kind: 'llm', prompt: 'good', schema }] },
+    });
+    expect(good.output).toEqual({ s: { n: 3 } });
+    const bad = await runToEnd(stack.url, {
+      graph: { nodes: [{ id: 's', kind: 'llm', prompt: 'bad', schema }] },
+    });
+    expect(bad.nodes.s).toMatchObject({ status: 'failed', error: { code: 'validation' } });
+  });
+
+  it('retry a 429 from the model with the harness backoff', async () => {
+    let calls = 0;
+    other = () =>
+      calls++ === 0
+        ? { status: 429, headers: { 'retry-after': '0' }, error: { message: 'slow down' } }
+        : { content: 'fine' };
+    const doc = await runToEnd(stack.url, { graph: { nodes: [{ id: 'r', kind: 'llm', prompt: 'hi' }] } });
+    expect(doc.status).toBe('succeeded');
+    expect(doc.nodes.r!.attempts.map((a) => a.error?.code ?? 'ok')).toEqual(['rate_limited', 'ok']);
+  });
+});
+
+describe('replanning', () => {
+  it('replans after a budget_exhausted node, keeping completed snapshots, and discards stale jobs', async () => {
+    const before = model.requests.length;
+    planner = (request) =>
+      request.messages.at(-1)!.content!.includes('The previous plan stopped')
+        ? planReply({
+            nodes: [
+              fetchNode('rp-a'),
+              fetchNode('rp-b'),
+              { id: 'rp-c2', kind: 'tool', tool: 'json', args: { value: 'done' } },
+            ],
+            edges: [
+              ['rp-a', 'rp-b'],
+              ['rp-b', 'rp-c2'],
+            ],
+          })
+        : planReply({
+            nodes: [fetchNode('rp-a'), fetchNode('rp-b'), fetchNode('rp-c')],
+            edges: [
+              ['rp-a', 'rp-b'],
+              ['rp-b', 'rp-c'],
+            ],
+          });
+    const doc = await runToEnd(stack.url, { task: 'three steps', budget: { toolCalls: 2 } });
+    expect(doc.status).toBe('succeeded');
+    expect(doc.generation).toBe(1);
+    expect(doc.replans).toBe(1);
+    expect(doc.planning).toMatchObject({ planVersion: 1 });
+    expect(doc.output).toEqual({ 'rp-c2': 'done' });
+    // The completed nodes were reused, not run again; the exhausted one was replaced.
+    expect(server.hitsOf('rp-a')).toHaveLength(1);
+    expect(server.hitsOf('rp-b')).toHaveLength(1);
+    expect(server.hitsOf('rp-c')).toHaveLength(0);
+    const replanCall = requestsSince(before).filter(isPlannerCall)[1]!;
+    expect(replanCall.messages.at(-1)!.content).toContain('budget');
+    expect(replanCall.messages.at(-1)!.content).toContain('"rp-a"');
+
+    // A node job of the old plan version that turns up late is discarded, not executed.
+    const redis = new Redis(stack.env.REDIS_URL!, { maxRetriesPerRequest: null });
+    const tool = new Queue('tool', { connection: redis, prefix: stack.prefix });
+    const events = new QueueEvents('tool', { connection: redis.duplicate(), prefix: stack.prefix });
+    await events.waitUntilReady();
+    const late = await tool.add(
+      'node',
+      { runId: doc.runId, nodeId: 'rp-c', generation: 0 },
+      { jobId: `${nodeJobId(doc.runId, 'rp-c')}-late` },
+    );
+    expect(await late.waitUntilFinished(events, 10_000)).toEqual({ status: 'stale' });
+    expect(server.hitsOf('rp-c')).toHaveLength(0);
+    await events.close();
+    await tool.close();
+    redis.disconnect();
+  });
+});
+
+describe('the classic loop', () => {
+  it('stops at maxIterations when the model keeps calling tools', async () => {
+    const before = model.requests.length;
+    other = () => ({ content: '', toolCalls: [{ name: 'json', arguments: { value: 'again' } }] });
+    const doc = await runToEnd(stack.url, { task: 'never finish', mode: 'loop', maxIterations: 3 });
+    expect(doc.status).toBe('succeeded');
+    expect(doc.nodes.agent).toMatchObject({ output: { iterations: 3, stoppedBy: 'maxIterations' } });
+    const calls = requestsSince(before);
+    expect(calls).toHaveLength(3);
+    // Each turn resends the whole conversation: the context grows.
+    expect(calls[2]!.messages.length).toBeGreaterThan(calls[0]!.messages.length);
+    expect(calls[0]!.tools).toBeDefined();
+  });
+
+  it('ends when the model answers without a tool call', async () => {
+    other = (r) =>
+      r.messages.some((m) => m.role === 'tool')
+        ? { content: 'the answer is 42' }
+        : { content: '', toolCalls: [{ name: 'json', arguments: { value: 42 } }] };
+    const doc = (await runToEnd(stack.url, { task: 'find the answer', mode: 'loop' })) as RunDocument;
+    expect(doc.nodes.agent).toMatchObject({
+      output: { text: 'the answer is 42', iterations: 2, stoppedBy: 'final' },
+    });
+    expect(doc.usage.modelCalls).toBe(2);
+    expect(doc.usage.toolCalls).toBe(1);
+  });
+});
+
+describe('without a model', () => {
+  it('refuses task runs and llm nodes at validation, naming the variables to set', async () => {
+    const bare = await startStack({ pools: [] });
+    try {
+      const task = await postRun(bare.url, { task: 'anything' });
+      expect(task.status).toBe(400);
+      expect(JSON.stringify(task.body)).toContain('OPENAI_API_KEY');
+      const llm = await postRun(bare.url, { graph: { nodes: [{ id: 'l', kind: 'llm', prompt: 'hi' }] } });
+      expect(llm.status).toBe(400);
+      expect(llm.body).toMatchObject({ error: { issues: [{ path: 'graph.nodes.0.kind' }] } });
+      // Fixed graphs without model nodes are still accepted.
+      const plain = await postRun(bare.url, {
+        graph: { nodes: [{ id: 'j', kind: 'tool', tool: 'json', args: { value: 1 } }] },
+      });
+      expect(plain.status).toBe(202);
+    } finally {
+      await bare.close();
+    }
+  });
+});
