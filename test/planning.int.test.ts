@@ -6,7 +6,7 @@
 import { Queue, QueueEvents } from 'bullmq';
 import { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { nodeJobId, type RunDocument } from '@tetraloop/core';
+import { nodeJobId } from '@tetraloop/core';
 import {
   startModelServer,
   type ChatRequest,
@@ -307,7 +307,7 @@ describe('the classic loop', () => {
       r.messages.some((m) => m.role === 'tool')
         ? { content: 'the answer is 42' }
         : { content: '', toolCalls: [{ name: 'json', arguments: { value: 42 } }] };
-    const doc = (await runToEnd(stack.url, { task: 'find the answer', mode: 'loop' })) as RunDocument;
+    const doc = await runToEnd(stack.url, { task: 'find the answer', mode: 'loop' });
     expect(doc.nodes.agent).toMatchObject({
       output: { text: 'the answer is 42', iterations: 2, stoppedBy: 'final' },
     });
