@@ -2,7 +2,8 @@
  * A loopback HTTP server for tool nodes to call. Records every hit with its interval and
  * idempotency key, so tests can check structure (who ran, how often, what overlapped).
  *
- *   GET /work?node=a&ms=100        answers {node} after ms
+ *   GET /work?node=a&ms=100[&bytes=2000]
+ *                                  answers {node, ms[, data]} after ms; `bytes` pads the body with data
  *   GET /status/:code?node=a       answers with that status
  *   GET /hang?node=a               never answers (until the client goes away)
  *   GET /flaky?node=a&fail=2&status=503[&retryAfter=2]
@@ -52,10 +53,13 @@ export async function startToolServer(): Promise<ToolServer> {
       res.writeHead(status, { 'content-type': 'application/json' }).end(JSON.stringify(body));
     };
     if (url.pathname === '/work') {
-      setTimeout(
-        () => reply(200, { node, ms: Number(url.searchParams.get('ms') ?? 0) }),
-        Number(url.searchParams.get('ms') ?? 0),
-      );
+      const bytes = Number(url.searchParams.get('bytes') ?? 0);
+      const body = {
+        node,
+        ms: Number(url.searchParams.get('ms') ?? 0),
+        ...(bytes > 0 ? { data: filler(node, bytes) } : {}),
+      };
+      setTimeout(() => reply(200, body), Number(url.searchParams.get('ms') ?? 0));
     } else if (url.pathname.startsWith('/status/')) {
       reply(Number(url.pathname.slice('/status/'.length)), { node });
     } else if (url.pathname === '/flaky') {
@@ -105,6 +109,15 @@ export async function startToolServer(): Promise<ToolServer> {
       await new Promise<void>((resolve) => server.close(() => resolve()));
     },
   };
+}
+
+/** Deterministic text of `bytes` characters, like a page of records. */
+function filler(seed: string, bytes: number): string {
+  const words = ['revenue', 'region', 'quarter', 'units', 'growth', 'margin', 'churn', 'review'];
+  let out = '';
+  for (let i = 0; out.length < bytes; i++)
+    out += `${words[(i + seed.length) % words.length]}=${(i * 37) % 1000} `;
+  return out.slice(0, bytes);
 }
 
 /** Two closed intervals overlap. */
