@@ -16,6 +16,7 @@ import {
   executeNodeJob,
   allowedToolsOf,
   executePlanJob,
+  loadPlugins,
   isModelConfigured,
   modelConfigOf,
   ModelClient,
@@ -74,6 +75,14 @@ export async function startPools(env: WorkerEnv, options: StartPoolsOptions): Pr
   const aborts = await RunAborts.listen(subscriber, store.channels.abort);
 
   const tools = builtinTools({ egress: parseAllowHosts(env.TETRALOOP_HTTP_ALLOW_HOSTS) });
+  const registry =
+    options.hooks?.registry ??
+    (await loadPlugins(
+      env.TETRALOOP_PLUGINS,
+      process.env,
+      createLogger({ level: env.LOG_LEVEL, layer: 'tool' }),
+    ));
+  const hooks = { ...options.hooks, registry };
   const modelConfig = modelConfigOf(env);
   const model = isModelConfigured(modelConfig) ? new ModelClient(modelConfig, backoff) : undefined;
   const engineFor = (layer: Pool): Engine => ({
@@ -85,7 +94,7 @@ export async function startPools(env: WorkerEnv, options: StartPoolsOptions): Pr
     retries,
     backoff,
     maxNodeExecutions: env.TETRALOOP_MAX_NODE_EXECUTIONS,
-    hooks: options.hooks ?? {},
+    hooks,
     planning: {
       ...(model ? { model } : {}),
       tools,

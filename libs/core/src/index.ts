@@ -29,3 +29,7 @@ export * from './model/json-schema.js';
 export * from './model/prompt-render.js';
 export * from './planning/tool-catalog.js';
 export * from './executor/child-run.js';
+export * from './hooks/hook-registry.js';
+export * from './hooks/plugins.js';
+export * from './planning/system-prompt.js';
+export * from './planning/workspace.js';

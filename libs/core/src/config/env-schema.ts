@@ -49,6 +49,16 @@ export const BaseEnv = z.object({
       }
     })
     .pipe(z.record(z.string(), z.array(z.string()))),
+  /** Plugins to load: built-in names (`deny-http`) or module paths, comma-separated. */
+  TETRALOOP_PLUGINS: z
+    .string()
+    .default('')
+    .transform((v) =>
+      v
+        .split(',')
+        .map((s) => s.trim())
+        .filter(Boolean),
+    ),
   /** Directory holding one folder per agent with its workspace files (AGENTS.md, TOOLS.md…). */
   TETRALOOP_WORKSPACE_DIR: z.string().default('.tetraloop/workspace'),
   /** Each workspace file is cut to this many characters (head and tail kept). */

@@ -8,7 +8,9 @@ import type { AgentBody } from '../graph/schema.js';
 import type { ChatMessage } from '../model/model-client.js';
 import { renderPrompt, truncate } from '../model/prompt-render.js';
 import { toolCatalog } from '../planning/tool-catalog.js';
+import type { ToolOutcome } from './invoke-tool.js';
 import { callModel } from './model-call.js';
+import { afterToolCall, beforeToolCall } from './tool-hooks.js';
 import { callTool, nowIso, type NodeContext } from './node-context.js';
 import { NodeEnded, type Iteration, type IterationRunner } from './loop-iteration.js';
 
@@ -88,13 +90,14 @@ export function agentIteration(
           } catch {
             args = undefined;
           }
-          const out =
-            args === undefined
-              ? {
-                  ok: false as const,
-                  error: { code: 'validation' as const, message: 'arguments are not JSON' },
-                }
-              : await callTool(ctx, tool, args, usage.toolTimeMs);
+          const before = args === undefined ? undefined : await beforeToolCall(ctx, c.name, args);
+          const out: ToolOutcome =
+            before === undefined
+              ? { ok: false, error: { code: 'validation', message: 'arguments are not JSON' } }
+              : !before.ok
+                ? before
+                : await callTool(ctx, tool, before.args, usage.toolTimeMs);
+          if (before?.ok) await afterToolCall(ctx, c.name, before.args, out);
           if (!out.ok && out.error.code === 'aborted') throw new NodeEnded(out.error);
           content = truncate(
             JSON.stringify(out.ok ? out.output : { error: out.error }),

@@ -4,6 +4,7 @@ import type { Logger } from 'pino';
 import type { NodeErrorData } from '../errors/node-error.js';
 import { maxRetries, type BackoffPolicy, type RetryTable } from '../policy/retry-policy.js';
 import type { GraphLimits } from '../graph/validate.js';
+import type { HookRegistry } from '../hooks/hook-registry.js';
 import type { ModelClient } from '../model/model-client.js';
 import { JOB, nodeJobId, runJobId, type NodeJobData, type RunJobData } from '../queues/catalog.js';
 import type { ToolRegistry } from '../tools/tool.js';
@@ -21,6 +22,8 @@ export type CredentialRefreshHook = (context: {
 
 export interface EngineHooks {
   readonly refreshCredentials?: CredentialRefreshHook;
+  /** Plugin hooks (before/after tool calls, session hooks). */
+  readonly registry?: HookRegistry;
 }
 
 /** What the plan loop needs to plan tasks; absent in processes that only execute nodes. */
@@ -79,8 +82,16 @@ export function retryTableFor(engine: Engine): RetryTable {
  * Wakes a run's parked node jobs (waiting for a signal, or in retry backoff) once its outcome is
  * decided, so they settle now instead of when their delay runs out.
  */
-export async function wakeParkedNodes(store: RunStore, toolQueue: Queue, runId: string): Promise<void> {
-  const [parked, generation] = await Promise.all([store.parkedNodes(runId), store.generation(runId)]);
+export async function wakeParkedNodes(
+  store: RunStore,
+  toolQueue: Queue,
+  runId: string,
+  statuses: readonly ('waiting' | 'retrying')[] = ['waiting', 'retrying'],
+): Promise<void> {
+  const [parked, generation] = await Promise.all([
+    store.parkedNodes(runId, statuses),
+    store.generation(runId),
+  ]);
   for (const nodeId of parked) {
     const job = await Job.fromId(toolQueue, nodeJobId(runId, nodeId, generation));
     if (job && (await job.isDelayed())) await job.promote().catch(() => undefined);

@@ -23,6 +23,7 @@ import {
   type NodeContext,
   type NodeExecutorOptions,
 } from './node-context.js';
+import { afterToolCall, beforeToolCall } from './tool-hooks.js';
 import { runWaitNode } from './wait-node.js';
 
 export type { NodeExecutorOptions } from './node-context.js';
@@ -156,7 +157,10 @@ async function runToolNode(ctx: NodeContext, name: string): Promise<NodeSnapshot
   const tool = ctx.options.tools.get(name);
   if (!tool)
     return snapshotOf(ctx, 'failed', { error: { code: 'validation', message: `unknown tool "${name}"` } });
-  const outcome = await callTool(ctx, tool, resolvedArgs(ctx), ctx.begin.toolTimeMs);
+  const before = await beforeToolCall(ctx, name, resolvedArgs(ctx));
+  if (!before.ok) return failedSnapshot(ctx, before.error);
+  const outcome = await callTool(ctx, tool, before.args, ctx.begin.toolTimeMs);
+  await afterToolCall(ctx, name, before.args, outcome);
   if (outcome.ok) return snapshotOf(ctx, 'succeeded', { output: outcome.output });
   return failureSnapshot(ctx, outcome.error);
 }

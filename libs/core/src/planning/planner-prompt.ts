@@ -4,6 +4,7 @@
  * with every plan so a run can be replayed with the prompt it was planned with.
  */
 import type { ChatMessage } from '../model/model-client.js';
+import { assembleSystemPrompt } from './system-prompt.js';
 import type { ToolCatalog } from './tool-catalog.js';
 import type { WorkspaceFile } from './workspace.js';
 
@@ -30,14 +31,12 @@ export interface PlannerPromptInput {
 }
 
 export function plannerMessages(input: PlannerPromptInput): ChatMessage[] {
-  const sections = [
-    BASE,
-    `Tool catalog (JSON schema of each tool's args):\n${JSON.stringify(
-      input.catalog.tools.map((t) => ({ name: t.name, description: t.description, args: t.parameters })),
-    )}`,
-    ...input.workspace.map((f) => `## ${f.name}\n${f.content}`),
-    ...(input.overrides ? [`## Runtime overrides\n${input.overrides}`] : []),
-  ];
+  const system = assembleSystemPrompt({
+    base: BASE,
+    catalog: input.catalog,
+    bootstrap: input.workspace,
+    ...(input.overrides ? { overrides: input.overrides } : {}),
+  });
   const user = input.replan
     ? [
         `Task: ${input.task}`,
@@ -47,7 +46,7 @@ export function plannerMessages(input: PlannerPromptInput): ChatMessage[] {
       ].join('\n\n')
     : `Task: ${input.task}`;
   return [
-    { role: 'system', content: sections.join('\n\n') },
+    { role: 'system', content: system },
     { role: 'user', content: user },
   ];
 }

@@ -14,6 +14,16 @@ export interface WorkspaceFile {
 /** Files the planner reads, in this order. */
 export const PLANNER_FILES = ['AGENTS.md', 'TOOLS.md', 'USER.md', 'MEMORY.md'] as const;
 
+/** Bootstrap files of a session, in this order; snapshotted when the session (context) starts. */
+export const BOOTSTRAP_FILES = [
+  'AGENTS.md',
+  'SOUL.md',
+  'TOOLS.md',
+  'USER.md',
+  'MEMORY.md',
+  'HEARTBEAT.md',
+] as const;
+
 /** Keeps the head and the tail of `text` within `maxChars`, with a marker where the middle was. */
 export function capHeadTail(text: string, maxChars: number): string {
   if (text.length <= maxChars) return text;

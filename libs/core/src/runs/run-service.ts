@@ -3,13 +3,12 @@
  * wait and follow events. Used by the HTTP API; holds no process state besides its connections.
  */
 import { randomUUID } from 'node:crypto';
-import { Job, type Queue } from 'bullmq';
+import type { Queue } from 'bullmq';
 import { validateGraph, type GraphLimits, type ValidationIssue } from '../graph/validate.js';
 import type { ExecutableGraph, Graph } from '../graph/schema.js';
 import { MODEL_VARIABLES } from '../model/model-config.js';
 import { buildTopology } from '../graph/topology.js';
 import { enqueueRunRoot, wakeParkedNodes } from '../executor/engine.js';
-import { nodeJobId } from '../queues/catalog.js';
 import type { JobRetention } from '../queues/retention.js';
 import type { RunStore } from '../state/run-store.js';
 import type { ToolRegistry } from '../tools/tool.js';
@@ -218,21 +217,10 @@ export class RunService {
       throw new RunStateConflictError('run_finished', `the run already ended as ${status}`);
     const result = await this.deps.store.signal(runId, name, payload);
     if (result === 'unknown_run') return null;
-    if (result === 'delivered') await this.wakeWaiters(runId, name);
+    // Waiting nodes wake and look for their signal; those waiting for another name park again.
+    if (result === 'delivered')
+      await wakeParkedNodes(this.deps.store, this.deps.toolQueue, runId, ['waiting']);
     return result;
-  }
-
-  private async wakeWaiters(runId: string, name: string): Promise<void> {
-    const [stored, generation] = await Promise.all([
-      this.deps.store.plan(runId),
-      this.deps.store.generation(runId),
-    ]);
-    const waiters = stored?.plan.nodes.filter((n) => n.kind === 'wait' && n.signal === name) ?? [];
-    for (const node of waiters) {
-      const job = await Job.fromId(this.deps.toolQueue, nodeJobId(runId, node.id, generation));
-      // Only a parked job can be promoted; one still running re-checks the signal itself.
-      if (job && (await job.isDelayed())) await job.promote().catch(() => undefined);
-    }
   }
 }
 

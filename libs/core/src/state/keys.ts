@@ -51,3 +51,44 @@ export interface Channels {
 export function channels(prefix: string): Channels {
   return { abort: `${prefix}:runs:abort`, settled: `${prefix}:runs:settled` };
 }
+
+export interface SessionKeys {
+  /** Hash: createdAt, contextId, mode, running run, environment version, bootstrap snapshot. */
+  readonly meta: string;
+  /** List of the lane's waiting items: run ids, or `collect` for the collected messages. */
+  readonly queue: string;
+  /** List of messages collected while the lane was busy (JSON). */
+  readonly buffer: string;
+  /** List of transcript lines (JSON). */
+  readonly transcript: string;
+  /** List of the environment's recent events (JSON), newest last. */
+  readonly env: string;
+}
+
+/** Keys of one session share the hash tag `{s:<sessionKey>}`. */
+export function sessionKeys(prefix: string, sessionKey: string): SessionKeys {
+  const base = `${prefix}:session:{s:${sessionKey}}`;
+  return {
+    meta: base,
+    queue: `${base}:queue`,
+    buffer: `${base}:buffer`,
+    transcript: `${base}:transcript`,
+    env: `${base}:env`,
+  };
+}
+
+export const sessionKeyList = (k: SessionKeys): string[] => [k.meta, k.queue, k.buffer, k.transcript, k.env];
+
+/** Sessions whose lane holds a run (or is about to), for the sweep that keeps lanes moving. */
+export const busySessionsKey = (prefix: string): string => `${prefix}:sessions:busy`;
+
+/** Known event sources and their status. */
+export const sourcesKey = (prefix: string): string => `${prefix}:sources`;
+
+/** Marks an event id (or content hash) seen, for deduplication within a window. */
+export const dedupeKey = (prefix: string, source: string, eventId: string): string =>
+  `${prefix}:dedupe:${source}:${createHash('sha256').update(eventId).digest('hex').slice(0, 32)}`;
+
+/** Events of one source and type waiting to be merged into one summary event. */
+export const burstKey = (prefix: string, source: string, type: string, sessionKey: string): string =>
+  `${prefix}:burst:${source}:${type}:${sessionKey}`;

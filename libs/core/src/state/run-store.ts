@@ -460,13 +460,10 @@ export class RunStore {
   }
 
   /** Nodes whose jobs sit in the delayed set: waiting for a signal or in retry backoff. */
-  async parkedNodes(runId: string): Promise<string[]> {
+  async parkedNodes(runId: string, statuses: readonly string[] = ['waiting', 'retrying']): Promise<string[]> {
     const live = await this.redis.hgetall(runKeys(this.options.prefix, runId).live);
     return Object.entries(live)
-      .filter(([, state]) => {
-        const status = (JSON.parse(state) as { status?: string }).status;
-        return status === 'waiting' || status === 'retrying';
-      })
+      .filter(([, state]) => statuses.includes((JSON.parse(state) as { status?: string }).status ?? ''))
       .map(([id]) => id);
   }
 

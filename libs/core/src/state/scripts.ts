@@ -25,17 +25,31 @@ const SCRIPTS = [
   'request-replan-6',
   'replan-6',
 ] as const;
-export type ScriptName = (typeof SCRIPTS)[number];
 
-const read = (file: string): string => readFileSync(new URL(`./lua/${file}`, import.meta.url), 'utf8');
-const LIB = read('emit.lib.lua');
+/** Scripts over one session's keys (lua-session/). */
+const SESSION_SCRIPTS = [
+  'lane-admit-5',
+  'lane-advance-5',
+  'lane-commit-collect-5',
+  'lane-stop-5',
+  'session-reset-5',
+] as const;
 
-const sources = new Map<ScriptName, { lua: string; numberOfKeys: number }>(
-  SCRIPTS.map((name) => [
-    name,
-    { lua: `${LIB}\n${read(`${name}.lua`)}`, numberOfKeys: Number(name.slice(name.lastIndexOf('-') + 1)) },
-  ]),
-);
+export type ScriptName = (typeof SCRIPTS)[number] | (typeof SESSION_SCRIPTS)[number];
+
+const read = (dir: string, file: string): string =>
+  readFileSync(new URL(`./${dir}/${file}`, import.meta.url), 'utf8');
+const LIB = read('lua', 'emit.lib.lua');
+const keysOf = (name: string): number => Number(name.slice(name.lastIndexOf('-') + 1));
+
+const sources = new Map<ScriptName, { lua: string; numberOfKeys: number }>([
+  ...SCRIPTS.map(
+    (name) => [name, { lua: `${LIB}\n${read('lua', `${name}.lua`)}`, numberOfKeys: keysOf(name) }] as const,
+  ),
+  ...SESSION_SCRIPTS.map(
+    (name) => [name, { lua: read('lua-session', `${name}.lua`), numberOfKeys: keysOf(name) }] as const,
+  ),
+]);
 
 const commandName = (name: ScriptName): string => `tetraloop_${name.replaceAll('-', '_')}`;
 

@@ -1,0 +1,27 @@
+/**
+ * The one place a system prompt is assembled, always in this order:
+ * base → skills/tool catalog → bootstrap files → runtime overrides. Pure.
+ */
+import type { ToolCatalog } from './tool-catalog.js';
+import type { WorkspaceFile } from './workspace.js';
+
+export interface SystemPromptParts {
+  readonly base: string;
+  readonly catalog?: ToolCatalog;
+  readonly bootstrap: readonly WorkspaceFile[];
+  readonly overrides?: string;
+}
+
+export function assembleSystemPrompt(parts: SystemPromptParts): string {
+  const sections = [parts.base];
+  if (parts.catalog && parts.catalog.tools.length > 0) {
+    sections.push(
+      `Tool catalog (JSON schema of each tool's args):\n${JSON.stringify(
+        parts.catalog.tools.map((t) => ({ name: t.name, description: t.description, args: t.parameters })),
+      )}`,
+    );
+  }
+  for (const f of parts.bootstrap) sections.push(`## ${f.name}\n${f.content}`);
+  if (parts.overrides) sections.push(`## Runtime overrides\n${parts.overrides}`);
+  return sections.join('\n\n');
+}

@@ -1,0 +1,54 @@
+--[[
+  Admits a message to a session's lane. KEYS: meta, queue, buffer, transcript, env.
+  ARGV[1] now (epoch ms), ARGV[2] mode (followup|collect|steer|interrupt), ARGV[3] run id prepared
+  for this message, ARGV[4] message JSON, ARGV[5] collect cap, ARGV[6] drop policy
+  (summarize|old|new), ARGV[7] environment cap
+  Returns one of:
+    { 'start', runId }              the lane was idle: the message's run starts now
+    { 'queued', runId, position }   followup: the run waits its turn
+    { 'collected', position }       collect: merged into the next collected run
+    { 'dropped' }                   collect with policy new and a full buffer
+    { 'steered', runningRunId, version }  steer: written into the running run's environment
+    { 'interrupt', oldRunId, runId }      interrupt: the old run is to be cancelled, this one starts
+]]
+local now, mode, runId = ARGV[1], ARGV[2], ARGV[3]
+redis.call('HSETNX', KEYS[1], 'createdAt', now)
+redis.call('HSETNX', KEYS[1], 'contextId', '1')
+local running = redis.call('HGET', KEYS[1], 'running')
+if not running or running == '' then
+  redis.call('HSET', KEYS[1], 'running', runId)
+  return { 'start', runId }
+end
+if mode == 'followup' then
+  local position = redis.call('RPUSH', KEYS[2], runId)
+  return { 'queued', runId, position }
+end
+if mode == 'collect' then
+  local n = redis.call('LLEN', KEYS[3])
+  if n >= tonumber(ARGV[5]) then
+    if ARGV[6] == 'new' then return { 'dropped' } end
+    local oldest = redis.call('LPOP', KEYS[3])
+    if ARGV[6] == 'summarize' then
+      -- Fold the oldest message into the next one, so the run still hears of it.
+      local next = redis.call('LPOP', KEYS[3])
+      local a = cjson.decode(oldest)
+      local b = next and cjson.decode(next) or nil
+      local merged = { text = a.text .. (b and ('\n' .. b.text) or ''), receivedAt = a.receivedAt, summarized = (a.summarized or 1) + (b and (b.summarized or 1) or 0) }
+      redis.call('LPUSH', KEYS[3], cjson.encode(merged))
+    end
+  end
+  redis.call('RPUSH', KEYS[3], ARGV[4])
+  redis.call('HSET', KEYS[1], 'lastCollectAt', now)
+  local position = redis.call('LPOS', KEYS[2], 'collect')
+  if not position then position = redis.call('RPUSH', KEYS[2], 'collect') - 1 end
+  return { 'collected', position + 1 }
+end
+if mode == 'steer' then
+  local version = redis.call('HINCRBY', KEYS[1], 'envVersion', 1)
+  redis.call('RPUSH', KEYS[5], ARGV[4])
+  redis.call('LTRIM', KEYS[5], -tonumber(ARGV[7]), -1)
+  return { 'steered', running, version }
+end
+-- interrupt
+redis.call('HSET', KEYS[1], 'running', runId)
+return { 'interrupt', running, runId }
