@@ -2,9 +2,11 @@
 import express, { type RequestHandler } from 'express';
 import type { Redis } from 'ioredis';
 import type { Logger } from 'pino';
-import type { RunService, RunStore, RunWaiter } from '@tetraloop/core';
+import type { Queue, QueueEvents } from 'bullmq';
+import type { RunService, RunStore, RunWaiter, SessionStore, SourceService } from '@tetraloop/core';
 import { errorHandler, HttpError, sendError } from './http-errors.js';
 import { runsRouter } from './runs-router.js';
+import { sessionsRouter } from './sessions-router.js';
 
 export interface AppDeps {
   readonly redis: Redis;
@@ -12,6 +14,10 @@ export interface AppDeps {
   /** A fresh connection for one blocking reader (an open event stream). */
   readonly blockingConnection: () => Redis;
   readonly runs: RunService;
+  readonly sessionStore: SessionStore;
+  readonly sources: SourceService;
+  readonly senseQueue: Queue;
+  readonly senseEvents: QueueEvents;
   readonly waiter: RunWaiter;
   readonly logger: Logger;
   readonly bodyLimitBytes: number;
@@ -45,6 +51,7 @@ export function createApp(deps: AppDeps): express.Express {
 
   app.use('/v1', requireRedis, express.json({ limit: deps.bodyLimitBytes, strict: false }));
   app.use('/v1/runs', runsRouter(deps));
+  app.use('/v1', sessionsRouter(deps));
   app.use((_req, res) => sendError(res, new HttpError(404, 'not_found', 'no such route')));
   app.use(errorHandler(deps.logger, redisReady));
   return app;

@@ -11,12 +11,6 @@ export const ApiEnv = BaseEnv.extend({
     .int()
     .positive()
     .default(1024 * 1024),
-  /** Default per-run budget: tool calls (each attempt and loop iteration counts). */
-  TETRALOOP_BUDGET_TOOL_CALLS: z.coerce.number().int().positive().default(1000),
-  /** Default per-run budget: summed tool time in ms. */
-  TETRALOOP_BUDGET_TOOL_TIME_MS: z.coerce.number().int().positive().default(600_000),
-  /** Default per-run budget: model tokens (prompt plus completion). */
-  TETRALOOP_BUDGET_TOKENS: z.coerce.number().int().positive().default(1_000_000),
   /** Longest `wait` a client may ask for. */
   TETRALOOP_MAX_WAIT_MS: z.coerce.number().int().positive().default(300_000),
 });

@@ -1,16 +1,13 @@
 /** Starts the API: connections, services, HTTP listener; `close()` undoes all of it. */
 import type { AddressInfo } from 'node:net';
-import { Queue } from 'bullmq';
+import { setTimeout as delay } from 'node:timers/promises';
+import { Queue, QueueEvents } from 'bullmq';
 import {
-  RunService,
-  RunStore,
   RunWaiter,
+  buildServices,
   builtinTools,
-  allowedToolsOf,
   connectRedis,
   createLogger,
-  isModelConfigured,
-  modelConfigOf,
   parseAllowHosts,
 } from '@tetraloop/core';
 import { createApp } from './app.js';
@@ -26,44 +23,35 @@ export async function startApi(env: ApiEnv): Promise<ApiHandle> {
   const logger = createLogger({ level: env.LOG_LEVEL, layer: 'api' });
   const redis = connectRedis(env.REDIS_URL, 'client', `tetraloop-api-${process.pid}`);
   const subscriber = connectRedis(env.REDIS_URL, 'subscriber', `tetraloop-api-sub-${process.pid}`);
-  redis.on('error', (err) => logger.warn({ err: err.message }, 'redis connection error'));
-  subscriber.on('error', (err) => logger.warn({ err: err.message }, 'redis subscriber error'));
+  const eventsConnection = connectRedis(env.REDIS_URL, 'worker', `tetraloop-api-qe-${process.pid}`);
+  for (const c of [redis, subscriber, eventsConnection]) {
+    c.on('error', (err) => logger.warn({ err: err.message }, 'redis connection error'));
+  }
   const prefix = env.TETRALOOP_PREFIX;
-  const retention = {
-    completedAgeSeconds: env.TETRALOOP_JOB_COMPLETED_AGE_SECONDS,
-    completedCount: env.TETRALOOP_JOB_COMPLETED_COUNT,
-    failedAgeSeconds: env.TETRALOOP_JOB_FAILED_AGE_SECONDS,
+  const queues = {
+    plan: new Queue('plan', { connection: redis, prefix }),
+    tool: new Queue('tool', { connection: redis, prefix }),
+    sense: new Queue('sense', { connection: redis, prefix }),
   };
-  const store = new RunStore(redis, { prefix, retentionSeconds: env.TETRALOOP_RUN_RETENTION_SECONDS });
-  const planQueue = new Queue('plan', { connection: redis, prefix });
-  const toolQueue = new Queue('tool', { connection: redis, prefix });
-  for (const q of [planQueue, toolQueue])
+  for (const q of Object.values(queues))
     q.on('error', (err) => logger.warn({ err: err.message }, 'queue error'));
-  const waiter = await RunWaiter.listen(subscriber, store.channels.settled);
+  // Finished sense jobs answer session messages; one listener per API process.
+  const senseEvents = new QueueEvents('sense', { connection: eventsConnection, prefix });
+  // The API validates graphs against the tools' schemas; egress is the workers' concern.
   const tools = builtinTools({ egress: parseAllowHosts('') });
-  const runs = new RunService({
-    store,
-    planQueue,
-    toolQueue,
-    modelConfigured: isModelConfigured(modelConfigOf(env)),
-    allowedTools: allowedToolsOf(env, tools),
-    defaultBudget: {
-      toolCalls: env.TETRALOOP_BUDGET_TOOL_CALLS,
-      toolTimeMs: env.TETRALOOP_BUDGET_TOOL_TIME_MS,
-      tokens: env.TETRALOOP_BUDGET_TOKENS,
-    },
-    // The API validates graphs against the tools' schemas; egress is the workers' concern.
-    tools,
-    limits: { maxNodes: env.TETRALOOP_MAX_NODES, maxEdges: env.TETRALOOP_MAX_EDGES },
-    retention,
-  });
+  const services = buildServices(env, redis, queues, tools, undefined, logger);
+  const waiter = await RunWaiter.listen(subscriber, services.store.channels.settled);
   const app = createApp({
     redis,
-    store,
+    store: services.store,
     // Each open event stream blocks on a connection of its own.
     blockingConnection: () =>
       connectRedis(env.REDIS_URL, 'subscriber', `tetraloop-api-events-${process.pid}`),
-    runs,
+    runs: services.runs,
+    sessionStore: services.sessionStore,
+    sources: services.sources,
+    senseQueue: queues.sense,
+    senseEvents,
     waiter,
     logger,
     bodyLimitBytes: env.TETRALOOP_BODY_LIMIT_BYTES,
@@ -86,8 +74,10 @@ export async function startApi(env: ApiEnv): Promise<ApiHandle> {
         server.close(() => resolve());
         server.closeAllConnections();
       });
-      await planQueue.close();
-      await toolQueue.close();
+      await Promise.all(Object.values(queues).map((q) => q.close()));
+      // A blocking reader's close waits for Redis; with Redis gone it would wait forever.
+      await Promise.race([senseEvents.close(), delay(1000)]).catch(() => undefined);
+      eventsConnection.disconnect();
       await waiter.close();
       await redis.quit().catch(() => redis.disconnect());
     },

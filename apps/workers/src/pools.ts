@@ -6,20 +6,22 @@ import { Queue, UnrecoverableError, Worker, type Job, type Processor } from 'bul
 import {
   BACKOFF_TYPE,
   DEFAULT_RETRIES,
+  ModelClient,
   PlanCache,
   RetryNodeError,
   RunAborts,
-  RunStore,
+  SENSE_JOB,
+  allowedToolsOf,
+  buildServices,
   builtinTools,
   connectRedis,
   createLogger,
   executeNodeJob,
-  allowedToolsOf,
   executePlanJob,
-  loadPlugins,
+  executeSenseJob,
   isModelConfigured,
+  loadPlugins,
   modelConfigOf,
-  ModelClient,
   parseAllowHosts,
   type Engine,
   type EngineHooks,
@@ -50,21 +52,28 @@ const CONCURRENCY_KEY = {
   reflect: 'TETRALOOP_REFLECT_CONCURRENCY',
 } as const satisfies Record<Pool, keyof WorkerEnv>;
 
+/** Periodic plan-loop job: compare session environments with what running plans have seen. */
+const ENV_CHECK_JOB = 'env-check';
+
 export async function startPools(env: WorkerEnv, options: StartPoolsOptions): Promise<PoolsHandle> {
   const connection = connectRedis(env.REDIS_URL, 'worker', `tetraloop-worker-${process.pid}`);
   const subscriber = connectRedis(env.REDIS_URL, 'subscriber', `tetraloop-worker-sub-${process.pid}`);
   const prefix = env.TETRALOOP_PREFIX;
-  const connLog = createLogger({ level: env.LOG_LEVEL, layer: options.pools[0] ?? 'tool' });
-  connection.on('error', (err) => connLog.warn({ err: err.message }, 'redis connection error'));
-  subscriber.on('error', (err) => connLog.warn({ err: err.message }, 'redis subscriber error'));
-  const retention = {
-    completedAgeSeconds: env.TETRALOOP_JOB_COMPLETED_AGE_SECONDS,
-    completedCount: env.TETRALOOP_JOB_COMPLETED_COUNT,
-    failedAgeSeconds: env.TETRALOOP_JOB_FAILED_AGE_SECONDS,
+  const log = createLogger({ level: env.LOG_LEVEL, layer: options.pools[0] ?? 'tool' });
+  connection.on('error', (err) => log.warn({ err: err.message }, 'redis connection error'));
+  subscriber.on('error', (err) => log.warn({ err: err.message }, 'redis subscriber error'));
+
+  const queues = {
+    plan: new Queue('plan', { connection, prefix }),
+    tool: new Queue('tool', { connection, prefix }),
+    sense: new Queue('sense', { connection, prefix }),
   };
-  const store = new RunStore(connection, { prefix, retentionSeconds: env.TETRALOOP_RUN_RETENTION_SECONDS });
-  const toolQueue = new Queue('tool', { connection, prefix });
-  const planQueue = new Queue('plan', { connection, prefix });
+  const tools = builtinTools({ egress: parseAllowHosts(env.TETRALOOP_HTTP_ALLOW_HOSTS) });
+  const registry = options.hooks?.registry ?? (await loadPlugins(env.TETRALOOP_PLUGINS, process.env, log));
+  const hooks = { ...options.hooks, registry };
+  const services = buildServices(env, connection, queues, tools, registry, log);
+  const { store } = services;
+  const aborts = await RunAborts.listen(subscriber, store.channels.abort);
   const retries = { ...DEFAULT_RETRIES, ...env.TETRALOOP_RETRIES } as RetryTable;
   const backoff = {
     baseMs: env.TETRALOOP_BACKOFF_BASE_MS,
@@ -72,25 +81,16 @@ export async function startPools(env: WorkerEnv, options: StartPoolsOptions): Pr
     maxMs: env.TETRALOOP_BACKOFF_MAX_MS,
     jitter: env.TETRALOOP_BACKOFF_JITTER,
   };
-  const aborts = await RunAborts.listen(subscriber, store.channels.abort);
-
-  const tools = builtinTools({ egress: parseAllowHosts(env.TETRALOOP_HTTP_ALLOW_HOSTS) });
-  const registry =
-    options.hooks?.registry ??
-    (await loadPlugins(
-      env.TETRALOOP_PLUGINS,
-      process.env,
-      createLogger({ level: env.LOG_LEVEL, layer: 'tool' }),
-    ));
-  const hooks = { ...options.hooks, registry };
   const modelConfig = modelConfigOf(env);
   const model = isModelConfigured(modelConfig) ? new ModelClient(modelConfig, backoff) : undefined;
+  const polled = new Map(env.TETRALOOP_SOURCES.map((s) => [s.name, s]));
+
   const engineFor = (layer: Pool): Engine => ({
     store,
     plans: new PlanCache(store),
-    toolQueue,
-    planQueue,
-    retention,
+    toolQueue: queues.tool,
+    planQueue: queues.plan,
+    retention: services.retention,
     retries,
     backoff,
     maxNodeExecutions: env.TETRALOOP_MAX_NODE_EXECUTIONS,
@@ -103,13 +103,20 @@ export async function startPools(env: WorkerEnv, options: StartPoolsOptions): Pr
       workspaceDir: env.TETRALOOP_WORKSPACE_DIR,
       workspaceFileChars: env.TETRALOOP_WORKSPACE_FILE_CHARS,
     },
+    sessions: {
+      onRunSettled: (runId) => services.sessions.onRunSettled(runId),
+      environmentVersion: async (sessionKey) => (await services.sessionStore.environment(sessionKey)).version,
+    },
     logger: createLogger({ level: env.LOG_LEVEL, layer }),
   });
 
   const processors: Record<Pool, () => Processor> = {
     plan: () => {
       const engine = engineFor('plan');
-      return (job: Job, token?: string) => executePlanJob(engine, job, token);
+      return (job: Job, token?: string) =>
+        job.name === ENV_CHECK_JOB
+          ? services.sessions.checkEnvironment()
+          : executePlanJob(engine, job, token);
     },
     tool: () => {
       const engine = engineFor('tool');
@@ -122,8 +129,8 @@ export async function startPools(env: WorkerEnv, options: StartPoolsOptions): Pr
       };
       return (job: Job, token?: string) => executeNodeJob(engine, nodeOptions, job, token);
     },
-    // The sense and reflect loops have no job types yet; their workers refuse anything they get.
-    sense: () => unknownJob,
+    sense: () => (job: Job) => executeSenseJob(services, polled, job),
+    // The reflect loop has no job types yet; its workers refuse anything they get.
     reflect: () => unknownJob,
   };
 
@@ -142,22 +149,46 @@ export async function startPools(env: WorkerEnv, options: StartPoolsOptions): Pr
           type === BACKOFF_TYPE && err instanceof RetryNodeError ? err.delayMs : 1000,
       },
     });
-    const log = createLogger({ level: env.LOG_LEVEL, layer: pool });
-    worker.on('error', (err) => log.error({ err }, 'worker error'));
+    const poolLog = createLogger({ level: env.LOG_LEVEL, layer: pool });
+    worker.on('error', (err) => poolLog.error({ err }, 'worker error'));
     worker.on('failed', (job, err) => {
-      if (!(err instanceof RetryNodeError)) log.warn({ jobId: job?.id, err }, 'job failed');
+      if (!(err instanceof RetryNodeError)) poolLog.warn({ jobId: job?.id, err }, 'job failed');
     });
     workers.set(pool, worker);
   }
   await Promise.all([...workers.values()].map((w) => w.waitUntilReady()));
+
+  // Periodic work, as BullMQ job schedulers: one schedule however many processes run the pool.
+  const keepSchedules = { removeOnComplete: true, removeOnFail: { count: 100 } };
+  if (options.pools.includes('sense')) {
+    await queues.sense.upsertJobScheduler(
+      'lane-sweep',
+      { every: env.TETRALOOP_LANE_SWEEP_MS },
+      { name: SENSE_JOB.laneSweep, opts: keepSchedules },
+    );
+    for (const source of polled.values()) {
+      await services.sources.register(source.name, 'poll');
+      await queues.sense.upsertJobScheduler(
+        `poll:${source.name}`,
+        { every: source.intervalMs },
+        { name: SENSE_JOB.poll, data: { source: source.name }, opts: keepSchedules },
+      );
+    }
+  }
+  if (options.pools.includes('plan')) {
+    await queues.plan.upsertJobScheduler(
+      'env-check',
+      { every: env.TETRALOOP_ENV_CHECK_MS },
+      { name: ENV_CHECK_JOB, opts: keepSchedules },
+    );
+  }
 
   return {
     pools: options.pools,
     workers,
     async close() {
       await Promise.all([...workers.values()].map((w) => w.close()));
-      await toolQueue.close();
-      await planQueue.close();
+      await Promise.all(Object.values(queues).map((q) => q.close()));
       await aborts.close();
       await connection.quit().catch(() => connection.disconnect());
     },

@@ -4,6 +4,7 @@
  */
 import { z } from 'zod';
 import type { ModelConfig } from '../model/model-config.js';
+import { PolledSource } from '../sessions/source-service.js';
 import type { ToolRegistry } from '../tools/tool.js';
 
 export const LogLevel = z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']);
@@ -49,6 +50,39 @@ export const BaseEnv = z.object({
       }
     })
     .pipe(z.record(z.string(), z.array(z.string()))),
+  /** Default per-run budget: tool calls (each attempt and loop iteration counts). */
+  TETRALOOP_BUDGET_TOOL_CALLS: z.coerce.number().int().positive().default(1000),
+  /** Default per-run budget: summed tool time in ms. */
+  TETRALOOP_BUDGET_TOOL_TIME_MS: z.coerce.number().int().positive().default(600_000),
+  /** Default per-run budget: model tokens (prompt plus completion). */
+  TETRALOOP_BUDGET_TOKENS: z.coerce.number().int().positive().default(1_000_000),
+  /** What a message to a busy session does unless it says: followup, collect, steer, interrupt. */
+  TETRALOOP_SESSION_MODE: z.enum(['followup', 'collect', 'steer', 'interrupt']).default('collect'),
+  TETRALOOP_COLLECT_DEBOUNCE_MS: z.coerce.number().int().min(0).default(1000),
+  TETRALOOP_COLLECT_CAP: z.coerce.number().int().min(1).default(20),
+  TETRALOOP_COLLECT_DROP: z.enum(['summarize', 'old', 'new']).default('summarize'),
+  /** How session runs work: the agent loop (conversational) or a planned DAG. */
+  TETRALOOP_SESSION_RUN_MODE: z.enum(['loop', 'dag']).default('loop'),
+  TETRALOOP_DEDUPE_WINDOW_SECONDS: z.coerce.number().int().positive().default(600),
+  /** Same-type events of one source within this window merge into one; 0 turns merging off. */
+  TETRALOOP_BURST_WINDOW_MS: z.coerce.number().int().min(0).default(500),
+  /** Polled HTTP sources, as JSON: [{"name", "url", "intervalMs" (≥ 200), "timeoutMs", "sessionKey", "type"}]. */
+  TETRALOOP_SOURCES: z
+    .string()
+    .default('[]')
+    .transform((text, ctx) => {
+      try {
+        return JSON.parse(text) as unknown;
+      } catch {
+        ctx.addIssue({ code: 'custom', message: 'must be a JSON array' });
+        return z.NEVER;
+      }
+    })
+    .pipe(z.array(PolledSource)),
+  /** How often the plan loop checks session environments for changes. */
+  TETRALOOP_ENV_CHECK_MS: z.coerce.number().int().min(100).default(1500),
+  /** How often lanes a dead process left behind are moved on. */
+  TETRALOOP_LANE_SWEEP_MS: z.coerce.number().int().min(100).default(2000),
   /** Plugins to load: built-in names (`deny-http`) or module paths, comma-separated. */
   TETRALOOP_PLUGINS: z
     .string()

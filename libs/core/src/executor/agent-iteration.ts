@@ -19,6 +19,8 @@ export interface AgentTurn {
   assistant: ChatMessage;
   toolResults: { tool_call_id: string; name: string; content: string }[];
   usage: { promptTokens: number; completionTokens: number };
+  /** Steering messages that joined the conversation before this turn. */
+  steered?: string[];
 }
 
 export function agentIteration(
@@ -35,16 +37,22 @@ export function agentIteration(
   for (const it of history) {
     const turn = it.turn;
     if (!turn) continue;
+    for (const text of turn.steered ?? []) messages.push({ role: 'user', content: `[steer] ${text}` });
     messages.push(turn.assistant);
     for (const r of turn.toolResults)
       messages.push({ role: 'tool', tool_call_id: r.tool_call_id, content: r.content });
   }
+  // Steering messages (a session's `steer` mode) join the conversation before the next turn.
+  let steered = history.reduce((n, it) => n + (it.turn?.steered?.length ?? 0), 0);
   const allowed = body.agent.tools ? new Set(body.agent.tools) : undefined;
   const catalog = toolCatalog(ctx.options.tools, allowed);
 
   return async (n, usage) => {
     const startedAt = nowIso();
     const started = performance.now();
+    const steering = (await ctx.engine.store.steering(ctx.plan.runId)).slice(steered);
+    steered += steering.length;
+    for (const text of steering) messages.push({ role: 'user', content: `[steer] ${text}` });
     const outcome = await callModel(ctx, {
       ...(body.agent.model ? { model: body.agent.model } : {}),
       messages,
@@ -108,7 +116,12 @@ export function agentIteration(
       }),
     );
     const toolTimeMs = result.toolCalls.length ? Math.round(performance.now() - toolStarted) : 0;
-    const turn: AgentTurn = { assistant, toolResults, usage: result.usage };
+    const turn: AgentTurn = {
+      assistant,
+      toolResults,
+      usage: result.usage,
+      ...(steering.length ? { steered: steering } : {}),
+    };
     messages.push(assistant);
     for (const r of toolResults)
       messages.push({ role: 'tool', tool_call_id: r.tool_call_id, content: r.content });

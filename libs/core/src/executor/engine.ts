@@ -37,6 +37,14 @@ export interface PlanningDeps {
   readonly workspaceFileChars: number;
 }
 
+/** What the run loop tells the session layer, when runs belong to session lanes. */
+export interface SessionHooks {
+  /** A run settled: reply in its session and move the lane on. */
+  onRunSettled(runId: string): Promise<void>;
+  /** The current version of a session's environment. */
+  environmentVersion(sessionKey: string): Promise<number>;
+}
+
 export interface Engine {
   readonly store: RunStore;
   readonly plans: PlanCache;
@@ -51,6 +59,7 @@ export interface Engine {
   readonly maxNodeExecutions: number;
   readonly hooks: EngineHooks;
   readonly planning?: PlanningDeps;
+  readonly sessions?: SessionHooks;
   readonly logger: Logger;
 }
 

@@ -38,6 +38,7 @@ export async function executePlanJob(
 async function executeRunJob(engine: Engine, job: Job, token: string | undefined): Promise<RunJobResult> {
   const data = RunJobData.parse(job.data);
   if (data.step === 'start') {
+    if (data.generation === 0) await environmentVersionOf(engine, data.runId);
     const planned = await ensurePlanned(engine, data.runId);
     if (planned !== 'ready') return { status: planned };
   }
@@ -104,7 +105,8 @@ async function ensurePlanned(engine: Engine, runId: string): Promise<'ready' | '
   if (!engine.planning) throw new Error('this process cannot plan task runs');
   const stored = await store.plan(runId);
   const input = stored ? stored.input : (await store.document(runId))?.input;
-  const result = await planRun(engine.planning, task, input, 0);
+  const envVersion = await environmentVersionOf(engine, runId);
+  const result = await planRun(engine.planning, task, input, 0, undefined, envVersion);
   if ('error' in result) {
     return rejectPlan(engine, runId, { code: 'plan_rejected', message: result.error }, 0);
   }
@@ -168,10 +170,18 @@ async function replanIfRequested(engine: Engine, plan: CompiledPlan, generation:
   const failure = task.replanRequest as RunError;
   if (!engine.planning) throw new Error('this process cannot plan task runs');
   const snapshots = await store.snapshots(plan.runId);
-  const result = await planRun(engine.planning, task, plan.input, generation + 1, {
-    snapshots,
-    failure: `${failure.cause?.code ?? failure.code}: ${failure.message}`,
-  });
+  const envVersion = await environmentVersionOf(engine, plan.runId);
+  const result = await planRun(
+    engine.planning,
+    task,
+    plan.input,
+    generation + 1,
+    {
+      snapshots,
+      failure: `${failure.cause?.code ?? failure.code}: ${failure.message}`,
+    },
+    envVersion,
+  );
   if ('error' in result || !result.outcome.ok) {
     if (!('error' in result)) {
       const { usage, calls } = result.outcome;
@@ -232,6 +242,15 @@ async function replanIfRequested(engine: Engine, plan: CompiledPlan, generation:
   await enqueueRunRoot(engine.planQueue, engine.retention, plan.runId, next);
   engine.logger.info({ runId: plan.runId, generation: next, kept: kept.size }, 'task replanned');
   return true;
+}
+
+/** The environment version a session run's plan is made from (0 outside sessions); recorded on the run. */
+async function environmentVersionOf(engine: Engine, runId: string): Promise<number> {
+  const sessionKey = await engine.store.sessionOf(runId);
+  if (!sessionKey || !engine.sessions) return 0;
+  const version = await engine.sessions.environmentVersion(sessionKey);
+  await engine.store.setEnvironmentVersion(runId, version);
+  return version;
 }
 
 /** Nodes without a snapshot whose dependencies all completed in a way that releases them. */
@@ -304,6 +323,7 @@ async function finalize(engine: Engine, plan: CompiledPlan, generation: number):
     await engine.planQueue.remove(deadlineJobId(plan.runId, generation)).catch(() => 0);
     engine.logger.info({ runId: plan.runId, status }, 'run settled');
   }
+  await engine.sessions?.onRunSettled(plan.runId);
   return status ?? 'failed';
 }
 

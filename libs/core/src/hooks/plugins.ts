@@ -40,7 +40,9 @@ export async function loadPlugins(
   const registry = new HookRegistry(logger);
   for (const spec of specs) {
     const plugin = await loadModule(spec);
-    await plugin({ on: registry.on.bind(registry) as HookRegistry['on'], env, logger });
+    const on: HookRegistry['on'] = (name: never, handler: never, options?: never) =>
+      registry.on(name, handler, options);
+    await plugin({ on, env, logger });
     logger?.info({ plugin: spec }, 'plugin loaded');
   }
   return registry;

@@ -20,6 +20,7 @@ export async function planRun(
   input: unknown,
   planVersion: number,
   replan?: { snapshots: ReadonlyMap<string, NodeSnapshot>; failure: string },
+  environmentVersion = 0,
 ): Promise<{ outcome: PlanOutcome; planning: PlanningRecord } | { error: string }> {
   if (!deps.model) return { error: 'no model is configured' };
   const allowed = deps.allowedTools(task.agentId);
@@ -55,6 +56,7 @@ export async function planRun(
       promptVersion: PLANNER_PROMPT_VERSION,
       toolCatalogVersion: catalog.version,
       planVersion,
+      environmentVersion,
     },
   };
 }

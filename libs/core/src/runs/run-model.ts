@@ -125,12 +125,17 @@ export interface RunDocument {
   /** The task of a task run. */
   task: string | null;
   agentId: string;
+  /** The session whose lane the run belongs to. */
+  sessionKey: string | null;
+  /** While a session run waits for its turn: its place in the lane (1 = next). */
+  lanePosition: number | null;
   /** How the current plan was made (task runs). */
   planning: {
     plannerModel: string;
     promptVersion: string;
     toolCatalogVersion: string;
     planVersion: number;
+    environmentVersion: number;
   } | null;
   replans: number;
   input: unknown;

@@ -33,6 +33,16 @@ export class RunStateConflictError extends Error {
   }
 }
 
+export interface SubmitOptions {
+  /** The run belongs to this session's lane. */
+  readonly sessionKey?: string;
+  /** False: store the run but let its lane start it later. @defaultValue true */
+  readonly start?: boolean;
+  readonly runId?: string;
+  /** System prompt of a loop-mode agent. */
+  readonly system?: string;
+}
+
 export interface SubmitResult {
   readonly runId: string;
   readonly status: RunStatus;
@@ -52,16 +62,23 @@ export interface RunServiceDeps {
   /** Whether llm nodes, agents and task runs can run here. */
   readonly modelConfigured: boolean;
   readonly allowedTools: (agentId: string) => ReadonlySet<string>;
+  /** Where a queued session run stands in its lane. */
+  readonly lanePosition?: (sessionKey: string, runId: string) => Promise<number | null>;
 }
 
 /** The graph of a loop-mode run: one agent loop over the task with the agent's tools. */
-export function loopModeGraph(task: string, tools: readonly string[], maxIterations: number): Graph {
+export function loopModeGraph(
+  task: string,
+  tools: readonly string[],
+  maxIterations: number,
+  system?: string,
+): Graph {
   return {
     nodes: [
       {
         id: 'agent',
         kind: 'loop',
-        body: { agent: { prompt: task, tools: [...tools] } },
+        body: { agent: { prompt: task, tools: [...tools], ...(system ? { system } : {}) } },
         maxIterations,
         intervalMs: 0,
       },
@@ -77,7 +94,11 @@ export class RunService {
    * Validates the request (a graph whole), stores the run and enqueues its root job. Nothing runs
    * if anything is invalid. A dag-mode task is stored unplanned; the plan loop plans it.
    */
-  async submit(request: RunRequest, idempotencyKey?: string): Promise<SubmitResult> {
+  async submit(
+    request: RunRequest,
+    idempotencyKey?: string,
+    options: SubmitOptions = {},
+  ): Promise<SubmitResult> {
     const allowedTools = this.deps.allowedTools(request.agentId);
     if (request.task !== undefined && !this.deps.modelConfigured) {
       throw new GraphRejectedError([
@@ -87,7 +108,7 @@ export class RunService {
     const taskPlansLater = request.task !== undefined && request.mode === 'dag';
     const graph =
       request.task !== undefined && request.mode === 'loop'
-        ? loopModeGraph(request.task, [...allowedTools], request.maxIterations)
+        ? loopModeGraph(request.task, [...allowedTools], request.maxIterations, options.system)
         : request.graph;
     const validation = taskPlansLater
       ? undefined
@@ -101,7 +122,7 @@ export class RunService {
     if (validation && !validation.ok) {
       throw new GraphRejectedError(validation.issues.map((i) => ({ ...i, path: join('graph', i.path) })));
     }
-    const runId = randomUUID();
+    const runId = options.runId ?? randomUUID();
     if (idempotencyKey !== undefined) {
       const existing = await this.deps.store.claimIdempotencyKey(idempotencyKey, runId);
       if (existing !== null) return this.replay(existing);
@@ -123,6 +144,7 @@ export class RunService {
             }
           : {}),
         agentId: request.agentId,
+        ...(options.sessionKey ? { sessionKey: options.sessionKey } : {}),
         input: request.input,
         timeoutSeconds: request.timeoutSeconds,
         budget: { ...this.deps.defaultBudget, ...request.budget },
@@ -130,7 +152,7 @@ export class RunService {
         createdAt: acceptedAt,
         pending: new Map(topology?.ids.map((id) => [id, topology.parents.get(id)?.length ?? 0]) ?? []),
       });
-      await this.enqueueRoot(runId, 0);
+      if (options.start !== false) await this.enqueueRoot(runId, 0);
     } catch (err) {
       // Let a retry with the same key create the run instead of finding a half-made one.
       if (idempotencyKey !== undefined)
@@ -158,8 +180,39 @@ export class RunService {
     return enqueueRunRoot(this.deps.planQueue, this.deps.retention, runId, generation);
   }
 
-  get(runId: string): Promise<RunDocument | null> {
-    return this.deps.store.document(runId);
+  async get(runId: string): Promise<RunDocument | null> {
+    const doc = await this.deps.store.document(runId);
+    // A session run waiting in its lane says where it stands.
+    if (doc?.sessionKey && doc.status === 'queued' && this.deps.lanePosition) {
+      doc.lanePosition = await this.deps.lanePosition(doc.sessionKey, runId);
+    }
+    return doc;
+  }
+
+  /** Starts a stored run that was held back (a session run whose turn has come). */
+  start(runId: string): Promise<void> {
+    return this.enqueueRoot(runId, 0);
+  }
+
+  /** Ends a run that never started: cancelled, with every node marked so, settled at once. */
+  async cancelUnstarted(runId: string, reason: string): Promise<void> {
+    const now = new Date().toISOString();
+    await this.deps.store.decide(runId, 'cancelled', { code: 'cancelled', message: reason }, now);
+    const stored = await this.deps.store.plan(runId);
+    const fill = new Map(
+      (stored?.plan.nodes ?? []).map((n) => [
+        n.id,
+        { status: 'cancelled' as const, attempts: [], finishedAt: now, durationMs: 0 },
+      ]),
+    );
+    await this.deps.store.settle(
+      runId,
+      0,
+      fill,
+      null,
+      { status: 'cancelled', error: await this.deps.store.error(runId), generation: 0 },
+      now,
+    );
   }
 
   /**

@@ -34,6 +34,8 @@ export interface PlanningRecord {
   readonly toolCatalogVersion: string;
   /** The run generation the plan was made for. */
   readonly planVersion: number;
+  /** The session environment version the plan was made from (0 outside sessions). */
+  readonly environmentVersion: number;
 }
 
 export interface NewRun {
@@ -43,6 +45,8 @@ export interface NewRun {
   readonly plan?: ExecutableGraph;
   readonly task?: TaskSpec;
   readonly agentId?: string;
+  /** The session whose lane the run belongs to. */
+  readonly sessionKey?: string;
   readonly input: unknown;
   readonly timeoutSeconds: number;
   readonly budget: Budget;
@@ -156,6 +160,7 @@ export class RunStore {
           }
         : {}),
       agentId: run.task?.agentId ?? run.agentId ?? 'main',
+      ...(run.sessionKey ? { sessionKey: run.sessionKey } : {}),
       input: JSON.stringify(run.input ?? null),
       timeoutSeconds: String(run.timeoutSeconds),
       budget: JSON.stringify(run.budget),
@@ -173,6 +178,42 @@ export class RunStore {
   async status(runId: string): Promise<RunStatus | null> {
     const status = await this.redis.hget(runKeys(this.options.prefix, runId).meta, 'status');
     return status === null ? null : RunStatus.parse(status);
+  }
+
+  /** Deletes a run that never started (a prepared session run its lane did not need). */
+  async delete(runId: string): Promise<void> {
+    await this.redis.del(...this.keys(runId));
+  }
+
+  /** Records the session environment version the run's current plan has seen. */
+  async setEnvironmentVersion(runId: string, version: number): Promise<void> {
+    await this.redis.hset(runKeys(this.options.prefix, runId).meta, 'envVersion', String(version));
+  }
+
+  async environmentVersion(runId: string): Promise<number> {
+    return Number((await this.redis.hget(runKeys(this.options.prefix, runId).meta, 'envVersion')) ?? 0);
+  }
+
+  /** Steering messages for a running agent, oldest first (appended by the environment check). */
+  async steering(runId: string): Promise<string[]> {
+    const raw = await this.redis.hget(runKeys(this.options.prefix, runId).aux, 'steer');
+    return raw ? (JSON.parse(raw) as string[]) : [];
+  }
+
+  async addSteering(runId: string, messages: readonly string[]): Promise<void> {
+    const key = runKeys(this.options.prefix, runId).aux;
+    const current = await this.steering(runId);
+    await this.redis.hset(key, 'steer', JSON.stringify([...current, ...messages]));
+  }
+
+  /** The session of a session run. */
+  async sessionOf(runId: string): Promise<string | null> {
+    return this.redis.hget(runKeys(this.options.prefix, runId).meta, 'sessionKey');
+  }
+
+  /** True the first time it is called for a run: who writes its session reply. */
+  async claimSessionReply(runId: string): Promise<boolean> {
+    return (await this.redis.hsetnx(runKeys(this.options.prefix, runId).meta, 'sessionReplied', '1')) === 1;
   }
 
   /** Whether the run has settled (its current generation is final). */
@@ -611,6 +652,8 @@ export class RunStore {
       graph: parseJson(meta.graph) as Graph | null,
       task: meta.task ?? null,
       agentId: meta.agentId ?? 'main',
+      sessionKey: meta.sessionKey ?? null,
+      lanePosition: null,
       planning: parseJson(meta.planning) as PlanningRecord | null,
       replans: Number(meta.replans ?? 0),
       input: parseJson(meta.input),

@@ -19,7 +19,8 @@ if written == 1 then
   emit(ARGV[3], id, ARGV[4])
 end
 local result = { written, status or false, generation() }
-if ARGV[5] ~= '1' then return result end
+-- Nothing new starts while the run waits to be replanned.
+if ARGV[5] ~= '1' or redis.call('HEXISTS', KEYS[1], 'replan') == 1 then return result end
 for i = 8, #ARGV do
   local child = ARGV[i]
   local left

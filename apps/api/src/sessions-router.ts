@@ -1,0 +1,89 @@
+/** `/v1/sessions` and `/v1/sources`: messages into session lanes, lanes, transcripts, source events. */
+import { Router } from 'express';
+import type { Queue, QueueEvents } from 'bullmq';
+import {
+  InboundEvent,
+  MessageBody,
+  SENSE_JOB,
+  SessionKey,
+  type MessageResult,
+  type SessionStore,
+  type SourceService,
+} from '@tetraloop/core';
+import { z } from 'zod';
+import { HttpError, zodToHttp } from './http-errors.js';
+
+export interface SessionsRouterDeps {
+  readonly sessionStore: SessionStore;
+  readonly sources: SourceService;
+  readonly senseQueue: Queue;
+  readonly senseEvents: QueueEvents;
+}
+
+/** How long the API waits for the sense loop to place a message before answering without a run id. */
+const PLACE_TIMEOUT_MS = 5000;
+const SourceName = z.string().regex(/^[A-Za-z0-9_.-]{1,64}$/, 'must match [A-Za-z0-9_.-]{1,64}');
+
+function sessionKeyOf(raw: string | undefined): string {
+  const parsed = SessionKey.safeParse(raw);
+  if (!parsed.success) throw zodToHttp(parsed.error, ['params', 'sessionKey']);
+  return parsed.data;
+}
+
+export function sessionsRouter(deps: SessionsRouterDeps): Router {
+  const router = Router();
+
+  // Messages go through the sense queue (L1); the answer waits for the lane's decision.
+  router.post('/sessions/:sessionKey/messages', async (req, res) => {
+    const sessionKey = sessionKeyOf(req.params.sessionKey);
+    const body = MessageBody.safeParse(req.body);
+    if (!body.success) throw zodToHttp(body.error);
+    const job = await deps.senseQueue.add(
+      SENSE_JOB.message,
+      { sessionKey, message: body.data },
+      { removeOnComplete: { age: 60 }, removeOnFail: { age: 3600 } },
+    );
+    let placed: MessageResult | undefined;
+    try {
+      placed = (await job.waitUntilFinished(deps.senseEvents, PLACE_TIMEOUT_MS)) as MessageResult;
+    } catch {
+      placed = undefined;
+    }
+    res.status(202).json(placed ?? { sessionKey, queued: true });
+  });
+
+  router.get('/sessions/:sessionKey', async (req, res) => {
+    const sessionKey = sessionKeyOf(req.params.sessionKey);
+    const view = await deps.sessionStore.view(sessionKey);
+    if (!view) throw new HttpError(404, 'session_not_found', 'no such session');
+    res.json(view);
+  });
+
+  router.get('/sessions/:sessionKey/transcript', async (req, res) => {
+    const sessionKey = sessionKeyOf(req.params.sessionKey);
+    const view = await deps.sessionStore.view(sessionKey);
+    if (!view) throw new HttpError(404, 'session_not_found', 'no such session');
+    const lines = await deps.sessionStore.transcript(sessionKey);
+    const header = { type: 'session', id: sessionKey, createdAt: view.createdAt };
+    res.type('application/x-ndjson').send([header, ...lines].map((l) => JSON.stringify(l)).join('\n') + '\n');
+  });
+
+  router.post('/sources/:name/events', async (req, res) => {
+    const name = SourceName.safeParse(req.params.name);
+    if (!name.success) throw zodToHttp(name.error, ['params', 'name']);
+    const event = InboundEvent.safeParse(req.body);
+    if (!event.success) throw zodToHttp(event.error);
+    await deps.senseQueue.add(
+      SENSE_JOB.event,
+      { source: name.data, event: event.data },
+      { removeOnComplete: { age: 60 }, removeOnFail: { age: 3600 } },
+    );
+    res.status(202).json({ source: name.data, accepted: true });
+  });
+
+  router.get('/sources', async (_req, res) => {
+    res.json({ sources: await deps.sources.statuses() });
+  });
+
+  return router;
+}

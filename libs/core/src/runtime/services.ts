@@ -1,0 +1,99 @@
+/**
+ * The services every process builds the same way from its configuration: runs, sessions and
+ * sources over one Redis connection and the loop queues.
+ */
+import type { Queue } from 'bullmq';
+import type { Redis } from 'ioredis';
+import type { Logger } from 'pino';
+import { allowedToolsOf, modelConfigOf, type BaseEnv } from '../config/env-schema.js';
+import type { HookRegistry } from '../hooks/hook-registry.js';
+import { isModelConfigured } from '../model/model-config.js';
+import type { JobRetention } from '../queues/retention.js';
+import { RunService } from '../runs/run-service.js';
+import { SessionService } from '../sessions/session-service.js';
+import { SourceService } from '../sessions/source-service.js';
+import { RunStore } from '../state/run-store.js';
+import { SessionStore } from '../state/session-store.js';
+import type { ToolRegistry } from '../tools/tool.js';
+
+export interface Services {
+  readonly store: RunStore;
+  readonly sessionStore: SessionStore;
+  readonly runs: RunService;
+  readonly sessions: SessionService;
+  readonly sources: SourceService;
+  readonly retention: JobRetention;
+}
+
+export function retentionOf(env: BaseEnv): JobRetention {
+  return {
+    completedAgeSeconds: env.TETRALOOP_JOB_COMPLETED_AGE_SECONDS,
+    completedCount: env.TETRALOOP_JOB_COMPLETED_COUNT,
+    failedAgeSeconds: env.TETRALOOP_JOB_FAILED_AGE_SECONDS,
+  };
+}
+
+export function buildServices(
+  env: BaseEnv,
+  redis: Redis,
+  queues: { plan: Queue; tool: Queue; sense: Queue },
+  tools: ToolRegistry,
+  hooks: HookRegistry | undefined,
+  logger: Logger,
+): Services {
+  const prefix = env.TETRALOOP_PREFIX;
+  const retention = retentionOf(env);
+  const store = new RunStore(redis, { prefix, retentionSeconds: env.TETRALOOP_RUN_RETENTION_SECONDS });
+  const sessionStore = new SessionStore(redis, prefix);
+  const runs = new RunService({
+    store,
+    planQueue: queues.plan,
+    toolQueue: queues.tool,
+    tools,
+    limits: { maxNodes: env.TETRALOOP_MAX_NODES, maxEdges: env.TETRALOOP_MAX_EDGES },
+    retention,
+    modelConfigured: isModelConfigured(modelConfigOf(env)),
+    allowedTools: allowedToolsOf(env, tools),
+    defaultBudget: {
+      toolCalls: env.TETRALOOP_BUDGET_TOOL_CALLS,
+      toolTimeMs: env.TETRALOOP_BUDGET_TOOL_TIME_MS,
+      tokens: env.TETRALOOP_BUDGET_TOKENS,
+    },
+    lanePosition: (sessionKey, runId) => sessionStore.position(sessionKey, runId),
+  });
+  const sessions = new SessionService({
+    redis,
+    prefix,
+    sessions: sessionStore,
+    store,
+    runs,
+    toolQueue: queues.tool,
+    senseQueue: queues.sense,
+    hooks,
+    logger,
+    config: {
+      defaultMode: env.TETRALOOP_SESSION_MODE,
+      collectDebounceMs: env.TETRALOOP_COLLECT_DEBOUNCE_MS,
+      collectCap: env.TETRALOOP_COLLECT_CAP,
+      collectDrop: env.TETRALOOP_COLLECT_DROP,
+      runMode: env.TETRALOOP_SESSION_RUN_MODE,
+      environmentCap: 100,
+      dedupeWindowSeconds: env.TETRALOOP_DEDUPE_WINDOW_SECONDS,
+      historyMessages: 10,
+      workspaceDir: env.TETRALOOP_WORKSPACE_DIR,
+      workspaceFileChars: env.TETRALOOP_WORKSPACE_FILE_CHARS,
+      agentId: 'main',
+    },
+  });
+  const sources = new SourceService({
+    redis,
+    prefix,
+    sessions: sessionStore,
+    sessionService: sessions,
+    senseQueue: queues.sense,
+    burstWindowMs: env.TETRALOOP_BURST_WINDOW_MS,
+    environmentCap: 100,
+    logger,
+  });
+  return { store, sessionStore, runs, sessions, sources, retention };
+}

@@ -1,0 +1,399 @@
+/**
+ * Sessions, gateway style: a session key is a lane whose runs execute one at a time in arrival
+ * order. A message to a busy session is handled by its mode (followup, collect, steer,
+ * interrupt); `/new`, `/reset` and `/stop` are commands. Lanes, transcripts and environments live
+ * in Redis, so they survive any process restart; a sweep keeps lanes moving if a process dies
+ * between a run settling and its lane moving on.
+ */
+import { createHash, randomUUID } from 'node:crypto';
+import type { Queue } from 'bullmq';
+import type { Logger } from 'pino';
+import type { HookRegistry } from '../hooks/hook-registry.js';
+import { wakeParkedNodes } from '../executor/engine.js';
+import { assembleSystemPrompt } from '../planning/system-prompt.js';
+import { BOOTSTRAP_FILES, readWorkspace } from '../planning/workspace.js';
+import type { RunDocument } from '../runs/run-model.js';
+import { RunRequest } from '../runs/run-request.js';
+import type { RunService } from '../runs/run-service.js';
+import type { RunStore } from '../state/run-store.js';
+import type { DropPolicy, LaneMessage, LaneMode, SessionStore } from '../state/session-store.js';
+import type { Redis } from 'ioredis';
+import { dedupeKey } from '../state/keys.js';
+import { SENSE_JOB } from './sense-jobs.js';
+import { replyOf } from './reply.js';
+
+export interface SessionConfig {
+  /** @defaultValue "collect" */
+  readonly defaultMode: LaneMode;
+  /** @defaultValue 1000 */
+  readonly collectDebounceMs: number;
+  /** @defaultValue 20 */
+  readonly collectCap: number;
+  /** @defaultValue "summarize" */
+  readonly collectDrop: DropPolicy;
+  /** How session runs work: the classic agent loop (conversational) or a planned DAG. @defaultValue "loop" */
+  readonly runMode: 'loop' | 'dag';
+  /** Recent events kept in a session's environment. @defaultValue 100 */
+  readonly environmentCap: number;
+  /** Duplicate window of event ids. @defaultValue 600 */
+  readonly dedupeWindowSeconds: number;
+  /** Messages of the current context the agent sees as history. @defaultValue 10 */
+  readonly historyMessages: number;
+  readonly workspaceDir: string;
+  readonly workspaceFileChars: number;
+  readonly agentId: string;
+}
+
+export interface SessionDeps {
+  readonly redis: Redis;
+  readonly prefix: string;
+  readonly sessions: SessionStore;
+  readonly store: RunStore;
+  readonly runs: RunService;
+  readonly toolQueue: Queue;
+  readonly senseQueue: Queue;
+  readonly hooks: HookRegistry | undefined;
+  readonly config: SessionConfig;
+  readonly logger: Logger;
+}
+
+export interface MessageInput {
+  readonly text: string;
+  readonly mode?: LaneMode;
+  readonly eventId?: string;
+  readonly metadata?: Record<string, unknown>;
+}
+
+export interface MessageResult {
+  sessionKey: string;
+  runId?: string;
+  queued: boolean;
+  position?: number;
+  duplicate?: boolean;
+  dropped?: boolean;
+  command?: string;
+}
+
+const SESSION_BASE = `You are an agent run by Tetraloop. Answer the user's latest message; use tools when they help.
+Reply with exactly NO_REPLY when no reply is needed.`;
+
+export class SessionService {
+  constructor(private readonly deps: SessionDeps) {}
+
+  async handleMessage(sessionKey: string, input: MessageInput): Promise<MessageResult> {
+    const { sessions, config, hooks } = this.deps;
+    const receivedAt = new Date().toISOString();
+    if (input.eventId !== undefined && !(await this.firstSighting(`session:${sessionKey}`, input.eventId))) {
+      return { sessionKey, queued: false, duplicate: true };
+    }
+    const command = input.text.trim().toLowerCase();
+    if (command === '/stop') return this.stop(sessionKey);
+    if (command === '/new' || command === '/reset')
+      return this.reset(sessionKey, command.slice(1) as 'new' | 'reset');
+
+    await hooks?.emit('message_received', {
+      sessionKey,
+      text: input.text,
+      ...(input.eventId ? { eventId: input.eventId } : {}),
+    });
+    await sessions.appendTranscript(sessionKey, {
+      type: 'message',
+      role: 'user',
+      text: input.text,
+      receivedAt,
+      ...(input.eventId ? { eventId: input.eventId } : {}),
+    });
+    const mode = input.mode ?? (await sessions.mode(sessionKey)) ?? config.defaultMode;
+    const message: LaneMessage = {
+      text: input.text,
+      receivedAt,
+      ...(input.eventId ? { eventId: input.eventId } : {}),
+    };
+    // The run is stored before the lane sees it, so a lane never points at a run that does not exist.
+    const runId = await this.prepareRun(sessionKey, input.text, input.metadata);
+    const admitted = await sessions.admit(sessionKey, {
+      mode,
+      runId,
+      message,
+      collectCap: config.collectCap,
+      drop: config.collectDrop,
+      envCap: config.environmentCap,
+    });
+    switch (admitted.kind) {
+      case 'start':
+        await this.deps.runs.start(runId);
+        return { sessionKey, runId, queued: false };
+      case 'queued':
+        return { sessionKey, runId, queued: true, position: admitted.position };
+      case 'interrupt':
+        await this.cancel(admitted.cancel, 'interrupted by a newer message');
+        await this.deps.runs.start(runId);
+        return { sessionKey, runId, queued: false };
+      case 'collected':
+        await this.deps.store.delete(runId);
+        return { sessionKey, queued: true, position: admitted.position };
+      case 'dropped':
+        await this.deps.store.delete(runId);
+        return { sessionKey, queued: false, dropped: true };
+      case 'steered':
+        await this.deps.store.delete(runId);
+        return { sessionKey, runId: admitted.runId, queued: false };
+    }
+  }
+
+  /** A session run settled: write its reply and transcript entries (once), then move the lane on. */
+  async onRunSettled(runId: string): Promise<void> {
+    const sessionKey = await this.deps.store.sessionOf(runId);
+    if (!sessionKey) return;
+    if (await this.deps.store.claimSessionReply(runId)) {
+      const doc = await this.deps.store.document(runId);
+      if (doc) await this.writeReply(sessionKey, doc);
+    }
+    await this.advance(sessionKey, runId);
+  }
+
+  /** Moves the lane on from `finished` (a run id, or `collect`). */
+  async advance(sessionKey: string, finished: string): Promise<void> {
+    const { sessions, config } = this.deps;
+    for (let current = finished; ;) {
+      const next = await sessions.advance(sessionKey, current, config.collectDebounceMs);
+      switch (next.kind) {
+        case 'run':
+          await this.deps.runs.start(next.runId);
+          return;
+        case 'collect-wait':
+          await this.deps.senseQueue.add(
+            SENSE_JOB.laneAdvance,
+            { sessionKey, finished: 'collect' },
+            {
+              delay: Math.max(0, next.dueAt - Date.now()),
+              jobId: `lane-${sessionKey}-${next.dueAt}`.replaceAll(':', '_'),
+            },
+          );
+          return;
+        case 'collect': {
+          const messages = await sessions.collected(sessionKey, next.count);
+          const runId = await this.prepareRun(sessionKey, collectedText(messages), undefined);
+          if (await sessions.commitCollect(sessionKey, runId, next.count)) {
+            await this.deps.runs.start(runId);
+            return;
+          }
+          await this.deps.store.delete(runId);
+          current = 'collect';
+          continue;
+        }
+        default:
+          return;
+      }
+    }
+  }
+
+  /** Keeps lanes moving whose run settled while nobody moved them on (a process died). */
+  async sweep(): Promise<void> {
+    for (const sessionKey of await this.deps.sessions.busySessions()) {
+      const running = await this.deps.sessions.running(sessionKey);
+      if (running === null) {
+        await this.advance(sessionKey, '');
+      } else if (running === 'collect') {
+        await this.advance(sessionKey, 'collect');
+      } else if (
+        (await this.deps.store.status(running)) === null ||
+        (await this.deps.store.isSettled(running))
+      ) {
+        await this.onRunSettled(running);
+      }
+    }
+  }
+
+  /**
+   * The plan loop's environment check (run every 1.5 s): for each session run whose session
+   * environment moved since its plan was made, a planned run is handed back to the planner with
+   * what changed; an agent run gets it as steering for its next turn. Nothing happens when the
+   * version did not move.
+   */
+  async checkEnvironment(): Promise<number> {
+    let changed = 0;
+    for (const sessionKey of await this.deps.sessions.busySessions()) {
+      const runId = await this.deps.sessions.running(sessionKey);
+      if (!runId || runId === 'collect' || (await this.deps.store.status(runId)) !== 'running') continue;
+      const [env, seen] = await Promise.all([
+        this.deps.sessions.environment(sessionKey),
+        this.deps.store.environmentVersion(runId),
+      ]);
+      if (env.version <= seen) continue;
+      const fresh = env.events.slice(-(env.version - seen)).map(describeEnvironmentEvent);
+      await this.deps.store.setEnvironmentVersion(runId, env.version);
+      await this.deps.store.appendEvent(runId, 'environment.changed', undefined, {
+        version: env.version,
+        events: fresh,
+      });
+      changed++;
+      if (await this.deps.store.taskOf(runId)) {
+        const generation = await this.deps.store.generation(runId);
+        await this.deps.store.requestReplan(
+          runId,
+          { code: 'environment_changed', message: `the environment changed: ${fresh.join(' | ')}` },
+          generation,
+        );
+      } else {
+        await this.deps.store.addSteering(runId, fresh);
+      }
+    }
+    return changed;
+  }
+
+  /** Event-id deduplication within the window: true the first time an id is seen. */
+  async firstSighting(source: string, eventId: string): Promise<boolean> {
+    const key = dedupeKey(this.deps.prefix, source, eventId);
+    return (await this.deps.redis.set(key, '1', 'EX', this.deps.config.dedupeWindowSeconds, 'NX')) === 'OK';
+  }
+
+  private async stop(sessionKey: string): Promise<MessageResult> {
+    const { running, queued } = await this.deps.sessions.stop(sessionKey);
+    if (running) await this.cancel(running, 'stopped by /stop');
+    for (const runId of queued) await this.deps.runs.cancelUnstarted(runId, 'stopped by /stop');
+    const cancelled = [...(running ? [running] : []), ...queued];
+    await this.deps.sessions.appendTranscript(sessionKey, {
+      type: 'command',
+      command: 'stop',
+      cancelled,
+      at: new Date().toISOString(),
+    });
+    await this.deps.hooks?.emit('command:stop', { sessionKey, cancelled });
+    return { sessionKey, queued: false, command: 'stop' };
+  }
+
+  private async reset(sessionKey: string, command: 'new' | 'reset'): Promise<MessageResult> {
+    const view = await this.deps.sessions.view(sessionKey);
+    if (view) await this.deps.hooks?.emit('session_end', { sessionKey, contextId: view.contextId });
+    const contextId = await this.deps.sessions.reset(sessionKey, {
+      type: 'command',
+      command,
+      at: new Date().toISOString(),
+    });
+    await this.deps.hooks?.emit(command === 'new' ? 'command:new' : 'command:reset', { sessionKey });
+    await this.deps.hooks?.emit('session_start', { sessionKey, contextId });
+    return { sessionKey, queued: false, command };
+  }
+
+  private async cancel(runId: string, reason: string): Promise<void> {
+    const now = new Date().toISOString();
+    if (await this.deps.store.decide(runId, 'cancelled', { code: 'cancelled', message: reason }, now)) {
+      await wakeParkedNodes(this.deps.store, this.deps.toolQueue, runId);
+    }
+  }
+
+  /** Stores (without starting) the run that will answer `text` in this session's context. */
+  private async prepareRun(
+    sessionKey: string,
+    text: string,
+    metadata: Record<string, unknown> | undefined,
+  ): Promise<string> {
+    const { config, sessions, hooks } = this.deps;
+    const { files, fresh } = await sessions.bootstrap(sessionKey, () =>
+      readWorkspace(config.workspaceDir, config.agentId, BOOTSTRAP_FILES, config.workspaceFileChars),
+    );
+    if (fresh) {
+      const view = await sessions.view(sessionKey);
+      await hooks?.emit('session_start', { sessionKey, contextId: view?.contextId ?? 1 });
+    }
+    const runId = randomUUID();
+    const extra: string[] = [];
+    const history = await this.history(sessionKey);
+    if (history) extra.push(`Conversation so far:\n${history}`);
+    for (const name of ['before_prompt_build', 'before_agent_start'] as const) {
+      if (!hooks?.has(name)) continue;
+      const ctx =
+        name === 'before_prompt_build'
+          ? { agentId: config.agentId, sessionKey }
+          : { runId, agentId: config.agentId, task: text, sessionKey };
+      const { results } = await hooks.run(name, ctx, (c) => c);
+      for (const r of results) if (r.context) extra.push(r.context);
+    }
+    const system = assembleSystemPrompt({
+      base: SESSION_BASE,
+      bootstrap: files,
+      ...(extra.length ? { overrides: extra.join('\n\n') } : {}),
+    });
+    const request = RunRequest.parse({
+      task: text,
+      mode: config.runMode,
+      agentId: config.agentId,
+      ...(config.runMode === 'dag' ? { overrides: system } : {}),
+      metadata: { ...metadata, sessionKey },
+    });
+    await this.deps.runs.submit(request, undefined, { sessionKey, start: false, runId, system });
+    return runId;
+  }
+
+  /** The current context's recent exchanges, oldest first, as lines. */
+  private async history(sessionKey: string): Promise<string> {
+    const lines = (await this.deps.sessions.transcript(sessionKey)) as {
+      type: string;
+      role?: string;
+      text?: string;
+      command?: string;
+    }[];
+    let start = 0;
+    lines.forEach((l, i) => {
+      if (l.type === 'command' && (l.command === 'new' || l.command === 'reset')) start = i + 1;
+    });
+    return lines
+      .slice(start)
+      .filter((l) => l.type === 'message')
+      .slice(-(this.deps.config.historyMessages + 1), -1)
+      .map((l) => `${l.role}: ${l.text}`)
+      .join('\n');
+  }
+
+  private async writeReply(sessionKey: string, doc: RunDocument): Promise<void> {
+    const events = await this.deps.store.events(doc.runId, 0, 10_000);
+    const reply = replyOf(doc, events);
+    const entries: unknown[] = [...reply.toolEntries];
+    let text = reply.text;
+    if (text !== null && text.trim() !== 'NO_REPLY' && this.deps.hooks?.has('message_sending')) {
+      const { ctx, results } = await this.deps.hooks.run(
+        'message_sending',
+        { sessionKey, runId: doc.runId, text },
+        (c, r) => (r.text !== undefined ? { ...c, text: r.text } : c),
+        (r) => r.cancel === true,
+      );
+      text = results.some((r) => r.cancel) ? null : ctx.text;
+    }
+    // NO_REPLY is the agent saying nothing needs saying: no message, no message_sending.
+    if (text !== null && text.trim() !== 'NO_REPLY') {
+      entries.push({
+        type: 'message',
+        role: 'assistant',
+        text,
+        runId: doc.runId,
+        tools: reply.toolSummary,
+        at: new Date().toISOString(),
+      });
+    }
+    entries.push({ type: 'run', runId: doc.runId, status: doc.status, usage: doc.usage, at: doc.finishedAt });
+    await this.deps.sessions.appendTranscript(sessionKey, ...entries);
+    await this.deps.hooks?.emit('agent_end', { runId: doc.runId, status: doc.status, sessionKey });
+  }
+}
+
+/** One line for an environment entry: a steering message or a source event. */
+export function describeEnvironmentEvent(e: unknown): string {
+  const entry = e as { text?: string; source?: string; type?: string; payload?: unknown };
+  if (typeof entry.text === 'string') return entry.text;
+  return `${entry.source ?? 'event'}/${entry.type ?? 'event'}: ${JSON.stringify(entry.payload ?? null)}`;
+}
+
+/** The text of a run made of messages collected while the lane was busy. */
+export function collectedText(messages: readonly LaneMessage[]): string {
+  const count = messages.reduce((n, m) => n + (m.summarized ?? 1), 0);
+  return [
+    `[${count} messages arrived while you were busy]`,
+    ...messages.map(
+      (m, i) => `${i + 1}. ${m.summarized && m.summarized > 1 ? `(${m.summarized} merged) ` : ''}${m.text}`,
+    ),
+  ].join('\n');
+}
+
+export const contentHash = (value: unknown): string =>
+  createHash('sha256').update(JSON.stringify(value)).digest('hex');

@@ -1,0 +1,237 @@
+/**
+ * The sense loop's sources: webhooks and polled HTTP endpoints. Every event is normalised,
+ * deduplicated by id (or content hash) within a window, merged with same-type events of its
+ * source that arrive within a burst window, and written into its session's environment, whose
+ * version then moves. Each source is polled by its own job with its own timeout and backoff, so
+ * one hanging source never delays another; its status is kept for `GET /v1/sources`.
+ */
+import type { Queue } from 'bullmq';
+import type { Redis } from 'ioredis';
+import type { Logger } from 'pino';
+import { z } from 'zod';
+import { retryDelay } from '../policy/retry-policy.js';
+import { burstKey, sourcesKey } from '../state/keys.js';
+import type { SessionStore } from '../state/session-store.js';
+import { SENSE_JOB } from './sense-jobs.js';
+import { contentHash, type SessionService } from './session-service.js';
+
+export const PolledSource = z.strictObject({
+  name: z.string().regex(/^[A-Za-z0-9_.-]{1,64}$/),
+  url: z.url({ protocol: /^https?$/ }),
+  /** At least 200 ms. */
+  intervalMs: z.number().int().min(200),
+  /** @defaultValue 5000 */
+  timeoutMs: z.number().int().positive().default(5000),
+  /** Session whose environment receives the events. */
+  sessionKey: z.string().min(1).max(128).optional(),
+  /** Event type when the source's answer gives none. @defaultValue "poll" */
+  type: z.string().min(1).max(64).default('poll'),
+});
+export type PolledSource = z.infer<typeof PolledSource>;
+
+/** An event as it enters: from a webhook body or a poll answer. */
+export const InboundEvent = z.object({
+  eventId: z.string().min(1).max(256).optional(),
+  type: z.string().min(1).max(64).default('event'),
+  sessionKey: z.string().min(1).max(128).optional(),
+  payload: z.unknown().optional(),
+});
+export type InboundEvent = z.infer<typeof InboundEvent>;
+
+/** An event once normalised. */
+export interface SenseEvent {
+  source: string;
+  eventId: string;
+  sessionKey?: string;
+  type: string;
+  payload: unknown;
+  receivedAt: string;
+  /** For a merged burst: how many events it stands for. */
+  count?: number;
+}
+
+export interface SourceStatus {
+  name: string;
+  kind: 'webhook' | 'poll';
+  status: 'ok' | 'degraded' | 'down';
+  lastError: string | null;
+  lastSuccessAt: string | null;
+  lastEventAt: string | null;
+  events: number;
+  duplicates: number;
+  failures: number;
+  /** While backing off after failures: when the next poll may go out. */
+  nextAttemptAt: string | null;
+}
+
+export interface SourceDeps {
+  readonly redis: Redis;
+  readonly prefix: string;
+  readonly sessions: SessionStore;
+  readonly sessionService: SessionService;
+  readonly senseQueue: Queue;
+  /** Same-type events of one source within this window merge into one. 0 turns merging off. @defaultValue 500 */
+  readonly burstWindowMs: number;
+  readonly environmentCap: number;
+  readonly logger: Logger;
+}
+
+const BURST_SAMPLE = 10;
+
+export class SourceService {
+  constructor(private readonly deps: SourceDeps) {}
+
+  /** Normalises, deduplicates and routes one event. Returns what became of it. */
+  async ingest(
+    source: string,
+    raw: InboundEvent,
+    kind: SourceStatus['kind'],
+  ): Promise<'accepted' | 'duplicate'> {
+    const event: SenseEvent = {
+      source,
+      eventId: raw.eventId ?? `sha256:${contentHash({ type: raw.type, payload: raw.payload ?? null })}`,
+      ...(raw.sessionKey ? { sessionKey: raw.sessionKey } : {}),
+      type: raw.type,
+      payload: raw.payload ?? null,
+      receivedAt: new Date().toISOString(),
+    };
+    if (!(await this.deps.sessionService.firstSighting(`source:${source}`, event.eventId))) {
+      await this.bumpStatus(source, kind, { duplicates: 1 });
+      return 'duplicate';
+    }
+    await this.bumpStatus(source, kind, { events: 1, lastEventAt: event.receivedAt });
+    if (this.deps.burstWindowMs <= 0) {
+      await this.write(event);
+      return 'accepted';
+    }
+    const key = burstKey(this.deps.prefix, source, event.type, event.sessionKey ?? '');
+    const length = await this.deps.redis.rpush(key, JSON.stringify(event));
+    // The first event of a burst opens its window; the flush merges whatever arrived in it.
+    if (length === 1) {
+      await this.deps.redis.pexpire(key, this.deps.burstWindowMs * 10);
+      await this.deps.senseQueue.add(SENSE_JOB.burstFlush, { key }, { delay: this.deps.burstWindowMs });
+    }
+    return 'accepted';
+  }
+
+  /** Merges a closed burst window into one event and writes it. */
+  async flush(key: string): Promise<void> {
+    const replies = await this.deps.redis.multi().lrange(key, 0, -1).del(key).exec();
+    const events = ((replies?.[0]?.[1] as string[] | undefined) ?? []).map(
+      (e) => JSON.parse(e) as SenseEvent,
+    );
+    const first = events[0];
+    if (!first) return;
+    if (events.length === 1) return this.write(first);
+    await this.write({
+      ...first,
+      eventId: `burst:${first.eventId}`,
+      payload: {
+        summary: `${events.length} ${first.type} events from ${first.source}`,
+        sample: events.slice(0, BURST_SAMPLE).map((e) => e.payload),
+      },
+      count: events.length,
+    });
+  }
+
+  private async write(event: SenseEvent): Promise<void> {
+    if (event.sessionKey)
+      await this.deps.sessions.addEnvironmentEvent(event.sessionKey, event, this.deps.environmentCap);
+  }
+
+  /** One poll of a source, under its own timeout; failures back off exponentially. */
+  async poll(source: PolledSource): Promise<void> {
+    const status = await this.status(source.name);
+    if (status?.nextAttemptAt && Date.parse(status.nextAttemptAt) > Date.now()) return;
+    try {
+      const res = await fetch(source.url, { signal: AbortSignal.timeout(source.timeoutMs) });
+      if (!res.ok) throw new Error(`HTTP ${res.status}`);
+      const body = await res.json();
+      const items = Array.isArray(body) ? body : [body];
+      for (const item of items) {
+        const parsed = InboundEvent.safeParse(item);
+        const event: InboundEvent = parsed.success
+          ? { ...parsed.data, type: parsed.data.type === 'event' ? source.type : parsed.data.type }
+          : { type: source.type, payload: item as unknown };
+        const sessionKey = event.sessionKey ?? source.sessionKey;
+        await this.ingest(source.name, { ...event, ...(sessionKey ? { sessionKey } : {}) }, 'poll');
+      }
+      await this.setStatus(source.name, 'poll', {
+        status: 'ok',
+        lastSuccessAt: new Date().toISOString(),
+        failures: 0,
+        nextAttemptAt: null,
+      });
+    } catch (err) {
+      const failures = (status?.failures ?? 0) + 1;
+      const delay = retryDelay(failures, {});
+      await this.setStatus(source.name, 'poll', {
+        status: failures >= 3 ? 'down' : 'degraded',
+        lastError: err instanceof Error ? err.message : String(err),
+        failures,
+        nextAttemptAt: new Date(Date.now() + delay).toISOString(),
+      });
+      this.deps.logger.warn(
+        { source: source.name, failures, err: err instanceof Error ? err.message : String(err) },
+        'source poll failed',
+      );
+    }
+  }
+
+  async statuses(): Promise<SourceStatus[]> {
+    const all = await this.deps.redis.hgetall(sourcesKey(this.deps.prefix));
+    return Object.values(all)
+      .map((s) => JSON.parse(s) as SourceStatus)
+      .sort((a, b) => a.name.localeCompare(b.name));
+  }
+
+  async status(name: string): Promise<SourceStatus | null> {
+    const raw = await this.deps.redis.hget(sourcesKey(this.deps.prefix), name);
+    return raw ? (JSON.parse(raw) as SourceStatus) : null;
+  }
+
+  /** Registers a source (a configured poller) so it shows before its first event. */
+  async register(name: string, kind: SourceStatus['kind']): Promise<void> {
+    if (!(await this.status(name))) await this.setStatus(name, kind, {});
+  }
+
+  private async setStatus(
+    name: string,
+    kind: SourceStatus['kind'],
+    patch: Partial<SourceStatus>,
+  ): Promise<void> {
+    const current = (await this.status(name)) ?? emptyStatus(name, kind);
+    await this.deps.redis.hset(sourcesKey(this.deps.prefix), name, JSON.stringify({ ...current, ...patch }));
+  }
+
+  private async bumpStatus(
+    name: string,
+    kind: SourceStatus['kind'],
+    patch: { events?: number; duplicates?: number; lastEventAt?: string },
+  ): Promise<void> {
+    const current = (await this.status(name)) ?? emptyStatus(name, kind);
+    await this.setStatus(name, kind, {
+      events: current.events + (patch.events ?? 0),
+      duplicates: current.duplicates + (patch.duplicates ?? 0),
+      ...(patch.lastEventAt ? { lastEventAt: patch.lastEventAt } : {}),
+      ...(kind === 'webhook'
+        ? { status: 'ok' as const, lastSuccessAt: patch.lastEventAt ?? current.lastSuccessAt }
+        : {}),
+    });
+  }
+}
+
+function emptyStatus(name: string, kind: SourceStatus['kind']): SourceStatus {
+  return {
+    name,
+    kind,
+    status: 'ok',
+    lastError: null,
+    lastSuccessAt: null,
+    lastEventAt: null,
+    events: 0,
+    duplicates: 0,
+    failures: 0,
+    nextAttemptAt: null,
+  };
+}

@@ -1,0 +1,245 @@
+/**
+ * A session's state in Redis: its lane (the run holding it, the runs and collected messages
+ * waiting), its environment (versioned), its bootstrap snapshot and its transcript. Lane moves are
+ * Lua scripts, so a lane is never half-moved.
+ */
+import type { Redis } from 'ioredis';
+import type { WorkspaceFile } from '../planning/workspace.js';
+import { busySessionsKey, sessionKeyList, sessionKeys } from './keys.js';
+import { loadScripts, type ScriptRunner } from './scripts.js';
+
+export const LANE_MODES = ['followup', 'collect', 'steer', 'interrupt'] as const;
+export type LaneMode = (typeof LANE_MODES)[number];
+export const DROP_POLICIES = ['summarize', 'old', 'new'] as const;
+export type DropPolicy = (typeof DROP_POLICIES)[number];
+
+export interface LaneMessage {
+  readonly text: string;
+  readonly receivedAt: string;
+  readonly eventId?: string;
+  /** How many messages were folded into this one by the `summarize` drop policy. */
+  readonly summarized?: number;
+}
+
+export type AdmitResult =
+  | { kind: 'start'; runId: string }
+  | { kind: 'queued'; runId: string; position: number }
+  | { kind: 'collected'; position: number }
+  | { kind: 'dropped' }
+  | { kind: 'steered'; runId: string; version: number }
+  | { kind: 'interrupt'; cancel: string; runId: string };
+
+export type AdvanceResult =
+  | { kind: 'noop' }
+  | { kind: 'idle' }
+  | { kind: 'run'; runId: string }
+  | { kind: 'collect'; count: number }
+  | { kind: 'collect-wait'; dueAt: number };
+
+export interface SessionView {
+  sessionKey: string;
+  createdAt: string | null;
+  contextId: number;
+  /** The run holding the lane, `collect` while collected messages are being turned into one. */
+  running: string | null;
+  queued: { kind: 'run'; runId: string }[] | { kind: 'collect'; messages: number }[];
+  mode: LaneMode | null;
+  environmentVersion: number;
+}
+
+export class SessionStore {
+  private readonly script: ScriptRunner;
+
+  constructor(
+    private readonly redis: Redis,
+    private readonly prefix: string,
+  ) {
+    this.script = loadScripts(redis);
+  }
+
+  private keys(sessionKey: string): string[] {
+    return sessionKeyList(sessionKeys(this.prefix, sessionKey));
+  }
+
+  async admit(
+    sessionKey: string,
+    args: {
+      mode: LaneMode;
+      runId: string;
+      message: LaneMessage;
+      collectCap: number;
+      drop: DropPolicy;
+      envCap: number;
+    },
+  ): Promise<AdmitResult> {
+    const raw = (await this.script('lane-admit-5', this.keys(sessionKey), [
+      Date.now(),
+      args.mode,
+      args.runId,
+      JSON.stringify(args.message),
+      args.collectCap,
+      args.drop,
+      args.envCap,
+    ])) as (string | number)[];
+    const [kind, a, b] = raw;
+    switch (kind) {
+      case 'start':
+        await this.redis.sadd(busySessionsKey(this.prefix), sessionKey);
+        return { kind, runId: String(a) };
+      case 'queued':
+        return { kind, runId: String(a), position: Number(b) };
+      case 'collected':
+        return { kind, position: Number(a) };
+      case 'dropped':
+        return { kind };
+      case 'steered':
+        return { kind, runId: String(a), version: Number(b) };
+      default:
+        return { kind: 'interrupt', cancel: String(a), runId: String(b) };
+    }
+  }
+
+  async advance(sessionKey: string, finished: string, debounceMs: number): Promise<AdvanceResult> {
+    const [kind, value] = (await this.script('lane-advance-5', this.keys(sessionKey), [
+      finished,
+      Date.now(),
+      debounceMs,
+    ])) as [string, string | number | undefined];
+    switch (kind) {
+      case 'idle':
+        await this.redis.srem(busySessionsKey(this.prefix), sessionKey);
+        return { kind };
+      case 'run':
+        return { kind, runId: String(value) };
+      case 'collect':
+        return { kind, count: Number(value) };
+      case 'collect-wait':
+        return { kind, dueAt: Number(value) };
+      default:
+        return { kind: 'noop' };
+    }
+  }
+
+  /** The first `count` collected messages, oldest first. */
+  async collected(sessionKey: string, count: number): Promise<LaneMessage[]> {
+    const raw = await this.redis.lrange(sessionKeys(this.prefix, sessionKey).buffer, 0, count - 1);
+    return raw.map((m) => JSON.parse(m) as LaneMessage);
+  }
+
+  async commitCollect(sessionKey: string, runId: string, count: number): Promise<boolean> {
+    return (await this.script('lane-commit-collect-5', this.keys(sessionKey), [runId, count])) === 1;
+  }
+
+  /** Empties the lane; returns the run that held it and the queued runs, for cancelling. */
+  async stop(sessionKey: string): Promise<{ running: string | null; queued: string[] }> {
+    const [running, ...queued] = (await this.script('lane-stop-5', this.keys(sessionKey), [])) as string[];
+    await this.redis.srem(busySessionsKey(this.prefix), sessionKey);
+    return { running: running && running !== 'collect' ? running : null, queued };
+  }
+
+  async reset(sessionKey: string, line: unknown): Promise<number> {
+    return (await this.script('session-reset-5', this.keys(sessionKey), [
+      new Date().toISOString(),
+      JSON.stringify(line),
+    ])) as number;
+  }
+
+  async busySessions(): Promise<string[]> {
+    return this.redis.smembers(busySessionsKey(this.prefix));
+  }
+
+  async running(sessionKey: string): Promise<string | null> {
+    const running = await this.redis.hget(sessionKeys(this.prefix, sessionKey).meta, 'running');
+    return running ? running : null;
+  }
+
+  /** 1-based place of `runId` among the lane's waiting items, or null. */
+  async position(sessionKey: string, runId: string): Promise<number | null> {
+    const index = await this.redis.lpos(sessionKeys(this.prefix, sessionKey).queue, runId);
+    return index === null ? null : index + 1;
+  }
+
+  async appendTranscript(sessionKey: string, ...entries: unknown[]): Promise<void> {
+    if (entries.length === 0) return;
+    const k = sessionKeys(this.prefix, sessionKey);
+    await this.redis
+      .multi()
+      .hsetnx(k.meta, 'createdAt', String(Date.now()))
+      .rpush(k.transcript, ...entries.map((e) => JSON.stringify(e)))
+      .exec();
+  }
+
+  async transcript(sessionKey: string): Promise<unknown[]> {
+    const raw = await this.redis.lrange(sessionKeys(this.prefix, sessionKey).transcript, 0, -1);
+    return raw.map((l) => JSON.parse(l) as unknown);
+  }
+
+  /** Adds an event to the session's environment; returns the new version. */
+  async addEnvironmentEvent(sessionKey: string, event: unknown, cap: number): Promise<number> {
+    const k = sessionKeys(this.prefix, sessionKey);
+    const replies = await this.redis
+      .multi()
+      .hincrby(k.meta, 'envVersion', 1)
+      .rpush(k.env, JSON.stringify(event))
+      .ltrim(k.env, -cap, -1)
+      .exec();
+    return Number(replies?.[0]?.[1] ?? 0);
+  }
+
+  async environment(sessionKey: string): Promise<{ version: number; events: unknown[] }> {
+    const k = sessionKeys(this.prefix, sessionKey);
+    const [version, events] = await Promise.all([
+      this.redis.hget(k.meta, 'envVersion'),
+      this.redis.lrange(k.env, 0, -1),
+    ]);
+    return { version: Number(version ?? 0), events: events.map((e) => JSON.parse(e) as unknown) };
+  }
+
+  /** The bootstrap files as snapshotted for the current context, snapshotting `read()` if none yet. */
+  async bootstrap(
+    sessionKey: string,
+    read: () => Promise<WorkspaceFile[]>,
+  ): Promise<{ files: WorkspaceFile[]; fresh: boolean }> {
+    const k = sessionKeys(this.prefix, sessionKey);
+    const known = await this.redis.hget(k.meta, 'bootstrap');
+    if (known) return { files: JSON.parse(known) as WorkspaceFile[], fresh: false };
+    const files = await read();
+    const set = await this.redis.hsetnx(k.meta, 'bootstrap', JSON.stringify(files));
+    if (set === 1) return { files, fresh: true };
+    return {
+      files: JSON.parse((await this.redis.hget(k.meta, 'bootstrap')) ?? '[]') as WorkspaceFile[],
+      fresh: false,
+    };
+  }
+
+  async view(sessionKey: string): Promise<SessionView | null> {
+    const k = sessionKeys(this.prefix, sessionKey);
+    const [meta, queue, buffered] = await Promise.all([
+      this.redis.hgetall(k.meta),
+      this.redis.lrange(k.queue, 0, -1),
+      this.redis.llen(k.buffer),
+    ]);
+    if (!meta.createdAt) return null;
+    return {
+      sessionKey,
+      createdAt: new Date(Number(meta.createdAt)).toISOString(),
+      contextId: Number(meta.contextId ?? 1),
+      running: meta.running ? meta.running : null,
+      queued: queue.map((item) =>
+        item === 'collect'
+          ? { kind: 'collect' as const, messages: buffered }
+          : { kind: 'run' as const, runId: item },
+      ) as SessionView['queued'],
+      mode: (meta.mode as LaneMode | undefined) ?? null,
+      environmentVersion: Number(meta.envVersion ?? 0),
+    };
+  }
+
+  async setMode(sessionKey: string, mode: LaneMode): Promise<void> {
+    await this.redis.hset(sessionKeys(this.prefix, sessionKey).meta, 'mode', mode);
+  }
+
+  async mode(sessionKey: string): Promise<LaneMode | null> {
+    return (await this.redis.hget(sessionKeys(this.prefix, sessionKey).meta, 'mode')) as LaneMode | null;
+  }
+}
