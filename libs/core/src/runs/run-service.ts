@@ -133,9 +133,10 @@ export class RunService {
       await this.deps.store.create({
         runId,
         ...(validation ? { graph: validation.graph, plan: validation.plan } : {}),
-        ...(taskPlansLater
+        ...(request.task !== undefined
           ? {
               task: {
+                mode: request.mode,
                 task: request.task!,
                 agentId: request.agentId,
                 maxReplans: request.maxReplans,

@@ -228,7 +228,7 @@ export class SessionService {
         events: fresh,
       });
       changed++;
-      if (await this.deps.store.taskOf(runId)) {
+      if ((await this.deps.store.taskOf(runId))?.mode === 'dag') {
         const generation = await this.deps.store.generation(runId);
         await this.deps.store.requestReplan(
           runId,

@@ -149,10 +149,14 @@ export class SourceService {
       const body = await res.json();
       const items = Array.isArray(body) ? body : [body];
       for (const item of items) {
+        // An item is an event envelope only if it says so; anything else is the payload itself.
+        const envelope =
+          typeof item === 'object' && item !== null && ('payload' in item || 'eventId' in item);
         const parsed = InboundEvent.safeParse(item);
-        const event: InboundEvent = parsed.success
-          ? { ...parsed.data, type: parsed.data.type === 'event' ? source.type : parsed.data.type }
-          : { type: source.type, payload: item as unknown };
+        const event: InboundEvent =
+          envelope && parsed.success
+            ? { ...parsed.data, type: parsed.data.type === 'event' ? source.type : parsed.data.type }
+            : { type: source.type, payload: item as unknown };
         const sessionKey = event.sessionKey ?? source.sessionKey;
         await this.ingest(source.name, { ...event, ...(sessionKey ? { sessionKey } : {}) }, 'poll');
       }
@@ -179,29 +183,55 @@ export class SourceService {
   }
 
   async statuses(): Promise<SourceStatus[]> {
-    const all = await this.deps.redis.hgetall(sourcesKey(this.deps.prefix));
-    return Object.values(all)
-      .map((s) => JSON.parse(s) as SourceStatus)
-      .sort((a, b) => a.name.localeCompare(b.name));
+    const names = await this.deps.redis.smembers(sourcesKey(this.deps.prefix));
+    const all = await Promise.all(names.map((n) => this.status(n)));
+    return all.filter((s): s is SourceStatus => s !== null).sort((a, b) => a.name.localeCompare(b.name));
   }
 
   async status(name: string): Promise<SourceStatus | null> {
-    const raw = await this.deps.redis.hget(sourcesKey(this.deps.prefix), name);
-    return raw ? (JSON.parse(raw) as SourceStatus) : null;
+    const raw = await this.deps.redis.hgetall(this.key(name));
+    if (!raw.kind) return null;
+    const num = (k: string): number => Number(raw[k] ?? 0);
+    const str = (k: string): string | null => (raw[k] ? raw[k] : null);
+    return {
+      name,
+      kind: raw.kind as SourceStatus['kind'],
+      status: (raw.status as SourceStatus['status'] | undefined) ?? 'ok',
+      lastError: str('lastError'),
+      lastSuccessAt: str('lastSuccessAt'),
+      lastEventAt: str('lastEventAt'),
+      events: num('events'),
+      duplicates: num('duplicates'),
+      failures: num('failures'),
+      nextAttemptAt: str('nextAttemptAt'),
+    };
   }
 
   /** Registers a source (a configured poller) so it shows before its first event. */
   async register(name: string, kind: SourceStatus['kind']): Promise<void> {
-    if (!(await this.status(name))) await this.setStatus(name, kind, {});
+    await this.setStatus(name, kind, {});
   }
 
+  private key(name: string): string {
+    return `${sourcesKey(this.deps.prefix)}:${name}`;
+  }
+
+  /** Fields are written one by one (counters by HINCRBY), so concurrent events never lose updates. */
   private async setStatus(
     name: string,
     kind: SourceStatus['kind'],
     patch: Partial<SourceStatus>,
   ): Promise<void> {
-    const current = (await this.status(name)) ?? emptyStatus(name, kind);
-    await this.deps.redis.hset(sourcesKey(this.deps.prefix), name, JSON.stringify({ ...current, ...patch }));
+    const fields = Object.entries(patch).flatMap(([k, v]) => [
+      k,
+      v === null || v === undefined ? '' : String(v),
+    ]);
+    const tx = this.deps.redis
+      .multi()
+      .sadd(sourcesKey(this.deps.prefix), name)
+      .hset(this.key(name), 'kind', kind);
+    if (fields.length > 0) tx.hset(this.key(name), ...fields);
+    await tx.exec();
   }
 
   private async bumpStatus(
@@ -209,29 +239,14 @@ export class SourceService {
     kind: SourceStatus['kind'],
     patch: { events?: number; duplicates?: number; lastEventAt?: string },
   ): Promise<void> {
-    const current = (await this.status(name)) ?? emptyStatus(name, kind);
-    await this.setStatus(name, kind, {
-      events: current.events + (patch.events ?? 0),
-      duplicates: current.duplicates + (patch.duplicates ?? 0),
-      ...(patch.lastEventAt ? { lastEventAt: patch.lastEventAt } : {}),
-      ...(kind === 'webhook'
-        ? { status: 'ok' as const, lastSuccessAt: patch.lastEventAt ?? current.lastSuccessAt }
-        : {}),
-    });
+    const key = this.key(name);
+    const tx = this.deps.redis.multi().sadd(sourcesKey(this.deps.prefix), name).hset(key, 'kind', kind);
+    if (patch.events) tx.hincrby(key, 'events', patch.events);
+    if (patch.duplicates) tx.hincrby(key, 'duplicates', patch.duplicates);
+    if (patch.lastEventAt) tx.hset(key, 'lastEventAt', patch.lastEventAt);
+    // A webhook that delivers is up.
+    if (kind === 'webhook' && patch.lastEventAt)
+      tx.hset(key, 'status', 'ok', 'lastSuccessAt', patch.lastEventAt);
+    await tx.exec();
   }
-}
-
-function emptyStatus(name: string, kind: SourceStatus['kind']): SourceStatus {
-  return {
-    name,
-    kind,
-    status: 'ok',
-    lastError: null,
-    lastSuccessAt: null,
-    lastEventAt: null,
-    events: 0,
-    duplicates: 0,
-    failures: 0,
-    nextAttemptAt: null,
-  };
 }

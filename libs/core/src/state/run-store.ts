@@ -22,6 +22,8 @@ import { loadScripts, type ScriptRunner } from './scripts.js';
 /** What a task run asks for, kept with the run so the plan loop can plan and replan it. */
 export interface TaskSpec {
   readonly task: string;
+  /** `loop` runs work the task with the agent loop and are never planned or replanned. @defaultValue "dag" */
+  readonly mode?: 'dag' | 'loop';
   readonly agentId: string;
   readonly overrides?: string;
   readonly maxReplans: number;
@@ -155,6 +157,7 @@ export class RunStore {
       ...(run.task
         ? {
             task: run.task.task,
+            mode: run.task.mode ?? 'dag',
             maxReplans: String(run.task.maxReplans),
             ...(run.task.overrides ? { overrides: run.task.overrides } : {}),
           }
@@ -271,7 +274,7 @@ export class RunStore {
 
   /** The task of a task run (null for a fixed graph), and whether it has been planned. */
   async taskOf(runId: string): Promise<(TaskSpec & { planned: boolean; replanRequest: unknown }) | null> {
-    const [task, agentId, overrides, maxReplans, plan, replan] = await this.redis.hmget(
+    const [task, agentId, overrides, maxReplans, plan, replan, mode] = await this.redis.hmget(
       runKeys(this.options.prefix, runId).meta,
       'task',
       'agentId',
@@ -279,10 +282,12 @@ export class RunStore {
       'maxReplans',
       'plan',
       'replan',
+      'mode',
     );
     if (task === null || task === undefined) return null;
     return {
       task,
+      mode: mode === 'loop' ? 'loop' : 'dag',
       agentId: agentId ?? 'main',
       ...(overrides ? { overrides } : {}),
       maxReplans: Number(maxReplans ?? 0),

@@ -180,6 +180,7 @@ export class SessionStore {
     const replies = await this.redis
       .multi()
       .hincrby(k.meta, 'envVersion', 1)
+      .hsetnx(k.meta, 'createdAt', String(Date.now()))
       .rpush(k.env, JSON.stringify(event))
       .ltrim(k.env, -cap, -1)
       .exec();

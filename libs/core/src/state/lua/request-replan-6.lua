@@ -6,7 +6,7 @@
 ]]
 if redis.call('HGET', KEYS[1], 'status') ~= 'running' then return 0 end
 if tonumber(ARGV[2]) ~= generation() then return 0 end
-if not redis.call('HGET', KEYS[1], 'task') then return 0 end
+if not redis.call('HGET', KEYS[1], 'task') or redis.call('HGET', KEYS[1], 'mode') == 'loop' then return 0 end
 if redis.call('HEXISTS', KEYS[1], 'replan') == 1 then return 1 end
 local allowed = tonumber(redis.call('HGET', KEYS[1], 'maxReplans') or '0')
 if tonumber(redis.call('HGET', KEYS[1], 'replans') or '0') >= allowed then return 0 end

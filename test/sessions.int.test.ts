@@ -1,0 +1,277 @@
+/**
+ * Sessions and the sense loop on a real Redis: lanes and their modes, commands, transcripts,
+ * NO_REPLY, environment versions and steering, deduplication, bursts, sources.
+ */
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { RunDocument, SessionView } from '@tetraloop/core';
+import {
+  startModelServer,
+  type ChatRequest,
+  type ModelServer,
+  type ScriptedReply,
+} from './support/model-server.js';
+import { post, startStack, waitFor, type Stack } from './support/stack.js';
+import { startToolServer, type ToolServer } from './support/tool-server.js';
+
+let stack: Stack;
+let model: ModelServer;
+let tools: ToolServer;
+/** How the scripted agent answers; by default it echoes the last user message after `latencyMs`. */
+let answer: (request: ChatRequest) => ScriptedReply;
+const lastUser = (r: ChatRequest): string =>
+  [...r.messages].reverse().find((m) => m.role === 'user')?.content ?? '';
+const echo =
+  (latencyMs = 0) =>
+  (r: ChatRequest): ScriptedReply => ({ content: `echo: ${lastUser(r)}`, latencyMs });
+
+beforeAll(async () => {
+  tools = await startToolServer();
+  answer = echo();
+  model = await startModelServer({ script: (r) => answer(r) });
+  stack = await startStack({
+    pools: ['sense', 'plan', 'tool'],
+    env: {
+      OPENAI_BASE_URL: model.url,
+      TETRALOOP_MODEL_MAX_RETRIES: '0',
+      TETRALOOP_COLLECT_DEBOUNCE_MS: '150',
+      TETRALOOP_COLLECT_CAP: '3',
+      TETRALOOP_LANE_SWEEP_MS: '500',
+      TETRALOOP_ENV_CHECK_MS: '200',
+      TETRALOOP_BURST_WINDOW_MS: '300',
+      TETRALOOP_WORKSPACE_DIR: new URL('./fixtures/workspace', import.meta.url).pathname,
+      TETRALOOP_SOURCES: JSON.stringify([
+        {
+          name: 'slow',
+          url: `${tools.url}/hang?node=slow`,
+          intervalMs: 200,
+          timeoutMs: 500,
+          sessionKey: 'src',
+        },
+        {
+          name: 'fast',
+          url: `${tools.url}/count?node=fast`,
+          intervalMs: 200,
+          timeoutMs: 500,
+          sessionKey: 'src',
+          type: 'tick',
+        },
+      ]),
+    },
+  });
+});
+afterAll(async () => {
+  await stack?.close();
+  await model?.close();
+  await tools?.close();
+});
+
+interface Placed {
+  sessionKey: string;
+  runId?: string;
+  queued: boolean;
+  position?: number;
+  duplicate?: boolean;
+}
+const say = async (key: string, text: string, extra: object = {}): Promise<Placed> => {
+  const res = await post(stack.url, `/v1/sessions/${key}/messages`, { text, ...extra });
+  expect(res.status).toBe(202);
+  return res.body as unknown as Placed;
+};
+const session = async (key: string): Promise<SessionView> =>
+  (await fetch(`${stack.url}/v1/sessions/${key}`).then((r) => r.json())) as SessionView;
+const transcript = async (key: string): Promise<Record<string, unknown>[]> =>
+  (await fetch(`${stack.url}/v1/sessions/${key}/transcript`).then((r) => r.text()))
+    .trim()
+    .split('\n')
+    .map((l) => JSON.parse(l) as Record<string, unknown>);
+/** Follows the lane until it is idle. */
+async function idle(key: string): Promise<void> {
+  for (;;) {
+    const view = await session(key);
+    if (!view.running && view.queued.length === 0) return;
+    if (view.running && view.running !== 'collect') await waitFor(stack.url, view.running);
+    else await fetch(`${stack.url}/v1/runs/00000000-0000-4000-8000-000000000000/wait?timeoutMs=50`);
+  }
+}
+const interval = (d: RunDocument): [number, number] => [Date.parse(d.startedAt!), Date.parse(d.finishedAt!)];
+
+describe('lanes', () => {
+  it('run one session in order without overlap, and two sessions side by side', async () => {
+    answer = echo(400);
+    const a1 = await say('lane-a', 'first', { mode: 'followup' });
+    const a2 = await say('lane-a', 'second', { mode: 'followup' });
+    const b1 = await say('lane-b', 'other');
+    expect(a1).toMatchObject({ queued: false });
+    expect(a2).toMatchObject({ queued: true, position: 1 });
+    const queuedDoc = (await fetch(`${stack.url}/v1/runs/${a2.runId}`).then((r) => r.json())) as RunDocument;
+    expect(queuedDoc).toMatchObject({ status: 'queued', sessionKey: 'lane-a', lanePosition: 1 });
+    const [d1, d2, db] = await Promise.all([a1, a2, b1].map((p) => waitFor(stack.url, p.runId!)));
+    const [s1, e1] = interval(d1!);
+    const [s2] = interval(d2!);
+    const [sb, eb] = interval(db!);
+    expect(s2).toBeGreaterThanOrEqual(e1);
+    expect(sb < e1 && s1 < eb).toBe(true);
+    expect(d2!.nodes.agent).toMatchObject({ output: { text: 'echo: second' } });
+  });
+
+  it('collect merges the messages that arrive while busy into one run, within the cap', async () => {
+    answer = echo(300);
+    const first = await say('collect', 'start');
+    for (const text of ['one', 'two', 'three', 'four', 'five']) {
+      expect(await say('collect', text, { mode: 'collect' })).toMatchObject({ queued: true, position: 1 });
+    }
+    await waitFor(stack.url, first.runId!);
+    await idle('collect');
+    const runs = (await transcript('collect')).filter((l) => l.type === 'run');
+    expect(runs).toHaveLength(2);
+    const merged = (await fetch(`${stack.url}/v1/runs/${runs[1]!.runId as string}`).then((r) =>
+      r.json(),
+    )) as RunDocument;
+    // The cap is 3 with the summarize policy: the oldest messages are folded, none is lost.
+    expect(merged.task).toMatch(/^\[5 messages arrived while you were busy\]/);
+    for (const text of ['one', 'two', 'three', 'four', 'five']) expect(merged.task).toContain(text);
+  });
+
+  it('interrupt cancels the running run and starts the newest message', async () => {
+    answer = echo(1500);
+    const first = await say('interrupt', 'slow one');
+    answer = echo(0);
+    const second = await say('interrupt', 'urgent', { mode: 'interrupt' });
+    expect(second).toMatchObject({ queued: false });
+    expect((await waitFor(stack.url, first.runId!)).status).toBe('cancelled');
+    expect((await waitFor(stack.url, second.runId!)).status).toBe('succeeded');
+  });
+
+  it('/stop cancels the running run and clears the queue', async () => {
+    answer = echo(1500);
+    const first = await say('stop', 'work');
+    const queued = await say('stop', 'more', { mode: 'followup' });
+    await say('stop', '/stop');
+    expect((await waitFor(stack.url, first.runId!)).status).toBe('cancelled');
+    expect((await waitFor(stack.url, queued.runId!)).status).toBe('cancelled');
+    const view = await session('stop');
+    expect(view).toMatchObject({ running: null, queued: [] });
+    expect((await transcript('stop')).some((l) => l.type === 'command' && l.command === 'stop')).toBe(true);
+  });
+
+  it('ignore a message whose eventId was seen', async () => {
+    answer = echo(0);
+    const first = await say('dedupe', 'hello', { eventId: 'evt-1' });
+    const again = await say('dedupe', 'hello', { eventId: 'evt-1' });
+    expect(again).toMatchObject({ duplicate: true, queued: false });
+    await waitFor(stack.url, first.runId!);
+    expect(
+      (await transcript('dedupe')).filter((l) => l.type === 'message' && l.role === 'user'),
+    ).toHaveLength(1);
+  });
+});
+
+describe('replies and transcripts', () => {
+  it('records messages, tool calls, replies and runs as JSONL, and suppresses NO_REPLY', async () => {
+    answer = (r) =>
+      r.messages.some((m) => m.role === 'tool')
+        ? { content: lastUser(r) === 'quiet' ? 'NO_REPLY' : 'done' }
+        : { content: '', toolCalls: [{ name: 'json', arguments: { value: 1 } }] };
+    const loud = await say('talk', 'loud');
+    await waitFor(stack.url, loud.runId!);
+    // The reply is written before the lane moves on; wait for that, then speak again.
+    await idle('talk');
+    const quiet = await say('talk', 'quiet', { mode: 'followup' });
+    await waitFor(stack.url, quiet.runId!);
+    await idle('talk');
+    const lines = await transcript('talk');
+    expect(lines[0]).toMatchObject({ type: 'session', id: 'talk' });
+    const kinds = lines
+      .slice(1)
+      .map((l) => (l.type === 'message' ? `${l.type}:${l.role as string}` : l.type));
+    expect(kinds).toEqual([
+      'message:user',
+      'tool_call',
+      'tool_result',
+      'message:assistant',
+      'run',
+      'message:user',
+      'tool_call',
+      'tool_result',
+      'run',
+    ]);
+    expect(lines.find((l) => l.role === 'assistant')).toMatchObject({ text: 'done', tools: 'json×1' });
+  });
+
+  it('give the agent the bootstrap files in order, capped, in the system prompt', async () => {
+    answer = echo(0);
+    const before = model.requests.length;
+    const placed = await say('boot', 'hi');
+    await waitFor(stack.url, placed.runId!);
+    const system = model.requests.slice(before)[0]!.messages[0]!.content!;
+    const order = ['## AGENTS.md', '## SOUL.md', '## USER.md'].map((h) => system.indexOf(h));
+    expect(order.every((i) => i > 0)).toBe(true);
+    expect([...order].sort((a, b) => a - b)).toEqual(order);
+    expect(system).not.toContain('## TOOLS.md');
+  });
+});
+
+describe('the environment', () => {
+  it('steer bumps the version and reaches the running agent at its next turn', async () => {
+    let turns = 0;
+    answer = (r) => {
+      turns++;
+      return r.messages.some((m) => m.role === 'tool')
+        ? { content: `final after ${lastUser(r)}` }
+        : {
+            content: '',
+            toolCalls: [{ name: 'http', arguments: { url: `${tools.url}/work?node=steer&ms=800` } }],
+          };
+    };
+    const placed = await say('steer', 'plan a trip');
+    await tools.hitCount('steer', 1);
+    const steered = await say('steer', 'make it Lisbon', { mode: 'steer' });
+    expect(steered).toMatchObject({ runId: placed.runId, queued: false });
+    expect((await session('steer')).environmentVersion).toBe(1);
+    const doc = await waitFor(stack.url, placed.runId!);
+    expect(doc.nodes.agent).toMatchObject({ output: { text: 'final after [steer] make it Lisbon' } });
+    expect(turns).toBe(2);
+  });
+
+  it('deduplicates source events and merges a burst into one summary event', async () => {
+    const send = (eventId: string) =>
+      post(stack.url, '/v1/sources/hooks/events', {
+        eventId,
+        type: 'push',
+        sessionKey: 'env',
+        payload: { eventId },
+      });
+    await send('e1');
+    await send('e1');
+    for (const id of ['e2', 'e3', 'e4']) await send(id);
+    let env: { version: number; events: { count?: number; eventId: string }[] } = { version: 0, events: [] };
+    for (;;) {
+      const view = await session('env').catch(() => null);
+      if (view && view.environmentVersion >= 1) break;
+      await fetch(`${stack.url}/v1/runs/00000000-0000-4000-8000-000000000000/wait?timeoutMs=50`);
+    }
+    const sources = (await fetch(`${stack.url}/v1/sources`).then((r) => r.json())) as {
+      sources: { name: string; events: number; duplicates: number }[];
+    };
+    expect(sources.sources.find((s) => s.name === 'hooks')).toMatchObject({ events: 4, duplicates: 1 });
+    env = { version: (await session('env')).environmentVersion, events: [] };
+    expect(env.version).toBe(1);
+  });
+
+  it("keeps a hanging source from delaying another, and reports each one's status", async () => {
+    await tools.hitCount('fast', 3);
+    const { sources } = (await fetch(`${stack.url}/v1/sources`).then((r) => r.json())) as {
+      sources: { name: string; status: string; events: number; lastError: string | null }[];
+    };
+    const fast = sources.find((s) => s.name === 'fast');
+    expect(fast).toMatchObject({ status: 'ok' });
+    expect(fast!.events).toBeGreaterThanOrEqual(2);
+    await tools.hitCount('slow', 2);
+    const later = (await fetch(`${stack.url}/v1/sources`).then((r) => r.json())) as {
+      sources: { name: string; status: string; lastError: string | null }[];
+    };
+    const slow = later.sources.find((s) => s.name === 'slow');
+    expect(['degraded', 'down']).toContain(slow!.status);
+    expect(slow!.lastError).toBeTruthy();
+  });
+});
