@@ -137,7 +137,7 @@ export class RunService {
           ? {
               task: {
                 mode: request.mode,
-                task: request.task!,
+                task: request.task,
                 agentId: request.agentId,
                 maxReplans: request.maxReplans,
                 ...(request.overrides ? { overrides: request.overrides } : {}),
