@@ -10,7 +10,7 @@ import {
   type ModelServer,
   type ScriptedReply,
 } from './support/model-server.js';
-import { post, startStack, waitFor, type Stack } from './support/stack.js';
+import { laneIdle, post, startStack, waitFor, type Stack } from './support/stack.js';
 import { startToolServer, type ToolServer } from './support/tool-server.js';
 
 let stack: Stack;
@@ -84,15 +84,7 @@ const transcript = async (key: string): Promise<Record<string, unknown>[]> =>
     .trim()
     .split('\n')
     .map((l) => JSON.parse(l) as Record<string, unknown>);
-/** Follows the lane until it is idle. */
-async function idle(key: string): Promise<void> {
-  for (;;) {
-    const view = await session(key);
-    if (!view.running && view.queued.length === 0) return;
-    if (view.running && view.running !== 'collect') await waitFor(stack.url, view.running);
-    else await fetch(`${stack.url}/v1/runs/00000000-0000-4000-8000-000000000000/wait?timeoutMs=50`);
-  }
-}
+const idle = (key: string): Promise<void> => laneIdle(stack.url, key);
 const interval = (d: RunDocument): [number, number] => [Date.parse(d.startedAt!), Date.parse(d.finishedAt!)];
 
 describe('lanes', () => {

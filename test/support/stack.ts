@@ -111,3 +111,18 @@ export async function post(
   });
   return { status: res.status, body: (await res.json()) as Record<string, unknown> };
 }
+
+/** Resolves once a session's lane holds no run and nothing waits in it (its replies are written by then). */
+export async function laneIdle(url: string, sessionKey: string): Promise<void> {
+  for (;;) {
+    const view = (await fetch(`${url}/v1/sessions/${sessionKey}`).then((r) => r.json())) as {
+      running: string | null;
+      queued: unknown[];
+    };
+    if (!view.running && view.queued.length === 0) return;
+    // Block on the running run when there is one; else wait briefly on the API itself.
+    const target =
+      view.running && view.running !== 'collect' ? view.running : '00000000-0000-4000-8000-000000000000';
+    await fetch(`${url}/v1/runs/${target}/wait?timeoutMs=100`);
+  }
+}
