@@ -52,7 +52,7 @@ describe('HookRegistry', () => {
     hooks.on('agent_end', () => {
       throw new Error('boom');
     });
-    hooks.on('agent_end', () => new Promise(() => undefined), { timeoutMs: 50 });
+    hooks.on('agent_end', () => new Promise<void>(() => undefined), { timeoutMs: 50 });
     await hooks.emit('agent_end', { runId: 'r', status: 'succeeded' });
     // The slow hook finished after the fast one: they ran side by side; the others were skipped.
     expect(order).toEqual(['fast', 'slow']);
