@@ -209,27 +209,34 @@ describe('events', () => {
       },
     });
     const all = await readEvents(stack.url, doc.runId);
-    const types = all.map((e) => `${e.event}${e.data.nodeId ? `:${e.data.nodeId}` : ''}`);
+    const types = all.map((e) => `${e.event}/${e.data.type}${e.data.nodeId ? `:${e.data.nodeId}` : ''}`);
     expect(types).toEqual([
-      'run.queued',
-      'run.started',
-      'node.queued:ev-a',
-      'node.started:ev-a',
-      'node.retrying:ev-a',
-      'node.started:ev-a',
-      'node.succeeded:ev-a',
-      'node.queued:ev-b',
-      'node.started:ev-b',
-      'node.succeeded:ev-b',
-      'run.decided',
-      'run.finished',
+      'lifecycle/run.queued',
+      'lifecycle/run.started',
+      'node/node.queued:ev-a',
+      'node/node.started:ev-a',
+      'tool/tool.start:ev-a',
+      'node/node.retrying:ev-a',
+      'node/node.started:ev-a',
+      'tool/tool.start:ev-a',
+      'node/node.succeeded:ev-a',
+      'tool/tool.result:ev-a',
+      'node/node.queued:ev-b',
+      'node/node.started:ev-b',
+      'tool/tool.start:ev-b',
+      'node/node.succeeded:ev-b',
+      'tool/tool.result:ev-b',
+      'lifecycle/run.decided',
+      'lifecycle/run.finished',
     ]);
     expect(all.map((e) => e.id)).toEqual(all.map((_, i) => i + 1));
-    expect(all[4]!.data).toMatchObject({ runId: doc.runId, seq: 5, data: { error: { code: 'server' } } });
-    expect(all[4]!.data.data).toHaveProperty('retryDelayMs');
+    expect(all.at(-1)!.data).toMatchObject({ family: 'lifecycle', phase: 'end' });
+    const retrying = all.find((e) => e.data.type === 'node.retrying')!;
+    expect(retrying.data).toMatchObject({ runId: doc.runId, seq: 6, data: { error: { code: 'server' } } });
+    expect(retrying.data.data).toHaveProperty('retryDelayMs');
 
-    const replay = await readEvents(stack.url, doc.runId, 7);
-    expect(replay.map((e) => e.id)).toEqual([8, 9, 10, 11, 12]);
+    const replay = await readEvents(stack.url, doc.runId, 12);
+    expect(replay.map((e) => e.id)).toEqual([13, 14, 15, 16, 17]);
   });
 
   it('follows a resumed run to its current generation, and closes at once past the end', async () => {
@@ -238,7 +245,7 @@ describe('events', () => {
     await post(stack.url, `/v1/runs/${first.runId}/resume`);
     await waitFor(stack.url, first.runId);
     const all = await readEvents(stack.url, first.runId);
-    const finished = all.filter((e) => e.event === 'run.finished').map((e) => e.data.data);
+    const finished = all.filter((e) => e.data.type === 'run.finished').map((e) => e.data.data);
     expect(finished).toEqual([
       expect.objectContaining({ status: 'failed', generation: 0 }),
       expect.objectContaining({ status: 'succeeded', generation: 1 }),
@@ -249,6 +256,9 @@ describe('events', () => {
   it('follows a live run and closes after its final event', async () => {
     const posted = await postRun(stack.url, { graph: { nodes: [call('live', '/work?ms=400')] } });
     const events = await readEvents(stack.url, posted.body.runId as string);
-    expect(events.at(-1)).toMatchObject({ event: 'run.finished', data: { data: { status: 'succeeded' } } });
+    expect(events.at(-1)).toMatchObject({
+      event: 'lifecycle',
+      data: { type: 'run.finished', phase: 'end', data: { status: 'succeeded' } },
+    });
   });
 });

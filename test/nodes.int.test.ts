@@ -123,7 +123,7 @@ describe('loop nodes over a nested graph', () => {
     expect(server.hitsOf('gl')).toHaveLength(2);
     // Each iteration is a run of its own, linked to its parent.
     const iterationEvents = (await readEvents(stack.url, doc.runId)).filter(
-      (e) => e.event === 'node.iteration',
+      (e) => e.data.type === 'node.iteration',
     );
     const childIds = iterationEvents.map((e) => (e.data.data as { runId: string }).runId);
     expect(childIds).toHaveLength(2);
@@ -165,7 +165,7 @@ describe('loop nodes over a nested graph', () => {
     expect((await post(stack.url, `/v1/runs/${runId}/cancel`)).status).toBe(202);
     const doc = await waitFor(stack.url, runId);
     expect(doc.status).toBe('cancelled');
-    const childEvents = (await readEvents(stack.url, runId)).filter((e) => e.event === 'node.iteration');
+    const childEvents = (await readEvents(stack.url, runId)).filter((e) => e.data.type === 'node.iteration');
     expect(childEvents).toHaveLength(0);
     expect(server.hitsOf('gl-hang')).toHaveLength(1);
     expect(server.hitsOf('gl-hang')[0]?.end).toBeDefined();

@@ -106,7 +106,7 @@ describe('planning a task', () => {
       modelCalls: 1,
     });
     const events = await readEvents(stack.url, doc.runId);
-    expect(events.map((e) => e.event)).toContain('plan');
+    expect(events.map((e) => e.data.type)).toContain('plan');
   });
 
   it('repairs a rejected plan once, sending the validation errors back', async () => {
@@ -183,10 +183,10 @@ describe('llm nodes', () => {
     });
     const events = await readEvents(stack.url, doc.runId);
     const text = events
-      .filter((e) => e.event === 'assistant.delta')
+      .filter((e) => e.data.type === 'assistant.delta')
       .map((e) => (e.data.data as { text: string }).text);
     expect(text.join('')).toBe('summary of A');
-    expect(events.find((e) => e.event === 'usage')?.data.data).toMatchObject({
+    expect(events.find((e) => e.data.type === 'usage')?.data.data).toMatchObject({
       model: 'scripted-node',
       promptTokens: 40,
     });

@@ -48,7 +48,8 @@ export async function streamRunEvents(
     for (;;) {
       for (const e of events) {
         after = e.seq;
-        res.write(`id: ${e.seq}\nevent: ${e.type}\ndata: ${JSON.stringify(e)}\n\n`);
+        // The SSE event name is the family (lifecycle, plan, node, tool, assistant, usage); `type` says more.
+        res.write(`id: ${e.seq}\nevent: ${e.family ?? e.type}\ndata: ${JSON.stringify(e)}\n\n`);
         if (await isFinal(e)) return;
       }
       if (!open) return;

@@ -98,6 +98,7 @@ export function agentIteration(
           } catch {
             args = undefined;
           }
+          await ctx.engine.store.appendEvent(ctx.plan.runId, 'tool.start', ctx.node.id, { tool: c.name, callId: c.id });
           const before = args === undefined ? undefined : await beforeToolCall(ctx, c.name, args);
           const out: ToolOutcome =
             before === undefined
@@ -106,6 +107,12 @@ export function agentIteration(
                 ? before
                 : await callTool(ctx, tool, before.args, usage.toolTimeMs);
           if (before?.ok) await afterToolCall(ctx, c.name, before.args, out);
+          await ctx.engine.store.appendEvent(ctx.plan.runId, 'tool.result', ctx.node.id, {
+            tool: c.name,
+            callId: c.id,
+            ok: out.ok,
+            ...(out.ok ? {} : { error: out.error }),
+          });
           if (!out.ok && out.error.code === 'aborted') throw new NodeEnded(out.error);
           content = truncate(
             JSON.stringify(out.ok ? out.output : { error: out.error }),

@@ -247,6 +247,7 @@ async function complete(ctx: NodeContext, snapshot: NodeSnapshot, existed: boole
     release,
     children: plan.topology.children.get(node.id) ?? [],
     charge: existed ? {} : chargeOf(node, snapshot),
+    ...(node.kind === 'tool' ? { tool: node.tool } : {}),
   });
   const now = nowIso();
   if (failsRun && snapshot.error) {

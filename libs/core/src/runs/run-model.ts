@@ -102,10 +102,42 @@ export const RunError = z.object({
 });
 export type RunError = z.infer<typeof RunError>;
 
+/** The stream families clients follow: each event type belongs to one, with a phase. */
+export type EventFamily = 'lifecycle' | 'plan' | 'node' | 'tool' | 'assistant' | 'usage' | 'environment';
+
+/** Family and phase of an event type (`run.finished` → lifecycle/end or error, `tool.start` → tool/start…). */
+export function familyOf(type: string, data: unknown): { family: EventFamily; phase: string } {
+  const [head = '', tail = ''] = type.split('.');
+  switch (head) {
+    case 'run': {
+      if (tail === 'finished') {
+        const status = (data as { status?: string } | undefined)?.status;
+        return { family: 'lifecycle', phase: status === 'succeeded' ? 'end' : 'error' };
+      }
+      return { family: 'lifecycle', phase: tail === 'decided' ? 'update' : 'start' };
+    }
+    case 'plan':
+    case 'replan':
+      return { family: 'plan', phase: tail || 'created' };
+    case 'tool':
+      return { family: 'tool', phase: tail };
+    case 'assistant':
+      return { family: 'assistant', phase: tail };
+    case 'usage':
+      return { family: 'usage', phase: 'update' };
+    case 'node':
+      return { family: 'node', phase: tail };
+    default:
+      return { family: 'environment', phase: tail || head };
+  }
+}
+
 /** One entry of a run's event stream. */
 export interface RunEvent {
   seq: number;
   type: string;
+  family?: EventFamily;
+  phase?: string;
   ts: number;
   runId: string;
   nodeId?: string;

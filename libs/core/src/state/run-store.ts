@@ -12,6 +12,7 @@ import {
   NodeSnapshot,
   RunError,
   RunStatus,
+  familyOf,
   type NodeView,
   type RunDocument,
   type RunEvent,
@@ -444,10 +445,11 @@ export class RunStore {
     runId: string,
     nodeId: string,
     snapshot: NodeSnapshot,
-    options: { release: boolean; children: readonly string[]; charge: UsageCharge },
+    options: { release: boolean; children: readonly string[]; charge: UsageCharge; tool?: string },
   ): Promise<CompleteNodeResult> {
     const last = snapshot.attempts.at(-1);
     const event = {
+      ...(options.tool ? { tool: options.tool } : {}),
       status: snapshot.status,
       attempts: snapshot.attempts.length,
       durationMs: snapshot.durationMs,
@@ -689,8 +691,10 @@ function usageOf(aux: Record<string, string>): RunDocument['usage'] {
 function toEvent(runId: string, id: string, fields: string[]): RunEvent {
   const f: Record<string, string> = {};
   for (let i = 0; i + 1 < fields.length; i += 2) f[fields[i]!] = fields[i + 1]!;
-  const event: RunEvent = { seq: Number(id.split('-')[1]), type: f.type ?? '', ts: Number(f.ts), runId };
+  const data = f.data ? (JSON.parse(f.data) as unknown) : undefined;
+  const type = f.type ?? '';
+  const event: RunEvent = { seq: Number(id.split('-')[1]), type, ...familyOf(type, data), ts: Number(f.ts), runId };
   if (f.node) event.nodeId = f.node;
-  if (f.data) event.data = JSON.parse(f.data) as unknown;
+  if (data !== undefined) event.data = data;
   return event;
 }

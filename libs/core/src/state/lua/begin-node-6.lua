@@ -19,6 +19,7 @@ if status == 'running' and not own then
   if ARGV[5] == '1' then calls = redis.call('HINCRBY', KEYS[6], 'usage:toolCalls', 1) end
   redis.call('HSET', KEYS[4], id, ARGV[3])
   if ARGV[4] == '1' then emit('node.started', id, ARGV[3]) end
+  if ARGV[5] == '1' then emit('tool.start', id, '') end
 end
 local result = {
   status or false,

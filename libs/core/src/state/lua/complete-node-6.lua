@@ -17,6 +17,8 @@ if written == 1 then
   redis.call('HDEL', KEYS[4], id)
   charge(ARGV[7])
   emit(ARGV[3], id, ARGV[4])
+  -- A tool node's result is also a tool event.
+  if string.find(ARGV[4], '"tool":', 1, true) then emit('tool.result', id, ARGV[4]) end
 end
 local result = { written, status or false, generation() }
 -- Nothing new starts while the run waits to be replanned.
