@@ -143,6 +143,15 @@ describe('planning a task', () => {
   });
 });
 
+describe('planner failures', () => {
+  it('fail the run with plan_failed when the planner cannot be asked', async () => {
+    planner = () => ({ status: 401, error: { message: 'bad key' } });
+    const doc = await runToEnd(stack.url, { task: 'anything' });
+    expect(doc.status).toBe('failed');
+    expect(doc.error).toMatchObject({ code: 'plan_failed', cause: { code: 'auth' } });
+  });
+});
+
 describe('llm nodes', () => {
   it('see only the outputs they reference, and report their usage', async () => {
     const before = model.requests.length;
@@ -210,7 +219,12 @@ describe('llm nodes', () => {
 
   it('validate structured answers against their schema', async () => {
     other = (r) => ({ content: r.messages[0]!.content!.includes('good') ? '{"n": 3}' : '{"n": "three"}' });
-    const schema = { type: 'object', properties: { n: { type: 'number' } }, required: ['n'] };
+    const schema = {
+      $schema: 'https://json-schema.org/draft/2020-12/schema',
+      type: 'object',
+      properties: { n: { type: 'number' } },
+      required: ['n'],
+    };
     const good = await runToEnd(stack.url, {
       graph: { nodes: [{ id: 's', kind: 'llm', prompt: 'good', schema }] },
     });

@@ -5,8 +5,8 @@ import type { RunDocument } from '@tetraloop/core';
 export async function runGraphFile(file: string, options: { follow: boolean }): Promise<number> {
   const apiUrl = process.env.TETRALOOP_API_URL ?? 'http://localhost:3000';
   const parsed = JSON.parse(await readFile(file, 'utf8')) as Record<string, unknown>;
-  // A file may hold a whole run request or just a graph.
-  const body = 'graph' in parsed ? parsed : { graph: parsed };
+  // A file may hold a whole run request (a graph or a task) or just a graph.
+  const body = 'graph' in parsed || 'task' in parsed ? parsed : { graph: parsed };
   const accepted = await fetch(`${apiUrl}/v1/runs`, {
     method: 'POST',
     headers: { 'content-type': 'application/json' },

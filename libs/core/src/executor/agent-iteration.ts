@@ -53,11 +53,15 @@ export function agentIteration(
     const steering = (await ctx.engine.store.steering(ctx.plan.runId)).slice(steered);
     steered += steering.length;
     for (const text of steering) messages.push({ role: 'user', content: `[steer] ${text}` });
-    const outcome = await callModel(ctx, {
-      ...(body.agent.model ? { model: body.agent.model } : {}),
-      messages,
-      tools: catalog.tools,
-    });
+    const outcome = await callModel(
+      ctx,
+      {
+        ...(body.agent.model ? { model: body.agent.model } : {}),
+        messages,
+        tools: catalog.tools,
+      },
+      usage,
+    );
     if (!outcome.ok) throw new NodeEnded(outcome.error);
     const { result } = outcome;
     const assistant: ChatMessage = {
@@ -98,7 +102,10 @@ export function agentIteration(
           } catch {
             args = undefined;
           }
-          await ctx.engine.store.appendEvent(ctx.plan.runId, 'tool.start', ctx.node.id, { tool: c.name, callId: c.id });
+          await ctx.engine.store.appendEvent(ctx.plan.runId, 'tool.start', ctx.node.id, {
+            tool: c.name,
+            callId: c.id,
+          });
           const before = args === undefined ? undefined : await beforeToolCall(ctx, c.name, args);
           const out: ToolOutcome =
             before === undefined

@@ -27,7 +27,7 @@ export interface IterationResult {
 
 export type IterationRunner = (
   n: number,
-  usage: { toolCalls: number; toolTimeMs: number },
+  usage: { toolCalls: number; toolTimeMs: number; tokens: number },
 ) => Promise<IterationResult>;
 
 /** An iteration ended in a way that ends the node: aborted, out of budget, or the model failed. */

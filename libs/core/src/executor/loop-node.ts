@@ -23,7 +23,7 @@ export async function runLoopNode(
   onFailure: (error: NodeErrorData) => Promise<NodeSnapshot>,
 ): Promise<NodeSnapshot> {
   const iterations = [...(ctx.begin.progress as Iteration[])];
-  let usage = { toolCalls: ctx.begin.toolCalls, toolTimeMs: ctx.begin.toolTimeMs };
+  let usage = { toolCalls: ctx.begin.toolCalls, toolTimeMs: ctx.begin.toolTimeMs, tokens: ctx.begin.tokens };
   const body = node.body;
   const runIteration = isGraphBody(body)
     ? graphIteration(ctx, node, body)
@@ -65,7 +65,7 @@ export async function runLoopNode(
         iterations: n,
       },
     );
-    usage = { toolCalls: recorded.toolCalls, toolTimeMs: recorded.toolTimeMs };
+    usage = { toolCalls: recorded.toolCalls, toolTimeMs: recorded.toolTimeMs, tokens: recorded.tokens };
     iterations.push(result.iteration);
     if (result.final) return finished(ctx, iterations, 'final');
   }

@@ -15,6 +15,10 @@ export type ModelOutcome = { ok: true; result: ChatResult } | { ok: false; error
 export async function callModel(
   ctx: NodeContext,
   call: Omit<ChatCall, 'signal' | 'onDelta'>,
+  used: { tokens: number; toolTimeMs: number } = {
+    tokens: ctx.begin.tokens,
+    toolTimeMs: ctx.begin.toolTimeMs,
+  },
 ): Promise<ModelOutcome> {
   const model = ctx.options.model;
   if (!model)
@@ -22,8 +26,8 @@ export async function callModel(
       ok: false,
       error: { code: 'validation', message: `no model is configured: set ${MODEL_VARIABLES}` },
     };
-  const { budget, tokens } = ctx.begin;
-  if (budget.tokens !== undefined && tokens >= budget.tokens) {
+  const { budget } = ctx.begin;
+  if (budget.tokens !== undefined && used.tokens >= budget.tokens) {
     return {
       ok: false,
       error: {
@@ -33,7 +37,7 @@ export async function callModel(
       },
     };
   }
-  const limit = limitFor(ctx, ctx.begin.toolTimeMs);
+  const limit = limitFor(ctx, used.toolTimeMs, 0, true);
   if (limit.ms <= 0) return { ok: false, error: { code: 'aborted', message: 'the run deadline passed' } };
   const timeout = AbortSignal.timeout(limit.ms);
   const signal = AbortSignal.any([ctx.runSignal, timeout]);

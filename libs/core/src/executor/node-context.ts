@@ -94,13 +94,16 @@ export function resolvedArgs(ctx: NodeContext): unknown {
  * The tightest limit on a tool call made now. Without a `timeoutMs` of its own a node gets the
  * default timeout, or the tool's own minimum for these args when that is longer.
  */
-export function limitFor(ctx: NodeContext, toolTimeUsedMs: number, toolMinimumMs = 0): CallLimit {
+export function limitFor(
+  ctx: NodeContext,
+  toolTimeUsedMs: number,
+  toolMinimumMs = 0,
+  modelCall = false,
+): CallLimit {
   const timeoutMs = ctx.node.kind === 'wait' ? undefined : ctx.node.timeoutMs;
   // Model calls take longer than tool calls; their default is the model client's own timeout.
   const fallback =
-    ctx.node.kind === 'llm' && ctx.options.model
-      ? ctx.options.model.config.timeoutMs
-      : ctx.options.defaultTimeoutMs;
+    modelCall && ctx.options.model ? ctx.options.model.config.timeoutMs : ctx.options.defaultTimeoutMs;
   return callLimit({
     nodeTimeoutMs: timeoutMs ?? Math.max(fallback, toolMinimumMs),
     now: Date.now(),

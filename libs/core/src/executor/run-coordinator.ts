@@ -6,6 +6,7 @@
  */
 import { WaitingChildrenError, type Job } from 'bullmq';
 import { isDeepStrictEqual } from 'node:util';
+import { toErrorData } from '../errors/node-error.js';
 import { buildTopology } from '../graph/topology.js';
 import { planRun } from '../planning/plan-run.js';
 import {
@@ -106,7 +107,19 @@ async function ensurePlanned(engine: Engine, runId: string): Promise<'ready' | '
   const stored = await store.plan(runId);
   const input = stored ? stored.input : (await store.document(runId))?.input;
   const envVersion = await environmentVersionOf(engine, runId);
-  const result = await planRun(engine.planning, task, input, 0, undefined, envVersion);
+  let result: Awaited<ReturnType<typeof planRun>>;
+  try {
+    result = await planRun(engine.planning, task, input, 0, undefined, envVersion);
+  } catch (err) {
+    // The planner could not be asked (after its retries): the run fails now rather than retrying forever.
+    const error = toErrorData(err);
+    return rejectPlan(
+      engine,
+      runId,
+      { code: 'plan_failed', message: `the planner call failed: ${error.message}`, cause: error },
+      0,
+    );
+  }
   if ('error' in result) {
     return rejectPlan(engine, runId, { code: 'plan_rejected', message: result.error }, 0);
   }
@@ -181,7 +194,7 @@ async function replanIfRequested(engine: Engine, plan: CompiledPlan, generation:
       failure: `${failure.cause?.code ?? failure.code}: ${failure.message}`,
     },
     envVersion,
-  );
+  ).catch((err: unknown) => ({ error: `the planner call failed: ${toErrorData(err).message}` }));
   if ('error' in result || !result.outcome.ok) {
     if (!('error' in result)) {
       const { usage, calls } = result.outcome;

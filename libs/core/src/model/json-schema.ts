@@ -1,7 +1,9 @@
 /** JSON-schema checks for structured model answers (ajv: the standard validator), compiled once per schema. */
-import { Ajv, type ValidateFunction } from 'ajv';
+import { Ajv2020 } from 'ajv/dist/2020.js';
+import type { ValidateFunction } from 'ajv';
 
-const ajv = new Ajv({ strict: false, allErrors: true });
+// Draft 2020-12, the dialect zod's toJSONSchema and most clients write.
+const ajv = new Ajv2020({ strict: false, allErrors: true });
 const cache = new Map<string, ValidateFunction>();
 
 /** Compiles `schema`; throws with ajv's reason when it is not a valid JSON schema. */

@@ -693,7 +693,13 @@ function toEvent(runId: string, id: string, fields: string[]): RunEvent {
   for (let i = 0; i + 1 < fields.length; i += 2) f[fields[i]!] = fields[i + 1]!;
   const data = f.data ? (JSON.parse(f.data) as unknown) : undefined;
   const type = f.type ?? '';
-  const event: RunEvent = { seq: Number(id.split('-')[1]), type, ...familyOf(type, data), ts: Number(f.ts), runId };
+  const event: RunEvent = {
+    seq: Number(id.split('-')[1]),
+    type,
+    ...familyOf(type, data),
+    ts: Number(f.ts),
+    runId,
+  };
   if (f.node) event.nodeId = f.node;
   if (data !== undefined) event.data = data;
   return event;
