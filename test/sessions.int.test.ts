@@ -3,7 +3,7 @@
  * NO_REPLY, environment versions and steering, deduplication, bursts, sources.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { RunDocument, SessionView } from '@tetraloop/core';
+import { HookRegistry, type RunDocument, type SessionView } from '@tetraloop/core';
 import {
   startModelServer,
   type ChatRequest,
@@ -18,6 +18,8 @@ let model: ModelServer;
 let tools: ToolServer;
 /** How the scripted agent answers; by default it echoes the last user message after `latencyMs`. */
 let answer: (request: ChatRequest) => ScriptedReply;
+/** Replies that went through message_sending. */
+const sending: { runId: string; text: string }[] = [];
 const lastUser = (r: ChatRequest): string =>
   [...r.messages].reverse().find((m) => m.role === 'user')?.content ?? '';
 const echo =
@@ -28,7 +30,13 @@ beforeAll(async () => {
   tools = await startToolServer();
   answer = echo();
   model = await startModelServer({ script: (r) => answer(r) });
+  const registry = new HookRegistry();
+  registry.on('message_sending', ({ runId, text }) => {
+    sending.push({ runId, text });
+    return undefined;
+  });
   stack = await startStack({
+    hooks: { registry },
     pools: ['sense', 'plan', 'tool'],
     env: {
       OPENAI_BASE_URL: model.url,
@@ -188,6 +196,9 @@ describe('replies and transcripts', () => {
       'run',
     ]);
     expect(lines.find((l) => l.role === 'assistant')).toMatchObject({ text: 'done', tools: 'json×1' });
+    // message_sending saw the real reply, never the NO_REPLY one.
+    expect(sending.filter((m) => m.runId === loud.runId)).toEqual([{ runId: loud.runId, text: 'done' }]);
+    expect(sending.some((m) => m.runId === quiet.runId)).toBe(false);
   });
 
   it('give the agent the bootstrap files in order, capped, in the system prompt', async () => {
