@@ -3,12 +3,15 @@ import express, { type RequestHandler } from 'express';
 import type { Redis } from 'ioredis';
 import type { Logger } from 'pino';
 import type { Queue, QueueEvents } from 'bullmq';
-import type { RunService, RunStore, RunWaiter, SessionStore, SourceService } from '@tetraloop/core';
+import { metricsText, type RunService, type RunStore, type RunWaiter, type SessionStore, type SourceService } from '@tetraloop/core';
+import { ADMIN_PATH, adminAuth } from './admin.js';
 import { errorHandler, HttpError, sendError } from './http-errors.js';
 import { runsRouter } from './runs-router.js';
 import { sessionsRouter } from './sessions-router.js';
 
 export interface AppDeps {
+  /** Mounted behind the admin token when one is configured. */
+  readonly admin?: { readonly token: string; readonly router: express.Router };
   readonly redis: Redis;
   readonly store: RunStore;
   /** A fresh connection for one blocking reader (an open event stream). */
@@ -48,6 +51,12 @@ export function createApp(deps: AppDeps): express.Express {
     if (redisReady()) return next();
     sendError(res, new HttpError(503, 'unavailable', 'Redis is unavailable'));
   };
+
+  app.get('/metrics', async (_req, res) => {
+    const { contentType, body } = await metricsText();
+    res.type(contentType).send(body);
+  });
+  if (deps.admin) app.use(ADMIN_PATH, adminAuth(deps.admin.token), deps.admin.router);
 
   app.use('/v1', requireRedis, express.json({ limit: deps.bodyLimitBytes, strict: false }));
   app.use('/v1/runs', runsRouter(deps));

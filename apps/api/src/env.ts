@@ -11,6 +11,17 @@ export const ApiEnv = BaseEnv.extend({
     .int()
     .positive()
     .default(1024 * 1024),
+  /** Token for Bull Board at /admin/queues (bearer, or basic auth password). Unset: the board is off. */
+  TETRALOOP_ADMIN_TOKEN: z.string().min(16, 'use at least 16 characters').optional(),
+  /** Bull Board shows queues but cannot retry, remove or promote jobs. */
+  TETRALOOP_ADMIN_READ_ONLY: z
+    .enum(['true', 'false'])
+    .default('false')
+    .transform((v) => v === 'true'),
+  /** How often queue depths are read for /metrics and the stall alarm. */
+  TETRALOOP_QUEUE_CHECK_MS: z.coerce.number().int().min(100).default(5000),
+  /** On SIGTERM: how long open event streams and requests get to finish. */
+  TETRALOOP_SHUTDOWN_GRACE_MS: z.coerce.number().int().min(0).default(10_000),
   /** Longest `wait` a client may ask for. */
   TETRALOOP_MAX_WAIT_MS: z.coerce.number().int().positive().default(300_000),
 });

@@ -3,6 +3,7 @@ import type { AddressInfo } from 'node:net';
 import { setTimeout as delay } from 'node:timers/promises';
 import { Queue, QueueEvents } from 'bullmq';
 import {
+  QueueWatch,
   RunWaiter,
   buildServices,
   builtinTools,
@@ -10,6 +11,7 @@ import {
   createLogger,
   parseAllowHosts,
 } from '@tetraloop/core';
+import { bullBoard } from './admin.js';
 import { createApp } from './app.js';
 import type { ApiEnv } from './env.js';
 
@@ -41,7 +43,13 @@ export async function startApi(env: ApiEnv): Promise<ApiHandle> {
   const tools = builtinTools({ egress: parseAllowHosts('') });
   const services = buildServices(env, redis, queues, tools, undefined, logger);
   const waiter = await RunWaiter.listen(subscriber, services.store.channels.settled);
+  const watch = new QueueWatch([queues.sense, queues.plan, queues.tool, new Queue('reflect', { connection: redis, prefix })]);
+  const watchTimer = setInterval(() => void watch.check().catch(() => undefined), env.TETRALOOP_QUEUE_CHECK_MS);
+  watchTimer.unref();
   const app = createApp({
+    ...(env.TETRALOOP_ADMIN_TOKEN
+      ? { admin: { token: env.TETRALOOP_ADMIN_TOKEN, router: bullBoard(watch.queues, env.TETRALOOP_ADMIN_READ_ONLY) } }
+      : {}),
     redis,
     store: services.store,
     // Each open event stream blocks on a connection of its own.
@@ -70,10 +78,13 @@ export async function startApi(env: ApiEnv): Promise<ApiHandle> {
     url,
     port,
     async close() {
-      await new Promise<void>((resolve) => {
-        server.close(() => resolve());
-        server.closeAllConnections();
-      });
+      clearInterval(watchTimer);
+      // Stop accepting; give open requests and event streams the grace period, then cut them.
+      const closed = new Promise<void>((resolve) => server.close(() => resolve()));
+      server.closeIdleConnections();
+      await Promise.race([closed, delay(env.TETRALOOP_SHUTDOWN_GRACE_MS)]);
+      server.closeAllConnections();
+      await closed;
       await Promise.all(Object.values(queues).map((q) => q.close()));
       // A blocking reader's close waits for Redis; with Redis gone it would wait forever.
       await Promise.race([senseEvents.close(), delay(1000)]).catch(() => undefined);

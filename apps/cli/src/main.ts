@@ -11,7 +11,7 @@ const USAGE = `usage: tetraloop <command>
 
   dev                                   API + every worker pool; embedded Redis when REDIS_URL is unset
   api                                   the HTTP API alone
-  worker --pool <${POOLS.join('|')}|all> [--concurrency N]
+  worker --pool <${POOLS.join('|')}|all> [--concurrency N] [--metrics-port P]
                                         one worker pool (or all of them)
   run <graph.json> [--follow]           submit a run to TETRALOOP_API_URL and wait for it`;
 
@@ -26,14 +26,18 @@ export async function main(argv: string[]): Promise<void> {
       case 'worker': {
         const { values } = parseArgs({
           args: rest,
-          options: { pool: { type: 'string' }, concurrency: { type: 'string' } },
+          options: { pool: { type: 'string' }, concurrency: { type: 'string' }, 'metrics-port': { type: 'string' } },
         });
         const pools = parsePools(values.pool);
         const concurrency = values.concurrency === undefined ? undefined : Number(values.concurrency);
         if (concurrency !== undefined && (!Number.isInteger(concurrency) || concurrency < 1)) {
           return fail('--concurrency must be a positive integer');
         }
-        return await runWorker(pools, concurrency);
+        const metricsPort = values['metrics-port'] === undefined ? undefined : Number(values['metrics-port']);
+        if (metricsPort !== undefined && (!Number.isInteger(metricsPort) || metricsPort < 0 || metricsPort > 65_535)) {
+          return fail('--metrics-port must be a port number');
+        }
+        return await runWorker(pools, concurrency, metricsPort);
       }
       case 'run': {
         const { values, positionals } = parseArgs({

@@ -2,7 +2,7 @@
 import { resolve } from 'node:path';
 import { startApi, parseApiEnv } from '@tetraloop/api';
 import { startRedisServer, type Pool } from '@tetraloop/core';
-import { parseWorkerEnv, startPools } from '@tetraloop/workers';
+import { parseWorkerEnv, startHealthServer, startPools } from '@tetraloop/workers';
 
 type Closer = () => Promise<void>;
 
@@ -27,10 +27,17 @@ export async function runApi(): Promise<void> {
   closeOnSignal([api.close]);
 }
 
-export async function runWorker(pools: Pool[], concurrency: number | undefined): Promise<void> {
+export async function runWorker(pools: Pool[], concurrency: number | undefined, metricsPort: number | undefined): Promise<void> {
   const handle = await startPools(parseWorkerEnv(), { pools, ...(concurrency ? { concurrency } : {}) });
+  const closers: Closer[] = [handle.close];
+  if (metricsPort !== undefined) {
+    const health = await startHealthServer(metricsPort, handle.ready);
+    // Closed after the pools, so probes see the worker until it is gone.
+    closers.unshift(health.close);
+    process.stderr.write(`metrics and health on port ${health.port}\n`);
+  }
   process.stderr.write(`worker ready: pools ${pools.join(', ')} (pid ${process.pid})\n`);
-  closeOnSignal([handle.close]);
+  closeOnSignal(closers);
 }
 
 /** Everything in one process tree for a laptop: embedded Redis (unless REDIS_URL), API, all pools. */

@@ -38,6 +38,8 @@ export const WorkerEnv = BaseEnv.extend({
   TETRALOOP_BACKOFF_MIN_MS: z.coerce.number().int().nonnegative().default(DEFAULT_BACKOFF.minMs),
   TETRALOOP_BACKOFF_MAX_MS: z.coerce.number().int().positive().default(DEFAULT_BACKOFF.maxMs),
   TETRALOOP_BACKOFF_JITTER: z.coerce.number().min(0).max(1).default(DEFAULT_BACKOFF.jitter),
+  /** On SIGTERM: how long in-flight jobs get to finish before the worker closes anyway. */
+  TETRALOOP_SHUTDOWN_GRACE_MS: z.coerce.number().int().min(0).default(30_000),
   /** Each referenced value in a model prompt is cut to this many characters. */
   TETRALOOP_MODEL_INPUT_CHARS: z.coerce.number().int().positive().default(8000),
 });

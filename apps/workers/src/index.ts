@@ -1,2 +1,3 @@
 export * from './env.js';
 export * from './pools.js';
+export * from './health-server.js';

@@ -2,6 +2,7 @@
  * Starts the worker pools of one process: a BullMQ Worker per pool, on that loop's queue.
  * A process may run one pool (`tetraloop worker --pool tool`) or all of them (`tetraloop dev`).
  */
+import { setTimeout as delay } from 'node:timers/promises';
 import { Queue, UnrecoverableError, Worker, type Job, type Processor } from 'bullmq';
 import {
   BACKOFF_TYPE,
@@ -33,7 +34,12 @@ import type { WorkerEnv } from './env.js';
 export interface PoolsHandle {
   readonly pools: readonly Pool[];
   readonly workers: ReadonlyMap<Pool, Worker>;
-  /** Stops taking jobs, lets active ones finish, closes connections. */
+  /** Redis reachable and every worker running. */
+  readonly ready: () => Promise<boolean>;
+  /**
+   * Stops taking jobs, lets active ones finish for up to the shutdown grace
+   * (TETRALOOP_SHUTDOWN_GRACE_MS), then closes anyway; closes connections.
+   */
   readonly close: () => Promise<void>;
 }
 
@@ -183,11 +189,24 @@ export async function startPools(env: WorkerEnv, options: StartPoolsOptions): Pr
     );
   }
 
+  let closing = false;
   return {
     pools: options.pools,
     workers,
+    async ready() {
+      if (closing || connection.status !== 'ready') return false;
+      await connection.ping();
+      return [...workers.values()].every((w) => w.isRunning());
+    },
     async close() {
-      await Promise.all([...workers.values()].map((w) => w.close()));
+      closing = true;
+      // worker.close() stops fetching and waits for the active jobs; past the grace, force it.
+      const graceful = Promise.all([...workers.values()].map((w) => w.close()));
+      const inTime = await Promise.race([graceful.then(() => true), delay(env.TETRALOOP_SHUTDOWN_GRACE_MS).then(() => false)]);
+      if (!inTime) {
+        log.warn({ graceMs: env.TETRALOOP_SHUTDOWN_GRACE_MS }, 'shutdown grace passed; closing with jobs still active');
+        await Promise.all([...workers.values()].map((w) => w.close(true)));
+      }
       await Promise.all(Object.values(queues).map((q) => q.close()));
       await aborts.close();
       await connection.quit().catch(() => connection.disconnect());

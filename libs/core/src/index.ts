@@ -40,3 +40,5 @@ export * from './sessions/sense-jobs.js';
 export * from './sessions/reply.js';
 export * from './runtime/services.js';
 export * from './sessions/sense-processor.js';
+export * from './telemetry/metrics.js';
+export * from './telemetry/queue-watch.js';

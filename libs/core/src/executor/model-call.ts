@@ -5,7 +5,14 @@
 import { ToolError, toErrorData, type NodeErrorData } from '../errors/node-error.js';
 import type { ChatCall, ChatResult } from '../model/model-client.js';
 import { MODEL_VARIABLES } from '../model/model-config.js';
+import { metrics } from '../telemetry/metrics.js';
 import { limitFor, type NodeContext } from './node-context.js';
+
+export function observeModelCall(result: Pick<ChatResult, 'model' | 'usage' | 'calls'>): void {
+  metrics.modelCalls.inc({ model: result.model }, result.calls);
+  metrics.modelTokens.inc({ model: result.model, type: 'prompt' }, result.usage.promptTokens);
+  metrics.modelTokens.inc({ model: result.model, type: 'completion' }, result.usage.completionTokens);
+}
 
 /** How often streamed text is flushed to the event stream. */
 const DELTA_FLUSH_MS = 50;
@@ -56,6 +63,7 @@ export async function callModel(
   const timer = setInterval(flush, DELTA_FLUSH_MS);
   try {
     const result = await model.chat({ ...call, signal, onDelta: (text) => (pending += text) });
+    observeModelCall(result);
     await store.appendEvent(ctx.plan.runId, 'usage', ctx.node.id, {
       model: result.model,
       promptTokens: result.usage.promptTokens,

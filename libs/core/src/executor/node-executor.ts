@@ -11,6 +11,7 @@ import { retriesFor, retryDelay } from '../policy/retry-policy.js';
 import { NodeJobData } from '../queues/catalog.js';
 import type { NodeSnapshot, NodeUsage, RunError, RunStatus } from '../runs/run-model.js';
 import type { UsageCharge } from '../state/run-store.js';
+import { metrics } from '../telemetry/metrics.js';
 import { runLlmNode } from './llm-node.js';
 import { enqueueNodes, retryTableFor, wakeParkedNodes, type Engine } from './engine.js';
 import { runLoopNode } from './loop-node.js';
@@ -92,6 +93,7 @@ export async function executeNodeJob(
     const snapshot =
       begin.own ??
       (begin.status === 'running' ? await runNode(ctx) : notRunSnapshot(begin.status, begin.attempts));
+    if (!begin.own && begin.status === 'running') observeNode(node, snapshot);
     await complete(ctx, snapshot, begin.own !== null);
     return { status: snapshot.status };
   } finally {
@@ -205,6 +207,9 @@ async function failureSnapshot(
       },
     );
     ctx.log.info({ code: error.code, delayMs }, 'node attempt failed; retrying');
+    metrics.nodeRetries.inc({ code: error.code });
+    metrics.backoffDelay.observe({ code: error.code }, delayMs / 1000);
+    metrics.nodeAttempts.inc({ kind: node.kind, tool: toolLabel(node), outcome: error.code });
     throw new RetryNodeError(error, delayMs);
   }
   return failedSnapshot(ctx, error, usage);
@@ -278,6 +283,23 @@ async function complete(ctx: NodeContext, snapshot: NodeSnapshot, existed: boole
   if (done.status === 'running' && done.generation === ctx.generation) {
     await enqueueNodes(engine, plan, done.ready, ctx.generation);
   }
+}
+
+/** The tool label of a node: its tool, or its kind for nodes that are not one tool. */
+function toolLabel(node: ExecutableNode): string {
+  if (node.kind === 'tool') return node.tool;
+  if (node.kind === 'loop' && 'tool' in node.body) return node.body.tool;
+  return node.kind;
+}
+
+function observeNode(node: ExecutableNode, snapshot: NodeSnapshot): void {
+  const last = snapshot.attempts.at(-1);
+  const outcome = snapshot.error?.code ?? (snapshot.status === 'succeeded' ? 'ok' : snapshot.status);
+  metrics.nodeAttempts.inc({ kind: node.kind, tool: toolLabel(node), outcome });
+  if (last) metrics.nodeDuration.observe({ kind: node.kind, tool: toolLabel(node) }, last.durationMs / 1000);
+  if (snapshot.error?.code === 'suspected_loop') metrics.loopSuspicions.inc();
+  if (snapshot.error?.code === 'budget_exhausted')
+    metrics.budgetExhaustions.inc({ budget: snapshot.error.budget });
 }
 
 /** What a node's final execution used, charged to the run (loops charge per iteration instead). */

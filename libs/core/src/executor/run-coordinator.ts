@@ -9,6 +9,7 @@ import { isDeepStrictEqual } from 'node:util';
 import { toErrorData } from '../errors/node-error.js';
 import { buildTopology } from '../graph/topology.js';
 import { planRun } from '../planning/plan-run.js';
+import { metrics } from '../telemetry/metrics.js';
 import {
   DeadlineJobData,
   JOB,
@@ -70,6 +71,8 @@ async function executeRunJob(engine: Engine, job: Job, token: string | undefined
         },
       );
       await enqueueNodes(engine, plan, ready, data.generation);
+      if (data.generation === 0)
+        metrics.runsStarted.inc({ kind: (await engine.store.taskOf(plan.runId))?.mode ?? 'graph' });
     }
     await job.updateData({ ...data, step: 'finalize' } satisfies RunJobInput);
     if (started.status === 'running' && token !== undefined && (await job.moveToWaitingChildren(token))) {
@@ -156,6 +159,8 @@ async function rejectPlan(
   error: RunError,
   generation: number,
 ): Promise<RunStatus> {
+  metrics.planRejections.inc({ reason: error.code });
+  metrics.runsFinished.inc({ status: 'failed' });
   const now = nowIso();
   await engine.store.decide(runId, 'failed', error, now, generation);
   const status = (await engine.store.status(runId)) ?? 'failed';
@@ -266,6 +271,11 @@ async function environmentVersionOf(engine: Engine, runId: string): Promise<numb
   return version;
 }
 
+function observeSettled(status: RunStatus, doc: { createdAt: string } | null): void {
+  metrics.runsFinished.inc({ status });
+  if (doc) metrics.runDuration.observe({ status }, (Date.now() - Date.parse(doc.createdAt)) / 1000);
+}
+
 /** Nodes without a snapshot whose dependencies all completed in a way that releases them. */
 function readyNodes(plan: CompiledPlan, snapshots: ReadonlyMap<string, NodeSnapshot>): string[] {
   const releases = (id: string): boolean => {
@@ -333,6 +343,7 @@ async function finalize(engine: Engine, plan: CompiledPlan, generation: number):
   const error = status === 'succeeded' ? null : await store.error(plan.runId);
   const final = { status: status ?? 'failed', error, generation };
   if (await store.settle(plan.runId, generation, fill, output, final, now)) {
+    observeSettled(final.status, await store.document(plan.runId));
     await engine.planQueue.remove(deadlineJobId(plan.runId, generation)).catch(() => 0);
     engine.logger.info({ runId: plan.runId, status }, 'run settled');
   }

@@ -8,6 +8,7 @@ import { validateGraph, type GraphLimits, type ValidationIssue } from '../graph/
 import type { ExecutableGraph, Graph } from '../graph/schema.js';
 import type { Topology } from '../graph/topology.js';
 import type { ChatMessage, ModelClient, ModelUsage } from '../model/model-client.js';
+import { observeModelCall } from '../executor/model-call.js';
 import type { ToolRegistry } from '../tools/tool.js';
 import { plannerMessages, repairMessage, type PlannerPromptInput } from './planner-prompt.js';
 
@@ -67,6 +68,7 @@ export async function planTask(
       schema: { name: 'graph', schema: PLANNER_SCHEMA },
       retries: deps.model.config.maxRetries,
     });
+    observeModelCall(answer);
     usage.promptTokens += answer.usage.promptTokens;
     usage.completionTokens += answer.usage.completionTokens;
     calls += answer.calls;

@@ -19,6 +19,7 @@ import type { RunStore } from '../state/run-store.js';
 import type { DropPolicy, LaneMessage, LaneMode, SessionStore } from '../state/session-store.js';
 import type { Redis } from 'ioredis';
 import { dedupeKey } from '../state/keys.js';
+import { metrics } from '../telemetry/metrics.js';
 import { SENSE_JOB } from './sense-jobs.js';
 import { replyOf } from './reply.js';
 
@@ -83,7 +84,9 @@ export class SessionService {
   async handleMessage(sessionKey: string, input: MessageInput): Promise<MessageResult> {
     const { sessions, config, hooks } = this.deps;
     const receivedAt = new Date().toISOString();
+    metrics.eventsIngested.inc({ kind: 'message' });
     if (input.eventId !== undefined && !(await this.firstSighting(`session:${sessionKey}`, input.eventId))) {
+      metrics.eventsDeduplicated.inc({ kind: 'message' });
       return { sessionKey, queued: false, duplicate: true };
     }
     const command = input.text.trim().toLowerCase();
@@ -158,9 +161,12 @@ export class SessionService {
     for (let current = finished; ;) {
       const next = await sessions.advance(sessionKey, current, config.collectDebounceMs);
       switch (next.kind) {
-        case 'run':
+        case 'run': {
+          const waited = await this.deps.store.document(next.runId);
+          if (waited) metrics.laneWait.observe((Date.now() - Date.parse(waited.createdAt)) / 1000);
           await this.deps.runs.start(next.runId);
           return;
+        }
         case 'collect-wait':
           await this.deps.senseQueue.add(
             SENSE_JOB.laneAdvance,

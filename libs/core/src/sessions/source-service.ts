@@ -12,6 +12,7 @@ import { z } from 'zod';
 import { retryDelay } from '../policy/retry-policy.js';
 import { burstKey, sourcesKey } from '../state/keys.js';
 import type { SessionStore } from '../state/session-store.js';
+import { metrics } from '../telemetry/metrics.js';
 import { SENSE_JOB } from './sense-jobs.js';
 import { contentHash, type SessionService } from './session-service.js';
 
@@ -95,7 +96,9 @@ export class SourceService {
       payload: raw.payload ?? null,
       receivedAt: new Date().toISOString(),
     };
+    metrics.eventsIngested.inc({ kind });
     if (!(await this.deps.sessionService.firstSighting(`source:${source}`, event.eventId))) {
+      metrics.eventsDeduplicated.inc({ kind });
       await this.bumpStatus(source, kind, { duplicates: 1 });
       return 'duplicate';
     }

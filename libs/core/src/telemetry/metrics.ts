@@ -1,0 +1,125 @@
+/**
+ * Tetraloop's Prometheus metrics: one `tetraloop_` prefix, base units, `_total` only on counters,
+ * and labels with bounded values only (never run, node or session ids). One registry per process;
+ * every process exposes it (`/metrics` on the API, `--metrics-port` on workers) with the default
+ * process metrics, and Prometheus sums across processes.
+ */
+import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
+
+export const registry = new Registry();
+collectDefaultMetrics({ register: registry });
+
+/** Buckets from 5 ms to past the 600 s run limit (the prom-client default stops at 10 s). */
+const SECONDS = [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300, 600, 1200];
+
+export const metrics = {
+  runsStarted: new Counter({
+    name: 'tetraloop_runs_started_total',
+    help: 'Runs that started executing, by how they were given.',
+    labelNames: ['kind'] as const,
+    registers: [registry],
+  }),
+  runsFinished: new Counter({
+    name: 'tetraloop_runs_finished_total',
+    help: 'Runs that settled, by outcome.',
+    labelNames: ['status'] as const,
+    registers: [registry],
+  }),
+  runDuration: new Histogram({
+    name: 'tetraloop_run_duration_seconds',
+    help: 'From a run being accepted to it settling.',
+    labelNames: ['status'] as const,
+    buckets: SECONDS,
+    registers: [registry],
+  }),
+  nodeDuration: new Histogram({
+    name: 'tetraloop_node_duration_seconds',
+    help: 'Duration of a node execution (one attempt), by node kind and tool.',
+    labelNames: ['kind', 'tool'] as const,
+    buckets: SECONDS,
+    registers: [registry],
+  }),
+  nodeAttempts: new Counter({
+    name: 'tetraloop_node_attempts_total',
+    help: 'Node executions, by kind, tool and outcome (an error code, or ok).',
+    labelNames: ['kind', 'tool', 'outcome'] as const,
+    registers: [registry],
+  }),
+  nodeRetries: new Counter({
+    name: 'tetraloop_node_retries_total',
+    help: 'Failed attempts handed back for a retry, by error code.',
+    labelNames: ['code'] as const,
+    registers: [registry],
+  }),
+  backoffDelay: new Histogram({
+    name: 'tetraloop_backoff_delay_seconds',
+    help: 'Delay before a retry, by error code.',
+    labelNames: ['code'] as const,
+    buckets: [0.1, 0.5, 1, 2, 4, 8, 16, 30, 60],
+    registers: [registry],
+  }),
+  queueJobs: new Gauge({
+    name: 'tetraloop_queue_jobs',
+    help: 'Jobs in each loop queue, by state.',
+    labelNames: ['queue', 'state'] as const,
+    registers: [registry],
+  }),
+  queueStalled: new Gauge({
+    name: 'tetraloop_queue_stalled',
+    help: '1 when a queue has had pending work and no progress for 6 consecutive checks.',
+    labelNames: ['queue'] as const,
+    registers: [registry],
+  }),
+  laneWait: new Histogram({
+    name: 'tetraloop_lane_wait_seconds',
+    help: 'How long a session run waited in its lane before it started.',
+    buckets: SECONDS,
+    registers: [registry],
+  }),
+  modelCalls: new Counter({
+    name: 'tetraloop_model_calls_total',
+    help: 'Model calls, by model.',
+    labelNames: ['model'] as const,
+    registers: [registry],
+  }),
+  modelTokens: new Counter({
+    name: 'tetraloop_model_tokens_total',
+    help: 'Model tokens, by model and type (prompt or completion).',
+    labelNames: ['model', 'type'] as const,
+    registers: [registry],
+  }),
+  planRejections: new Counter({
+    name: 'tetraloop_plan_rejections_total',
+    help: 'Plans that were rejected, by reason.',
+    labelNames: ['reason'] as const,
+    registers: [registry],
+  }),
+  loopSuspicions: new Counter({
+    name: 'tetraloop_loop_suspicions_total',
+    help: 'Nodes stopped as suspected loops.',
+    registers: [registry],
+  }),
+  budgetExhaustions: new Counter({
+    name: 'tetraloop_budget_exhaustions_total',
+    help: 'Nodes that ended because the run used up a budget, by budget.',
+    labelNames: ['budget'] as const,
+    registers: [registry],
+  }),
+  eventsIngested: new Counter({
+    name: 'tetraloop_events_ingested_total',
+    help: 'Events that entered the sense loop, by source kind.',
+    labelNames: ['kind'] as const,
+    registers: [registry],
+  }),
+  eventsDeduplicated: new Counter({
+    name: 'tetraloop_events_deduplicated_total',
+    help: 'Events dropped as duplicates, by source kind.',
+    labelNames: ['kind'] as const,
+    registers: [registry],
+  }),
+};
+
+/** The Prometheus text exposition of this process's metrics. */
+export async function metricsText(): Promise<{ contentType: string; body: string }> {
+  return { contentType: registry.contentType, body: await registry.metrics() };
+}

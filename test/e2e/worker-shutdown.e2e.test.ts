@@ -1,0 +1,47 @@
+/**
+ * A worker that gets SIGTERM mid-node stops taking jobs, finishes the node (exactly once) and
+ * exits; its metrics port answers probes and Prometheus until then.
+ */
+import { afterAll, beforeAll, expect, it } from 'vitest';
+import { freePort } from '@tetraloop/core';
+import { spawnTetraloop, stderrMatches, type Spawned } from '../support/processes.js';
+import { postRun, startStack, waitFor, type Stack } from '../support/stack.js';
+import { startToolServer, type ToolServer } from '../support/tool-server.js';
+
+let stack: Stack;
+let server: ToolServer;
+let worker: Spawned | undefined;
+
+beforeAll(async () => {
+  server = await startToolServer();
+  stack = await startStack({ pools: ['plan'] });
+});
+afterAll(async () => {
+  await worker?.kill('SIGKILL');
+  await stack?.close();
+  await server?.close();
+});
+
+it('finishes the node in flight exactly once on SIGTERM, then exits', async () => {
+  const port = await freePort();
+  worker = spawnTetraloop(['worker', '--pool', 'tool', '--metrics-port', String(port)], stack.env);
+  await stderrMatches(worker, /worker ready/);
+  const base = `http://127.0.0.1:${port}`;
+  expect((await fetch(`${base}/healthz`)).status).toBe(200);
+  expect((await fetch(`${base}/readyz`)).status).toBe(200);
+
+  const posted = await postRun(stack.url, {
+    graph: {
+      nodes: [
+        { id: 'long', kind: 'tool', tool: 'http', args: { url: `${server.url}/work?node=long&ms=1500` } },
+      ],
+    },
+  });
+  await server.hitCount('long', 1);
+  worker.child.kill('SIGTERM');
+  expect(await worker.exited).toEqual({ code: 0, signal: null });
+  const doc = await waitFor(stack.url, posted.body.runId as string);
+  expect(doc.status).toBe('succeeded');
+  expect(server.hitsOf('long')).toHaveLength(1);
+  expect(doc.nodes.long!.attempts).toHaveLength(1);
+});
