@@ -24,9 +24,13 @@ export function adminAuth(token: string): RequestHandler {
     const [scheme = '', value = ''] = header.split(' ');
     let given = '';
     if (scheme.toLowerCase() === 'bearer') given = value;
-    if (scheme.toLowerCase() === 'basic') given = Buffer.from(value, 'base64').toString().split(':').slice(1).join(':');
+    if (scheme.toLowerCase() === 'basic')
+      given = Buffer.from(value, 'base64').toString().split(':').slice(1).join(':');
     if (given && sameToken(given, token)) return next();
-    res.set('www-authenticate', 'Basic realm="tetraloop"').status(401).json({ error: { code: 'unauthorized', message: 'admin token required' } });
+    res
+      .set('www-authenticate', 'Basic realm="tetraloop"')
+      .status(401)
+      .json({ error: { code: 'unauthorized', message: 'admin token required' } });
   };
 }
 

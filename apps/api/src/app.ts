@@ -3,7 +3,14 @@ import express, { type RequestHandler } from 'express';
 import type { Redis } from 'ioredis';
 import type { Logger } from 'pino';
 import type { Queue, QueueEvents } from 'bullmq';
-import { metricsText, type RunService, type RunStore, type RunWaiter, type SessionStore, type SourceService } from '@tetraloop/core';
+import {
+  metricsText,
+  type RunService,
+  type RunStore,
+  type RunWaiter,
+  type SessionStore,
+  type SourceService,
+} from '@tetraloop/core';
 import { ADMIN_PATH, adminAuth } from './admin.js';
 import { errorHandler, HttpError, sendError } from './http-errors.js';
 import { runsRouter } from './runs-router.js';

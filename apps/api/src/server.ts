@@ -22,7 +22,7 @@ export interface ApiHandle {
 }
 
 export async function startApi(env: ApiEnv): Promise<ApiHandle> {
-  const logger = createLogger({ level: env.LOG_LEVEL, layer: 'api' });
+  const logger = createLogger({ level: env.LOG_LEVEL, layer: 'api', redact: env.TETRALOOP_LOG_REDACT });
   const redis = connectRedis(env.REDIS_URL, 'client', `tetraloop-api-${process.pid}`);
   const subscriber = connectRedis(env.REDIS_URL, 'subscriber', `tetraloop-api-sub-${process.pid}`);
   const eventsConnection = connectRedis(env.REDIS_URL, 'worker', `tetraloop-api-qe-${process.pid}`);
@@ -43,12 +43,25 @@ export async function startApi(env: ApiEnv): Promise<ApiHandle> {
   const tools = builtinTools({ egress: parseAllowHosts('') });
   const services = buildServices(env, redis, queues, tools, undefined, logger);
   const waiter = await RunWaiter.listen(subscriber, services.store.channels.settled);
-  const watch = new QueueWatch([queues.sense, queues.plan, queues.tool, new Queue('reflect', { connection: redis, prefix })]);
-  const watchTimer = setInterval(() => void watch.check().catch(() => undefined), env.TETRALOOP_QUEUE_CHECK_MS);
+  const watch = new QueueWatch([
+    queues.sense,
+    queues.plan,
+    queues.tool,
+    new Queue('reflect', { connection: redis, prefix }),
+  ]);
+  const watchTimer = setInterval(
+    () => void watch.check().catch(() => undefined),
+    env.TETRALOOP_QUEUE_CHECK_MS,
+  );
   watchTimer.unref();
   const app = createApp({
     ...(env.TETRALOOP_ADMIN_TOKEN
-      ? { admin: { token: env.TETRALOOP_ADMIN_TOKEN, router: bullBoard(watch.queues, env.TETRALOOP_ADMIN_READ_ONLY) } }
+      ? {
+          admin: {
+            token: env.TETRALOOP_ADMIN_TOKEN,
+            router: bullBoard(watch.queues, env.TETRALOOP_ADMIN_READ_ONLY),
+          },
+        }
       : {}),
     redis,
     store: services.store,

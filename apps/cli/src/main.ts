@@ -26,7 +26,11 @@ export async function main(argv: string[]): Promise<void> {
       case 'worker': {
         const { values } = parseArgs({
           args: rest,
-          options: { pool: { type: 'string' }, concurrency: { type: 'string' }, 'metrics-port': { type: 'string' } },
+          options: {
+            pool: { type: 'string' },
+            concurrency: { type: 'string' },
+            'metrics-port': { type: 'string' },
+          },
         });
         const pools = parsePools(values.pool);
         const concurrency = values.concurrency === undefined ? undefined : Number(values.concurrency);
@@ -34,7 +38,10 @@ export async function main(argv: string[]): Promise<void> {
           return fail('--concurrency must be a positive integer');
         }
         const metricsPort = values['metrics-port'] === undefined ? undefined : Number(values['metrics-port']);
-        if (metricsPort !== undefined && (!Number.isInteger(metricsPort) || metricsPort < 0 || metricsPort > 65_535)) {
+        if (
+          metricsPort !== undefined &&
+          (!Number.isInteger(metricsPort) || metricsPort < 0 || metricsPort > 65_535)
+        ) {
           return fail('--metrics-port must be a port number');
         }
         return await runWorker(pools, concurrency, metricsPort);

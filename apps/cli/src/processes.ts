@@ -27,7 +27,11 @@ export async function runApi(): Promise<void> {
   closeOnSignal([api.close]);
 }
 
-export async function runWorker(pools: Pool[], concurrency: number | undefined, metricsPort: number | undefined): Promise<void> {
+export async function runWorker(
+  pools: Pool[],
+  concurrency: number | undefined,
+  metricsPort: number | undefined,
+): Promise<void> {
   const handle = await startPools(parseWorkerEnv(), { pools, ...(concurrency ? { concurrency } : {}) });
   const closers: Closer[] = [handle.close];
   if (metricsPort !== undefined) {

@@ -22,7 +22,9 @@ export async function startHealthServer(port: number, ready: () => Promise<boole
         res.writeHead(200, { 'content-type': 'application/json' }).end('{"status":"ok"}');
       } else if (path === '/readyz') {
         const ok = await ready().catch(() => false);
-        res.writeHead(ok ? 200 : 503, { 'content-type': 'application/json' }).end(JSON.stringify({ status: ok ? 'ready' : 'unavailable' }));
+        res
+          .writeHead(ok ? 200 : 503, { 'content-type': 'application/json' })
+          .end(JSON.stringify({ status: ok ? 'ready' : 'unavailable' }));
       } else {
         res.writeHead(404).end();
       }

@@ -65,7 +65,11 @@ export async function startPools(env: WorkerEnv, options: StartPoolsOptions): Pr
   const connection = connectRedis(env.REDIS_URL, 'worker', `tetraloop-worker-${process.pid}`);
   const subscriber = connectRedis(env.REDIS_URL, 'subscriber', `tetraloop-worker-sub-${process.pid}`);
   const prefix = env.TETRALOOP_PREFIX;
-  const log = createLogger({ level: env.LOG_LEVEL, layer: options.pools[0] ?? 'tool' });
+  const log = createLogger({
+    level: env.LOG_LEVEL,
+    layer: options.pools[0] ?? 'tool',
+    redact: env.TETRALOOP_LOG_REDACT,
+  });
   connection.on('error', (err) => log.warn({ err: err.message }, 'redis connection error'));
   subscriber.on('error', (err) => log.warn({ err: err.message }, 'redis subscriber error'));
 
@@ -113,7 +117,7 @@ export async function startPools(env: WorkerEnv, options: StartPoolsOptions): Pr
       onRunSettled: (runId) => services.sessions.onRunSettled(runId),
       environmentVersion: async (sessionKey) => (await services.sessionStore.environment(sessionKey)).version,
     },
-    logger: createLogger({ level: env.LOG_LEVEL, layer }),
+    logger: createLogger({ level: env.LOG_LEVEL, layer, redact: env.TETRALOOP_LOG_REDACT }),
   });
 
   const processors: Record<Pool, () => Processor> = {
@@ -155,7 +159,7 @@ export async function startPools(env: WorkerEnv, options: StartPoolsOptions): Pr
           type === BACKOFF_TYPE && err instanceof RetryNodeError ? err.delayMs : 1000,
       },
     });
-    const poolLog = createLogger({ level: env.LOG_LEVEL, layer: pool });
+    const poolLog = createLogger({ level: env.LOG_LEVEL, layer: pool, redact: env.TETRALOOP_LOG_REDACT });
     worker.on('error', (err) => poolLog.error({ err }, 'worker error'));
     worker.on('failed', (job, err) => {
       if (!(err instanceof RetryNodeError)) poolLog.warn({ jobId: job?.id, err }, 'job failed');
@@ -202,9 +206,15 @@ export async function startPools(env: WorkerEnv, options: StartPoolsOptions): Pr
       closing = true;
       // worker.close() stops fetching and waits for the active jobs; past the grace, force it.
       const graceful = Promise.all([...workers.values()].map((w) => w.close()));
-      const inTime = await Promise.race([graceful.then(() => true), delay(env.TETRALOOP_SHUTDOWN_GRACE_MS).then(() => false)]);
+      const inTime = await Promise.race([
+        graceful.then(() => true),
+        delay(env.TETRALOOP_SHUTDOWN_GRACE_MS).then(() => false),
+      ]);
       if (!inTime) {
-        log.warn({ graceMs: env.TETRALOOP_SHUTDOWN_GRACE_MS }, 'shutdown grace passed; closing with jobs still active');
+        log.warn(
+          { graceMs: env.TETRALOOP_SHUTDOWN_GRACE_MS },
+          'shutdown grace passed; closing with jobs still active',
+        );
         await Promise.all([...workers.values()].map((w) => w.close(true)));
       }
       await Promise.all(Object.values(queues).map((q) => q.close()));

@@ -17,6 +17,16 @@ export const BaseEnv = z.object({
     .regex(/^[A-Za-z0-9_{}-]{1,64}$/, 'letters, digits, _ - { } only')
     .default('tetraloop'),
   LOG_LEVEL: LogLevel.default('info'),
+  /** Extra fields to redact in logs (pino paths, comma-separated), beside the built-in credentials. */
+  TETRALOOP_LOG_REDACT: z
+    .string()
+    .default('')
+    .transform((v) =>
+      v
+        .split(',')
+        .map((s) => s.trim())
+        .filter(Boolean),
+    ),
   /** Retention of settled run records. */
   TETRALOOP_RUN_RETENTION_SECONDS: z.coerce
     .number()

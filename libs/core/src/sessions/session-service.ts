@@ -83,6 +83,7 @@ export class SessionService {
 
   async handleMessage(sessionKey: string, input: MessageInput): Promise<MessageResult> {
     const { sessions, config, hooks } = this.deps;
+    this.deps.logger.debug({ sessionKey, mode: input.mode }, 'message received');
     const receivedAt = new Date().toISOString();
     metrics.eventsIngested.inc({ kind: 'message' });
     if (input.eventId !== undefined && !(await this.firstSighting(`session:${sessionKey}`, input.eventId))) {
