@@ -154,6 +154,23 @@ describe('lanes', () => {
     expect((await transcript('stop')).some((l) => l.type === 'command' && l.command === 'stop')).toBe(true);
   });
 
+  it('/new starts a fresh context: the next run no longer sees the earlier conversation', async () => {
+    answer = echo(0);
+    const first = await say('fresh', 'my name is Ana');
+    await waitFor(stack.url, first.runId!);
+    await idle('fresh');
+    const before = model.requests.length;
+    const second = await say('fresh', 'what is my name?');
+    await waitFor(stack.url, second.runId!);
+    await idle('fresh');
+    expect(model.requests[before]!.messages[0]!.content).toContain('my name is Ana');
+    expect((await say('fresh', '/new')).queued).toBe(false);
+    const after = model.requests.length;
+    const third = await say('fresh', 'what is my name?');
+    await waitFor(stack.url, third.runId!);
+    expect(model.requests[after]!.messages[0]!.content).not.toContain('my name is Ana');
+  });
+
   it('ignore a message whose eventId was seen', async () => {
     answer = echo(0);
     const first = await say('dedupe', 'hello', { eventId: 'evt-1' });
