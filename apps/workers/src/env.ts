@@ -1,5 +1,5 @@
 /** Configuration of worker processes, parsed once at boot. */
-import { BaseEnv, DEFAULT_BACKOFF, ERROR_CODES, parseEnv } from '@tetraloop/core';
+import { BaseEnv, DEFAULT_BACKOFF, ERROR_CODES, jsonEnv, parseEnv } from '@tetraloop/core';
 import { z } from 'zod';
 
 const Concurrency = z.coerce.number().int().min(1).max(1000);
@@ -22,18 +22,10 @@ export const WorkerEnv = BaseEnv.extend({
   /** A node executed more often than this in one run (retries plus redeliveries) is stopped as a suspected loop. */
   TETRALOOP_MAX_NODE_EXECUTIONS: z.coerce.number().int().min(1).default(5),
   /** Retries per error class, overriding the defaults, as JSON: `{"server": 3, "network": 1}`. */
-  TETRALOOP_RETRIES: z
-    .string()
-    .default('{}')
-    .transform((text, ctx) => {
-      try {
-        return JSON.parse(text) as unknown;
-      } catch {
-        ctx.addIssue({ code: 'custom', message: 'must be a JSON object' });
-        return z.NEVER;
-      }
-    })
-    .pipe(z.partialRecord(z.enum(ERROR_CODES as [string, ...string[]]), z.number().int().min(0).max(10))),
+  TETRALOOP_RETRIES: jsonEnv(
+    z.partialRecord(z.enum(ERROR_CODES as [string, ...string[]]), z.number().int().min(0).max(10)),
+    '{}',
+  ),
   TETRALOOP_BACKOFF_BASE_MS: z.coerce.number().int().positive().default(DEFAULT_BACKOFF.baseMs),
   TETRALOOP_BACKOFF_MIN_MS: z.coerce.number().int().nonnegative().default(DEFAULT_BACKOFF.minMs),
   TETRALOOP_BACKOFF_MAX_MS: z.coerce.number().int().positive().default(DEFAULT_BACKOFF.maxMs),

@@ -9,6 +9,34 @@ import type { ToolRegistry } from '../tools/tool.js';
 
 export const LogLevel = z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']);
 
+/** A variable holding JSON, parsed and then checked by `schema`; `fallback` when unset. */
+export function jsonEnv<S extends z.ZodType>(schema: S, fallback: string) {
+  return z
+    .string()
+    .default(fallback)
+    .transform((text, ctx) => {
+      try {
+        return JSON.parse(text) as unknown;
+      } catch {
+        ctx.addIssue({ code: 'custom', message: 'must be JSON' });
+        return z.NEVER;
+      }
+    })
+    .pipe(schema);
+}
+
+/** A comma-separated list. */
+const listEnv = () =>
+  z
+    .string()
+    .default('')
+    .transform((v) =>
+      v
+        .split(',')
+        .map((s) => s.trim())
+        .filter(Boolean),
+    );
+
 /** Variables every process reads. */
 export const BaseEnv = z.object({
   REDIS_URL: z.url({ protocol: /^rediss?$/ }),
@@ -18,15 +46,7 @@ export const BaseEnv = z.object({
     .default('tetraloop'),
   LOG_LEVEL: LogLevel.default('info'),
   /** Extra fields to redact in logs (pino paths, comma-separated), beside the built-in credentials. */
-  TETRALOOP_LOG_REDACT: z
-    .string()
-    .default('')
-    .transform((v) =>
-      v
-        .split(',')
-        .map((s) => s.trim())
-        .filter(Boolean),
-    ),
+  TETRALOOP_LOG_REDACT: listEnv(),
   /** Retention of settled run records. */
   TETRALOOP_RUN_RETENTION_SECONDS: z.coerce
     .number()
@@ -48,18 +68,7 @@ export const BaseEnv = z.object({
   TETRALOOP_MODEL_TIMEOUT_MS: z.coerce.number().int().positive().default(60_000),
   TETRALOOP_MODEL_MAX_RETRIES: z.coerce.number().int().min(0).max(10).default(2),
   /** Tools each agent may use, as JSON `{"agentId": ["http", "json"]}`; an agent not listed may use all. */
-  TETRALOOP_AGENT_TOOLS: z
-    .string()
-    .default('{}')
-    .transform((text, ctx) => {
-      try {
-        return JSON.parse(text) as unknown;
-      } catch {
-        ctx.addIssue({ code: 'custom', message: 'must be a JSON object' });
-        return z.NEVER;
-      }
-    })
-    .pipe(z.record(z.string(), z.array(z.string()))),
+  TETRALOOP_AGENT_TOOLS: jsonEnv(z.record(z.string(), z.array(z.string())), '{}'),
   /** Default per-run budget: tool calls (each attempt and loop iteration counts). */
   TETRALOOP_BUDGET_TOOL_CALLS: z.coerce.number().int().positive().default(1000),
   /** Default per-run budget: summed tool time in ms. */
@@ -77,32 +86,13 @@ export const BaseEnv = z.object({
   /** Same-type events of one source within this window merge into one; 0 turns merging off. */
   TETRALOOP_BURST_WINDOW_MS: z.coerce.number().int().min(0).default(500),
   /** Polled HTTP sources, as JSON: [{"name", "url", "intervalMs" (≥ 200), "timeoutMs", "sessionKey", "type"}]. */
-  TETRALOOP_SOURCES: z
-    .string()
-    .default('[]')
-    .transform((text, ctx) => {
-      try {
-        return JSON.parse(text) as unknown;
-      } catch {
-        ctx.addIssue({ code: 'custom', message: 'must be a JSON array' });
-        return z.NEVER;
-      }
-    })
-    .pipe(z.array(PolledSource)),
+  TETRALOOP_SOURCES: jsonEnv(z.array(PolledSource), '[]'),
   /** How often the plan loop checks session environments for changes. */
   TETRALOOP_ENV_CHECK_MS: z.coerce.number().int().min(100).default(1500),
   /** How often lanes a dead process left behind are moved on. */
   TETRALOOP_LANE_SWEEP_MS: z.coerce.number().int().min(100).default(2000),
   /** Plugins to load: built-in names (`deny-http`) or module paths, comma-separated. */
-  TETRALOOP_PLUGINS: z
-    .string()
-    .default('')
-    .transform((v) =>
-      v
-        .split(',')
-        .map((s) => s.trim())
-        .filter(Boolean),
-    ),
+  TETRALOOP_PLUGINS: listEnv(),
   /** Directory holding one folder per agent with its workspace files (AGENTS.md, TOOLS.md…). */
   TETRALOOP_WORKSPACE_DIR: z.string().default('.tetraloop/workspace'),
   /** Each workspace file is cut to this many characters (head and tail kept). */
