@@ -171,6 +171,14 @@ describe('lanes', () => {
     expect(model.requests[after]!.messages[0]!.content).not.toContain('my name is Ana');
   });
 
+  it('take a message with {{braces}} literally', async () => {
+    answer = echo(0);
+    const placed = await say('braces', 'what does {{x.output}} mean?');
+    const doc = await waitFor(stack.url, placed.runId!);
+    expect(doc.status).toBe('succeeded');
+    expect((doc.nodes.agent as { output: { text: string } }).output.text).toContain('x.output}} mean?');
+  });
+
   it('ignore a message whose eventId was seen', async () => {
     answer = echo(0);
     const first = await say('dedupe', 'hello', { eventId: 'evt-1' });

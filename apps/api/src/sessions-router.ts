@@ -47,7 +47,11 @@ export function sessionsRouter(deps: SessionsRouterDeps): Router {
     try {
       placed = (await job.waitUntilFinished(deps.senseEvents, PLACE_TIMEOUT_MS)) as MessageResult;
     } catch {
-      placed = undefined;
+      // Either the sense loop failed the message, or it has not answered yet.
+      if ((await job.getState()) === 'failed') {
+        const failed = await deps.senseQueue.getJob(job.id!);
+        throw new HttpError(422, 'message_failed', failed?.failedReason ?? 'the message could not be placed');
+      }
     }
     res.status(202).json(placed ?? { sessionKey, queued: true });
   });

@@ -9,7 +9,7 @@ import { Budget } from './run-model.js';
 export const RunRequest = z
   .strictObject({
     graph: z.unknown().optional(),
-    task: z.string().min(1).max(20_000).optional(),
+    task: z.string().min(1).max(200_000).optional(),
     /** @defaultValue "dag" */
     mode: z.enum(['dag', 'loop']).default('dag'),
     agentId: z
@@ -17,7 +17,7 @@ export const RunRequest = z
       .regex(/^[A-Za-z0-9_-]{1,64}$/, 'must match [A-Za-z0-9_-]{1,64}')
       .default('main'),
     /** Extra instructions appended to the prompt, after the workspace files. */
-    overrides: z.string().max(20_000).optional(),
+    overrides: z.string().max(200_000).optional(),
     /** Loop mode: most model turns. @defaultValue 10 */
     maxIterations: z.number().int().min(1).max(50).default(10),
     /** Task runs: most replans. @defaultValue 2 */

@@ -66,6 +66,12 @@ export interface RunServiceDeps {
   readonly lanePosition?: (sessionKey: string, runId: string) => Promise<number | null>;
 }
 
+/**
+ * Text taken literally (a task, a chat message): `{{…}}` in it must not read as a reference, so a
+ * zero-width space goes between the braces. The model still reads the text as written.
+ */
+export const literalText = (text: string): string => text.replaceAll('{{', '{\u200b{');
+
 /** The graph of a loop-mode run: one agent loop over the task with the agent's tools. */
 export function loopModeGraph(
   task: string,
@@ -73,6 +79,8 @@ export function loopModeGraph(
   maxIterations: number,
   system?: string,
 ): Graph {
+  task = literalText(task);
+  system = system === undefined ? undefined : literalText(system);
   return {
     nodes: [
       {

@@ -175,6 +175,8 @@ export class SessionService {
             {
               delay: Math.max(0, next.dueAt - Date.now()),
               jobId: `lane-${sessionKey}-${next.dueAt}`.replaceAll(':', '_'),
+              removeOnComplete: true,
+              removeOnFail: { age: 86_400 },
             },
           );
           return;
@@ -203,10 +205,10 @@ export class SessionService {
         await this.advance(sessionKey, '');
       } else if (running === 'collect') {
         await this.advance(sessionKey, 'collect');
-      } else if (
-        (await this.deps.store.status(running)) === null ||
-        (await this.deps.store.isSettled(running))
-      ) {
+      } else if ((await this.deps.store.status(running)) === null) {
+        // The run is gone (expired or never stored): free the lane from it.
+        await this.advance(sessionKey, running);
+      } else if (await this.deps.store.isSettled(running)) {
         await this.onRunSettled(running);
       }
     }
@@ -326,7 +328,8 @@ export class SessionService {
       task: text,
       mode: config.runMode,
       agentId: config.agentId,
-      ...(config.runMode === 'dag' ? { overrides: system } : {}),
+      // A planner reads the workspace itself; it gets the conversation and hook context only.
+      ...(config.runMode === 'dag' && extra.length ? { overrides: extra.join('\n\n') } : {}),
       metadata: { ...metadata, sessionKey },
     });
     await this.deps.runs.submit(request, undefined, { sessionKey, start: false, runId, system });

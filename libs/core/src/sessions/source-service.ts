@@ -112,7 +112,11 @@ export class SourceService {
     // The first event of a burst opens its window; the flush merges whatever arrived in it.
     if (length === 1) {
       await this.deps.redis.pexpire(key, this.deps.burstWindowMs * 10);
-      await this.deps.senseQueue.add(SENSE_JOB.burstFlush, { key }, { delay: this.deps.burstWindowMs });
+      await this.deps.senseQueue.add(
+        SENSE_JOB.burstFlush,
+        { key },
+        { delay: this.deps.burstWindowMs, removeOnComplete: true, removeOnFail: { age: 86_400 } },
+      );
     }
     return 'accepted';
   }
