@@ -17,6 +17,8 @@ import { runsRouter } from './runs-router.js';
 import { sessionsRouter } from './sessions-router.js';
 
 export interface AppDeps {
+  /** Brings scrape-time gauges (queue depths) up to date before /metrics answers. */
+  readonly refreshMetrics?: () => Promise<void>;
   /** Mounted behind the admin token when one is configured. */
   readonly admin?: { readonly token: string; readonly router: express.Router };
   readonly redis: Redis;
@@ -60,6 +62,7 @@ export function createApp(deps: AppDeps): express.Express {
   };
 
   app.get('/metrics', async (_req, res) => {
+    await deps.refreshMetrics?.();
     const { contentType, body } = await metricsText();
     res.type(contentType).send(body);
   });

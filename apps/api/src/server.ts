@@ -55,6 +55,7 @@ export async function startApi(env: ApiEnv): Promise<ApiHandle> {
   );
   watchTimer.unref();
   const app = createApp({
+    refreshMetrics: () => watch.refresh(),
     ...(env.TETRALOOP_ADMIN_TOKEN
       ? {
           admin: {

@@ -70,6 +70,11 @@ export const metrics = {
     labelNames: ['queue'] as const,
     registers: [registry],
   }),
+  redisUp: new Gauge({
+    name: 'tetraloop_redis_up',
+    help: '1 when the last queue check could read Redis, 0 when it could not.',
+    registers: [registry],
+  }),
   laneWait: new Histogram({
     name: 'tetraloop_lane_wait_seconds',
     help: 'How long a session run waited in its lane before it started.',

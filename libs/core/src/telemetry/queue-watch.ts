@@ -25,11 +25,31 @@ export class QueueWatch {
 
   /** Reads the counts, updates the gauges; returns the stalled queues. */
   async check(): Promise<string[]> {
+    try {
+      const stalled = await this.read();
+      metrics.redisUp.set(1);
+      return stalled;
+    } catch (err) {
+      metrics.redisUp.set(0);
+      throw err;
+    }
+  }
+
+  /** Reads the counts into the depth gauges only (a scrape): the stall alarm keeps its own cadence. */
+  async refresh(): Promise<void> {
+    await this.read(false).then(
+      () => metrics.redisUp.set(1),
+      () => metrics.redisUp.set(0),
+    );
+  }
+
+  private async read(trackStalls = true): Promise<string[]> {
     const stalled: string[] = [];
     for (const queue of this.queues) {
       const counts = await queue.getJobCounts(...STATES);
       for (const s of STATES) metrics.queueJobs.set({ queue: queue.name, state: s }, counts[s] ?? 0);
       // Pending work is what waits to be taken or is being worked on.
+      if (!trackStalls) continue;
       const pending = (counts.waiting ?? 0) + (counts.prioritized ?? 0) + (counts.active ?? 0);
       const next = nextStall(this.state.get(queue.name), pending);
       this.state.set(queue.name, next);
