@@ -4,11 +4,15 @@
  */
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { machine } from './support/stack.js';
+import { criticalPathSvg, criticalPathTable, runCriticalPath } from './critical-path.js';
+import { perHopTable, runPerHop } from './per-hop.js';
 import { planVsLoopTable, runPlanVsLoop } from './plan-vs-loop.js';
+import { runThroughput, throughputTable } from './throughput.js';
 
 interface Benchmark {
   readonly title: string;
-  run(): Promise<{ json: unknown; markdown: string }>;
+  /** `files`: extra outputs, written as bench/results/<timestamp>-<key> (e.g. a chart). */
+  run(): Promise<{ json: unknown; markdown: string; files?: Record<string, string> }>;
 }
 
 const BENCHMARKS: Record<string, Benchmark> = {
@@ -17,6 +21,31 @@ const BENCHMARKS: Record<string, Benchmark> = {
     async run() {
       const result = await runPlanVsLoop();
       return { json: result, markdown: planVsLoopTable(result.rows) };
+    },
+  },
+  'critical-path': {
+    title: 'Wall time vs the critical path: Tetraloop, sequential, LangGraph.js',
+    async run() {
+      const result = await runCriticalPath();
+      return {
+        json: result,
+        markdown: criticalPathTable(result.rows),
+        files: { 'critical-path.svg': criticalPathSvg(result.rows) },
+      };
+    },
+  },
+  'per-hop': {
+    title: 'Per-hop latency of a 200-node chain: Tetraloop, raw BullMQ, LangGraph.js',
+    async run() {
+      const result = await runPerHop();
+      return { json: result, markdown: perHopTable(result) };
+    },
+  },
+  throughput: {
+    title: 'Throughput: nodes/s with 1 and 2 tool-worker processes vs raw BullMQ jobs/s',
+    async run() {
+      const result = await runThroughput();
+      return { json: result, markdown: throughputTable(result) };
     },
   },
 };
@@ -34,11 +63,13 @@ async function main(): Promise<void> {
   const stamp = new Date().toISOString().replace(/[:.]/g, '-');
   const results: Record<string, unknown> = {};
   const sections: string[] = [];
+  const files: Record<string, string> = {};
   for (const name of selected) {
     const bench = BENCHMARKS[name]!;
     process.stdout.write(`== ${name}: ${bench.title}\n`);
-    const { json, markdown } = await bench.run();
+    const { json, markdown, files: extra } = await bench.run();
     results[name] = json;
+    Object.assign(files, extra);
     sections.push(`## ${name}: ${bench.title}\n\n${markdown}\n`);
     process.stdout.write(`\n${markdown}\n\n`);
   }
@@ -53,6 +84,10 @@ async function main(): Promise<void> {
     `${base.pathname}.md`,
     `# Tetraloop benchmarks, ${new Date().toISOString()}\n\nMachine: ${JSON.stringify(env)}\nCommand: npm run bench -- ${selected.join(' ')}\n\n${sections.join('\n')}`,
   );
+  for (const [suffix, content] of Object.entries(files)) {
+    writeFileSync(`${base.pathname}-${suffix}`, content);
+    process.stdout.write(`wrote bench/results/${stamp}-${suffix}\n`);
+  }
   process.stdout.write(`results: bench/results/${stamp}.json and .md\n`);
 }
 

@@ -1,0 +1,194 @@
+/**
+ * How close each executor comes to the critical path: graphs of `http` nodes calling the loopback
+ * tool server with set delays, run by Tetraloop (submitted through the API, awaited through
+ * /wait), sequentially in-process (each call in topological order) and by LangGraph.js
+ * in-process. The figure is wall time ÷ the longest delay-weighted path.
+ */
+import { setMaxListeners } from 'node:events';
+import { startToolServer } from '../test/support/tool-server.js';
+import {
+  chain,
+  criticalPathMs,
+  fanOut,
+  langGraphHttp,
+  randomDag,
+  runSequential,
+  tetraloopGraph,
+  totalDelayMs,
+  unevenBranches,
+  type Dag,
+} from './support/dag.js';
+import { median, startBenchStack, timedRun } from './support/stack.js';
+
+const REPEATS = 3;
+const TOOL_CONCURRENCY = 64;
+const RANDOM_SEEDS = [1, 2, 3, 4, 5];
+
+export interface CriticalPathRow {
+  shape: string;
+  nodes: number;
+  edges: number;
+  minDelayMs: number;
+  lowerBoundMs: number;
+  sumOfDelaysMs: number;
+  tetraloopMs: number;
+  sequentialMs: number;
+  langGraphMs: number;
+}
+
+export function shapes(): Dag[] {
+  return [
+    fanOut(32, 100),
+    unevenBranches(1000, 8, 100),
+    chain(50, 20),
+    ...RANDOM_SEEDS.map((seed) => randomDag(seed, 40, 20, 200)),
+  ];
+}
+
+export async function runCriticalPath(
+  log: (line: string) => void = console.log,
+): Promise<{ rows: CriticalPathRow[]; settings: Record<string, unknown> }> {
+  // LangGraph.js adds one abort listener per parallel task to the run's signal.
+  setMaxListeners(100);
+  const tools = await startToolServer();
+  const stack = await startBenchStack({ TETRALOOP_TOOL_CONCURRENCY: String(TOOL_CONCURRENCY) });
+  const rows: CriticalPathRow[] = [];
+  try {
+    // Warm-up: scripts loaded, connections open, JIT warm, in every executor.
+    const warm = chain(3, 5, 'w');
+    await timedRun(stack.url, { graph: tetraloopGraph(warm, tools.url) });
+    await langGraphHttp(warm, tools.url)();
+    for (const dag of shapes()) {
+      const tetraloop: number[] = [];
+      const langGraph: number[] = [];
+      const invoke = langGraphHttp(dag, tools.url);
+      for (let i = 0; i < REPEATS; i++) {
+        const { doc, wallMs } = await timedRun(stack.url, { graph: tetraloopGraph(dag, tools.url) });
+        if (doc.status !== 'succeeded')
+          throw new Error(`${dag.name} ended ${doc.status}: ${JSON.stringify(doc.error)}`);
+        tetraloop.push(wallMs);
+        const started = performance.now();
+        await invoke();
+        langGraph.push(performance.now() - started);
+      }
+      const row: CriticalPathRow = {
+        shape: dag.name,
+        nodes: dag.nodes.length,
+        edges: dag.edges.length,
+        minDelayMs: Math.min(...dag.nodes.map((n) => n.ms)),
+        lowerBoundMs: criticalPathMs(dag),
+        sumOfDelaysMs: totalDelayMs(dag),
+        tetraloopMs: Math.round(median(tetraloop)),
+        // Sequential time is the sum of the delays plus per-call overhead: one run is enough.
+        sequentialMs: Math.round(await runSequential(dag, tools.url)),
+        langGraphMs: Math.round(median(langGraph)),
+      };
+      rows.push(row);
+      log(
+        `  ${row.shape.padEnd(40)} bound ${String(row.lowerBoundMs).padStart(5)}  tetraloop ${row.tetraloopMs}  sequential ${row.sequentialMs}  langgraph ${row.langGraphMs}`,
+      );
+    }
+  } finally {
+    await stack.close();
+    await tools.close();
+  }
+  return {
+    rows,
+    settings: {
+      repeats: REPEATS,
+      sequentialRepeats: 1,
+      toolConcurrency: TOOL_CONCURRENCY,
+      randomDag: {
+        nodes: 40,
+        delayMs: [20, 200],
+        edgeProbability: 0.08,
+        prng: 'mulberry32',
+        seeds: RANDOM_SEEDS,
+      },
+    },
+  };
+}
+
+const ratio = (a: number, b: number): string => (a / b).toFixed(2);
+
+export function criticalPathTable(rows: readonly CriticalPathRow[]): string {
+  const lines = [
+    '| graph | nodes | lower bound ms | Tetraloop ms | sequential ms | LangGraph.js ms | Tetraloop ÷ bound | sequential ÷ bound | LangGraph.js ÷ bound | LangGraph.js ÷ Tetraloop |',
+    '|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|',
+  ];
+  for (const r of rows) {
+    lines.push(
+      `| ${r.shape} | ${r.nodes} | ${r.lowerBoundMs} | ${r.tetraloopMs} | ${r.sequentialMs} | ${r.langGraphMs} | ${ratio(r.tetraloopMs, r.lowerBoundMs)} | ${ratio(r.sequentialMs, r.lowerBoundMs)} | ${ratio(r.langGraphMs, r.lowerBoundMs)} | ${ratio(r.langGraphMs, r.tetraloopMs)} |`,
+    );
+  }
+  return lines.join('\n');
+}
+
+const escapeXml = (s: string): string =>
+  s.replace(/&/g, '&amp;').replace(/</g, '&lt;').replace(/>/g, '&gt;').replace(/"/g, '&quot;');
+
+/** A grouped bar chart (hand-written SVG) of wall ÷ lower bound per graph shape and executor. */
+export function criticalPathSvg(rows: readonly CriticalPathRow[]): string {
+  const series = [
+    { label: 'Tetraloop', color: '#2563eb', value: (r: CriticalPathRow) => r.tetraloopMs / r.lowerBoundMs },
+    {
+      label: 'LangGraph.js',
+      color: '#f59e0b',
+      value: (r: CriticalPathRow) => r.langGraphMs / r.lowerBoundMs,
+    },
+    { label: 'sequential', color: '#9ca3af', value: (r: CriticalPathRow) => r.sequentialMs / r.lowerBoundMs },
+  ];
+  const left = 60;
+  const top = 40;
+  const plotHeight = 300;
+  const group = 90;
+  const bar = 22;
+  const width = left + rows.length * group + 20;
+  const height = top + plotHeight + 110;
+  // Log scale: sequential is up to ~30× the bound, the others near 1×.
+  const maxValue = Math.max(2, ...rows.flatMap((r) => series.map((s) => s.value(r))));
+  const logMax = Math.log10(maxValue * 1.2);
+  const y = (v: number): number => top + plotHeight - (Math.log10(Math.max(v, 1)) / logMax) * plotHeight;
+  const parts: string[] = [
+    `<svg xmlns="http://www.w3.org/2000/svg" width="${width}" height="${height}" viewBox="0 0 ${width} ${height}" font-family="sans-serif" font-size="11">`,
+    `<rect width="100%" height="100%" fill="white"/>`,
+    `<text x="${left}" y="18" font-size="14" font-weight="bold">Wall time ÷ critical-path lower bound (log scale, lower is better)</text>`,
+  ];
+  for (const tick of [1, 1.1, 1.5, 2, 5, 10, 20, 50].filter((t) => t <= maxValue * 1.2)) {
+    parts.push(
+      `<line x1="${left}" x2="${width - 10}" y1="${y(tick)}" y2="${y(tick)}" stroke="${tick === 1.1 ? '#dc2626' : '#e5e7eb'}"${tick === 1.1 ? ' stroke-dasharray="4 3"' : ''}/>`,
+      `<text x="${left - 6}" y="${y(tick) + 4}" text-anchor="end">${tick}×</text>`,
+    );
+  }
+  rows.forEach((r, i) => {
+    const x0 = left + i * group + (group - series.length * bar) / 2;
+    series.forEach((s, j) => {
+      const v = s.value(r);
+      const yTop = y(v);
+      parts.push(
+        `<rect x="${x0 + j * bar}" y="${yTop}" width="${bar - 2}" height="${top + plotHeight - yTop}" fill="${s.color}"><title>${escapeXml(`${r.shape} — ${s.label}: ${v.toFixed(2)}×`)}</title></rect>`,
+        `<text x="${x0 + j * bar + (bar - 2) / 2}" y="${yTop - 3}" text-anchor="middle" font-size="9">${v.toFixed(v < 10 ? 2 : 1)}</text>`,
+      );
+    });
+    const label = r.shape.replace(/ \(.*\)$/, '').replace(/^random DAG /, 'random ');
+    const cx = left + i * group + group / 2;
+    parts.push(
+      `<text x="${cx}" y="${top + plotHeight + 14}" text-anchor="end" transform="rotate(-30 ${cx} ${top + plotHeight + 14})">${escapeXml(label)}</text>`,
+    );
+  });
+  parts.push(
+    `<line x1="${left}" x2="${width - 10}" y1="${top + plotHeight}" y2="${top + plotHeight}" stroke="black"/>`,
+  );
+  series.forEach((s, j) => {
+    const lx = left + j * 120;
+    parts.push(
+      `<rect x="${lx}" y="${height - 18}" width="12" height="12" fill="${s.color}"/>`,
+      `<text x="${lx + 16}" y="${height - 8}">${s.label}</text>`,
+    );
+  });
+  parts.push(
+    `<text x="${left + series.length * 120}" y="${height - 8}" fill="#dc2626">- - 1.10× target</text>`,
+    '</svg>',
+  );
+  return parts.join('\n') + '\n';
+}

@@ -1,0 +1,174 @@
+/**
+ * Per-hop latency: how long it takes from one node starting to the next one starting in a chain
+ * of 200 nodes that do nothing. Tetraloop runs a chain of `json` tool nodes (deltas between the
+ * nodes' `startedAt` in the run document); raw BullMQ runs a chain where each job's processor
+ * adds the next job (deltas between processor start times); LangGraph.js runs a 200-node chain
+ * of no-op nodes in-process.
+ */
+import { Queue, Worker } from 'bullmq';
+import { Redis } from 'ioredis';
+import { chain, langGraphOf } from './support/dag.js';
+import { median, percentile, startBenchStack, timedRun, type BenchStack } from './support/stack.js';
+
+const HOPS = 200;
+const REPEATS = 3;
+/** The tool pool's default concurrency, used for the BullMQ worker too. */
+const CONCURRENCY = 32;
+
+export interface HopStats {
+  system: string;
+  hops: number;
+  p50Ms: number;
+  p99Ms: number;
+  meanMs: number;
+  /** How the deltas were taken. */
+  source: string;
+}
+
+const stats = (system: string, deltas: number[], source: string): HopStats => ({
+  system,
+  hops: deltas.length,
+  p50Ms: Number(median(deltas).toFixed(3)),
+  p99Ms: Number(percentile(deltas, 99).toFixed(3)),
+  meanMs: Number((deltas.reduce((a, b) => a + b, 0) / deltas.length).toFixed(3)),
+  source,
+});
+
+const deltasOf = (starts: readonly number[]): number[] => starts.slice(1).map((t, i) => t - starts[i]!);
+
+function jsonChain(): { nodes: Record<string, unknown>[]; edges: [string, string][] } {
+  const dag = chain(HOPS, 0, 'h');
+  return {
+    nodes: dag.nodes.map((n, i) => ({ id: n.id, kind: 'tool', tool: 'json', args: { value: i } })),
+    edges: dag.edges.map(([a, b]) => [a, b]),
+  };
+}
+
+async function tetraloopHops(stack: BenchStack): Promise<{ deltas: number[]; totalMs: number[] }> {
+  const graph = jsonChain();
+  await timedRun(stack.url, { graph }); // warm-up
+  const deltas: number[] = [];
+  const totalMs: number[] = [];
+  for (let r = 0; r < REPEATS; r++) {
+    const { doc, wallMs } = await timedRun(stack.url, { graph });
+    if (doc.status !== 'succeeded') throw new Error(`per-hop chain ended ${doc.status}`);
+    const starts = graph.nodes.map((n) => {
+      const view = doc.nodes[n.id as string] as { startedAt?: string } | undefined;
+      if (!view?.startedAt) throw new Error(`node ${n.id as string} has no startedAt`);
+      return Date.parse(view.startedAt);
+    });
+    deltas.push(...deltasOf(starts));
+    totalMs.push(wallMs);
+  }
+  return { deltas, totalMs };
+}
+
+async function bullmqHops(redisUrl: string): Promise<number[]> {
+  const prefix = `bench-hop-${process.pid}`;
+  const connection = new Redis(redisUrl, { maxRetriesPerRequest: null });
+  const workerConnection = new Redis(redisUrl, { maxRetriesPerRequest: null });
+  const queue = new Queue('hop', { connection, prefix });
+  let starts: number[] = [];
+  let done: (() => void) | undefined;
+  const worker = new Worker(
+    'hop',
+    async (job) => {
+      const { i, round } = job.data as { i: number; round: number };
+      starts.push(performance.now());
+      if (i + 1 < HOPS) await queue.add('hop', { i: i + 1, round }, { jobId: `r${round}.${i + 1}` });
+      else done?.();
+    },
+    { connection: workerConnection, prefix, concurrency: CONCURRENCY },
+  );
+  await worker.waitUntilReady();
+  const deltas: number[] = [];
+  try {
+    for (let round = -1; round < REPEATS; round++) {
+      starts = [];
+      const finished = new Promise<void>((resolve) => (done = resolve));
+      await queue.add('hop', { i: 0, round }, { jobId: `r${round}.0` });
+      await finished;
+      // round -1 is the warm-up.
+      if (round >= 0) deltas.push(...deltasOf(starts));
+    }
+  } finally {
+    await worker.close();
+    await queue.close();
+    connection.disconnect();
+    workerConnection.disconnect();
+  }
+  return deltas;
+}
+
+async function langGraphHops(): Promise<number[]> {
+  let starts: number[] = [];
+  const invoke = langGraphOf(chain(HOPS, 0, 'h'), () => {
+    starts.push(performance.now());
+    return Promise.resolve();
+  });
+  await invoke(); // warm-up
+  const deltas: number[] = [];
+  for (let r = 0; r < REPEATS; r++) {
+    starts = [];
+    await invoke();
+    deltas.push(...deltasOf(starts));
+  }
+  return deltas;
+}
+
+export interface PerHopResult {
+  rows: HopStats[];
+  tetraloopTotalMsPerHop: number;
+  settings: Record<string, number>;
+}
+
+export async function runPerHop(log: (line: string) => void = console.log): Promise<PerHopResult> {
+  const stack = await startBenchStack({ TETRALOOP_TOOL_CONCURRENCY: String(CONCURRENCY) });
+  const rows: HopStats[] = [];
+  let tetraloopTotalMsPerHop: number;
+  try {
+    const tetraloop = await tetraloopHops(stack);
+    tetraloopTotalMsPerHop = Number((median(tetraloop.totalMs) / HOPS).toFixed(3));
+    rows.push(
+      stats('Tetraloop (json tool nodes)', tetraloop.deltas, 'run document: node startedAt (ms resolution)'),
+    );
+    rows.push(
+      stats(
+        'raw BullMQ (job adds next job)',
+        await bullmqHops(stack.env.REDIS_URL!),
+        'processor start, performance.now()',
+      ),
+    );
+    rows.push(
+      stats('LangGraph.js (in-process no-op nodes)', await langGraphHops(), 'node start, performance.now()'),
+    );
+  } finally {
+    await stack.close();
+  }
+  for (const r of rows)
+    log(`  ${r.system.padEnd(40)} p50 ${r.p50Ms} ms  p99 ${r.p99Ms} ms  mean ${r.meanMs} ms`);
+  log(`  Tetraloop wall time ÷ ${HOPS}: ${tetraloopTotalMsPerHop} ms`);
+  return {
+    rows,
+    tetraloopTotalMsPerHop,
+    settings: { hops: HOPS, repeats: REPEATS, concurrency: CONCURRENCY },
+  };
+}
+
+export function perHopTable(result: PerHopResult): string {
+  const bullmq = result.rows.find((r) => r.system.startsWith('raw BullMQ'))!;
+  const lines = [
+    '| system | deltas | p50 ms/hop | p99 ms/hop | mean ms/hop | p50 ÷ raw BullMQ p50 | timestamps |',
+    '|---|---:|---:|---:|---:|---:|---|',
+  ];
+  for (const r of result.rows) {
+    lines.push(
+      `| ${r.system} | ${r.hops} | ${r.p50Ms.toFixed(2)} | ${r.p99Ms.toFixed(2)} | ${r.meanMs.toFixed(2)} | ${(r.p50Ms / bullmq.p50Ms).toFixed(2)} | ${r.source} |`,
+    );
+  }
+  lines.push(
+    '',
+    `Tetraloop wall time of the whole run (submit → settled) ÷ ${result.settings.hops}: ${result.tetraloopTotalMsPerHop.toFixed(2)} ms per hop.`,
+  );
+  return lines.join('\n');
+}
