@@ -92,6 +92,22 @@ export interface UsageCharge {
   modelCalls?: number;
 }
 
+/** The arguments set-plan and replan share: graph, plan, counters, planning record, charge, event. */
+function planArgs(
+  plan: { graph: Graph; plan: ExecutableGraph; pending: ReadonlyMap<string, number> },
+  planning: PlanningRecord,
+  charge: UsageCharge,
+): string[] {
+  return [
+    JSON.stringify(plan.graph),
+    JSON.stringify(plan.plan),
+    JSON.stringify(Object.fromEntries([...plan.pending].filter(([, n]) => n > 0))),
+    JSON.stringify(planning),
+    chargeJson(charge),
+    JSON.stringify({ ...planning, nodes: plan.plan.nodes.length }),
+  ];
+}
+
 const chargeJson = (charge: UsageCharge): string =>
   JSON.stringify(
     Object.fromEntries(
@@ -304,14 +320,7 @@ export class RunStore {
     planning: PlanningRecord,
     charge: UsageCharge,
   ): Promise<boolean> {
-    const stored = await this.script('set-plan-6', this.keys(runId), [
-      JSON.stringify(plan.graph),
-      JSON.stringify(plan.plan),
-      JSON.stringify(Object.fromEntries([...plan.pending].filter(([, n]) => n > 0))),
-      JSON.stringify(planning),
-      chargeJson(charge),
-      JSON.stringify({ ...planning, nodes: plan.plan.nodes.length }),
-    ]);
+    const stored = await this.script('set-plan-6', this.keys(runId), planArgs(plan, planning, charge));
     return stored === 1;
   }
 
@@ -343,12 +352,7 @@ export class RunStore {
     drop: readonly string[],
   ): Promise<number> {
     return (await this.script('replan-6', this.keys(runId), [
-      JSON.stringify(plan.graph),
-      JSON.stringify(plan.plan),
-      JSON.stringify(Object.fromEntries([...plan.pending].filter(([, n]) => n > 0))),
-      JSON.stringify(planning),
-      chargeJson(charge),
-      JSON.stringify({ ...planning, nodes: plan.plan.nodes.length }),
+      ...planArgs(plan, planning, charge),
       generation,
       ...drop,
     ])) as number;

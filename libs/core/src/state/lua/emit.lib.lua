@@ -28,3 +28,9 @@ local function tokens()
   return tonumber(redis.call('HGET', KEYS[6], 'usage:promptTokens') or '0')
     + tonumber(redis.call('HGET', KEYS[6], 'usage:completionTokens') or '0')
 end
+
+-- Drops what a node's earlier executions left: snapshot and per-node bookkeeping (resume, replan).
+local function forgetNode(id)
+  redis.call('HDEL', KEYS[3], id)
+  redis.call('HDEL', KEYS[6], 'execs:' .. id, 'attempts:' .. id, 'progress:' .. id, 'iterations:' .. id, 'waitUntil:' .. id)
+end

@@ -10,9 +10,7 @@
 if redis.call('HEXISTS', KEYS[1], 'replan') == 0 then return 0 end
 if tonumber(ARGV[7]) ~= generation() then return 0 end
 for i = 8, #ARGV do
-  local id = ARGV[i]
-  redis.call('HDEL', KEYS[3], id)
-  redis.call('HDEL', KEYS[6], 'execs:' .. id, 'attempts:' .. id, 'progress:' .. id, 'iterations:' .. id, 'waitUntil:' .. id)
+  forgetNode(ARGV[i])
 end
 redis.call('HDEL', KEYS[6], 'usage:toolCalls', 'usage:toolTimeMs', 'usage:promptTokens', 'usage:completionTokens', 'usage:modelCalls')
 charge(ARGV[5])

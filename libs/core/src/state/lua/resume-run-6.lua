@@ -11,9 +11,7 @@ if not status then return { false } end
 if status ~= 'failed' and status ~= 'timed_out' then return { status } end
 if redis.call('HEXISTS', KEYS[1], 'finishedAt') == 0 then return { 'settling' } end
 for i = 3, #ARGV do
-  local id = ARGV[i]
-  redis.call('HDEL', KEYS[3], id)
-  redis.call('HDEL', KEYS[6], 'execs:' .. id, 'attempts:' .. id, 'progress:' .. id, 'iterations:' .. id, 'waitUntil:' .. id)
+  forgetNode(ARGV[i])
 end
 redis.call('HDEL', KEYS[6], 'usage:toolCalls', 'usage:toolTimeMs', 'usage:promptTokens', 'usage:completionTokens', 'usage:modelCalls')
 redis.call('DEL', KEYS[2], KEYS[4])
