@@ -8,6 +8,9 @@ import { criticalPathSvg, criticalPathTable, runCriticalPath } from './critical-
 import { perHopTable, runPerHop } from './per-hop.js';
 import { planVsLoopTable, runPlanVsLoop } from './plan-vs-loop.js';
 import { runThroughput, throughputTable } from './throughput.js';
+import { runScale, scaleTable } from './scale.js';
+import { apiTable, runApi } from './api.js';
+import { memoryTable, runMemory } from './memory.js';
 
 interface Benchmark {
   readonly title: string;
@@ -46,6 +49,27 @@ const BENCHMARKS: Record<string, Benchmark> = {
     async run() {
       const result = await runThroughput();
       return { json: result, markdown: throughputTable(result) };
+    },
+  },
+  scale: {
+    title: 'Scale: validation and run time per node for 10-, 100- and 500-node graphs',
+    async run() {
+      const result = await runScale();
+      return { json: result, markdown: scaleTable(result.rows) };
+    },
+  },
+  api: {
+    title: 'API: autocannon on POST /v1/runs (accept only) and GET /v1/runs/:id vs bare Express 5',
+    async run() {
+      const result = await runApi();
+      return { json: result, markdown: apiTable(result) };
+    },
+  },
+  memory: {
+    title: 'Memory: Redis bytes per completed run and worker RSS growth over 2,000 runs',
+    async run() {
+      const result = await runMemory();
+      return { json: result, markdown: memoryTable(result) };
     },
   },
 };
