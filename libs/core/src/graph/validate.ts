@@ -85,28 +85,14 @@ export function validateGraph(raw: unknown, options: ValidateOptions): Validatio
   const graph = checkGraph(raw, [], 0, opts, issues);
   if (!graph || issues.length > 0) return { ok: false, issues };
   const plan = expandGraph(graph);
-  if (plan.nodes.length > opts.limits.maxNodes) {
-    return {
-      ok: false,
-      issues: [
-        {
-          path: 'nodes',
-          message: `${plan.nodes.length} nodes (nested graphs expanded) exceed the limit of ${opts.limits.maxNodes}`,
-        },
-      ],
-    };
-  }
-  if (plan.edges.length > opts.limits.maxEdges) {
-    return {
-      ok: false,
-      issues: [
-        {
-          path: 'edges',
-          message: `${plan.edges.length} edges (nested graphs expanded) exceed the limit of ${opts.limits.maxEdges}`,
-        },
-      ],
-    };
-  }
+  const tooBig = limitIssues(
+    plan.nodes.length,
+    plan.edges.length,
+    opts.limits,
+    [],
+    ' (nested graphs expanded)',
+  );
+  if (tooBig.length > 0) return { ok: false, issues: tooBig };
   return {
     ok: true,
     graph,
@@ -135,18 +121,7 @@ function checkGraph(
   const at = (...parts: PropertyKey[]): string => join(...prefix, ...parts);
   const before = issues.length;
   if (rawNodes.length === 0) issues.push({ path: at('nodes'), message: 'a graph needs at least one node' });
-  if (rawNodes.length > opts.limits.maxNodes) {
-    issues.push({
-      path: at('nodes'),
-      message: `${rawNodes.length} nodes exceed the limit of ${opts.limits.maxNodes}`,
-    });
-  }
-  if (rawEdges.length > opts.limits.maxEdges) {
-    issues.push({
-      path: at('edges'),
-      message: `${rawEdges.length} edges exceed the limit of ${opts.limits.maxEdges}`,
-    });
-  }
+  issues.push(...limitIssues(rawNodes.length, rawEdges.length, opts.limits, prefix));
   // Past the limits the graph is not inspected further: its size alone rejects it.
   if (issues.length > before) return undefined;
 
@@ -233,6 +208,30 @@ function checkGraph(
     }
   });
   return issues.length > before ? undefined : { nodes: nodes as GraphNode[], edges };
+}
+
+/** Problems of a graph too large for the limits; `note` says what was counted. */
+function limitIssues(
+  nodes: number,
+  edges: number,
+  limits: GraphLimits,
+  prefix: readonly PropertyKey[],
+  note = '',
+): ValidationIssue[] {
+  const issues: ValidationIssue[] = [];
+  if (nodes > limits.maxNodes) {
+    issues.push({
+      path: join(...prefix, 'nodes'),
+      message: `${nodes} nodes${note} exceed the limit of ${limits.maxNodes}`,
+    });
+  }
+  if (edges > limits.maxEdges) {
+    issues.push({
+      path: join(...prefix, 'edges'),
+      message: `${edges} edges${note} exceed the limit of ${limits.maxEdges}`,
+    });
+  }
+  return issues;
 }
 
 /** The fields of a node that may hold references, with their path inside the node. */
