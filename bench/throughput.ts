@@ -1,15 +1,22 @@
 /**
- * Throughput: many runs of a 10-node graph of fast `json` nodes (one source → 8 parallel → one
- * join) submitted at once, executed by 1 and then 2 `tetraloop worker --pool tool` child processes
- * (the plan pool and the API in this process), beside raw BullMQ no-op jobs in 1 and 2 child
- * processes at the same concurrency on the same Redis.
+ * Throughput: 500 runs of a 10-node graph of fast `json` nodes (one source → 8 parallel → one
+ * join) submitted at once, started and settled by one `tetraloop worker --pool plan` process and
+ * executed by 1 and then 2 `tetraloop worker --pool tool` processes; beside raw BullMQ no-op jobs
+ * in 1 and 2 child processes at the same concurrency on the same Redis.
+ *
+ * Runs are submitted two ways: through the library (`RunService.submit`, as the API's handler
+ * calls it, and the run waiter) — the counterpart of a BullMQ producer calling `Queue.addBulk` —
+ * and through the HTTP API (POST /v1/runs, then GET /v1/runs/:id/wait). The CPU time of every
+ * process is read from /proc, so each figure comes with where the time went.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import { once } from 'node:events';
 import { fileURLToPath } from 'node:url';
 import { Queue } from 'bullmq';
 import { Redis } from 'ioredis';
-import type { RunDocument } from '@tetraloop/core';
+import { parseEnv, BaseEnv, type RunDocument } from '@tetraloop/core';
+import { cpuDuring, profiled } from './support/cpu.js';
+import { libraryDriver, type LibraryDriver } from './support/library-driver.js';
 import { startBenchStack, type BenchStack } from './support/stack.js';
 
 const RUNS = 500;
@@ -18,16 +25,33 @@ const CONCURRENCY = 32;
 const PROCESS_COUNTS = [1, 2];
 const ROOT = fileURLToPath(new URL('..', import.meta.url));
 
+/**
+ * CPU ms per node or job, by process. `driver`: this process (the submitting client, and the API
+ * when runs go through HTTP; BullMQ: the producer); `plan`: Tetraloop's plan-pool process (starts
+ * and settles runs); `workers`: the tool or no-op worker processes.
+ */
+export interface CpuSplit {
+  driver: number | null;
+  plan: number | null;
+  workers: number | null;
+  redis: number | null;
+}
+
+export interface Measured {
+  seconds: number;
+  perSecond: number;
+  cpuMs: CpuSplit;
+}
+
 export interface ThroughputRow {
   processes: number;
-  tetraloopRuns: number;
-  tetraloopNodes: number;
-  tetraloopSeconds: number;
-  tetraloopNodesPerSecond: number;
-  tetraloopRunsPerSecond: number;
-  bullmqJobs: number;
-  bullmqSeconds: number;
-  bullmqJobsPerSecond: number;
+  runs: number;
+  nodes: number;
+  /** Tetraloop, runs submitted through the library. */
+  library: Measured;
+  /** Tetraloop, runs submitted through the HTTP API. */
+  http: Measured;
+  bullmq: Measured;
 }
 
 export interface ThroughputResult {
@@ -55,6 +79,10 @@ function graph(): { nodes: Record<string, unknown>[]; edges: [string, string][] 
   };
 }
 
+/** With BENCH_CPU_PROF=<dir>, each worker process writes a V8 CPU profile there when it exits. */
+const profileFlags = (): string[] =>
+  process.env.BENCH_CPU_PROF ? ['--cpu-prof', `--cpu-prof-dir=${process.env.BENCH_CPU_PROF}`] : [];
+
 async function stopAll(children: readonly ChildProcess[]): Promise<void> {
   await Promise.all(
     children.map(async (child) => {
@@ -68,33 +96,53 @@ async function stopAll(children: readonly ChildProcess[]): Promise<void> {
   );
 }
 
-async function submit(url: string, body: unknown): Promise<string> {
-  const res = await fetch(`${url}/v1/runs`, {
-    method: 'POST',
-    headers: { 'content-type': 'application/json' },
-    body: JSON.stringify(body),
-  });
-  if (res.status !== 202) throw new Error(`submit answered ${res.status}: ${await res.text()}`);
-  return ((await res.json()) as { runId: string }).runId;
+const perItem = (cpuMs: Record<string, number | null>, items: number): CpuSplit => {
+  const per = (v: number | null | undefined): number | null =>
+    v == null ? null : Number((v / items).toFixed(3));
+  return {
+    driver: per(cpuMs.driver),
+    plan: per(cpuMs.plan ?? 0),
+    workers: per(cpuMs.workers),
+    redis: per(cpuMs.redis),
+  };
+};
+
+/** One way of submitting a run and waiting for it to settle. */
+interface Submitter {
+  submit(body: unknown): Promise<string>;
+  settle(runId: string): Promise<string>;
 }
 
-async function settle(url: string, runId: string): Promise<RunDocument> {
-  for (;;) {
-    const res = await fetch(`${url}/v1/runs/${runId}/wait?timeoutMs=60000`);
-    const doc = (await res.json()) as RunDocument;
-    if (res.status === 200) return doc;
-  }
+function httpSubmitter(url: string): Submitter {
+  return {
+    async submit(body) {
+      const res = await fetch(`${url}/v1/runs`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json' },
+        body: JSON.stringify(body),
+      });
+      if (res.status !== 202) throw new Error(`submit answered ${res.status}: ${await res.text()}`);
+      return ((await res.json()) as { runId: string }).runId;
+    },
+    async settle(runId) {
+      for (;;) {
+        const res = await fetch(`${url}/v1/runs/${runId}/wait?timeoutMs=60000`);
+        const doc = (await res.json()) as RunDocument;
+        if (res.status === 200) return doc.status;
+      }
+    },
+  };
 }
 
 /** Submits `runs` runs at once and waits for all of them; returns the seconds taken. */
-async function tetraloopBatch(stack: BenchStack, runs: number): Promise<number> {
+async function batch(submitter: Submitter, runs: number): Promise<number> {
   const body = { graph: graph() };
   const started = performance.now();
-  const ids = await Promise.all(Array.from({ length: runs }, () => submit(stack.url, body)));
-  const docs = await Promise.all(ids.map((id) => settle(stack.url, id)));
+  const ids = await Promise.all(Array.from({ length: runs }, () => submitter.submit(body)));
+  const statuses = await Promise.all(ids.map((id) => submitter.settle(id)));
   const seconds = (performance.now() - started) / 1000;
-  const failed = docs.filter((d) => d.status !== 'succeeded');
-  if (failed.length > 0) throw new Error(`${failed.length} runs did not succeed, e.g. ${failed[0]!.status}`);
+  const failed = statuses.filter((s) => s !== 'succeeded');
+  if (failed.length > 0) throw new Error(`${failed.length} runs did not succeed, e.g. ${failed[0]}`);
   return seconds;
 }
 
@@ -106,34 +154,59 @@ async function waitForClients(redisUrl: string, pids: readonly number[]): Promis
       if (pids.every((pid) => list.includes(`tetraloop-worker-${pid}`))) return;
       await new Promise((r) => setTimeout(r, 100));
     }
-    throw new Error('tool workers did not connect within 60 s');
+    throw new Error('workers did not connect within 60 s');
   } finally {
     redis.disconnect();
   }
 }
 
-async function tetraloopWith(stack: BenchStack, processes: number): Promise<number> {
-  const children = Array.from({ length: processes }, () =>
-    spawn(process.execPath, ['apps/cli/bin/tetraloop.mjs', 'worker', '--pool', 'tool'], {
+async function tetraloopWith(
+  stack: BenchStack,
+  library: LibraryDriver,
+  processes: number,
+): Promise<{ library: Measured; http: Measured }> {
+  const worker = (pool: 'plan' | 'tool'): ChildProcess =>
+    spawn(process.execPath, [...profileFlags(), 'apps/cli/bin/tetraloop.mjs', 'worker', '--pool', pool], {
       cwd: ROOT,
       env: { ...process.env, ...stack.env, TETRALOOP_TOOL_CONCURRENCY: String(CONCURRENCY) },
       stdio: ['ignore', 'ignore', 'inherit'],
-    }),
-  );
-  try {
-    await waitForClients(
-      stack.env.REDIS_URL!,
-      children.map((c) => c.pid!),
+    });
+  const planner = worker('plan');
+  const children = Array.from({ length: processes }, () => worker('tool'));
+  const groups = {
+    driver: [process.pid],
+    plan: [planner.pid!],
+    workers: children.map((c) => c.pid!),
+    redis: [stack.redis.pid],
+  };
+  const http = httpSubmitter(stack.url);
+  const measure = async (name: string, submitter: Submitter): Promise<Measured> => {
+    const { result: seconds, cpuMs } = await cpuDuring(groups, () =>
+      profiled(`driver-${name}-${processes}`, () => batch(submitter, RUNS)),
     );
-    await new Promise((r) => setTimeout(r, 500));
-    await tetraloopBatch(stack, 20); // warm-up: scripts loaded, JIT warm in every process
-    return await tetraloopBatch(stack, RUNS);
+    return {
+      seconds: Number(seconds.toFixed(2)),
+      perSecond: Math.round((RUNS * NODES_PER_RUN) / seconds),
+      cpuMs: perItem(cpuMs, RUNS * NODES_PER_RUN),
+    };
+  };
+  try {
+    await waitForClients(stack.env.REDIS_URL!, [planner.pid!, ...children.map((c) => c.pid!)]);
+    // Warm-up: scripts loaded and code compiled in every process, for both ways in.
+    await batch(library, 20);
+    await batch(http, 20);
+    return { library: await measure('library', library), http: await measure('http', http) };
   } finally {
-    await stopAll(children);
+    await stopAll([planner, ...children]);
   }
 }
 
-async function bullmqWith(redisUrl: string, processes: number, jobs: number): Promise<number> {
+async function bullmqWith(
+  redisUrl: string,
+  redisPid: number,
+  processes: number,
+  jobs: number,
+): Promise<Measured> {
   const prefix = `bench-noop-${processes}-${process.pid}`;
   const connection = new Redis(redisUrl, { maxRetriesPerRequest: null });
   const queue = new Queue('noop', { connection, prefix });
@@ -180,7 +253,15 @@ async function bullmqWith(redisUrl: string, processes: number, jobs: number): Pr
     };
     await run(200, 'warm');
     await queue.clean(0, 100_000, 'completed');
-    return await run(jobs, 'bench');
+    const { result: seconds, cpuMs } = await cpuDuring(
+      { driver: [process.pid], workers: children.map((c) => c.pid!), redis: [redisPid] },
+      () => run(jobs, 'bench'),
+    );
+    return {
+      seconds: Number(seconds.toFixed(2)),
+      perSecond: Math.round(jobs / seconds),
+      cpuMs: perItem(cpuMs, jobs),
+    };
   } finally {
     await stopAll(children);
     await queue.close();
@@ -189,30 +270,22 @@ async function bullmqWith(redisUrl: string, processes: number, jobs: number): Pr
 }
 
 export async function runThroughput(log: (line: string) => void = console.log): Promise<ThroughputResult> {
-  const stack = await startBenchStack({}, { pools: ['plan'] });
+  const stack = await startBenchStack({}, { pools: [] });
+  const library = await libraryDriver(parseEnv(BaseEnv, stack.env));
   const rows: ThroughputRow[] = [];
   const nodes = RUNS * NODES_PER_RUN;
   try {
     for (const processes of PROCESS_COUNTS) {
-      const tetraloopSeconds = await tetraloopWith(stack, processes);
-      const bullmqSeconds = await bullmqWith(stack.env.REDIS_URL!, processes, nodes);
-      const row: ThroughputRow = {
-        processes,
-        tetraloopRuns: RUNS,
-        tetraloopNodes: nodes,
-        tetraloopSeconds: Number(tetraloopSeconds.toFixed(2)),
-        tetraloopNodesPerSecond: Math.round(nodes / tetraloopSeconds),
-        tetraloopRunsPerSecond: Math.round(RUNS / tetraloopSeconds),
-        bullmqJobs: nodes,
-        bullmqSeconds: Number(bullmqSeconds.toFixed(2)),
-        bullmqJobsPerSecond: Math.round(nodes / bullmqSeconds),
-      };
+      const tetraloop = await tetraloopWith(stack, library, processes);
+      const bullmq = await bullmqWith(stack.env.REDIS_URL!, stack.redis.pid, processes, nodes);
+      const row: ThroughputRow = { processes, runs: RUNS, nodes, ...tetraloop, bullmq };
       rows.push(row);
       log(
-        `  ${processes} process(es): Tetraloop ${row.tetraloopNodesPerSecond} nodes/s (${row.tetraloopSeconds} s)  raw BullMQ ${row.bullmqJobsPerSecond} jobs/s (${row.bullmqSeconds} s)`,
+        `  ${processes} tool process(es): Tetraloop ${row.library.perSecond} nodes/s via the library, ${row.http.perSecond} via HTTP; raw BullMQ ${row.bullmq.perSecond} jobs/s`,
       );
     }
   } finally {
+    await library.close();
     await stack.close();
   }
   return {
@@ -222,20 +295,45 @@ export async function runThroughput(log: (line: string) => void = console.log): 
       nodesPerRun: NODES_PER_RUN,
       graph: 'src → 8 parallel → join, all json tool nodes',
       concurrencyPerProcess: CONCURRENCY,
-      planPool: 'in the bench process, with the API',
+      planPool: 'one `tetraloop worker --pool plan` process',
+      api: 'in the bench process, with the HTTP client',
     },
   };
 }
 
+const total = (c: CpuSplit): string =>
+  c.driver === null || c.plan === null || c.workers === null || c.redis === null
+    ? 'n/a'
+    : (c.driver + c.plan + c.workers + c.redis).toFixed(3);
+const cell = (v: number | null): string => (v === null ? 'n/a' : v.toFixed(3));
+
 export function throughputTable(result: ThroughputResult): string {
   const lines = [
-    '| tool-worker processes | runs | nodes | Tetraloop s | Tetraloop nodes/s | Tetraloop runs/s | raw BullMQ jobs | raw BullMQ s | raw BullMQ jobs/s | Tetraloop ÷ BullMQ |',
-    '|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|',
+    '| tool-worker processes | Tetraloop nodes/s (library) | Tetraloop nodes/s (HTTP API) | raw BullMQ jobs/s | library ÷ BullMQ | HTTP ÷ BullMQ |',
+    '|---:|---:|---:|---:|---:|---:|',
   ];
   for (const r of result.rows) {
     lines.push(
-      `| ${r.processes} | ${r.tetraloopRuns} | ${r.tetraloopNodes} | ${r.tetraloopSeconds} | ${r.tetraloopNodesPerSecond} | ${r.tetraloopRunsPerSecond} | ${r.bullmqJobs} | ${r.bullmqSeconds} | ${r.bullmqJobsPerSecond} | ${(r.tetraloopNodesPerSecond / r.bullmqJobsPerSecond).toFixed(2)} |`,
+      `| ${r.processes} | ${r.library.perSecond} | ${r.http.perSecond} | ${r.bullmq.perSecond} | ${(r.library.perSecond / r.bullmq.perSecond).toFixed(2)} | ${(r.http.perSecond / r.bullmq.perSecond).toFixed(2)} |`,
     );
+  }
+  lines.push(
+    '',
+    `${RUNS} runs × ${NODES_PER_RUN} nodes = ${RUNS * NODES_PER_RUN} nodes against as many no-op jobs. CPU milliseconds per node (Tetraloop) and per job (raw BullMQ), by process, read from /proc:`,
+    '',
+    '| tool-worker processes | system | driver (this process) | plan pool | workers | redis-server | total |',
+    '|---:|---|---:|---:|---:|---:|---:|',
+  );
+  for (const r of result.rows) {
+    for (const [system, c] of [
+      ['Tetraloop via the library (driver: RunService)', r.library.cpuMs],
+      ['Tetraloop via HTTP (driver: HTTP client and API)', r.http.cpuMs],
+      ['raw BullMQ (driver: producer)', r.bullmq.cpuMs],
+    ] as const) {
+      lines.push(
+        `| ${r.processes} | ${system} | ${cell(c.driver)} | ${cell(c.plan)} | ${cell(c.workers)} | ${cell(c.redis)} | ${total(c)} |`,
+      );
+    }
   }
   return lines.join('\n');
 }

@@ -54,20 +54,22 @@ export function runsRouter(deps: RunsRouterDeps): Router {
     const runId = runIdOf(req);
     const query = WaitQuery.safeParse(req.query);
     if (!query.success) throw zodToHttp(query.error, ['query']);
-    const first = await deps.runs.get(runId);
-    if (!first) throw notFound();
-    if (first.finishedAt === null) {
+    // Only the answer reads the whole document; the checks before it read two fields.
+    const settled = await deps.runs.settled(runId);
+    if (settled === null) throw notFound();
+    if (!settled) {
       // Waiting never changes the run; a client that goes away just stops waiting.
       const gone = new AbortController();
       res.on('close', () => gone.abort());
       await deps.waiter.wait(
         runId,
         query.data.timeoutMs,
-        async () => (await deps.runs.get(runId))?.finishedAt != null,
+        async () => (await deps.runs.settled(runId)) !== false,
         gone.signal,
       );
     }
-    const doc = first.finishedAt !== null ? first : ((await deps.runs.get(runId)) ?? first);
+    const doc = await deps.runs.get(runId);
+    if (!doc) throw notFound();
     res.status(doc.finishedAt !== null ? 200 : 202).json(doc);
   });
 

@@ -63,6 +63,12 @@ const ENV_CHECK_JOB = 'env-check';
 
 export async function startPools(env: WorkerEnv, options: StartPoolsOptions): Promise<PoolsHandle> {
   const connection = connectRedis(env.REDIS_URL, 'worker', `tetraloop-worker-${process.pid}`);
+  // Run and session state get a connection of their own: ioredis copies every script defined on a
+  // connection into each pipeline it builds, so keeping Tetraloop's scripts off BullMQ's
+  // connection keeps BullMQ's pipelines cheap.
+  const state = connectRedis(env.REDIS_URL, 'worker', `tetraloop-worker-state-${process.pid}`, {
+    autoPipelining: true,
+  });
   const subscriber = connectRedis(env.REDIS_URL, 'subscriber', `tetraloop-worker-sub-${process.pid}`);
   const prefix = env.TETRALOOP_PREFIX;
   const log = createLogger({
@@ -70,7 +76,8 @@ export async function startPools(env: WorkerEnv, options: StartPoolsOptions): Pr
     layer: options.pools[0] ?? 'tool',
     redact: env.TETRALOOP_LOG_REDACT,
   });
-  connection.on('error', (err) => log.warn({ err: err.message }, 'redis connection error'));
+  for (const c of [connection, state])
+    c.on('error', (err) => log.warn({ err: err.message }, 'redis connection error'));
   subscriber.on('error', (err) => log.warn({ err: err.message }, 'redis subscriber error'));
 
   const queues = {
@@ -81,7 +88,7 @@ export async function startPools(env: WorkerEnv, options: StartPoolsOptions): Pr
   const tools = builtinTools({ egress: parseAllowHosts(env.TETRALOOP_HTTP_ALLOW_HOSTS) });
   const registry = options.hooks?.registry ?? (await loadPlugins(env.TETRALOOP_PLUGINS, process.env, log));
   const hooks = { ...options.hooks, registry };
-  const services = buildServices(env, connection, queues, tools, registry, log);
+  const services = buildServices(env, state, queues, tools, registry, log);
   const { store } = services;
   const aborts = await RunAborts.listen(subscriber, store.channels.abort);
   const retries = { ...DEFAULT_RETRIES, ...env.TETRALOOP_RETRIES } as RetryTable;
@@ -198,8 +205,8 @@ export async function startPools(env: WorkerEnv, options: StartPoolsOptions): Pr
     pools: options.pools,
     workers,
     async ready() {
-      if (closing || connection.status !== 'ready') return false;
-      await connection.ping();
+      if (closing || connection.status !== 'ready' || state.status !== 'ready') return false;
+      await Promise.all([connection.ping(), state.ping()]);
       return [...workers.values()].every((w) => w.isRunning());
     },
     async close() {
@@ -219,7 +226,7 @@ export async function startPools(env: WorkerEnv, options: StartPoolsOptions): Pr
       }
       await Promise.all(Object.values(queues).map((q) => q.close()));
       await aborts.close();
-      await connection.quit().catch(() => connection.disconnect());
+      await Promise.all([connection, state].map((c) => c.quit().catch(() => c.disconnect())));
     },
   };
 }

@@ -121,23 +121,25 @@ export async function enqueueNodes(
   if (nodeIds.length === 0) return;
   const parent = { id: runJobId(plan.runId, generation), queue: engine.planQueue.qualifiedName };
   const table = retryTableFor(engine);
-  await engine.toolQueue.addBulk(
-    nodeIds.map((nodeId) => {
-      const node = plan.nodes.get(nodeId);
-      return {
-        name: JOB.node,
-        data: { runId: plan.runId, nodeId, generation } satisfies NodeJobData,
-        opts: {
-          jobId: nodeJobId(plan.runId, nodeId, generation),
-          parent,
-          attempts: 1 + (node && node.kind !== 'wait' ? maxRetries(table, node.retry) : 0),
-          backoff: { type: BACKOFF_TYPE },
-          // A node job that dies for good (stalled too often) must not wedge the run's root job:
-          // the root then finalizes and records the node as not completed.
-          ignoreDependencyOnFailure: true,
-          ...keepJobs(engine.retention),
-        },
-      };
-    }),
-  );
+  const jobs = nodeIds.map((nodeId) => {
+    const node = plan.nodes.get(nodeId);
+    return {
+      name: JOB.node,
+      data: { runId: plan.runId, nodeId, generation } satisfies NodeJobData,
+      opts: {
+        jobId: nodeJobId(plan.runId, nodeId, generation),
+        parent,
+        attempts: 1 + (node && node.kind !== 'wait' ? maxRetries(table, node.retry) : 0),
+        backoff: { type: BACKOFF_TYPE },
+        // A node job that dies for good (stalled too often) must not wedge the run's root job:
+        // the root then finalizes and records the node as not completed.
+        ignoreDependencyOnFailure: true,
+        ...keepJobs(engine.retention),
+      },
+    };
+  });
+  // One ready node (a chain's next hop) is one script call; a pipeline costs more to build.
+  const [only] = jobs;
+  if (jobs.length === 1 && only) await engine.toolQueue.add(only.name, only.data, only.opts);
+  else await engine.toolQueue.addBulk(jobs);
 }

@@ -22,6 +22,7 @@ import { enqueueNodes, enqueueRunRoot, wakeParkedNodes, type Engine } from './en
 import { continuesOnFailure, deadlineError } from './node-executor.js';
 import { nowIso } from './node-context.js';
 import type { CompiledPlan } from './plan-cache.js';
+import type { OutcomeState, RunHeader } from '../state/run-store.js';
 
 export interface RunJobResult {
   readonly status: RunStatus | 'gone' | 'stale' | 'replanned';
@@ -39,9 +40,12 @@ export async function executePlanJob(
 
 async function executeRunJob(engine: Engine, job: Job, token: string | undefined): Promise<RunJobResult> {
   const data = RunJobData.parse(job.data);
-  if (data.step === 'start') {
-    if (data.generation === 0) await environmentVersionOf(engine, data.runId);
-    const planned = await ensurePlanned(engine, data.runId);
+  // Read once in the start pass: status, session and task.
+  const header = data.step === 'start' ? await engine.store.header(data.runId) : null;
+  if (header) {
+    if (data.generation === 0 && header.sessionKey)
+      await environmentVersionOf(engine, data.runId, header.sessionKey);
+    const planned = await ensurePlanned(engine, data.runId, header);
     if (planned !== 'ready') return { status: planned };
   }
   const plan = await engine.plans.get(data.runId, data.generation);
@@ -71,27 +75,33 @@ async function executeRunJob(engine: Engine, job: Job, token: string | undefined
         },
       );
       await enqueueNodes(engine, plan, ready, data.generation);
-      if (data.generation === 0)
-        metrics.runsStarted.inc({ kind: (await engine.store.taskOf(plan.runId))?.mode ?? 'graph' });
+      if (data.generation === 0) metrics.runsStarted.inc({ kind: header?.task?.mode ?? 'graph' });
     }
     await job.updateData({ ...data, step: 'finalize' } satisfies RunJobInput);
     if (started.status === 'running' && token !== undefined && (await job.moveToWaitingChildren(token))) {
       throw new WaitingChildrenError();
     }
   }
-  if (await replanIfRequested(engine, plan, data.generation)) return { status: 'replanned' };
-  return { status: await finalize(engine, plan, data.generation) };
+  let state = await engine.store.outcomeState(plan.runId);
+  if (state.replanRequested) {
+    if (await replanIfRequested(engine, plan, data.generation)) return { status: 'replanned' };
+    state = await engine.store.outcomeState(plan.runId);
+  }
+  return { status: await finalize(engine, plan, data.generation, state) };
 }
 
 /**
  * A task run gets its plan here, once. A plan that fails validation twice (plan, then one repair)
  * ends the run `failed` with `plan_rejected` and every problem; nothing runs from it.
  */
-async function ensurePlanned(engine: Engine, runId: string): Promise<'ready' | 'gone' | RunStatus> {
+async function ensurePlanned(
+  engine: Engine,
+  runId: string,
+  header: RunHeader,
+): Promise<'ready' | 'gone' | RunStatus> {
   const { store } = engine;
-  const task = await store.taskOf(runId);
+  const { task, status } = header;
   if (!task || task.planned) return 'ready';
-  const status = await store.status(runId);
   if (status === null) return 'gone';
   const now = nowIso();
   if (status !== 'queued') {
@@ -109,7 +119,7 @@ async function ensurePlanned(engine: Engine, runId: string): Promise<'ready' | '
   if (!engine.planning) throw new Error('this process cannot plan task runs');
   const stored = await store.plan(runId);
   const input = stored ? stored.input : (await store.document(runId))?.input;
-  const envVersion = await environmentVersionOf(engine, runId);
+  const envVersion = await environmentVersionOf(engine, runId, header.sessionKey);
   let result: Awaited<ReturnType<typeof planRun>>;
   try {
     result = await planRun(engine.planning, task, input, 0, undefined, envVersion);
@@ -262,18 +272,21 @@ async function replanIfRequested(engine: Engine, plan: CompiledPlan, generation:
   return true;
 }
 
-/** The environment version a session run's plan is made from (0 outside sessions); recorded on the run. */
-async function environmentVersionOf(engine: Engine, runId: string): Promise<number> {
-  const sessionKey = await engine.store.sessionOf(runId);
+/**
+ * The environment version a session run's plan is made from (0 outside sessions); recorded on the
+ * run. `sessionKey` is read from the run when not given.
+ */
+async function environmentVersionOf(engine: Engine, runId: string, known?: string | null): Promise<number> {
+  const sessionKey = known === undefined ? await engine.store.sessionOf(runId) : known;
   if (!sessionKey || !engine.sessions) return 0;
   const version = await engine.sessions.environmentVersion(sessionKey);
   await engine.store.setEnvironmentVersion(runId, version);
   return version;
 }
 
-function observeSettled(status: RunStatus, doc: { createdAt: string } | null): void {
+function observeSettled(status: RunStatus, createdAt: string | null): void {
   metrics.runsFinished.inc({ status });
-  if (doc) metrics.runDuration.observe({ status }, (Date.now() - Date.parse(doc.createdAt)) / 1000);
+  if (createdAt) metrics.runDuration.observe({ status }, (Date.now() - Date.parse(createdAt)) / 1000);
 }
 
 /** Nodes without a snapshot whose dependencies all completed in a way that releases them. */
@@ -309,11 +322,16 @@ async function fireDeadline(engine: Engine, job: Job): Promise<RunJobResult> {
 }
 
 /** Decides the outcome (if nothing decided it yet) and fills in the nodes that never ran. */
-async function finalize(engine: Engine, plan: CompiledPlan, generation: number): Promise<RunStatus> {
+async function finalize(
+  engine: Engine,
+  plan: CompiledPlan,
+  generation: number,
+  state: OutcomeState,
+): Promise<RunStatus> {
   const { store } = engine;
   const now = nowIso();
-  const snapshots = await store.snapshots(plan.runId);
-  let status = await store.status(plan.runId);
+  const { snapshots } = state;
+  let { status, error: decidedError } = state;
   if (status === 'running' || status === 'queued') {
     const failure = firstFailure(plan, snapshots);
     const incomplete = [...plan.nodes.keys()].filter((id) => !snapshots.has(id));
@@ -322,8 +340,16 @@ async function finalize(engine: Engine, plan: CompiledPlan, generation: number):
       (incomplete.length > 0
         ? { code: 'node_lost', message: `nodes never completed: ${incomplete.join(', ')}` }
         : null);
-    await store.decide(plan.runId, error ? 'failed' : 'succeeded', error, now, generation);
-    status = await store.status(plan.runId);
+    const outcome = await store.decideOutcome(
+      plan.runId,
+      error ? 'failed' : 'succeeded',
+      error,
+      now,
+      generation,
+    );
+    status = outcome.status;
+    // Someone else decided first: their error stands.
+    decidedError = outcome.decided ? error : await store.error(plan.runId);
   }
   const fill = new Map<string, NodeSnapshot>();
   for (const id of plan.nodes.keys()) {
@@ -340,14 +366,17 @@ async function finalize(engine: Engine, plan: CompiledPlan, generation: number):
     status === 'succeeded'
       ? Object.fromEntries(plan.topology.sinks.map((id) => [id, snapshots.get(id)?.output ?? null]))
       : null;
-  const error = status === 'succeeded' ? null : await store.error(plan.runId);
-  const final = { status: status ?? 'failed', error, generation };
+  const final = {
+    status: status ?? 'failed',
+    error: status === 'succeeded' ? null : decidedError,
+    generation,
+  };
   if (await store.settle(plan.runId, generation, fill, output, final, now)) {
-    observeSettled(final.status, await store.document(plan.runId));
+    observeSettled(final.status, state.createdAt);
     await engine.planQueue.remove(deadlineJobId(plan.runId, generation)).catch(() => 0);
     engine.logger.info({ runId: plan.runId, status }, 'run settled');
   }
-  await engine.sessions?.onRunSettled(plan.runId);
+  if (state.sessionKey) await engine.sessions?.onRunSettled(plan.runId);
   return status ?? 'failed';
 }
 

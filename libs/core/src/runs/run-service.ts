@@ -189,6 +189,11 @@ export class RunService {
     return enqueueRunRoot(this.deps.planQueue, this.deps.retention, runId, generation);
   }
 
+  /** Whether the run has settled, or null for an unknown run. */
+  settled(runId: string): Promise<boolean | null> {
+    return this.deps.store.settledState(runId);
+  }
+
   async get(runId: string): Promise<RunDocument | null> {
     const doc = await this.deps.store.document(runId);
     // A session run waiting in its lane says where it stands.

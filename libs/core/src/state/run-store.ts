@@ -115,6 +115,24 @@ const chargeJson = (charge: UsageCharge): string =>
     ),
   );
 
+export type TaskState = TaskSpec & { planned: boolean; replanRequest: unknown };
+
+export interface RunHeader {
+  readonly status: RunStatus | null;
+  readonly sessionKey: string | null;
+  /** Null for a fixed-graph run. */
+  readonly task: TaskState | null;
+}
+
+export interface OutcomeState {
+  readonly snapshots: Map<string, NodeSnapshot>;
+  readonly status: RunStatus | null;
+  readonly error: RunError | null;
+  readonly createdAt: string | null;
+  readonly sessionKey: string | null;
+  readonly replanRequested: boolean;
+}
+
 export interface CompleteNodeResult {
   readonly written: boolean;
   readonly status: RunStatus | null;
@@ -241,6 +259,16 @@ export class RunStore {
     return (await this.redis.hexists(runKeys(this.options.prefix, runId).meta, 'finishedAt')) === 1;
   }
 
+  /** Whether the run has settled, or null for an unknown run; cheaper than reading the document. */
+  async settledState(runId: string): Promise<boolean | null> {
+    const [status, finishedAt] = await this.redis.hmget(
+      runKeys(this.options.prefix, runId).meta,
+      'status',
+      'finishedAt',
+    );
+    return status === null ? null : finishedAt !== null;
+  }
+
   async error(runId: string): Promise<RunError | null> {
     const raw = await this.redis.hget(runKeys(this.options.prefix, runId).meta, 'error');
     return raw ? RunError.parse(JSON.parse(raw)) : null;
@@ -290,26 +318,67 @@ export class RunStore {
   }
 
   /** The task of a task run (null for a fixed graph), and whether it has been planned. */
-  async taskOf(runId: string): Promise<(TaskSpec & { planned: boolean; replanRequest: unknown }) | null> {
-    const [task, agentId, overrides, maxReplans, plan, replan, mode] = await this.redis.hmget(
-      runKeys(this.options.prefix, runId).meta,
-      'task',
-      'agentId',
-      'overrides',
-      'maxReplans',
-      'plan',
-      'replan',
-      'mode',
-    );
-    if (task === null || task === undefined) return null;
+  async taskOf(runId: string): Promise<TaskState | null> {
+    return (await this.header(runId)).task;
+  }
+
+  /**
+   * What the plan loop reads before starting a run, in one round trip: its status, its session and
+   * its task (the plan itself is only checked for, not read).
+   */
+  async header(runId: string): Promise<RunHeader> {
+    const meta = runKeys(this.options.prefix, runId).meta;
+    const replies = await this.redis
+      .multi()
+      .hmget(meta, 'status', 'sessionKey', 'task', 'agentId', 'overrides', 'maxReplans', 'replan', 'mode')
+      .hexists(meta, 'plan')
+      .exec();
+    const [fields, hasPlan] = (replies ?? []).map(([err, v]) => {
+      if (err) throw err;
+      return v;
+    }) as [(string | null)[], number];
+    const [status, sessionKey, task, agentId, overrides, maxReplans, replan, mode] = fields;
     return {
-      task,
-      mode: mode === 'loop' ? 'loop' : 'dag',
-      agentId: agentId ?? 'main',
-      ...(overrides ? { overrides } : {}),
-      maxReplans: Number(maxReplans ?? 0),
-      planned: plan !== null,
-      replanRequest: parseJson(replan),
+      status: status ? RunStatus.parse(status) : null,
+      sessionKey: sessionKey ?? null,
+      task:
+        task === null || task === undefined
+          ? null
+          : {
+              task,
+              mode: mode === 'loop' ? 'loop' : 'dag',
+              agentId: agentId ?? 'main',
+              ...(overrides ? { overrides } : {}),
+              maxReplans: Number(maxReplans ?? 0),
+              planned: hasPlan === 1,
+              replanRequest: parseJson(replan),
+            },
+    };
+  }
+
+  /**
+   * What settling a run needs, in one round trip: its snapshots, status, error, creation time,
+   * session and whether a replan was requested.
+   */
+  async outcomeState(runId: string): Promise<OutcomeState> {
+    const k = runKeys(this.options.prefix, runId);
+    const replies = await this.redis
+      .multi()
+      .hgetall(k.nodes)
+      .hmget(k.meta, 'status', 'error', 'createdAt', 'sessionKey', 'replan')
+      .exec();
+    const [nodes, fields] = (replies ?? []).map(([err, v]) => {
+      if (err) throw err;
+      return v;
+    }) as [Record<string, string>, (string | null)[]];
+    const [status, error, createdAt, sessionKey, replan] = fields;
+    return {
+      snapshots: new Map(Object.entries(nodes).map(([id, raw]) => [id, JSON.parse(raw) as NodeSnapshot])),
+      status: status ? RunStatus.parse(status) : null,
+      error: error ? RunError.parse(JSON.parse(error)) : null,
+      createdAt: createdAt ?? null,
+      sessionKey: sessionKey ?? null,
+      replanRequested: replan !== null && replan !== undefined,
     };
   }
 
@@ -486,15 +555,26 @@ export class RunStore {
     now: string,
     generation?: number,
   ): Promise<boolean> {
-    const [decided, children] = (await this.script('decide-run-6', this.keys(runId), [
+    return (await this.decideOutcome(runId, status, error, now, generation)).decided;
+  }
+
+  /** {@link decide}, also answering the run's status after it (null for an unknown run). */
+  async decideOutcome(
+    runId: string,
+    status: RunStatus,
+    error: RunError | null,
+    now: string,
+    generation?: number,
+  ): Promise<{ decided: boolean; status: RunStatus | null }> {
+    const [decided, children, current] = (await this.script('decide-run-6', this.keys(runId), [
       status,
       error ? JSON.stringify(error) : '',
       this.channels.abort,
       runId,
       now,
       generation ?? '',
-    ])) as [number, string | null];
-    const after = decided === 1 ? status : await this.status(runId);
+    ])) as [number, string | null, string | null];
+    const after = current ? RunStatus.parse(current) : null;
     if (children && after !== null && after !== 'succeeded' && after !== 'running' && after !== 'queued') {
       const parentEnded: RunError = {
         code: 'parent_ended',
@@ -503,7 +583,7 @@ export class RunStore {
       for (const child of JSON.parse(children) as string[])
         await this.decide(child, 'cancelled', parentEnded, now);
     }
-    return decided === 1;
+    return { decided: decided === 1, status: after };
   }
 
   /** Records `childRunId` as serving `runId`, so ending the parent ends it. */

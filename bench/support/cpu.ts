@@ -1,0 +1,72 @@
+/**
+ * CPU time spent by processes during a measured span, read from /proc (Linux): the profile
+ * behind a throughput figure, split by process. Elsewhere the readings are null.
+ */
+import { readFileSync } from 'node:fs';
+
+/** Clock ticks per second of /proc/<pid>/stat times (USER_HZ, 100 on Linux). */
+const TICKS_PER_SECOND = 100;
+
+/** User + system CPU milliseconds of `pid` so far, or null when /proc cannot tell. */
+export function cpuMsOf(pid: number): number | null {
+  try {
+    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+    // Fields after the command name (which may contain spaces) start at state, field 3.
+    const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+    const utime = Number(fields[11]);
+    const stime = Number(fields[12]);
+    return ((utime + stime) * 1000) / TICKS_PER_SECOND;
+  } catch {
+    return null;
+  }
+}
+
+/** Measures the CPU milliseconds each named group of processes spends while `work` runs. */
+export async function cpuDuring<T>(
+  groups: Record<string, readonly number[]>,
+  work: () => Promise<T>,
+): Promise<{ result: T; cpuMs: Record<string, number | null> }> {
+  const read = (): Record<string, number | null> =>
+    Object.fromEntries(
+      Object.entries(groups).map(([name, pids]) => {
+        const values = pids.map(cpuMsOf);
+        return [name, values.some((v) => v === null) ? null : values.reduce((a, b) => a! + b!, 0)];
+      }),
+    );
+  const before = read();
+  const result = await work();
+  const after = read();
+  return {
+    result,
+    cpuMs: Object.fromEntries(
+      Object.keys(groups).map((name) => {
+        const a = after[name];
+        const b = before[name];
+        return [name, a == null || b == null ? null : a - b];
+      }),
+    ),
+  };
+}
+
+/**
+ * With BENCH_CPU_PROF=<dir>, records a V8 CPU profile of this process while `work` runs and
+ * writes it to <dir>/<name>.cpuprofile (open it in Chrome DevTools or speedscope).
+ */
+export async function profiled<T>(name: string, work: () => Promise<T>): Promise<T> {
+  const dir = process.env.BENCH_CPU_PROF;
+  if (!dir) return work();
+  const { Session } = await import('node:inspector/promises');
+  const { mkdirSync, writeFileSync } = await import('node:fs');
+  const session = new Session();
+  session.connect();
+  await session.post('Profiler.enable');
+  await session.post('Profiler.start');
+  try {
+    return await work();
+  } finally {
+    const { profile } = await session.post('Profiler.stop');
+    mkdirSync(dir, { recursive: true });
+    writeFileSync(`${dir}/${name}.cpuprofile`, JSON.stringify(profile));
+    session.disconnect();
+  }
+}
