@@ -1,12 +1,13 @@
 /**
  * Per-hop latency: how long it takes from one node starting to the next one starting in a chain
  * of 200 nodes that do nothing. Tetraloop runs a chain of `json` tool nodes (deltas between the
- * nodes' `startedAt` in the run document); raw BullMQ runs a chain where each job's processor
- * adds the next job (deltas between processor start times); LangGraph.js runs a 200-node chain
- * of no-op nodes in-process.
+ * tool calls' start times, taken with performance.now() by a `before_tool_call` hook); raw BullMQ
+ * runs a chain where each job's processor adds the next job (deltas between processor start
+ * times); LangGraph.js runs a 200-node chain of no-op nodes in-process.
  */
 import { Queue, Worker } from 'bullmq';
 import { Redis } from 'ioredis';
+import { HookRegistry } from '@tetraloop/core';
 import { chain, langGraphOf } from './support/dag.js';
 import { median, percentile, startBenchStack, timedRun, type BenchStack } from './support/stack.js';
 
@@ -44,18 +45,22 @@ function jsonChain(): { nodes: Record<string, unknown>[]; edges: [string, string
   };
 }
 
-async function tetraloopHops(stack: BenchStack): Promise<{ deltas: number[]; totalMs: number[] }> {
+async function tetraloopHops(
+  stack: BenchStack,
+  toolStarts: Map<string, number>,
+): Promise<{ deltas: number[]; totalMs: number[] }> {
   const graph = jsonChain();
   await timedRun(stack.url, { graph }); // warm-up
   const deltas: number[] = [];
   const totalMs: number[] = [];
   for (let r = 0; r < REPEATS; r++) {
+    toolStarts.clear();
     const { doc, wallMs } = await timedRun(stack.url, { graph });
     if (doc.status !== 'succeeded') throw new Error(`per-hop chain ended ${doc.status}`);
     const starts = graph.nodes.map((n) => {
-      const view = doc.nodes[n.id as string] as { startedAt?: string } | undefined;
-      if (!view?.startedAt) throw new Error(`node ${n.id as string} has no startedAt`);
-      return Date.parse(view.startedAt);
+      const at = toolStarts.get(n.id as string);
+      if (at === undefined) throw new Error(`node ${n.id as string} never called its tool`);
+      return at;
     });
     deltas.push(...deltasOf(starts));
     totalMs.push(wallMs);
@@ -123,15 +128,22 @@ export interface PerHopResult {
 }
 
 export async function runPerHop(log: (line: string) => void = console.log): Promise<PerHopResult> {
-  const stack = await startBenchStack({ TETRALOOP_TOOL_CONCURRENCY: String(CONCURRENCY) });
+  // The tool pool runs in this process, so a hook can take each tool call's start time.
+  const toolStarts = new Map<string, number>();
+  const registry = new HookRegistry();
+  registry.on('before_tool_call', (ctx) => {
+    toolStarts.set(ctx.nodeId, performance.now());
+  });
+  const stack = await startBenchStack(
+    { TETRALOOP_TOOL_CONCURRENCY: String(CONCURRENCY) },
+    { hooks: { registry } },
+  );
   const rows: HopStats[] = [];
   let tetraloopTotalMsPerHop: number;
   try {
-    const tetraloop = await tetraloopHops(stack);
+    const tetraloop = await tetraloopHops(stack, toolStarts);
     tetraloopTotalMsPerHop = Number((median(tetraloop.totalMs) / HOPS).toFixed(3));
-    rows.push(
-      stats('Tetraloop (json tool nodes)', tetraloop.deltas, 'run document: node startedAt (ms resolution)'),
-    );
+    rows.push(stats('Tetraloop (json tool nodes)', tetraloop.deltas, 'tool call start, performance.now()'));
     rows.push(
       stats(
         'raw BullMQ (job adds next job)',

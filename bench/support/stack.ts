@@ -3,6 +3,7 @@ import { randomUUID } from 'node:crypto';
 import { parseApiEnv, startApi, type ApiHandle } from '@tetraloop/api';
 import { startRedisServer, type RedisServer, type RunDocument } from '@tetraloop/core';
 import { parseWorkerEnv, startPools, type PoolsHandle } from '@tetraloop/workers';
+import type { EngineHooks } from '@tetraloop/core';
 
 export interface BenchStack {
   readonly url: string;
@@ -15,7 +16,7 @@ export interface BenchStack {
 
 export async function startBenchStack(
   env: Record<string, string> = {},
-  options: { pools?: ('plan' | 'tool')[] } = {},
+  options: { pools?: ('plan' | 'tool')[]; hooks?: EngineHooks } = {},
 ): Promise<BenchStack> {
   const redis = await startRedisServer();
   const full = {
@@ -30,7 +31,10 @@ export async function startBenchStack(
   const pools =
     options.pools?.length === 0
       ? undefined
-      : await startPools(parseWorkerEnv(full), { pools: options.pools ?? ['plan', 'tool'] });
+      : await startPools(parseWorkerEnv(full), {
+          pools: options.pools ?? ['plan', 'tool'],
+          ...(options.hooks ? { hooks: options.hooks } : {}),
+        });
   const api = await startApi(parseApiEnv(full));
   return {
     url: api.url,

@@ -66,9 +66,7 @@ export async function startPools(env: WorkerEnv, options: StartPoolsOptions): Pr
   // Run and session state get a connection of their own: ioredis copies every script defined on a
   // connection into each pipeline it builds, so keeping Tetraloop's scripts off BullMQ's
   // connection keeps BullMQ's pipelines cheap.
-  const state = connectRedis(env.REDIS_URL, 'worker', `tetraloop-worker-state-${process.pid}`, {
-    autoPipelining: true,
-  });
+  const state = connectRedis(env.REDIS_URL, 'worker', `tetraloop-worker-state-${process.pid}`);
   const subscriber = connectRedis(env.REDIS_URL, 'subscriber', `tetraloop-worker-sub-${process.pid}`);
   const prefix = env.TETRALOOP_PREFIX;
   const log = createLogger({

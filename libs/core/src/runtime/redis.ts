@@ -8,18 +8,8 @@ import { Redis } from 'ioredis';
  */
 export type ConnectionRole = 'worker' | 'client' | 'subscriber';
 
-export function connectRedis(
-  url: string,
-  role: ConnectionRole,
-  name: string,
-  options: { autoPipelining?: boolean } = {},
-): Redis {
-  const common = {
-    connectionName: name,
-    retryStrategy: (times: number) => Math.min(times * 200, 2000),
-    // Commands issued in the same event-loop turn go out as one write (see docs/benchmarks.md).
-    ...(options.autoPipelining ? { enableAutoPipelining: true } : {}),
-  };
+export function connectRedis(url: string, role: ConnectionRole, name: string): Redis {
+  const common = { connectionName: name, retryStrategy: (times: number) => Math.min(times * 200, 2000) };
   switch (role) {
     case 'worker':
       return new Redis(url, { ...common, maxRetriesPerRequest: null });
