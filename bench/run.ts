@@ -66,7 +66,7 @@ const BENCHMARKS: Record<string, Benchmark> = {
     },
   },
   memory: {
-    title: 'Memory: Redis bytes per completed run and worker RSS growth over 2,000 runs',
+    title: 'Memory: Redis bytes per completed run and worker RSS growth over 5,000 runs',
     async run() {
       const result = await runMemory();
       return { json: result, markdown: memoryTable(result) };
