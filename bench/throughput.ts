@@ -15,7 +15,7 @@ import { fileURLToPath } from 'node:url';
 import { Queue } from 'bullmq';
 import { Redis } from 'ioredis';
 import { parseEnv, BaseEnv, type RunDocument } from '@tetraloop/core';
-import { cpuDuring, profiled } from './support/cpu.js';
+import { commandCounts, cpuDuring, profiled } from './support/cpu.js';
 import { libraryDriver, type LibraryDriver } from './support/library-driver.js';
 import { startBenchStack, type BenchStack } from './support/stack.js';
 
@@ -41,6 +41,34 @@ export interface Measured {
   seconds: number;
   perSecond: number;
   cpuMs: CpuSplit;
+  /** Per node or job: Redis commands executed (those run inside scripts included), script calls among the commands sent, and Redis CPU µs by INFO commandstats. */
+  redis: { commands: number; scripts: number; usec: number };
+}
+
+/** Runs `work` and reports the Redis commands it caused per item. */
+async function redisPerItem<T>(
+  redisUrl: string,
+  items: number,
+  work: () => Promise<T>,
+): Promise<{ result: T; redis: Measured['redis'] }> {
+  const client = new Redis(redisUrl);
+  try {
+    const info = (): Promise<string> => client.info('commandstats');
+    const before = await commandCounts(info);
+    const result = await work();
+    const after = await commandCounts(info);
+    const per = (a: number, b: number): number => Number(((a - b) / items).toFixed(2));
+    return {
+      result,
+      redis: {
+        commands: per(after.commands, before.commands),
+        scripts: per(after.scripts, before.scripts),
+        usec: per(after.usec, before.usec),
+      },
+    };
+  } finally {
+    client.disconnect();
+  }
 }
 
 export interface ThroughputRow {
@@ -181,13 +209,17 @@ async function tetraloopWith(
   };
   const http = httpSubmitter(stack.url);
   const measure = async (name: string, submitter: Submitter): Promise<Measured> => {
-    const { result: seconds, cpuMs } = await cpuDuring(groups, () =>
-      profiled(`driver-${name}-${processes}`, () => batch(submitter, RUNS)),
+    const {
+      result: { result: seconds, cpuMs },
+      redis,
+    } = await redisPerItem(stack.env.REDIS_URL!, RUNS * NODES_PER_RUN, () =>
+      cpuDuring(groups, () => profiled(`driver-${name}-${processes}`, () => batch(submitter, RUNS))),
     );
     return {
       seconds: Number(seconds.toFixed(2)),
       perSecond: Math.round((RUNS * NODES_PER_RUN) / seconds),
       cpuMs: perItem(cpuMs, RUNS * NODES_PER_RUN),
+      redis,
     };
   };
   try {
@@ -253,14 +285,19 @@ async function bullmqWith(
     };
     await run(200, 'warm');
     await queue.clean(0, 100_000, 'completed');
-    const { result: seconds, cpuMs } = await cpuDuring(
-      { driver: [process.pid], workers: children.map((c) => c.pid!), redis: [redisPid] },
-      () => run(jobs, 'bench'),
+    const {
+      result: { result: seconds, cpuMs },
+      redis,
+    } = await redisPerItem(redisUrl, jobs, () =>
+      cpuDuring({ driver: [process.pid], workers: children.map((c) => c.pid!), redis: [redisPid] }, () =>
+        run(jobs, 'bench'),
+      ),
     );
     return {
       seconds: Number(seconds.toFixed(2)),
       perSecond: Math.round(jobs / seconds),
       cpuMs: perItem(cpuMs, jobs),
+      redis,
     };
   } finally {
     await stopAll(children);
@@ -319,19 +356,20 @@ export function throughputTable(result: ThroughputResult): string {
   }
   lines.push(
     '',
-    `${RUNS} runs × ${NODES_PER_RUN} nodes = ${RUNS * NODES_PER_RUN} nodes against as many no-op jobs. CPU milliseconds per node (Tetraloop) and per job (raw BullMQ), by process, read from /proc:`,
+    `${RUNS} runs × ${NODES_PER_RUN} nodes = ${RUNS * NODES_PER_RUN} nodes against as many no-op jobs. Per node (Tetraloop) and per job (raw BullMQ): CPU milliseconds by process, read from /proc, and Redis commands (those run inside Lua scripts included) from INFO commandstats:`,
     '',
-    '| tool-worker processes | system | driver (this process) | plan pool | workers | redis-server | total |',
-    '|---:|---|---:|---:|---:|---:|---:|',
+    '| tool-worker processes | system | driver (this process) | plan pool | workers | redis-server | total | Redis commands | script calls | Redis CPU µs (commandstats) |',
+    '|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|',
   );
   for (const r of result.rows) {
-    for (const [system, c] of [
-      ['Tetraloop via the library (driver: RunService)', r.library.cpuMs],
-      ['Tetraloop via HTTP (driver: HTTP client and API)', r.http.cpuMs],
-      ['raw BullMQ (driver: producer)', r.bullmq.cpuMs],
+    for (const [system, m] of [
+      ['Tetraloop via the library (driver: RunService)', r.library],
+      ['Tetraloop via HTTP (driver: HTTP client and API)', r.http],
+      ['raw BullMQ (driver: producer)', r.bullmq],
     ] as const) {
+      const c = m.cpuMs;
       lines.push(
-        `| ${r.processes} | ${system} | ${cell(c.driver)} | ${cell(c.plan)} | ${cell(c.workers)} | ${cell(c.redis)} | ${total(c)} |`,
+        `| ${r.processes} | ${system} | ${cell(c.driver)} | ${cell(c.plan)} | ${cell(c.workers)} | ${cell(c.redis)} | ${total(c)} | ${m.redis.commands} | ${m.redis.scripts} | ${m.redis.usec} |`,
       );
     }
   }

@@ -1,4 +1,5 @@
 /** Runs end to end on a real Redis: API + plan and tool pools in this process, tools calling a loopback server. */
+import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { overlaps, startToolServer, type ToolServer } from './support/tool-server.js';
 import { postRun, runToEnd, startStack, waitFor, type Stack } from './support/stack.js';
@@ -160,6 +161,12 @@ describe('API', () => {
     const late = await fetch(`${stack.url}/v1/runs/${runId}/wait?timeoutMs=20000`);
     expect(late.status).toBe(200);
     expect(((await late.json()) as { status: string }).status).toBe('succeeded');
+  });
+
+  it('answers wait for an unknown run with 404', async () => {
+    const res = await fetch(`${stack.url}/v1/runs/${randomUUID()}/wait?timeoutMs=50`);
+    expect(res.status).toBe(404);
+    expect(((await res.json()) as { error: { code: string } }).error.code).toBe('run_not_found');
   });
 
   it('cancels a run: running nodes are aborted and nothing else starts', async () => {

@@ -70,3 +70,20 @@ export async function profiled<T>(name: string, work: () => Promise<T>): Promise
     session.disconnect();
   }
 }
+
+/** Redis commands executed so far (INFO commandstats), in all and for scripts (EVALSHA/EVAL). */
+export async function commandCounts(
+  info: () => Promise<string>,
+): Promise<{ commands: number; scripts: number; usec: number }> {
+  let commands = 0;
+  let scripts = 0;
+  let usec = 0;
+  for (const line of (await info()).split('\n')) {
+    const match = /^cmdstat_([^:]+):calls=(\d+),usec=(\d+)/.exec(line.trim());
+    if (!match) continue;
+    commands += Number(match[2]);
+    usec += Number(match[3]);
+    if (match[1] === 'evalsha' || match[1] === 'eval') scripts += Number(match[2]);
+  }
+  return { commands, scripts, usec };
+}
