@@ -18,6 +18,7 @@ import {
   unevenBranches,
   type Dag,
 } from './support/dag.js';
+import type { RunDocument } from '@tetraloop/core';
 import { median, startBenchStack, timedRun } from './support/stack.js';
 
 const REPEATS = 3;
@@ -34,6 +35,34 @@ export interface CriticalPathRow {
   tetraloopMs: number;
   sequentialMs: number;
   langGraphMs: number;
+  /** Where Tetraloop's time over the bound goes: medians over its runs, from the run documents. */
+  timeline: RunTimeline;
+}
+
+/**
+ * From a run document (millisecond timestamps): `startLagMs`, creation to the first node start;
+ * `sourceSpreadMs`, first to last start among the nodes without parents; `settleLagMs`, the last
+ * node's finish to the run's.
+ */
+export interface RunTimeline {
+  startLagMs: number;
+  sourceSpreadMs: number;
+  settleLagMs: number;
+}
+
+function timelineOf(dag: Dag, doc: RunDocument): RunTimeline {
+  const at = (iso: string | null | undefined): number => (iso ? Date.parse(iso) : NaN);
+  const nodes = doc.nodes as Record<string, { startedAt?: string | null; finishedAt?: string | null }>;
+  const created = at(doc.createdAt);
+  const starts = dag.nodes.map((n) => at(nodes[n.id]?.startedAt));
+  const hasParent = new Set(dag.edges.map(([, to]) => to));
+  const sourceStarts = dag.nodes.filter((n) => !hasParent.has(n.id)).map((n) => at(nodes[n.id]?.startedAt));
+  const lastFinish = Math.max(...dag.nodes.map((n) => at(nodes[n.id]?.finishedAt)));
+  return {
+    startLagMs: Math.min(...starts) - created,
+    sourceSpreadMs: Math.max(...sourceStarts) - Math.min(...sourceStarts),
+    settleLagMs: at(doc.finishedAt) - lastFinish,
+  };
 }
 
 export function shapes(): Dag[] {
@@ -60,6 +89,7 @@ export async function runCriticalPath(
     await langGraphHttp(warm, tools.url)();
     for (const dag of shapes()) {
       const tetraloop: number[] = [];
+      const timelines: RunTimeline[] = [];
       const langGraph: number[] = [];
       const invoke = langGraphHttp(dag, tools.url);
       for (let i = 0; i < REPEATS; i++) {
@@ -67,6 +97,7 @@ export async function runCriticalPath(
         if (doc.status !== 'succeeded')
           throw new Error(`${dag.name} ended ${doc.status}: ${JSON.stringify(doc.error)}`);
         tetraloop.push(wallMs);
+        timelines.push(timelineOf(dag, doc));
         const started = performance.now();
         await invoke();
         langGraph.push(performance.now() - started);
@@ -82,6 +113,11 @@ export async function runCriticalPath(
         // Sequential time is the sum of the delays plus per-call overhead: one run is enough.
         sequentialMs: Math.round(await runSequential(dag, tools.url)),
         langGraphMs: Math.round(median(langGraph)),
+        timeline: {
+          startLagMs: median(timelines.map((t) => t.startLagMs)),
+          sourceSpreadMs: median(timelines.map((t) => t.sourceSpreadMs)),
+          settleLagMs: median(timelines.map((t) => t.settleLagMs)),
+        },
       };
       rows.push(row);
       log(
@@ -119,6 +155,18 @@ export function criticalPathTable(rows: readonly CriticalPathRow[]): string {
   for (const r of rows) {
     lines.push(
       `| ${r.shape} | ${r.nodes} | ${r.lowerBoundMs} | ${r.tetraloopMs} | ${r.sequentialMs} | ${r.langGraphMs} | ${ratio(r.tetraloopMs, r.lowerBoundMs)} | ${ratio(r.sequentialMs, r.lowerBoundMs)} | ${ratio(r.langGraphMs, r.lowerBoundMs)} | ${ratio(r.langGraphMs, r.tetraloopMs)} |`,
+    );
+  }
+  lines.push(
+    '',
+    'Tetraloop run timeline (medians, from the run documents, ms): creation → first node start; first → last start among the nodes without parents; last node finish → run settled.',
+    '',
+    '| graph | wall − bound | start lag | source start spread | settle lag |',
+    '|---|---:|---:|---:|---:|',
+  );
+  for (const r of rows) {
+    lines.push(
+      `| ${r.shape} | ${r.tetraloopMs - r.lowerBoundMs} | ${r.timeline.startLagMs} | ${r.timeline.sourceSpreadMs} | ${r.timeline.settleLagMs} |`,
     );
   }
   return lines.join('\n');
