@@ -13,7 +13,7 @@ import {
   type ModelServer,
   type ScriptedReply,
 } from './support/model-server.js';
-import { postRun, readEvents, runToEnd, startStack, type Stack } from './support/stack.js';
+import { postRun, readEvents, runToEnd, startStack, waitFor, type Stack } from './support/stack.js';
 import { startToolServer, type ToolServer } from './support/tool-server.js';
 
 let stack: Stack;
@@ -144,6 +144,24 @@ describe('planning a task', () => {
 });
 
 describe('planner failures', () => {
+  it('aborts the planner call when the run is cancelled meanwhile, and settles the run cancelled', async () => {
+    let arrived!: () => void;
+    const asked = new Promise<void>((resolve) => (arrived = resolve));
+    planner = () => {
+      arrived();
+      return { hang: true };
+    };
+    const posted = await postRun(stack.url, { task: 'never answered' });
+    const runId = posted.body.runId as string;
+    await asked;
+    const cancel = await fetch(`${stack.url}/v1/runs/${runId}/cancel`, { method: 'POST' });
+    expect(cancel.status).toBe(202);
+    // The model client's timeout is 60 s; settling within waitFor's 20 s means the call was aborted.
+    const doc = await waitFor(stack.url, runId);
+    expect(doc.status).toBe('cancelled');
+    expect(doc.error).toMatchObject({ code: 'cancelled' });
+  });
+
   it('fail the run with plan_failed when the planner cannot be asked', async () => {
     planner = () => ({ status: 401, error: { message: 'bad key' } });
     const doc = await runToEnd(stack.url, { task: 'anything' });

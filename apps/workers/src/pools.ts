@@ -122,6 +122,7 @@ export async function startPools(env: WorkerEnv, options: StartPoolsOptions): Pr
       onRunSettled: (runId) => services.sessions.onRunSettled(runId),
       environmentVersion: async (sessionKey) => (await services.sessionStore.environment(sessionKey)).version,
     },
+    aborts,
     logger: createLogger({ level: env.LOG_LEVEL, layer, redact: env.TETRALOOP_LOG_REDACT }),
   });
 

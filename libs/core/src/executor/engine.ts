@@ -11,6 +11,7 @@ import type { ToolRegistry } from '../tools/tool.js';
 import { keepJobs, type JobRetention } from '../queues/retention.js';
 import type { RunStore } from '../state/run-store.js';
 import type { CompiledPlan, PlanCache } from './plan-cache.js';
+import type { RunAborts } from './run-aborts.js';
 
 /** Called before an `auth` failure is retried, so credentials can be renewed. */
 export type CredentialRefreshHook = (context: {
@@ -60,6 +61,8 @@ export interface Engine {
   readonly hooks: EngineHooks;
   readonly planning?: PlanningDeps;
   readonly sessions?: SessionHooks;
+  /** Aborts this process's planner calls for a run that is cancelled, fails or times out meanwhile. */
+  readonly aborts?: RunAborts;
   readonly logger: Logger;
 }
 

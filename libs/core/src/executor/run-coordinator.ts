@@ -103,27 +103,27 @@ async function ensurePlanned(
   const { task, status } = header;
   if (!task || task.planned) return 'ready';
   if (status === null) return 'gone';
-  const now = nowIso();
-  if (status !== 'queued') {
-    // Cancelled (or timed out) before it was planned: settle it with nothing run.
-    await store.settle(
-      runId,
-      0,
-      new Map(),
-      null,
-      { status, error: await store.error(runId), generation: 0 },
-      now,
-    );
-    return status;
-  }
+  if (status !== 'queued') return settleUnplanned(engine, runId, status);
   if (!engine.planning) throw new Error('this process cannot plan task runs');
   const stored = await store.plan(runId);
   const input = stored ? stored.input : (await store.document(runId))?.input;
   const envVersion = await environmentVersionOf(engine, runId, header.sessionKey);
   let result: Awaited<ReturnType<typeof planRun>>;
+  // A cancel (or any other end) published while the planner is asked aborts the call.
+  const tracked = engine.aborts?.track(runId);
   try {
-    result = await planRun(engine.planning, task, input, 0, undefined, envVersion);
+    // Looked at again once tracked, so an end published since the header was read is not missed.
+    const current = tracked ? await store.status(runId) : status;
+    if (current !== 'queued') return settleUnplanned(engine, runId, current);
+    result = await planRun(engine.planning, task, input, {
+      planVersion: 0,
+      environmentVersion: envVersion,
+      ...(tracked ? { signal: tracked.signal } : {}),
+    });
   } catch (err) {
+    if (tracked?.signal.aborted) {
+      return settleUnplanned(engine, runId, (await store.status(runId)) ?? 'cancelled');
+    }
     // The planner could not be asked (after its retries): the run fails now rather than retrying forever.
     const error = toErrorData(err);
     return rejectPlan(
@@ -132,6 +132,8 @@ async function ensurePlanned(
       { code: 'plan_failed', message: `the planner call failed: ${error.message}`, cause: error },
       0,
     );
+  } finally {
+    tracked?.release();
   }
   if ('error' in result) {
     return rejectPlan(engine, runId, { code: 'plan_rejected', message: result.error }, 0);
@@ -161,6 +163,19 @@ async function ensurePlanned(
   await store.setPlan(runId, { graph: outcome.graph, plan: outcome.plan, pending }, planning, charge);
   engine.logger.info({ runId, nodes: outcome.plan.nodes.length }, 'task planned');
   return 'ready';
+}
+
+/** Settles a run that ended (cancelled, timed out) before it was planned, with nothing run. */
+async function settleUnplanned(
+  engine: Engine,
+  runId: string,
+  status: RunStatus | null,
+): Promise<RunStatus | 'gone'> {
+  if (status === null) return 'gone';
+  const error = await engine.store.error(runId);
+  await engine.store.settle(runId, 0, new Map(), null, { status, error, generation: 0 }, nowIso());
+  engine.logger.info({ runId, status }, 'run ended before it was planned');
+  return status;
 }
 
 async function rejectPlan(
@@ -194,22 +209,28 @@ async function rejectPlan(
 async function replanIfRequested(engine: Engine, plan: CompiledPlan, generation: number): Promise<boolean> {
   const { store } = engine;
   const task = await store.taskOf(plan.runId);
-  if (!task?.replanRequest || (await store.status(plan.runId)) !== 'running') return false;
+  if (!task?.replanRequest) return false;
   const failure = task.replanRequest as RunError;
-  if (!engine.planning) throw new Error('this process cannot plan task runs');
-  const snapshots = await store.snapshots(plan.runId);
-  const envVersion = await environmentVersionOf(engine, plan.runId);
-  const result = await planRun(
-    engine.planning,
-    task,
-    plan.input,
-    generation + 1,
-    {
-      snapshots,
-      failure: `${failure.cause?.code ?? failure.code}: ${failure.message}`,
-    },
-    envVersion,
-  ).catch((err: unknown) => ({ error: `the planner call failed: ${toErrorData(err).message}` }));
+  const planner = engine.planning;
+  if (!planner) throw new Error('this process cannot plan task runs');
+  // Tracked before the status is read: a cancel or the deadline, published while the planner is
+  // asked, aborts the call (the decision then stands and the run settles as decided).
+  const tracked = engine.aborts?.track(plan.runId);
+  let snapshots: Map<string, NodeSnapshot>;
+  let result: Awaited<ReturnType<typeof planRun>>;
+  try {
+    if ((await store.status(plan.runId)) !== 'running') return false;
+    snapshots = await store.snapshots(plan.runId);
+    const envVersion = await environmentVersionOf(engine, plan.runId);
+    result = await planRun(planner, task, plan.input, {
+      planVersion: generation + 1,
+      replan: { snapshots, failure: `${failure.cause?.code ?? failure.code}: ${failure.message}` },
+      environmentVersion: envVersion,
+      ...(tracked ? { signal: tracked.signal } : {}),
+    }).catch((err: unknown) => ({ error: `the planner call failed: ${toErrorData(err).message}` }));
+  } finally {
+    tracked?.release();
+  }
   if ('error' in result || !result.outcome.ok) {
     if (!('error' in result)) {
       const { usage, calls } = result.outcome;

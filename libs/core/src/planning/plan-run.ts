@@ -14,14 +14,24 @@ import { PLANNER_FILES, readWorkspace } from './workspace.js';
 /** How much of each completed node's output the replanner sees. */
 const SUMMARY_CHARS = 2000;
 
+export interface PlanRunOptions {
+  /** The run generation the plan is for. */
+  readonly planVersion: number;
+  /** Set when replanning: what completed, and why the run came back. */
+  readonly replan?: { snapshots: ReadonlyMap<string, NodeSnapshot>; failure: string };
+  /** @defaultValue 0 */
+  readonly environmentVersion?: number;
+  /** Aborts the planner call when the run ends meanwhile. */
+  readonly signal?: AbortSignal;
+}
+
 export async function planRun(
   deps: PlanningDeps,
   task: TaskSpec,
   input: unknown,
-  planVersion: number,
-  replan?: { snapshots: ReadonlyMap<string, NodeSnapshot>; failure: string },
-  environmentVersion = 0,
+  options: PlanRunOptions,
 ): Promise<{ outcome: PlanOutcome; planning: PlanningRecord } | { error: string }> {
+  const { planVersion, replan, environmentVersion = 0, signal } = options;
   if (!deps.model) return { error: 'no model is configured' };
   const allowed = deps.allowedTools(task.agentId);
   const catalog = toolCatalog(deps.tools, allowed);
@@ -48,6 +58,7 @@ export async function planRun(
       ...(replan && completed ? { replan: { completed, failure: replan.failure } } : {}),
     },
     input,
+    signal,
   );
   return {
     outcome,

@@ -50,10 +50,12 @@ export type PlanOutcome =
     }
   | { ok: false; issues: readonly ValidationIssue[]; usage: ModelUsage; calls: number; model: string };
 
+/** `signal` aborts the planner call (the run was cancelled, failed or timed out meanwhile). */
 export async function planTask(
   deps: PlannerDeps,
   prompt: PlannerPromptInput,
   runInput: unknown,
+  signal?: AbortSignal,
 ): Promise<PlanOutcome> {
   const messages = plannerMessages(prompt);
   const usage: ModelUsage = { promptTokens: 0, completionTokens: 0 };
@@ -67,6 +69,7 @@ export async function planTask(
       messages,
       schema: { name: 'graph', schema: PLANNER_SCHEMA },
       retries: deps.model.config.maxRetries,
+      ...(signal ? { signal } : {}),
     });
     observeModelCall(answer);
     usage.promptTokens += answer.usage.promptTokens;
