@@ -132,6 +132,37 @@ describe('lanes', () => {
     for (const text of ['one', 'two', 'three', 'four', 'five']) expect(merged.task).toContain(text);
   });
 
+  it('/queue sets the mode that messages naming none get, and /queue default clears it', async () => {
+    // The deployment's default here is collect; the session asks for followup.
+    const set = await post(stack.url, '/v1/sessions/queue/messages', { text: '/queue followup' });
+    expect(set.body).toMatchObject({ command: 'queue', mode: 'followup', queued: false });
+    expect(await session('queue')).toMatchObject({ mode: 'followup' });
+    answer = echo(300);
+    const first = await say('queue', 'start');
+    // No mode given: the session's followup applies, so each waits as a run of its own.
+    await say('queue', 'one');
+    await say('queue', 'two');
+    expect((await session('queue')).queued.map((q) => q.kind)).toEqual(['run', 'run']);
+    await waitFor(stack.url, first.runId!);
+    await idle('queue');
+    const cleared = await post(stack.url, '/v1/sessions/queue/messages', { text: '/queue default' });
+    expect(cleared.body).toMatchObject({ command: 'queue', mode: 'collect' });
+    expect(await session('queue')).toMatchObject({ mode: null });
+    const commands = (await transcript('queue')).filter((l) => l.type === 'command');
+    expect(commands.map((c) => c.mode)).toEqual(['followup', null]);
+
+    const bad = await post(stack.url, '/v1/sessions/queue/messages', { text: '/queue sideways' });
+    expect(bad.status).toBe(400);
+    expect(bad.body).toMatchObject({
+      error: {
+        code: 'invalid_request',
+        issues: [
+          { path: 'text', message: '/queue takes one of: followup, collect, steer, interrupt, default' },
+        ],
+      },
+    });
+  });
+
   it('interrupt cancels the running run and starts the newest message', async () => {
     answer = echo(1500);
     const first = await say('interrupt', 'slow one');

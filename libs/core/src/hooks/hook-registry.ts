@@ -44,6 +44,8 @@ export interface ObservingHooks {
   'command:new': { sessionKey: string };
   'command:reset': { sessionKey: string };
   'command:stop': { sessionKey: string; cancelled: string[] };
+  /** `mode` null: back to the deployment's default. */
+  'command:queue': { sessionKey: string; mode: string | null };
 }
 
 export type ModifyingHookName = keyof ModifyingHooks;

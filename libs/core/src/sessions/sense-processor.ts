@@ -2,6 +2,7 @@
 import type { Job } from 'bullmq';
 import { z } from 'zod';
 import type { Services } from '../runtime/services.js';
+import { QUEUE_ARGUMENTS, parseQueueCommand } from './commands.js';
 import { SENSE_JOB } from './sense-jobs.js';
 import { InboundEvent, type PolledSource } from './source-service.js';
 import { LANE_MODES } from '../state/session-store.js';
@@ -10,7 +11,13 @@ export const SessionKey = z.string().regex(/^[A-Za-z0-9:_.@-]{1,128}$/, 'must ma
 
 /** Body of `POST /v1/sessions/:sessionKey/messages`. */
 export const MessageBody = z.strictObject({
-  text: z.string().min(1).max(20_000),
+  text: z
+    .string()
+    .min(1)
+    .max(20_000)
+    .refine((text) => parseQueueCommand(text) !== 'invalid', {
+      message: `/queue takes one of: ${QUEUE_ARGUMENTS.join(', ')}`,
+    }),
   mode: z.enum(LANE_MODES).optional(),
   eventId: z.string().min(1).max(256).optional(),
   metadata: z.record(z.string(), z.unknown()).optional(),

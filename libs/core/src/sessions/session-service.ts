@@ -20,6 +20,7 @@ import type { DropPolicy, LaneMessage, LaneMode, SessionStore } from '../state/s
 import type { Redis } from 'ioredis';
 import { dedupeKey } from '../state/keys.js';
 import { metrics } from '../telemetry/metrics.js';
+import { QUEUE_ARGUMENTS, parseQueueCommand } from './commands.js';
 import { SENSE_JOB } from './sense-jobs.js';
 import { replyOf } from './reply.js';
 
@@ -73,6 +74,8 @@ export interface MessageResult {
   duplicate?: boolean;
   dropped?: boolean;
   command?: string;
+  /** After `/queue`: the session's default mode from now on. */
+  mode?: LaneMode;
 }
 
 const SESSION_BASE = `You are an agent run by Tetraloop. Answer the user's latest message; use tools when they help.
@@ -94,6 +97,9 @@ export class SessionService {
     if (command === '/stop') return this.stop(sessionKey);
     if (command === '/new' || command === '/reset')
       return this.reset(sessionKey, command.slice(1) as 'new' | 'reset');
+    const queue = parseQueueCommand(command);
+    if (queue === 'invalid') throw new Error(`/queue takes one of: ${QUEUE_ARGUMENTS.join(', ')}`);
+    if (queue) return this.setQueueMode(sessionKey, queue.mode);
 
     await hooks?.emit('message_received', {
       sessionKey,
@@ -270,6 +276,18 @@ export class SessionService {
     });
     await this.deps.hooks?.emit('command:stop', { sessionKey, cancelled });
     return { sessionKey, queued: false, command: 'stop' };
+  }
+
+  /** `/queue`: the mode later messages get when they name none (null: the deployment's). */
+  private async setQueueMode(sessionKey: string, mode: LaneMode | null): Promise<MessageResult> {
+    await this.deps.sessions.setMode(sessionKey, mode, {
+      type: 'command',
+      command: 'queue',
+      mode,
+      at: new Date().toISOString(),
+    });
+    await this.deps.hooks?.emit('command:queue', { sessionKey, mode });
+    return { sessionKey, queued: false, command: 'queue', mode: mode ?? this.deps.config.defaultMode };
   }
 
   private async reset(sessionKey: string, command: 'new' | 'reset'): Promise<MessageResult> {

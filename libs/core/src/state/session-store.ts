@@ -236,8 +236,16 @@ export class SessionStore {
     };
   }
 
-  async setMode(sessionKey: string, mode: LaneMode): Promise<void> {
-    await this.redis.hset(sessionKeys(this.prefix, sessionKey).meta, 'mode', mode);
+  /**
+   * Sets the session's default lane mode (null: back to the deployment's) and records the command
+   * in the transcript, in one step.
+   */
+  async setMode(sessionKey: string, mode: LaneMode | null, entry: unknown): Promise<void> {
+    const k = sessionKeys(this.prefix, sessionKey);
+    const tx = this.redis.multi().hsetnx(k.meta, 'createdAt', String(Date.now()));
+    if (mode === null) tx.hdel(k.meta, 'mode');
+    else tx.hset(k.meta, 'mode', mode);
+    await tx.rpush(k.transcript, JSON.stringify(entry)).exec();
   }
 
   async mode(sessionKey: string): Promise<LaneMode | null> {
