@@ -147,6 +147,14 @@ export interface RunStoreOptions {
 }
 
 const parseJson = (text: string | null | undefined): unknown => (text ? (JSON.parse(text) as unknown) : null);
+
+/** The replies of a MULTI, in order; the first failed command's error is thrown. */
+function multiReplies(replies: [Error | null, unknown][] | null): unknown[] {
+  return (replies ?? []).map(([err, value]) => {
+    if (err) throw err;
+    return value;
+  });
+}
 const str = (v: unknown): string | null => (typeof v === 'string' ? v : null);
 
 export class RunStore {
@@ -256,7 +264,7 @@ export class RunStore {
 
   /** Whether the run has settled (its current generation is final). */
   async isSettled(runId: string): Promise<boolean> {
-    return (await this.redis.hexists(runKeys(this.options.prefix, runId).meta, 'finishedAt')) === 1;
+    return (await this.settledState(runId)) === true;
   }
 
   /** Whether the run has settled, or null for an unknown run; cheaper than reading the document. */
@@ -333,10 +341,7 @@ export class RunStore {
       .hmget(meta, 'status', 'sessionKey', 'task', 'agentId', 'overrides', 'maxReplans', 'replan', 'mode')
       .hexists(meta, 'plan')
       .exec();
-    const [fields, hasPlan] = (replies ?? []).map(([err, v]) => {
-      if (err) throw err;
-      return v;
-    }) as [(string | null)[], number];
+    const [fields, hasPlan] = multiReplies(replies) as [(string | null)[], number];
     const [status, sessionKey, task, agentId, overrides, maxReplans, replan, mode] = fields;
     return {
       status: status ? RunStatus.parse(status) : null,
@@ -367,10 +372,7 @@ export class RunStore {
       .hgetall(k.nodes)
       .hmget(k.meta, 'status', 'error', 'createdAt', 'sessionKey', 'replan')
       .exec();
-    const [nodes, fields] = (replies ?? []).map(([err, v]) => {
-      if (err) throw err;
-      return v;
-    }) as [Record<string, string>, (string | null)[]];
+    const [nodes, fields] = multiReplies(replies) as [Record<string, string>, (string | null)[]];
     const [status, error, createdAt, sessionKey, replan] = fields;
     return {
       snapshots: new Map(Object.entries(nodes).map(([id, raw]) => [id, JSON.parse(raw) as NodeSnapshot])),
@@ -717,10 +719,8 @@ export class RunStore {
       .hgetall(k.live)
       .hgetall(k.aux)
       .exec();
-    const [meta, snapshots, live, aux] = (replies ?? []).map(([err, v]) => {
-      if (err) throw err;
-      return v as Record<string, string>;
-    }) as [Record<string, string>, Record<string, string>, Record<string, string>, Record<string, string>];
+    type Hash = Record<string, string>;
+    const [meta, snapshots, live, aux] = multiReplies(replies) as [Hash, Hash, Hash, Hash];
     if (!meta.status) return null;
     const plan = (parseJson(meta.plan) as ExecutableGraph | null) ?? { nodes: [], edges: [] };
     const nodes: Record<string, NodeView> = {};
