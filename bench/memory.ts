@@ -9,7 +9,7 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import { once } from 'node:events';
 import { fileURLToPath } from 'node:url';
 import { Redis } from 'ioredis';
-import { BaseEnv, nodeJobId, parseEnv, runJobId, runKeys } from '@tetraloop/core';
+import { nodeJobId, runJobId, runKeys } from '@tetraloop/core';
 import { libraryDriver, type LibraryDriver } from './support/library-driver.js';
 import { startBenchStack } from './support/stack.js';
 
@@ -91,7 +91,7 @@ export async function runMemory(log: (line: string) => void = console.log): Prom
     ['--expose-gc', '--import', 'tsx', 'bench/support/memory-worker.ts'],
     { cwd: ROOT, env: { ...process.env, ...stack.env }, stdio: ['ignore', 'ignore', 'inherit', 'ipc'] },
   );
-  const driver = await libraryDriver(parseEnv(BaseEnv, stack.env));
+  const driver = libraryDriver(stack.api);
   const redis = new Redis(stack.env.REDIS_URL!);
   try {
     await once(worker, 'message'); // ready
@@ -150,7 +150,6 @@ export async function runMemory(log: (line: string) => void = console.log): Prom
     };
   } finally {
     redis.disconnect();
-    await driver.close();
     if (worker.exitCode === null) {
       const exited = once(worker, 'exit');
       if (worker.connected) worker.send('stop');

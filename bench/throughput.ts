@@ -14,7 +14,7 @@ import { once } from 'node:events';
 import { fileURLToPath } from 'node:url';
 import { Queue } from 'bullmq';
 import { Redis } from 'ioredis';
-import { parseEnv, BaseEnv, type RunDocument } from '@tetraloop/core';
+import type { RunDocument } from '@tetraloop/core';
 import { commandCounts, cpuDuring, profiled } from './support/cpu.js';
 import { libraryDriver, type LibraryDriver } from './support/library-driver.js';
 import { startBenchStack, type BenchStack } from './support/stack.js';
@@ -308,7 +308,7 @@ async function bullmqWith(
 
 export async function runThroughput(log: (line: string) => void = console.log): Promise<ThroughputResult> {
   const stack = await startBenchStack({}, { pools: [] });
-  const library = await libraryDriver(parseEnv(BaseEnv, stack.env));
+  const library = libraryDriver(stack.api);
   const rows: ThroughputRow[] = [];
   const nodes = RUNS * NODES_PER_RUN;
   try {
@@ -322,7 +322,6 @@ export async function runThroughput(log: (line: string) => void = console.log): 
       );
     }
   } finally {
-    await library.close();
     await stack.close();
   }
   return {

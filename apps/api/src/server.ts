@@ -5,6 +5,7 @@ import { Queue, QueueEvents } from 'bullmq';
 import {
   QueueWatch,
   RunWaiter,
+  type RunService,
   buildServices,
   builtinTools,
   connectRedis,
@@ -18,6 +19,10 @@ import type { ApiEnv } from './env.js';
 export interface ApiHandle {
   readonly url: string;
   readonly port: number;
+  /** The runs the HTTP handlers serve, for a process that embeds the API and submits in-process. */
+  readonly runs: RunService;
+  /** Wakes on settled runs, as `GET /v1/runs/:id/wait` does. */
+  readonly waiter: RunWaiter;
   readonly close: () => Promise<void>;
 }
 
@@ -91,6 +96,8 @@ export async function startApi(env: ApiEnv): Promise<ApiHandle> {
   return {
     url,
     port,
+    runs: services.runs,
+    waiter,
     async close() {
       clearInterval(watchTimer);
       // Stop accepting; give open requests and event streams the grace period, then cut them.

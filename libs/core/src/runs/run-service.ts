@@ -189,6 +189,11 @@ export class RunService {
     return enqueueRunRoot(this.deps.planQueue, this.deps.retention, runId, generation);
   }
 
+  /** The run's status, or null for an unknown run. */
+  status(runId: string): Promise<RunStatus | null> {
+    return this.deps.store.status(runId);
+  }
+
   /** Whether the run has settled, or null for an unknown run. */
   settled(runId: string): Promise<boolean | null> {
     return this.deps.store.settledState(runId);
