@@ -43,9 +43,12 @@ async function executeRunJob(engine: Engine, job: Job, token: string | undefined
   // Read once in the start pass: status, session and task.
   const header = data.step === 'start' ? await engine.store.header(data.runId) : null;
   if (header) {
-    if (data.generation === 0 && header.sessionKey)
-      await environmentVersionOf(engine, data.runId, header.sessionKey);
-    const planned = await ensurePlanned(engine, data.runId, header);
+    // Recorded on the run once, and the version the first plan is made from.
+    const envVersion =
+      data.generation === 0 && header.sessionKey
+        ? await environmentVersionOf(engine, data.runId, header.sessionKey)
+        : 0;
+    const planned = await ensurePlanned(engine, data.runId, header, envVersion);
     if (planned !== 'ready') return { status: planned };
   }
   const plan = await engine.plans.get(data.runId, data.generation);
@@ -84,7 +87,8 @@ async function executeRunJob(engine: Engine, job: Job, token: string | undefined
   }
   let state = await engine.store.outcomeState(plan.runId);
   if (state.replanRequested) {
-    if (await replanIfRequested(engine, plan, data.generation)) return { status: 'replanned' };
+    if (await replanIfRequested(engine, plan, data.generation, state.snapshots))
+      return { status: 'replanned' };
     state = await engine.store.outcomeState(plan.runId);
   }
   return { status: await finalize(engine, plan, data.generation, state) };
@@ -98,6 +102,7 @@ async function ensurePlanned(
   engine: Engine,
   runId: string,
   header: RunHeader,
+  envVersion: number,
 ): Promise<'ready' | 'gone' | RunStatus> {
   const { store } = engine;
   const { task, status } = header;
@@ -107,7 +112,6 @@ async function ensurePlanned(
   if (!engine.planning) throw new Error('this process cannot plan task runs');
   const stored = await store.plan(runId);
   const input = stored ? stored.input : (await store.document(runId))?.input;
-  const envVersion = await environmentVersionOf(engine, runId, header.sessionKey);
   let result: Awaited<ReturnType<typeof planRun>>;
   // A cancel (or any other end) published while the planner is asked aborts the call.
   const tracked = engine.aborts?.track(runId);
@@ -204,9 +208,15 @@ async function rejectPlan(
 /**
  * When a node handed the run back (budget exhausted, suspected loop, onError "replan"), plan the
  * remaining work: nodes of the new plan with the id and definition of a completed node reuse its
- * snapshot; the rest run under the next generation.
+ * snapshot; the rest run under the next generation. `snapshots` are those read at settle time,
+ * when every node job of the generation has finished.
  */
-async function replanIfRequested(engine: Engine, plan: CompiledPlan, generation: number): Promise<boolean> {
+async function replanIfRequested(
+  engine: Engine,
+  plan: CompiledPlan,
+  generation: number,
+  snapshots: ReadonlyMap<string, NodeSnapshot>,
+): Promise<boolean> {
   const { store } = engine;
   const task = await store.taskOf(plan.runId);
   if (!task?.replanRequest) return false;
@@ -216,11 +226,9 @@ async function replanIfRequested(engine: Engine, plan: CompiledPlan, generation:
   // Tracked before the status is read: a cancel or the deadline, published while the planner is
   // asked, aborts the call (the decision then stands and the run settles as decided).
   const tracked = engine.aborts?.track(plan.runId);
-  let snapshots: Map<string, NodeSnapshot>;
   let result: Awaited<ReturnType<typeof planRun>>;
   try {
     if ((await store.status(plan.runId)) !== 'running') return false;
-    snapshots = await store.snapshots(plan.runId);
     const envVersion = await environmentVersionOf(engine, plan.runId);
     result = await planRun(planner, task, plan.input, {
       planVersion: generation + 1,
