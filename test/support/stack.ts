@@ -2,7 +2,7 @@
 import { randomUUID } from 'node:crypto';
 import { inject } from 'vitest';
 import { parseApiEnv, startApi, type ApiHandle } from '@tetraloop/api';
-import type { EngineHooks, Pool, RunDocument, RunEvent } from '@tetraloop/core';
+import type { ExecutorHooks, Pool, RunDocument, RunEvent } from '@tetraloop/core';
 import { parseWorkerEnv, startPools, type PoolsHandle } from '@tetraloop/workers';
 
 export interface Stack {
@@ -27,7 +27,7 @@ export function testEnv(overrides: Record<string, string> = {}): Record<string, 
 }
 
 export async function startStack(
-  options: { env?: Record<string, string>; pools?: Pool[]; hooks?: EngineHooks } = {},
+  options: { env?: Record<string, string>; pools?: Pool[]; hooks?: ExecutorHooks } = {},
 ): Promise<Stack> {
   const env = testEnv(options.env);
   const pools =

@@ -1,15 +1,18 @@
 /** Starts the API: connections, services, HTTP listener; `close()` undoes all of it. */
 import type { AddressInfo } from 'node:net';
 import { setTimeout as delay } from 'node:timers/promises';
-import { Queue, QueueEvents } from 'bullmq';
+import { QueueEvents, type Queue } from 'bullmq';
 import {
+  QUEUE_NAMES,
   QueueWatch,
   RunWaiter,
   type RunService,
   buildServices,
   builtinTools,
+  closeQueues,
   connectRedis,
   createLogger,
+  openQueues,
   parseAllowHosts,
 } from '@tetraloop/core';
 import { bullBoard } from './admin.js';
@@ -35,25 +38,16 @@ export async function startApi(env: ApiEnv): Promise<ApiHandle> {
     c.on('error', (err) => logger.warn({ err: err.message }, 'redis connection error'));
   }
   const prefix = env.TETRALOOP_PREFIX;
-  const queues = {
-    plan: new Queue('plan', { connection: redis, prefix }),
-    tool: new Queue('tool', { connection: redis, prefix }),
-    sense: new Queue('sense', { connection: redis, prefix }),
-  };
-  for (const q of Object.values(queues))
+  const queues = openQueues(redis, prefix);
+  for (const q of Object.values(queues) as Queue[])
     q.on('error', (err) => logger.warn({ err: err.message }, 'queue error'));
   // Finished sense jobs answer session messages; one listener per API process.
-  const senseEvents = new QueueEvents('sense', { connection: eventsConnection, prefix });
+  const senseEvents = new QueueEvents(QUEUE_NAMES.sense, { connection: eventsConnection, prefix });
   // The API validates graphs against the tools' schemas; egress is the workers' concern.
   const tools = builtinTools({ egress: parseAllowHosts('') });
   const services = buildServices(env, redis, queues, tools, undefined, logger);
   const waiter = await RunWaiter.listen(subscriber, services.store.channels.settled);
-  const watch = new QueueWatch([
-    queues.sense,
-    queues.plan,
-    queues.tool,
-    new Queue('reflect', { connection: redis, prefix }),
-  ]);
+  const watch = new QueueWatch([queues.sense, queues.plan, queues.node, queues.reflect]);
   const watchTimer = setInterval(
     () => void watch.check().catch(() => undefined),
     env.TETRALOOP_QUEUE_CHECK_MS,
@@ -106,7 +100,7 @@ export async function startApi(env: ApiEnv): Promise<ApiHandle> {
       await Promise.race([closed, delay(env.TETRALOOP_SHUTDOWN_GRACE_MS)]);
       server.closeAllConnections();
       await closed;
-      await Promise.all(Object.values(queues).map((q) => q.close()));
+      await closeQueues(queues);
       // A blocking reader's close waits for Redis; with Redis gone it would wait forever.
       await Promise.race([senseEvents.close(), delay(1000)]).catch(() => undefined);
       eventsConnection.disconnect();

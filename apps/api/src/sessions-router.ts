@@ -3,14 +3,13 @@ import { Router } from 'express';
 import type { Queue, QueueEvents } from 'bullmq';
 import {
   InboundEvent,
-  MessageBody,
   SENSE_JOB,
-  SessionKey,
   type MessageResult,
+  type SensePayload,
   type SessionStore,
   type SourceService,
 } from '@tetraloop/core';
-import { z } from 'zod';
+import { MessageBody, SessionKey, SourceName } from './bodies.js';
 import { HttpError, zodToHttp } from './http-errors.js';
 
 export interface SessionsRouterDeps {
@@ -22,7 +21,6 @@ export interface SessionsRouterDeps {
 
 /** How long the API waits for the sense loop to place a message before answering without a run id. */
 const PLACE_TIMEOUT_MS = 5000;
-const SourceName = z.string().regex(/^[A-Za-z0-9_.-]{1,64}$/, 'must match [A-Za-z0-9_.-]{1,64}');
 
 function sessionKeyOf(raw: string | undefined): string {
   const parsed = SessionKey.safeParse(raw);
@@ -40,7 +38,7 @@ export function sessionsRouter(deps: SessionsRouterDeps): Router {
     if (!body.success) throw zodToHttp(body.error);
     const job = await deps.senseQueue.add(
       SENSE_JOB.message,
-      { sessionKey, message: body.data },
+      { sessionKey, message: body.data } satisfies SensePayload<typeof SENSE_JOB.message>,
       { removeOnComplete: { age: 60 }, removeOnFail: { age: 3600 } },
     );
     let placed: MessageResult | undefined;
@@ -79,7 +77,7 @@ export function sessionsRouter(deps: SessionsRouterDeps): Router {
     if (!event.success) throw zodToHttp(event.error);
     await deps.senseQueue.add(
       SENSE_JOB.event,
-      { source: name.data, event: event.data },
+      { source: name.data, event: event.data } satisfies SensePayload<typeof SENSE_JOB.event>,
       { removeOnComplete: { age: 60 }, removeOnFail: { age: 3600 } },
     );
     res.status(202).json({ source: name.data, accepted: true });

@@ -3,29 +3,33 @@
  * A process may run one pool (`tetraloop worker --pool tool`) or all of them (`tetraloop dev`).
  */
 import { setTimeout as delay } from 'node:timers/promises';
-import { Queue, UnrecoverableError, Worker, type Job, type Processor } from 'bullmq';
+import { UnrecoverableError, Worker, type Job, type Processor } from 'bullmq';
 import {
   BACKOFF_TYPE,
   DEFAULT_RETRIES,
   ModelClient,
   PlanCache,
+  QUEUE_NAMES,
   RetryNodeError,
   RunAborts,
   SENSE_JOB,
   allowedToolsOf,
   buildServices,
   builtinTools,
+  closeQueues,
   connectRedis,
   createLogger,
   executeNodeJob,
   executePlanJob,
   executeSenseJob,
+  graphLimitsOf,
   isModelConfigured,
   loadPlugins,
   modelConfigOf,
+  openQueues,
   parseAllowHosts,
-  type Engine,
-  type EngineHooks,
+  type ExecutorDeps,
+  type ExecutorHooks,
   type Pool,
   type RetryTable,
 } from '@tetraloop/core';
@@ -48,7 +52,7 @@ export interface StartPoolsOptions {
   /** Overrides the pool's configured concurrency. */
   readonly concurrency?: number;
   /** Functions the engine calls at set points, e.g. to refresh credentials before an `auth` retry. */
-  readonly hooks?: EngineHooks;
+  readonly hooks?: ExecutorHooks;
 }
 
 const CONCURRENCY_KEY = {
@@ -78,11 +82,7 @@ export async function startPools(env: WorkerEnv, options: StartPoolsOptions): Pr
     c.on('error', (err) => log.warn({ err: err.message }, 'redis connection error'));
   subscriber.on('error', (err) => log.warn({ err: err.message }, 'redis subscriber error'));
 
-  const queues = {
-    plan: new Queue('plan', { connection, prefix }),
-    tool: new Queue('tool', { connection, prefix }),
-    sense: new Queue('sense', { connection, prefix }),
-  };
+  const queues = openQueues(connection, prefix);
   const tools = builtinTools({ egress: parseAllowHosts(env.TETRALOOP_HTTP_ALLOW_HOSTS) });
   const registry = options.hooks?.registry ?? (await loadPlugins(env.TETRALOOP_PLUGINS, process.env, log));
   const hooks = { ...options.hooks, registry };
@@ -100,27 +100,31 @@ export async function startPools(env: WorkerEnv, options: StartPoolsOptions): Pr
   const model = isModelConfigured(modelConfig) ? new ModelClient(modelConfig, backoff) : undefined;
   const polled = new Map(env.TETRALOOP_SOURCES.map((s) => [s.name, s]));
 
-  const engineFor = (layer: Pool): Engine => ({
+  // One set of executor dependencies per pool: each gets its own plan cache and logger layer.
+  const depsFor = (layer: Pool): ExecutorDeps => ({
     store,
     plans: new PlanCache(store),
-    toolQueue: queues.tool,
-    planQueue: queues.plan,
-    retention: services.retention,
+    queues: services.runQueues,
     retries,
     backoff,
     maxNodeExecutions: env.TETRALOOP_MAX_NODE_EXECUTIONS,
     hooks,
+    tools,
+    ...(model ? { model } : {}),
+    defaultTimeoutMs: env.TETRALOOP_TOOL_TIMEOUT_MS,
+    modelInputChars: env.TETRALOOP_MODEL_INPUT_CHARS,
     planning: {
       ...(model ? { model } : {}),
       tools,
-      limits: { maxNodes: env.TETRALOOP_MAX_NODES, maxEdges: env.TETRALOOP_MAX_EDGES },
+      limits: graphLimitsOf(env),
       allowedTools: allowedToolsOf(env, tools),
       workspaceDir: env.TETRALOOP_WORKSPACE_DIR,
       workspaceFileChars: env.TETRALOOP_WORKSPACE_FILE_CHARS,
     },
     sessions: {
-      onRunSettled: (runId) => services.sessions.onRunSettled(runId),
-      environmentVersion: async (sessionKey) => (await services.sessionStore.environment(sessionKey)).version,
+      onRunSettled: (runId: string) => services.sessions.onRunSettled(runId),
+      environmentVersion: async (sessionKey: string) =>
+        (await services.sessionStore.environment(sessionKey)).version,
     },
     aborts,
     logger: createLogger({ level: env.LOG_LEVEL, layer, redact: env.TETRALOOP_LOG_REDACT }),
@@ -128,31 +132,25 @@ export async function startPools(env: WorkerEnv, options: StartPoolsOptions): Pr
 
   const processors: Record<Pool, () => Processor> = {
     plan: () => {
-      const engine = engineFor('plan');
+      const deps = depsFor('plan');
       return (job: Job, token?: string) =>
-        job.name === ENV_CHECK_JOB
-          ? services.sessions.checkEnvironment()
-          : executePlanJob(engine, job, token);
+        job.name === ENV_CHECK_JOB ? services.sessions.checkEnvironment() : executePlanJob(deps, job, token);
     },
     tool: () => {
-      const engine = engineFor('tool');
-      const nodeOptions = {
-        tools,
-        aborts,
-        defaultTimeoutMs: env.TETRALOOP_TOOL_TIMEOUT_MS,
-        modelInputChars: env.TETRALOOP_MODEL_INPUT_CHARS,
-        ...(model ? { model } : {}),
-      };
-      return (job: Job, token?: string) => executeNodeJob(engine, nodeOptions, job, token);
+      const deps = depsFor('tool');
+      return (job: Job, token?: string) => executeNodeJob(deps, job, token);
     },
-    sense: () => (job: Job) => executeSenseJob(services, polled, job),
+    sense: () => {
+      const deps = { sessions: services.sessions, sources: services.sources, polled };
+      return (job: Job) => executeSenseJob(deps, job);
+    },
     // The reflect loop has no job types yet; its workers refuse anything they get.
     reflect: () => unknownJob,
   };
 
   const workers = new Map<Pool, Worker>();
   for (const pool of options.pools) {
-    const worker = new Worker(pool, processors[pool](), {
+    const worker = new Worker(QUEUE_NAMES[pool], processors[pool](), {
       connection,
       prefix,
       concurrency: options.concurrency ?? env[CONCURRENCY_KEY[pool]],
@@ -223,7 +221,7 @@ export async function startPools(env: WorkerEnv, options: StartPoolsOptions): Pr
         );
         await Promise.all([...workers.values()].map((w) => w.close(true)));
       }
-      await Promise.all(Object.values(queues).map((q) => q.close()));
+      await closeQueues(queues);
       await aborts.close();
       await Promise.all([connection, state].map((c) => c.quit().catch(() => c.disconnect())));
     },

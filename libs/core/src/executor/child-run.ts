@@ -6,13 +6,12 @@
  */
 import { createHash } from 'node:crypto';
 import type { Job } from 'bullmq';
-import { expandGraph } from '../graph/expand.js';
-import type { Graph } from '../graph/schema.js';
+import { expandGraph } from '../compile/expand.js';
+import type { Budget } from '../domain/run-model.js';
 import { buildTopology } from '../graph/topology.js';
-import { JOB, runJobId, type RunJobData } from '../queues/catalog.js';
-import { keepJobs } from '../queues/retention.js';
-import type { Budget } from '../runs/run-model.js';
-import type { Engine } from './engine.js';
+import type { Graph } from '../nodes/index.js';
+import { enqueueChildRunRoot } from '../queues/run-jobs.js';
+import type { ExecutorDeps } from './deps.js';
 
 /** A UUID-shaped id derived from `parts` (name-based, like UUID v5, from SHA-256). */
 export function derivedRunId(...parts: (string | number)[]): string {
@@ -33,13 +32,17 @@ export interface ChildRunSpec {
 }
 
 /** Creates the child run (once) and enqueues its root job as a child of `parentJob`. */
-export async function startChildRun(engine: Engine, spec: ChildRunSpec, parentJob: Job): Promise<void> {
+export async function startChildRun(
+  deps: Pick<ExecutorDeps, 'store' | 'queues'>,
+  spec: ChildRunSpec,
+  parentJob: Job,
+): Promise<void> {
   const plan = expandGraph(spec.graph);
   const topology = buildTopology(
     plan.nodes.map((n) => n.id),
     plan.edges,
   );
-  await engine.store.create({
+  await deps.store.create({
     runId: spec.runId,
     graph: spec.graph,
     plan,
@@ -50,18 +53,6 @@ export async function startChildRun(engine: Engine, spec: ChildRunSpec, parentJo
     createdAt: new Date().toISOString(),
     pending: new Map(topology.ids.map((id) => [id, topology.parents.get(id)?.length ?? 0])),
   });
-  await engine.store.addChild(spec.parentRunId, spec.runId);
-  await engine.planQueue.add(
-    JOB.run,
-    { runId: spec.runId, generation: 0, step: 'start' } satisfies RunJobData,
-    {
-      jobId: runJobId(spec.runId),
-      parent: { id: parentJob.id!, queue: parentJob.queueQualifiedName },
-      attempts: 5,
-      backoff: { type: 'exponential', delay: 1000 },
-      // If the child's root job dies for good, the loop still resumes and records the failure.
-      ignoreDependencyOnFailure: true,
-      ...keepJobs(engine.retention),
-    },
-  );
+  await deps.store.addChild(spec.parentRunId, spec.runId);
+  await enqueueChildRunRoot(deps.queues, spec.runId, parentJob);
 }

@@ -2,10 +2,8 @@
  * Runs one tool call under a deadline. The tool gets an AbortSignal; if it ignores it, the call
  * is abandoned (not awaited) when the deadline or a run abort fires.
  */
-import { ToolError, toErrorData, type NodeErrorData } from '../errors/node-error.js';
-import type { Tool, ToolContext } from '../tools/tool.js';
-
-export type ToolOutcome = { ok: true; output: unknown } | { ok: false; error: NodeErrorData };
+import { ToolError, toErrorData } from '../errors/node-error.js';
+import type { Tool, ToolContext, ToolOutcome } from '../tools/tool.js';
 
 export async function invokeTool(
   tool: Tool,

@@ -2,32 +2,23 @@
  * Calls the model for a node: under the node's time limit and the run's abort signal, with
  * streamed text appended to the run's events (batched) and usage reported as an event.
  */
-import { ToolError, toErrorData, type NodeErrorData } from '../errors/node-error.js';
-import type { ChatCall, ChatResult } from '../model/model-client.js';
+import { limitError } from '../errors/limit-error.js';
+import { ToolError, toErrorData } from '../errors/node-error.js';
+import type { ChatCall } from '../model/model-client.js';
 import { MODEL_VARIABLES } from '../model/model-config.js';
-import { metrics } from '../telemetry/metrics.js';
+import type { ModelOutcome, RunUsageSoFar } from '../nodes/index.js';
+import { observeModelCall } from '../telemetry/metrics.js';
 import { limitFor, type NodeContext } from './node-context.js';
-
-export function observeModelCall(result: Pick<ChatResult, 'model' | 'usage' | 'calls'>): void {
-  metrics.modelCalls.inc({ model: result.model }, result.calls);
-  metrics.modelTokens.inc({ model: result.model, type: 'prompt' }, result.usage.promptTokens);
-  metrics.modelTokens.inc({ model: result.model, type: 'completion' }, result.usage.completionTokens);
-}
 
 /** How often streamed text is flushed to the event stream. */
 const DELTA_FLUSH_MS = 50;
 
-export type ModelOutcome = { ok: true; result: ChatResult } | { ok: false; error: NodeErrorData };
-
 export async function callModel(
   ctx: NodeContext,
   call: Omit<ChatCall, 'signal' | 'onDelta'>,
-  used: { tokens: number; toolTimeMs: number } = {
-    tokens: ctx.begin.tokens,
-    toolTimeMs: ctx.begin.toolTimeMs,
-  },
+  used: Pick<RunUsageSoFar, 'tokens' | 'toolTimeMs'> = ctx.begin,
 ): Promise<ModelOutcome> {
-  const model = ctx.options.model;
+  const model = ctx.deps.model;
   if (!model)
     return {
       ok: false,
@@ -45,11 +36,11 @@ export async function callModel(
     };
   }
   const limit = limitFor(ctx, used.toolTimeMs, 0, true);
-  if (limit.ms <= 0) return { ok: false, error: { code: 'aborted', message: 'the run deadline passed' } };
+  if (limit.ms <= 0) return { ok: false, error: limitError(limit) };
   const timeout = AbortSignal.timeout(limit.ms);
   const signal = AbortSignal.any([ctx.runSignal, timeout]);
 
-  const { store } = ctx.engine;
+  const { store } = ctx.deps;
   let pending = '';
   let flushing: Promise<void> = Promise.resolve();
   const flush = (): void => {
@@ -73,21 +64,7 @@ export async function callModel(
     return { ok: true, result };
   } catch (err) {
     if (ctx.runSignal.aborted) return { ok: false, error: { code: 'aborted', message: 'run aborted' } };
-    if (timeout.aborted) {
-      return {
-        ok: false,
-        error:
-          limit.kind === 'timeout'
-            ? { code: 'timeout', message: `model call timed out after ${limit.ms} ms` }
-            : limit.kind === 'deadline'
-              ? { code: 'aborted', message: 'the run deadline passed' }
-              : {
-                  code: 'budget_exhausted',
-                  message: 'the run used up its tool-time budget',
-                  budget: 'toolTimeMs',
-                },
-      };
-    }
+    if (timeout.aborted) return { ok: false, error: limitError(limit, 'model call') };
     return { ok: false, error: err instanceof ToolError ? err.toData() : toErrorData(err) };
   } finally {
     clearInterval(timer);

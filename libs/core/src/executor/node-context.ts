@@ -1,36 +1,23 @@
-/** What every node kind's runner gets: the job, the node, the run's state as read at begin. */
+/** One execution of one node as the harness holds it: the job, the node, the run's state as read at begin. */
 import { hostname } from 'node:os';
-import type { Job } from 'bullmq';
+import { DelayedError, type Job } from 'bullmq';
 import type { Logger } from 'pino';
+import type { AttemptRecord, LiveNodeState, NodeSnapshot, NodeUsage } from '../domain/run-model.js';
+import { limitError } from '../errors/limit-error.js';
 import type { NodeErrorData } from '../errors/node-error.js';
-import type { ExecutableNode } from '../graph/schema.js';
 import { resolveReferences } from '../graph/references.js';
+import { executionOf, type ExecutableNode } from '../nodes/index.js';
 import { callLimit, type CallLimit } from '../policy/limits.js';
-import type { AttemptRecord, NodeSnapshot, NodeUsage } from '../runs/run-model.js';
-import type { ModelClient } from '../model/model-client.js';
 import type { BeginNodeResult } from '../state/run-store.js';
-import type { Tool, ToolRegistry } from '../tools/tool.js';
-import type { Engine } from './engine.js';
-import { invokeTool, type ToolOutcome } from './invoke-tool.js';
-import { argsOf, type CompiledPlan } from './plan-cache.js';
-import type { RunAborts } from './run-aborts.js';
+import type { Tool, ToolOutcome } from '../tools/tool.js';
+import type { ExecutorDeps } from './deps.js';
+import { invokeTool } from './invoke-tool.js';
+import type { CompiledPlan } from './plan-cache.js';
 
 export const WORKER = `${hostname()}/${process.pid}`;
 
-export interface NodeExecutorOptions {
-  readonly tools: ToolRegistry;
-  readonly aborts: RunAborts;
-  /** @defaultValue 10000 */
-  readonly defaultTimeoutMs: number;
-  /** Absent when no model is configured: llm nodes and agents then fail with a clear error. */
-  readonly model?: ModelClient;
-  /** Each referenced value in a prompt is cut to this many characters. @defaultValue 8000 */
-  readonly modelInputChars: number;
-}
-
 export interface NodeContext {
-  readonly engine: Engine;
-  readonly options: NodeExecutorOptions;
+  readonly deps: ExecutorDeps;
   readonly job: Job;
   readonly token: string | undefined;
   readonly plan: CompiledPlan;
@@ -43,12 +30,25 @@ export interface NodeContext {
   readonly startedAt: string;
   readonly started: number;
   readonly begin: BeginNodeResult;
+  /** What references read: the run input and the dependencies' snapshots. */
+  readonly scope: Readonly<Record<string, unknown>>;
   /** Aborted when the run is cancelled, fails elsewhere or times out. */
   readonly runSignal: AbortSignal;
   readonly log: Logger;
 }
 
 export const nowIso = (): string => new Date().toISOString();
+
+/** What references of a node read: the run input and the snapshots of its dependencies. */
+export const scopeOf = (
+  input: unknown,
+  reads: ReadonlyMap<string, NodeSnapshot>,
+): Record<string, unknown> => ({
+  input,
+  ...Object.fromEntries(reads),
+});
+
+export const resolve = (ctx: NodeContext, value: unknown): unknown => resolveReferences(value, ctx.scope);
 
 /** This execution as an attempt record. */
 export function attemptRecord(
@@ -84,15 +84,9 @@ export function snapshotOf(
   };
 }
 
-/** The node's args with its dependencies' snapshots and the run input substituted. */
-export function resolvedArgs(ctx: NodeContext): unknown {
-  const scope: Record<string, unknown> = { input: ctx.plan.input, ...Object.fromEntries(ctx.begin.reads) };
-  return resolveReferences(argsOf(ctx.node), scope);
-}
-
 /**
- * The tightest limit on a tool call made now. Without a `timeoutMs` of its own a node gets the
- * default timeout, or the tool's own minimum for these args when that is longer.
+ * The tightest limit on a call made now. Without a `timeoutMs` of its own a node gets its kind's
+ * default (the tool or the model timeout), or the tool's own minimum for these args when longer.
  */
 export function limitFor(
   ctx: NodeContext,
@@ -100,12 +94,12 @@ export function limitFor(
   toolMinimumMs = 0,
   modelCall = false,
 ): CallLimit {
-  const timeoutMs = ctx.node.kind === 'wait' ? undefined : ctx.node.timeoutMs;
-  // Model calls take longer than tool calls; their default is the model client's own timeout.
-  const fallback =
-    modelCall && ctx.options.model ? ctx.options.model.config.timeoutMs : ctx.options.defaultTimeoutMs;
+  const kind = executionOf(ctx.node);
+  const { model, defaultTimeoutMs } = ctx.deps;
+  const modelDefault = kind.defaultTimeout === 'model' || (kind.defaultTimeout === 'per-call' && modelCall);
+  const fallback = modelDefault && model ? model.config.timeoutMs : defaultTimeoutMs;
   return callLimit({
-    nodeTimeoutMs: timeoutMs ?? Math.max(fallback, toolMinimumMs),
+    nodeTimeoutMs: kind.timeoutMs(ctx.node) ?? Math.max(fallback, toolMinimumMs),
     now: Date.now(),
     deadlineAt: ctx.begin.deadlineAt,
     toolTimeBudgetMs: ctx.begin.budget.toolTimeMs,
@@ -138,17 +132,40 @@ export async function callTool(
   return outcome;
 }
 
-function limitError(limit: CallLimit): NodeErrorData {
-  switch (limit.kind) {
-    case 'deadline':
-      return { code: 'aborted', message: 'the run deadline passed' };
-    case 'budget':
-      return {
-        code: 'budget_exhausted',
-        message: 'the run used up its tool-time budget',
-        budget: 'toolTimeMs',
-      };
-    case 'timeout':
-      return { code: 'timeout', message: `timed out after ${limit.ms} ms` };
-  }
+/** Parks the node job in the delayed set until `until`; it re-enters as a continuation. */
+export async function park(ctx: NodeContext, until: number): Promise<never> {
+  if (ctx.token === undefined) throw new Error('parking a node job needs a worker token');
+  await ctx.job.updateData({ ...(ctx.job.data as object), continuation: true });
+  await ctx.job.moveToDelayed(until, ctx.token);
+  throw new DelayedError();
+}
+
+/**
+ * The signal's payload once it has arrived, or `{delivered: false}` once the timeout has passed.
+ * Until then the job parks in the delayed set (throws DelayedError) and is promoted by the signal.
+ */
+export async function awaitSignal(
+  ctx: NodeContext,
+  signal: string,
+  timeoutSeconds: number,
+): Promise<{ delivered: boolean; payload: unknown }> {
+  const { store } = ctx.deps;
+  const runId = ctx.plan.runId;
+  const nodeId = ctx.node.id;
+  // A wait never outlives its run's deadline.
+  const proposed = Math.min(Date.now() + timeoutSeconds * 1000, ctx.begin.deadlineAt ?? Infinity);
+  const live = (until: number): LiveNodeState => ({
+    status: 'waiting',
+    until: new Date(until).toISOString(),
+  });
+  const state = await store.waitState(runId, nodeId, signal, proposed, live(proposed));
+  if (state.delivered || Date.now() >= state.deadlineAt) return state;
+  if (ctx.token === undefined) throw new Error('waiting for a signal needs a worker token to park');
+  await ctx.job.updateData({ ...(ctx.job.data as object), continuation: true });
+  await ctx.job.moveToDelayed(state.deadlineAt, ctx.token);
+  // A signal that arrived between the check above and the move found no delayed job to promote:
+  // look once more, now that the job is parked.
+  const again = await store.waitState(runId, nodeId, signal, state.deadlineAt, live(state.deadlineAt));
+  if (again.delivered) await ctx.job.promote().catch(() => undefined);
+  throw new DelayedError();
 }

@@ -1,33 +1,22 @@
 /**
  * Executes one node job (the tool loop, L3): read the dependencies' snapshots, guard against
- * loops and spent budgets, run the node by its kind, write its snapshot once, release ready
- * dependents. A retry is handed back to BullMQ's backoff; a waiting node parks itself in the
+ * loops and spent budgets, run the node by its kind's runner, write its snapshot once, release
+ * ready dependents. A retry is handed back to BullMQ's backoff; a waiting node parks itself in the
  * delayed set; neither holds a worker slot.
  */
 import type { Job } from 'bullmq';
+import type { NodeSnapshot, NodeUsage, RunStatus } from '../domain/run-model.js';
 import type { NodeErrorData } from '../errors/node-error.js';
-import type { ExecutableNode } from '../graph/schema.js';
+import { deadlineError, failureReplans, runErrorForNode } from '../errors/run-error.js';
+import { executionOf, type ExecutableNode } from '../nodes/index.js';
 import { retriesFor, retryDelay } from '../policy/retry-policy.js';
 import { NodeJobData } from '../queues/catalog.js';
-import type { NodeSnapshot, NodeUsage, RunError, RunStatus } from '../runs/run-model.js';
-import type { UsageCharge } from '../state/run-store.js';
+import { enqueueNodes, nodeJobAttempts, wakeParkedNodes } from '../queues/run-jobs.js';
 import { metrics } from '../telemetry/metrics.js';
-import { runLlmNode } from './llm-node.js';
-import { enqueueNodes, retryTableFor, wakeParkedNodes, type Engine } from './engine.js';
-import { runLoopNode } from './loop-node.js';
-import {
-  attemptRecord,
-  callTool,
-  nowIso,
-  resolvedArgs,
-  snapshotOf,
-  type NodeContext,
-  type NodeExecutorOptions,
-} from './node-context.js';
-import { afterToolCall, beforeToolCall } from './tool-hooks.js';
-import { runWaitNode } from './wait-node.js';
-
-export type { NodeExecutorOptions } from './node-context.js';
+import { retryTableFor, type ExecutorDeps } from './deps.js';
+import { attemptRecord, nowIso, scopeOf, snapshotOf, type NodeContext } from './node-context.js';
+import { nodeRun } from './node-run.js';
+import type { CompiledPlan } from './plan-cache.js';
 
 /** Thrown to hand a failed attempt back to BullMQ for a retry after `delayMs`. */
 export class RetryNodeError extends Error {
@@ -46,36 +35,35 @@ export interface NodeJobResult {
 
 /** Whether a failure of this node is data for its dependents rather than the end of the run. */
 export const continuesOnFailure = (node: ExecutableNode): boolean =>
-  node.kind === 'wait' ? node.onTimeout === 'continue' : node.onError === 'continue';
+  executionOf(node).continuesOnFailure(node);
 
 export async function executeNodeJob(
-  engine: Engine,
-  options: NodeExecutorOptions,
+  deps: ExecutorDeps,
   job: Job,
   token: string | undefined,
 ): Promise<NodeJobResult> {
   const data = NodeJobData.parse(job.data);
-  const plan = await engine.plans.get(data.runId, data.generation);
+  const plan = await deps.plans.get(data.runId, data.generation);
   const node = plan?.nodes.get(data.nodeId);
   // The run expired or was deleted: nothing to do, nothing to report to.
   if (!plan || !node) return { status: 'gone' };
 
+  const kind = executionOf(node);
   const attempt = job.attemptsMade + 1;
   const startedAt = nowIso();
   // Tracked before reading the run's status, so an abort published in between is not missed.
-  const tracked = options.aborts.track(plan.runId);
+  const tracked = deps.aborts.track(plan.runId);
   try {
-    const begin = await engine.store.beginNode(plan.runId, node.id, {
+    const begin = await deps.store.beginNode(plan.runId, node.id, {
       generation: data.generation,
       live: { status: 'running', startedAt, attempt },
       countExecution: !data.continuation,
-      chargeCall: node.kind === 'tool',
+      chargeCall: kind.chargesToolCall,
       reads: plan.reads.get(node.id) ?? [],
     });
     if (begin.status === 'stale') return { status: 'stale' };
     const ctx: NodeContext = {
-      engine,
-      options,
+      deps,
       job,
       token,
       plan,
@@ -86,15 +74,16 @@ export async function executeNodeJob(
       startedAt,
       started: performance.now(),
       begin,
+      scope: scopeOf(plan.input, begin.reads),
       runSignal: tracked.signal,
-      log: engine.logger.child({ runId: plan.runId, nodeId: node.id, attempt }),
+      log: deps.logger.child({ runId: plan.runId, nodeId: node.id, attempt }),
     };
     // A redelivered job whose node already has a snapshot reports it and does not run again.
     const snapshot =
-      begin.own ??
+      begin.existing ??
       (begin.status === 'running' ? await runNode(ctx) : notRunSnapshot(begin.status, begin.attempts));
-    if (!begin.own && begin.status === 'running') observeNode(node, snapshot);
-    await complete(ctx, snapshot, begin.own !== null);
+    if (!begin.existing && begin.status === 'running') observeNode(node, snapshot);
+    await complete(ctx, snapshot, begin.existing !== null);
     return { status: snapshot.status };
   } finally {
     tracked.release();
@@ -102,36 +91,27 @@ export async function executeNodeJob(
 }
 
 async function runNode(ctx: NodeContext): Promise<NodeSnapshot> {
-  const { begin, engine, node } = ctx;
-  if (!ctx.continuation) {
-    if (begin.executions > engine.maxNodeExecutions) {
-      ctx.log.warn({ executions: begin.executions }, 'suspected loop: node stopped');
-      return failedSnapshot(ctx, {
-        code: 'suspected_loop',
-        message: `executed ${begin.executions} times in this run (limit ${engine.maxNodeExecutions})`,
-        executions: begin.executions,
-      });
-    }
+  const { begin, deps } = ctx;
+  if (!ctx.continuation && begin.executions > deps.maxNodeExecutions) {
+    ctx.log.warn({ executions: begin.executions }, 'suspected loop: node stopped');
+    return failedSnapshot(ctx, {
+      code: 'suspected_loop',
+      message: `executed ${begin.executions} times in this run (limit ${deps.maxNodeExecutions})`,
+      executions: begin.executions,
+    });
   }
   const spent = budgetSpent(ctx);
   if (spent) return failedSnapshot(ctx, spent);
-  switch (node.kind) {
-    case 'tool':
-      return runToolNode(ctx, node.tool);
-    case 'wait':
-      return runWaitNode(ctx, node);
-    case 'llm':
-      return runLlmNode(ctx, node, (error, usage) => failureSnapshot(ctx, error, usage));
-    case 'loop':
-      return runLoopNode(ctx, node, (error) => failureSnapshot(ctx, error));
-  }
+  const kind = executionOf(ctx.node);
+  return kind.run(nodeRun(ctx, (error, usage) => failureSnapshot(ctx, error, usage)));
 }
 
 /** The run's budget is spent before this call: the node ends `budget_exhausted`. */
-export function budgetSpent(ctx: NodeContext): NodeErrorData | undefined {
-  const { begin, node } = ctx;
+function budgetSpent(ctx: NodeContext): NodeErrorData | undefined {
+  const { begin } = ctx;
+  const kind = executionOf(ctx.node);
   if (
-    node.kind === 'tool' &&
+    kind.chargesToolCall &&
     begin.budget.toolCalls !== undefined &&
     begin.toolCalls > begin.budget.toolCalls
   ) {
@@ -142,7 +122,7 @@ export function budgetSpent(ctx: NodeContext): NodeErrorData | undefined {
     };
   }
   if (
-    node.kind !== 'wait' &&
+    kind.usesToolTime &&
     begin.budget.toolTimeMs !== undefined &&
     begin.toolTimeMs >= begin.budget.toolTimeMs
   ) {
@@ -155,18 +135,6 @@ export function budgetSpent(ctx: NodeContext): NodeErrorData | undefined {
   return undefined;
 }
 
-async function runToolNode(ctx: NodeContext, name: string): Promise<NodeSnapshot> {
-  const tool = ctx.options.tools.get(name);
-  if (!tool)
-    return snapshotOf(ctx, 'failed', { error: { code: 'validation', message: `unknown tool "${name}"` } });
-  const before = await beforeToolCall(ctx, name, resolvedArgs(ctx));
-  if (!before.ok) return failedSnapshot(ctx, before.error);
-  const outcome = await callTool(ctx, tool, before.args, ctx.begin.toolTimeMs);
-  await afterToolCall(ctx, name, before.args, outcome);
-  if (outcome.ok) return snapshotOf(ctx, 'succeeded', { output: outcome.output });
-  return failureSnapshot(ctx, outcome.error);
-}
-
 /**
  * What a failed execution becomes: a retry (thrown to BullMQ, with its delay), a cancelled node
  * (aborted), or a failed snapshot (with `{error}` as output when the node continues on failure).
@@ -176,43 +144,34 @@ async function failureSnapshot(
   error: NodeErrorData,
   usage?: NodeUsage,
 ): Promise<NodeSnapshot> {
-  const { engine, node } = ctx;
+  const { deps, node } = ctx;
+  const kind = executionOf(node);
   if (error.code === 'aborted') return snapshotOf(ctx, 'cancelled', { error });
-  const retries = node.kind === 'wait' ? 0 : retriesFor(error.code, retryTableFor(engine), node.retry);
-  if (ctx.attempt <= retries && !ctx.runSignal.aborted) {
-    const delayMs = retryDelay(ctx.attempt, error, engine.backoff);
-    if (error.code === 'auth' && engine.hooks.refreshCredentials && node.kind !== 'wait') {
-      const tool =
-        node.kind === 'tool'
-          ? node.tool
-          : node.kind === 'loop' && 'tool' in node.body
-            ? node.body.tool
-            : node.kind;
-      try {
-        await engine.hooks.refreshCredentials({ runId: ctx.plan.runId, nodeId: node.id, tool, error });
-      } catch (err) {
-        ctx.log.warn({ err }, 'credential refresh failed; not retrying');
-        return failedSnapshot(ctx, error, usage);
-      }
+  const retry = 'retry' in node ? node.retry : undefined;
+  const retries = kind.retryable ? retriesFor(error.code, retryTableFor(deps), retry) : 0;
+  if (ctx.attempt > retries || ctx.runSignal.aborted) return failedSnapshot(ctx, error, usage);
+  const delayMs = retryDelay(ctx.attempt, error, deps.backoff);
+  if (error.code === 'auth' && deps.hooks.refreshCredentials) {
+    try {
+      const tool = kind.label(node);
+      await deps.hooks.refreshCredentials({ runId: ctx.plan.runId, nodeId: node.id, tool, error });
+    } catch (err) {
+      ctx.log.warn({ err }, 'credential refresh failed; not retrying');
+      return failedSnapshot(ctx, error, usage);
     }
-    const until = new Date(Date.now() + delayMs).toISOString();
-    await engine.store.recordAttempt(
-      ctx.plan.runId,
-      node.id,
-      attemptRecord(ctx, { error, retryDelayMs: delayMs }),
-      {
-        status: 'retrying',
-        attempt: ctx.attempt,
-        until,
-      },
-    );
-    ctx.log.info({ code: error.code, delayMs }, 'node attempt failed; retrying');
-    metrics.nodeRetries.inc({ code: error.code });
-    metrics.backoffDelay.observe({ code: error.code }, delayMs / 1000);
-    metrics.nodeAttempts.inc({ kind: node.kind, tool: toolLabel(node), outcome: error.code });
-    throw new RetryNodeError(error, delayMs);
   }
-  return failedSnapshot(ctx, error, usage);
+  const until = new Date(Date.now() + delayMs).toISOString();
+  await deps.store.recordAttempt(
+    ctx.plan.runId,
+    node.id,
+    attemptRecord(ctx, { error, retryDelayMs: delayMs }),
+    { status: 'retrying', attempt: ctx.attempt, until },
+  );
+  ctx.log.info({ code: error.code, delayMs }, 'node attempt failed; retrying');
+  metrics.nodeRetries.inc({ code: error.code });
+  metrics.backoffDelay.observe({ code: error.code }, delayMs / 1000);
+  metrics.nodeAttempts.inc({ kind: node.kind, tool: kind.label(node), outcome: error.code });
+  throw new RetryNodeError(error, delayMs);
 }
 
 function failedSnapshot(ctx: NodeContext, error: NodeErrorData, usage?: NodeUsage): NodeSnapshot {
@@ -234,91 +193,62 @@ function notRunSnapshot(runStatus: RunStatus | null, attempts: NodeSnapshot['att
   };
 }
 
-/** How a node's failure ends the run. */
-function runErrorFor(nodeId: string, error: NodeErrorData): { status: RunStatus; error: RunError } {
-  const code =
-    error.code === 'budget_exhausted' || error.code === 'suspected_loop' ? error.code : 'node_failed';
-  return {
-    status: 'failed',
-    error: { code, message: `node "${nodeId}" failed: ${error.message}`, nodeId, cause: error },
-  };
-}
-
 async function complete(ctx: NodeContext, snapshot: NodeSnapshot, existed: boolean): Promise<void> {
-  const { engine, plan, node } = ctx;
-  const failsRun = snapshot.status === 'failed' && !continuesOnFailure(node);
+  const { deps, plan, node } = ctx;
+  const kind = executionOf(node);
+  const failsRun = snapshot.status === 'failed' && !kind.continuesOnFailure(node);
   const release = snapshot.status === 'succeeded' || (snapshot.status === 'failed' && !failsRun);
-  const done = await engine.store.completeNode(plan.runId, node.id, snapshot, {
+  const done = await deps.store.completeNode(plan.runId, node.id, snapshot, {
     release,
     children: plan.topology.children.get(node.id) ?? [],
-    charge: existed ? {} : chargeOf(node, snapshot),
-    ...(node.kind === 'tool' ? { tool: node.tool } : {}),
+    charge: existed ? {} : kind.charge(snapshot),
+    // A node that is one tool call names its tool in its completion event.
+    ...(kind.chargesToolCall ? { tool: kind.label(node) } : {}),
   });
   const now = nowIso();
   if (failsRun && snapshot.error) {
-    const { status, error } = runErrorFor(node.id, snapshot.error);
+    const error = runErrorForNode(node.id, snapshot.error);
     // In a task run, some failures hand the run back to the plan loop instead of ending it.
-    const replan =
-      (node.kind !== 'wait' && node.onError === 'replan') ||
-      snapshot.error.code === 'budget_exhausted' ||
-      snapshot.error.code === 'suspected_loop';
-    if (replan && (await engine.store.requestReplan(plan.runId, error, ctx.generation))) {
+    const replan = kind.replansOnFailure(node) || failureReplans(snapshot.error);
+    if (replan && (await deps.store.requestReplan(plan.runId, error, ctx.generation))) {
       ctx.log.info({ code: snapshot.error.code }, 'node handed the run back to the plan loop');
-    } else if (await engine.store.decide(plan.runId, status, error, now, ctx.generation)) {
-      await wakeParkedNodes(engine.store, engine.toolQueue, plan.runId);
+    } else if (await deps.store.decide(plan.runId, 'failed', error, now, ctx.generation)) {
+      await wakeParkedNodes(deps.store, deps.queues, plan.runId);
     }
   } else if (
     snapshot.status === 'cancelled' &&
     ctx.begin.deadlineAt !== null &&
     Date.now() >= ctx.begin.deadlineAt
   ) {
-    await engine.store.decide(
-      plan.runId,
-      'timed_out',
-      deadlineError(plan.timeoutSeconds),
-      now,
-      ctx.generation,
-    );
+    await deps.store.decide(plan.runId, 'timed_out', deadlineError(plan.timeoutSeconds), now, ctx.generation);
   }
   if (done.status === 'running' && done.generation === ctx.generation) {
-    await enqueueNodes(engine, plan, done.ready, ctx.generation);
+    await enqueueReady(deps, plan, done.ready, ctx.generation);
   }
 }
 
-/** The tool label of a node: its tool, or its kind for nodes that are not one tool. */
-function toolLabel(node: ExecutableNode): string {
-  if (node.kind === 'tool') return node.tool;
-  if (node.kind === 'loop' && 'tool' in node.body) return node.body.tool;
-  return node.kind;
+/** Enqueues nodes of `plan` whose dependencies are all released. */
+export async function enqueueReady(
+  deps: Pick<ExecutorDeps, 'queues' | 'retries' | 'hooks'>,
+  plan: CompiledPlan,
+  nodeIds: readonly string[],
+  generation: number,
+): Promise<void> {
+  const table = retryTableFor(deps);
+  const nodes = nodeIds.flatMap((id) => {
+    const node = plan.nodes.get(id);
+    return node ? [{ id, attempts: nodeJobAttempts(node, table) }] : [];
+  });
+  await enqueueNodes(deps.queues, plan.runId, generation, nodes);
 }
 
 function observeNode(node: ExecutableNode, snapshot: NodeSnapshot): void {
   const last = snapshot.attempts.at(-1);
+  const label = executionOf(node).label(node);
   const outcome = snapshot.error?.code ?? (snapshot.status === 'succeeded' ? 'ok' : snapshot.status);
-  metrics.nodeAttempts.inc({ kind: node.kind, tool: toolLabel(node), outcome });
-  if (last) metrics.nodeDuration.observe({ kind: node.kind, tool: toolLabel(node) }, last.durationMs / 1000);
+  metrics.nodeAttempts.inc({ kind: node.kind, tool: label, outcome });
+  if (last) metrics.nodeDuration.observe({ kind: node.kind, tool: label }, last.durationMs / 1000);
   if (snapshot.error?.code === 'suspected_loop') metrics.loopSuspicions.inc();
   if (snapshot.error?.code === 'budget_exhausted')
     metrics.budgetExhaustions.inc({ budget: snapshot.error.budget });
 }
-
-/** What a node's final execution used, charged to the run (loops charge per iteration instead). */
-function chargeOf(node: ExecutableNode, snapshot: NodeSnapshot): UsageCharge {
-  const last = snapshot.attempts.at(-1);
-  return {
-    ...(node.kind === 'tool' && last ? { toolTimeMs: last.durationMs } : {}),
-    // Loop bodies charge each iteration as it happens; only llm nodes are charged here.
-    ...(node.kind === 'llm' && snapshot.usage
-      ? {
-          promptTokens: snapshot.usage.promptTokens,
-          completionTokens: snapshot.usage.completionTokens,
-          modelCalls: snapshot.usage.modelCalls,
-        }
-      : {}),
-  };
-}
-
-export const deadlineError = (timeoutSeconds: number): RunError => ({
-  code: 'timed_out',
-  message: `the run passed its ${timeoutSeconds} s deadline`,
-});

@@ -1,10 +1,11 @@
 /**
  * Compiled run plans, cached per worker process. A run's executable graph never changes, so each
- * worker parses it and builds its topology once, not once per node.
+ * worker parses it and builds its topology once, not once per node. Each pool of a process has a
+ * cache of its own (1,000 plans by default).
  */
 import { findReferences } from '../graph/references.js';
-import { isAgentBody, isGraphBody, type ExecutableNode } from '../graph/schema.js';
 import { buildTopology, type Topology } from '../graph/topology.js';
+import { referenceFields, type ExecutableNode } from '../nodes/index.js';
 import type { RunStore } from '../state/run-store.js';
 
 export interface CompiledPlan {
@@ -13,24 +14,14 @@ export interface CompiledPlan {
   readonly timeoutSeconds: number;
   readonly nodes: ReadonlyMap<string, ExecutableNode>;
   readonly topology: Topology;
-  /** Per node: the node ids its args reference (whose snapshots it must read). */
+  /** Per node: the node ids its fields reference (whose snapshots it must read). */
   readonly reads: ReadonlyMap<string, readonly string[]>;
 }
 
-/** The args of a node that may reference other nodes. */
-export function argsOf(node: ExecutableNode): Record<string, unknown> {
-  switch (node.kind) {
-    case 'tool':
-      return node.args;
-    case 'llm':
-      return { prompt: node.prompt, system: node.system };
-    case 'loop':
-      if (isGraphBody(node.body)) return { input: node.body.input };
-      if (isAgentBody(node.body)) return { prompt: node.body.agent.prompt, system: node.body.agent.system };
-      return node.body.args;
-    case 'wait':
-      return {};
-  }
+/** The nodes whose snapshots `node` reads through its references. */
+export function readsOf(node: ExecutableNode): string[] {
+  const roots = referenceFields(node).flatMap(({ value }) => findReferences(value).map((r) => r.root));
+  return [...new Set(roots)].filter((root) => root !== 'input');
 }
 
 export class PlanCache {
@@ -68,12 +59,7 @@ export class PlanCache {
     const stored = await this.store.plan(runId);
     if (!stored) return null;
     const nodes = new Map(stored.plan.nodes.map((n) => [n.id, n]));
-    const reads = new Map(
-      stored.plan.nodes.map((n) => [
-        n.id,
-        [...new Set(findReferences(argsOf(n)).map((r) => r.root))].filter((root) => root !== 'input'),
-      ]),
-    );
+    const reads = new Map(stored.plan.nodes.map((n) => [n.id, readsOf(n)]));
     return {
       runId,
       input: stored.input,

@@ -6,23 +6,19 @@
  */
 import { WaitingChildrenError, type Job } from 'bullmq';
 import { isDeepStrictEqual } from 'node:util';
+import type { NodeSnapshot, RunStatus } from '../domain/run-model.js';
 import { toErrorData } from '../errors/node-error.js';
+import { deadlineError, runErrorForNode, type RunError } from '../errors/run-error.js';
 import { buildTopology } from '../graph/topology.js';
 import { planRun } from '../planning/plan-run.js';
+import { DeadlineJobData, JOB, RunJobData, type RunJobData as RunJobInput } from '../queues/catalog.js';
+import { enqueueDeadline, enqueueRunRoot, removeDeadline, wakeParkedNodes } from '../queues/run-jobs.js';
+import type { OutcomeState, RunHeader } from '../state/run-store.js';
 import { metrics } from '../telemetry/metrics.js';
-import {
-  DeadlineJobData,
-  JOB,
-  RunJobData,
-  deadlineJobId,
-  type RunJobData as RunJobInput,
-} from '../queues/catalog.js';
-import type { NodeSnapshot, RunError, RunStatus } from '../runs/run-model.js';
-import { enqueueNodes, enqueueRunRoot, wakeParkedNodes, type Engine } from './engine.js';
-import { continuesOnFailure, deadlineError } from './node-executor.js';
+import type { ExecutorDeps } from './deps.js';
+import { continuesOnFailure, enqueueReady } from './node-executor.js';
 import { nowIso } from './node-context.js';
 import type { CompiledPlan } from './plan-cache.js';
-import type { OutcomeState, RunHeader } from '../state/run-store.js';
 
 export interface RunJobResult {
   readonly status: RunStatus | 'gone' | 'stale' | 'replanned';
@@ -30,35 +26,35 @@ export interface RunJobResult {
 
 /** Processor of the plan queue: root jobs and deadline jobs. */
 export async function executePlanJob(
-  engine: Engine,
+  deps: ExecutorDeps,
   job: Job,
   token: string | undefined,
 ): Promise<RunJobResult> {
-  if (job.name === JOB.deadline) return fireDeadline(engine, job);
-  return executeRunJob(engine, job, token);
+  if (job.name === JOB.deadline) return fireDeadline(deps, job);
+  return executeRunJob(deps, job, token);
 }
 
-async function executeRunJob(engine: Engine, job: Job, token: string | undefined): Promise<RunJobResult> {
+async function executeRunJob(deps: ExecutorDeps, job: Job, token: string | undefined): Promise<RunJobResult> {
   const data = RunJobData.parse(job.data);
   // Read once in the start pass: status, session and task.
-  const header = data.step === 'start' ? await engine.store.header(data.runId) : null;
+  const header = data.step === 'start' ? await deps.store.header(data.runId) : null;
   if (header) {
     // Recorded on the run once, and the version the first plan is made from.
     const envVersion =
       data.generation === 0 && header.sessionKey
-        ? await environmentVersionOf(engine, data.runId, header.sessionKey)
+        ? await environmentVersionOf(deps, data.runId, header.sessionKey)
         : 0;
-    const planned = await ensurePlanned(engine, data.runId, header, envVersion);
+    const planned = await ensurePlanned(deps, data.runId, header, envVersion);
     if (planned !== 'ready') return { status: planned };
   }
-  const plan = await engine.plans.get(data.runId, data.generation);
+  const plan = await deps.plans.get(data.runId, data.generation);
   if (!plan) return { status: 'gone' };
 
   if (data.step === 'start') {
     const snapshots =
-      data.generation === 0 ? new Map<string, NodeSnapshot>() : await engine.store.snapshots(plan.runId);
+      data.generation === 0 ? new Map<string, NodeSnapshot>() : await deps.store.snapshots(plan.runId);
     const ready = readyNodes(plan, snapshots);
-    const started = await engine.store.start(
+    const started = await deps.store.start(
       plan.runId,
       data.generation,
       ready,
@@ -67,17 +63,8 @@ async function executeRunJob(engine: Engine, job: Job, token: string | undefined
     );
     if (started.status === 'stale') return { status: 'stale' };
     if (started.status === 'running') {
-      await engine.planQueue.add(
-        JOB.deadline,
-        { runId: plan.runId, generation: data.generation } satisfies DeadlineJobData,
-        {
-          jobId: deadlineJobId(plan.runId, data.generation),
-          delay: Math.max(0, started.deadlineAt - Date.now()),
-          removeOnComplete: true,
-          removeOnFail: true,
-        },
-      );
-      await enqueueNodes(engine, plan, ready, data.generation);
+      await enqueueDeadline(deps.queues, plan.runId, data.generation, started.deadlineAt);
+      await enqueueReady(deps, plan, ready, data.generation);
       if (data.generation === 0) metrics.runsStarted.inc({ kind: header?.task?.mode ?? 'graph' });
     }
     await job.updateData({ ...data, step: 'finalize' } satisfies RunJobInput);
@@ -85,13 +72,12 @@ async function executeRunJob(engine: Engine, job: Job, token: string | undefined
       throw new WaitingChildrenError();
     }
   }
-  let state = await engine.store.outcomeState(plan.runId);
+  let state = await deps.store.outcomeState(plan.runId);
   if (state.replanRequested) {
-    if (await replanIfRequested(engine, plan, data.generation, state.snapshots))
-      return { status: 'replanned' };
-    state = await engine.store.outcomeState(plan.runId);
+    if (await replanIfRequested(deps, plan, data.generation, state.snapshots)) return { status: 'replanned' };
+    state = await deps.store.outcomeState(plan.runId);
   }
-  return { status: await finalize(engine, plan, data.generation, state) };
+  return { status: await finalize(deps, plan, data.generation, state) };
 }
 
 /**
@@ -99,48 +85,47 @@ async function executeRunJob(engine: Engine, job: Job, token: string | undefined
  * ends the run `failed` with `plan_rejected` and every problem; nothing runs from it.
  */
 async function ensurePlanned(
-  engine: Engine,
+  deps: ExecutorDeps,
   runId: string,
   header: RunHeader,
   envVersion: number,
 ): Promise<'ready' | 'gone' | RunStatus> {
-  const { store } = engine;
+  const { store } = deps;
   const { task, status } = header;
   if (!task || task.planned) return 'ready';
   if (status === null) return 'gone';
-  if (status !== 'queued') return settleUnplanned(engine, runId, status);
-  if (!engine.planning) throw new Error('this process cannot plan task runs');
+  if (status !== 'queued') return settleUnplanned(deps, runId, status);
+  if (!deps.planning) throw new Error('this process cannot plan task runs');
   const stored = await store.plan(runId);
   const input = stored ? stored.input : (await store.document(runId))?.input;
   let result: Awaited<ReturnType<typeof planRun>>;
   // A cancel (or any other end) published while the planner is asked aborts the call.
-  const tracked = engine.aborts?.track(runId);
+  const tracked = deps.aborts.track(runId);
   try {
     // Looked at again once tracked, so an end published since the header was read is not missed.
-    const current = tracked ? await store.status(runId) : status;
-    if (current !== 'queued') return settleUnplanned(engine, runId, current);
-    result = await planRun(engine.planning, task, input, {
+    const current = await store.status(runId);
+    if (current !== 'queued') return settleUnplanned(deps, runId, current);
+    result = await planRun(deps.planning, task, input, {
       planVersion: 0,
       environmentVersion: envVersion,
-      ...(tracked ? { signal: tracked.signal } : {}),
+      signal: tracked.signal,
     });
   } catch (err) {
-    if (tracked?.signal.aborted) {
-      return settleUnplanned(engine, runId, (await store.status(runId)) ?? 'cancelled');
+    if (tracked.signal.aborted) {
+      return settleUnplanned(deps, runId, (await store.status(runId)) ?? 'cancelled');
     }
     // The planner could not be asked (after its retries): the run fails now rather than retrying forever.
     const error = toErrorData(err);
-    return rejectPlan(
-      engine,
-      runId,
-      { code: 'plan_failed', message: `the planner call failed: ${error.message}`, cause: error },
-      0,
-    );
+    return rejectPlan(deps, runId, {
+      code: 'plan_failed',
+      message: `the planner call failed: ${error.message}`,
+      cause: error,
+    });
   } finally {
-    tracked?.release();
+    tracked.release();
   }
   if ('error' in result) {
-    return rejectPlan(engine, runId, { code: 'plan_rejected', message: result.error }, 0);
+    return rejectPlan(deps, runId, { code: 'plan_rejected', message: result.error });
   }
   const { outcome, planning } = result;
   const charge = {
@@ -150,59 +135,39 @@ async function ensurePlanned(
   };
   if (!outcome.ok) {
     await store.charge(runId, charge);
-    return rejectPlan(
-      engine,
-      runId,
-      {
-        code: 'plan_rejected',
-        message: `the plan was rejected: ${outcome.issues.length} problem(s)`,
-        issues: [...outcome.issues],
-      },
-      0,
-    );
+    return rejectPlan(deps, runId, {
+      code: 'plan_rejected',
+      message: `the plan was rejected: ${outcome.issues.length} problem(s)`,
+      issues: [...outcome.issues],
+    });
   }
   const pending = new Map(
     outcome.topology.ids.map((id) => [id, outcome.topology.parents.get(id)?.length ?? 0]),
   );
   await store.setPlan(runId, { graph: outcome.graph, plan: outcome.plan, pending }, planning, charge);
-  engine.logger.info({ runId, nodes: outcome.plan.nodes.length }, 'task planned');
+  deps.logger.info({ runId, nodes: outcome.plan.nodes.length }, 'task planned');
   return 'ready';
 }
 
 /** Settles a run that ended (cancelled, timed out) before it was planned, with nothing run. */
 async function settleUnplanned(
-  engine: Engine,
+  deps: ExecutorDeps,
   runId: string,
   status: RunStatus | null,
 ): Promise<RunStatus | 'gone'> {
   if (status === null) return 'gone';
-  const error = await engine.store.error(runId);
-  await engine.store.settle(runId, 0, new Map(), null, { status, error, generation: 0 }, nowIso());
-  engine.logger.info({ runId, status }, 'run ended before it was planned');
-  return status;
+  const ended = await deps.store.endUnstarted(runId, status, null, nowIso());
+  deps.logger.info({ runId, status: ended.status }, 'run ended before it was planned');
+  return ended.status ?? 'gone';
 }
 
-async function rejectPlan(
-  engine: Engine,
-  runId: string,
-  error: RunError,
-  generation: number,
-): Promise<RunStatus> {
+/** Ends a task run whose plan could not be made or was rejected: failed, with nothing run. */
+async function rejectPlan(deps: ExecutorDeps, runId: string, error: RunError): Promise<RunStatus> {
   metrics.planRejections.inc({ reason: error.code });
   metrics.runsFinished.inc({ status: 'failed' });
-  const now = nowIso();
-  await engine.store.decide(runId, 'failed', error, now, generation);
-  const status = (await engine.store.status(runId)) ?? 'failed';
-  await engine.store.settle(
-    runId,
-    generation,
-    new Map(),
-    null,
-    { status, error: await engine.store.error(runId), generation },
-    now,
-  );
-  engine.logger.info({ runId, issues: error.issues?.length ?? 0 }, 'plan rejected');
-  return status;
+  const ended = await deps.store.endUnstarted(runId, 'failed', error, nowIso());
+  deps.logger.info({ runId, issues: error.issues?.length ?? 0 }, 'plan rejected');
+  return ended.status ?? 'failed';
 }
 
 /**
@@ -212,32 +177,32 @@ async function rejectPlan(
  * when every node job of the generation has finished.
  */
 async function replanIfRequested(
-  engine: Engine,
+  deps: ExecutorDeps,
   plan: CompiledPlan,
   generation: number,
   snapshots: ReadonlyMap<string, NodeSnapshot>,
 ): Promise<boolean> {
-  const { store } = engine;
+  const { store } = deps;
   const task = await store.taskOf(plan.runId);
   if (!task?.replanRequest) return false;
   const failure = task.replanRequest as RunError;
-  const planner = engine.planning;
+  const planner = deps.planning;
   if (!planner) throw new Error('this process cannot plan task runs');
   // Tracked before the status is read: a cancel or the deadline, published while the planner is
   // asked, aborts the call (the decision then stands and the run settles as decided).
-  const tracked = engine.aborts?.track(plan.runId);
+  const tracked = deps.aborts.track(plan.runId);
   let result: Awaited<ReturnType<typeof planRun>>;
   try {
     if ((await store.status(plan.runId)) !== 'running') return false;
-    const envVersion = await environmentVersionOf(engine, plan.runId);
+    const envVersion = await environmentVersionOf(deps, plan.runId);
     result = await planRun(planner, task, plan.input, {
       planVersion: generation + 1,
       replan: { snapshots, failure: `${failure.cause?.code ?? failure.code}: ${failure.message}` },
       environmentVersion: envVersion,
-      ...(tracked ? { signal: tracked.signal } : {}),
+      signal: tracked.signal,
     }).catch((err: unknown) => ({ error: `the planner call failed: ${toErrorData(err).message}` }));
   } finally {
-    tracked?.release();
+    tracked.release();
   }
   if ('error' in result || !result.outcome.ok) {
     if (!('error' in result)) {
@@ -295,9 +260,9 @@ async function replanIfRequested(
     drop,
   );
   if (next === 0) return false;
-  await engine.planQueue.remove(deadlineJobId(plan.runId, generation)).catch(() => 0);
-  await enqueueRunRoot(engine.planQueue, engine.retention, plan.runId, next);
-  engine.logger.info({ runId: plan.runId, generation: next, kept: kept.size }, 'task replanned');
+  await removeDeadline(deps.queues, plan.runId, generation);
+  await enqueueRunRoot(deps.queues, plan.runId, next);
+  deps.logger.info({ runId: plan.runId, generation: next, kept: kept.size }, 'task replanned');
   return true;
 }
 
@@ -305,11 +270,15 @@ async function replanIfRequested(
  * The environment version a session run's plan is made from (0 outside sessions); recorded on the
  * run. `sessionKey` is read from the run when not given.
  */
-async function environmentVersionOf(engine: Engine, runId: string, known?: string | null): Promise<number> {
-  const sessionKey = known === undefined ? await engine.store.sessionOf(runId) : known;
-  if (!sessionKey || !engine.sessions) return 0;
-  const version = await engine.sessions.environmentVersion(sessionKey);
-  await engine.store.setEnvironmentVersion(runId, version);
+async function environmentVersionOf(
+  deps: ExecutorDeps,
+  runId: string,
+  known?: string | null,
+): Promise<number> {
+  const sessionKey = known === undefined ? await deps.store.sessionOf(runId) : known;
+  if (!sessionKey || !deps.sessions) return 0;
+  const version = await deps.sessions.environmentVersion(sessionKey);
+  await deps.store.setEnvironmentVersion(runId, version);
   return version;
 }
 
@@ -332,11 +301,11 @@ function readyNodes(plan: CompiledPlan, snapshots: ReadonlyMap<string, NodeSnaps
   );
 }
 
-async function fireDeadline(engine: Engine, job: Job): Promise<RunJobResult> {
+async function fireDeadline(deps: ExecutorDeps, job: Job): Promise<RunJobResult> {
   const data = DeadlineJobData.parse(job.data);
-  const plan = await engine.plans.get(data.runId, data.generation);
+  const plan = await deps.plans.get(data.runId, data.generation);
   if (!plan) return { status: 'gone' };
-  const decided = await engine.store.decide(
+  const decided = await deps.store.decide(
     plan.runId,
     'timed_out',
     deadlineError(plan.timeoutSeconds),
@@ -344,20 +313,20 @@ async function fireDeadline(engine: Engine, job: Job): Promise<RunJobResult> {
     data.generation,
   );
   if (decided) {
-    engine.logger.info({ runId: plan.runId }, 'run timed out');
-    await wakeParkedNodes(engine.store, engine.toolQueue, plan.runId);
+    deps.logger.info({ runId: plan.runId }, 'run timed out');
+    await wakeParkedNodes(deps.store, deps.queues, plan.runId);
   }
-  return { status: (await engine.store.status(plan.runId)) ?? 'gone' };
+  return { status: (await deps.store.status(plan.runId)) ?? 'gone' };
 }
 
 /** Decides the outcome (if nothing decided it yet) and fills in the nodes that never ran. */
 async function finalize(
-  engine: Engine,
+  deps: ExecutorDeps,
   plan: CompiledPlan,
   generation: number,
   state: OutcomeState,
 ): Promise<RunStatus> {
-  const { store } = engine;
+  const { store } = deps;
   const now = nowIso();
   const { snapshots } = state;
   let { status, error: decidedError } = state;
@@ -402,27 +371,19 @@ async function finalize(
   };
   if (await store.settle(plan.runId, generation, fill, output, final, now)) {
     observeSettled(final.status, state.createdAt);
-    await engine.planQueue.remove(deadlineJobId(plan.runId, generation)).catch(() => 0);
-    engine.logger.info({ runId: plan.runId, status }, 'run settled');
+    await removeDeadline(deps.queues, plan.runId, generation);
+    deps.logger.info({ runId: plan.runId, status }, 'run settled');
   }
-  if (state.sessionKey) await engine.sessions?.onRunSettled(plan.runId);
+  if (state.sessionKey) await deps.sessions?.onRunSettled(plan.runId);
   return status ?? 'failed';
 }
 
+/** The error of the first node whose failure ends the run, if any. */
 function firstFailure(plan: CompiledPlan, snapshots: ReadonlyMap<string, NodeSnapshot>): RunError | null {
   for (const [id, node] of plan.nodes) {
     const s = snapshots.get(id);
     if (s?.status === 'failed' && !continuesOnFailure(node)) {
-      const code =
-        s.error?.code === 'budget_exhausted' || s.error?.code === 'suspected_loop'
-          ? s.error.code
-          : 'node_failed';
-      return {
-        code,
-        message: `node "${id}" failed: ${s.error?.message ?? 'unknown error'}`,
-        nodeId: id,
-        ...(s.error ? { cause: s.error } : {}),
-      };
+      return runErrorForNode(id, s.error ?? { code: 'internal', message: 'unknown error' });
     }
   }
   return null;

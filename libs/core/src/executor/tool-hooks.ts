@@ -3,20 +3,17 @@
  * require approval — the call then waits for the signal `approve.<nodeId>` (`{"approved": true}`
  * lets it go); `after_tool_call` observes the outcome.
  */
-import type { NodeErrorData } from '../errors/node-error.js';
-import type { ToolOutcome } from './invoke-tool.js';
-import type { NodeContext } from './node-context.js';
-import { awaitSignal } from './wait-node.js';
+import type { BeforeToolCall } from '../nodes/index.js';
+import type { ToolOutcome } from '../tools/tool.js';
+import { awaitSignal, type NodeContext } from './node-context.js';
 
 /** How long an approval may take before the call is refused. */
 const APPROVAL_TIMEOUT_SECONDS = 3600;
 
 export const approvalSignal = (nodeId: string): string => `approve.${nodeId.replaceAll('/', '.')}`;
 
-export type BeforeToolCall = { ok: true; args: unknown } | { ok: false; error: NodeErrorData };
-
 export async function beforeToolCall(ctx: NodeContext, tool: string, args: unknown): Promise<BeforeToolCall> {
-  const registry = ctx.engine.hooks.registry;
+  const registry = ctx.deps.hooks.registry;
   if (!registry?.has('before_tool_call')) return { ok: true, args };
   const { ctx: after, results } = await registry.run(
     'before_tool_call',
@@ -45,7 +42,7 @@ export async function afterToolCall(
   args: unknown,
   outcome: ToolOutcome,
 ): Promise<void> {
-  const registry = ctx.engine.hooks.registry;
+  const registry = ctx.deps.hooks.registry;
   if (!registry?.has('after_tool_call')) return;
   await registry.emit('after_tool_call', {
     runId: ctx.plan.runId,

@@ -2,14 +2,26 @@
  * The plan loop's work on one task run: plan it (the first time) or replan it (after a node
  * handed it back), with the prompt assembled from the agent's catalog and workspace.
  */
-import type { PlanningDeps } from '../executor/engine.js';
+import type { NodeSnapshot, PlanningRecord, TaskSpec } from '../domain/run-model.js';
+import type { GraphLimits } from '../graph/limits.js';
+import type { ModelClient } from '../model/model-client.js';
 import { truncate } from '../model/prompt-render.js';
-import type { NodeSnapshot } from '../runs/run-model.js';
-import type { PlanningRecord, TaskSpec } from '../state/run-store.js';
+import { toolCatalog } from '../tools/tool-catalog.js';
+import type { ToolRegistry } from '../tools/tool.js';
+import { PLANNER_FILES, readWorkspace } from '../workspace/workspace.js';
 import { PLANNER_PROMPT_VERSION } from './planner-prompt.js';
 import { planTask, type PlanOutcome } from './planner.js';
-import { toolCatalog } from './tool-catalog.js';
-import { PLANNER_FILES, readWorkspace } from './workspace.js';
+
+/** What the plan loop needs to plan tasks; absent in processes that only execute nodes. */
+export interface PlanningDeps {
+  /** Absent when no model is configured (task runs are then refused at the API). */
+  readonly model?: ModelClient;
+  readonly tools: ToolRegistry;
+  readonly limits: GraphLimits;
+  readonly allowedTools: (agentId: string) => ReadonlySet<string>;
+  readonly workspaceDir: string;
+  readonly workspaceFileChars: number;
+}
 
 /** How much of each completed node's output the replanner sees. */
 const SUMMARY_CHARS = 2000;

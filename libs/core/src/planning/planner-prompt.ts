@@ -4,9 +4,10 @@
  * with every plan so a run can be replayed with the prompt it was planned with.
  */
 import type { ChatMessage } from '../model/model-client.js';
+import { NODE_KINDS } from '../nodes/index.js';
+import type { ToolCatalog } from '../tools/tool-catalog.js';
+import type { WorkspaceFile } from '../workspace/workspace.js';
 import { assembleSystemPrompt } from './system-prompt.js';
-import type { ToolCatalog } from './tool-catalog.js';
-import type { WorkspaceFile } from './workspace.js';
 
 export const PLANNER_PROMPT_VERSION = 'planner-v1';
 
@@ -14,8 +15,9 @@ const BASE = `You plan tasks for Tetraloop, a runtime that executes a plan as a 
 Answer with one JSON object {"nodes": [...], "edges": [[from, to], ...]} and nothing else.
 Rules:
 - Node ids match [A-Za-z0-9_-]{1,64} and are unique. "input" is reserved.
-- A "tool" node: {"id", "kind": "tool", "tool": <a tool from the catalog>, "args": {...}} — args must fit the tool's schema.
-- An "llm" node: {"id", "kind": "llm", "prompt": "..."} (optional "system"); it sees only what its prompt references.
+${Object.values(NODE_KINDS)
+  .flatMap((k) => (k.planner ? [`- ${k.planner.rule}`] : []))
+  .join('\n')}
 - A node reads another node's result with {"$ref": "<id>.output.<path>"} as a whole value, or "{{<id>.output.<path>}}" inside a string, and the run input with "input.<path>".
 - A node may only reference nodes it depends on (directly or through other nodes), and every dependency is an edge.
 - No cycles. Independent steps must not depend on each other, so they run in parallel.

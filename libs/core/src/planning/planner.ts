@@ -4,26 +4,20 @@
  * an invalid plan.
  */
 import { z } from 'zod';
-import { validateGraph, type GraphLimits, type ValidationIssue } from '../graph/validate.js';
-import type { ExecutableGraph, Graph } from '../graph/schema.js';
+import { validateGraph } from '../compile/validate.js';
+import type { GraphLimits } from '../graph/limits.js';
+import type { ValidationIssue } from '../graph/schema.js';
 import type { Topology } from '../graph/topology.js';
 import type { ChatMessage, ModelClient, ModelUsage } from '../model/model-client.js';
-import { observeModelCall } from '../executor/model-call.js';
+import { NODE_KINDS, type ExecutableGraph, type Graph } from '../nodes/index.js';
+import { observeModelCall } from '../telemetry/metrics.js';
 import type { ToolRegistry } from '../tools/tool.js';
 import { plannerMessages, repairMessage, type PlannerPromptInput } from './planner-prompt.js';
 
-/** What the planner may answer: tool and llm nodes. Sent as the structured-output schema. */
-const PlannedNode = z.union([
-  z.object({
-    id: z.string(),
-    kind: z.literal('tool'),
-    tool: z.string(),
-    args: z.record(z.string(), z.unknown()),
-  }),
-  z.object({ id: z.string(), kind: z.literal('llm'), prompt: z.string(), system: z.string().optional() }),
-]);
+/** What the planner may answer: the kinds the table lets it write. Sent as the structured-output schema. */
+const plannedKinds = Object.values(NODE_KINDS).flatMap((k) => (k.planner ? [k.planner.schema] : []));
 const PlannedGraph = z.object({
-  nodes: z.array(PlannedNode),
+  nodes: z.array(z.union(plannedKinds as [z.ZodType, z.ZodType, ...z.ZodType[]])),
   edges: z.array(z.tuple([z.string(), z.string()])),
 });
 export const PLANNER_SCHEMA = z.toJSONSchema(PlannedGraph, { unrepresentable: 'any' }) as Record<

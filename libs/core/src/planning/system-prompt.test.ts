@@ -3,7 +3,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { assembleSystemPrompt } from './system-prompt.js';
-import { BOOTSTRAP_FILES, capHeadTail, readWorkspace } from './workspace.js';
+import { BOOTSTRAP_FILES, capHeadTail, readWorkspace } from '../workspace/workspace.js';
 
 describe('assembleSystemPrompt', () => {
   it('puts base, tool catalog, bootstrap files and overrides in that order', () => {

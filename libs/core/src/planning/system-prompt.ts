@@ -2,8 +2,8 @@
  * The one place a system prompt is assembled, always in this order:
  * base → skills/tool catalog → bootstrap files → runtime overrides. Pure.
  */
-import type { ToolCatalog } from './tool-catalog.js';
-import type { WorkspaceFile } from './workspace.js';
+import type { ToolCatalog } from '../tools/tool-catalog.js';
+import type { WorkspaceFile } from '../workspace/workspace.js';
 
 export interface SystemPromptParts {
   readonly base: string;

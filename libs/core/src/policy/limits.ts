@@ -3,7 +3,9 @@
  * run's deadline and the tool time left in the run's budget. Knowing which limit binds lets a
  * cut-off call be reported as what it is (timeout, run timed out, budget exhausted). Pure.
  */
-export type LimitKind = 'timeout' | 'deadline' | 'budget';
+import type { LimitKind } from '../errors/limit-error.js';
+
+export type { LimitKind };
 
 export interface CallLimit {
   readonly ms: number;

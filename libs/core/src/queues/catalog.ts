@@ -4,9 +4,21 @@
  */
 import { z } from 'zod';
 
-/** The four loops, each its own queue and worker pool. */
+/**
+ * The four loops, each its own queue and worker pool, named alike. The `tool` pool's queue holds
+ * the node jobs of every kind (tool, llm, loop, wait): the code calls it the node queue; its name
+ * stays `tool` so running deployments, dashboards and scaling rules keep working.
+ */
 export const POOLS = ['sense', 'plan', 'tool', 'reflect'] as const;
 export type Pool = (typeof POOLS)[number];
+
+/** The queue each pool works on. */
+export const QUEUE_NAMES = {
+  sense: 'sense',
+  plan: 'plan',
+  tool: 'tool',
+  reflect: 'reflect',
+} as const satisfies Record<Pool, string>;
 
 const Generation = z.number().int().nonnegative().default(0);
 

@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { Budget } from './run-model.js';
+import { Budget } from '../domain/run-model.js';
 
 /**
  * Body of `POST /v1/runs`: a fixed `graph`, or a `task` that the plan loop plans into one

@@ -3,16 +3,17 @@
  * wait and follow events. Used by the HTTP API; holds no process state besides its connections.
  */
 import { randomUUID } from 'node:crypto';
-import type { Queue } from 'bullmq';
-import { validateGraph, type GraphLimits, type ValidationIssue } from '../graph/validate.js';
-import type { ExecutableGraph, Graph } from '../graph/schema.js';
-import { MODEL_VARIABLES } from '../model/model-config.js';
+import { validateGraph } from '../compile/validate.js';
+import { isTerminal, type Budget, type RunDocument, type RunStatus } from '../domain/run-model.js';
+import { cancelledError } from '../errors/run-error.js';
+import type { GraphLimits } from '../graph/limits.js';
+import type { ValidationIssue } from '../graph/schema.js';
 import { buildTopology } from '../graph/topology.js';
-import { enqueueRunRoot, wakeParkedNodes } from '../executor/engine.js';
-import type { JobRetention } from '../queues/retention.js';
+import { MODEL_VARIABLES } from '../model/model-config.js';
+import type { ExecutableGraph, Graph } from '../nodes/index.js';
+import { enqueueRunRoot, wakeParkedNodes, type RunQueues } from '../queues/run-jobs.js';
 import type { RunStore } from '../state/run-store.js';
 import type { ToolRegistry } from '../tools/tool.js';
-import { isTerminal, type Budget, type RunDocument, type RunStatus } from './run-model.js';
 import type { RunRequest } from './run-request.js';
 
 export class GraphRejectedError extends Error {
@@ -53,11 +54,9 @@ export interface SubmitResult {
 
 export interface RunServiceDeps {
   readonly store: RunStore;
-  readonly planQueue: Queue;
-  readonly toolQueue: Queue;
+  readonly queues: RunQueues;
   readonly tools: ToolRegistry;
   readonly limits: GraphLimits;
-  readonly retention: JobRetention;
   readonly defaultBudget: Required<Budget>;
   /** Whether llm nodes, agents and task runs can run here. */
   readonly modelConfigured: boolean;
@@ -186,7 +185,7 @@ export class RunService {
   }
 
   private enqueueRoot(runId: string, generation: number): Promise<void> {
-    return enqueueRunRoot(this.deps.planQueue, this.deps.retention, runId, generation);
+    return enqueueRunRoot(this.deps.queues, runId, generation);
   }
 
   /** The run's status, or null for an unknown run. */
@@ -215,23 +214,7 @@ export class RunService {
 
   /** Ends a run that never started: cancelled, with every node marked so, settled at once. */
   async cancelUnstarted(runId: string, reason: string): Promise<void> {
-    const now = new Date().toISOString();
-    await this.deps.store.decide(runId, 'cancelled', { code: 'cancelled', message: reason }, now);
-    const stored = await this.deps.store.plan(runId);
-    const fill = new Map(
-      (stored?.plan.nodes ?? []).map((n) => [
-        n.id,
-        { status: 'cancelled' as const, attempts: [], finishedAt: now, durationMs: 0 },
-      ]),
-    );
-    await this.deps.store.settle(
-      runId,
-      0,
-      fill,
-      null,
-      { status: 'cancelled', error: await this.deps.store.error(runId), generation: 0 },
-      now,
-    );
+    await this.deps.store.endUnstarted(runId, 'cancelled', cancelledError(reason), new Date().toISOString());
   }
 
   /**
@@ -245,10 +228,10 @@ export class RunService {
       const decided = await this.deps.store.decide(
         runId,
         'cancelled',
-        { code: 'cancelled', message: 'cancelled by request' },
+        cancelledError('cancelled by request'),
         new Date().toISOString(),
       );
-      if (decided) await wakeParkedNodes(this.deps.store, this.deps.toolQueue, runId);
+      if (decided) await wakeParkedNodes(this.deps.store, this.deps.queues, runId);
     }
     const after = (await this.deps.store.status(runId)) ?? 'cancelled';
     if (after !== 'cancelled')
@@ -290,8 +273,7 @@ export class RunService {
     const result = await this.deps.store.signal(runId, name, payload);
     if (result === 'unknown_run') return null;
     // Waiting nodes wake and look for their signal; those waiting for another name park again.
-    if (result === 'delivered')
-      await wakeParkedNodes(this.deps.store, this.deps.toolQueue, runId, ['waiting']);
+    if (result === 'delivered') await wakeParkedNodes(this.deps.store, this.deps.queues, runId, ['waiting']);
     return result;
   }
 }

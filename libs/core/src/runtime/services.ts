@@ -2,13 +2,15 @@
  * The services every process builds the same way from its configuration: runs, sessions and
  * sources over one Redis connection and the loop queues.
  */
-import type { Queue } from 'bullmq';
 import type { Redis } from 'ioredis';
 import type { Logger } from 'pino';
 import { allowedToolsOf, modelConfigOf, type BaseEnv } from '../config/env-schema.js';
+import type { GraphLimits } from '../graph/limits.js';
 import type { HookRegistry } from '../hooks/hook-registry.js';
 import { isModelConfigured } from '../model/model-config.js';
+import type { LoopQueues } from '../queues/loop-queues.js';
 import type { JobRetention } from '../queues/retention.js';
+import type { RunQueues } from '../queues/run-jobs.js';
 import { RunService } from '../runs/run-service.js';
 import { SessionService } from '../sessions/session-service.js';
 import { SourceService } from '../sessions/source-service.js';
@@ -22,7 +24,8 @@ export interface Services {
   readonly runs: RunService;
   readonly sessions: SessionService;
   readonly sources: SourceService;
-  readonly retention: JobRetention;
+  /** Where a run's jobs go, with their retention. */
+  readonly runQueues: RunQueues;
 }
 
 export function retentionOf(env: BaseEnv): JobRetention {
@@ -33,25 +36,28 @@ export function retentionOf(env: BaseEnv): JobRetention {
   };
 }
 
+export const graphLimitsOf = (env: BaseEnv): GraphLimits => ({
+  maxNodes: env.TETRALOOP_MAX_NODES,
+  maxEdges: env.TETRALOOP_MAX_EDGES,
+});
+
 export function buildServices(
   env: BaseEnv,
   redis: Redis,
-  queues: { plan: Queue; tool: Queue; sense: Queue },
+  queues: LoopQueues,
   tools: ToolRegistry,
   hooks: HookRegistry | undefined,
   logger: Logger,
 ): Services {
   const prefix = env.TETRALOOP_PREFIX;
-  const retention = retentionOf(env);
+  const runQueues: RunQueues = { plan: queues.plan, node: queues.node, retention: retentionOf(env) };
   const store = new RunStore(redis, { prefix, retentionSeconds: env.TETRALOOP_RUN_RETENTION_SECONDS });
   const sessionStore = new SessionStore(redis, prefix);
   const runs = new RunService({
     store,
-    planQueue: queues.plan,
-    toolQueue: queues.tool,
+    queues: runQueues,
     tools,
-    limits: { maxNodes: env.TETRALOOP_MAX_NODES, maxEdges: env.TETRALOOP_MAX_EDGES },
-    retention,
+    limits: graphLimitsOf(env),
     modelConfigured: isModelConfigured(modelConfigOf(env)),
     allowedTools: allowedToolsOf(env, tools),
     defaultBudget: {
@@ -67,7 +73,7 @@ export function buildServices(
     sessions: sessionStore,
     store,
     runs,
-    toolQueue: queues.tool,
+    nodeQueue: queues.node,
     senseQueue: queues.sense,
     hooks,
     logger,
@@ -95,5 +101,5 @@ export function buildServices(
     environmentCap: 100,
     logger,
   });
-  return { store, sessionStore, runs, sessions, sources, retention };
+  return { store, sessionStore, runs, sessions, sources, runQueues };
 }

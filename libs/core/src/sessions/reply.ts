@@ -4,7 +4,7 @@
  * as transcript entries. Pure.
  */
 import { truncate } from '../model/prompt-render.js';
-import type { RunDocument, RunEvent } from '../runs/run-model.js';
+import type { RunDocument, RunEvent } from '../domain/run-model.js';
 
 export interface Reply {
   /** Null when the run did not succeed or produced no text. */

@@ -1,4 +1,7 @@
-/** Job names of the sense queue (L1). */
+/** The sense queue's (L1) job catalog: each job name and the zod schema of its payload. */
+import { z } from 'zod';
+import { LANE_MODES } from '../state/session-store.js';
+
 export const SENSE_JOB = {
   /** A message to a session: dedupe, command or lane admission. */
   message: 'message',
@@ -13,3 +16,33 @@ export const SENSE_JOB = {
   /** Periodic per polled source: fetch it. */
   poll: 'poll',
 } as const;
+
+/** An event as it enters: from a webhook body or a poll answer. */
+export const InboundEvent = z.object({
+  eventId: z.string().min(1).max(256).optional(),
+  type: z.string().min(1).max(64).default('event'),
+  sessionKey: z.string().min(1).max(128).optional(),
+  payload: z.unknown().optional(),
+});
+export type InboundEvent = z.infer<typeof InboundEvent>;
+
+/** A session message as the session service takes it (the API checks its own limits first). */
+export const MessageInput = z.object({
+  text: z.string(),
+  mode: z.enum(LANE_MODES).optional(),
+  eventId: z.string().optional(),
+  metadata: z.record(z.string(), z.unknown()).optional(),
+});
+export type MessageInput = z.infer<typeof MessageInput>;
+
+/** Payload of each sense job. */
+export const SENSE_PAYLOADS = {
+  [SENSE_JOB.message]: z.object({ sessionKey: z.string(), message: MessageInput }),
+  [SENSE_JOB.event]: z.object({ source: z.string(), event: InboundEvent }),
+  [SENSE_JOB.burstFlush]: z.object({ key: z.string() }),
+  [SENSE_JOB.laneAdvance]: z.object({ sessionKey: z.string(), finished: z.string() }),
+  [SENSE_JOB.laneSweep]: z.unknown(),
+  [SENSE_JOB.poll]: z.object({ source: z.string() }),
+} as const;
+export type SenseJobName = keyof typeof SENSE_PAYLOADS;
+export type SensePayload<N extends SenseJobName> = z.input<(typeof SENSE_PAYLOADS)[N]>;

@@ -8,11 +8,12 @@
 import { createHash, randomUUID } from 'node:crypto';
 import type { Queue } from 'bullmq';
 import type { Logger } from 'pino';
+import type { RunDocument } from '../domain/run-model.js';
+import { cancelledError } from '../errors/run-error.js';
 import type { HookRegistry } from '../hooks/hook-registry.js';
-import { wakeParkedNodes } from '../executor/engine.js';
 import { assembleSystemPrompt } from '../planning/system-prompt.js';
-import { BOOTSTRAP_FILES, readWorkspace } from '../planning/workspace.js';
-import type { RunDocument } from '../runs/run-model.js';
+import { wakeParkedNodes } from '../queues/run-jobs.js';
+import { BOOTSTRAP_FILES, readWorkspace } from '../workspace/workspace.js';
 import { RunRequest } from '../runs/run-request.js';
 import type { RunService } from '../runs/run-service.js';
 import type { RunStore } from '../state/run-store.js';
@@ -21,7 +22,7 @@ import type { Redis } from 'ioredis';
 import { dedupeKey } from '../state/keys.js';
 import { metrics } from '../telemetry/metrics.js';
 import { QUEUE_ARGUMENTS, parseQueueCommand } from './commands.js';
-import { SENSE_JOB } from './sense-jobs.js';
+import { SENSE_JOB, type MessageInput } from './sense-jobs.js';
 import { replyOf } from './reply.js';
 
 export interface SessionConfig {
@@ -52,18 +53,12 @@ export interface SessionDeps {
   readonly sessions: SessionStore;
   readonly store: RunStore;
   readonly runs: RunService;
-  readonly toolQueue: Queue;
+  /** The node queue, whose parked jobs a cancel wakes. */
+  readonly nodeQueue: Queue;
   readonly senseQueue: Queue;
   readonly hooks: HookRegistry | undefined;
   readonly config: SessionConfig;
   readonly logger: Logger;
-}
-
-export interface MessageInput {
-  readonly text: string;
-  readonly mode?: LaneMode;
-  readonly eventId?: string;
-  readonly metadata?: Record<string, unknown>;
 }
 
 export interface MessageResult {
@@ -230,29 +225,11 @@ export class SessionService {
     let changed = 0;
     for (const sessionKey of await this.deps.sessions.busySessions()) {
       const runId = await this.deps.sessions.running(sessionKey);
-      if (!runId || runId === 'collect' || (await this.deps.store.status(runId)) !== 'running') continue;
-      const [env, seen] = await Promise.all([
-        this.deps.sessions.environment(sessionKey),
-        this.deps.store.environmentVersion(runId),
-      ]);
-      if (env.version <= seen) continue;
-      const fresh = env.events.slice(-(env.version - seen)).map(describeEnvironmentEvent);
-      await this.deps.store.setEnvironmentVersion(runId, env.version);
-      await this.deps.store.appendEvent(runId, 'environment.changed', undefined, {
-        version: env.version,
-        events: fresh,
-      });
-      changed++;
-      if ((await this.deps.store.taskOf(runId))?.mode === 'dag') {
-        const generation = await this.deps.store.generation(runId);
-        await this.deps.store.requestReplan(
-          runId,
-          { code: 'environment_changed', message: `the environment changed: ${fresh.join(' | ')}` },
-          generation,
-        );
-      } else {
-        await this.deps.store.addSteering(runId, fresh);
-      }
+      if (!runId || runId === 'collect') continue;
+      const env = await this.deps.sessions.environment(sessionKey);
+      // One script records the version, appends the event and replans or steers: never half done.
+      const recent = env.events.map(describeEnvironmentEvent);
+      if (await this.deps.store.environmentChanged(runId, env.version, recent)) changed++;
     }
     return changed;
   }
@@ -305,8 +282,8 @@ export class SessionService {
 
   private async cancel(runId: string, reason: string): Promise<void> {
     const now = new Date().toISOString();
-    if (await this.deps.store.decide(runId, 'cancelled', { code: 'cancelled', message: reason }, now)) {
-      await wakeParkedNodes(this.deps.store, this.deps.toolQueue, runId);
+    if (await this.deps.store.decide(runId, 'cancelled', cancelledError(reason), now)) {
+      await wakeParkedNodes(this.deps.store, { node: this.deps.nodeQueue }, runId);
     }
   }
 

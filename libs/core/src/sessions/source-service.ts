@@ -13,7 +13,7 @@ import { retryDelay } from '../policy/retry-policy.js';
 import { burstKey, sourcesKey } from '../state/keys.js';
 import type { SessionStore } from '../state/session-store.js';
 import { metrics } from '../telemetry/metrics.js';
-import { SENSE_JOB } from './sense-jobs.js';
+import { InboundEvent, SENSE_JOB } from './sense-jobs.js';
 import { contentHash, type SessionService } from './session-service.js';
 
 export const PolledSource = z.strictObject({
@@ -29,15 +29,6 @@ export const PolledSource = z.strictObject({
   type: z.string().min(1).max(64).default('poll'),
 });
 export type PolledSource = z.infer<typeof PolledSource>;
-
-/** An event as it enters: from a webhook body or a poll answer. */
-export const InboundEvent = z.object({
-  eventId: z.string().min(1).max(256).optional(),
-  type: z.string().min(1).max(64).default('event'),
-  sessionKey: z.string().min(1).max(128).optional(),
-  payload: z.unknown().optional(),
-});
-export type InboundEvent = z.infer<typeof InboundEvent>;
 
 /** An event once normalised. */
 export interface SenseEvent {

@@ -4,7 +4,6 @@
  * so a crash never leaves half a change, and each appends its events in the same step.
  */
 import type { Redis } from 'ioredis';
-import type { ExecutableGraph, Graph } from '../graph/schema.js';
 import {
   AttemptRecord,
   Budget,
@@ -14,32 +13,15 @@ import {
   RunStatus,
   familyOf,
   type NodeView,
+  type PlanningRecord,
   type RunDocument,
   type RunEvent,
-} from '../runs/run-model.js';
+  type TaskSpec,
+  type UsageCharge,
+} from '../domain/run-model.js';
+import type { ExecutableGraph, Graph } from '../nodes/index.js';
 import { channels, idempotencyKey, runKeyList, runKeys, type Channels } from './keys.js';
 import { loadScripts, type ScriptRunner } from './scripts.js';
-
-/** What a task run asks for, kept with the run so the plan loop can plan and replan it. */
-export interface TaskSpec {
-  readonly task: string;
-  /** `loop` runs work the task with the agent loop and are never planned or replanned. @defaultValue "dag" */
-  readonly mode?: 'dag' | 'loop';
-  readonly agentId: string;
-  readonly overrides?: string;
-  readonly maxReplans: number;
-}
-
-/** How a plan was made, recorded with the run so it can be replayed. */
-export interface PlanningRecord {
-  readonly plannerModel: string;
-  readonly promptVersion: string;
-  readonly toolCatalogVersion: string;
-  /** The run generation the plan was made for. */
-  readonly planVersion: number;
-  /** The session environment version the plan was made from (0 outside sessions). */
-  readonly environmentVersion: number;
-}
 
 export interface NewRun {
   readonly runId: string;
@@ -69,7 +51,8 @@ export interface RunPlan {
 export interface BeginNodeResult {
   /** `stale`: the job belongs to an older generation of the run. */
   readonly status: RunStatus | 'stale' | null;
-  readonly own: NodeSnapshot | null;
+  /** The node's snapshot when one exists already (a redelivered job): reported, not run again. */
+  readonly existing: NodeSnapshot | null;
   readonly executions: number;
   readonly toolCalls: number;
   readonly toolTimeMs: number;
@@ -81,15 +64,6 @@ export interface BeginNodeResult {
   /** Model tokens (prompt + completion) used so far. */
   readonly tokens: number;
   readonly reads: ReadonlyMap<string, NodeSnapshot>;
-}
-
-/** What a node or iteration used, charged to the run's usage counters. */
-export interface UsageCharge {
-  toolCalls?: number;
-  toolTimeMs?: number;
-  promptTokens?: number;
-  completionTokens?: number;
-  modelCalls?: number;
 }
 
 /** The arguments set-plan and replan share: graph, plan, counters, planning record, charge, event. */
@@ -240,16 +214,24 @@ export class RunStore {
     return Number((await this.redis.hget(runKeys(this.options.prefix, runId).meta, 'envVersion')) ?? 0);
   }
 
+  /**
+   * Tells a running run that its session's environment moved to `version`: records it, appends
+   * `environment.changed` with the entries it has not seen, and hands a planned run back to the
+   * planner or gives an agent run the entries as steering — one step. `recent` is the environment's
+   * recent entries as lines, newest last. False when the run is not running or saw this version.
+   */
+  async environmentChanged(runId: string, version: number, recent: readonly string[]): Promise<boolean> {
+    const told = await this.script('environment-changed-6', this.keys(runId), [
+      version,
+      JSON.stringify(recent),
+    ]);
+    return told === 1;
+  }
+
   /** Steering messages for a running agent, oldest first (appended by the environment check). */
   async steering(runId: string): Promise<string[]> {
     const raw = await this.redis.hget(runKeys(this.options.prefix, runId).aux, 'steer');
     return raw ? (JSON.parse(raw) as string[]) : [];
-  }
-
-  async addSteering(runId: string, messages: readonly string[]): Promise<void> {
-    const key = runKeys(this.options.prefix, runId).aux;
-    const current = await this.steering(runId);
-    await this.redis.hset(key, 'steer', JSON.stringify([...current, ...messages]));
   }
 
   /** The session of a session run. */
@@ -450,7 +432,7 @@ export class RunStore {
     ])) as unknown[];
     const [
       status,
-      own,
+      existing,
       executions,
       toolCalls,
       toolTimeMs,
@@ -468,7 +450,7 @@ export class RunStore {
     });
     return {
       status: status === 'stale' ? 'stale' : str(status) ? RunStatus.parse(status) : null,
-      own: (parseJson(str(own)) as NodeSnapshot | null) ?? null,
+      existing: (parseJson(str(existing)) as NodeSnapshot | null) ?? null,
       executions: Number(executions ?? 0),
       toolCalls: Number(toolCalls ?? 0),
       toolTimeMs: Number(toolTimeMs ?? 0),
@@ -586,6 +568,29 @@ export class RunStore {
         await this.decide(child, 'cancelled', parentEnded, now);
     }
     return { decided: decided === 1, status: after };
+  }
+
+  /**
+   * Ends a run none of whose nodes ran, in one step: decides `status` unless an outcome is set,
+   * gives every node of its plan a snapshot, settles it. Answers whether this call settled it and
+   * the run's status after it (null for an unknown run).
+   */
+  async endUnstarted(
+    runId: string,
+    status: RunStatus,
+    error: RunError | null,
+    now: string,
+  ): Promise<{ settled: boolean; status: RunStatus | null }> {
+    const [settled, after] = (await this.script('end-unstarted-6', this.keys(runId), [
+      status,
+      error ? JSON.stringify(error) : '',
+      now,
+      this.channels.abort,
+      this.channels.settled,
+      runId,
+      this.options.retentionSeconds,
+    ])) as [number, string | null];
+    return { settled: settled === 1, status: after ? RunStatus.parse(after) : null };
   }
 
   /** Records `childRunId` as serving `runId`, so ending the parent ends it. */

@@ -1,7 +1,7 @@
 /**
  * Loads the run scripts next to this file as ioredis commands (EVALSHA with EVAL fallback).
- * Every script gets `emit.lib.lua` prepended, so events are appended in the same atomic step as
- * the state change they describe.
+ * Every run script gets `run.lib.lua` prepended (the event emitter and the steps several scripts
+ * share), so events are appended in the same atomic step as the state change they describe.
  */
 import { readFileSync } from 'node:fs';
 import type { Redis } from 'ioredis';
@@ -24,6 +24,8 @@ const SCRIPTS = [
   'charge-6',
   'request-replan-6',
   'replan-6',
+  'end-unstarted-6',
+  'environment-changed-6',
 ] as const;
 
 /** Scripts over one session's keys (lua-session/). */
@@ -39,7 +41,7 @@ export type ScriptName = (typeof SCRIPTS)[number] | (typeof SESSION_SCRIPTS)[num
 
 const read = (dir: string, file: string): string =>
   readFileSync(new URL(`./${dir}/${file}`, import.meta.url), 'utf8');
-const LIB = read('lua', 'emit.lib.lua');
+const LIB = read('lua', 'run.lib.lua');
 const keysOf = (name: string): number => Number(name.slice(name.lastIndexOf('-') + 1));
 
 const sources = new Map<ScriptName, { lua: string; numberOfKeys: number }>([

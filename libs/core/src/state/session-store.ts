@@ -4,7 +4,7 @@
  * Lua scripts, so a lane is never half-moved.
  */
 import type { Redis } from 'ioredis';
-import type { WorkspaceFile } from '../planning/workspace.js';
+import type { WorkspaceFile } from '../workspace/workspace.js';
 import { busySessionsKey, sessionKeyList, sessionKeys } from './keys.js';
 import { loadScripts, type ScriptRunner } from './scripts.js';
 

@@ -128,3 +128,14 @@ export const metrics = {
 export async function metricsText(): Promise<{ contentType: string; body: string }> {
   return { contentType: registry.contentType, body: await registry.metrics() };
 }
+
+/** Counts a model call's requests and tokens by model. */
+export function observeModelCall(result: {
+  model: string;
+  calls: number;
+  usage: { promptTokens: number; completionTokens: number };
+}): void {
+  metrics.modelCalls.inc({ model: result.model }, result.calls);
+  metrics.modelTokens.inc({ model: result.model, type: 'prompt' }, result.usage.promptTokens);
+  metrics.modelTokens.inc({ model: result.model, type: 'completion' }, result.usage.completionTokens);
+}

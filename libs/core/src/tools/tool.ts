@@ -1,3 +1,4 @@
+import type { NodeErrorData } from '../errors/node-error.js';
 import type { z } from 'zod';
 
 export interface ToolContext {
@@ -33,3 +34,6 @@ export type ToolRegistry = ReadonlyMap<string, Tool>;
 export function toolRegistry(tools: readonly Tool[]): ToolRegistry {
   return new Map(tools.map((t) => [t.name, t]));
 }
+
+/** The result of one tool call, as data: its output, or why it failed. */
+export type ToolOutcome = { ok: true; output: unknown } | { ok: false; error: NodeErrorData };

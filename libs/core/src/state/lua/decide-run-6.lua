@@ -7,12 +7,9 @@
   status after this call or false }.
   Any outcome other than succeeded is published on the abort channel so workers abort its nodes.
 ]]
-local status = redis.call('HGET', KEYS[1], 'status')
 local children = redis.call('HGET', KEYS[6], 'children') or false
-if status ~= 'queued' and status ~= 'running' then return { 0, children, status or false } end
-if ARGV[6] ~= '' and tonumber(ARGV[6]) ~= generation() then return { 0, children, status } end
-redis.call('HSET', KEYS[1], 'status', ARGV[1], 'decidedAt', ARGV[5])
-if ARGV[2] ~= '' then redis.call('HSET', KEYS[1], 'error', ARGV[2]) end
-emit('run.decided', '', '{"status":"' .. ARGV[1] .. '"}')
-if ARGV[1] ~= 'succeeded' then redis.call('PUBLISH', ARGV[3], ARGV[4]) end
-return { 1, children, ARGV[1] }
+if ARGV[6] ~= '' and tonumber(ARGV[6]) ~= generation() then
+  return { 0, children, redis.call('HGET', KEYS[1], 'status') or false }
+end
+local decided = decideRun(ARGV[1], ARGV[2], ARGV[5], ARGV[3], ARGV[4])
+return { decided and 1 or 0, children, redis.call('HGET', KEYS[1], 'status') or false }

@@ -13,11 +13,5 @@ if tonumber(ARGV[6]) ~= generation() then return 0 end
 for i = 8, #ARGV, 3 do
   if redis.call('HSETNX', KEYS[3], ARGV[i], ARGV[i + 1]) == 1 then emit(ARGV[i + 2], ARGV[i], '') end
 end
-redis.call('DEL', KEYS[4])
-redis.call('HSET', KEYS[1], 'finishedAt', ARGV[1])
-if ARGV[2] ~= '' then redis.call('HSET', KEYS[1], 'output', ARGV[2]) end
-emit('run.finished', '', ARGV[7])
-local ttl = tonumber(ARGV[3])
-for i = 1, 6 do redis.call('EXPIRE', KEYS[i], ttl) end
-redis.call('PUBLISH', ARGV[4], ARGV[5])
+settleRun(ARGV[1], ARGV[2], tonumber(ARGV[3]), ARGV[4], ARGV[5], ARGV[7])
 return 1

@@ -6,15 +6,14 @@
  *   p         a `json` node collecting the nested sinks' outputs, before p's dependents.
  * So the outer graph keeps referring to `p.output.<sinkId>`. Pure: no I/O.
  */
-import { findReferences } from './references.js';
+import { findReferences } from '../graph/references.js';
 import {
-  isAgentBody,
-  isGraphBody,
+  expansionOf,
+  mapReferenceFields,
   type ExecutableGraph,
   type ExecutableNode,
   type Graph,
-  type GraphNode,
-} from './schema.js';
+} from '../nodes/index.js';
 
 /** Rewrites every reference in `value` by `rename(root, path)`. */
 function rewrite(value: unknown, rename: (root: string, path: readonly string[]) => string): unknown {
@@ -37,37 +36,6 @@ function rewrite(value: unknown, rename: (root: string, path: readonly string[])
   return value;
 }
 
-function withArgs(node: ExecutableNode, map: (args: unknown) => unknown): ExecutableNode {
-  switch (node.kind) {
-    case 'tool':
-      return { ...node, args: map(node.args) as Record<string, unknown> };
-    case 'llm':
-      return {
-        ...node,
-        prompt: map(node.prompt) as string,
-        ...(node.system !== undefined ? { system: map(node.system) as string } : {}),
-      };
-    case 'loop':
-      if (isGraphBody(node.body)) return { ...node, body: { ...node.body, input: map(node.body.input) } };
-      if (isAgentBody(node.body)) {
-        const agent = node.body.agent;
-        return {
-          ...node,
-          body: {
-            agent: {
-              ...agent,
-              prompt: map(agent.prompt) as string,
-              ...(agent.system !== undefined ? { system: map(agent.system) as string } : {}),
-            },
-          },
-        };
-      }
-      return { ...node, body: { ...node.body, args: map(node.body.args) as Record<string, unknown> } };
-    case 'wait':
-      return node;
-  }
-}
-
 export function expandGraph(graph: Graph): ExecutableGraph {
   const nodes: ExecutableNode[] = [];
   const edges: [string, string][] = [];
@@ -76,16 +44,18 @@ export function expandGraph(graph: Graph): ExecutableGraph {
   const exit = new Map<string, string>();
 
   for (const node of graph.nodes) {
-    if (node.kind !== 'graph') {
-      nodes.push(node);
+    const expanding = expansionOf(node);
+    if (!expanding) {
+      nodes.push(node as ExecutableNode);
       entry.set(node.id, node.id);
       exit.set(node.id, node.id);
       continue;
     }
-    const inner = expandGraph(node.graph);
+    const nested = expanding.expansion(node);
+    const inner = expandGraph(nested.graph);
     const ns = (id: string): string => `${node.id}/${id}`;
     const inputId = ns('input');
-    nodes.push({ id: inputId, kind: 'tool', tool: 'json', args: { value: node.input ?? null } });
+    nodes.push({ id: inputId, kind: 'tool', tool: 'json', args: { value: nested.input } });
     const innerIds = new Set(inner.nodes.map((n) => n.id));
     const rename = (root: string, path: readonly string[]): string =>
       root === 'input'
@@ -93,7 +63,8 @@ export function expandGraph(graph: Graph): ExecutableGraph {
         : innerIds.has(root)
           ? [ns(root), ...path].join('.')
           : [root, ...path].join('.');
-    for (const n of inner.nodes) nodes.push({ ...withArgs(n, (a) => rewrite(a, rename)), id: ns(n.id) });
+    for (const n of inner.nodes)
+      nodes.push({ ...mapReferenceFields(n, (a) => rewrite(a, rename)), id: ns(n.id) });
     const hasParent = new Set(inner.edges.map(([, to]) => to));
     const hasChild = new Set(inner.edges.map(([from]) => from));
     for (const [from, to] of inner.edges) edges.push([ns(from), ns(to)]);
@@ -111,9 +82,4 @@ export function expandGraph(graph: Graph): ExecutableGraph {
   }
   for (const [from, to] of graph.edges) edges.push([exit.get(from) ?? from, entry.get(to) ?? to]);
   return { nodes, edges };
-}
-
-/** True when any node of `graph` (at any depth) is a nested graph. */
-export function hasSubgraphs(graph: Graph): boolean {
-  return graph.nodes.some((n: GraphNode) => n.kind === 'graph');
 }

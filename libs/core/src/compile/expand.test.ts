@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { expandGraph } from './expand.js';
-import type { Graph } from './schema.js';
+import type { Graph } from '../nodes/index.js';
 
 describe('expandGraph', () => {
   it('namespaces nested nodes, rewires edges and rewrites references, deterministically', () => {

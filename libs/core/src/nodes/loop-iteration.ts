@@ -1,7 +1,17 @@
 /** The shapes shared by the loop node and its kinds of body. */
+import type { UsageCharge } from '../domain/run-model.js';
 import type { NodeErrorData } from '../errors/node-error.js';
-import type { UsageCharge } from '../state/run-store.js';
-import type { AgentTurn } from './agent-iteration.js';
+import type { ChatMessage } from '../model/model-client.js';
+import type { RunUsageSoFar } from './kind.js';
+
+/** What an agent iteration records besides the common fields. */
+export interface AgentTurn {
+  assistant: ChatMessage;
+  toolResults: { tool_call_id: string; name: string; content: string }[];
+  usage: { promptTokens: number; completionTokens: number };
+  /** Steering messages that joined the conversation before this turn. */
+  steered?: string[];
+}
 
 /** One iteration as recorded: what the exit condition is evaluated on. */
 export interface Iteration {
@@ -25,10 +35,7 @@ export interface IterationResult {
   readonly final?: boolean;
 }
 
-export type IterationRunner = (
-  n: number,
-  usage: { toolCalls: number; toolTimeMs: number; tokens: number },
-) => Promise<IterationResult>;
+export type IterationRunner = (n: number, usage: RunUsageSoFar) => Promise<IterationResult>;
 
 /** An iteration ended in a way that ends the node: aborted, out of budget, or the model failed. */
 export class NodeEnded extends Error {
@@ -37,3 +44,5 @@ export class NodeEnded extends Error {
     this.name = 'NodeEnded';
   }
 }
+
+export const nowIso = (): string => new Date().toISOString();

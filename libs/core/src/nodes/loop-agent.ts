@@ -4,36 +4,24 @@
  * when an answer asks for no tool, or at maxIterations. Each iteration's messages are recorded,
  * so a redelivered job rebuilds the conversation instead of asking the model again.
  */
-import type { AgentBody } from '../graph/schema.js';
 import type { ChatMessage } from '../model/model-client.js';
 import { renderPrompt, truncate } from '../model/prompt-render.js';
-import { toolCatalog } from '../planning/tool-catalog.js';
-import type { ToolOutcome } from './invoke-tool.js';
-import { callModel } from './model-call.js';
-import { afterToolCall, beforeToolCall } from './tool-hooks.js';
-import { callTool, nowIso, type NodeContext } from './node-context.js';
-import { NodeEnded, type Iteration, type IterationRunner } from './loop-iteration.js';
-
-/** What an agent iteration records besides the common fields. */
-export interface AgentTurn {
-  assistant: ChatMessage;
-  toolResults: { tool_call_id: string; name: string; content: string }[];
-  usage: { promptTokens: number; completionTokens: number };
-  /** Steering messages that joined the conversation before this turn. */
-  steered?: string[];
-}
+import { toolCatalog } from '../tools/tool-catalog.js';
+import type { ToolOutcome } from '../tools/tool.js';
+import type { NodeRun } from './kind.js';
+import { NodeEnded, nowIso, type AgentTurn, type Iteration, type IterationRunner } from './loop-iteration.js';
+import type { AgentBody, LoopNode } from './loop.js';
 
 export function agentIteration(
-  ctx: NodeContext,
+  run: NodeRun<LoopNode>,
   body: AgentBody,
   history: readonly Iteration[],
 ): IterationRunner {
-  const scope: Record<string, unknown> = { input: ctx.plan.input, ...Object.fromEntries(ctx.begin.reads) };
-  const max = ctx.options.modelInputChars;
+  const max = run.modelInputChars;
   const messages: ChatMessage[] = [];
   if (body.agent.system)
-    messages.push({ role: 'system', content: renderPrompt(body.agent.system, scope, max) });
-  messages.push({ role: 'user', content: renderPrompt(body.agent.prompt, scope, max) });
+    messages.push({ role: 'system', content: renderPrompt(body.agent.system, run.scope, max) });
+  messages.push({ role: 'user', content: renderPrompt(body.agent.prompt, run.scope, max) });
   for (const it of history) {
     const turn = it.turn;
     if (!turn) continue;
@@ -45,16 +33,15 @@ export function agentIteration(
   // Steering messages (a session's `steer` mode) join the conversation before the next turn.
   let steered = history.reduce((n, it) => n + (it.turn?.steered?.length ?? 0), 0);
   const allowed = body.agent.tools ? new Set(body.agent.tools) : undefined;
-  const catalog = toolCatalog(ctx.options.tools, allowed);
+  const catalog = toolCatalog(run.tools, allowed);
 
   return async (n, usage) => {
     const startedAt = nowIso();
     const started = performance.now();
-    const steering = (await ctx.engine.store.steering(ctx.plan.runId)).slice(steered);
+    const steering = (await run.steering()).slice(steered);
     steered += steering.length;
     for (const text of steering) messages.push({ role: 'user', content: `[steer] ${text}` });
-    const outcome = await callModel(
-      ctx,
+    const outcome = await run.callModel(
       {
         ...(body.agent.model ? { model: body.agent.model } : {}),
         messages,
@@ -77,7 +64,7 @@ export function agentIteration(
           }
         : {}),
     };
-    const { budget } = ctx.begin;
+    const { budget } = run;
     if (budget.toolCalls !== undefined && usage.toolCalls + result.toolCalls.length > budget.toolCalls) {
       throw new NodeEnded({
         code: 'budget_exhausted',
@@ -89,7 +76,7 @@ export function agentIteration(
     const toolStarted = performance.now();
     const toolResults = await Promise.all(
       result.toolCalls.map(async (c) => {
-        const tool = ctx.options.tools.get(c.name);
+        const tool = run.tools.get(c.name);
         let content: string;
         if (!tool || (allowed && !allowed.has(c.name))) {
           content = JSON.stringify({
@@ -102,29 +89,23 @@ export function agentIteration(
           } catch {
             args = undefined;
           }
-          await ctx.engine.store.appendEvent(ctx.plan.runId, 'tool.start', ctx.node.id, {
-            tool: c.name,
-            callId: c.id,
-          });
-          const before = args === undefined ? undefined : await beforeToolCall(ctx, c.name, args);
+          await run.event('tool.start', { tool: c.name, callId: c.id });
+          const before = args === undefined ? undefined : await run.beforeToolCall(c.name, args);
           const out: ToolOutcome =
             before === undefined
               ? { ok: false, error: { code: 'validation', message: 'arguments are not JSON' } }
               : !before.ok
                 ? before
-                : await callTool(ctx, tool, before.args, usage.toolTimeMs);
-          if (before?.ok) await afterToolCall(ctx, c.name, before.args, out);
-          await ctx.engine.store.appendEvent(ctx.plan.runId, 'tool.result', ctx.node.id, {
+                : await run.callTool(tool, before.args, usage.toolTimeMs);
+          if (before?.ok) await run.afterToolCall(c.name, before.args, out);
+          await run.event('tool.result', {
             tool: c.name,
             callId: c.id,
             ok: out.ok,
             ...(out.ok ? {} : { error: out.error }),
           });
           if (!out.ok && out.error.code === 'aborted') throw new NodeEnded(out.error);
-          content = truncate(
-            JSON.stringify(out.ok ? out.output : { error: out.error }),
-            ctx.options.modelInputChars,
-          );
+          content = truncate(JSON.stringify(out.ok ? out.output : { error: out.error }), run.modelInputChars);
         }
         return { tool_call_id: c.id, name: c.name, content };
       }),

@@ -1,6 +1,13 @@
+/**
+ * The run as clients and every layer see it: statuses, node snapshots and attempts, live node
+ * states, budgets and usage, events, and the run document. Types and schemas only.
+ */
 import { z } from 'zod';
 import { NodeErrorData } from '../errors/node-error.js';
-import type { ExecutableGraph, Graph } from '../graph/schema.js';
+import { RunError } from '../errors/run-error.js';
+import type { ExecutableGraph, Graph } from '../nodes/index.js';
+
+export { RunError };
 
 export const RunStatus = z.enum(['queued', 'running', 'succeeded', 'failed', 'cancelled', 'timed_out']);
 export type RunStatus = z.infer<typeof RunStatus>;
@@ -91,17 +98,6 @@ export interface RunUsage {
   modelCalls: number;
 }
 
-/** How a run failed or why it stopped. */
-export const RunError = z.object({
-  code: z.string(),
-  message: z.string(),
-  nodeId: z.string().optional(),
-  cause: NodeErrorData.optional(),
-  /** Why a plan was rejected: every problem with its path. */
-  issues: z.array(z.object({ path: z.string(), message: z.string() })).optional(),
-});
-export type RunError = z.infer<typeof RunError>;
-
 /** The stream families clients follow: each event type belongs to one, with a phase. */
 export type EventFamily = 'lifecycle' | 'plan' | 'node' | 'tool' | 'assistant' | 'usage' | 'environment';
 
@@ -162,13 +158,7 @@ export interface RunDocument {
   /** While a session run waits for its turn: its place in the lane (1 = next). */
   lanePosition: number | null;
   /** How the current plan was made (task runs). */
-  planning: {
-    plannerModel: string;
-    promptVersion: string;
-    toolCatalogVersion: string;
-    planVersion: number;
-    environmentVersion: number;
-  } | null;
+  planning: PlanningRecord | null;
   replans: number;
   input: unknown;
   timeoutSeconds: number;
@@ -182,6 +172,36 @@ export interface RunDocument {
   /** Sink node outputs keyed by node id, once the run succeeded. */
   output: Record<string, unknown> | null;
   error: RunError | null;
+}
+
+/** What a task run asks for, kept with the run so the plan loop can plan and replan it. */
+export interface TaskSpec {
+  readonly task: string;
+  /** `loop` runs work the task with the agent loop and are never planned or replanned. @defaultValue "dag" */
+  readonly mode?: 'dag' | 'loop';
+  readonly agentId: string;
+  readonly overrides?: string;
+  readonly maxReplans: number;
+}
+
+/** How a plan was made, recorded with the run so it can be replayed. */
+export interface PlanningRecord {
+  readonly plannerModel: string;
+  readonly promptVersion: string;
+  readonly toolCatalogVersion: string;
+  /** The run generation the plan was made for. */
+  readonly planVersion: number;
+  /** The session environment version the plan was made from (0 outside sessions). */
+  readonly environmentVersion: number;
+}
+
+/** What a node or iteration used, charged to the run's usage counters. */
+export interface UsageCharge {
+  toolCalls?: number;
+  toolTimeMs?: number;
+  promptTokens?: number;
+  completionTokens?: number;
+  modelCalls?: number;
 }
 
 export type { ExecutableGraph };

@@ -4,40 +4,25 @@
  * Nested graphs are checked the same way, recursively, then expanded. Pure: no I/O.
  */
 import { z } from 'zod';
-import type { ToolRegistry } from '../tools/tool.js';
-import { expandGraph } from './expand.js';
+import { DEFAULT_GRAPH_LIMITS, MAX_NESTING, type GraphLimits } from '../graph/limits.js';
+import { findReferences, getPath } from '../graph/references.js';
+import { Edge, NodeId, type ValidationIssue } from '../graph/schema.js';
+import { ancestorsOf, buildTopology, findCycle, type Topology } from '../graph/topology.js';
 import { MODEL_VARIABLES } from '../model/model-config.js';
-import { compileSchema } from '../model/json-schema.js';
-import { findReferences, getPath } from './references.js';
 import {
-  Edge,
-  NODE_SCHEMAS,
-  NodeId,
-  isAgentBody,
-  isGraphBody,
+  NODE_KINDS,
+  isNodeKind,
+  referenceFields,
   type ExecutableGraph,
   type Graph,
   type GraphNode,
-  type NodeKind,
-} from './schema.js';
-import { ancestorsOf, buildTopology, findCycle, type Topology } from './topology.js';
+  type NodeCheck,
+  type NodeKindSpec,
+} from '../nodes/index.js';
+import type { ToolRegistry } from '../tools/tool.js';
+import { expandGraph } from './expand.js';
 
-export interface ValidationIssue {
-  /** Dot-separated path inside the graph, e.g. `nodes.1.id`; empty for the graph itself. */
-  readonly path: string;
-  readonly message: string;
-}
-
-/** @defaultValue `{ maxNodes: 500, maxEdges: 5000 }` */
-export interface GraphLimits {
-  /** Nodes after nested graphs are expanded. */
-  readonly maxNodes: number;
-  readonly maxEdges: number;
-}
-export const DEFAULT_GRAPH_LIMITS: GraphLimits = { maxNodes: 500, maxEdges: 5000 };
-
-/** How deep graphs may nest. */
-export const MAX_NESTING = 4;
+export type { ValidationIssue };
 
 /** The fields of a node snapshot a reference may read. */
 const SNAPSHOT_FIELDS = new Set(['output', 'error', 'status', 'attempts', 'durationMs']);
@@ -176,7 +161,7 @@ function checkGraph(
 
   nodes.forEach((node, i) => {
     if (!node) return;
-    for (const { value, path } of referencingFields(node)) {
+    for (const { value, path } of referenceFields(node)) {
       for (const ref of findReferences(value, [...path])) {
         const where = at('nodes', i, ...ref.at);
         const field = ref.path[0];
@@ -234,32 +219,6 @@ function limitIssues(
   return issues;
 }
 
-/** The fields of a node that may hold references, with their path inside the node. */
-function referencingFields(node: GraphNode): { value: unknown; path: readonly string[] }[] {
-  switch (node.kind) {
-    case 'tool':
-      return [{ value: node.args, path: ['args'] }];
-    case 'llm':
-      return [
-        { value: node.prompt, path: ['prompt'] },
-        { value: node.system, path: ['system'] },
-      ];
-    case 'loop':
-      if (isGraphBody(node.body)) return [{ value: node.body.input, path: ['body', 'input'] }];
-      if (isAgentBody(node.body)) {
-        return [
-          { value: node.body.agent.prompt, path: ['body', 'agent', 'prompt'] },
-          { value: node.body.agent.system, path: ['body', 'agent', 'system'] },
-        ];
-      }
-      return [{ value: node.body.args, path: ['body', 'args'] }];
-    case 'graph':
-      return [{ value: node.input, path: ['input'] }];
-    case 'wait':
-      return [];
-  }
-}
-
 function checkNode(
   raw: unknown,
   path: readonly PropertyKey[],
@@ -268,61 +227,37 @@ function checkNode(
   issues: ValidationIssue[],
 ): GraphNode | undefined {
   const kind = (raw as { kind?: unknown } | null)?.kind;
-  if (typeof kind !== 'string' || !(kind in NODE_SCHEMAS)) {
+  if (!isNodeKind(kind)) {
     issues.push({
       path: join(...path, 'kind'),
-      message: `kind must be one of ${Object.keys(NODE_SCHEMAS).join(', ')}`,
+      message: `kind must be one of ${Object.keys(NODE_KINDS).join(', ')}`,
     });
     return undefined;
   }
-  const parsed = NODE_SCHEMAS[kind as NodeKind].safeParse(raw);
+  const spec = NODE_KINDS[kind] as NodeKindSpec<GraphNode>;
+  const parsed = spec.schema.safeParse(raw);
   if (!parsed.success) {
     issues.push(...zodIssues(parsed.error, path));
     return undefined;
   }
-  const node = parsed.data;
-  switch (node.kind) {
-    case 'tool':
-      return checkToolCall(node.tool, node.args, [...path], ['args'], opts, issues) ? node : undefined;
-    case 'llm': {
-      const ok = checkModel(path, opts, issues);
-      if (node.schema) {
-        try {
-          compileSchema(node.schema);
-        } catch (err) {
-          issues.push({
-            path: join(...path, 'schema'),
-            message: `not a valid JSON schema: ${(err as Error).message}`,
-          });
-          return undefined;
-        }
-      }
-      return ok ? node : undefined;
-    }
-    case 'loop': {
-      const body = node.body;
-      if ('agent' in body) {
-        let ok = checkModel(path, opts, issues);
-        (body.agent.tools ?? []).forEach((name, t) => {
-          ok = checkToolName(name, [...path, 'body', 'agent', 'tools', t], opts, issues) && ok;
-        });
-        return ok ? { ...node, body } : undefined;
-      }
-      if (!('graph' in body)) {
-        return checkToolCall(body.tool, body.args, [...path, 'body'], ['args'], opts, issues)
-          ? { ...node, body: { tool: body.tool, args: body.args } }
-          : undefined;
-      }
-      const inner = checkNested(body.graph, [...path, 'body', 'graph'], depth, opts, issues);
-      return inner ? { ...node, body: { ...body, graph: inner } } : undefined;
-    }
-    case 'wait':
-      return node;
-    case 'graph': {
-      const inner = checkNested(node.graph, [...path, 'graph'], depth, opts, issues);
-      return inner ? { ...node, graph: inner } : undefined;
-    }
-  }
+  return spec.check(parsed.data as GraphNode, nodeCheck(path, depth, opts, issues));
+}
+
+/** What validation offers a kind's own checks, for the node at `path`. */
+function nodeCheck(
+  path: readonly PropertyKey[],
+  depth: number,
+  opts: Options,
+  issues: ValidationIssue[],
+): NodeCheck {
+  return {
+    path,
+    issue: (at, message) => issues.push({ path: join(...path, ...at), message }),
+    model: () => checkModel(path, opts, issues),
+    toolName: (name, at) => checkToolName(name, [...path, ...at], opts, issues),
+    toolCall: (name, args, at) => checkToolCall(name, args, [...path, ...at], ['args'], opts, issues),
+    nested: (raw, at) => checkNested(raw, [...path, ...at], depth, opts, issues),
+  };
 }
 
 /** A nested graph (of a graph node or a loop body), checked one level deeper. */

@@ -1,0 +1,22 @@
+/** The API's own request schemas beyond the run request: path parameters and session bodies. */
+import { LANE_MODES, QUEUE_ARGUMENTS, parseQueueCommand } from '@tetraloop/core';
+import { z } from 'zod';
+
+export const SessionKey = z.string().regex(/^[A-Za-z0-9:_.@-]{1,128}$/, 'must match [A-Za-z0-9:_.@-]{1,128}');
+
+/** Body of `POST /v1/sessions/:sessionKey/messages`. */
+export const MessageBody = z.strictObject({
+  text: z
+    .string()
+    .min(1)
+    .max(20_000)
+    .refine((text) => parseQueueCommand(text) !== 'invalid', {
+      message: `/queue takes one of: ${QUEUE_ARGUMENTS.join(', ')}`,
+    }),
+  mode: z.enum(LANE_MODES).optional(),
+  eventId: z.string().min(1).max(256).optional(),
+  metadata: z.record(z.string(), z.unknown()).optional(),
+});
+export type MessageBody = z.infer<typeof MessageBody>;
+
+export const SourceName = z.string().regex(/^[A-Za-z0-9_.-]{1,64}$/, 'must match [A-Za-z0-9_.-]{1,64}');

@@ -1,0 +1,66 @@
+/**
+ * What the plan and node executors need, injected once per pool: the run store, the run's queues,
+ * the retry and backoff policy, the tools and model, and the hooks into plugins and sessions.
+ */
+import type { Logger } from 'pino';
+import type { NodeErrorData } from '../errors/node-error.js';
+import type { HookRegistry } from '../hooks/hook-registry.js';
+import type { ModelClient } from '../model/model-client.js';
+import type { PlanningDeps } from '../planning/plan-run.js';
+import type { BackoffPolicy, RetryTable } from '../policy/retry-policy.js';
+import type { RunQueues } from '../queues/run-jobs.js';
+import type { RunStore } from '../state/run-store.js';
+import type { ToolRegistry } from '../tools/tool.js';
+import type { PlanCache } from './plan-cache.js';
+import type { RunAborts } from './run-aborts.js';
+
+/** Called before an `auth` failure is retried, so credentials can be renewed. */
+export type CredentialRefreshHook = (context: {
+  runId: string;
+  nodeId: string;
+  tool: string;
+  error: NodeErrorData;
+}) => Promise<void>;
+
+export interface ExecutorHooks {
+  readonly refreshCredentials?: CredentialRefreshHook;
+  /** Plugin hooks (before/after tool calls, session hooks). */
+  readonly registry?: HookRegistry;
+}
+
+/** What the run loop tells the session layer, when runs belong to session lanes. */
+export interface SessionHooks {
+  /** A run settled: reply in its session and move the lane on. */
+  onRunSettled(runId: string): Promise<void>;
+  /** The current version of a session's environment. */
+  environmentVersion(sessionKey: string): Promise<number>;
+}
+
+export interface ExecutorDeps {
+  readonly store: RunStore;
+  readonly plans: PlanCache;
+  readonly queues: RunQueues;
+  readonly retries: RetryTable;
+  readonly backoff: BackoffPolicy;
+  /** A node executed more often than this in one run is stopped as a suspected loop. @defaultValue 5 */
+  readonly maxNodeExecutions: number;
+  readonly hooks: ExecutorHooks;
+  readonly tools: ToolRegistry;
+  /** Absent when no model is configured: llm nodes and agents then fail with a clear error. */
+  readonly model?: ModelClient;
+  /** Tool call limit of a node without its own `timeoutMs`. @defaultValue 10000 */
+  readonly defaultTimeoutMs: number;
+  /** Each referenced value in a prompt is cut to this many characters. @defaultValue 8000 */
+  readonly modelInputChars: number;
+  /** Present where task runs are planned (the plan pool). */
+  readonly planning?: PlanningDeps;
+  readonly sessions?: SessionHooks;
+  /** Aborts this process's node and planner calls for a run that is cancelled, fails or times out. */
+  readonly aborts: RunAborts;
+  readonly logger: Logger;
+}
+
+/** An `auth` failure is retried once, and only when something can refresh the credentials. */
+export function retryTableFor(deps: Pick<ExecutorDeps, 'retries' | 'hooks'>): RetryTable {
+  return { ...deps.retries, auth: deps.hooks.refreshCredentials ? 1 : 0 };
+}

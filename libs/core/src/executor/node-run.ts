@@ -1,0 +1,75 @@
+/**
+ * The harness as a node kind's runner sees it ({@link NodeRun}): built per execution from the
+ * node context, so runners never touch the store, the job or the queues themselves.
+ */
+import { WaitingChildrenError } from 'bullmq';
+import type { NodeErrorData } from '../errors/node-error.js';
+import type { NodeSnapshot, NodeUsage } from '../domain/run-model.js';
+import type { ExecutableNode, NodeRun } from '../nodes/index.js';
+import { derivedRunId, startChildRun } from './child-run.js';
+import { callModel } from './model-call.js';
+import { awaitSignal, callTool, park, resolve, snapshotOf, type NodeContext } from './node-context.js';
+import { afterToolCall, beforeToolCall } from './tool-hooks.js';
+
+export function nodeRun<N extends ExecutableNode>(
+  ctx: NodeContext & { node: N },
+  fail: (error: NodeErrorData, usage?: NodeUsage) => Promise<NodeSnapshot>,
+): NodeRun<N> {
+  const { deps, plan, begin, node } = ctx;
+  const runId = plan.runId;
+  const childId = (n: number): string => derivedRunId(runId, node.id, ctx.generation, n);
+  return {
+    node,
+    runId,
+    generation: ctx.generation,
+    timeoutSeconds: plan.timeoutSeconds,
+    attempt: ctx.attempt,
+    startedAt: ctx.startedAt,
+    usage: { toolCalls: begin.toolCalls, toolTimeMs: begin.toolTimeMs, tokens: begin.tokens },
+    budget: begin.budget,
+    deadlineAt: begin.deadlineAt,
+    progress: begin.progress,
+    tools: deps.tools,
+    modelInputChars: deps.modelInputChars,
+    signal: ctx.runSignal,
+    log: ctx.log,
+    scope: ctx.scope,
+    resolve: (value) => resolve(ctx, value),
+    snapshot: (status, result) => snapshotOf(ctx, status, result),
+    fail,
+    callTool: (tool, args, used) => callTool(ctx, tool, args, used),
+    beforeToolCall: (tool, args) => beforeToolCall(ctx, tool, args),
+    afterToolCall: (tool, args, outcome) => afterToolCall(ctx, tool, args, outcome),
+    callModel: (call, used) => callModel(ctx, call, used),
+    awaitSignal: (signal, timeoutSeconds) => awaitSignal(ctx, signal, timeoutSeconds),
+    park: (until) => park(ctx, until),
+    recordIteration: async (n, iteration, charge) => {
+      const recorded = await deps.store.recordIteration(runId, node.id, n, iteration, charge, {
+        status: 'running',
+        startedAt: ctx.startedAt,
+        attempt: ctx.attempt,
+        iterations: n,
+      });
+      return { toolCalls: recorded.toolCalls, toolTimeMs: recorded.toolTimeMs, tokens: recorded.tokens };
+    },
+    steering: () => deps.store.steering(runId),
+    event: (type, data) => deps.store.appendEvent(runId, type, node.id, data),
+    childRun: (n) => deps.store.document(childId(n)),
+    startChildRun: async (n, request) => {
+      const id = childId(n);
+      await startChildRun(
+        deps,
+        { runId: id, parentRunId: runId, parentNodeId: node.id, iteration: n, ...request },
+        ctx.job,
+      );
+      return id;
+    },
+    settledChildRun: async (n) => {
+      if (ctx.token === undefined)
+        throw new Error('a loop node needs a worker token to wait for a child run');
+      await ctx.job.updateData({ ...(ctx.job.data as object), continuation: true });
+      if (await ctx.job.moveToWaitingChildren(ctx.token)) throw new WaitingChildrenError();
+      return deps.store.document(childId(n));
+    },
+  };
+}

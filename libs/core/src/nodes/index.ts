@@ -1,0 +1,94 @@
+/**
+ * The node-kind table: one entry per kind, each declared whole in its own module. Adding a kind
+ * is one module plus one line in the union and one in the table below; the compiler points at
+ * both. Everything that depends on a node's kind reads it from here.
+ */
+import { getPath } from '../graph/references.js';
+import type { Edge } from '../graph/schema.js';
+import { graphKind, type SubgraphNode } from './graph.js';
+import type { ExecutableKindSpec, ExpandingKindSpec } from './kind.js';
+import { llmKind, type LlmNode } from './llm.js';
+import { loopKind, type LoopNode } from './loop.js';
+import { toolKind, type ToolNode } from './tool.js';
+import { waitKind, type WaitNode } from './wait.js';
+
+export type GraphNode = ToolNode | LlmNode | WaitNode | LoopNode | SubgraphNode;
+export type NodeKind = GraphNode['kind'];
+/** What remains after nested graphs are expanded: the nodes a worker executes. */
+export type ExecutableNode = ToolNode | LlmNode | WaitNode | LoopNode;
+export type ExecutableKind = ExecutableNode['kind'];
+
+export interface Graph {
+  nodes: GraphNode[];
+  edges: Edge[];
+}
+
+/** A graph whose nested graphs are expanded: what a run executes. */
+export interface ExecutableGraph {
+  nodes: ExecutableNode[];
+  edges: [string, string][];
+}
+
+type NodeOf<K extends NodeKind> = Extract<GraphNode, { kind: K }>;
+type SpecOf<K extends NodeKind> =
+  NodeOf<K> extends ExecutableNode ? ExecutableKindSpec<NodeOf<K>> : ExpandingKindSpec<NodeOf<K>>;
+
+export const NODE_KINDS: { readonly [K in NodeKind]: SpecOf<K> } = {
+  tool: toolKind,
+  llm: llmKind,
+  wait: waitKind,
+  loop: loopKind,
+  graph: graphKind,
+};
+
+export const isNodeKind = (kind: unknown): kind is NodeKind =>
+  typeof kind === 'string' && Object.hasOwn(NODE_KINDS, kind);
+
+export const isExecutable = (node: GraphNode): node is ExecutableNode => 'run' in NODE_KINDS[node.kind];
+
+/** The table entry of an executable node, typed for that node. */
+export const executionOf = <N extends ExecutableNode>(node: N): ExecutableKindSpec<N> =>
+  NODE_KINDS[node.kind] as unknown as ExecutableKindSpec<N>;
+
+/** The table entry of an expanding node (a nested graph), or undefined for nodes that execute. */
+export const expansionOf = (node: GraphNode): ExpandingKindSpec<GraphNode> | undefined => {
+  const spec: object = NODE_KINDS[node.kind];
+  return 'expansion' in spec ? (spec as ExpandingKindSpec<GraphNode>) : undefined;
+};
+
+/** The fields of a node that may hold references, with their path inside the node; absent ones skipped. */
+export function referenceFields(node: GraphNode): { value: unknown; path: readonly string[] }[] {
+  return NODE_KINDS[node.kind].referenceFields
+    .map((path) => ({ value: getPath(node, path), path }))
+    .filter((f) => f.value !== undefined);
+}
+
+/** The node with `map` applied to each field that may hold references. */
+export function mapReferenceFields<N extends GraphNode>(node: N, map: (value: unknown) => unknown): N {
+  let out: Record<string, unknown> = node as unknown as Record<string, unknown>;
+  for (const { value, path } of referenceFields(node)) out = setPath(out, path, map(value));
+  return out as unknown as N;
+}
+
+/** A copy of `obj` with `value` at `path`; the objects along the path are copied, never mutated. */
+function setPath(
+  obj: Record<string, unknown>,
+  path: readonly string[],
+  value: unknown,
+): Record<string, unknown> {
+  const [head, ...rest] = path;
+  if (head === undefined) return obj;
+  const child = obj[head];
+  return {
+    ...obj,
+    [head]: rest.length === 0 ? value : setPath((child ?? {}) as Record<string, unknown>, rest, value),
+  };
+}
+
+export * from './kind.js';
+export { ToolNode } from './tool.js';
+export { LlmNode } from './llm.js';
+export { WaitNode } from './wait.js';
+export { LoopNode, ToolBody, GraphBody, AgentBody, isAgentBody, isGraphBody, type LoopBody } from './loop.js';
+export { SubgraphNode } from './graph.js';
+export type { AgentTurn, Iteration } from './loop-iteration.js';

@@ -1,0 +1,158 @@
+/**
+ * What a node kind is. Each kind (tool, llm, wait, loop, graph) is one module in this folder that
+ * declares, in one entry, everything the rest of Tetraloop needs to know about it: its schema, the
+ * fields that may hold references, its static checks, how the planner may write it, how it expands,
+ * and — for kinds that execute — whether it retries, what it charges, its call limits, its label and
+ * its runner. Validation, expansion, the plan cache, the node executor, node-job enqueueing and the
+ * planner read the table in `index.ts`; none of them branches on a kind.
+ *
+ * A runner talks to the harness only through {@link NodeRun}: the harness owns snapshots, retries,
+ * limits, hooks, parking and the store, so a kind never touches Redis or BullMQ itself.
+ */
+import type { Logger } from 'pino';
+import type { z } from 'zod';
+import type { Budget, NodeSnapshot, NodeUsage, RunDocument, UsageCharge } from '../domain/run-model.js';
+import type { NodeErrorData } from '../errors/node-error.js';
+import type { NodeBase } from '../graph/schema.js';
+import type { ChatCall, ChatResult } from '../model/model-client.js';
+import type { Tool, ToolOutcome, ToolRegistry } from '../tools/tool.js';
+import type { Graph } from './index.js';
+
+/** What validation offers a kind's own checks; each reports its problems with a path and answers ok. */
+export interface NodeCheck {
+  /** Path of the node in the submitted graph, e.g. `['nodes', 2]`. */
+  readonly path: readonly PropertyKey[];
+  /** Reports a problem at `at` below the node. */
+  issue(at: readonly PropertyKey[], message: string): void;
+  /** A model is configured here. */
+  model(): boolean;
+  /** The tool exists and this run's agent may use it. */
+  toolName(name: string, at: readonly PropertyKey[]): boolean;
+  /** The tool is allowed and args without references fit its input schema; `at` holds `tool` and `args`. */
+  toolCall(name: string, args: Record<string, unknown>, at: readonly PropertyKey[]): boolean;
+  /** A nested graph at `at`, checked one level deeper; undefined when it has problems. */
+  nested(raw: unknown, at: readonly PropertyKey[]): Graph | undefined;
+}
+
+/** How the planner may write a kind: the shape it answers in and the rule its prompt states. */
+export interface PlannerEntry {
+  readonly schema: z.ZodType;
+  readonly rule: string;
+}
+
+/** Every kind. */
+export interface NodeKindSpec<N extends NodeBase> {
+  readonly kind: N['kind'];
+  /** Parses one node of this kind; nested graphs are `unknown` here and checked by `check`. */
+  readonly schema: z.ZodType;
+  /** Paths inside the node of the fields that may hold references; absent fields are skipped. */
+  readonly referenceFields: readonly (readonly string[])[];
+  /** Checks beyond the schema. Returns the node as it will run, or undefined after reporting problems. */
+  check(node: N, check: NodeCheck): N | undefined;
+  /** Absent when the planner may not write this kind. */
+  readonly planner?: PlannerEntry;
+}
+
+/** A kind that expands into other nodes before the run starts (and never executes itself). */
+export interface ExpandingKindSpec<N extends NodeBase> extends NodeKindSpec<N> {
+  /** The nested graph that replaces the node, and what it reads as `input.*`. */
+  expansion(node: N): { graph: Graph; input: unknown };
+}
+
+/** A kind whose nodes a worker executes, one node job each. */
+export interface ExecutableKindSpec<N extends NodeBase> extends NodeKindSpec<N> {
+  /** Whether failed attempts are retried by error class; the node's job gets 1 + its retries attempts. */
+  readonly retryable: boolean;
+  /** Whether each execution charges one tool call to the run, checked against the budget before it runs. */
+  readonly chargesToolCall: boolean;
+  /** Whether a spent tool-time budget stops it before it runs (waiting is not work). */
+  readonly usesToolTime: boolean;
+  /** The limit of a call when the node sets no `timeoutMs`: the tool or the model default, or per call. */
+  readonly defaultTimeout: 'tool' | 'model' | 'per-call';
+  /** The node's own call limit, if it has one. */
+  timeoutMs(node: N): number | undefined;
+  /** Its label in events and metrics: the tool it calls, or its kind. */
+  label(node: N): string;
+  /** Whether a failure is data for the dependents (`{error}` as output) instead of the end of the run. */
+  continuesOnFailure(node: N): boolean;
+  /** Whether a failure hands a task run back to the planner. */
+  replansOnFailure(node: N): boolean;
+  /** What the final execution charges the run (kinds that charge as they go return nothing). */
+  charge(snapshot: NodeSnapshot): UsageCharge;
+  /** Runs one execution of the node. */
+  run(run: NodeRun<N>): Promise<NodeSnapshot>;
+}
+
+export type ModelOutcome = { ok: true; result: ChatResult } | { ok: false; error: NodeErrorData };
+export type BeforeToolCall = { ok: true; args: unknown } | { ok: false; error: NodeErrorData };
+
+/** Usage of the run so far, as a runner tracks it between iterations. */
+export interface RunUsageSoFar {
+  readonly toolCalls: number;
+  readonly toolTimeMs: number;
+  readonly tokens: number;
+}
+
+/** What a loop iteration over a nested graph asks for: a child run of its own. */
+export interface ChildRunRequest {
+  readonly graph: Graph;
+  readonly input: unknown;
+  readonly timeoutSeconds: number;
+  readonly budget: Budget;
+}
+
+/** The harness as a runner sees it: one execution of one node. */
+export interface NodeRun<N extends NodeBase> {
+  readonly node: N;
+  readonly runId: string;
+  readonly generation: number;
+  readonly timeoutSeconds: number;
+  /** 1-based attempt number of this execution. */
+  readonly attempt: number;
+  readonly startedAt: string;
+  /** The run's usage when this execution began, its budget and deadline, and loop progress so far. */
+  readonly usage: RunUsageSoFar;
+  readonly budget: Budget;
+  readonly deadlineAt: number | null;
+  readonly progress: readonly unknown[];
+  readonly tools: ToolRegistry;
+  /** Each value inserted into a prompt, and each tool result an agent sees, is cut to this. */
+  readonly modelInputChars: number;
+  /** Aborted when the run is cancelled, fails elsewhere or times out. */
+  readonly signal: AbortSignal;
+  readonly log: Logger;
+  /** What references read: `input` and the snapshots of the node's dependencies. */
+  readonly scope: Readonly<Record<string, unknown>>;
+  /** `value` with its references filled in from the scope. */
+  resolve(value: unknown): unknown;
+  /** A final snapshot of this execution, with the attempts recorded before it. */
+  snapshot(
+    status: NodeSnapshot['status'],
+    result: { output?: unknown; error?: NodeErrorData; usage?: NodeUsage },
+  ): NodeSnapshot;
+  /** A failed execution: retried later (this throws to BullMQ), cancelled, or a failed snapshot. */
+  fail(error: NodeErrorData, usage?: NodeUsage): Promise<NodeSnapshot>;
+  /** Calls a tool under the tightest of the node's timeout, the deadline and the tool-time budget. */
+  callTool(tool: Tool, args: unknown, toolTimeUsedMs: number): Promise<ToolOutcome>;
+  /** Plugin hooks around a tool call: may rewrite or block it, or wait for an approval. */
+  beforeToolCall(tool: string, args: unknown): Promise<BeforeToolCall>;
+  afterToolCall(tool: string, args: unknown, outcome: ToolOutcome): Promise<void>;
+  /** Calls the model under the node's limits and the token budget, streaming text to the run's events. */
+  callModel(call: Omit<ChatCall, 'signal' | 'onDelta'>, used?: RunUsageSoFar): Promise<ModelOutcome>;
+  /** The signal's payload once it arrived, or `delivered: false` after the timeout; parks meanwhile. */
+  awaitSignal(signal: string, timeoutSeconds: number): Promise<{ delivered: boolean; payload: unknown }>;
+  /** Parks the node job in the delayed set until `until` (ms); never returns. */
+  park(until: number): Promise<never>;
+  /** Records loop iteration `n` once, charging it; answers the run's usage after it. */
+  recordIteration(n: number, iteration: unknown, charge: UsageCharge): Promise<RunUsageSoFar>;
+  /** Steering messages sent to this run, oldest first. */
+  steering(): Promise<string[]>;
+  /** Appends an event of this node to the run's stream. */
+  event(type: string, data: unknown): Promise<void>;
+  /** The child run of iteration `n`, if it was started. */
+  childRun(n: number): Promise<RunDocument | null>;
+  /** Starts the child run of iteration `n` (once) under this node's job. */
+  startChildRun(n: number, request: ChildRunRequest): Promise<string>;
+  /** The child run of iteration `n` once settled; parks the job until then (never returns while it runs). */
+  settledChildRun(n: number): Promise<RunDocument | null>;
+}

@@ -1,0 +1,105 @@
+/**
+ * An `llm` node: one model call. Minimal context by construction: the model gets the node's system
+ * prompt and its prompt with the referenced dependency outputs filled in — nothing else of the run.
+ * With `schema` (a JSON schema) the answer is structured and validated; without, the output is `{text}`.
+ */
+import { z } from 'zod';
+import type { NodeSnapshot, NodeUsage } from '../domain/run-model.js';
+import { CallNodeFields } from '../graph/schema.js';
+import { compileSchema, schemaProblems } from '../model/json-schema.js';
+import type { ChatMessage } from '../model/model-client.js';
+import { renderPrompt } from '../model/prompt-render.js';
+import type { ExecutableKindSpec, NodeRun } from './kind.js';
+
+export const LlmNode = z.strictObject({
+  ...CallNodeFields,
+  kind: z.literal('llm'),
+  prompt: z.string().min(1).max(200_000),
+  system: z.string().max(200_000).optional(),
+  schema: z.record(z.string(), z.unknown()).optional(),
+  model: z.string().min(1).max(200).optional(),
+});
+export type LlmNode = z.infer<typeof LlmNode>;
+
+async function runLlmNode(run: NodeRun<LlmNode>): Promise<NodeSnapshot> {
+  const { node } = run;
+  const max = run.modelInputChars;
+  const messages: ChatMessage[] = [];
+  if (node.system) messages.push({ role: 'system', content: renderPrompt(node.system, run.scope, max) });
+  messages.push({ role: 'user', content: renderPrompt(node.prompt, run.scope, max) });
+
+  const outcome = await run.callModel({
+    ...(node.model ? { model: node.model } : {}),
+    messages,
+    ...(node.schema ? { schema: { name: 'answer', schema: node.schema } } : {}),
+  });
+  if (!outcome.ok) return run.fail(outcome.error);
+  const { result } = outcome;
+  const usage: NodeUsage = {
+    promptTokens: result.usage.promptTokens,
+    completionTokens: result.usage.completionTokens,
+    totalTokens: result.usage.promptTokens + result.usage.completionTokens,
+    modelCalls: result.calls,
+  };
+  if (!node.schema) return run.snapshot('succeeded', { output: { text: result.text }, usage });
+
+  let parsed: unknown;
+  try {
+    parsed = JSON.parse(result.text) as unknown;
+  } catch {
+    return run.fail({ code: 'validation', message: 'the model answer is not JSON' }, usage);
+  }
+  const problems = schemaProblems(node.schema, parsed);
+  if (problems.length > 0) {
+    return run.fail(
+      { code: 'validation', message: `the model answer does not match the schema: ${problems.join('; ')}` },
+      usage,
+    );
+  }
+  return run.snapshot('succeeded', { output: parsed, usage });
+}
+
+export const llmKind: ExecutableKindSpec<LlmNode> = {
+  kind: 'llm',
+  schema: LlmNode,
+  referenceFields: [['prompt'], ['system']],
+  check: (node, check) => {
+    const ok = check.model();
+    if (node.schema) {
+      try {
+        compileSchema(node.schema);
+      } catch (err) {
+        check.issue(['schema'], `not a valid JSON schema: ${(err as Error).message}`);
+        return undefined;
+      }
+    }
+    return ok ? node : undefined;
+  },
+  planner: {
+    schema: z.object({
+      id: z.string(),
+      kind: z.literal('llm'),
+      prompt: z.string(),
+      system: z.string().optional(),
+    }),
+    rule: 'An "llm" node: {"id", "kind": "llm", "prompt": "..."} (optional "system"); it sees only what its prompt references.',
+  },
+  retryable: true,
+  chargesToolCall: false,
+  usesToolTime: true,
+  // Model calls take longer than tool calls; their default is the model client's own timeout.
+  defaultTimeout: 'model',
+  timeoutMs: (node) => node.timeoutMs,
+  label: () => 'llm',
+  continuesOnFailure: (node) => node.onError === 'continue',
+  replansOnFailure: (node) => node.onError === 'replan',
+  charge: (snapshot) =>
+    snapshot.usage
+      ? {
+          promptTokens: snapshot.usage.promptTokens,
+          completionTokens: snapshot.usage.completionTokens,
+          modelCalls: snapshot.usage.modelCalls,
+        }
+      : {},
+  run: runLlmNode,
+};

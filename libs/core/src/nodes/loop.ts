@@ -1,0 +1,267 @@
+/**
+ * A `loop` node, the only place a loop may live: repeats its body until its exit condition holds
+ * or maxIterations is reached, both checked here by the harness. The body is a tool call, a nested
+ * graph run as a child run per iteration, or a tool-calling agent (one model turn per iteration).
+ * Each iteration is recorded once (a redelivered job resumes after the last recorded one); between
+ * iterations, and while a child run works, the job parks and holds no worker slot.
+ */
+import { z } from 'zod';
+import type { NodeSnapshot, NodeUsage } from '../domain/run-model.js';
+import { Args, CallNodeFields, Condition } from '../graph/schema.js';
+import { conditionHolds } from '../policy/condition.js';
+import type { ExecutableKindSpec, NodeRun } from './kind.js';
+import type { Graph } from './index.js';
+import { agentIteration } from './loop-agent.js';
+import {
+  NodeEnded,
+  nowIso,
+  type Iteration,
+  type IterationResult,
+  type IterationRunner,
+} from './loop-iteration.js';
+
+/** A loop body that calls one tool per iteration. */
+export const ToolBody = z.strictObject({ tool: z.string().min(1).max(128), args: Args.default({}) });
+export type ToolBody = z.infer<typeof ToolBody>;
+
+/**
+ * A loop body that runs a nested graph per iteration, as a child run. `graph` is checked by the
+ * validator, recursively; `input` is what the nested graph reads as `input.*`.
+ */
+export const GraphBody = z.strictObject({ graph: z.unknown(), input: z.unknown().optional() });
+export interface GraphBody {
+  graph: Graph;
+  input?: unknown;
+}
+
+/**
+ * A loop body that is the classic tool-calling agent: each iteration one model call, then the
+ * tools it asked for; the harness stops when the model asks for none or maxIterations is reached.
+ */
+export const AgentBody = z.strictObject({
+  agent: z.strictObject({
+    prompt: z.string().min(1).max(200_000),
+    system: z.string().max(200_000).optional(),
+    /** Tools the agent may call; all the agent's allowed tools when omitted. */
+    tools: z.array(z.string().min(1).max(128)).max(64).optional(),
+    model: z.string().min(1).max(200).optional(),
+  }),
+});
+export type AgentBody = z.infer<typeof AgentBody>;
+
+export const LoopNode = z.strictObject({
+  ...CallNodeFields,
+  kind: z.literal('loop'),
+  /** A tool call (`{tool, args}`), a nested graph (`{graph, input}`) or an agent (`{agent}`). */
+  body: z.union([ToolBody, GraphBody, AgentBody]),
+  /** Stop as soon as an iteration satisfies this; without it the loop runs maxIterations times. */
+  until: Condition.optional(),
+  maxIterations: z.number().int().min(1).max(50),
+  /** Pause between iterations; the worker slot is released meanwhile. */
+  intervalMs: z.number().int().min(0).max(3_600_000).default(0),
+});
+export type LoopBody = ToolBody | GraphBody | AgentBody;
+export type LoopNode = Omit<z.infer<typeof LoopNode>, 'body'> & { body: LoopBody };
+
+export const isGraphBody = (body: LoopBody): body is GraphBody => 'graph' in body;
+export const isAgentBody = (body: LoopBody): body is AgentBody => 'agent' in body;
+
+export type StopReason = 'condition' | 'maxIterations' | 'final';
+
+async function runLoopNode(run: NodeRun<LoopNode>): Promise<NodeSnapshot> {
+  const { node } = run;
+  const iterations = [...(run.progress as Iteration[])];
+  let usage = run.usage;
+  const body = node.body;
+  const runIteration = isGraphBody(body)
+    ? graphIteration(run, body)
+    : isAgentBody(body)
+      ? agentIteration(run, body, iterations)
+      : toolIteration(run, body);
+  if (!runIteration)
+    return run.fail({ code: 'validation', message: `unknown tool "${(body as ToolBody).tool}"` });
+
+  for (;;) {
+    const last = iterations.at(-1);
+    if (last && isAgentBody(body) && last.turn && !last.turn.assistant.tool_calls?.length) {
+      return finished(run, iterations, 'final');
+    }
+    if (last && node.until && conditionHolds(node.until, last)) return finished(run, iterations, 'condition');
+    if (iterations.length >= node.maxIterations) return finished(run, iterations, 'maxIterations');
+    if (last && node.intervalMs > 0) {
+      const nextAt = Date.parse(last.finishedAt) + node.intervalMs;
+      if (Date.now() < nextAt) return run.park(nextAt);
+    }
+    const n = iterations.length + 1;
+    let result: IterationResult;
+    try {
+      result = await runIteration(n, usage);
+    } catch (err) {
+      if (err instanceof NodeEnded) return run.fail(err.error);
+      throw err;
+    }
+    usage = await run.recordIteration(n, result.iteration, result.charge);
+    iterations.push(result.iteration);
+    if (result.final) return finished(run, iterations, 'final');
+  }
+}
+
+function toolIteration(run: NodeRun<LoopNode>, body: ToolBody): IterationRunner | undefined {
+  const tool = run.tools.get(body.tool);
+  if (!tool) return undefined;
+  const args = run.resolve(body.args);
+  const { budget } = run;
+  return async (n, usage) => {
+    if (budget.toolCalls !== undefined && usage.toolCalls + 1 > budget.toolCalls) {
+      throw new NodeEnded({
+        code: 'budget_exhausted',
+        message: `the run used its ${budget.toolCalls} tool calls`,
+        budget: 'toolCalls',
+      });
+    }
+    const startedAt = nowIso();
+    const started = performance.now();
+    const outcome = await run.callTool(tool, args, usage.toolTimeMs);
+    if (!outcome.ok && (outcome.error.code === 'aborted' || outcome.error.code === 'budget_exhausted')) {
+      throw new NodeEnded(outcome.error);
+    }
+    const durationMs = Math.round(performance.now() - started);
+    return {
+      iteration: {
+        iteration: n,
+        status: outcome.ok ? 'succeeded' : 'failed',
+        ...(outcome.ok ? { output: outcome.output } : { error: outcome.error }),
+        startedAt,
+        finishedAt: nowIso(),
+        durationMs,
+      },
+      charge: { toolCalls: 1, toolTimeMs: durationMs },
+    };
+  };
+}
+
+/**
+ * Runs iteration `n` as a child run of the nested graph: starts it (once), parks the loop job in
+ * waiting-children until it settles, then reads its outcome. The child gets what is left of the
+ * parent's deadline and budget, and its usage is charged to the parent.
+ */
+function graphIteration(run: NodeRun<LoopNode>, body: GraphBody): IterationRunner {
+  const input = run.resolve(body.input) ?? null;
+  return async (n, usage) => {
+    let child = await run.childRun(n);
+    let childId = child?.runId;
+    if (!child) {
+      const { budget: limit } = run;
+      const budget = {
+        ...(limit.toolCalls !== undefined ? { toolCalls: limit.toolCalls - usage.toolCalls } : {}),
+        ...(limit.toolTimeMs !== undefined ? { toolTimeMs: limit.toolTimeMs - usage.toolTimeMs } : {}),
+      };
+      if ((budget.toolCalls ?? 1) < 1 || (budget.toolTimeMs ?? 1) < 1) {
+        throw new NodeEnded({
+          code: 'budget_exhausted',
+          message: 'the run used its budget',
+          budget: (budget.toolCalls ?? 1) < 1 ? 'toolCalls' : 'toolTimeMs',
+        });
+      }
+      const timeLeft = run.deadlineAt === null ? run.timeoutSeconds * 1000 : run.deadlineAt - Date.now();
+      if (timeLeft <= 0) throw new NodeEnded({ code: 'aborted', message: 'the run deadline passed' });
+      childId = await run.startChildRun(n, {
+        graph: body.graph,
+        input,
+        timeoutSeconds: Math.max(1, Math.ceil(timeLeft / 1000)),
+        budget,
+      });
+    }
+    if (!child?.finishedAt) child = await run.settledChildRun(n);
+    const settled = child?.finishedAt ? child : null;
+    const started = child?.createdAt ?? nowIso();
+    const finishedAt = settled?.finishedAt ?? nowIso();
+    return {
+      iteration: {
+        iteration: n,
+        status: settled?.status === 'succeeded' ? 'succeeded' : 'failed',
+        ...(settled?.status === 'succeeded'
+          ? { output: settled.output }
+          : {
+              error: settled?.error ?? { code: 'internal', message: `child run ${childId} did not settle` },
+            }),
+        ...(childId ? { runId: childId } : {}),
+        startedAt: started,
+        finishedAt,
+        durationMs: Math.max(0, Date.parse(finishedAt) - Date.parse(started)),
+      },
+      charge: { toolCalls: settled?.usage.toolCalls ?? 0, toolTimeMs: settled?.usage.toolTimeMs ?? 0 },
+    };
+  };
+}
+
+function finished(run: NodeRun<LoopNode>, iterations: Iteration[], stoppedBy: StopReason): NodeSnapshot {
+  const last = iterations.at(-1);
+  const usage = agentUsage(iterations);
+  return run.snapshot('succeeded', {
+    ...(usage ? { usage } : {}),
+    output: {
+      ...(last?.turn ? { text: last.turn.assistant.content ?? '' } : {}),
+      last: last?.output ?? null,
+      ...(last?.error ? { lastError: last.error } : {}),
+      iterations: iterations.length,
+      stoppedBy,
+    },
+  });
+}
+
+/** Tokens and calls of an agent loop, for its snapshot (already charged to the run per iteration). */
+function agentUsage(iterations: readonly Iteration[]): NodeUsage | undefined {
+  const turns = iterations.filter((i) => i.turn);
+  if (turns.length === 0) return undefined;
+  const sum = (k: 'promptTokens' | 'completionTokens'): number =>
+    turns.reduce((t, i) => t + (i.turn?.usage[k] ?? 0), 0);
+  const promptTokens = sum('promptTokens');
+  const completionTokens = sum('completionTokens');
+  return {
+    promptTokens,
+    completionTokens,
+    totalTokens: promptTokens + completionTokens,
+    modelCalls: turns.length,
+  };
+}
+
+export const loopKind: ExecutableKindSpec<LoopNode> = {
+  kind: 'loop',
+  schema: LoopNode,
+  // Only the body's own fields exist for each kind of body; the others are absent and skipped.
+  referenceFields: [
+    ['body', 'args'],
+    ['body', 'input'],
+    ['body', 'agent', 'prompt'],
+    ['body', 'agent', 'system'],
+  ],
+  check: (node, check) => {
+    const body = node.body;
+    if (isAgentBody(body)) {
+      let ok = check.model();
+      (body.agent.tools ?? []).forEach((name, t) => {
+        ok = check.toolName(name, ['body', 'agent', 'tools', t]) && ok;
+      });
+      return ok ? node : undefined;
+    }
+    if (!isGraphBody(body)) {
+      return check.toolCall(body.tool, body.args, ['body'])
+        ? { ...node, body: { tool: body.tool, args: body.args } }
+        : undefined;
+    }
+    const inner = check.nested(body.graph, ['body', 'graph']);
+    return inner ? { ...node, body: { ...body, graph: inner } } : undefined;
+  },
+  retryable: true,
+  // Loop bodies charge each iteration as it happens.
+  chargesToolCall: false,
+  usesToolTime: true,
+  defaultTimeout: 'per-call',
+  timeoutMs: (node) => node.timeoutMs,
+  label: (node) => ('tool' in node.body ? node.body.tool : 'loop'),
+  continuesOnFailure: (node) => node.onError === 'continue',
+  replansOnFailure: (node) => node.onError === 'replan',
+  charge: () => ({}),
+  run: runLoopNode,
+};

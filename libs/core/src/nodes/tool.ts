@@ -1,0 +1,55 @@
+/** A `tool` node: one call of a registered tool, with its dependencies' results as arguments. */
+import { z } from 'zod';
+import type { NodeSnapshot } from '../domain/run-model.js';
+import { Args, CallNodeFields } from '../graph/schema.js';
+import type { ExecutableKindSpec, NodeRun } from './kind.js';
+
+export const ToolNode = z.strictObject({
+  ...CallNodeFields,
+  kind: z.literal('tool'),
+  tool: z.string().min(1).max(128),
+  args: Args.default({}),
+});
+export type ToolNode = z.infer<typeof ToolNode>;
+
+async function runToolNode(run: NodeRun<ToolNode>): Promise<NodeSnapshot> {
+  const name = run.node.tool;
+  const tool = run.tools.get(name);
+  if (!tool)
+    return run.snapshot('failed', { error: { code: 'validation', message: `unknown tool "${name}"` } });
+  const before = await run.beforeToolCall(name, run.resolve(run.node.args));
+  if (!before.ok) return run.fail(before.error);
+  const outcome = await run.callTool(tool, before.args, run.usage.toolTimeMs);
+  await run.afterToolCall(name, before.args, outcome);
+  if (outcome.ok) return run.snapshot('succeeded', { output: outcome.output });
+  return run.fail(outcome.error);
+}
+
+export const toolKind: ExecutableKindSpec<ToolNode> = {
+  kind: 'tool',
+  schema: ToolNode,
+  referenceFields: [['args']],
+  check: (node, check) => (check.toolCall(node.tool, node.args, []) ? node : undefined),
+  planner: {
+    schema: z.object({
+      id: z.string(),
+      kind: z.literal('tool'),
+      tool: z.string(),
+      args: z.record(z.string(), z.unknown()),
+    }),
+    rule: 'A "tool" node: {"id", "kind": "tool", "tool": <a tool from the catalog>, "args": {...}} — args must fit the tool\'s schema.',
+  },
+  retryable: true,
+  chargesToolCall: true,
+  usesToolTime: true,
+  defaultTimeout: 'tool',
+  timeoutMs: (node) => node.timeoutMs,
+  label: (node) => node.tool,
+  continuesOnFailure: (node) => node.onError === 'continue',
+  replansOnFailure: (node) => node.onError === 'replan',
+  charge: (snapshot) => {
+    const last = snapshot.attempts.at(-1);
+    return last ? { toolTimeMs: last.durationMs } : {};
+  },
+  run: runToolNode,
+};

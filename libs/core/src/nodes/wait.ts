@@ -1,0 +1,54 @@
+/**
+ * A `wait` node: done when its named signal arrives (`POST /v1/runs/:id/signals/:name`; the
+ * signal's body is its output), or when its timeout passes. Meanwhile its job sits in BullMQ's
+ * delayed set until the timeout, holding no worker slot; delivering the signal promotes it.
+ */
+import { z } from 'zod';
+import type { NodeSnapshot } from '../domain/run-model.js';
+import { NodeId } from '../graph/schema.js';
+import type { ExecutableKindSpec, NodeRun } from './kind.js';
+
+export const WaitNode = z.strictObject({
+  id: NodeId,
+  kind: z.literal('wait'),
+  signal: z.string().regex(/^[A-Za-z0-9_.-]{1,64}$/, 'must match [A-Za-z0-9_.-]{1,64}'),
+  timeoutSeconds: z
+    .number()
+    .positive()
+    .max(30 * 24 * 3600)
+    .default(3600),
+  onTimeout: z.enum(['fail', 'continue']).default('fail'),
+});
+export type WaitNode = z.infer<typeof WaitNode>;
+
+async function runWaitNode(run: NodeRun<WaitNode>): Promise<NodeSnapshot> {
+  const { node } = run;
+  const state = await run.awaitSignal(node.signal, node.timeoutSeconds);
+  if (state.delivered) return run.snapshot('succeeded', { output: state.payload });
+  const error = {
+    code: 'timeout' as const,
+    message: `no signal "${node.signal}" within ${node.timeoutSeconds} s`,
+  };
+  const output =
+    node.onTimeout === 'continue' ? { error: { code: error.code, message: error.message } } : undefined;
+  return run.snapshot('failed', { error, ...(output ? { output } : {}) });
+}
+
+export const waitKind: ExecutableKindSpec<WaitNode> = {
+  kind: 'wait',
+  schema: WaitNode,
+  referenceFields: [],
+  check: (node) => node,
+  // A wait has one outcome per signal: nothing to retry.
+  retryable: false,
+  chargesToolCall: false,
+  usesToolTime: false,
+  defaultTimeout: 'per-call',
+  // Its own `timeoutSeconds` bounds the wait; no call limit applies.
+  timeoutMs: () => undefined,
+  label: () => 'wait',
+  continuesOnFailure: (node) => node.onTimeout === 'continue',
+  replansOnFailure: () => false,
+  charge: () => ({}),
+  run: runWaitNode,
+};

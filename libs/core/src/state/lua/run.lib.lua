@@ -1,0 +1,76 @@
+--[[
+  The library every run script shares (prepended when the scripts load), so a step two scripts
+  take is written once. The run's keys are always
+  KEYS[1] meta, KEYS[2] pending, KEYS[3] nodes, KEYS[4] live, KEYS[5] events, KEYS[6] aux.
+  emit(type, nodeId, dataJson) appends an event to the run's stream with the run's next sequence
+  number as its id (0-<seq>), so a reader resumes from any seq with XRANGE/XREAD.
+]]
+local function emit(etype, node, data)
+  local seq = redis.call('HINCRBY', KEYS[1], 'seq', 1)
+  local t = redis.call('TIME')
+  local ts = tostring(tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000))
+  redis.call('XADD', KEYS[5], '0-' .. seq, 'type', etype, 'ts', ts, 'node', node or '', 'data', data or '')
+  return seq
+end
+
+local function generation()
+  return tonumber(redis.call('HGET', KEYS[1], 'generation') or '0')
+end
+
+-- Adds a usage charge (JSON object of integers) to the run's usage counters.
+local function charge(json)
+  for k, v in pairs(cjson.decode(json)) do
+    if v ~= 0 then redis.call('HINCRBY', KEYS[6], 'usage:' .. k, v) end
+  end
+end
+
+-- Model tokens used so far (prompt + completion).
+local function tokens()
+  return tonumber(redis.call('HGET', KEYS[6], 'usage:promptTokens') or '0')
+    + tonumber(redis.call('HGET', KEYS[6], 'usage:completionTokens') or '0')
+end
+
+-- Drops what a node's earlier executions left: snapshot and per-node bookkeeping (resume, replan).
+local function forgetNode(id)
+  redis.call('HDEL', KEYS[3], id)
+  redis.call('HDEL', KEYS[6], 'execs:' .. id, 'attempts:' .. id, 'progress:' .. id, 'iterations:' .. id, 'waitUntil:' .. id)
+end
+
+-- Sets the run's outcome unless one is set (the first decision wins) and, for any outcome other
+-- than succeeded, publishes the run id on the abort channel so workers abort its nodes.
+-- Returns true when this call decided.
+local function decideRun(status, errorJson, decidedAt, abortChannel, runId)
+  local current = redis.call('HGET', KEYS[1], 'status')
+  if current ~= 'queued' and current ~= 'running' then return false end
+  redis.call('HSET', KEYS[1], 'status', status, 'decidedAt', decidedAt)
+  if errorJson ~= '' then redis.call('HSET', KEYS[1], 'error', errorJson) end
+  emit('run.decided', '', '{"status":"' .. status .. '"}')
+  if status ~= 'succeeded' then redis.call('PUBLISH', abortChannel, runId) end
+  return true
+end
+
+-- Closes the run: finishedAt and output set, live states dropped, the final event appended, every
+-- key given the retention TTL, the settled channel told. The caller checks it was not settled.
+local function settleRun(finishedAt, outputJson, ttl, settledChannel, runId, finalJson)
+  redis.call('DEL', KEYS[4])
+  redis.call('HSET', KEYS[1], 'finishedAt', finishedAt)
+  if outputJson ~= '' then redis.call('HSET', KEYS[1], 'output', outputJson) end
+  emit('run.finished', '', finalJson)
+  for i = 1, 6 do redis.call('EXPIRE', KEYS[i], ttl) end
+  redis.call('PUBLISH', settledChannel, runId)
+end
+
+-- Hands a running task run (not loop mode) of `gen` back to the plan loop with `failureJson`.
+-- Returns 1 when the replan is requested (now or before), 0 when it cannot be: the run is not a
+-- running task run of that generation, or its replans are used up.
+local function requestReplan(failureJson, gen)
+  if redis.call('HGET', KEYS[1], 'status') ~= 'running' then return 0 end
+  if gen ~= generation() then return 0 end
+  if not redis.call('HGET', KEYS[1], 'task') or redis.call('HGET', KEYS[1], 'mode') == 'loop' then return 0 end
+  if redis.call('HEXISTS', KEYS[1], 'replan') == 1 then return 1 end
+  local allowed = tonumber(redis.call('HGET', KEYS[1], 'maxReplans') or '0')
+  if tonumber(redis.call('HGET', KEYS[1], 'replans') or '0') >= allowed then return 0 end
+  redis.call('HSET', KEYS[1], 'replan', failureJson)
+  emit('replan.requested', '', failureJson)
+  return 1
+end
