@@ -1,0 +1,1175 @@
+/**
+ * Each run script, called through RunStore against a real Redis: the arguments it takes, the keys
+ * it writes (read back with a plain client), the events it appends, what it answers and the guards
+ * its header promises.
+ */
+import { randomUUID } from 'node:crypto';
+import { Redis } from 'ioredis';
+import { afterAll, describe, expect, inject, it } from 'vitest';
+import {
+  RunStore,
+  runKeyList,
+  runKeys,
+  type AttemptRecord,
+  type ExecutableGraph,
+  type Graph,
+  type NodeSnapshot,
+  type PlanningRecord,
+  type RunError,
+  type RunEvent,
+  type RunKeys,
+  type TaskSpec,
+  type ToolNode,
+} from '@tetraloop/core';
+
+const prefix = `test-${randomUUID()}`;
+const RETENTION = 1000;
+const TIMEOUT = 500;
+const DEADLINE = 4_000_000_000_000;
+const T = '2024-01-01T00:00:00.000Z';
+
+const redis = new Redis(inject('redisUrl'));
+const subscriber = new Redis(inject('redisUrl'));
+const store = new RunStore(redis, { prefix, retentionSeconds: RETENTION });
+
+afterAll(async () => {
+  await subscriber.quit();
+  await redis.quit();
+});
+
+const tool = (id: string): ToolNode => ({ id, kind: 'tool', tool: 'echo', args: {} });
+/** a and b feed c. */
+const graph: Graph = {
+  nodes: [tool('a'), tool('b'), tool('c')],
+  edges: [
+    ['a', 'c'],
+    ['b', 'c'],
+  ],
+};
+const plan: ExecutableGraph = {
+  nodes: [tool('a'), tool('b'), tool('c')],
+  edges: [
+    ['a', 'c'],
+    ['b', 'c'],
+  ],
+};
+const planning: PlanningRecord = {
+  plannerModel: 'planner',
+  promptVersion: 'p1',
+  toolCatalogVersion: 't1',
+  planVersion: 1,
+  environmentVersion: 0,
+};
+const failure: RunError = { code: 'node_failed', message: 'node "b" failed', nodeId: 'b' };
+
+const attempt = (n: number, durationMs = 12.4): AttemptRecord => ({
+  attempt: n,
+  startedAt: T,
+  finishedAt: T,
+  durationMs,
+  worker: 'w1',
+});
+const snapshot = (status: NodeSnapshot['status'], output?: unknown): NodeSnapshot => ({
+  status,
+  ...(output === undefined ? {} : { output }),
+  attempts: status === 'succeeded' || status === 'failed' ? [attempt(1)] : [],
+  finishedAt: T,
+  durationMs: 12,
+});
+const notRun = (status: 'skipped' | 'cancelled'): NodeSnapshot => ({
+  status,
+  attempts: [],
+  finishedAt: T,
+  durationMs: 0,
+});
+
+const keysOf = (runId: string): RunKeys => runKeys(prefix, runId);
+const allKeys = (runId: string): string[] => runKeyList(keysOf(runId));
+
+async function createRun(
+  options: { runId?: string; task?: TaskSpec; input?: unknown } = {},
+): Promise<string> {
+  const runId = options.runId ?? randomUUID();
+  await store.create({
+    runId,
+    ...(options.task ? { task: options.task } : { graph, plan }),
+    input: options.input ?? { q: 1 },
+    timeoutSeconds: TIMEOUT,
+    budget: { toolCalls: 10 },
+    metadata: { m: 1 },
+    createdAt: T,
+    pending: options.task
+      ? new Map()
+      : new Map([
+          ['a', 0],
+          ['b', 0],
+          ['c', 2],
+        ]),
+  });
+  return runId;
+}
+
+/** A fixed-graph run, started: a and b queued. */
+async function runningRun(): Promise<string> {
+  const runId = await createRun();
+  await store.start(runId, 0, ['a', 'b'], DEADLINE, T);
+  return runId;
+}
+
+const task = (spec: Partial<TaskSpec> = {}): TaskSpec => ({
+  task: 'do it',
+  agentId: 'main',
+  maxReplans: 1,
+  ...spec,
+});
+
+/** A task run, planned (a and b feed c) and started. */
+async function runningTaskRun(spec: Partial<TaskSpec> = {}): Promise<string> {
+  const runId = await createRun({ task: task(spec) });
+  await store.setPlan(runId, { graph, plan, pending: new Map([['c', 2]]) }, planning, {});
+  await store.start(runId, 0, ['a', 'b'], DEADLINE, T);
+  return runId;
+}
+
+/** A settled run of generation 0 that failed: a succeeded, b failed (after a retry), c skipped. */
+async function settledFailedRun(status: 'failed' | 'timed_out' = 'failed'): Promise<string> {
+  const runId = await runningRun();
+  const live = { status: 'running' as const, startedAt: T, attempt: 1 };
+  const begin = { generation: 0, live, countExecution: true, chargeCall: true, reads: [] };
+  await store.beginNode(runId, 'a', begin);
+  await store.completeNode(runId, 'a', snapshot('succeeded', { x: 1 }), {
+    release: true,
+    children: ['c'],
+    charge: { toolTimeMs: 7 },
+  });
+  await store.beginNode(runId, 'b', begin);
+  await store.recordAttempt(runId, 'b', attempt(1), { status: 'retrying', attempt: 1 });
+  await store.completeNode(runId, 'b', snapshot('failed'), { release: false, children: ['c'], charge: {} });
+  await store.decide(runId, status, failure, T);
+  await store.settle(
+    runId,
+    0,
+    new Map([['c', notRun('skipped')]]),
+    null,
+    { status, error: failure, generation: 0 },
+    T,
+  );
+  return runId;
+}
+
+/** A run resumed once: its generation is 1. */
+async function resumedRun(): Promise<string> {
+  const runId = await settledFailedRun();
+  await store.resume(runId, ['b', 'c'], new Map([['c', 1]]), TIMEOUT);
+  return runId;
+}
+
+async function lastSeq(runId: string): Promise<number> {
+  return (await store.events(runId, 0)).at(-1)?.seq ?? 0;
+}
+
+/** Runs `action` and answers its result with the events it appended. */
+async function withEvents<R>(
+  runId: string,
+  action: () => Promise<R>,
+): Promise<{ result: R; events: RunEvent[] }> {
+  const seq = await lastSeq(runId);
+  const result = await action();
+  return { result, events: await store.events(runId, seq) };
+}
+
+const brief = (events: RunEvent[]): { type: string; nodeId?: string; data?: unknown }[] =>
+  events.map((e) => ({
+    type: e.type,
+    ...(e.nodeId === undefined ? {} : { nodeId: e.nodeId }),
+    ...(e.data === undefined ? {} : { data: e.data }),
+  }));
+
+async function ttls(keys: string[]): Promise<number[]> {
+  return Promise.all(keys.map((k) => redis.ttl(k)));
+}
+
+/** Subscribes to `channel` and answers the first message published on it from now on. */
+async function nextMessage(channel: string): Promise<{ message: Promise<string> }> {
+  const message = new Promise<string>((resolve) => {
+    const onMessage = (from: string, text: string): void => {
+      if (from !== channel) return;
+      subscriber.off('message', onMessage);
+      resolve(text);
+    };
+    subscriber.on('message', onMessage);
+  });
+  await subscriber.subscribe(channel);
+  return { message };
+}
+
+const running = { status: 'running' as const, startedAt: T, attempt: 1 };
+
+describe('create-run', () => {
+  it('stores the run queued at generation 0 with its counters and a run.queued event', async () => {
+    const runId = await createRun();
+    const k = keysOf(runId);
+    const meta = await redis.hgetall(k.meta);
+    expect(meta).toMatchObject({
+      status: 'queued',
+      generation: '0',
+      createdAt: T,
+      agentId: 'main',
+      timeoutSeconds: String(TIMEOUT),
+      seq: '1',
+    });
+    expect(JSON.parse(meta.input!)).toEqual({ q: 1 });
+    expect(JSON.parse(meta.plan!)).toEqual(plan);
+    expect(JSON.parse(meta.budget!)).toEqual({ toolCalls: 10 });
+    // Counters of 0 are left out.
+    expect(await redis.hgetall(k.pending)).toEqual({ c: '2' });
+    expect(await redis.hgetall(k.live)).toEqual({ _: '{}' });
+    expect(await redis.hgetall(k.aux)).toEqual({ createdAt: T });
+    const events = await store.events(runId, 0);
+    expect(events).toEqual([
+      { seq: 1, type: 'run.queued', family: 'lifecycle', phase: 'start', ts: expect.any(Number), runId },
+    ]);
+  });
+
+  it('stores a task run with its task fields and no plan', async () => {
+    const runId = await createRun({ task: task({ mode: 'loop', overrides: 'be brief', maxReplans: 2 }) });
+    const meta = await redis.hgetall(keysOf(runId).meta);
+    expect(meta).toMatchObject({ task: 'do it', mode: 'loop', overrides: 'be brief', maxReplans: '2' });
+    expect(meta.plan).toBeUndefined();
+    expect(await store.plan(runId)).toBeNull();
+  });
+
+  it('leaves an existing run untouched', async () => {
+    const runId = await createRun();
+    await createRun({ runId, input: { q: 2 } });
+    expect(JSON.parse((await redis.hget(keysOf(runId).meta, 'input'))!)).toEqual({ q: 1 });
+    expect(await store.events(runId, 0)).toHaveLength(1);
+  });
+
+  it('gives the keys it creates the safety TTL (retention plus timeout)', async () => {
+    const runId = await createRun();
+    const k = keysOf(runId);
+    for (const ttl of await ttls([k.meta, k.pending, k.live, k.events, k.aux])) {
+      expect(ttl).toBeGreaterThan(RETENTION);
+      expect(ttl).toBeLessThanOrEqual(RETENTION + TIMEOUT);
+    }
+  });
+});
+
+describe('start-run', () => {
+  it('moves a queued run to running, sets its deadline and queues the ready nodes', async () => {
+    const runId = await createRun();
+    const { result, events } = await withEvents(runId, () => store.start(runId, 0, ['a', 'b'], DEADLINE, T));
+    expect(result).toEqual({ status: 'running', deadlineAt: DEADLINE });
+    const meta = await redis.hgetall(keysOf(runId).meta);
+    expect(meta).toMatchObject({ status: 'running', deadlineAt: String(DEADLINE), startedAt: T });
+    expect(await redis.hgetall(keysOf(runId).live)).toEqual({
+      _: '{}',
+      a: '{"status":"queued"}',
+      b: '{"status":"queued"}',
+    });
+    expect(brief(events)).toEqual([
+      { type: 'run.started', data: { generation: 0 } },
+      { type: 'node.queued', nodeId: 'a' },
+      { type: 'node.queued', nodeId: 'b' },
+    ]);
+  });
+
+  it('leaves a run that is no longer queued as it is', async () => {
+    const runId = await runningRun();
+    const { result, events } = await withEvents(runId, () =>
+      store.start(runId, 0, ['c'], DEADLINE + 1, 'later'),
+    );
+    expect(result.status).toBe('running');
+    expect(await redis.hmget(keysOf(runId).meta, 'deadlineAt', 'startedAt')).toEqual([String(DEADLINE), T]);
+    expect(await redis.hexists(keysOf(runId).live, 'c')).toBe(0);
+    expect(events).toEqual([]);
+  });
+
+  it('answers stale for the root job of an older generation', async () => {
+    const runId = await resumedRun();
+    const { result, events } = await withEvents(runId, () => store.start(runId, 0, ['b'], DEADLINE, T));
+    expect(result.status).toBe('stale');
+    expect(await store.status(runId)).toBe('queued');
+    expect(events).toEqual([]);
+  });
+
+  it('answers null for an unknown run and creates nothing', async () => {
+    const runId = randomUUID();
+    expect((await store.start(runId, 0, ['a'], DEADLINE, T)).status).toBeNull();
+    expect(await redis.exists(...allKeys(runId))).toBe(0);
+  });
+
+  it('gives a resumed run a fresh deadline', async () => {
+    const runId = await resumedRun();
+    const { result, events } = await withEvents(runId, () =>
+      store.start(runId, 1, ['b'], DEADLINE + 5, 'later'),
+    );
+    expect(result).toEqual({ status: 'running', deadlineAt: DEADLINE + 5 });
+    // startedAt is the first start's.
+    expect(await redis.hget(keysOf(runId).meta, 'startedAt')).toBe(T);
+    expect(brief(events)[0]).toEqual({ type: 'run.started', data: { generation: 1 } });
+  });
+
+  it('keeps the deadline of a replanned run', async () => {
+    const runId = await replannedRun();
+    const result = await store.start(runId, 1, ['e'], DEADLINE + 5, 'later');
+    expect(result).toEqual({ status: 'running', deadlineAt: DEADLINE });
+  });
+});
+
+describe('begin-node', () => {
+  it('counts the execution, charges a tool call, marks the node running and reads snapshots', async () => {
+    const runId = await runningRun();
+    await store.completeNode(runId, 'a', snapshot('succeeded', { x: 1 }), {
+      release: true,
+      children: ['c'],
+      charge: { toolTimeMs: 7, promptTokens: 3, completionTokens: 4 },
+    });
+    const options = {
+      generation: 0,
+      live: running,
+      countExecution: true,
+      chargeCall: true,
+      reads: ['a', 'b'],
+    };
+    const { result, events } = await withEvents(runId, () => store.beginNode(runId, 'c', options));
+    expect(result).toEqual({
+      status: 'running',
+      own: null,
+      executions: 1,
+      toolCalls: 1,
+      toolTimeMs: 7,
+      attempts: [],
+      progress: [],
+      deadlineAt: DEADLINE,
+      budget: { toolCalls: 10 },
+      tokens: 7,
+      reads: new Map([['a', snapshot('succeeded', { x: 1 })]]),
+    });
+    expect(JSON.parse((await redis.hget(keysOf(runId).live, 'c'))!)).toEqual(running);
+    expect(await redis.hmget(keysOf(runId).aux, 'execs:c', 'usage:toolCalls')).toEqual(['1', '1']);
+    expect(brief(events)).toEqual([
+      { type: 'node.started', nodeId: 'c', data: running },
+      { type: 'tool.start', nodeId: 'c' },
+    ]);
+    const again = await store.beginNode(runId, 'c', options);
+    expect([again.executions, again.toolCalls]).toEqual([2, 2]);
+  });
+
+  it('without counting or charging only marks the node running', async () => {
+    const runId = await runningRun();
+    const options = { generation: 0, live: running, countExecution: false, chargeCall: false, reads: [] };
+    const { result, events } = await withEvents(runId, () => store.beginNode(runId, 'a', options));
+    expect([result.executions, result.toolCalls]).toEqual([0, 0]);
+    expect(JSON.parse((await redis.hget(keysOf(runId).live, 'a'))!)).toEqual(running);
+    expect(events).toEqual([]);
+  });
+
+  it('returns the snapshot of a node that has one and counts nothing', async () => {
+    const runId = await runningRun();
+    await store.completeNode(runId, 'a', snapshot('succeeded', 1), {
+      release: false,
+      children: [],
+      charge: {},
+    });
+    const options = { generation: 0, live: running, countExecution: true, chargeCall: true, reads: [] };
+    const { result, events } = await withEvents(runId, () => store.beginNode(runId, 'a', options));
+    expect(result.own).toEqual(snapshot('succeeded', 1));
+    expect([result.executions, result.toolCalls]).toEqual([0, 0]);
+    expect(await redis.hexists(keysOf(runId).live, 'a')).toBe(0);
+    expect(events).toEqual([]);
+  });
+
+  it('counts nothing and marks nothing on a run that is not running', async () => {
+    const runId = await createRun();
+    const options = { generation: 0, live: running, countExecution: true, chargeCall: true, reads: [] };
+    const { result, events } = await withEvents(runId, () => store.beginNode(runId, 'a', options));
+    expect(result.status).toBe('queued');
+    expect([result.executions, result.toolCalls]).toEqual([0, 0]);
+    expect(await redis.hexists(keysOf(runId).live, 'a')).toBe(0);
+    expect(events).toEqual([]);
+  });
+
+  it('answers stale for a job of an older generation and touches nothing', async () => {
+    const runId = await resumedRun();
+    await store.start(runId, 1, ['b'], DEADLINE, T);
+    const options = { generation: 0, live: running, countExecution: true, chargeCall: true, reads: [] };
+    const { result, events } = await withEvents(runId, () => store.beginNode(runId, 'b', options));
+    expect(result.status).toBe('stale');
+    expect(result.own).toBeNull();
+    expect(await redis.hget(keysOf(runId).live, 'b')).toBe('{"status":"queued"}');
+    expect(await redis.hexists(keysOf(runId).aux, 'execs:b')).toBe(0);
+    expect(events).toEqual([]);
+  });
+});
+
+describe('record-attempt', () => {
+  it('appends the attempt, charges its time, marks the node retrying and emits node.retrying', async () => {
+    const runId = await runningRun();
+    const retrying = { status: 'retrying' as const, attempt: 1, until: T };
+    const { events } = await withEvents(runId, async () => {
+      await store.recordAttempt(runId, 'a', attempt(1, 12.4), retrying);
+      await store.recordAttempt(runId, 'a', attempt(2, 30), { ...retrying, attempt: 2 });
+    });
+    const k = keysOf(runId);
+    expect(JSON.parse((await redis.hget(k.aux, 'attempts:a'))!)).toEqual([attempt(1, 12.4), attempt(2, 30)]);
+    expect(await redis.hget(k.aux, 'usage:toolTimeMs')).toBe('42');
+    expect(JSON.parse((await redis.hget(k.live, 'a'))!)).toEqual({ ...retrying, attempt: 2 });
+    expect(brief(events)).toEqual([
+      { type: 'node.retrying', nodeId: 'a', data: attempt(1, 12.4) },
+      { type: 'node.retrying', nodeId: 'a', data: attempt(2, 30) },
+    ]);
+    const begin = await store.beginNode(runId, 'a', {
+      generation: 0,
+      live: running,
+      countExecution: false,
+      chargeCall: false,
+      reads: [],
+    });
+    expect(begin.attempts).toEqual([attempt(1, 12.4), attempt(2, 30)]);
+    expect(begin.toolTimeMs).toBe(42);
+  });
+});
+
+describe('record-iteration', () => {
+  const charge = { toolCalls: 2, toolTimeMs: 5, promptTokens: 1, completionTokens: 2 };
+  const live = (iterations: number): { status: 'running'; iterations: number } => ({
+    status: 'running',
+    iterations,
+  });
+
+  it('records iteration n once, charges it and emits node.iteration', async () => {
+    const runId = await runningRun();
+    const { result, events } = await withEvents(runId, () =>
+      store.recordIteration(runId, 'a', 1, { i: 1 }, charge, live(1)),
+    );
+    expect(result).toEqual({ iterations: 1, toolCalls: 2, toolTimeMs: 5, tokens: 3 });
+    expect(brief(events)).toEqual([{ type: 'node.iteration', nodeId: 'a', data: { i: 1 } }]);
+    const repeated = await withEvents(runId, () =>
+      store.recordIteration(runId, 'a', 1, { i: 9 }, charge, live(9)),
+    );
+    expect(repeated.result).toEqual({ iterations: 1, toolCalls: 2, toolTimeMs: 5, tokens: 3 });
+    expect(repeated.events).toEqual([]);
+    await store.recordIteration(runId, 'a', 2, { i: 2 }, charge, live(2));
+    const k = keysOf(runId);
+    expect(JSON.parse((await redis.hget(k.aux, 'progress:a'))!)).toEqual([{ i: 1 }, { i: 2 }]);
+    expect(await redis.hget(k.aux, 'iterations:a')).toBe('2');
+    expect(JSON.parse((await redis.hget(k.live, 'a'))!)).toEqual(live(2));
+  });
+
+  it('skips an iteration whose predecessor is not recorded', async () => {
+    const runId = await runningRun();
+    await store.recordIteration(runId, 'a', 1, { i: 1 }, charge, live(1));
+    const { result, events } = await withEvents(runId, () =>
+      store.recordIteration(runId, 'a', 3, { i: 3 }, charge, live(3)),
+    );
+    expect(result.iterations).toBe(1);
+    expect(events).toEqual([]);
+    const begin = await store.beginNode(runId, 'a', {
+      generation: 0,
+      live: running,
+      countExecution: false,
+      chargeCall: false,
+      reads: [],
+    });
+    expect(begin.progress).toEqual([{ i: 1 }]);
+  });
+});
+
+describe('complete-node', () => {
+  it('writes the snapshot, drops the live state, charges usage and emits the node event', async () => {
+    const runId = await runningRun();
+    const { result, events } = await withEvents(runId, () =>
+      store.completeNode(runId, 'a', snapshot('succeeded', { x: 1 }), {
+        release: true,
+        children: ['c'],
+        charge: { toolTimeMs: 7.6, promptTokens: 3 },
+      }),
+    );
+    expect(result).toEqual({ written: true, status: 'running', generation: 0, ready: [] });
+    const k = keysOf(runId);
+    expect(JSON.parse((await redis.hget(k.nodes, 'a'))!)).toEqual(snapshot('succeeded', { x: 1 }));
+    expect(await redis.hexists(k.live, 'a')).toBe(0);
+    expect(await redis.hmget(k.aux, 'usage:toolTimeMs', 'usage:promptTokens')).toEqual(['8', '3']);
+    expect(await redis.hget(k.pending, 'c')).toBe('1');
+    expect(brief(events)).toEqual([
+      {
+        type: 'node.succeeded',
+        nodeId: 'a',
+        data: { status: 'succeeded', attempts: 1, durationMs: 12, worker: 'w1' },
+      },
+    ]);
+  });
+
+  it('releases a dependent when its last dependency completes and queues it', async () => {
+    const runId = await runningRun();
+    const options = { release: true, children: ['c'], charge: {} };
+    await store.completeNode(runId, 'a', snapshot('succeeded'), options);
+    const { result, events } = await withEvents(runId, () =>
+      store.completeNode(runId, 'b', snapshot('succeeded'), options),
+    );
+    expect(result.ready).toEqual(['c']);
+    expect(await redis.hget(keysOf(runId).pending, 'c')).toBe('0');
+    expect(await redis.hget(keysOf(runId).live, 'c')).toBe('{"status":"queued"}');
+    expect(brief(events).map((e) => [e.type, e.nodeId])).toEqual([
+      ['node.succeeded', 'b'],
+      ['node.queued', 'c'],
+    ]);
+  });
+
+  it('is written once: a redelivery neither overwrites nor counts again, but still answers ready dependents', async () => {
+    const runId = await runningRun();
+    const options = { release: true, children: ['c'], charge: { toolTimeMs: 5 } };
+    await store.completeNode(runId, 'a', snapshot('succeeded'), options);
+    await store.completeNode(runId, 'b', snapshot('succeeded', 'first'), options);
+    const { result, events } = await withEvents(runId, () =>
+      store.completeNode(runId, 'b', snapshot('failed'), options),
+    );
+    expect(result).toEqual({ written: false, status: 'running', generation: 0, ready: ['c'] });
+    const k = keysOf(runId);
+    expect(JSON.parse((await redis.hget(k.nodes, 'b'))!)).toEqual(snapshot('succeeded', 'first'));
+    expect(await redis.hget(k.pending, 'c')).toBe('0');
+    expect(await redis.hget(k.aux, 'usage:toolTimeMs')).toBe('10');
+    expect(events).toEqual([]);
+  });
+
+  it('of a tool node also emits tool.result', async () => {
+    const runId = await runningRun();
+    const { events } = await withEvents(runId, () =>
+      store.completeNode(runId, 'a', snapshot('succeeded'), {
+        release: false,
+        children: [],
+        charge: {},
+        tool: 'echo',
+      }),
+    );
+    const data = { tool: 'echo', status: 'succeeded', attempts: 1, durationMs: 12, worker: 'w1' };
+    expect(brief(events)).toEqual([
+      { type: 'node.succeeded', nodeId: 'a', data },
+      { type: 'tool.result', nodeId: 'a', data },
+    ]);
+  });
+
+  it('without release leaves the dependents waiting', async () => {
+    const runId = await runningRun();
+    const result = await store.completeNode(runId, 'a', snapshot('failed'), {
+      release: false,
+      children: ['c'],
+      charge: {},
+    });
+    expect(result.ready).toEqual([]);
+    expect(await redis.hget(keysOf(runId).pending, 'c')).toBe('2');
+  });
+
+  it('releases nothing while a replan is requested', async () => {
+    const runId = await runningTaskRun();
+    expect(await store.requestReplan(runId, failure, 0)).toBe(true);
+    const options = { release: true, children: ['c'], charge: {} };
+    await store.completeNode(runId, 'a', snapshot('succeeded'), options);
+    const result = await store.completeNode(runId, 'b', snapshot('succeeded'), options);
+    expect(result).toMatchObject({ written: true, ready: [] });
+    expect(await redis.hget(keysOf(runId).pending, 'c')).toBe('2');
+  });
+
+  it('on a run that is no longer running answers ready dependents without queueing them', async () => {
+    const runId = await runningRun();
+    await store.decide(runId, 'cancelled', null, T);
+    const options = { release: true, children: ['c'], charge: {} };
+    await store.completeNode(runId, 'a', snapshot('succeeded'), options);
+    const { result, events } = await withEvents(runId, () =>
+      store.completeNode(runId, 'b', snapshot('succeeded'), options),
+    );
+    expect(result).toMatchObject({ status: 'cancelled', ready: ['c'] });
+    expect(await redis.hexists(keysOf(runId).live, 'c')).toBe(0);
+    expect(events.map((e) => e.type)).toEqual(['node.succeeded']);
+  });
+});
+
+describe('decide-run', () => {
+  it('lets the first decision win', async () => {
+    const runId = await runningRun();
+    const first = await withEvents(runId, () => store.decideOutcome(runId, 'failed', failure, T));
+    expect(first.result).toEqual({ decided: true, status: 'failed' });
+    expect(brief(first.events)).toEqual([{ type: 'run.decided', data: { status: 'failed' } }]);
+    const meta = await redis.hgetall(keysOf(runId).meta);
+    expect(meta).toMatchObject({ status: 'failed', decidedAt: T });
+    expect(JSON.parse(meta.error!)).toEqual(failure);
+
+    const second = await withEvents(runId, () => store.decideOutcome(runId, 'succeeded', null, 'later'));
+    expect(second.result).toEqual({ decided: false, status: 'failed' });
+    expect(await redis.hmget(keysOf(runId).meta, 'status', 'decidedAt')).toEqual(['failed', T]);
+    expect(second.events).toEqual([]);
+  });
+
+  it('decides a queued run too, keeping the error out when none is given', async () => {
+    const runId = await createRun();
+    expect(await store.decide(runId, 'cancelled', null, T)).toBe(true);
+    expect(await redis.hmget(keysOf(runId).meta, 'status', 'error')).toEqual(['cancelled', null]);
+  });
+
+  it('publishes the run id on the abort channel for an outcome other than succeeded', async () => {
+    const runId = await runningRun();
+    const { message } = await nextMessage(store.channels.abort);
+    await store.decide(runId, 'cancelled', null, T);
+    expect(await message).toBe(runId);
+    await subscriber.unsubscribe(store.channels.abort);
+  });
+
+  it('publishes nothing on the abort channel for succeeded', async () => {
+    const succeeded = await runningRun();
+    const failed = await runningRun();
+    const { message } = await nextMessage(store.channels.abort);
+    await store.decide(succeeded, 'succeeded', null, T);
+    await store.decide(failed, 'failed', failure, T);
+    // Published in order on one connection: had the first decision published, it would come first.
+    expect(await message).toBe(failed);
+    await subscriber.unsubscribe(store.channels.abort);
+  });
+
+  it('refuses a decision for another generation', async () => {
+    const runId = await resumedRun();
+    await store.start(runId, 1, ['b'], DEADLINE, T);
+    const { result, events } = await withEvents(runId, () =>
+      store.decideOutcome(runId, 'failed', failure, T, 0),
+    );
+    expect(result).toEqual({ decided: false, status: 'running' });
+    expect(events).toEqual([]);
+    expect(await store.decide(runId, 'succeeded', null, T, 1)).toBe(true);
+  });
+
+  it('decides nothing for an unknown run and creates nothing', async () => {
+    const runId = randomUUID();
+    expect(await store.decideOutcome(runId, 'failed', failure, T)).toEqual({ decided: false, status: null });
+    expect(await redis.exists(...allKeys(runId))).toBe(0);
+  });
+});
+
+describe('settle-run', () => {
+  async function decidedRun(): Promise<string> {
+    const runId = await runningRun();
+    await store.completeNode(runId, 'a', snapshot('succeeded', 1), {
+      release: true,
+      children: ['c'],
+      charge: {},
+    });
+    await store.decide(runId, 'failed', failure, T);
+    return runId;
+  }
+  const fill = new Map([
+    ['a', notRun('skipped')],
+    ['b', notRun('cancelled')],
+    ['c', notRun('skipped')],
+  ]);
+  const final = { status: 'failed' as const, error: failure, generation: 0 };
+
+  it('fills the missing snapshots, drops live states, stores the output and emits run.finished', async () => {
+    const runId = await decidedRun();
+    const { result, events } = await withEvents(runId, () =>
+      store.settle(runId, 0, fill, { c: 'out' }, final, 'finished'),
+    );
+    expect(result).toBe(true);
+    const k = keysOf(runId);
+    expect(await store.snapshots(runId)).toEqual(
+      new Map([
+        ['a', snapshot('succeeded', 1)],
+        ['b', notRun('cancelled')],
+        ['c', notRun('skipped')],
+      ]),
+    );
+    expect(await redis.exists(k.live)).toBe(0);
+    const meta = await redis.hgetall(k.meta);
+    expect(meta.finishedAt).toBe('finished');
+    expect(JSON.parse(meta.output!)).toEqual({ c: 'out' });
+    expect(brief(events)).toEqual([
+      { type: 'node.cancelled', nodeId: 'b' },
+      { type: 'node.skipped', nodeId: 'c' },
+      { type: 'run.finished', data: final },
+    ]);
+    expect(events.at(-1)).toMatchObject({ family: 'lifecycle', phase: 'error' });
+  });
+
+  it('gives every key of the run the retention TTL', async () => {
+    const runId = await decidedRun();
+    await store.settle(runId, 0, fill, null, final, T);
+    const k = keysOf(runId);
+    for (const ttl of await ttls([k.meta, k.pending, k.nodes, k.events, k.aux])) {
+      expect(ttl).toBeGreaterThan(0);
+      expect(ttl).toBeLessThanOrEqual(RETENTION);
+    }
+  });
+
+  it('publishes the run id on the settled channel', async () => {
+    const runId = await decidedRun();
+    const { message } = await nextMessage(store.channels.settled);
+    await store.settle(runId, 0, fill, null, final, T);
+    expect(await message).toBe(runId);
+    await subscriber.unsubscribe(store.channels.settled);
+  });
+
+  it('settles only once', async () => {
+    const runId = await decidedRun();
+    await store.settle(runId, 0, fill, null, final, 'first');
+    const { result, events } = await withEvents(runId, () =>
+      store.settle(runId, 0, new Map(), { c: 'other' }, final, 'second'),
+    );
+    expect(result).toBe(false);
+    expect(await redis.hmget(keysOf(runId).meta, 'finishedAt', 'output')).toEqual(['first', null]);
+    expect(events).toEqual([]);
+  });
+
+  it('refuses a generation that is not the current one', async () => {
+    const runId = await resumedRun();
+    await store.start(runId, 1, ['b'], DEADLINE, T);
+    await store.decide(runId, 'failed', failure, T);
+    const { result, events } = await withEvents(runId, () => store.settle(runId, 0, fill, null, final, T));
+    expect(result).toBe(false);
+    expect(await redis.hexists(keysOf(runId).meta, 'finishedAt')).toBe(0);
+    expect(events).toEqual([]);
+    expect(await store.settle(runId, 1, fill, null, { ...final, generation: 1 }, T)).toBe(true);
+  });
+});
+
+describe('resume-run', () => {
+  it('reopens a settled failed run for the nodes to rerun, at the next generation', async () => {
+    const runId = await settledFailedRun();
+    const { result, events } = await withEvents(runId, () =>
+      store.resume(runId, ['b', 'c'], new Map([['c', 1]]), TIMEOUT),
+    );
+    expect(result).toEqual({ resumed: true, generation: 1 });
+    const k = keysOf(runId);
+    expect([...(await store.snapshots(runId)).keys()]).toEqual(['a']);
+    expect(await redis.hgetall(k.pending)).toEqual({ c: '1' });
+    expect(await redis.hgetall(k.live)).toEqual({ _: '{}' });
+    const aux = await redis.hgetall(k.aux);
+    // The rerun nodes' bookkeeping and the usage start afresh; the kept node's stays.
+    expect(aux['execs:a']).toBe('1');
+    expect(Object.keys(aux).filter((f) => f.endsWith(':b') || f.startsWith('usage:'))).toEqual([]);
+    const meta = await redis.hgetall(k.meta);
+    expect(meta).toMatchObject({ status: 'queued', generation: '1' });
+    for (const field of ['decidedAt', 'finishedAt', 'error', 'output', 'deadlineAt'])
+      expect(meta[field]).toBeUndefined();
+    expect(brief(events)).toEqual([{ type: 'run.resumed', data: { generation: 1 } }]);
+  });
+
+  it('puts the safety TTL back on every key', async () => {
+    const runId = await settledFailedRun();
+    await store.resume(runId, ['b', 'c'], new Map([['c', 1]]), TIMEOUT);
+    for (const ttl of await ttls(allKeys(runId))) {
+      expect(ttl).toBeGreaterThan(RETENTION);
+      expect(ttl).toBeLessThanOrEqual(RETENTION + TIMEOUT);
+    }
+  });
+
+  it('reopens a timed_out run', async () => {
+    const runId = await settledFailedRun('timed_out');
+    expect(await store.resume(runId, ['b', 'c'], new Map([['c', 1]]), TIMEOUT)).toEqual({
+      resumed: true,
+      generation: 1,
+    });
+  });
+
+  it('refuses a run that is not failed or timed_out, or not settled yet, or unknown', async () => {
+    const succeeded = await runningRun();
+    await store.decide(succeeded, 'succeeded', null, T);
+    await store.settle(succeeded, 0, new Map(), null, { status: 'succeeded', error: null, generation: 0 }, T);
+    const cancelled = await runningRun();
+    await store.decide(cancelled, 'cancelled', null, T);
+    const unsettled = await runningRun();
+    await store.decide(unsettled, 'failed', failure, T);
+    const live = await runningRun();
+    const resume = (runId: string): ReturnType<RunStore['resume']> =>
+      store.resume(runId, ['b'], new Map(), TIMEOUT);
+    expect(await resume(succeeded)).toEqual({ resumed: false, status: 'succeeded' });
+    expect(await resume(cancelled)).toEqual({ resumed: false, status: 'cancelled' });
+    expect(await resume(unsettled)).toEqual({ resumed: false, status: 'settling' });
+    expect(await resume(live)).toEqual({ resumed: false, status: 'running' });
+    expect(await resume(randomUUID())).toEqual({ resumed: false, status: null });
+    expect(await redis.hget(keysOf(unsettled).meta, 'generation')).toBe('0');
+    expect(await store.events(unsettled, 0).then((e) => e.map((x) => x.type))).not.toContain('run.resumed');
+  });
+});
+
+describe('signal', () => {
+  it('delivers a name once, keeping the first payload', async () => {
+    const runId = await runningRun();
+    const first = await withEvents(runId, () => store.signal(runId, 'approve', { ok: true }));
+    expect(first.result).toBe('delivered');
+    expect(brief(first.events)).toEqual([
+      { type: 'signal.received', data: { name: 'approve', payload: { ok: true } } },
+    ]);
+    const second = await withEvents(runId, () => store.signal(runId, 'approve', { ok: false }));
+    expect(second.result).toBe('duplicate');
+    expect(second.events).toEqual([]);
+    expect(await redis.hget(keysOf(runId).aux, 'signal:approve')).toBe('{"ok":true}');
+    expect(await store.signal(runId, 'other', undefined)).toBe('delivered');
+    expect(await redis.hget(keysOf(runId).aux, 'signal:other')).toBe('null');
+  });
+
+  it('answers unknown_run for an unknown run and creates nothing', async () => {
+    const runId = randomUUID();
+    expect(await store.signal(runId, 'approve', 1)).toBe('unknown_run');
+    expect(await redis.exists(...allKeys(runId))).toBe(0);
+  });
+});
+
+describe('wait-state', () => {
+  const waiting = (until: string): { status: 'waiting'; until: string } => ({ status: 'waiting', until });
+
+  it('sets the deadline on the first call only and marks the node waiting', async () => {
+    const runId = await runningRun();
+    const first = await withEvents(runId, () => store.waitState(runId, 'a', 'approve', 1000, waiting('one')));
+    expect(first.result).toEqual({ payload: null, delivered: false, deadlineAt: 1000 });
+    expect(first.events).toEqual([]);
+    const second = await store.waitState(runId, 'a', 'approve', 2000, waiting('two'));
+    expect(second).toEqual({ payload: null, delivered: false, deadlineAt: 1000 });
+    expect(await redis.hget(keysOf(runId).aux, 'waitUntil:a')).toBe('1000');
+    expect(JSON.parse((await redis.hget(keysOf(runId).live, 'a'))!)).toEqual(waiting('two'));
+  });
+
+  it('answers a delivered signal, also one delivered before the wait began, and leaves the live state', async () => {
+    const runId = await runningRun();
+    await store.signal(runId, 'approve', { ok: 1 });
+    const result = await store.waitState(runId, 'a', 'approve', 1000, waiting('one'));
+    expect(result).toEqual({ payload: { ok: 1 }, delivered: true, deadlineAt: 1000 });
+    expect(await redis.hget(keysOf(runId).live, 'a')).toBe('{"status":"queued"}');
+  });
+});
+
+describe('add-child', () => {
+  it('records each child run once', async () => {
+    const runId = await runningRun();
+    await store.addChild(runId, 'child-1');
+    await store.addChild(runId, 'child-2');
+    await store.addChild(runId, 'child-1');
+    expect(JSON.parse((await redis.hget(keysOf(runId).aux, 'children'))!)).toEqual(['child-1', 'child-2']);
+  });
+
+  it('has a parent decided other than succeeded cancel its children', async () => {
+    const parent = await runningRun();
+    const child = await runningRun();
+    const grandchild = await runningRun();
+    await store.addChild(parent, child);
+    await store.addChild(child, grandchild);
+    expect(await store.decideOutcome(parent, 'failed', failure, T)).toEqual({
+      decided: true,
+      status: 'failed',
+    });
+    for (const id of [child, grandchild]) {
+      expect(await store.status(id)).toBe('cancelled');
+      expect((await store.error(id))?.code).toBe('parent_ended');
+    }
+  });
+
+  it('leaves the children of a parent that succeeded running', async () => {
+    const parent = await runningRun();
+    const child = await runningRun();
+    await store.addChild(parent, child);
+    await store.decide(parent, 'succeeded', null, T);
+    expect(await store.status(child)).toBe('running');
+  });
+});
+
+describe('append-event', () => {
+  it('appends an event with its node and data, changing nothing else', async () => {
+    const runId = await runningRun();
+    const before = await redis.hgetall(keysOf(runId).meta);
+    const { events } = await withEvents(runId, async () => {
+      await store.appendEvent(runId, 'assistant.delta', 'a', { text: 'hi' });
+      await store.appendEvent(runId, 'usage', undefined, undefined);
+    });
+    expect(events).toEqual([
+      {
+        seq: Number(before.seq) + 1,
+        type: 'assistant.delta',
+        family: 'assistant',
+        phase: 'delta',
+        ts: expect.any(Number),
+        runId,
+        nodeId: 'a',
+        data: { text: 'hi' },
+      },
+      {
+        seq: Number(before.seq) + 2,
+        type: 'usage',
+        family: 'usage',
+        phase: 'update',
+        ts: expect.any(Number),
+        runId,
+      },
+    ]);
+    expect(await redis.hgetall(keysOf(runId).meta)).toEqual({
+      ...before,
+      seq: String(Number(before.seq) + 2),
+    });
+  });
+
+  it('appends nothing to an unknown run and creates nothing', async () => {
+    const runId = randomUUID();
+    await store.appendEvent(runId, 'assistant.delta', 'a', { text: 'hi' });
+    expect(await redis.exists(...allKeys(runId))).toBe(0);
+  });
+});
+
+describe('set-plan', () => {
+  it('stores a task run’s first plan with its counters and planner usage, and emits plan', async () => {
+    const runId = await createRun({ task: task() });
+    const { result, events } = await withEvents(runId, () =>
+      store.setPlan(
+        runId,
+        {
+          graph,
+          plan,
+          pending: new Map([
+            ['a', 0],
+            ['c', 2],
+          ]),
+        },
+        planning,
+        {
+          promptTokens: 10,
+          completionTokens: 5,
+          modelCalls: 1,
+        },
+      ),
+    );
+    expect(result).toBe(true);
+    const k = keysOf(runId);
+    const meta = await redis.hgetall(k.meta);
+    expect(JSON.parse(meta.graph!)).toEqual(graph);
+    expect(JSON.parse(meta.plan!)).toEqual(plan);
+    expect(JSON.parse(meta.planning!)).toEqual(planning);
+    expect(await redis.hgetall(k.pending)).toEqual({ c: '2' });
+    expect(
+      await redis.hmget(k.aux, 'usage:promptTokens', 'usage:completionTokens', 'usage:modelCalls'),
+    ).toEqual(['10', '5', '1']);
+    expect(brief(events)).toEqual([{ type: 'plan', data: { ...planning, nodes: 3 } }]);
+    expect(events[0]).toMatchObject({ family: 'plan', phase: 'created' });
+  });
+
+  it('keeps the first plan', async () => {
+    const runId = await createRun({ task: task() });
+    await store.setPlan(runId, { graph, plan, pending: new Map([['c', 2]]) }, planning, {});
+    const other: ExecutableGraph = { nodes: [tool('z')], edges: [] };
+    const { result, events } = await withEvents(runId, () =>
+      store.setPlan(runId, { graph: other, plan: other, pending: new Map([['z', 1]]) }, planning, {
+        promptTokens: 3,
+      }),
+    );
+    expect(result).toBe(false);
+    expect((await store.plan(runId))?.plan).toEqual(plan);
+    expect(await redis.hgetall(keysOf(runId).pending)).toEqual({ c: '2' });
+    expect(await redis.hexists(keysOf(runId).aux, 'usage:promptTokens')).toBe(0);
+    expect(events).toEqual([]);
+  });
+
+  it('stores nothing for an unknown run', async () => {
+    const runId = randomUUID();
+    expect(await store.setPlan(runId, { graph, plan, pending: new Map() }, planning, {})).toBe(false);
+    expect(await redis.exists(...allKeys(runId))).toBe(0);
+  });
+});
+
+describe('charge', () => {
+  it('adds rounded usage to the run and emits the given event', async () => {
+    const runId = await runningRun();
+    const { events } = await withEvents(runId, async () => {
+      await store.charge(
+        runId,
+        { promptTokens: 10.4, modelCalls: 1 },
+        { type: 'usage', data: { tokens: 10 } },
+      );
+      await store.charge(runId, { promptTokens: 2, toolCalls: 0 });
+    });
+    const aux = await redis.hgetall(keysOf(runId).aux);
+    expect([aux['usage:promptTokens'], aux['usage:modelCalls'], aux['usage:toolCalls']]).toEqual([
+      '12',
+      '1',
+      undefined,
+    ]);
+    expect(brief(events)).toEqual([{ type: 'usage', data: { tokens: 10 } }]);
+  });
+
+  it('charges nothing to an unknown run and creates nothing', async () => {
+    const runId = randomUUID();
+    await store.charge(runId, { promptTokens: 1 }, { type: 'usage', data: {} });
+    expect(await redis.exists(...allKeys(runId))).toBe(0);
+  });
+});
+
+describe('request-replan', () => {
+  it('hands a running task run back to the plan loop, once', async () => {
+    const runId = await runningTaskRun();
+    const first = await withEvents(runId, () => store.requestReplan(runId, failure, 0));
+    expect(first.result).toBe(true);
+    expect(brief(first.events)).toEqual([{ type: 'replan.requested', data: failure }]);
+    expect(JSON.parse((await redis.hget(keysOf(runId).meta, 'replan'))!)).toEqual(failure);
+    expect((await store.header(runId)).task?.replanRequest).toEqual(failure);
+
+    const again = await withEvents(runId, () => store.requestReplan(runId, { ...failure, nodeId: 'a' }, 0));
+    expect(again.result).toBe(true);
+    expect(again.events).toEqual([]);
+    expect(JSON.parse((await redis.hget(keysOf(runId).meta, 'replan'))!)).toEqual(failure);
+  });
+
+  it('refuses a loop-mode task run', async () => {
+    const runId = await runningTaskRun({ mode: 'loop' });
+    expect(await store.requestReplan(runId, failure, 0)).toBe(false);
+    expect(await redis.hexists(keysOf(runId).meta, 'replan')).toBe(0);
+  });
+
+  it('refuses a fixed-graph run', async () => {
+    const runId = await runningRun();
+    expect(await store.requestReplan(runId, failure, 0)).toBe(false);
+  });
+
+  it('refuses a run that is not running', async () => {
+    const queued = await createRun({ task: task() });
+    expect(await store.requestReplan(queued, failure, 0)).toBe(false);
+    const decided = await runningTaskRun();
+    await store.decide(decided, 'cancelled', null, T);
+    expect(await store.requestReplan(decided, failure, 0)).toBe(false);
+  });
+
+  it('refuses a failure from another generation', async () => {
+    const runId = await runningTaskRun();
+    expect(await store.requestReplan(runId, failure, 1)).toBe(false);
+  });
+
+  it('refuses once maxReplans are used up', async () => {
+    const none = await runningTaskRun({ maxReplans: 0 });
+    expect(await store.requestReplan(none, failure, 0)).toBe(false);
+    const runId = await replannedRun();
+    await store.start(runId, 1, ['e'], DEADLINE, T);
+    const { result, events } = await withEvents(runId, () => store.requestReplan(runId, failure, 1));
+    expect(result).toBe(false);
+    expect(events).toEqual([]);
+  });
+});
+
+/** The plan replan-6 installs: a (kept) and e feed d. */
+const graph2: Graph = {
+  nodes: [tool('a'), tool('e'), tool('d')],
+  edges: [
+    ['a', 'd'],
+    ['e', 'd'],
+  ],
+};
+const plan2: ExecutableGraph = {
+  nodes: [tool('a'), tool('e'), tool('d')],
+  edges: [
+    ['a', 'd'],
+    ['e', 'd'],
+  ],
+};
+const planning2: PlanningRecord = { ...planning, planVersion: 2 };
+
+/** A task run of maxReplans 1 whose node b failed at generation 0, with a replan requested. */
+async function replanRequestedRun(): Promise<string> {
+  const runId = await runningTaskRun();
+  const begin = { generation: 0, live: running, countExecution: true, chargeCall: true, reads: [] };
+  await store.beginNode(runId, 'a', begin);
+  await store.completeNode(runId, 'a', snapshot('succeeded', 1), {
+    release: true,
+    children: ['c'],
+    charge: { toolTimeMs: 5 },
+  });
+  await store.beginNode(runId, 'b', begin);
+  await store.recordAttempt(runId, 'b', attempt(1), { status: 'retrying', attempt: 1 });
+  await store.completeNode(runId, 'b', snapshot('failed'), { release: false, children: ['c'], charge: {} });
+  await store.requestReplan(runId, failure, 0);
+  return runId;
+}
+
+async function replannedRun(): Promise<string> {
+  const runId = await replanRequestedRun();
+  await store.replan(runId, 0, { graph: graph2, plan: plan2, pending: new Map([['d', 1]]) }, planning2, {}, [
+    'b',
+  ]);
+  return runId;
+}
+
+describe('replan', () => {
+  it('installs the new plan, drops the nodes it does not keep and moves the generation on', async () => {
+    const runId = await replanRequestedRun();
+    const { result, events } = await withEvents(runId, () =>
+      store.replan(
+        runId,
+        0,
+        { graph: graph2, plan: plan2, pending: new Map([['d', 1]]) },
+        planning2,
+        { promptTokens: 10, modelCalls: 1 },
+        ['b'],
+      ),
+    );
+    expect(result).toBe(1);
+    const k = keysOf(runId);
+    expect([...(await store.snapshots(runId)).keys()]).toEqual(['a']);
+    expect(await redis.hgetall(k.pending)).toEqual({ d: '1' });
+    expect(await redis.hgetall(k.live)).toEqual({ _: '{}' });
+    const aux = await redis.hgetall(k.aux);
+    expect(Object.keys(aux).filter((f) => f.endsWith(':b'))).toEqual([]);
+    expect(aux['execs:a']).toBe('1');
+    // Usage restarts with the planner's charge.
+    expect(Object.fromEntries(Object.entries(aux).filter(([f]) => f.startsWith('usage:')))).toEqual({
+      'usage:promptTokens': '10',
+      'usage:modelCalls': '1',
+    });
+    const meta = await redis.hgetall(k.meta);
+    expect(meta).toMatchObject({ status: 'queued', generation: '1', replans: '1' });
+    expect(meta.replan).toBeUndefined();
+    expect(JSON.parse(meta.graph!)).toEqual(graph2);
+    expect(JSON.parse(meta.plan!)).toEqual(plan2);
+    expect(JSON.parse(meta.planning!)).toEqual(planning2);
+    expect(brief(events)).toEqual([{ type: 'plan', data: { ...planning2, nodes: 3 } }]);
+  });
+
+  it('refuses a run with no replan requested', async () => {
+    const runId = await runningTaskRun();
+    const { result, events } = await withEvents(runId, () =>
+      store.replan(runId, 0, { graph: graph2, plan: plan2, pending: new Map() }, planning2, {}, []),
+    );
+    expect(result).toBe(0);
+    expect(events).toEqual([]);
+    expect(await redis.hmget(keysOf(runId).meta, 'status', 'generation')).toEqual(['running', '0']);
+  });
+
+  it('refuses another generation', async () => {
+    const runId = await replanRequestedRun();
+    const result = await store.replan(
+      runId,
+      1,
+      { graph: graph2, plan: plan2, pending: new Map() },
+      planning2,
+      {},
+      ['b'],
+    );
+    expect(result).toBe(0);
+    expect(await store.snapshots(runId).then((s) => [...s.keys()].sort())).toEqual(['a', 'b']);
+    expect(await redis.hexists(keysOf(runId).meta, 'replan')).toBe(1);
+  });
+
+  it('makes node jobs from before the replan stale', async () => {
+    const runId = await replannedRun();
+    const begin = await store.beginNode(runId, 'a', {
+      generation: 0,
+      live: running,
+      countExecution: true,
+      chargeCall: true,
+      reads: [],
+    });
+    expect(begin.status).toBe('stale');
+  });
+});
+
+describe('emit', () => {
+  it('numbers a run’s events 1, 2, 3… across scripts, as stream ids 0-<seq>', async () => {
+    const runId = await runningRun();
+    await store.signal(runId, 'go', null);
+    const events = await store.events(runId, 0);
+    expect(events.map((e) => e.seq)).toEqual(events.map((_, i) => i + 1));
+    const ids = (await redis.xrange(keysOf(runId).events, '-', '+')).map(([id]) => id);
+    expect(ids).toEqual(events.map((e) => `0-${e.seq}`));
+    expect(await store.events(runId, 2)).toEqual(events.slice(2));
+  });
+});

@@ -1,0 +1,286 @@
+/**
+ * Each lane script, called through SessionStore against a real Redis: what it answers and what it
+ * leaves in the session's hash and lists (read back with a plain client).
+ */
+import { randomUUID } from 'node:crypto';
+import { Redis } from 'ioredis';
+import { afterAll, describe, expect, inject, it } from 'vitest';
+import {
+  SessionStore,
+  busySessionsKey,
+  sessionKeys,
+  type DropPolicy,
+  type LaneMessage,
+  type LaneMode,
+} from '@tetraloop/core';
+
+const prefix = `test-${randomUUID()}`;
+const redis = new Redis(inject('redisUrl'));
+const sessions = new SessionStore(redis, prefix);
+
+afterAll(async () => {
+  await redis.quit();
+});
+
+const message = (text: string): LaneMessage => ({ text, receivedAt: `at-${text}` });
+const busy = busySessionsKey(prefix);
+
+function admit(
+  session: string,
+  mode: LaneMode,
+  runId: string,
+  options: { collectCap?: number; drop?: DropPolicy; envCap?: number } = {},
+): ReturnType<SessionStore['admit']> {
+  return sessions.admit(session, {
+    mode,
+    runId,
+    message: message(runId),
+    collectCap: options.collectCap ?? 3,
+    drop: options.drop ?? 'old',
+    envCap: options.envCap ?? 5,
+  });
+}
+
+/** A session whose lane is held by run r1. */
+async function busySession(): Promise<string> {
+  const session = randomUUID();
+  await admit(session, 'followup', 'r1');
+  return session;
+}
+
+async function lane(
+  session: string,
+): Promise<{ running: string | null; queue: string[]; buffer: unknown[] }> {
+  const k = sessionKeys(prefix, session);
+  return {
+    running: await redis.hget(k.meta, 'running'),
+    queue: await redis.lrange(k.queue, 0, -1),
+    buffer: (await redis.lrange(k.buffer, 0, -1)).map((m) => JSON.parse(m) as unknown),
+  };
+}
+
+describe('lane-admit', () => {
+  it('starts the message’s run on an idle lane and marks the session busy', async () => {
+    const session = randomUUID();
+    expect(await admit(session, 'collect', 'r1')).toEqual({ kind: 'start', runId: 'r1' });
+    const meta = await redis.hgetall(sessionKeys(prefix, session).meta);
+    expect(meta).toMatchObject({ running: 'r1', contextId: '1', createdAt: expect.any(String) });
+    expect(await lane(session)).toEqual({ running: 'r1', queue: [], buffer: [] });
+    expect(await redis.sismember(busy, session)).toBe(1);
+  });
+
+  it('queues followup runs behind the running one, in order', async () => {
+    const session = await busySession();
+    expect(await admit(session, 'followup', 'r2')).toEqual({ kind: 'queued', runId: 'r2', position: 1 });
+    expect(await admit(session, 'followup', 'r3')).toEqual({ kind: 'queued', runId: 'r3', position: 2 });
+    expect(await lane(session)).toEqual({ running: 'r1', queue: ['r2', 'r3'], buffer: [] });
+    expect(await sessions.position(session, 'r3')).toBe(2);
+  });
+
+  it('collects messages into the buffer behind one collect marker', async () => {
+    const session = await busySession();
+    await admit(session, 'followup', 'r2');
+    expect(await admit(session, 'collect', 'm1')).toEqual({ kind: 'collected', position: 2 });
+    expect(await admit(session, 'collect', 'm2')).toEqual({ kind: 'collected', position: 2 });
+    expect(await lane(session)).toEqual({
+      running: 'r1',
+      queue: ['r2', 'collect'],
+      buffer: [message('m1'), message('m2')],
+    });
+    expect(await redis.hget(sessionKeys(prefix, session).meta, 'lastCollectAt')).toMatch(/^\d+$/);
+  });
+
+  it('drops a collected message when the buffer is full and the policy is new', async () => {
+    const session = await busySession();
+    await admit(session, 'collect', 'm1', { collectCap: 2, drop: 'new' });
+    await admit(session, 'collect', 'm2', { collectCap: 2, drop: 'new' });
+    expect(await admit(session, 'collect', 'm3', { collectCap: 2, drop: 'new' })).toEqual({
+      kind: 'dropped',
+    });
+    expect((await lane(session)).buffer).toEqual([message('m1'), message('m2')]);
+  });
+
+  it('drops the oldest collected message when the buffer is full and the policy is old', async () => {
+    const session = await busySession();
+    for (const m of ['m1', 'm2', 'm3']) await admit(session, 'collect', m, { collectCap: 2, drop: 'old' });
+    expect((await lane(session)).buffer).toEqual([message('m2'), message('m3')]);
+  });
+
+  it('folds the two oldest collected messages into one when the buffer is full and the policy is summarize', async () => {
+    const session = await busySession();
+    for (const m of ['m1', 'm2', 'm3', 'm4'])
+      await admit(session, 'collect', m, { collectCap: 3, drop: 'summarize' });
+    expect((await lane(session)).buffer).toEqual([
+      { text: 'm1\nm2', receivedAt: 'at-m1', summarized: 2 },
+      message('m3'),
+      message('m4'),
+    ]);
+    await admit(session, 'collect', 'm5', { collectCap: 3, drop: 'summarize' });
+    expect((await lane(session)).buffer).toEqual([
+      { text: 'm1\nm2\nm3', receivedAt: 'at-m1', summarized: 3 },
+      message('m4'),
+      message('m5'),
+    ]);
+  });
+
+  it('steers a message into the environment of the running run, capped', async () => {
+    const session = await busySession();
+    expect(await admit(session, 'steer', 's1', { envCap: 2 })).toEqual({
+      kind: 'steered',
+      runId: 'r1',
+      version: 1,
+    });
+    await admit(session, 'steer', 's2', { envCap: 2 });
+    expect(await admit(session, 'steer', 's3', { envCap: 2 })).toEqual({
+      kind: 'steered',
+      runId: 'r1',
+      version: 3,
+    });
+    expect(await sessions.environment(session)).toEqual({
+      version: 3,
+      events: [message('s2'), message('s3')],
+    });
+    expect(await lane(session)).toEqual({ running: 'r1', queue: [], buffer: [] });
+  });
+
+  it('interrupts the running run: the new run takes the lane, the queue stays', async () => {
+    const session = await busySession();
+    await admit(session, 'followup', 'r2');
+    expect(await admit(session, 'interrupt', 'r3')).toEqual({ kind: 'interrupt', cancel: 'r1', runId: 'r3' });
+    expect(await lane(session)).toEqual({ running: 'r3', queue: ['r2'], buffer: [] });
+  });
+});
+
+describe('lane-advance', () => {
+  it('does nothing when the finished run no longer holds the lane', async () => {
+    const session = await busySession();
+    await admit(session, 'followup', 'r2');
+    expect(await sessions.advance(session, 'r0', 0)).toEqual({ kind: 'noop' });
+    expect(await lane(session)).toEqual({ running: 'r1', queue: ['r2'], buffer: [] });
+  });
+
+  it('frees the lane when nothing waits and drops the session from the busy set', async () => {
+    const session = await busySession();
+    expect(await sessions.advance(session, 'r1', 0)).toEqual({ kind: 'idle' });
+    expect(await lane(session)).toEqual({ running: '', queue: [], buffer: [] });
+    expect(await sessions.running(session)).toBeNull();
+    expect(await redis.sismember(busy, session)).toBe(0);
+    expect((await admit(session, 'followup', 'r2')).kind).toBe('start');
+  });
+
+  it('hands the lane to the next queued run', async () => {
+    const session = await busySession();
+    await admit(session, 'followup', 'r2');
+    await admit(session, 'followup', 'r3');
+    expect(await sessions.advance(session, 'r1', 0)).toEqual({ kind: 'run', runId: 'r2' });
+    expect(await lane(session)).toEqual({ running: 'r2', queue: ['r3'], buffer: [] });
+  });
+
+  it('holds the lane for collected messages until the debounce has passed', async () => {
+    const session = await busySession();
+    await admit(session, 'collect', 'm1');
+    const lastCollectAt = Number(await redis.hget(sessionKeys(prefix, session).meta, 'lastCollectAt'));
+    const debounce = 3_600_000;
+    expect(await sessions.advance(session, 'r1', debounce)).toEqual({
+      kind: 'collect-wait',
+      dueAt: lastCollectAt + debounce,
+    });
+    expect(await lane(session)).toEqual({ running: 'collect', queue: ['collect'], buffer: [message('m1')] });
+  });
+
+  it('answers how many collected messages are due once the debounce has passed', async () => {
+    const session = await busySession();
+    await admit(session, 'collect', 'm1');
+    await admit(session, 'collect', 'm2');
+    expect(await sessions.advance(session, 'r1', 3_600_000)).toMatchObject({ kind: 'collect-wait' });
+    // The lane is now held by the collect marker; advancing from it re-checks the debounce.
+    expect(await sessions.advance(session, 'collect', 0)).toEqual({ kind: 'collect', count: 2 });
+    expect(await lane(session)).toEqual({
+      running: 'collect',
+      queue: ['collect'],
+      buffer: [message('m1'), message('m2')],
+    });
+    expect(await sessions.collected(session, 1)).toEqual([message('m1')]);
+  });
+});
+
+describe('lane-commit-collect', () => {
+  /** A lane held by the collect marker with `texts` collected, r9 queued behind them. */
+  async function collecting(texts: string[]): Promise<string> {
+    const session = await busySession();
+    for (const t of texts) await admit(session, 'collect', t);
+    await admit(session, 'followup', 'r9');
+    await sessions.advance(session, 'r1', 0);
+    return session;
+  }
+
+  it('hands the lane to the collected run and removes the marker once the buffer is empty', async () => {
+    const session = await collecting(['m1', 'm2']);
+    expect(await sessions.commitCollect(session, 'rc', 2)).toBe(true);
+    expect(await lane(session)).toEqual({ running: 'rc', queue: ['r9'], buffer: [] });
+    expect(await sessions.advance(session, 'rc', 0)).toEqual({ kind: 'run', runId: 'r9' });
+  });
+
+  it('keeps the marker for messages collected after the count was taken', async () => {
+    const session = await collecting(['m1', 'm2']);
+    await admit(session, 'collect', 'm3');
+    expect(await sessions.commitCollect(session, 'rc', 2)).toBe(true);
+    expect(await lane(session)).toEqual({ running: 'rc', queue: ['collect', 'r9'], buffer: [message('m3')] });
+  });
+
+  it('refuses when the lane is not waiting for its collected run', async () => {
+    const session = await busySession();
+    await admit(session, 'collect', 'm1');
+    expect(await sessions.commitCollect(session, 'rc', 1)).toBe(false);
+    expect(await lane(session)).toEqual({ running: 'r1', queue: ['collect'], buffer: [message('m1')] });
+  });
+});
+
+describe('lane-stop', () => {
+  it('empties the lane and answers the running and queued runs to cancel', async () => {
+    const session = await busySession();
+    await admit(session, 'followup', 'r2');
+    await admit(session, 'collect', 'm1');
+    await admit(session, 'followup', 'r3');
+    expect(await sessions.stop(session)).toEqual({ running: 'r1', queued: ['r2', 'r3'] });
+    const k = sessionKeys(prefix, session);
+    expect(await redis.exists(k.queue, k.buffer)).toBe(0);
+    expect(await redis.hget(k.meta, 'running')).toBe('');
+    expect(await redis.sismember(busy, session)).toBe(0);
+  });
+
+  it('answers no running run while the lane is held by collected messages', async () => {
+    const session = await busySession();
+    await admit(session, 'collect', 'm1');
+    await sessions.advance(session, 'r1', 3_600_000);
+    expect(await sessions.stop(session)).toEqual({ running: null, queued: [] });
+    expect(await lane(session)).toEqual({ running: '', queue: [], buffer: [] });
+  });
+
+  it('answers nothing for an idle session', async () => {
+    expect(await sessions.stop(randomUUID())).toEqual({ running: null, queued: [] });
+  });
+});
+
+describe('session-reset', () => {
+  it('starts a new context: the next id, no bootstrap snapshot, a transcript line', async () => {
+    const session = await busySession();
+    const files = [{ name: 'AGENTS.md', content: 'v1' }];
+    expect(await sessions.bootstrap(session, () => Promise.resolve(files))).toEqual({ files, fresh: true });
+    const line = { type: 'command', command: 'reset' };
+    expect(await sessions.reset(session, line)).toBe(2);
+    const meta = await redis.hgetall(sessionKeys(prefix, session).meta);
+    expect(meta.contextId).toBe('2');
+    expect(meta.bootstrap).toBeUndefined();
+    expect(new Date(meta.contextStartedAt!).toISOString()).toBe(meta.contextStartedAt);
+    expect(await sessions.transcript(session)).toEqual([line]);
+    // The lane is not touched.
+    expect(await sessions.running(session)).toBe('r1');
+    const next = [{ name: 'AGENTS.md', content: 'v2' }];
+    expect(await sessions.bootstrap(session, () => Promise.resolve(next))).toEqual({
+      files: next,
+      fresh: true,
+    });
+    expect(await sessions.reset(session, line)).toBe(3);
+  });
+});
