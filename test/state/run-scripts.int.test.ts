@@ -336,7 +336,7 @@ describe('begin-node', () => {
     const { result, events } = await withEvents(runId, () => store.beginNode(runId, 'c', options));
     expect(result).toEqual({
       status: 'running',
-      own: null,
+      existing: null,
       executions: 1,
       toolCalls: 1,
       toolTimeMs: 7,
@@ -375,7 +375,7 @@ describe('begin-node', () => {
     });
     const options = { generation: 0, live: running, countExecution: true, chargeCall: true, reads: [] };
     const { result, events } = await withEvents(runId, () => store.beginNode(runId, 'a', options));
-    expect(result.own).toEqual(snapshot('succeeded', 1));
+    expect(result.existing).toEqual(snapshot('succeeded', 1));
     expect([result.executions, result.toolCalls]).toEqual([0, 0]);
     expect(await redis.hexists(keysOf(runId).live, 'a')).toBe(0);
     expect(events).toEqual([]);
@@ -397,7 +397,7 @@ describe('begin-node', () => {
     const options = { generation: 0, live: running, countExecution: true, chargeCall: true, reads: [] };
     const { result, events } = await withEvents(runId, () => store.beginNode(runId, 'b', options));
     expect(result.status).toBe('stale');
-    expect(result.own).toBeNull();
+    expect(result.existing).toBeNull();
     expect(await redis.hget(keysOf(runId).live, 'b')).toBe('{"status":"queued"}');
     expect(await redis.hexists(keysOf(runId).aux, 'execs:b')).toBe(0);
     expect(events).toEqual([]);
@@ -1171,5 +1171,124 @@ describe('emit', () => {
     const ids = (await redis.xrange(keysOf(runId).events, '-', '+')).map(([id]) => id);
     expect(ids).toEqual(events.map((e) => `0-${e.seq}`));
     expect(await store.events(runId, 2)).toEqual(events.slice(2));
+  });
+});
+
+describe('end-unstarted', () => {
+  it('decides a queued run cancelled, gives every node of its plan a snapshot and settles it, in one step', async () => {
+    const runId = await createRun();
+    const aborted = await nextMessage(store.channels.abort);
+    const settled = await nextMessage(store.channels.settled);
+    const { result, events } = await withEvents(runId, () =>
+      store.endUnstarted(runId, 'cancelled', { code: 'cancelled', message: 'stopped' }, T),
+    );
+    expect(result).toEqual({ settled: true, status: 'cancelled' });
+    expect(await aborted.message).toBe(runId);
+    expect(await settled.message).toBe(runId);
+    expect(brief(events)).toEqual([
+      { type: 'run.decided', data: { status: 'cancelled' } },
+      { type: 'node.cancelled', nodeId: 'a' },
+      { type: 'node.cancelled', nodeId: 'b' },
+      { type: 'node.cancelled', nodeId: 'c' },
+      {
+        type: 'run.finished',
+        data: { status: 'cancelled', error: { code: 'cancelled', message: 'stopped' }, generation: 0 },
+      },
+    ]);
+    const doc = await store.document(runId);
+    expect(doc).toMatchObject({ status: 'cancelled', finishedAt: T, error: { code: 'cancelled' } });
+    expect(doc?.nodes.a).toEqual({ id: 'a', ...notRun('cancelled') });
+    const k = keysOf(runId);
+    // Live states are dropped at settle; every key left gets the retention TTL.
+    expect(await redis.exists(k.live)).toBe(0);
+    for (const ttl of await ttls([k.meta, k.pending, k.nodes, k.events])) {
+      expect(ttl).toBeGreaterThan(0);
+      expect(ttl).toBeLessThanOrEqual(RETENTION);
+    }
+  });
+
+  it('fails a task run that has no plan, with the given error and no nodes', async () => {
+    const runId = await createRun({ task: task() });
+    const error: RunError = { code: 'plan_rejected', message: 'the plan was rejected', issues: [] };
+    expect(await store.endUnstarted(runId, 'failed', error, T)).toEqual({ settled: true, status: 'failed' });
+    const doc = await store.document(runId);
+    expect(doc).toMatchObject({ status: 'failed', finishedAt: T, error, nodes: {} });
+  });
+
+  it('keeps an outcome decided before, with its error, and settles the run as decided', async () => {
+    const runId = await createRun({ task: task() });
+    await store.decide(runId, 'timed_out', { code: 'timed_out', message: 'late' }, T);
+    const { result, events } = await withEvents(runId, () => store.endUnstarted(runId, 'timed_out', null, T));
+    expect(result).toEqual({ settled: true, status: 'timed_out' });
+    expect(brief(events)).toEqual([
+      {
+        type: 'run.finished',
+        data: { status: 'timed_out', error: { code: 'timed_out', message: 'late' }, generation: 0 },
+      },
+    ]);
+  });
+
+  it('leaves a settled run and an unknown run alone', async () => {
+    const runId = await settledFailedRun();
+    const before = await redis.hgetall(keysOf(runId).meta);
+    expect(await store.endUnstarted(runId, 'cancelled', null, T)).toEqual({
+      settled: false,
+      status: 'failed',
+    });
+    expect(await redis.hgetall(keysOf(runId).meta)).toEqual(before);
+    const unknown = randomUUID();
+    expect(await store.endUnstarted(unknown, 'cancelled', null, T)).toEqual({ settled: false, status: null });
+    expect(await redis.exists(...allKeys(unknown))).toBe(0);
+  });
+});
+
+describe('environment-changed', () => {
+  const recent = ['ci/build: {"ok":false}', 'ci/build: {"ok":true}', 'chat/message: "hurry"'];
+
+  it('records the version, appends what is new and hands a planned run back to the planner, in one step', async () => {
+    const runId = await runningTaskRun();
+    await store.setEnvironmentVersion(runId, 1);
+    const { result, events } = await withEvents(runId, () => store.environmentChanged(runId, 3, recent));
+    expect(result).toBe(true);
+    const message = 'the environment changed: ci/build: {"ok":true} | chat/message: "hurry"';
+    expect(brief(events)).toEqual([
+      { type: 'environment.changed', data: { version: 3, events: recent.slice(1) } },
+      { type: 'replan.requested', data: { code: 'environment_changed', message } },
+    ]);
+    expect(await store.environmentVersion(runId)).toBe(3);
+    expect((await store.taskOf(runId))?.replanRequest).toEqual({ code: 'environment_changed', message });
+    expect(await store.steering(runId)).toEqual([]);
+  });
+
+  it('gives an agent run (loop mode, or a fixed graph) the new entries as steering', async () => {
+    const runId = await runningTaskRun({ mode: 'loop' });
+    expect(await store.environmentChanged(runId, 2, recent)).toBe(true);
+    expect(await store.steering(runId)).toEqual(recent.slice(1));
+    expect(await store.environmentChanged(runId, 3, recent)).toBe(true);
+    expect(await store.steering(runId)).toEqual([...recent.slice(1), recent[2]]);
+    expect((await store.taskOf(runId))?.replanRequest).toBeNull();
+    const graphRun = await runningRun();
+    expect(await store.environmentChanged(graphRun, 1, recent)).toBe(true);
+    expect(await store.steering(graphRun)).toEqual(recent.slice(2));
+  });
+
+  it('does nothing when the version did not move, or the run is not running', async () => {
+    const runId = await runningTaskRun();
+    expect(await store.environmentChanged(runId, 2, recent)).toBe(true);
+    const seq = await lastSeq(runId);
+    expect(await store.environmentChanged(runId, 2, recent)).toBe(false);
+    expect(await store.environmentChanged(runId, 1, recent)).toBe(false);
+    expect(await lastSeq(runId)).toBe(seq);
+    const queued = await createRun();
+    expect(await store.environmentChanged(queued, 5, recent)).toBe(false);
+    expect(await store.environmentVersion(queued)).toBe(0);
+  });
+
+  it('still records the change when the run may not be replanned any more', async () => {
+    const runId = await runningTaskRun({ maxReplans: 0 });
+    const { result, events } = await withEvents(runId, () => store.environmentChanged(runId, 1, recent));
+    expect(result).toBe(true);
+    expect(brief(events).map((e) => e.type)).toEqual(['environment.changed']);
+    expect(await store.environmentVersion(runId)).toBe(1);
   });
 });
