@@ -1,7 +1,15 @@
 /** Plugin hooks around real tool calls: a rewrite, the deny-http plugin's block, an approval wait. */
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { loadPlugins } from '@tetraloop/core';
-import { post, postRun, runToEnd, startStack, waitFor, type Stack } from './support/stack.js';
+import {
+  post,
+  postRun,
+  runToEnd,
+  startStack,
+  untilNodeStatus,
+  waitFor,
+  type Stack,
+} from './support/stack.js';
 import { startToolServer, type ToolServer } from './support/tool-server.js';
 
 let stack: Stack;
@@ -55,12 +63,7 @@ it('before_tool_call blocks a call with a reason (the deny-http plugin)', async 
 it('a call that requires approval waits for the approval signal', async () => {
   const posted = await postRun(stack.url, { graph: { nodes: [call('gated', 'gated')] } });
   const runId = posted.body.runId as string;
-  for (;;) {
-    const doc = (await fetch(`${stack.url}/v1/runs/${runId}/wait?timeoutMs=50`).then((r) => r.json())) as {
-      nodes: { gated: { status: string } };
-    };
-    if (doc.nodes.gated.status === 'waiting') break;
-  }
+  await untilNodeStatus(stack, runId, 'gated', 'waiting');
   expect(server.hitsOf('gated')).toHaveLength(0);
   expect((await post(stack.url, `/v1/runs/${runId}/signals/approve.gated`, { approved: true })).status).toBe(
     202,

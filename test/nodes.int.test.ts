@@ -1,7 +1,16 @@
 /** Loop, wait and nested-graph nodes, and loop suspicion, on a real Redis. */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { RunDocument } from '@tetraloop/core';
-import { post, postRun, readEvents, runToEnd, startStack, waitFor, type Stack } from './support/stack.js';
+import {
+  post,
+  postRun,
+  readEvents,
+  runToEnd,
+  startStack,
+  untilNodeStatus,
+  waitFor,
+  type Stack,
+} from './support/stack.js';
 import { startToolServer, type ToolServer } from './support/tool-server.js';
 
 let stack: Stack;
@@ -18,16 +27,6 @@ afterAll(async () => {
   await stack?.close();
   await server?.close();
 });
-
-/** Follows the run's events until `nodeId` reaches `status` in its live state. */
-async function waitForNodeStatus(runId: string, nodeId: string, status: string): Promise<void> {
-  for (;;) {
-    const doc = (await fetch(`${stack.url}/v1/runs/${runId}/wait?timeoutMs=100`).then((r) =>
-      r.json(),
-    )) as RunDocument;
-    if (doc.nodes[nodeId]?.status === status) return;
-  }
-}
 
 const url = (path: string, node: string): string =>
   `${server.url}${path}${path.includes('?') ? '&' : '?'}node=${node}`;
@@ -205,7 +204,7 @@ describe('wait nodes', () => {
       graph: { nodes: [{ id: 'parked', kind: 'wait', signal: 'never', timeoutSeconds: 3600 }] },
     });
     const runId = posted.body.runId as string;
-    await waitForNodeStatus(runId, 'parked', 'waiting');
+    await untilNodeStatus(stack, runId, 'parked', 'waiting');
     expect((await post(stack.url, `/v1/runs/${runId}/cancel`)).status).toBe(202);
     // Well inside the hour the node would otherwise sit in the delayed set.
     const doc = await waitFor(stack.url, runId, 10_000);

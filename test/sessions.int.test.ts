@@ -3,14 +3,14 @@
  * NO_REPLY, environment versions and steering, deduplication, bursts, sources.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { HookRegistry, type RunDocument, type SessionView } from '@tetraloop/core';
+import { HookRegistry, SENSE_JOB, type RunDocument, type SessionView } from '@tetraloop/core';
 import {
   startModelServer,
   type ChatRequest,
   type ModelServer,
   type ScriptedReply,
 } from './support/model-server.js';
-import { laneIdle, post, startStack, waitFor, type Stack } from './support/stack.js';
+import { followJobEvents, laneIdle, post, startStack, waitFor, type Stack } from './support/stack.js';
 import { startToolServer, type ToolServer } from './support/tool-server.js';
 
 let stack: Stack;
@@ -92,7 +92,7 @@ const transcript = async (key: string): Promise<Record<string, unknown>[]> =>
     .trim()
     .split('\n')
     .map((l) => JSON.parse(l) as Record<string, unknown>);
-const idle = (key: string): Promise<void> => laneIdle(stack.url, key);
+const idle = (key: string): Promise<void> => laneIdle(stack, key);
 const interval = (d: RunDocument): [number, number] => [Date.parse(d.startedAt!), Date.parse(d.finishedAt!)];
 
 describe('lanes', () => {
@@ -300,15 +300,26 @@ describe('the environment', () => {
         sessionKey: 'env',
         payload: { eventId },
       });
-    await send('e1');
-    await send('e1');
-    for (const id of ['e2', 'e3', 'e4']) await send(id);
-    let env: { version: number; events: { count?: number; eventId: string }[] } = { version: 0, events: [] };
-    for (;;) {
-      const view = await session('env').catch(() => null);
-      if (view && view.environmentVersion >= 1) break;
-      await fetch(`${stack.url}/v1/runs/00000000-0000-4000-8000-000000000000/wait?timeoutMs=50`);
+    // The environment moves when a burst's flush job (sense queue) has run: follow those jobs.
+    const sense = await followJobEvents(stack, ['sense']);
+    try {
+      await send('e1');
+      await send('e1');
+      for (const id of ['e2', 'e3', 'e4']) await send(id);
+      const deadline = Date.now() + 10_000;
+      for (;;) {
+        const view = await session('env').catch(() => null);
+        if (view && view.environmentVersion >= 1) break;
+        await sense.next(
+          (e) => e.name === SENSE_JOB.burstFlush && (e.event === 'completed' || e.event === 'failed'),
+          deadline,
+          "the burst flush that moves session env's environment",
+        );
+      }
+    } finally {
+      sense.close();
     }
+    let env: { version: number; events: { count?: number; eventId: string }[] } = { version: 0, events: [] };
     const sources = (await fetch(`${stack.url}/v1/sources`).then((r) => r.json())) as {
       sources: { name: string; events: number; duplicates: number }[];
     };

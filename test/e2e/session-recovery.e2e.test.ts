@@ -48,23 +48,17 @@ it('moves a lane on after the worker running its run is killed, and keeps the or
     .body as { runId: string; queued: boolean };
   expect(b.queued).toBe(true);
   // The first run's model call is in flight on the first worker: kill it there.
-  for (;;) {
-    if (model.requests.some((r) => r.messages.at(-1)?.content === 'one')) break;
-    await fetch(`${stack.url}/v1/runs/${a.runId}/wait?timeoutMs=50`);
-  }
+  await model.received((r) => r.messages.at(-1)?.content === 'one');
   await first.kill('SIGKILL');
   await toolWorker(stack.env);
   const [docA, docB] = [await waitFor(stack.url, a.runId, 60_000), await waitFor(stack.url, b.runId, 60_000)];
   expect(docA.status).toBe('succeeded');
   expect(docB.status).toBe('succeeded');
   expect(Date.parse(docB.startedAt!)).toBeGreaterThanOrEqual(Date.parse(docA.finishedAt!));
+  await laneIdle(stack, 'crash');
   const view = (await fetch(`${stack.url}/v1/sessions/crash`).then((r) => r.json())) as {
     running: string | null;
   };
-  for (let i = 0; view.running !== null && i < 100; i++) {
-    Object.assign(view, await fetch(`${stack.url}/v1/sessions/crash`).then((r) => r.json()));
-    await fetch(`${stack.url}/v1/runs/${b.runId}/wait?timeoutMs=50`);
-  }
   expect(view.running).toBeNull();
 });
 
@@ -75,7 +69,7 @@ it('keeps the transcript across an API and worker restart', async () => {
     runId: string;
   };
   await waitFor(first.url, placed.runId);
-  await laneIdle(first.url, 'durable');
+  await laneIdle(first, 'durable');
   const before = await fetch(`${first.url}/v1/sessions/durable/transcript`).then((r) => r.text());
   await first.close();
   const second = await startStack({

@@ -68,6 +68,11 @@ export interface ModelServer {
   readonly url: string;
   /** Every request received, in order (parsed JSON bodies). */
   readonly requests: ChatRequest[];
+  /**
+   * Resolves with the first request, received already or later, that `match` accepts; fails after
+   * `timeoutMs`.
+   */
+  received(match: (request: ChatRequest) => boolean, timeoutMs?: number): Promise<ChatRequest>;
   /** Replaces the script; request indexes keep counting from where they were. */
   setScript(script: Script): void;
   close(): Promise<void>;
@@ -166,6 +171,8 @@ function parseRequest(body: string): ChatRequest | undefined {
 export async function startModelServer(options: ModelServerOptions): Promise<ModelServer> {
   let script = options.script;
   const requests: ChatRequest[] = [];
+  /** Called with each request as it arrives (see `received`). */
+  const watchers = new Set<(request: ChatRequest) => void>();
   // Server-wide counters, so ids stay unique across the turns of a conversation.
   let completionCount = 0;
   let toolCallCount = 0;
@@ -274,6 +281,7 @@ export async function startModelServer(options: ModelServerOptions): Promise<Mod
     }
     // Recorded and numbered on arrival, so concurrent requests keep their arrival order.
     const index = requests.push(request) - 1;
+    for (const watch of watchers) watch(request);
     let reply: ScriptedReply;
     try {
       reply = await script(request, index);
@@ -313,6 +321,23 @@ export async function startModelServer(options: ModelServerOptions): Promise<Mod
   return {
     url: `http://127.0.0.1:${port}/v1`,
     requests,
+    received(match, timeoutMs = 20_000) {
+      const found = requests.find(match);
+      if (found) return Promise.resolve(found);
+      return new Promise((resolve, reject) => {
+        const watch = (request: ChatRequest): void => {
+          if (!match(request)) return;
+          watchers.delete(watch);
+          clearTimeout(timer);
+          resolve(request);
+        };
+        const timer = setTimeout(() => {
+          watchers.delete(watch);
+          reject(new Error(`no matching model request within ${timeoutMs} ms`));
+        }, timeoutMs);
+        watchers.add(watch);
+      });
+    },
     setScript(next) {
       script = next;
     },

@@ -2,7 +2,16 @@
 import { randomUUID } from 'node:crypto';
 import { inject } from 'vitest';
 import { parseApiEnv, startApi, type ApiHandle } from '@tetraloop/api';
-import type { ExecutorHooks, Pool, RunDocument, RunEvent } from '@tetraloop/core';
+import {
+  connectRedis,
+  isTerminal,
+  nodeJobId,
+  type ExecutorHooks,
+  type LiveNodeState,
+  type Pool,
+  type RunDocument,
+  type RunEvent,
+} from '@tetraloop/core';
 import { parseWorkerEnv, startPools, type PoolsHandle } from '@tetraloop/workers';
 
 export interface Stack {
@@ -78,6 +87,34 @@ export async function waitFor(url: string, runId: string, timeoutMs = 20_000): P
   return doc;
 }
 
+/** One server-sent event of a run's stream: its id (the event's seq), SSE event name (family) and data. */
+export interface StreamedEvent {
+  id: number;
+  event: string;
+  data: RunEvent;
+}
+
+/** Parses one SSE block (the lines between blank lines); comments such as `: keep-alive` give none. */
+function parseEventBlock(block: string): StreamedEvent | undefined {
+  let id: string | undefined;
+  let event = 'message';
+  const data: string[] = [];
+  for (const line of block.split('\n')) {
+    if (line === '' || line.startsWith(':')) continue;
+    const colon = line.indexOf(':');
+    const name = colon < 0 ? line : line.slice(0, colon);
+    const value = colon < 0 ? '' : line.slice(colon + 1).replace(/^ /, '');
+    if (name === 'id') id = value;
+    else if (name === 'event') event = value;
+    else if (name === 'data') data.push(value);
+  }
+  if (id === undefined || data.length === 0) return undefined;
+  return { id: Number(id), event, data: JSON.parse(data.join('\n')) as RunEvent };
+}
+
+const describeEvent = (e: StreamedEvent | undefined): string =>
+  e ? `#${e.id} ${e.data.type}${e.data.nodeId ? ` (${e.data.nodeId})` : ''}` : 'none';
+
 /** Reads a run's server-sent events until the server closes the stream. */
 export async function readEvents(
   url: string,
@@ -91,11 +128,63 @@ export async function readEvents(
   const text = await res.text();
   return text
     .split('\n\n')
-    .filter((block) => block.startsWith('id:'))
-    .map((block) => {
-      const field = (name: string): string => block.match(new RegExp(`^${name}: ?(.*)$`, 'm'))?.[1] ?? '';
-      return { id: Number(field('id')), event: field('event'), data: JSON.parse(field('data')) as RunEvent };
+    .map(parseEventBlock)
+    .filter((e): e is StreamedEvent => e !== undefined);
+}
+
+/**
+ * Follows a run's event stream (`GET /v1/runs/:id/events`, from the start or after `lastEventId`)
+ * and resolves with the first event `match` accepts, then closes the stream. Fails when the stream
+ * ends without one (the run finished) or when `timeoutMs` passes first.
+ */
+export async function untilEvent(
+  url: string,
+  runId: string,
+  match: (e: StreamedEvent) => boolean,
+  options: { timeoutMs?: number; lastEventId?: number; what?: string } = {},
+): Promise<StreamedEvent> {
+  const timeoutMs = options.timeoutMs ?? 20_000;
+  const what = options.what ?? 'a matching event';
+  const controller = new AbortController();
+  let timedOut = false;
+  const timer = setTimeout(() => {
+    timedOut = true;
+    controller.abort();
+  }, timeoutMs);
+  let last: StreamedEvent | undefined;
+  try {
+    const res = await fetch(`${url}/v1/runs/${runId}/events`, {
+      signal: controller.signal,
+      headers: options.lastEventId === undefined ? {} : { 'last-event-id': String(options.lastEventId) },
     });
+    if (res.status !== 200 || !res.body) throw new Error(`events of run ${runId} answered ${res.status}`);
+    const reader = res.body.pipeThrough(new TextDecoderStream()).getReader();
+    let buffered = '';
+    for (;;) {
+      const { done, value } = await reader.read();
+      if (done) {
+        throw new Error(
+          `run ${runId}: its event stream ended without ${what} (last event: ${describeEvent(last)})`,
+        );
+      }
+      buffered += value;
+      for (let end = buffered.indexOf('\n\n'); end >= 0; end = buffered.indexOf('\n\n')) {
+        const e = parseEventBlock(buffered.slice(0, end));
+        buffered = buffered.slice(end + 2);
+        if (!e) continue;
+        last = e;
+        if (match(e)) return e;
+      }
+    }
+  } catch (err) {
+    if (timedOut) {
+      throw new Error(`run ${runId}: no ${what} within ${timeoutMs} ms (last event: ${describeEvent(last)})`);
+    }
+    throw err;
+  } finally {
+    clearTimeout(timer);
+    controller.abort();
+  }
 }
 
 export async function post(
@@ -112,17 +201,175 @@ export async function post(
   return { status: res.status, body: (await res.json()) as Record<string, unknown> };
 }
 
-/** Resolves once a session's lane holds no run and nothing waits in it (its replies are written by then). */
-export async function laneIdle(url: string, sessionKey: string): Promise<void> {
-  for (;;) {
-    const view = (await fetch(`${url}/v1/sessions/${sessionKey}`).then((r) => r.json())) as {
-      running: string | null;
-      queued: unknown[];
-    };
-    if (!view.running && view.queued.length === 0) return;
-    // Block on the running run when there is one; else wait briefly on the API itself.
-    const target =
-      view.running && view.running !== 'collect' ? view.running : '00000000-0000-4000-8000-000000000000';
-    await fetch(`${url}/v1/runs/${target}/wait?timeoutMs=100`);
+/** What the helpers below need of a stack: its API, and its Redis and prefix for the job queues' events. */
+export type StackRef = Pick<Stack, 'url' | 'prefix' | 'env'>;
+
+/** One entry of a BullMQ queue's event stream (`added`, `active`, `delayed`, `completed`, `failed`, …). */
+export interface JobEvent {
+  readonly queue: string;
+  readonly event: string;
+  readonly jobId: string;
+  /** The job's name, when its `added` event was seen by this follower. */
+  readonly name: string | undefined;
+}
+
+export interface JobEvents {
+  /**
+   * The next event (after the one last returned, or after the follower was made) that `match`
+   * accepts; events it passes over are dropped. Fails once `deadline` (epoch ms) passes.
+   */
+  next(match: (e: JobEvent) => boolean, deadline: number, what: string): Promise<JobEvent>;
+  close(): void;
+}
+
+/**
+ * Follows the BullMQ event streams of some of the stack's queues from this moment on (blocking
+ * reads, XREAD BLOCK). Make it before looking at the state it is to report changes of: nothing
+ * that happens after that look can then be missed.
+ */
+export async function followJobEvents(stack: StackRef, queues: readonly Pool[]): Promise<JobEvents> {
+  const redis = connectRedis(stack.env.REDIS_URL!, 'worker', 'tetraloop-test-job-events');
+  const keys = queues.map((q) => `${stack.prefix}:${q}:events`);
+  const queueOf = new Map(keys.map((k, i) => [k, queues[i]!]));
+  // Each stream is read after its newest entry now ('0-0' when it has none yet).
+  const cursors = await Promise.all(
+    keys.map(async (k) => (await redis.xrevrange(k, '+', '-', 'COUNT', 1))[0]?.[0] ?? '0-0'),
+  );
+  const names = new Map<string, string>();
+  const pending: JobEvent[] = [];
+  return {
+    async next(match, deadline, what) {
+      for (;;) {
+        for (let e = pending.shift(); e; e = pending.shift()) if (match(e)) return e;
+        const remaining = deadline - Date.now();
+        if (remaining <= 0) throw new Error(`timed out waiting for ${what}`);
+        const result = await redis.xread('COUNT', 1000, 'BLOCK', remaining, 'STREAMS', ...keys, ...cursors);
+        if (!result) throw new Error(`timed out waiting for ${what}`);
+        for (const [key, entries] of result) {
+          const index = keys.indexOf(key);
+          for (const [id, list] of entries) {
+            cursors[index] = id;
+            const fields: Record<string, string> = {};
+            for (let i = 0; i + 1 < list.length; i += 2) fields[list[i]!] = list[i + 1]!;
+            const jobId = fields.jobId ?? '';
+            if (fields.event === 'added' && fields.name) names.set(jobId, fields.name);
+            pending.push({
+              queue: queueOf.get(key)!,
+              event: fields.event ?? '',
+              jobId,
+              name: names.get(jobId),
+            });
+          }
+        }
+      }
+    },
+    close() {
+      redis.disconnect();
+    },
+  };
+}
+
+async function runDocument(url: string, runId: string): Promise<RunDocument> {
+  const res = await fetch(`${url}/v1/runs/${runId}`);
+  if (res.status !== 200) throw new Error(`run ${runId} answered ${res.status}`);
+  return (await res.json()) as RunDocument;
+}
+
+/** The run event written together with each live node state, where there is one. */
+const LIVE_STATE_EVENTS: Partial<Record<LiveNodeState['status'], string>> = {
+  queued: 'node.queued',
+  running: 'node.started',
+  retrying: 'node.retrying',
+};
+
+/**
+ * Resolves once node `nodeId` of the run has reached the live `status`. `queued`, `running` and
+ * `retrying` are written together with an event of the run (node.queued, node.started,
+ * node.retrying): that event is awaited. `waiting` is written without one (wait-state-6.lua), just
+ * before the node's job parks in BullMQ's delayed set, so the run is looked at again on each event
+ * of the node's job (its `delayed` one among them) until the node shows `waiting`.
+ */
+export async function untilNodeStatus(
+  stack: StackRef,
+  runId: string,
+  nodeId: string,
+  status: LiveNodeState['status'],
+  timeoutMs = 20_000,
+): Promise<void> {
+  const what = `node ${nodeId} of run ${runId} to be ${status}`;
+  const event = LIVE_STATE_EVENTS[status];
+  if (event) {
+    await untilEvent(stack.url, runId, (e) => e.data.type === event && e.data.nodeId === nodeId, {
+      timeoutMs,
+      what: `${event} of ${nodeId}`,
+    });
+    return;
+  }
+  const deadline = Date.now() + timeoutMs;
+  const jobs = await followJobEvents(stack, ['tool']);
+  const jobId = nodeJobId(runId, nodeId);
+  try {
+    for (;;) {
+      const doc = await runDocument(stack.url, runId);
+      const node = doc.nodes[nodeId] as { status?: string } | undefined;
+      if (node?.status === status) return;
+      if (isTerminal(doc.status)) throw new Error(`run ${runId} is ${doc.status}, waiting for ${what}`);
+      await jobs.next((e) => e.jobId === jobId || e.jobId.startsWith(`${jobId}@`), deadline, what);
+    }
+  } finally {
+    jobs.close();
+  }
+}
+
+/**
+ * A job whose end may have moved a session's lane: a run's root job (plan queue), in which a
+ * settled session run writes its reply and moves its lane on, perhaps turning collected messages
+ * into a run; a lane-advance job of the session (sense queue), which does that once their
+ * debounce has passed; or the lane sweep (sense queue), which moves lanes whose mover died.
+ */
+const movesLane =
+  (sessionKey: string) =>
+  (e: JobEvent): boolean => {
+    if (e.event !== 'completed' && e.event !== 'failed') return false;
+    if (e.queue === 'plan') return !e.jobId.startsWith('repeat:') && !e.jobId.includes('.deadline');
+    return (
+      e.jobId.startsWith(`lane-${sessionKey}-`.replaceAll(':', '_')) ||
+      e.jobId.startsWith('repeat:lane-sweep:')
+    );
+  };
+
+/**
+ * Resolves once a session's lane holds no run and nothing waits in it (its replies are written by
+ * then: a settled run's own job writes its reply before it moves the lane on; only the lane sweep,
+ * moving the lane of a run it finds settled, does not wait for a reply another job is writing). A
+ * run holding the lane is waited for with `/wait`; a lane moves on with no run event, so otherwise
+ * the lane is looked at again each time a job that may have moved it ends (see `movesLane`).
+ * Fails after `timeoutMs`.
+ */
+export async function laneIdle(stack: StackRef, sessionKey: string, timeoutMs = 20_000): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  const jobs = await followJobEvents(stack, ['plan', 'sense']);
+  const settled = new Set<string>();
+  try {
+    for (;;) {
+      const view = (await fetch(`${stack.url}/v1/sessions/${sessionKey}`).then((r) => r.json())) as {
+        running: string | null;
+        queued: unknown[];
+      };
+      if (!view.running && view.queued.length === 0) return;
+      const run = view.running && view.running !== 'collect' ? view.running : null;
+      if (run && !settled.has(run)) {
+        await waitFor(stack.url, run, Math.max(1, deadline - Date.now()));
+        settled.add(run);
+        continue;
+      }
+      await jobs.next(
+        movesLane(sessionKey),
+        deadline,
+        `session ${sessionKey}'s lane to move on (running: ${view.running}, queued: ${JSON.stringify(view.queued)})`,
+      );
+    }
+  } finally {
+    jobs.close();
   }
 }
