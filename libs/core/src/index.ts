@@ -40,6 +40,7 @@ export * from './model/prompt-render.js';
 export * from './hooks/hook-registry.js';
 export * from './hooks/plugins.js';
 export * from './planning/plan-run.js';
+export { PLANNER_SCHEMA } from './planning/planner.js';
 export * from './planning/system-prompt.js';
 export * from './workspace/workspace.js';
 export * from './sessions/commands.js';

@@ -52,7 +52,8 @@ export function expandGraph(graph: Graph): ExecutableGraph {
       continue;
     }
     const nested = expanding.expansion(node);
-    const inner = expandGraph(nested.graph);
+    // Validation checked the nested graph like any graph before it is expanded.
+    const inner = expandGraph(nested.graph as Graph);
     const ns = (id: string): string => `${node.id}/${id}`;
     const inputId = ns('input');
     nodes.push({ id: inputId, kind: 'tool', tool: 'json', args: { value: nested.input } });

@@ -8,6 +8,7 @@ import { createHash } from 'node:crypto';
 import type { Job } from 'bullmq';
 import { expandGraph } from '../compile/expand.js';
 import type { Budget } from '../domain/run-model.js';
+import type { GraphOf } from '../graph/schema.js';
 import { buildTopology } from '../graph/topology.js';
 import type { Graph } from '../nodes/index.js';
 import { enqueueChildRunRoot } from '../queues/run-jobs.js';
@@ -25,7 +26,8 @@ export interface ChildRunSpec {
   readonly parentRunId: string;
   readonly parentNodeId: string;
   readonly iteration: number;
-  readonly graph: Graph;
+  /** Validated with its parent graph. */
+  readonly graph: GraphOf;
   readonly input: unknown;
   readonly timeoutSeconds: number;
   readonly budget: Budget;
@@ -37,14 +39,14 @@ export async function startChildRun(
   spec: ChildRunSpec,
   parentJob: Job,
 ): Promise<void> {
-  const plan = expandGraph(spec.graph);
+  const plan = expandGraph(spec.graph as Graph);
   const topology = buildTopology(
     plan.nodes.map((n) => n.id),
     plan.edges,
   );
   await deps.store.create({
     runId: spec.runId,
-    graph: spec.graph,
+    graph: spec.graph as Graph,
     plan,
     input: spec.input,
     timeoutSeconds: spec.timeoutSeconds,

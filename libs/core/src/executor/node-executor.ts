@@ -8,7 +8,7 @@ import type { Job } from 'bullmq';
 import type { NodeSnapshot, NodeUsage, RunStatus } from '../domain/run-model.js';
 import type { NodeErrorData } from '../errors/node-error.js';
 import { deadlineError, failureReplans, runErrorForNode } from '../errors/run-error.js';
-import { executionOf, type ExecutableNode } from '../nodes/index.js';
+import { executionOf, toolOf, type ExecutableNode } from '../nodes/index.js';
 import { retriesFor, retryDelay } from '../policy/retry-policy.js';
 import { NodeJobData } from '../queues/catalog.js';
 import { enqueueNodes, nodeJobAttempts, wakeParkedNodes } from '../queues/run-jobs.js';
@@ -198,12 +198,13 @@ async function complete(ctx: NodeContext, snapshot: NodeSnapshot, existed: boole
   const kind = executionOf(node);
   const failsRun = snapshot.status === 'failed' && !kind.continuesOnFailure(node);
   const release = snapshot.status === 'succeeded' || (snapshot.status === 'failed' && !failsRun);
+  const tool = toolOf(node);
   const done = await deps.store.completeNode(plan.runId, node.id, snapshot, {
     release,
     children: plan.topology.children.get(node.id) ?? [],
     charge: existed ? {} : kind.charge(snapshot),
     // A node that is one tool call names its tool in its completion event.
-    ...(kind.chargesToolCall ? { tool: kind.label(node) } : {}),
+    ...(tool !== undefined ? { tool } : {}),
   });
   const now = nowIso();
   if (failsRun && snapshot.error) {

@@ -52,6 +52,11 @@ export interface NodeBase {
   readonly kind: string;
 }
 
+/** A node of some kind, its other fields unknown here. */
+export interface AnyNode extends NodeBase {
+  readonly [field: string]: unknown;
+}
+
 /**
  * An exit condition, checked by the harness on each iteration's snapshot (`{status, output,
  * error}`): exactly one operator.
@@ -72,6 +77,16 @@ export type Condition = z.infer<typeof Condition>;
 
 export const Edge = z.tuple([NodeId, NodeId]);
 export type Edge = z.infer<typeof Edge>;
+
+/**
+ * A graph over nodes of any kind: how a nested graph, and a run's graph in its document, are
+ * typed where the kinds themselves are not known (each kind's shape is in `nodes/`; `Graph` there
+ * is this with the union of every kind). Validated before anything runs.
+ */
+export interface GraphOf<N extends NodeBase = AnyNode> {
+  nodes: N[];
+  edges: Edge[];
+}
 
 /** A problem found by validation, with a path into the graph. */
 export interface ValidationIssue {

@@ -2,7 +2,7 @@
  * Example plugin: blocks `http` tool calls whose URL matches TETRALOOP_HTTP_DENY_PATTERN (a
  * regular expression), before they are made.
  */
-import type { Plugin } from './plugins.js';
+import type { Plugin } from './plugin.js';
 
 export const register: Plugin = (api) => {
   const pattern = api.env.TETRALOOP_HTTP_DENY_PATTERN;

@@ -7,15 +7,9 @@ import { isAbsolute, resolve } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import type { Logger } from 'pino';
 import { HookRegistry } from './hook-registry.js';
+import type { Plugin } from './plugin.js';
 
-export interface PluginApi {
-  readonly on: HookRegistry['on'];
-  /** The process environment, for plugins' own settings. */
-  readonly env: Readonly<Record<string, string | undefined>>;
-  readonly logger: Logger | undefined;
-}
-
-export type Plugin = (api: PluginApi) => void | Promise<void>;
+export type { Plugin, PluginApi } from './plugin.js';
 
 const BUILT_IN: Record<string, () => Promise<{ register: Plugin }>> = {
   'deny-http': () => import('./deny-http-plugin.js'),

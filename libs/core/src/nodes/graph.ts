@@ -3,9 +3,8 @@
  * starts; its output is its sinks' outputs. The nested graph is checked like any graph, recursively.
  */
 import { z } from 'zod';
-import { NodeId } from '../graph/schema.js';
+import { NodeId, type GraphOf } from '../graph/schema.js';
 import type { ExpandingKindSpec } from './kind.js';
-import type { Graph } from './index.js';
 
 export const SubgraphNode = z.strictObject({
   id: NodeId,
@@ -14,12 +13,13 @@ export const SubgraphNode = z.strictObject({
   /** What the nested graph reads as `input.*`; may reference the parent graph's nodes. */
   input: z.unknown().optional(),
 });
-export interface SubgraphNode {
+export type SubgraphNode = {
   id: string;
   kind: 'graph';
-  graph: Graph;
+  /** Checked by validation like any graph; `Graph` once validated. */
+  graph: GraphOf;
   input?: unknown;
-}
+};
 
 export const graphKind: ExpandingKindSpec<SubgraphNode> = {
   kind: 'graph',

@@ -4,7 +4,7 @@
  * both. Everything that depends on a node's kind reads it from here.
  */
 import { getPath } from '../graph/references.js';
-import type { Edge } from '../graph/schema.js';
+import type { GraphOf } from '../graph/schema.js';
 import { graphKind, type SubgraphNode } from './graph.js';
 import type { ExecutableKindSpec, ExpandingKindSpec } from './kind.js';
 import { llmKind, type LlmNode } from './llm.js';
@@ -18,10 +18,8 @@ export type NodeKind = GraphNode['kind'];
 export type ExecutableNode = ToolNode | LlmNode | WaitNode | LoopNode;
 export type ExecutableKind = ExecutableNode['kind'];
 
-export interface Graph {
-  nodes: GraphNode[];
-  edges: Edge[];
-}
+/** A graph of nodes of every kind: what a client submits and the planner writes. */
+export type Graph = GraphOf<GraphNode>;
 
 /** A graph whose nested graphs are expanded: what a run executes. */
 export interface ExecutableGraph {
@@ -50,6 +48,13 @@ export const isExecutable = (node: GraphNode): node is ExecutableNode => 'run' i
 export const executionOf = <N extends ExecutableNode>(node: N): ExecutableKindSpec<N> =>
   NODE_KINDS[node.kind] as unknown as ExecutableKindSpec<N>;
 
+/** The tool a node calls once per execution (a `tool` node), or undefined for other kinds. */
+export function toolOf(node: GraphNode): string | undefined {
+  if (!isExecutable(node)) return undefined;
+  const kind = executionOf(node);
+  return kind.chargesToolCall ? kind.label(node) : undefined;
+}
+
 /** The table entry of an expanding node (a nested graph), or undefined for nodes that execute. */
 export const expansionOf = (node: GraphNode): ExpandingKindSpec<GraphNode> | undefined => {
   const spec: object = NODE_KINDS[node.kind];
@@ -65,7 +70,7 @@ export function referenceFields(node: GraphNode): { value: unknown; path: readon
 
 /** The node with `map` applied to each field that may hold references. */
 export function mapReferenceFields<N extends GraphNode>(node: N, map: (value: unknown) => unknown): N {
-  let out: Record<string, unknown> = node as unknown as Record<string, unknown>;
+  let out: Record<string, unknown> = node;
   for (const { value, path } of referenceFields(node)) out = setPath(out, path, map(value));
   return out as unknown as N;
 }
@@ -89,6 +94,7 @@ export * from './kind.js';
 export { ToolNode } from './tool.js';
 export { LlmNode } from './llm.js';
 export { WaitNode } from './wait.js';
-export { LoopNode, ToolBody, GraphBody, AgentBody, isAgentBody, isGraphBody, type LoopBody } from './loop.js';
+export { LoopNode, ToolBody, GraphBody, isAgentBody, isGraphBody, type LoopBody } from './loop.js';
+export { AgentBody } from './loop-agent.js';
 export { SubgraphNode } from './graph.js';
 export type { AgentTurn, Iteration } from './loop-iteration.js';

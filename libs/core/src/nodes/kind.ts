@@ -11,12 +11,11 @@
  */
 import type { Logger } from 'pino';
 import type { z } from 'zod';
-import type { Budget, NodeSnapshot, NodeUsage, RunDocument, UsageCharge } from '../domain/run-model.js';
+import type { Budget, NodeSnapshot, NodeUsage, UsageCharge } from '../domain/node-snapshot.js';
 import type { NodeErrorData } from '../errors/node-error.js';
-import type { NodeBase } from '../graph/schema.js';
+import type { GraphOf, NodeBase } from '../graph/schema.js';
 import type { ChatCall, ChatResult } from '../model/model-client.js';
 import type { Tool, ToolOutcome, ToolRegistry } from '../tools/tool.js';
-import type { Graph } from './index.js';
 
 /** What validation offers a kind's own checks; each reports its problems with a path and answers ok. */
 export interface NodeCheck {
@@ -31,7 +30,7 @@ export interface NodeCheck {
   /** The tool is allowed and args without references fit its input schema; `at` holds `tool` and `args`. */
   toolCall(name: string, args: Record<string, unknown>, at: readonly PropertyKey[]): boolean;
   /** A nested graph at `at`, checked one level deeper; undefined when it has problems. */
-  nested(raw: unknown, at: readonly PropertyKey[]): Graph | undefined;
+  nested(raw: unknown, at: readonly PropertyKey[]): GraphOf | undefined;
 }
 
 /** How the planner may write a kind: the shape it answers in and the rule its prompt states. */
@@ -56,7 +55,7 @@ export interface NodeKindSpec<N extends NodeBase> {
 /** A kind that expands into other nodes before the run starts (and never executes itself). */
 export interface ExpandingKindSpec<N extends NodeBase> extends NodeKindSpec<N> {
   /** The nested graph that replaces the node, and what it reads as `input.*`. */
-  expansion(node: N): { graph: Graph; input: unknown };
+  expansion(node: N): { graph: GraphOf; input: unknown };
 }
 
 /** A kind whose nodes a worker executes, one node job each. */
@@ -95,10 +94,21 @@ export interface RunUsageSoFar {
 
 /** What a loop iteration over a nested graph asks for: a child run of its own. */
 export interface ChildRunRequest {
-  readonly graph: Graph;
+  readonly graph: GraphOf;
   readonly input: unknown;
   readonly timeoutSeconds: number;
   readonly budget: Budget;
+}
+
+/** What a loop iteration reads of its child run (a subset of the run document). */
+export interface ChildRunState {
+  readonly runId: string;
+  readonly status: string;
+  readonly createdAt: string;
+  readonly finishedAt: string | null;
+  readonly output: unknown;
+  readonly error: { code: string; message: string } | null;
+  readonly usage: { toolCalls: number; toolTimeMs: number };
 }
 
 /** The harness as a runner sees it: one execution of one node. */
@@ -150,9 +160,9 @@ export interface NodeRun<N extends NodeBase> {
   /** Appends an event of this node to the run's stream. */
   event(type: string, data: unknown): Promise<void>;
   /** The child run of iteration `n`, if it was started. */
-  childRun(n: number): Promise<RunDocument | null>;
+  childRun(n: number): Promise<ChildRunState | null>;
   /** Starts the child run of iteration `n` (once) under this node's job. */
   startChildRun(n: number, request: ChildRunRequest): Promise<string>;
   /** The child run of iteration `n` once settled; parks the job until then (never returns while it runs). */
-  settledChildRun(n: number): Promise<RunDocument | null>;
+  settledChildRun(n: number): Promise<ChildRunState | null>;
 }

@@ -4,7 +4,7 @@
  * With `schema` (a JSON schema) the answer is structured and validated; without, the output is `{text}`.
  */
 import { z } from 'zod';
-import type { NodeSnapshot, NodeUsage } from '../domain/run-model.js';
+import type { NodeSnapshot, NodeUsage } from '../domain/node-snapshot.js';
 import { CallNodeFields } from '../graph/schema.js';
 import { compileSchema, schemaProblems } from '../model/json-schema.js';
 import type { ChatMessage } from '../model/model-client.js';

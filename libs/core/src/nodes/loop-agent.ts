@@ -4,16 +4,32 @@
  * when an answer asks for no tool, or at maxIterations. Each iteration's messages are recorded,
  * so a redelivered job rebuilds the conversation instead of asking the model again.
  */
+import { z } from 'zod';
+import type { NodeBase } from '../graph/schema.js';
 import type { ChatMessage } from '../model/model-client.js';
 import { renderPrompt, truncate } from '../model/prompt-render.js';
 import { toolCatalog } from '../tools/tool-catalog.js';
 import type { ToolOutcome } from '../tools/tool.js';
 import type { NodeRun } from './kind.js';
 import { NodeEnded, nowIso, type AgentTurn, type Iteration, type IterationRunner } from './loop-iteration.js';
-import type { AgentBody, LoopNode } from './loop.js';
+
+/**
+ * A loop body that is the classic tool-calling agent: each iteration one model call, then the
+ * tools it asked for; the harness stops when the model asks for none or maxIterations is reached.
+ */
+export const AgentBody = z.strictObject({
+  agent: z.strictObject({
+    prompt: z.string().min(1).max(200_000),
+    system: z.string().max(200_000).optional(),
+    /** Tools the agent may call; all the agent's allowed tools when omitted. */
+    tools: z.array(z.string().min(1).max(128)).max(64).optional(),
+    model: z.string().min(1).max(200).optional(),
+  }),
+});
+export type AgentBody = z.infer<typeof AgentBody>;
 
 export function agentIteration(
-  run: NodeRun<LoopNode>,
+  run: NodeRun<NodeBase>,
   body: AgentBody,
   history: readonly Iteration[],
 ): IterationRunner {

@@ -1,5 +1,5 @@
 /** The shapes shared by the loop node and its kinds of body. */
-import type { UsageCharge } from '../domain/run-model.js';
+import type { UsageCharge } from '../domain/node-snapshot.js';
 import type { NodeErrorData } from '../errors/node-error.js';
 import type { ChatMessage } from '../model/model-client.js';
 import type { RunUsageSoFar } from './kind.js';

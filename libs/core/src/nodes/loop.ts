@@ -6,12 +6,11 @@
  * iterations, and while a child run works, the job parks and holds no worker slot.
  */
 import { z } from 'zod';
-import type { NodeSnapshot, NodeUsage } from '../domain/run-model.js';
-import { Args, CallNodeFields, Condition } from '../graph/schema.js';
+import type { NodeSnapshot, NodeUsage } from '../domain/node-snapshot.js';
+import { Args, CallNodeFields, Condition, type GraphOf } from '../graph/schema.js';
 import { conditionHolds } from '../policy/condition.js';
 import type { ExecutableKindSpec, NodeRun } from './kind.js';
-import type { Graph } from './index.js';
-import { agentIteration } from './loop-agent.js';
+import { AgentBody, agentIteration } from './loop-agent.js';
 import {
   NodeEnded,
   nowIso,
@@ -29,25 +28,11 @@ export type ToolBody = z.infer<typeof ToolBody>;
  * validator, recursively; `input` is what the nested graph reads as `input.*`.
  */
 export const GraphBody = z.strictObject({ graph: z.unknown(), input: z.unknown().optional() });
-export interface GraphBody {
-  graph: Graph;
+export type GraphBody = {
+  /** Checked by validation like any graph; `Graph` once validated. */
+  graph: GraphOf;
   input?: unknown;
-}
-
-/**
- * A loop body that is the classic tool-calling agent: each iteration one model call, then the
- * tools it asked for; the harness stops when the model asks for none or maxIterations is reached.
- */
-export const AgentBody = z.strictObject({
-  agent: z.strictObject({
-    prompt: z.string().min(1).max(200_000),
-    system: z.string().max(200_000).optional(),
-    /** Tools the agent may call; all the agent's allowed tools when omitted. */
-    tools: z.array(z.string().min(1).max(128)).max(64).optional(),
-    model: z.string().min(1).max(200).optional(),
-  }),
-});
-export type AgentBody = z.infer<typeof AgentBody>;
+};
 
 export const LoopNode = z.strictObject({
   ...CallNodeFields,

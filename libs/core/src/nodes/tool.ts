@@ -1,6 +1,6 @@
 /** A `tool` node: one call of a registered tool, with its dependencies' results as arguments. */
 import { z } from 'zod';
-import type { NodeSnapshot } from '../domain/run-model.js';
+import type { NodeSnapshot } from '../domain/node-snapshot.js';
 import { Args, CallNodeFields } from '../graph/schema.js';
 import type { ExecutableKindSpec, NodeRun } from './kind.js';
 

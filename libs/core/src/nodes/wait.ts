@@ -4,7 +4,7 @@
  * delayed set until the timeout, holding no worker slot; delivering the signal promotes it.
  */
 import { z } from 'zod';
-import type { NodeSnapshot } from '../domain/run-model.js';
+import type { NodeSnapshot } from '../domain/node-snapshot.js';
 import { NodeId } from '../graph/schema.js';
 import type { ExecutableKindSpec, NodeRun } from './kind.js';
 

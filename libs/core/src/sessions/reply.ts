@@ -5,6 +5,7 @@
  */
 import { truncate } from '../model/prompt-render.js';
 import type { RunDocument, RunEvent } from '../domain/run-model.js';
+import { toolOf } from '../nodes/index.js';
 
 export interface Reply {
   /** Null when the run did not succeed or produced no text. */
@@ -48,18 +49,19 @@ export function replyOf(doc: RunDocument, events: readonly RunEvent[]): Reply {
     }
   }
   for (const node of doc.graph?.nodes ?? []) {
-    if (node.kind !== 'tool') continue;
+    const tool = toolOf(node);
+    if (tool === undefined) continue;
     const view = doc.nodes[node.id];
     if (!view || view.status === 'pending' || view.status === 'skipped' || view.status === 'cancelled')
       continue;
-    used.push(node.tool);
-    entries.push({ type: 'tool_call', runId: doc.runId, nodeId: node.id, name: node.tool });
+    used.push(tool);
+    entries.push({ type: 'tool_call', runId: doc.runId, nodeId: node.id, name: tool });
     const output = 'output' in view ? view.output : undefined;
     entries.push({
       type: 'tool_result',
       runId: doc.runId,
       nodeId: node.id,
-      name: node.tool,
+      name: tool,
       status: view.status,
       content: truncate(JSON.stringify(output ?? null), RESULT_CHARS),
     });

@@ -21,7 +21,10 @@ export function nextStall(
 export class QueueWatch {
   private readonly state = new Map<string, { pending: number; unchanged: number }>();
 
-  constructor(readonly queues: readonly Queue[]) {}
+  constructor(readonly queues: readonly Queue[]) {
+    // Nothing is stalled until a check says so: the gauge exists from the start.
+    for (const queue of queues) metrics.queueStalled.set({ queue: queue.name }, 0);
+  }
 
   /** Reads the counts, updates the gauges; returns the stalled queues. */
   async check(): Promise<string[]> {

@@ -1,0 +1,77 @@
+/**
+ * What a node's executions leave behind: attempt records, its immutable snapshot, its live state
+ * until then, model usage; and the budget they are charged against. Types and schemas only.
+ */
+import { z } from 'zod';
+import { NodeErrorData } from '../errors/node-error.js';
+
+export const SnapshotStatus = z.enum(['succeeded', 'failed', 'skipped', 'cancelled']);
+export type SnapshotStatus = z.infer<typeof SnapshotStatus>;
+
+/** One execution of a node: when, where, and if it failed, why and how long until the retry. */
+export const AttemptRecord = z.object({
+  attempt: z.number().int().positive(),
+  startedAt: z.string(),
+  finishedAt: z.string(),
+  durationMs: z.number().nonnegative(),
+  worker: z.string(),
+  error: NodeErrorData.optional(),
+  /** Backoff before the next attempt, when one followed. */
+  retryDelayMs: z.number().int().nonnegative().optional(),
+});
+export type AttemptRecord = z.infer<typeof AttemptRecord>;
+
+/** Tokens and calls of one model-using node. */
+export const NodeUsage = z.object({
+  promptTokens: z.number().int().nonnegative(),
+  completionTokens: z.number().int().nonnegative(),
+  totalTokens: z.number().int().nonnegative(),
+  modelCalls: z.number().int().nonnegative(),
+});
+export type NodeUsage = z.infer<typeof NodeUsage>;
+
+/** A node's final result, written once before its job completes and never changed. */
+export const NodeSnapshot = z.object({
+  status: SnapshotStatus,
+  output: z.unknown().optional(),
+  error: NodeErrorData.optional(),
+  /** Every execution that led to this snapshot, oldest first (empty for nodes that never ran). */
+  attempts: z.array(AttemptRecord),
+  startedAt: z.string().optional(),
+  finishedAt: z.string(),
+  durationMs: z.number().nonnegative(),
+  /** For nodes that called a model. */
+  usage: NodeUsage.optional(),
+});
+export type NodeSnapshot = z.infer<typeof NodeSnapshot>;
+
+/** Where a node stands before its snapshot exists. */
+export const LiveNodeState = z.object({
+  status: z.enum(['queued', 'running', 'retrying', 'waiting']),
+  startedAt: z.string().optional(),
+  attempt: z.number().int().positive().optional(),
+  /** For retrying nodes: when the next attempt is due; for waiting nodes: the timeout. */
+  until: z.string().optional(),
+  iterations: z.number().int().nonnegative().optional(),
+});
+export type LiveNodeState = z.infer<typeof LiveNodeState>;
+
+/** Per-run execution budget. @defaultValue from the API's configuration */
+export const Budget = z.strictObject({
+  /** Tool calls (each attempt and each loop iteration counts). */
+  toolCalls: z.number().int().positive().optional(),
+  /** Summed wall-clock time of tool calls, in ms. */
+  toolTimeMs: z.number().int().positive().optional(),
+  /** Model tokens, prompt plus completion. */
+  tokens: z.number().int().positive().optional(),
+});
+export type Budget = z.infer<typeof Budget>;
+
+/** What a node or iteration used, charged to the run's usage counters. */
+export interface UsageCharge {
+  toolCalls?: number;
+  toolTimeMs?: number;
+  promptTokens?: number;
+  completionTokens?: number;
+  modelCalls?: number;
+}

@@ -1,0 +1,163 @@
+/**
+ * The node-kind table: every kind is in it, under its own name, and everything that depends on a
+ * kind is read from its entry. Adding a kind fails to compile here until it has a sample below.
+ */
+import { describe, expect, it } from 'vitest';
+import {
+  DEFAULT_RETRIES,
+  NODE_KINDS,
+  PLANNER_SCHEMA,
+  builtinTools,
+  executionOf,
+  expansionOf,
+  isExecutable,
+  mapReferenceFields,
+  nodeJobAttempts,
+  parseAllowHosts,
+  referenceFields,
+  validateGraph,
+  type GraphNode,
+  type NodeKind,
+} from '@tetraloop/core';
+
+/** One node of each kind, with a reference in every field that may hold one. */
+const SAMPLES: { readonly [K in NodeKind]: Extract<GraphNode, { kind: K }> } = {
+  tool: { id: 't', kind: 'tool', tool: 'json', args: { value: { $ref: 'a.output' } }, onError: 'continue' },
+  llm: { id: 'l', kind: 'llm', prompt: 'sum {{a.output}}', system: 'be {{a.output.tone}}' },
+  wait: { id: 'w', kind: 'wait', signal: 'go', timeoutSeconds: 10, onTimeout: 'continue' },
+  loop: {
+    id: 'p',
+    kind: 'loop',
+    body: { tool: 'json', args: { value: '{{a.output}}' } },
+    maxIterations: 2,
+    intervalMs: 0,
+    onError: 'replan',
+  },
+  graph: {
+    id: 'g',
+    kind: 'graph',
+    graph: { nodes: [{ id: 'x', kind: 'tool', tool: 'json', args: { value: 1 } }], edges: [] },
+    input: { v: { $ref: 'a.output' } },
+  },
+};
+
+const tools = builtinTools({ egress: parseAllowHosts('') });
+
+describe('the node-kind table', () => {
+  it('lists every kind, each under its own name', () => {
+    expect(Object.keys(NODE_KINDS)).toEqual(['tool', 'llm', 'wait', 'loop', 'graph']);
+    for (const [name, spec] of Object.entries(NODE_KINDS)) expect(spec.kind).toBe(name);
+  });
+
+  it('parses and validates a node of each kind with its own schema and checks', () => {
+    for (const node of Object.values(SAMPLES)) {
+      expect(NODE_KINDS[node.kind].schema.safeParse(node).success).toBe(true);
+      const graph = {
+        nodes: [{ id: 'a', kind: 'tool', tool: 'json', args: { value: { tone: 'brief' } } }, node],
+        edges: [['a', node.id]],
+      };
+      const result = validateGraph(graph, { tools });
+      expect(result.ok, `${node.kind}: ${JSON.stringify(!result.ok && result.issues)}`).toBe(true);
+    }
+  });
+
+  it('names the fields that may hold references, and maps only those', () => {
+    const fields = Object.fromEntries(
+      Object.values(SAMPLES).map((n) => [n.kind, referenceFields(n).map((f) => f.path.join('.'))]),
+    );
+    expect(fields).toEqual({
+      tool: ['args'],
+      llm: ['prompt', 'system'],
+      wait: [],
+      loop: ['body.args'],
+      graph: ['input'],
+    });
+    const mapped = mapReferenceFields(SAMPLES.llm, (v) => `<${String(v)}>`);
+    expect(mapped).toEqual({
+      ...SAMPLES.llm,
+      prompt: '<sum {{a.output}}>',
+      system: '<be {{a.output.tone}}>',
+    });
+    expect(SAMPLES.llm.prompt).toBe('sum {{a.output}}');
+  });
+
+  it('says for each executable kind how it retries, charges, limits, labels and fails', () => {
+    const facts = Object.fromEntries(
+      Object.values(SAMPLES)
+        .filter(isExecutable)
+        .map((n) => {
+          const k = executionOf(n);
+          return [
+            n.kind,
+            {
+              attempts: nodeJobAttempts(n, DEFAULT_RETRIES),
+              chargesToolCall: k.chargesToolCall,
+              usesToolTime: k.usesToolTime,
+              defaultTimeout: k.defaultTimeout,
+              label: k.label(n),
+              continues: k.continuesOnFailure(n),
+              replans: k.replansOnFailure(n),
+            },
+          ];
+        }),
+    );
+    const maxAttempts = 1 + Math.max(...Object.values(DEFAULT_RETRIES));
+    expect(facts).toEqual({
+      tool: {
+        attempts: maxAttempts,
+        chargesToolCall: true,
+        usesToolTime: true,
+        defaultTimeout: 'tool',
+        label: 'json',
+        continues: true,
+        replans: false,
+      },
+      llm: {
+        attempts: maxAttempts,
+        chargesToolCall: false,
+        usesToolTime: true,
+        defaultTimeout: 'model',
+        label: 'llm',
+        continues: false,
+        replans: false,
+      },
+      wait: {
+        attempts: 1,
+        chargesToolCall: false,
+        usesToolTime: false,
+        defaultTimeout: 'per-call',
+        label: 'wait',
+        continues: true,
+        replans: false,
+      },
+      loop: {
+        attempts: maxAttempts,
+        chargesToolCall: false,
+        usesToolTime: true,
+        defaultTimeout: 'per-call',
+        label: 'json',
+        continues: false,
+        replans: true,
+      },
+    });
+  });
+
+  it('expands only nested graphs, and lets the planner write only the kinds that say how', () => {
+    expect(
+      Object.values(SAMPLES)
+        .filter((n) => expansionOf(n))
+        .map((n) => n.kind),
+    ).toEqual(['graph']);
+    expect(
+      Object.values(SAMPLES)
+        .filter((n) => !isExecutable(n))
+        .map((n) => n.kind),
+    ).toEqual(['graph']);
+    const planned = Object.values(NODE_KINDS)
+      .filter((k) => k.planner)
+      .map((k) => k.kind);
+    expect(planned).toEqual(['tool', 'llm']);
+    const schema = JSON.stringify(PLANNER_SCHEMA);
+    for (const kind of planned) expect(schema).toContain(`"const":"${kind}"`);
+  });
+});
