@@ -7,7 +7,7 @@
 import type { Job } from 'bullmq';
 import type { NodeSnapshot, NodeUsage, RunStatus } from '../domain/run-model.js';
 import type { NodeErrorData } from '../errors/node-error.js';
-import { deadlineError, failureReplans, runErrorForNode } from '../errors/run-error.js';
+import { RUN_ERROR_STATUS, deadlineError, failureReplans, runErrorForNode } from '../errors/run-error.js';
 import { executionOf, toolOf, type ExecutableNode } from '../nodes/index.js';
 import { retriesFor, retryDelay } from '../policy/retry-policy.js';
 import { NodeJobData } from '../queues/catalog.js';
@@ -213,7 +213,9 @@ async function complete(ctx: NodeContext, snapshot: NodeSnapshot, existed: boole
     const replan = kind.replansOnFailure(node) || failureReplans(snapshot.error);
     if (replan && (await deps.store.requestReplan(plan.runId, error, ctx.generation))) {
       ctx.log.info({ code: snapshot.error.code }, 'node handed the run back to the plan loop');
-    } else if (await deps.store.decide(plan.runId, 'failed', error, now, ctx.generation)) {
+    } else if (
+      await deps.store.decide(plan.runId, RUN_ERROR_STATUS[error.code], error, now, ctx.generation)
+    ) {
       await wakeParkedNodes(deps.store, deps.queues, plan.runId);
     }
   } else if (

@@ -8,7 +8,7 @@ import { WaitingChildrenError, type Job } from 'bullmq';
 import { isDeepStrictEqual } from 'node:util';
 import type { NodeSnapshot, RunStatus } from '../domain/run-model.js';
 import { toErrorData } from '../errors/node-error.js';
-import { deadlineError, runErrorForNode, type RunError } from '../errors/run-error.js';
+import { RUN_ERROR_STATUS, deadlineError, runErrorForNode, type RunError } from '../errors/run-error.js';
 import { buildTopology } from '../graph/topology.js';
 import { planRun } from '../planning/plan-run.js';
 import { DeadlineJobData, JOB, RunJobData, type RunJobData as RunJobInput } from '../queues/catalog.js';
@@ -165,7 +165,7 @@ async function settleUnplanned(
 async function rejectPlan(deps: ExecutorDeps, runId: string, error: RunError): Promise<RunStatus> {
   metrics.planRejections.inc({ reason: error.code });
   metrics.runsFinished.inc({ status: 'failed' });
-  const ended = await deps.store.endUnstarted(runId, 'failed', error, nowIso());
+  const ended = await deps.store.endUnstarted(runId, RUN_ERROR_STATUS[error.code], error, nowIso());
   deps.logger.info({ runId, issues: error.issues?.length ?? 0 }, 'plan rejected');
   return ended.status ?? 'failed';
 }
@@ -340,7 +340,7 @@ async function finalize(
         : null);
     const outcome = await store.decideOutcome(
       plan.runId,
-      error ? 'failed' : 'succeeded',
+      error ? RUN_ERROR_STATUS[error.code] : 'succeeded',
       error,
       now,
       generation,
