@@ -280,7 +280,8 @@ describe('start-run', () => {
     const { result, events } = await withEvents(runId, () =>
       store.start(runId, 0, ['c'], DEADLINE + 1, 'later'),
     );
-    expect(result.status).toBe('running');
+    // It answers the deadline the run was given, not the one proposed.
+    expect(result).toEqual({ status: 'running', deadlineAt: DEADLINE });
     expect(await redis.hmget(keysOf(runId).meta, 'deadlineAt', 'startedAt')).toEqual([String(DEADLINE), T]);
     expect(await redis.hexists(keysOf(runId).live, 'c')).toBe(0);
     expect(events).toEqual([]);
@@ -1290,5 +1291,74 @@ describe('environment-changed', () => {
     expect(result).toBe(true);
     expect(brief(events).map((e) => e.type)).toEqual(['environment.changed']);
     expect(await store.environmentVersion(runId)).toBe(1);
+  });
+});
+
+describe('guards against ended and vanished runs', () => {
+  it('replan leaves a run that ended while its planner was asked ended', async () => {
+    const runId = await runningTaskRun();
+    expect(await store.requestReplan(runId, failure, 0)).toBe(true);
+    await store.decide(runId, 'cancelled', { code: 'cancelled', message: 'stop' }, T);
+    const before = await redis.hgetall(keysOf(runId).meta);
+    expect(await store.replan(runId, 0, { graph, plan, pending: new Map() }, planning, {}, [])).toBe(0);
+    expect(await redis.hgetall(keysOf(runId).meta)).toEqual(before);
+  });
+
+  it('resume voids a replan requested before the run ended, so dependents are released again', async () => {
+    const runId = await runningTaskRun();
+    expect(await store.requestReplan(runId, failure, 0)).toBe(true);
+    await store.decide(runId, 'failed', failure, T);
+    await store.settle(runId, 0, new Map(), null, { status: 'failed', error: failure, generation: 0 }, T);
+    const resumed = await store.resume(runId, ['a', 'b', 'c'], new Map([['c', 2]]), TIMEOUT);
+    expect(resumed).toEqual({ resumed: true, generation: 1 });
+    expect((await store.taskOf(runId))?.replanRequest).toBeNull();
+    await store.start(runId, 1, ['a', 'b'], DEADLINE, T);
+    const begin = { generation: 1, live: running, countExecution: true, chargeCall: true, reads: [] };
+    for (const id of ['a', 'b']) await store.beginNode(runId, id, begin);
+    await store.completeNode(runId, 'a', snapshot('succeeded'), {
+      release: true,
+      children: ['c'],
+      charge: {},
+    });
+    const done = await store.completeNode(runId, 'b', snapshot('succeeded'), {
+      release: true,
+      children: ['c'],
+      charge: {},
+    });
+    expect(done.ready).toEqual(['c']);
+  });
+
+  it('settle refuses a run whose outcome is not decided, and creates no unknown run', async () => {
+    const runId = await runningRun();
+    const final = { status: 'succeeded' as const, error: null, generation: 0 };
+    expect(await store.settle(runId, 0, new Map(), null, final, T)).toBe(false);
+    expect(await redis.hexists(keysOf(runId).meta, 'finishedAt')).toBe(0);
+    const unknown = randomUUID();
+    expect(await store.settle(unknown, 0, new Map(), null, final, T)).toBe(false);
+    expect(await redis.exists(...allKeys(unknown))).toBe(0);
+  });
+
+  it('node scripts write nothing for a run that expired or was deleted', async () => {
+    const runId = randomUUID();
+    const done = await store.completeNode(runId, 'a', snapshot('succeeded'), {
+      release: true,
+      children: ['c'],
+      charge: { toolTimeMs: 5 },
+    });
+    expect(done).toEqual({ written: false, status: null, generation: 0, ready: [] });
+    await store.recordAttempt(runId, 'a', attempt(1), { status: 'retrying', attempt: 1 });
+    expect(await store.recordIteration(runId, 'a', 1, { iteration: 1 }, { toolCalls: 1 }, running)).toEqual({
+      iterations: 0,
+      toolCalls: 0,
+      toolTimeMs: 0,
+      tokens: 0,
+    });
+    expect(await store.waitState(runId, 'w', 'go', DEADLINE, { status: 'waiting' })).toEqual({
+      payload: null,
+      delivered: false,
+      deadlineAt: 0,
+    });
+    await store.addChild(runId, randomUUID());
+    expect(await redis.exists(...allKeys(runId))).toBe(0);
   });
 });

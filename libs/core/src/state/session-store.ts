@@ -107,7 +107,7 @@ export class SessionStore {
     ])) as [string, string | number | undefined];
     switch (kind) {
       case 'idle':
-        await this.redis.srem(busySessionsKey(this.prefix), sessionKey);
+        await this.leaveBusy(sessionKey);
         return { kind };
       case 'run':
         return { kind, runId: String(value) };
@@ -118,6 +118,18 @@ export class SessionStore {
       default:
         return { kind: 'noop' };
     }
+  }
+
+  /**
+   * Takes an idle session out of the busy set. The set lives on another Redis Cluster slot than the
+   * session, so this cannot be part of the lane script: a message admitted between the script and
+   * the removal would leave a busy lane the sweep never sees. Looking at the lane again after the
+   * removal closes that window: an admission that happened before it is seen and put back.
+   */
+  private async leaveBusy(sessionKey: string): Promise<void> {
+    await this.redis.srem(busySessionsKey(this.prefix), sessionKey);
+    if ((await this.running(sessionKey)) !== null)
+      await this.redis.sadd(busySessionsKey(this.prefix), sessionKey);
   }
 
   /** The first `count` collected messages, oldest first. */
@@ -133,7 +145,7 @@ export class SessionStore {
   /** Empties the lane; returns the run that held it and the queued runs, for cancelling. */
   async stop(sessionKey: string): Promise<{ running: string | null; queued: string[] }> {
     const [running, ...queued] = (await this.script('lane-stop-5', this.keys(sessionKey), [])) as string[];
-    await this.redis.srem(busySessionsKey(this.prefix), sessionKey);
+    await this.leaveBusy(sessionKey);
     return { running: running && running !== 'collect' ? running : null, queued };
   }
 

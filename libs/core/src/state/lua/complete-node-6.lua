@@ -4,15 +4,17 @@
   ARGV[5] '1' to release dependents, ARGV[6] live JSON for a queued node, ARGV[7] usage to charge
   (JSON object of integers, e.g. {"toolTimeMs":12,"promptTokens":30}), ARGV[8..] children
   Returns { written (1 = this call wrote the snapshot, 0 = it existed), run status, generation,
-  ready child ids... }.
+  ready child ids... }; { 0, false, 0 }, writing nothing, for an unknown run.
   A child is ready when its counter is 0 and it has no snapshot. On a redelivery (written = 0) the
   counters are not decremented again, but ready children are still returned so a crash between
   this script and the enqueue cannot strand them; their job ids are deterministic, so adding them
   twice is harmless.
 ]]
 local id = ARGV[1]
-local written = redis.call('HSETNX', KEYS[3], id, ARGV[2])
 local status = redis.call('HGET', KEYS[1], 'status')
+-- A run that expired or was deleted gets no keys back from a late node.
+if not status then return { 0, false, 0 } end
+local written = redis.call('HSETNX', KEYS[3], id, ARGV[2])
 if written == 1 then
   redis.call('HDEL', KEYS[4], id)
   charge(ARGV[7])

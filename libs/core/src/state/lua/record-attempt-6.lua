@@ -1,8 +1,10 @@
 --[[
   Records a failed attempt that will be retried.
   ARGV[1] node id, ARGV[2] attempt JSON, ARGV[3] live JSON (retrying), ARGV[4] tool time to charge (ms)
-  Returns the number of recorded attempts of the node.
+  Returns the number of recorded attempts of the node (0, writing nothing, for an unknown run).
 ]]
+-- A run that expired or was deleted gets no keys back from a late node.
+if redis.call('EXISTS', KEYS[1]) == 0 then return 0 end
 local field = 'attempts:' .. ARGV[1]
 local list = redis.call('HGET', KEYS[6], field)
 -- The list is JSON text; appending by string keeps every value exactly as the caller wrote it.

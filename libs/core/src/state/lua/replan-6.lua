@@ -5,8 +5,11 @@
   ARGV[1] graph JSON, ARGV[2] executable plan JSON, ARGV[3] readiness counters (JSON object),
   ARGV[4] planning record JSON, ARGV[5] planner usage (JSON object), ARGV[6] plan event data JSON,
   ARGV[7] generation being replaced, ARGV[8..] node ids whose snapshots to drop
-  Returns the new generation, or 0 when the run is not waiting for a replan of that generation.
+  Returns the new generation, or 0 when the run is not running (it ended meanwhile) or not waiting
+  for a replan of that generation.
 ]]
+-- A run that ended meanwhile (cancelled, timed out) stays ended: its decision stands.
+if redis.call('HGET', KEYS[1], 'status') ~= 'running' then return 0 end
 if redis.call('HEXISTS', KEYS[1], 'replan') == 0 then return 0 end
 if tonumber(ARGV[7]) ~= generation() then return 0 end
 for i = 8, #ARGV do

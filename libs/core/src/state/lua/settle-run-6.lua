@@ -5,9 +5,12 @@
   ARGV[1] finishedAt (ISO), ARGV[2] output JSON or '', ARGV[3] ttl seconds, ARGV[4] settled channel,
   ARGV[5] run id, ARGV[6] generation being settled, ARGV[7] final event data JSON,
   then triples: node id, snapshot JSON, event type, for nodes that may lack a snapshot
-  Returns 1 when this call settled the run, 0 when it was settled before or belongs to an older
-  generation.
+  Returns 1 when this call settled the run, 0 when it was settled before, belongs to an older
+  generation, is not decided yet or does not exist.
 ]]
+local status = redis.call('HGET', KEYS[1], 'status')
+-- Only a run whose outcome is decided settles; an unknown run is not created.
+if not status or status == 'queued' or status == 'running' then return 0 end
 if redis.call('HEXISTS', KEYS[1], 'finishedAt') == 1 then return 0 end
 if tonumber(ARGV[6]) ~= generation() then return 0 end
 for i = 8, #ARGV, 3 do
