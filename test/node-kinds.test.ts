@@ -3,8 +3,11 @@
  * kind is read from its entry. Adding a kind fails to compile here until it has a sample below.
  */
 import { describe, expect, it } from 'vitest';
+import { createHash } from 'node:crypto';
 import {
   DEFAULT_RETRIES,
+  PLANNER_PROMPT_VERSION,
+  plannerMessages,
   NODE_KINDS,
   PLANNER_SCHEMA,
   builtinTools,
@@ -139,6 +142,54 @@ describe('the node-kind table', () => {
         continues: false,
         replans: true,
       },
+    });
+  });
+
+  it('reads the reference fields of every kind of loop body, and charges loops per iteration', () => {
+    const loop = (body: unknown): GraphNode =>
+      ({ id: 'p', kind: 'loop', body, maxIterations: 2, intervalMs: 0 }) as GraphNode;
+    const paths = (n: GraphNode): string[] => referenceFields(n).map((f) => f.path.join('.'));
+    expect(paths(loop({ graph: { nodes: [], edges: [] }, input: { $ref: 'a.output' } }))).toEqual([
+      'body.input',
+    ]);
+    expect(paths(loop({ agent: { prompt: '{{a.output}}', system: 'be brief' } }))).toEqual([
+      'body.agent.prompt',
+      'body.agent.system',
+    ]);
+    const snapshot = {
+      status: 'succeeded' as const,
+      attempts: [{ attempt: 1, startedAt: '', finishedAt: '', durationMs: 7, worker: 'w' }],
+      finishedAt: '',
+      durationMs: 7,
+      usage: { promptTokens: 3, completionTokens: 4, totalTokens: 7, modelCalls: 1 },
+    };
+    expect(executionOf(SAMPLES.loop).charge(snapshot)).toEqual({});
+    expect(executionOf(SAMPLES.tool).charge(snapshot)).toEqual({ toolTimeMs: 7 });
+    expect(executionOf(SAMPLES.llm).charge(snapshot)).toEqual({
+      promptTokens: 3,
+      completionTokens: 4,
+      modelCalls: 1,
+    });
+    expect(executionOf(SAMPLES.wait).charge(snapshot)).toEqual({});
+    expect(
+      executionOf({ ...SAMPLES.tool, timeoutMs: 500 }).timeoutMs({ ...SAMPLES.tool, timeoutMs: 500 }),
+    ).toBe(500);
+    expect(executionOf(SAMPLES.wait).timeoutMs(SAMPLES.wait)).toBeUndefined();
+  });
+
+  it('pins the planner prompt its version names: a change to the kinds the planner may write needs a new version', () => {
+    const rules = Object.values(NODE_KINDS).flatMap((k) => (k.planner ? [k.planner.rule] : []));
+    const system = plannerMessages({ task: 't', catalog: { tools: [], version: 'v' }, workspace: [] })[0]!
+      .content!;
+    for (const rule of rules) expect(system).toContain(rule);
+    const digest = createHash('sha256')
+      .update(JSON.stringify([system, PLANNER_SCHEMA]))
+      .digest('hex')
+      .slice(0, 12);
+    // If this fails, the planner's prompt or schema changed: bump PLANNER_PROMPT_VERSION, then this pair.
+    expect({ version: PLANNER_PROMPT_VERSION, digest }).toEqual({
+      version: 'planner-v1',
+      digest: '123e9b7afadb',
     });
   });
 

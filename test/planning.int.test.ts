@@ -334,6 +334,35 @@ describe('the classic loop', () => {
     expect(calls[0]!.tools).toBeDefined();
   });
 
+  it('ends budget_exhausted when a turn finds the tool-time budget spent', async () => {
+    const before = model.requests.length;
+    other = (r) =>
+      r.messages.some((m) => m.role === 'tool')
+        ? { content: 'done' }
+        : { content: '', toolCalls: [{ name: 'wait', arguments: { ms: 200 } }] };
+    // The first turn's tool call uses up the 20 ms of tool time; the next turn is not asked.
+    const doc = await runToEnd(stack.url, {
+      graph: {
+        nodes: [
+          {
+            id: 'agent',
+            kind: 'loop',
+            body: { agent: { prompt: 'wait', tools: ['wait'] } },
+            maxIterations: 3,
+          },
+        ],
+      },
+      budget: { toolTimeMs: 20 },
+    });
+    expect(doc.status).toBe('failed');
+    expect(doc.error).toMatchObject({ code: 'budget_exhausted', nodeId: 'agent' });
+    expect(doc.nodes.agent).toMatchObject({
+      status: 'failed',
+      error: { code: 'budget_exhausted', budget: 'toolTimeMs' },
+    });
+    expect(requestsSince(before)).toHaveLength(1);
+  });
+
   it('ends when the model answers without a tool call', async () => {
     other = (r) =>
       r.messages.some((m) => m.role === 'tool')

@@ -1181,7 +1181,7 @@ describe('end-unstarted', () => {
     const aborted = await nextMessage(store.channels.abort);
     const settled = await nextMessage(store.channels.settled);
     const { result, events } = await withEvents(runId, () =>
-      store.endUnstarted(runId, 'cancelled', { code: 'cancelled', message: 'stopped' }, T),
+      store.endUnstarted(runId, { code: 'cancelled', message: 'stopped' }, T),
     );
     expect(result).toEqual({ settled: true, status: 'cancelled' });
     expect(await aborted.message).toBe(runId);
@@ -1211,7 +1211,7 @@ describe('end-unstarted', () => {
   it('fails a task run that has no plan, with the given error and no nodes', async () => {
     const runId = await createRun({ task: task() });
     const error: RunError = { code: 'plan_rejected', message: 'the plan was rejected', issues: [] };
-    expect(await store.endUnstarted(runId, 'failed', error, T)).toEqual({ settled: true, status: 'failed' });
+    expect(await store.endUnstarted(runId, error, T)).toEqual({ settled: true, status: 'failed' });
     const doc = await store.document(runId);
     expect(doc).toMatchObject({ status: 'failed', finishedAt: T, error, nodes: {} });
   });
@@ -1219,7 +1219,7 @@ describe('end-unstarted', () => {
   it('keeps an outcome decided before, with its error, and settles the run as decided', async () => {
     const runId = await createRun({ task: task() });
     await store.decide(runId, 'timed_out', { code: 'timed_out', message: 'late' }, T);
-    const { result, events } = await withEvents(runId, () => store.endUnstarted(runId, 'timed_out', null, T));
+    const { result, events } = await withEvents(runId, () => store.endUnstarted(runId, null, T));
     expect(result).toEqual({ settled: true, status: 'timed_out' });
     expect(brief(events)).toEqual([
       {
@@ -1232,14 +1232,32 @@ describe('end-unstarted', () => {
   it('leaves a settled run and an unknown run alone', async () => {
     const runId = await settledFailedRun();
     const before = await redis.hgetall(keysOf(runId).meta);
-    expect(await store.endUnstarted(runId, 'cancelled', null, T)).toEqual({
+    expect(await store.endUnstarted(runId, { code: 'cancelled', message: 'late' }, T)).toEqual({
       settled: false,
       status: 'failed',
     });
     expect(await redis.hgetall(keysOf(runId).meta)).toEqual(before);
     const unknown = randomUUID();
-    expect(await store.endUnstarted(unknown, 'cancelled', null, T)).toEqual({ settled: false, status: null });
+    expect(await store.endUnstarted(unknown, { code: 'cancelled', message: 'x' }, T)).toEqual({
+      settled: false,
+      status: null,
+    });
     expect(await redis.exists(...allKeys(unknown))).toBe(0);
+  });
+});
+
+describe('end-unstarted refuses', () => {
+  it('a running run, whose nodes may have run, and a queued run when no outcome is given', async () => {
+    const running = await runningRun();
+    const seq = await lastSeq(running);
+    expect(await store.endUnstarted(running, { code: 'cancelled', message: 'x' }, T)).toEqual({
+      settled: false,
+      status: 'running',
+    });
+    expect(await lastSeq(running)).toBe(seq);
+    const queued = await createRun();
+    expect(await store.endUnstarted(queued, null, T)).toEqual({ settled: false, status: 'queued' });
+    expect(await redis.hexists(keysOf(queued).meta, 'finishedAt')).toBe(0);
   });
 });
 

@@ -1,8 +1,8 @@
 /** The API's own request schemas beyond the run request: path parameters and session bodies. */
-import { LANE_MODES, QUEUE_ARGUMENTS, parseQueueCommand } from '@tetraloop/core';
+import { LANE_MODES, QUEUE_ARGUMENTS, SessionKey, parseQueueCommand } from '@tetraloop/core';
 import { z } from 'zod';
 
-export const SessionKey = z.string().regex(/^[A-Za-z0-9:_.@-]{1,128}$/, 'must match [A-Za-z0-9:_.@-]{1,128}');
+export { SessionKey };
 
 /** Body of `POST /v1/sessions/:sessionKey/messages`. */
 export const MessageBody = z.strictObject({

@@ -51,7 +51,7 @@ export interface StartPoolsOptions {
   readonly pools: readonly Pool[];
   /** Overrides the pool's configured concurrency. */
   readonly concurrency?: number;
-  /** Functions the engine calls at set points, e.g. to refresh credentials before an `auth` retry. */
+  /** Functions the executors call at set points, e.g. to refresh credentials before an `auth` retry. */
   readonly hooks?: ExecutorHooks;
 }
 

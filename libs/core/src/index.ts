@@ -41,6 +41,7 @@ export * from './hooks/hook-registry.js';
 export * from './hooks/plugins.js';
 export * from './planning/plan-run.js';
 export { PLANNER_SCHEMA } from './planning/planner.js';
+export { PLANNER_PROMPT_VERSION, plannerMessages } from './planning/planner-prompt.js';
 export * from './planning/system-prompt.js';
 export * from './workspace/workspace.js';
 export * from './sessions/commands.js';

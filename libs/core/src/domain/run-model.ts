@@ -4,7 +4,7 @@
  */
 import { z } from 'zod';
 import { RunError } from '../errors/run-error.js';
-import type { Graph } from '../nodes/index.js';
+import type { GraphOf } from '../graph/schema.js';
 import type { AttemptRecord, Budget, LiveNodeState, NodeSnapshot } from './node-snapshot.js';
 
 export * from './node-snapshot.js';
@@ -89,7 +89,8 @@ export interface RunDocument {
   /** Set once the run has settled: its outcome is decided and every node is final. */
   finishedAt: string | null;
   /** The graph as submitted or planned; null while a task run waits for its plan. */
-  graph: Graph | null;
+  /** Validated before it was stored: its nodes are of the kinds in `nodes/` (`Graph` there). */
+  graph: GraphOf | null;
   /** The task of a task run. */
   task: string | null;
   agentId: string;

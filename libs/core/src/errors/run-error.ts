@@ -68,8 +68,12 @@ function runCodeOf(code: ErrorCode): RunErrorCode {
   }
 }
 
-/** The run's error when node `nodeId` fails with `error` and its failure ends the run. */
-export function runErrorForNode(nodeId: string, error: NodeErrorData): RunError {
+/**
+ * The run's error when node `nodeId` fails with `error` and its failure ends the run (a snapshot
+ * without an error, which no harness writes, still names the node).
+ */
+export function runErrorForNode(nodeId: string, error: NodeErrorData | undefined): RunError {
+  if (!error) return { code: 'node_failed', message: `node "${nodeId}" failed: unknown error`, nodeId };
   return {
     code: runCodeOf(error.code),
     message: `node "${nodeId}" failed: ${error.message}`,

@@ -7,7 +7,7 @@
 import type { Job } from 'bullmq';
 import type { NodeSnapshot, NodeUsage, RunStatus } from '../domain/run-model.js';
 import type { NodeErrorData } from '../errors/node-error.js';
-import { RUN_ERROR_STATUS, deadlineError, failureReplans, runErrorForNode } from '../errors/run-error.js';
+import { deadlineError, failureReplans, runErrorForNode } from '../errors/run-error.js';
 import { executionOf, toolOf, type ExecutableNode } from '../nodes/index.js';
 import { retriesFor, retryDelay } from '../policy/retry-policy.js';
 import { NodeJobData } from '../queues/catalog.js';
@@ -147,8 +147,7 @@ async function failureSnapshot(
   const { deps, node } = ctx;
   const kind = executionOf(node);
   if (error.code === 'aborted') return snapshotOf(ctx, 'cancelled', { error });
-  const retry = 'retry' in node ? node.retry : undefined;
-  const retries = kind.retryable ? retriesFor(error.code, retryTableFor(deps), retry) : 0;
+  const retries = kind.retryable ? retriesFor(error.code, retryTableFor(deps), kind.retry(node)) : 0;
   if (ctx.attempt > retries || ctx.runSignal.aborted) return failedSnapshot(ctx, error, usage);
   const delayMs = retryDelay(ctx.attempt, error, deps.backoff);
   if (error.code === 'auth' && deps.hooks.refreshCredentials) {
@@ -213,9 +212,7 @@ async function complete(ctx: NodeContext, snapshot: NodeSnapshot, existed: boole
     const replan = kind.replansOnFailure(node) || failureReplans(snapshot.error);
     if (replan && (await deps.store.requestReplan(plan.runId, error, ctx.generation))) {
       ctx.log.info({ code: snapshot.error.code }, 'node handed the run back to the plan loop');
-    } else if (
-      await deps.store.decide(plan.runId, RUN_ERROR_STATUS[error.code], error, now, ctx.generation)
-    ) {
+    } else if (await deps.store.decideError(plan.runId, error, now, ctx.generation)) {
       await wakeParkedNodes(deps.store, deps.queues, plan.runId);
     }
   } else if (
@@ -223,7 +220,7 @@ async function complete(ctx: NodeContext, snapshot: NodeSnapshot, existed: boole
     ctx.begin.deadlineAt !== null &&
     Date.now() >= ctx.begin.deadlineAt
   ) {
-    await deps.store.decide(plan.runId, 'timed_out', deadlineError(plan.timeoutSeconds), now, ctx.generation);
+    await deps.store.decideError(plan.runId, deadlineError(plan.timeoutSeconds), now, ctx.generation);
   }
   if (done.status === 'running' && done.generation === ctx.generation) {
     await enqueueReady(deps, plan, done.ready, ctx.generation);
@@ -232,7 +229,7 @@ async function complete(ctx: NodeContext, snapshot: NodeSnapshot, existed: boole
 
 /** Enqueues nodes of `plan` whose dependencies are all released. */
 export async function enqueueReady(
-  deps: Pick<ExecutorDeps, 'queues' | 'retries' | 'hooks'>,
+  deps: Pick<ExecutorDeps, 'queues' | 'retries' | 'hooks' | 'logger'>,
   plan: CompiledPlan,
   nodeIds: readonly string[],
   generation: number,
@@ -240,6 +237,7 @@ export async function enqueueReady(
   const table = retryTableFor(deps);
   const nodes = nodeIds.flatMap((id) => {
     const node = plan.nodes.get(id);
+    if (!node) deps.logger.error({ runId: plan.runId, nodeId: id }, 'a ready node is not in the plan');
     return node ? [{ id, attempts: nodeJobAttempts(node, table) }] : [];
   });
   await enqueueNodes(deps.queues, plan.runId, generation, nodes);

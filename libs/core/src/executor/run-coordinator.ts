@@ -7,7 +7,7 @@
 import { WaitingChildrenError, type Job } from 'bullmq';
 import { isDeepStrictEqual } from 'node:util';
 import type { NodeSnapshot, RunStatus } from '../domain/run-model.js';
-import { toErrorData } from '../errors/node-error.js';
+import { toErrorData, type NodeErrorData } from '../errors/node-error.js';
 import { RUN_ERROR_STATUS, deadlineError, runErrorForNode, type RunError } from '../errors/run-error.js';
 import { buildTopology } from '../graph/topology.js';
 import { planRun } from '../planning/plan-run.js';
@@ -94,7 +94,7 @@ async function ensurePlanned(
   const { task, status } = header;
   if (!task || task.planned) return 'ready';
   if (status === null) return 'gone';
-  if (status !== 'queued') return settleUnplanned(deps, runId, status);
+  if (status !== 'queued') return settleUnplanned(deps, runId);
   if (!deps.planning) throw new Error('this process cannot plan task runs');
   const stored = await store.plan(runId);
   const input = stored ? stored.input : (await store.document(runId))?.input;
@@ -104,7 +104,8 @@ async function ensurePlanned(
   try {
     // Looked at again once tracked, so an end published since the header was read is not missed.
     const current = await store.status(runId);
-    if (current !== 'queued') return settleUnplanned(deps, runId, current);
+    if (current === null) return 'gone';
+    if (current !== 'queued') return settleUnplanned(deps, runId);
     result = await planRun(deps.planning, task, input, {
       planVersion: 0,
       environmentVersion: envVersion,
@@ -112,7 +113,7 @@ async function ensurePlanned(
     });
   } catch (err) {
     if (tracked.signal.aborted) {
-      return settleUnplanned(deps, runId, (await store.status(runId)) ?? 'cancelled');
+      return settleUnplanned(deps, runId);
     }
     // The planner could not be asked (after its retries): the run fails now rather than retrying forever.
     const error = toErrorData(err);
@@ -150,13 +151,8 @@ async function ensurePlanned(
 }
 
 /** Settles a run that ended (cancelled, timed out) before it was planned, with nothing run. */
-async function settleUnplanned(
-  deps: ExecutorDeps,
-  runId: string,
-  status: RunStatus | null,
-): Promise<RunStatus | 'gone'> {
-  if (status === null) return 'gone';
-  const ended = await deps.store.endUnstarted(runId, status, null, nowIso());
+async function settleUnplanned(deps: ExecutorDeps, runId: string): Promise<RunStatus | 'gone'> {
+  const ended = await deps.store.endUnstarted(runId, null, nowIso());
   deps.logger.info({ runId, status: ended.status }, 'run ended before it was planned');
   return ended.status ?? 'gone';
 }
@@ -165,7 +161,7 @@ async function settleUnplanned(
 async function rejectPlan(deps: ExecutorDeps, runId: string, error: RunError): Promise<RunStatus> {
   metrics.planRejections.inc({ reason: error.code });
   metrics.runsFinished.inc({ status: 'failed' });
-  const ended = await deps.store.endUnstarted(runId, RUN_ERROR_STATUS[error.code], error, nowIso());
+  const ended = await deps.store.endUnstarted(runId, error, nowIso());
   deps.logger.info({ runId, issues: error.issues?.length ?? 0 }, 'plan rejected');
   return ended.status ?? 'failed';
 }
@@ -191,7 +187,7 @@ async function replanIfRequested(
   // Tracked before the status is read: a cancel or the deadline, published while the planner is
   // asked, aborts the call (the decision then stands and the run settles as decided).
   const tracked = deps.aborts.track(plan.runId);
-  let result: Awaited<ReturnType<typeof planRun>>;
+  let result: Awaited<ReturnType<typeof planRun>> | { failed: NodeErrorData };
   try {
     if ((await store.status(plan.runId)) !== 'running') return false;
     const envVersion = await environmentVersionOf(deps, plan.runId);
@@ -200,32 +196,33 @@ async function replanIfRequested(
       replan: { snapshots, failure: `${failure.cause?.code ?? failure.code}: ${failure.message}` },
       environmentVersion: envVersion,
       signal: tracked.signal,
-    }).catch((err: unknown) => ({ error: `the planner call failed: ${toErrorData(err).message}` }));
+    }).catch((err: unknown) => ({ failed: toErrorData(err) }));
   } finally {
     tracked.release();
   }
-  if ('error' in result || !result.outcome.ok) {
-    if (!('error' in result)) {
-      const { usage, calls } = result.outcome;
-      await store.charge(plan.runId, {
-        promptTokens: usage.promptTokens,
-        completionTokens: usage.completionTokens,
-        modelCalls: calls,
-      });
+  if ('failed' in result || 'error' in result || !result.outcome.ok) {
+    const nodeId = failure.nodeId ? { nodeId: failure.nodeId } : {};
+    let error: RunError;
+    if ('failed' in result) {
+      error = {
+        code: 'plan_failed',
+        message: `the planner call failed: ${result.failed.message}`,
+        cause: result.failed,
+        ...nodeId,
+      };
+    } else {
+      if (!('error' in result)) {
+        const { usage, calls } = result.outcome;
+        await store.charge(plan.runId, {
+          promptTokens: usage.promptTokens,
+          completionTokens: usage.completionTokens,
+          modelCalls: calls,
+        });
+      }
+      const issues = 'error' in result || result.outcome.ok ? [] : [...result.outcome.issues];
+      error = { code: 'plan_rejected', message: 'the replan was rejected', issues, ...nodeId };
     }
-    const issues = 'error' in result ? [] : result.outcome.ok ? [] : [...result.outcome.issues];
-    await store.decide(
-      plan.runId,
-      'failed',
-      {
-        code: 'plan_rejected',
-        message: 'the replan was rejected',
-        issues,
-        ...(failure.nodeId ? { nodeId: failure.nodeId } : {}),
-      },
-      nowIso(),
-      generation,
-    );
+    await store.decideError(plan.runId, error, nowIso(), generation);
     return false;
   }
   const { outcome, planning } = result;
@@ -305,9 +302,8 @@ async function fireDeadline(deps: ExecutorDeps, job: Job): Promise<RunJobResult>
   const data = DeadlineJobData.parse(job.data);
   const plan = await deps.plans.get(data.runId, data.generation);
   if (!plan) return { status: 'gone' };
-  const decided = await deps.store.decide(
+  const decided = await deps.store.decideError(
     plan.runId,
-    'timed_out',
     deadlineError(plan.timeoutSeconds),
     nowIso(),
     data.generation,
@@ -383,7 +379,7 @@ function firstFailure(plan: CompiledPlan, snapshots: ReadonlyMap<string, NodeSna
   for (const [id, node] of plan.nodes) {
     const s = snapshots.get(id);
     if (s?.status === 'failed' && !continuesOnFailure(node)) {
-      return runErrorForNode(id, s.error ?? { code: 'internal', message: 'unknown error' });
+      return runErrorForNode(id, s.error);
     }
   }
   return null;

@@ -76,3 +76,9 @@ export function resolveReferences(value: unknown, scope: Readonly<Record<string,
   }
   return value;
 }
+
+/**
+ * Text taken literally (a task, a chat message): `{{…}}` in it must not read as a reference, so a
+ * zero-width space goes between the braces. The model still reads the text as written.
+ */
+export const literalText = (text: string): string => text.replaceAll('{{', '{\u200b{');

@@ -80,8 +80,8 @@ export type Edge = z.infer<typeof Edge>;
 
 /**
  * A graph over nodes of any kind: how a nested graph, and a run's graph in its document, are
- * typed where the kinds themselves are not known (each kind's shape is in `nodes/`; `Graph` there
- * is this with the union of every kind). Validated before anything runs.
+ * typed below `nodes/`, where the kinds are not known (`Graph` in `nodes/` is this over the union
+ * of every kind). Validated before anything runs.
  */
 export interface GraphOf<N extends NodeBase = AnyNode> {
   nodes: N[];

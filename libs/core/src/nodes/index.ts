@@ -1,7 +1,8 @@
 /**
  * The node-kind table: one entry per kind, each declared whole in its own module. Adding a kind
- * is one module plus one line in the union and one in the table below; the compiler points at
- * both. Everything that depends on a node's kind reads it from here.
+ * is one module, plus here its import, its node type in the unions and its entry in the table
+ * (the compiler points at each), and a sample in `test/node-kinds.test.ts`. Everything that
+ * depends on a node's kind reads it from here.
  */
 import { getPath } from '../graph/references.js';
 import type { GraphOf } from '../graph/schema.js';
@@ -58,7 +59,7 @@ export function toolOf(node: GraphNode): string | undefined {
 /** The table entry of an expanding node (a nested graph), or undefined for nodes that execute. */
 export const expansionOf = (node: GraphNode): ExpandingKindSpec<GraphNode> | undefined => {
   const spec: object = NODE_KINDS[node.kind];
-  return 'expansion' in spec ? (spec as ExpandingKindSpec<GraphNode>) : undefined;
+  return 'expand' in spec ? (spec as ExpandingKindSpec<GraphNode>) : undefined;
 };
 
 /** The fields of a node that may hold references, with their path inside the node; absent ones skipped. */
@@ -94,7 +95,15 @@ export * from './kind.js';
 export { ToolNode } from './tool.js';
 export { LlmNode } from './llm.js';
 export { WaitNode } from './wait.js';
-export { LoopNode, ToolBody, GraphBody, isAgentBody, isGraphBody, type LoopBody } from './loop.js';
+export {
+  LoopNode,
+  ToolBody,
+  GraphBody,
+  isAgentBody,
+  isGraphBody,
+  loopModeGraph,
+  type LoopBody,
+} from './loop.js';
 export { AgentBody } from './loop-agent.js';
 export { SubgraphNode } from './graph.js';
 export type { AgentTurn, Iteration } from './loop-iteration.js';

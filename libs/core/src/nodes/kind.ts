@@ -13,7 +13,7 @@ import type { Logger } from 'pino';
 import type { z } from 'zod';
 import type { Budget, NodeSnapshot, NodeUsage, UsageCharge } from '../domain/node-snapshot.js';
 import type { NodeErrorData } from '../errors/node-error.js';
-import type { GraphOf, NodeBase } from '../graph/schema.js';
+import type { AnyNode, GraphOf, NodeBase, NodeRetry } from '../graph/schema.js';
 import type { ChatCall, ChatResult } from '../model/model-client.js';
 import type { Tool, ToolOutcome, ToolRegistry } from '../tools/tool.js';
 
@@ -52,16 +52,35 @@ export interface NodeKindSpec<N extends NodeBase> {
   readonly planner?: PlannerEntry;
 }
 
+/** What expansion offers a kind that expands: the nodes of a nested graph, and reference renaming. */
+export interface ExpandHelpers {
+  /** A nested graph (validated with its parent) expanded into executable nodes, recursively. */
+  expand(graph: GraphOf): { nodes: AnyNode[]; edges: [string, string][] };
+  /** `node` with each reference in its reference fields renamed by `rename(root, path)`. */
+  renameReferences(node: AnyNode, rename: (root: string, path: readonly string[]) => string): AnyNode;
+}
+
+/** The executable nodes and edges that replace a node, and where the outer graph's edges attach. */
+export interface Expansion {
+  readonly nodes: AnyNode[];
+  readonly edges: [string, string][];
+  /** The node that edges into the replaced node now point to. */
+  readonly entry: string;
+  /** The node that edges out of the replaced node now leave from; it keeps the replaced node's id. */
+  readonly exit: string;
+}
+
 /** A kind that expands into other nodes before the run starts (and never executes itself). */
 export interface ExpandingKindSpec<N extends NodeBase> extends NodeKindSpec<N> {
-  /** The nested graph that replaces the node, and what it reads as `input.*`. */
-  expansion(node: N): { graph: GraphOf; input: unknown };
+  expand(node: N, helpers: ExpandHelpers): Expansion;
 }
 
 /** A kind whose nodes a worker executes, one node job each. */
 export interface ExecutableKindSpec<N extends NodeBase> extends NodeKindSpec<N> {
   /** Whether failed attempts are retried by error class; the node's job gets 1 + its retries attempts. */
   readonly retryable: boolean;
+  /** The node's own retry counts per error class, overriding the deployment's. */
+  retry(node: N): NodeRetry | undefined;
   /** Whether each execution charges one tool call to the run, checked against the budget before it runs. */
   readonly chargesToolCall: boolean;
   /** Whether a spent tool-time budget stops it before it runs (waiting is not work). */

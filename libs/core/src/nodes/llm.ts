@@ -84,6 +84,7 @@ export const llmKind: ExecutableKindSpec<LlmNode> = {
     }),
     rule: 'An "llm" node: {"id", "kind": "llm", "prompt": "..."} (optional "system"); it sees only what its prompt references.',
   },
+  retry: (node) => node.retry,
   retryable: true,
   chargesToolCall: false,
   usesToolTime: true,

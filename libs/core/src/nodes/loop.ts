@@ -7,6 +7,7 @@
  */
 import { z } from 'zod';
 import type { NodeSnapshot, NodeUsage } from '../domain/node-snapshot.js';
+import { literalText } from '../graph/references.js';
 import { Args, CallNodeFields, Condition, type GraphOf } from '../graph/schema.js';
 import { conditionHolds } from '../policy/condition.js';
 import type { ExecutableKindSpec, NodeRun } from './kind.js';
@@ -52,6 +53,29 @@ export const isGraphBody = (body: LoopBody): body is GraphBody => 'graph' in bod
 export const isAgentBody = (body: LoopBody): body is AgentBody => 'agent' in body;
 
 export type StopReason = 'condition' | 'maxIterations' | 'final';
+
+/** The graph of a loop-mode run: one agent loop over the task (taken literally) with the agent's tools. */
+export function loopModeGraph(
+  task: string,
+  tools: readonly string[],
+  maxIterations: number,
+  system?: string,
+): GraphOf<LoopNode> {
+  const prompt = literalText(task);
+  const literalSystem = system === undefined ? undefined : literalText(system);
+  return {
+    nodes: [
+      {
+        id: 'agent',
+        kind: 'loop',
+        body: { agent: { prompt, tools: [...tools], ...(literalSystem ? { system: literalSystem } : {}) } },
+        maxIterations,
+        intervalMs: 0,
+      },
+    ],
+    edges: [],
+  };
+}
 
 async function runLoopNode(run: NodeRun<LoopNode>): Promise<NodeSnapshot> {
   const { node } = run;
@@ -238,6 +262,7 @@ export const loopKind: ExecutableKindSpec<LoopNode> = {
     const inner = check.nested(body.graph, ['body', 'graph']);
     return inner ? { ...node, body: { ...body, graph: inner } } : undefined;
   },
+  retry: (node) => node.retry,
   retryable: true,
   // Loop bodies charge each iteration as it happens.
   chargesToolCall: false,

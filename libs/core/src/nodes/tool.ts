@@ -39,6 +39,7 @@ export const toolKind: ExecutableKindSpec<ToolNode> = {
     }),
     rule: 'A "tool" node: {"id", "kind": "tool", "tool": <a tool from the catalog>, "args": {...}} — args must fit the tool\'s schema.',
   },
+  retry: (node) => node.retry,
   retryable: true,
   chargesToolCall: true,
   usesToolTime: true,

@@ -41,6 +41,7 @@ export const waitKind: ExecutableKindSpec<WaitNode> = {
   check: (node) => node,
   // A wait has one outcome per signal: nothing to retry.
   retryable: false,
+  retry: () => undefined,
   chargesToolCall: false,
   usesToolTime: false,
   defaultTimeout: 'per-call',

@@ -78,8 +78,8 @@ export async function removeDeadline(queues: RunQueues, runId: string, generatio
 
 /** How many attempts a node's job gets: one, plus its retries when its kind retries. */
 export function nodeJobAttempts(node: ExecutableNode, retries: RetryTable): number {
-  const retry = 'retry' in node ? node.retry : undefined;
-  return 1 + (executionOf(node).retryable ? maxRetries(retries, retry) : 0);
+  const kind = executionOf(node);
+  return 1 + (kind.retryable ? maxRetries(retries, kind.retry(node)) : 0);
 }
 
 /**

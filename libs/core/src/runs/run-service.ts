@@ -10,7 +10,7 @@ import type { GraphLimits } from '../graph/limits.js';
 import type { ValidationIssue } from '../graph/schema.js';
 import { buildTopology } from '../graph/topology.js';
 import { MODEL_VARIABLES } from '../model/model-config.js';
-import type { ExecutableGraph, Graph } from '../nodes/index.js';
+import { loopModeGraph, type ExecutableGraph } from '../nodes/index.js';
 import { enqueueRunRoot, wakeParkedNodes, type RunQueues } from '../queues/run-jobs.js';
 import type { RunStore } from '../state/run-store.js';
 import type { ToolRegistry } from '../tools/tool.js';
@@ -63,35 +63,6 @@ export interface RunServiceDeps {
   readonly allowedTools: (agentId: string) => ReadonlySet<string>;
   /** Where a queued session run stands in its lane. */
   readonly lanePosition?: (sessionKey: string, runId: string) => Promise<number | null>;
-}
-
-/**
- * Text taken literally (a task, a chat message): `{{…}}` in it must not read as a reference, so a
- * zero-width space goes between the braces. The model still reads the text as written.
- */
-export const literalText = (text: string): string => text.replaceAll('{{', '{\u200b{');
-
-/** The graph of a loop-mode run: one agent loop over the task with the agent's tools. */
-export function loopModeGraph(
-  task: string,
-  tools: readonly string[],
-  maxIterations: number,
-  system?: string,
-): Graph {
-  task = literalText(task);
-  system = system === undefined ? undefined : literalText(system);
-  return {
-    nodes: [
-      {
-        id: 'agent',
-        kind: 'loop',
-        body: { agent: { prompt: task, tools: [...tools], ...(system ? { system } : {}) } },
-        maxIterations,
-        intervalMs: 0,
-      },
-    ],
-    edges: [],
-  };
 }
 
 export class RunService {
@@ -214,7 +185,7 @@ export class RunService {
 
   /** Ends a run that never started: cancelled, with every node marked so, settled at once. */
   async cancelUnstarted(runId: string, reason: string): Promise<void> {
-    await this.deps.store.endUnstarted(runId, 'cancelled', cancelledError(reason), new Date().toISOString());
+    await this.deps.store.endUnstarted(runId, cancelledError(reason), new Date().toISOString());
   }
 
   /**
@@ -225,9 +196,8 @@ export class RunService {
     const status = await this.deps.store.status(runId);
     if (status === null) return null;
     if (!isTerminal(status)) {
-      const decided = await this.deps.store.decide(
+      const decided = await this.deps.store.decideError(
         runId,
-        'cancelled',
         cancelledError('cancelled by request'),
         new Date().toISOString(),
       );

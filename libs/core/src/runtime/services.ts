@@ -73,7 +73,7 @@ export function buildServices(
     sessions: sessionStore,
     store,
     runs,
-    nodeQueue: queues.node,
+    queues: runQueues,
     senseQueue: queues.sense,
     hooks,
     logger,

@@ -5,7 +5,7 @@
  */
 import { truncate } from '../model/prompt-render.js';
 import type { RunDocument, RunEvent } from '../domain/run-model.js';
-import { toolOf } from '../nodes/index.js';
+import { toolOf, type Graph } from '../nodes/index.js';
 
 export interface Reply {
   /** Null when the run did not succeed or produced no text. */
@@ -48,7 +48,8 @@ export function replyOf(doc: RunDocument, events: readonly RunEvent[]): Reply {
       });
     }
   }
-  for (const node of doc.graph?.nodes ?? []) {
+  // The stored graph was validated: its nodes are nodes of known kinds.
+  for (const node of (doc.graph as Graph | null)?.nodes ?? []) {
     const tool = toolOf(node);
     if (tool === undefined) continue;
     const view = doc.nodes[node.id];

@@ -26,6 +26,9 @@ export const InboundEvent = z.object({
 });
 export type InboundEvent = z.infer<typeof InboundEvent>;
 
+/** A session key: also part of the session's Redis keys, so its characters are checked everywhere. */
+export const SessionKey = z.string().regex(/^[A-Za-z0-9:_.@-]{1,128}$/, 'must match [A-Za-z0-9:_.@-]{1,128}');
+
 /** A session message as the session service takes it (the API checks its own limits first). */
 export const MessageInput = z.object({
   text: z.string(),
@@ -37,10 +40,10 @@ export type MessageInput = z.infer<typeof MessageInput>;
 
 /** Payload of each sense job. */
 export const SENSE_PAYLOADS = {
-  [SENSE_JOB.message]: z.object({ sessionKey: z.string(), message: MessageInput }),
+  [SENSE_JOB.message]: z.object({ sessionKey: SessionKey, message: MessageInput }),
   [SENSE_JOB.event]: z.object({ source: z.string(), event: InboundEvent }),
   [SENSE_JOB.burstFlush]: z.object({ key: z.string() }),
-  [SENSE_JOB.laneAdvance]: z.object({ sessionKey: z.string(), finished: z.string() }),
+  [SENSE_JOB.laneAdvance]: z.object({ sessionKey: SessionKey, finished: z.string() }),
   [SENSE_JOB.laneSweep]: z.unknown(),
   [SENSE_JOB.poll]: z.object({ source: z.string() }),
 } as const;

@@ -12,7 +12,7 @@ import type { RunDocument } from '../domain/run-model.js';
 import { cancelledError } from '../errors/run-error.js';
 import type { HookRegistry } from '../hooks/hook-registry.js';
 import { assembleSystemPrompt } from '../planning/system-prompt.js';
-import { wakeParkedNodes } from '../queues/run-jobs.js';
+import { wakeParkedNodes, type RunQueues } from '../queues/run-jobs.js';
 import { BOOTSTRAP_FILES, readWorkspace } from '../workspace/workspace.js';
 import { RunRequest } from '../runs/run-request.js';
 import type { RunService } from '../runs/run-service.js';
@@ -54,7 +54,7 @@ export interface SessionDeps {
   readonly store: RunStore;
   readonly runs: RunService;
   /** The node queue, whose parked jobs a cancel wakes. */
-  readonly nodeQueue: Queue;
+  readonly queues: Pick<RunQueues, 'node'>;
   readonly senseQueue: Queue;
   readonly hooks: HookRegistry | undefined;
   readonly config: SessionConfig;
@@ -225,7 +225,7 @@ export class SessionService {
     let changed = 0;
     for (const sessionKey of await this.deps.sessions.busySessions()) {
       const runId = await this.deps.sessions.running(sessionKey);
-      if (!runId || runId === 'collect') continue;
+      if (!runId || runId === 'collect' || (await this.deps.store.status(runId)) !== 'running') continue;
       const env = await this.deps.sessions.environment(sessionKey);
       // One script records the version, appends the event and replans or steers: never half done.
       const recent = env.events.map(describeEnvironmentEvent);
@@ -282,8 +282,8 @@ export class SessionService {
 
   private async cancel(runId: string, reason: string): Promise<void> {
     const now = new Date().toISOString();
-    if (await this.deps.store.decide(runId, 'cancelled', cancelledError(reason), now)) {
-      await wakeParkedNodes(this.deps.store, { node: this.deps.nodeQueue }, runId);
+    if (await this.deps.store.decideError(runId, cancelledError(reason), now)) {
+      await wakeParkedNodes(this.deps.store, this.deps.queues, runId);
     }
   }
 

@@ -20,6 +20,7 @@ import {
   type UsageCharge,
 } from '../domain/run-model.js';
 import type { ExecutableGraph, Graph } from '../nodes/index.js';
+import { RUN_ERROR_STATUS } from '../errors/run-error.js';
 import { channels, idempotencyKey, runKeyList, runKeys, type Channels } from './keys.js';
 import { loadScripts, type ScriptRunner } from './scripts.js';
 
@@ -542,6 +543,14 @@ export class RunStore {
     return (await this.decideOutcome(runId, status, error, now, generation)).decided;
   }
 
+  /**
+   * Ends the run with `error` unless an outcome is set, with the status its code ends a run with
+   * (`RUN_ERROR_STATUS`); true when this call decided it.
+   */
+  async decideError(runId: string, error: RunError, now: string, generation?: number): Promise<boolean> {
+    return this.decide(runId, RUN_ERROR_STATUS[error.code], error, now, generation);
+  }
+
   /** {@link decide}, also answering the run's status after it (null for an unknown run). */
   async decideOutcome(
     runId: string,
@@ -564,25 +573,25 @@ export class RunStore {
         code: 'parent_ended',
         message: `the parent run ${runId} ended as ${after}`,
       };
-      for (const child of JSON.parse(children) as string[])
-        await this.decide(child, 'cancelled', parentEnded, now);
+      for (const child of JSON.parse(children) as string[]) await this.decideError(child, parentEnded, now);
     }
     return { decided: decided === 1, status: after };
   }
 
   /**
-   * Ends a run none of whose nodes ran, in one step: decides `status` unless an outcome is set,
-   * gives every node of its plan a snapshot, settles it. Answers whether this call settled it and
-   * the run's status after it (null for an unknown run).
+   * Ends a run none of whose nodes ran, in one step: unless an outcome is set, decides it with
+   * `error` (the status its code ends a run with); then gives every node of its plan a snapshot
+   * and settles it. With `error` null it only settles a run already decided. A running run is left
+   * alone: its nodes may have run. Answers whether this call settled it and the run's status after
+   * it (null for an unknown run).
    */
   async endUnstarted(
     runId: string,
-    status: RunStatus,
     error: RunError | null,
     now: string,
   ): Promise<{ settled: boolean; status: RunStatus | null }> {
     const [settled, after] = (await this.script('end-unstarted-6', this.keys(runId), [
-      status,
+      error ? RUN_ERROR_STATUS[error.code] : '',
       error ? JSON.stringify(error) : '',
       now,
       this.channels.abort,

@@ -121,10 +121,11 @@ export class SessionStore {
   }
 
   /**
-   * Takes an idle session out of the busy set. The set lives on another Redis Cluster slot than the
-   * session, so this cannot be part of the lane script: a message admitted between the script and
-   * the removal would leave a busy lane the sweep never sees. Looking at the lane again after the
-   * removal closes that window: an admission that happened before it is seen and put back.
+   * Takes an idle session out of the busy set. The set is one key for all sessions, while a lane
+   * script touches only its session's keys (one hash tag, one Redis Cluster slot), so the removal
+   * follows the script: a message admitted in between would leave a busy lane the sweep never
+   * sees. Looking at the lane again after the removal closes that window: an admission that
+   * happened before it is seen and the session put back.
    */
   private async leaveBusy(sessionKey: string): Promise<void> {
     await this.redis.srem(busySessionsKey(this.prefix), sessionKey);

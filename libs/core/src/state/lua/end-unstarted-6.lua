@@ -3,15 +3,20 @@
   ended before it was planned, a session run cancelled in its lane — in one step: decides its
   outcome unless one is set (the first decision wins), gives every node of its plan (if it has
   one) a snapshot (cancelled for a cancelled run, else skipped), and settles it.
-  ARGV[1] status, ARGV[2] error JSON or '', ARGV[3] now (ISO), ARGV[4] abort channel,
-  ARGV[5] settled channel, ARGV[6] run id, ARGV[7] ttl seconds
+  ARGV[1] status to decide, or '' to settle only a run already decided, ARGV[2] error JSON or '',
+  ARGV[3] now (ISO), ARGV[4] abort channel, ARGV[5] settled channel, ARGV[6] run id,
+  ARGV[7] ttl seconds
   Returns { 1 when this call settled the run else 0, the run's status after it or false }.
-  A run that does not exist, or that settled before, is left alone.
+  A run that does not exist, that settled before, or that is running (its nodes may have run) is
+  left alone, and so is a queued run when no status is given.
 ]]
 local status = redis.call('HGET', KEYS[1], 'status')
 if not status then return { 0, false } end
-if redis.call('HEXISTS', KEYS[1], 'finishedAt') == 1 then return { 0, status } end
-decideRun(ARGV[1], ARGV[2], ARGV[3], ARGV[4], ARGV[6])
+if redis.call('HEXISTS', KEYS[1], 'finishedAt') == 1 or status == 'running' then return { 0, status } end
+if status == 'queued' then
+  if ARGV[1] == '' then return { 0, status } end
+  decideRun(ARGV[1], ARGV[2], ARGV[3], ARGV[4], ARGV[6])
+end
 status = redis.call('HGET', KEYS[1], 'status')
 local fill = status == 'cancelled' and 'cancelled' or 'skipped'
 local plan = redis.call('HGET', KEYS[1], 'plan')
