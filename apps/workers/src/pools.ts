@@ -7,6 +7,8 @@ import { UnrecoverableError, Worker, type Job, type Processor } from 'bullmq';
 import {
   BACKOFF_TYPE,
   DEFAULT_RETRIES,
+  DEFAULT_RULE_SETTINGS,
+  REFLECT_JOB,
   ModelClient,
   PlanCache,
   QUEUE_NAMES,
@@ -21,6 +23,8 @@ import {
   createLogger,
   executeNodeJob,
   executePlanJob,
+  executeReflectJob,
+  lifecycleOf,
   executeSenseJob,
   graphLimitsOf,
   isModelConfigured,
@@ -120,6 +124,7 @@ export async function startPools(env: WorkerEnv, options: StartPoolsOptions): Pr
       allowedTools: allowedToolsOf(env, tools),
       workspaceDir: env.TETRALOOP_WORKSPACE_DIR,
       workspaceFileChars: env.TETRALOOP_WORKSPACE_FILE_CHARS,
+      ...(services.memory ? { lessons: services.memory.book } : {}),
     },
     sessions: {
       onRunSettled: (runId: string) => services.sessions.onRunSettled(runId),
@@ -127,6 +132,16 @@ export async function startPools(env: WorkerEnv, options: StartPoolsOptions): Pr
         (await services.sessionStore.environment(sessionKey)).version,
     },
     aborts,
+    ...(services.memory
+      ? {
+          memory: services.memory.service,
+          lessons: {
+            book: services.memory.book,
+            memory: services.memory.store,
+            probeIntervalMs: env.TETRALOOP_LESSON_PROBE_INTERVAL_MS,
+          },
+        }
+      : {}),
     logger: createLogger({ level: env.LOG_LEVEL, layer, redact: env.TETRALOOP_LOG_REDACT }),
   });
 
@@ -144,8 +159,19 @@ export async function startPools(env: WorkerEnv, options: StartPoolsOptions): Pr
       const deps = { sessions: services.sessions, sources: services.sources, polled };
       return (job: Job) => executeSenseJob(deps, job);
     },
-    // The reflect loop has no job types yet; its workers refuse anything they get.
-    reflect: () => unknownJob,
+    reflect: () => {
+      const memory = services.memory;
+      // With the reflect loop off, its workers refuse anything they get.
+      if (!memory) return unknownJob;
+      const deps = {
+        memory: memory.store,
+        reflectQueue: queues.reflect,
+        rules: DEFAULT_RULE_SETTINGS,
+        lifecycle: lifecycleOf(env),
+        logger: createLogger({ level: env.LOG_LEVEL, layer: 'reflect', redact: env.TETRALOOP_LOG_REDACT }),
+      };
+      return (job: Job) => executeReflectJob(deps, job);
+    },
   };
 
   const workers = new Map<Pool, Worker>();
@@ -188,6 +214,13 @@ export async function startPools(env: WorkerEnv, options: StartPoolsOptions): Pr
         { name: SENSE_JOB.poll, data: { source: source.name }, opts: keepSchedules },
       );
     }
+  }
+  if (options.pools.includes('reflect') && services.memory) {
+    await queues.reflect.upsertJobScheduler(
+      'reflect-sweep',
+      { every: env.TETRALOOP_REFLECT_INTERVAL_MS },
+      { name: REFLECT_JOB.sweep, opts: keepSchedules },
+    );
   }
   if (options.pools.includes('plan')) {
     await queues.plan.upsertJobScheduler(

@@ -58,6 +58,8 @@ export interface ValidateOptions {
   readonly allowedTools?: ReadonlySet<string>;
   /** The run's input, when known: every top-level `input.*` reference must resolve in it. */
   readonly input?: { readonly value: unknown };
+  /** Why a call of `tool` to `target` is refused (a hard lesson), or undefined when it is not. */
+  readonly blocked?: (tool: string, target: string) => string | undefined;
 }
 
 interface Options extends ValidateOptions {
@@ -315,7 +317,13 @@ function checkToolCall(
   // Args with references are checked at run time, once the references are resolved.
   if (findReferences(args).length > 0) return true;
   const parsed = tool.input.safeParse(args);
-  if (parsed.success) return true;
-  issues.push(...zodIssues(parsed.error, [...path, ...argsPath]));
+  if (!parsed.success) {
+    issues.push(...zodIssues(parsed.error, [...path, ...argsPath]));
+    return false;
+  }
+  const target = tool.target?.(parsed.data);
+  const blocked = target === undefined ? undefined : opts.blocked?.(name, target);
+  if (blocked === undefined) return true;
+  issues.push({ path: join(...path, ...argsPath), message: blocked });
   return false;
 }

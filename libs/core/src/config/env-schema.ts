@@ -3,6 +3,7 @@
  * schema; a bad value stops the process with a message naming the variable.
  */
 import { z } from 'zod';
+import { DEFAULT_LIFECYCLE, type LifecycleSettings } from '../memory/lesson-lifecycle.js';
 import type { ModelConfig } from '../model/model-config.js';
 import { PolledSource } from '../sessions/source-service.js';
 import type { ToolRegistry } from '../tools/tool.js';
@@ -97,6 +98,27 @@ export const BaseEnv = z.object({
   TETRALOOP_WORKSPACE_DIR: z.string().default('.tetraloop/workspace'),
   /** Each workspace file is cut to this many characters (head and tail kept). */
   TETRALOOP_WORKSPACE_FILE_CHARS: z.coerce.number().int().positive().default(12_000),
+  /** The reflect loop: `on` records settled runs, reflects and applies lessons; `off` does none of it. */
+  TETRALOOP_REFLECT: z.enum(['on', 'off']).default('on'),
+  /** Reflect on every agent with new runs at least this often. */
+  TETRALOOP_REFLECT_INTERVAL_MS: z.coerce
+    .number()
+    .int()
+    .min(1000)
+    .default(30 * 60_000),
+  /** Reflect on an agent after this many settled runs. */
+  TETRALOOP_REFLECT_EVERY_RUNS: z.coerce.number().int().min(1).default(50),
+  /** Run summaries kept per agent (the hot set). */
+  TETRALOOP_MEMORY_HOT_RUNS: z.coerce.number().int().min(10).max(10_000).default(200),
+  /** Distinct supporting runs and confidence a lesson needs to take effect. */
+  TETRALOOP_LESSON_MIN_CASES: z.coerce.number().int().min(1).default(3),
+  TETRALOOP_LESSON_MIN_CONFIDENCE: z.coerce.number().min(0).max(1).default(0.6),
+  /** How often one call goes through to a service a hard lesson blocks, as a probe. */
+  TETRALOOP_LESSON_PROBE_INTERVAL_MS: z.coerce
+    .number()
+    .int()
+    .min(100)
+    .default(5 * 60_000),
 });
 export type BaseEnv = z.infer<typeof BaseEnv>;
 
@@ -142,4 +164,13 @@ export function parseEnv<S extends z.ZodType>(
   const parsed = schema.safeParse(env);
   if (!parsed.success) throw new ConfigError(parsed.error);
   return parsed.data;
+}
+
+/** The lifecycle of lessons as configured. */
+export function lifecycleOf(env: BaseEnv): LifecycleSettings {
+  return {
+    ...DEFAULT_LIFECYCLE,
+    minCases: env.TETRALOOP_LESSON_MIN_CASES,
+    minConfidence: env.TETRALOOP_LESSON_MIN_CONFIDENCE,
+  };
 }

@@ -18,6 +18,11 @@ export const AttemptRecord = z.object({
   error: NodeErrorData.optional(),
   /** Backoff before the next attempt, when one followed. */
   retryDelayMs: z.number().int().nonnegative().optional(),
+  /** The tool the attempt called (its last call, for a loop), and the outside service it reached. */
+  tool: z.string().optional(),
+  target: z.string().optional(),
+  /** Template lessons that changed this attempt's call (their ids). */
+  lessons: z.array(z.string()).optional(),
 });
 export type AttemptRecord = z.infer<typeof AttemptRecord>;
 

@@ -134,4 +134,7 @@ export interface PlanningRecord {
   readonly planVersion: number;
   /** The session environment version the plan was made from (0 outside sessions). */
   readonly environmentVersion: number;
+  /** The agent's lessons version the plan was made with, and the lessons its prompt stated. */
+  readonly lessonsVersion?: number;
+  readonly lessons?: readonly string[];
 }

@@ -38,6 +38,8 @@ export const NodeErrorData = z.discriminatedUnion('code', [
   }),
   /** Executed more often than a node may be in one run (retries plus redeliveries). */
   z.object({ code: z.literal('suspected_loop'), message, executions: z.number().int() }),
+  /** Refused before it went out: an active hard lesson says the service it calls is down. */
+  z.object({ code: z.literal('blocked_by_lesson'), message, lessonId: z.string() }),
   z.object({ code: z.literal('internal'), message }),
 ]);
 export type NodeErrorData = z.infer<typeof NodeErrorData>;

@@ -9,6 +9,7 @@ const nodeError = (code: (typeof ERROR_CODES)[number]): NodeErrorData =>
     message: 'boom',
     ...(code === 'budget_exhausted' ? { budget: 'tokens' } : {}),
     ...(code === 'suspected_loop' ? { executions: 6 } : {}),
+    ...(code === 'blocked_by_lesson' ? { lessonId: 'main.abc' } : {}),
   }) as NodeErrorData;
 
 describe('run errors', () => {
@@ -24,6 +25,7 @@ describe('run errors', () => {
       aborted: 'node_failed',
       budget_exhausted: 'budget_exhausted',
       suspected_loop: 'suspected_loop',
+      blocked_by_lesson: 'node_failed',
       internal: 'node_failed',
     });
     expect(runErrorForNode('fetch', nodeError('server'))).toEqual({

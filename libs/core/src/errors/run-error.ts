@@ -63,6 +63,7 @@ function runCodeOf(code: ErrorCode): RunErrorCode {
     case 'auth':
     case 'validation':
     case 'aborted':
+    case 'blocked_by_lesson':
     case 'internal':
       return 'node_failed';
   }

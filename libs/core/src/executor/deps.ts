@@ -9,6 +9,8 @@ import type { ModelClient } from '../model/model-client.js';
 import type { PlanningDeps } from '../planning/plan-run.js';
 import type { BackoffPolicy, RetryTable } from '../policy/retry-policy.js';
 import type { RunQueues } from '../queues/run-jobs.js';
+import type { CallLessonDeps } from '../reflect/lesson-effects.js';
+import type { MemoryService } from '../reflect/memory-service.js';
 import type { RunStore } from '../state/run-store.js';
 import type { ToolRegistry } from '../tools/tool.js';
 import type { PlanCache } from './plan-cache.js';
@@ -57,6 +59,10 @@ export interface ExecutorDeps {
   readonly sessions?: SessionHooks;
   /** Aborts this process's node and planner calls for a run that is cancelled, fails or times out. */
   readonly aborts: RunAborts;
+  /** Lessons applied where calls are dispatched (hard: refuse and probe; template: timeouts). */
+  readonly lessons?: CallLessonDeps;
+  /** Where settled runs are recorded for the reflect loop (the plan pool). */
+  readonly memory?: MemoryService;
   readonly logger: Logger;
 }
 

@@ -11,6 +11,7 @@ import { callLimit, type CallLimit } from '../policy/limits.js';
 import type { BeginNodeResult } from '../state/run-store.js';
 import type { Tool, ToolOutcome } from '../tools/tool.js';
 import type { ExecutorDeps } from './deps.js';
+import { lessonsForCall, probed } from '../reflect/lesson-effects.js';
 import { invokeTool } from './invoke-tool.js';
 import type { CompiledPlan } from './plan-cache.js';
 
@@ -35,6 +36,8 @@ export interface NodeContext {
   /** Aborted when the run is cancelled, fails elsewhere or times out. */
   readonly runSignal: AbortSignal;
   readonly log: Logger;
+  /** The tool and target of this execution's last tool call, and the template lessons applied to it. */
+  readonly call: { tool?: string; target?: string; lessons: string[] };
 }
 
 export const nowIso = (): string => new Date().toISOString();
@@ -62,6 +65,9 @@ export function attemptRecord(
     durationMs: Math.round(performance.now() - ctx.started),
     worker: WORKER,
     ...extra,
+    ...(ctx.call.tool !== undefined ? { tool: ctx.call.tool } : {}),
+    ...(ctx.call.target !== undefined ? { target: ctx.call.target } : {}),
+    ...(ctx.call.lessons.length > 0 ? { lessons: [...ctx.call.lessons] } : {}),
   };
 }
 
@@ -93,13 +99,15 @@ export function limitFor(
   toolTimeUsedMs: number,
   toolMinimumMs = 0,
   modelCall = false,
+  lessonTimeoutMs?: number,
 ): CallLimit {
   const kind = executionOf(ctx.node);
   const { model, defaultTimeoutMs } = ctx.deps;
   const modelDefault = kind.defaultTimeout === 'model' || (kind.defaultTimeout === 'per-call' && modelCall);
   const fallback = modelDefault && model ? model.config.timeoutMs : defaultTimeoutMs;
   return callLimit({
-    nodeTimeoutMs: kind.timeoutMs(ctx.node) ?? Math.max(fallback, toolMinimumMs),
+    // A node's own timeout wins; else a template lesson's for this service; else the default.
+    nodeTimeoutMs: kind.timeoutMs(ctx.node) ?? Math.max(lessonTimeoutMs ?? fallback, toolMinimumMs),
     now: Date.now(),
     deadlineAt: ctx.begin.deadlineAt,
     toolTimeBudgetMs: ctx.begin.budget.toolTimeMs,
@@ -118,8 +126,31 @@ export async function callTool(
   toolTimeUsedMs: number,
 ): Promise<ToolOutcome> {
   const parsed = tool.input.safeParse(args);
-  const limit = limitFor(ctx, toolTimeUsedMs, parsed.success ? tool.minTimeoutMs?.(parsed.data) : undefined);
+  const target = parsed.success ? tool.target?.(parsed.data) : undefined;
+  ctx.call.tool = tool.name;
+  ctx.call.target = target;
+  const lessons =
+    target !== undefined && ctx.deps.lessons
+      ? await lessonsForCall(ctx.deps.lessons, ctx.plan.agentId, tool.name, target)
+      : undefined;
+  if (lessons) ctx.call.lessons.push(...lessons.applied.filter((id) => !ctx.call.lessons.includes(id)));
+  if (lessons?.blocked) return { ok: false, error: lessons.blocked };
+  const minimum = parsed.success ? tool.minTimeoutMs?.(parsed.data) : undefined;
+  const limit = limitFor(ctx, toolTimeUsedMs, minimum, false, lessons?.timeoutMs);
   if (limit.ms <= 0) return { ok: false, error: limitError(limit) };
+  const outcome = await callWithin(ctx, tool, args, limit);
+  if (lessons?.probe && ctx.deps.lessons) {
+    await probed(ctx.deps.lessons, ctx.plan.agentId, lessons.probe, outcome.ok);
+  }
+  return outcome;
+}
+
+async function callWithin(
+  ctx: NodeContext,
+  tool: Tool,
+  args: unknown,
+  limit: CallLimit,
+): Promise<ToolOutcome> {
   const outcome = await invokeTool(
     tool,
     args,

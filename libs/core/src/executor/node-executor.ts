@@ -77,6 +77,7 @@ export async function executeNodeJob(
       scope: scopeOf(plan.input, begin.reads),
       runSignal: tracked.signal,
       log: deps.logger.child({ runId: plan.runId, nodeId: node.id, attempt }),
+      call: { lessons: [] },
     };
     // A redelivered job whose node already has a snapshot reports it and does not run again.
     const snapshot =

@@ -10,6 +10,8 @@ import type { RunStore } from '../state/run-store.js';
 
 export interface CompiledPlan {
   readonly runId: string;
+  /** Whose lessons apply to its calls. */
+  readonly agentId: string;
   readonly input: unknown;
   readonly timeoutSeconds: number;
   readonly nodes: ReadonlyMap<string, ExecutableNode>;
@@ -62,6 +64,7 @@ export class PlanCache {
     const reads = new Map(stored.plan.nodes.map((n) => [n.id, readsOf(n)]));
     return {
       runId,
+      agentId: stored.agentId,
       input: stored.input,
       timeoutSeconds: stored.timeoutSeconds,
       nodes,

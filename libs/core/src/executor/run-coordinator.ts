@@ -153,6 +153,7 @@ async function ensurePlanned(
 /** Settles a run that ended (cancelled, timed out) before it was planned, with nothing run. */
 async function settleUnplanned(deps: ExecutorDeps, runId: string): Promise<RunStatus | 'gone'> {
   const ended = await deps.store.endUnstarted(runId, null, nowIso());
+  if (ended.settled) await remember(deps, runId);
   deps.logger.info({ runId, status: ended.status }, 'run ended before it was planned');
   return ended.status ?? 'gone';
 }
@@ -162,6 +163,7 @@ async function rejectPlan(deps: ExecutorDeps, runId: string, error: RunError): P
   metrics.planRejections.inc({ reason: error.code });
   metrics.runsFinished.inc({ status: 'failed' });
   const ended = await deps.store.endUnstarted(runId, error, nowIso());
+  if (ended.settled) await remember(deps, runId);
   deps.logger.info({ runId, issues: error.issues?.length ?? 0 }, 'plan rejected');
   return ended.status ?? 'failed';
 }
@@ -367,6 +369,7 @@ async function finalize(
   };
   if (await store.settle(plan.runId, generation, fill, output, final, now)) {
     observeSettled(final.status, state.createdAt);
+    await remember(deps, plan.runId);
     await removeDeadline(deps.queues, plan.runId, generation);
     deps.logger.info({ runId: plan.runId, status }, 'run settled');
   }
@@ -383,4 +386,17 @@ function firstFailure(plan: CompiledPlan, snapshots: ReadonlyMap<string, NodeSna
     }
   }
   return null;
+}
+
+/**
+ * Records a run that just settled in its agent's memory. Memory serves learning, never the run:
+ * a failure here is logged and the run's outcome stands.
+ */
+async function remember(deps: ExecutorDeps, runId: string): Promise<void> {
+  if (!deps.memory) return;
+  try {
+    await deps.memory.recordSettled(runId);
+  } catch (err) {
+    deps.logger.warn({ runId, err }, 'could not record the run in memory');
+  }
 }

@@ -6,6 +6,9 @@ import type { NodeSnapshot, PlanningRecord, TaskSpec } from '../domain/run-model
 import type { GraphLimits } from '../graph/limits.js';
 import type { ModelClient } from '../model/model-client.js';
 import { truncate } from '../model/prompt-render.js';
+import type { Lesson } from '../memory/lesson.js';
+import type { LessonBook } from '../reflect/lesson-book.js';
+import { metrics } from '../telemetry/metrics.js';
 import { toolCatalog } from '../tools/tool-catalog.js';
 import type { ToolRegistry } from '../tools/tool.js';
 import { PLANNER_FILES, readWorkspace } from '../workspace/workspace.js';
@@ -21,6 +24,15 @@ export interface PlanningDeps {
   readonly allowedTools: (agentId: string) => ReadonlySet<string>;
   readonly workspaceDir: string;
   readonly workspaceFileChars: number;
+  /** The lessons in effect per agent: the planner is told the hard and soft ones, and a plan that calls a blocked service is rejected. */
+  readonly lessons?: LessonBook;
+}
+
+/** What a plan is told of the lessons in effect: hard and soft ones, most confident first. */
+export function plannerLessons(lessons: readonly Lesson[]): Lesson[] {
+  return lessons
+    .filter((l) => l.kind === 'hard' || l.kind === 'soft')
+    .sort((a, b) => b.confidence - a.confidence);
 }
 
 /** How much of each completed node's output the replanner sees. */
@@ -53,6 +65,14 @@ export async function planRun(
     PLANNER_FILES,
     deps.workspaceFileChars,
   );
+  const book = deps.lessons ? await deps.lessons.inEffect(task.agentId) : { version: 0, lessons: [] };
+  const told = plannerLessons(book.lessons);
+  const hard = book.lessons.filter((l) => l.kind === 'hard');
+  const blocked = (tool: string, target: string): string | undefined => {
+    const lesson = hard.find((l) => l.scope.tool === tool && l.scope.host === target);
+    return lesson ? `blocked by lesson ${lesson.id}: ${lesson.statement}` : undefined;
+  };
+  if (told.length > 0) metrics.lessonApplications.inc({ kind: 'soft' }, told.length);
   const completed = replan
     ? Object.fromEntries(
         [...replan.snapshots]
@@ -61,11 +81,12 @@ export async function planRun(
       )
     : undefined;
   const outcome = await planTask(
-    { model: deps.model, tools: deps.tools, limits: deps.limits, allowedTools: allowed },
+    { model: deps.model, tools: deps.tools, limits: deps.limits, allowedTools: allowed, blocked },
     {
       task: task.task,
       catalog,
       workspace,
+      ...(told.length > 0 ? { lessons: told.map((l) => l.statement) } : {}),
       ...(task.overrides ? { overrides: task.overrides } : {}),
       ...(replan && completed ? { replan: { completed, failure: replan.failure } } : {}),
     },
@@ -80,6 +101,7 @@ export async function planRun(
       toolCatalogVersion: catalog.version,
       planVersion,
       environmentVersion,
+      ...(deps.lessons ? { lessonsVersion: book.version, lessons: told.map((l) => l.id) } : {}),
     },
   };
 }

@@ -28,6 +28,8 @@ export interface PlannerPromptInput {
   readonly catalog: ToolCatalog;
   readonly workspace: readonly WorkspaceFile[];
   readonly overrides?: string;
+  /** Lessons in effect for the agent, as lines, most confident first. */
+  readonly lessons?: readonly string[];
   /** When replanning: the nodes that completed (their outputs, summarised) and what failed. */
   readonly replan?: { readonly completed: Record<string, string>; readonly failure: string };
 }
@@ -37,6 +39,7 @@ export function plannerMessages(input: PlannerPromptInput): ChatMessage[] {
     base: BASE,
     catalog: input.catalog,
     bootstrap: input.workspace,
+    ...(input.lessons && input.lessons.length > 0 ? { lessons: input.lessons } : {}),
     ...(input.overrides ? { overrides: input.overrides } : {}),
   });
   const user = input.replan

@@ -30,6 +30,8 @@ export interface PlannerDeps {
   readonly tools: ToolRegistry;
   readonly limits: GraphLimits;
   readonly allowedTools: ReadonlySet<string>;
+  /** Why a call is refused by a hard lesson; a plan with such a call fails validation. */
+  readonly blocked?: (tool: string, target: string) => string | undefined;
 }
 
 export type PlanOutcome =
@@ -83,6 +85,7 @@ export async function planTask(
             limits: deps.limits,
             allowedTools: deps.allowedTools,
             input: { value: runInput },
+            ...(deps.blocked ? { blocked: deps.blocked } : {}),
           });
     if (result.ok)
       return {

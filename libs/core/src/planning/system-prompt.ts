@@ -1,6 +1,6 @@
 /**
  * The one place a system prompt is assembled, always in this order:
- * base → skills/tool catalog → bootstrap files → runtime overrides. Pure.
+ * base → skills/tool catalog → bootstrap files → lessons → runtime overrides. Pure.
  */
 import type { ToolCatalog } from '../tools/tool-catalog.js';
 import type { WorkspaceFile } from '../workspace/workspace.js';
@@ -9,6 +9,8 @@ export interface SystemPromptParts {
   readonly base: string;
   readonly catalog?: ToolCatalog;
   readonly bootstrap: readonly WorkspaceFile[];
+  /** What the reflect loop learned and put in effect, most confident first. */
+  readonly lessons?: readonly string[];
   readonly overrides?: string;
 }
 
@@ -22,6 +24,9 @@ export function assembleSystemPrompt(parts: SystemPromptParts): string {
     );
   }
   for (const f of parts.bootstrap) sections.push(`## ${f.name}\n${f.content}`);
+  if (parts.lessons && parts.lessons.length > 0) {
+    sections.push(`## Lessons (learned from earlier runs)\n${parts.lessons.map((l) => `- ${l}`).join('\n')}`);
+  }
   if (parts.overrides) sections.push(`## Runtime overrides\n${parts.overrides}`);
   return sections.join('\n\n');
 }

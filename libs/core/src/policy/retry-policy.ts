@@ -18,6 +18,8 @@ export const DEFAULT_RETRIES: RetryTable = {
   aborted: 0,
   budget_exhausted: 0,
   suspected_loop: 0,
+  // A retry would be refused the same way until a probe finds the service back.
+  blocked_by_lesson: 0,
   internal: 0,
 };
 

@@ -15,8 +15,18 @@ import { RunService } from '../runs/run-service.js';
 import { SessionService } from '../sessions/session-service.js';
 import { SourceService } from '../sessions/source-service.js';
 import { RunStore } from '../state/run-store.js';
+import { MemoryStore } from '../state/memory-store.js';
 import { SessionStore } from '../state/session-store.js';
+import { LessonBook } from '../reflect/lesson-book.js';
+import { DEFAULT_TRIGGERS, MemoryService } from '../reflect/memory-service.js';
 import type { ToolRegistry } from '../tools/tool.js';
+
+/** Memory and the lessons in effect; absent with `TETRALOOP_REFLECT=off`. */
+export interface MemoryServices {
+  readonly store: MemoryStore;
+  readonly service: MemoryService;
+  readonly book: LessonBook;
+}
 
 export interface Services {
   readonly store: RunStore;
@@ -26,6 +36,7 @@ export interface Services {
   readonly sources: SourceService;
   /** Where a run's jobs go, with their retention. */
   readonly runQueues: RunQueues;
+  readonly memory?: MemoryServices;
 }
 
 export function retentionOf(env: BaseEnv): JobRetention {
@@ -101,5 +112,29 @@ export function buildServices(
     environmentCap: 100,
     logger,
   });
-  return { store, sessionStore, runs, sessions, sources, runQueues };
+  const memory =
+    env.TETRALOOP_REFLECT === 'on' ? memoryServices(env, redis, store, queues, logger) : undefined;
+  return { store, sessionStore, runs, sessions, sources, runQueues, ...(memory ? { memory } : {}) };
+}
+
+function memoryServices(
+  env: BaseEnv,
+  redis: Redis,
+  store: RunStore,
+  queues: LoopQueues,
+  logger: Logger,
+): MemoryServices {
+  const memory = new MemoryStore(redis, {
+    prefix: env.TETRALOOP_PREFIX,
+    hotRuns: env.TETRALOOP_MEMORY_HOT_RUNS,
+    useBonus: 0.05,
+  });
+  const service = new MemoryService({
+    store,
+    memory,
+    reflectQueue: queues.reflect,
+    triggers: { ...DEFAULT_TRIGGERS, everyRuns: env.TETRALOOP_REFLECT_EVERY_RUNS },
+    logger,
+  });
+  return { store: memory, service, book: new LessonBook(memory) };
 }

@@ -92,3 +92,29 @@ export const dedupeKey = (prefix: string, source: string, eventId: string): stri
 /** Events of one source and type waiting to be merged into one summary event. */
 export const burstKey = (prefix: string, source: string, type: string, sessionKey: string): string =>
   `${prefix}:burst:${source}:${type}:${sessionKey}`;
+
+export interface MemoryKeys {
+  /** Hash: runs settled (all, and since the last reflection), failure streak, failures per service since the last reflection, lessons version, last reflection. */
+  readonly meta: string;
+  /** List of run summaries (JSON), newest first: the hot set. */
+  readonly runs: string;
+  /** Hash of counters per `<tool>|<target>`: calls, failures by class, latency buckets. */
+  readonly stats: string;
+  /** Hash lesson id → lesson JSON. */
+  readonly lessons: string;
+}
+
+/** Keys of one agent's memory share the hash tag `{m:<agentId>}`, so its scripts stay on one slot. */
+export function memoryKeys(prefix: string, agentId: string): MemoryKeys {
+  const base = `${prefix}:memory:{m:${agentId}}`;
+  return { meta: base, runs: `${base}:runs`, stats: `${base}:stats`, lessons: `${base}:lessons` };
+}
+
+export const memoryKeyList = (k: MemoryKeys): string[] => [k.meta, k.runs, k.stats, k.lessons];
+
+/** The lock that lets one probe call through to a service a hard lesson blocks, once per interval. */
+export const probeKey = (prefix: string, agentId: string, lessonId: string): string =>
+  `${prefix}:memory:{m:${agentId}}:probe:${lessonId}`;
+
+/** Agents that have memory, for the periodic reflection. */
+export const memoryAgentsKey = (prefix: string): string => `${prefix}:memory:agents`;

@@ -44,6 +44,7 @@ export interface NewRun {
 
 /** What a worker needs to execute a run's nodes; immutable for the run's life, so cacheable. */
 export interface RunPlan {
+  readonly agentId: string;
   readonly plan: ExecutableGraph;
   readonly input: unknown;
   readonly timeoutSeconds: number;
@@ -271,14 +272,16 @@ export class RunStore {
 
   /** The run's current executable plan, or null when it has none yet (an unplanned task run). */
   async plan(runId: string): Promise<RunPlan | null> {
-    const [plan, input, timeoutSeconds] = await this.redis.hmget(
+    const [plan, input, timeoutSeconds, agentId] = await this.redis.hmget(
       runKeys(this.options.prefix, runId).meta,
       'plan',
       'input',
       'timeoutSeconds',
+      'agentId',
     );
     if (plan === null) return null;
     return {
+      agentId: agentId ?? 'main',
       plan: parseJson(plan) as ExecutableGraph,
       input: parseJson(input),
       timeoutSeconds: Number(timeoutSeconds),

@@ -37,7 +37,11 @@ const SESSION_SCRIPTS = [
   'session-reset-5',
 ] as const;
 
-export type ScriptName = (typeof SCRIPTS)[number] | (typeof SESSION_SCRIPTS)[number];
+/** Scripts over one agent's memory (lua-memory/). */
+const MEMORY_SCRIPTS = ['record-run-4', 'save-reflection-4', 'set-lesson-status-4'] as const;
+
+export type ScriptName =
+  (typeof SCRIPTS)[number] | (typeof SESSION_SCRIPTS)[number] | (typeof MEMORY_SCRIPTS)[number];
 
 const read = (dir: string, file: string): string =>
   readFileSync(new URL(`./${dir}/${file}`, import.meta.url), 'utf8');
@@ -50,6 +54,9 @@ const sources = new Map<ScriptName, { lua: string; numberOfKeys: number }>([
   ),
   ...SESSION_SCRIPTS.map(
     (name) => [name, { lua: read('lua-session', `${name}.lua`), numberOfKeys: keysOf(name) }] as const,
+  ),
+  ...MEMORY_SCRIPTS.map(
+    (name) => [name, { lua: read('lua-memory', `${name}.lua`), numberOfKeys: keysOf(name) }] as const,
   ),
 ]);
 

@@ -122,6 +122,23 @@ export const metrics = {
     labelNames: ['kind'] as const,
     registers: [registry],
   }),
+  reflections: new Counter({
+    name: 'tetraloop_reflections_total',
+    help: 'Reflections of an agent by the reflect loop.',
+    registers: [registry],
+  }),
+  reflectionDuration: new Histogram({
+    name: 'tetraloop_reflection_duration_seconds',
+    help: 'Duration of one reflection.',
+    buckets: SECONDS,
+    registers: [registry],
+  }),
+  lessonApplications: new Counter({
+    name: 'tetraloop_lesson_applications_total',
+    help: 'Lessons applied, by kind: hard (a call refused), template (a call changed), soft (a plan or prompt told).',
+    labelNames: ['kind'] as const,
+    registers: [registry],
+  }),
 };
 
 /** The Prometheus text exposition of this process's metrics. */

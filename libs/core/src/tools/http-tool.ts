@@ -79,6 +79,7 @@ export function httpTool(policy: EgressPolicy): Tool {
     description: 'Make an HTTP request; JSON responses are parsed. Non-2xx statuses are errors.',
     input: HttpInput,
     output: HttpOutput,
+    target: (args) => new URL(args.url).host,
     async run(args, ctx) {
       const url = new URL(args.url);
       for (const [k, v] of Object.entries(args.query)) url.searchParams.append(k, String(v));

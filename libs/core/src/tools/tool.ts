@@ -22,6 +22,11 @@ export interface Tool<I = unknown, O = unknown> {
    * instead of the default node timeout when it is longer; a node's own `timeoutMs` always wins.
    */
   minTimeoutMs?(args: I): number;
+  /**
+   * The outside service a call with these args reaches (the http tool: the URL's host), when the
+   * tool calls one: what the record of calls, its statistics and lessons about services are kept by.
+   */
+  target?(args: I): string | undefined;
 }
 
 /** Erases a tool's generic types for storage in a registry; its schemas still guard the values. */

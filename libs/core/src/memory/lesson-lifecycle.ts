@@ -1,0 +1,133 @@
+/**
+ * How lessons live: a new finding starts on probation and takes no effect; it becomes active once
+ * enough distinct cases support it with enough confidence; support found again strengthens it; a
+ * lesson no reflection supports for a while decays and is retired. Pinned and retired lessons are
+ * left as they are. Pure.
+ */
+import { createHash } from 'node:crypto';
+import type { Lesson, LessonCandidate, LessonScope } from './lesson.js';
+
+export interface LifecycleSettings {
+  /** Distinct supporting runs an active lesson needs. @defaultValue 3 */
+  readonly minCases: number;
+  /** Confidence an active lesson needs. @defaultValue 0.6 */
+  readonly minConfidence: number;
+  /** Reflections without a case before confidence decays. @defaultValue 3 */
+  readonly decayAfter: number;
+  /** Confidence is multiplied by this at each decay. @defaultValue 0.5 */
+  readonly decayFactor: number;
+  /** A decayed lesson below this confidence is retired. @defaultValue 0.3 */
+  readonly retireBelow: number;
+}
+
+export const DEFAULT_LIFECYCLE: LifecycleSettings = {
+  minCases: 3,
+  minConfidence: 0.6,
+  decayAfter: 3,
+  decayFactor: 0.5,
+  retireBelow: 0.3,
+};
+
+/** The same rule about the same scope is the same lesson, whenever it is found. */
+export function lessonId(agentId: string, rule: string, scope: LessonScope): string {
+  const key = JSON.stringify([rule, scope.tool ?? '', scope.host ?? '', scope.node ?? '']);
+  return `${agentId}.${createHash('sha256').update(key).digest('hex').slice(0, 12)}`;
+}
+
+const EVIDENCE_KEPT = 20;
+const round = (n: number): number => Math.round(n * 1000) / 1000;
+
+/** Whether a lesson with this support may take effect. */
+const qualifies = (l: Pick<Lesson, 'cases' | 'confidence'>, s: LifecycleSettings): boolean =>
+  l.cases >= s.minCases && l.confidence >= s.minConfidence;
+
+/**
+ * One reflection over `lessons` (the agent's, every status) with what the rules found now.
+ * Returns every lesson after it and whether anything that matters to planning or execution
+ * (status, statement, effect) changed: only then does the agent's lessons version move.
+ */
+export function reflectLessons(
+  agentId: string,
+  lessons: readonly Lesson[],
+  candidates: readonly LessonCandidate[],
+  now: string,
+  version: number,
+  settings: LifecycleSettings = DEFAULT_LIFECYCLE,
+  /** Negative feedback on runs that applied each lesson, since the last reflection: cases against it. */
+  against: ReadonlyMap<string, number> = new Map(),
+): { lessons: Lesson[]; changed: boolean } {
+  const byId = new Map(lessons.map((l) => [l.id, l]));
+  const found = new Set<string>();
+  let changed = false;
+  const next = version + 1;
+  for (const c of candidates) {
+    const id = lessonId(agentId, c.rule, c.scope);
+    found.add(id);
+    const old = byId.get(id);
+    if (old?.status === 'pinned') continue;
+    const evidence = [...new Set([...c.evidence, ...(old?.evidence ?? [])])].slice(0, EVIDENCE_KEPT);
+    const cases = Math.max(old?.cases ?? 0, new Set([...c.evidence, ...(old?.evidence ?? [])]).size);
+    const confidence = round(Math.max(c.confidence, old && old.status !== 'retired' ? old.confidence : 0));
+    const base: Lesson = {
+      id,
+      agentId,
+      kind: c.kind,
+      rule: c.rule,
+      scope: c.scope,
+      statement: c.statement,
+      cases,
+      confidence,
+      status: old?.status === 'active' ? 'active' : 'probation',
+      evidence,
+      ...(c.effect ? { effect: c.effect } : {}),
+      missed: 0,
+      createdAt: old && old.status !== 'retired' ? old.createdAt : now,
+      updatedAt: now,
+      version: old?.version ?? next,
+    };
+    if (base.status === 'probation' && qualifies(base, settings)) base.status = 'active';
+    const matters =
+      !old ||
+      old.status !== base.status ||
+      old.statement !== base.statement ||
+      JSON.stringify(old.effect ?? null) !== JSON.stringify(base.effect ?? null);
+    if (matters) {
+      base.version = next;
+      // A probation lesson has no effect: creating or changing one leaves planning as it was.
+      if ((old && old.status !== 'probation' && old.status !== 'retired') || base.status === 'active')
+        changed = true;
+    }
+    byId.set(id, base);
+  }
+  // Each negative feedback on a run that applied a lesson takes a fifth of its confidence.
+  for (const [id, count] of against) {
+    const lesson = byId.get(id);
+    if (!lesson || lesson.status === 'pinned' || lesson.status === 'retired') continue;
+    const confidence = round(lesson.confidence * Math.pow(0.8, count));
+    const retired = confidence < settings.retireBelow;
+    byId.set(id, {
+      ...lesson,
+      confidence,
+      updatedAt: now,
+      ...(retired ? { status: 'retired' as const, version: next } : {}),
+    });
+    if (retired && lesson.status === 'active') changed = true;
+  }
+  for (const original of lessons) {
+    const old = byId.get(original.id) ?? original;
+    if (found.has(old.id) || old.status === 'pinned' || old.status === 'retired') continue;
+    const missed = old.missed + 1;
+    let confidence = old.confidence;
+    if (missed >= settings.decayAfter) confidence = round(confidence * settings.decayFactor);
+    const retired = confidence < settings.retireBelow;
+    const updated: Lesson = {
+      ...old,
+      missed,
+      confidence,
+      ...(retired ? { status: 'retired' as const, version: next, updatedAt: now } : {}),
+    };
+    if (retired && original.status === 'active') changed = true;
+    byId.set(old.id, updated);
+  }
+  return { lessons: [...byId.values()], changed };
+}

@@ -1,0 +1,63 @@
+/**
+ * A lesson: what the reflect loop learned from the record, with its evidence and its standing.
+ * Kinds: `hard` blocks (a call to a broken service is refused before it goes out), `soft` advises
+ * (a line in the planner's and the agent's prompt), `template` changes a call's parameters when it
+ * is dispatched. Only `active` and `pinned` lessons take effect. Types and schemas only.
+ */
+import { z } from 'zod';
+
+export const LESSON_KINDS = ['hard', 'soft', 'template'] as const;
+export type LessonKind = (typeof LESSON_KINDS)[number];
+
+/** `probation`: learned, no effect yet; `pinned`: active and left alone by reflection. */
+export const LESSON_STATUSES = ['probation', 'active', 'pinned', 'retired'] as const;
+export type LessonStatus = (typeof LESSON_STATUSES)[number];
+
+export const LessonScope = z.object({
+  tool: z.string().optional(),
+  host: z.string().optional(),
+  node: z.string().optional(),
+});
+export type LessonScope = z.infer<typeof LessonScope>;
+
+export const Lesson = z.object({
+  /** `<agentId>.<hash of rule and scope>`: the same finding always gets the same id. */
+  id: z.string(),
+  agentId: z.string(),
+  kind: z.enum(LESSON_KINDS),
+  /** The rule that found it. */
+  rule: z.string(),
+  scope: LessonScope,
+  statement: z.string(),
+  /** Distinct runs that support it. */
+  cases: z.number().int().nonnegative(),
+  confidence: z.number().min(0).max(1),
+  status: z.enum(LESSON_STATUSES),
+  /** The latest supporting run ids (at most 20). */
+  evidence: z.array(z.string()),
+  /** What a template lesson changes: a call's timeout (ms). */
+  effect: z.object({ timeoutMs: z.number().int().positive().optional() }).optional(),
+  /** Reflections in a row that found no case for it; past the limit its confidence decays. */
+  missed: z.number().int().nonnegative(),
+  createdAt: z.string(),
+  updatedAt: z.string(),
+  /** The agent's lessons version when the lesson last changed. */
+  version: z.number().int().nonnegative(),
+});
+export type Lesson = z.infer<typeof Lesson>;
+
+/** What a rule proposes; reflection turns it into a new lesson or strengthens an existing one. */
+export interface LessonCandidate {
+  readonly kind: LessonKind;
+  readonly rule: string;
+  readonly scope: LessonScope;
+  readonly statement: string;
+  /** Supporting run ids, newest first. */
+  readonly evidence: readonly string[];
+  /** How strongly the record supports it, 0–1. */
+  readonly confidence: number;
+  readonly effect?: Lesson['effect'];
+}
+
+export const isInEffect = (lesson: Pick<Lesson, 'status'>): boolean =>
+  lesson.status === 'active' || lesson.status === 'pinned';

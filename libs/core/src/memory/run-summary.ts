@@ -1,0 +1,80 @@
+/**
+ * The compact record a run leaves in memory when it settles: what it was (a task or graph
+ * fingerprint), how it ended, and every tool call it made with the service it reached, how long
+ * it took and how it ended. The full record stays the run document, for its own retention. Pure.
+ */
+import { createHash } from 'node:crypto';
+import { z } from 'zod';
+import type { RunDocument } from '../domain/run-model.js';
+
+/** One call of a tool: one attempt of a node (or the last call of a loop's attempt). */
+export const CallRecord = z.object({
+  node: z.string(),
+  tool: z.string(),
+  /** The outside service reached (the http tool: the URL's host); `-` when the tool names none. */
+  target: z.string(),
+  ms: z.number().nonnegative(),
+  /** `ok`, or the error class. */
+  outcome: z.string(),
+});
+export type CallRecord = z.infer<typeof CallRecord>;
+
+export const RunSummary = z.object({
+  runId: z.string(),
+  agentId: z.string(),
+  /** `task:<hash>` of the normalised task text, or `graph:<hash>` of a fixed graph. */
+  fingerprint: z.string(),
+  status: z.string(),
+  /** The run error's code when it did not succeed. */
+  error: z.string().optional(),
+  finishedAt: z.string(),
+  durationMs: z.number().nonnegative(),
+  tokens: z.number().int().nonnegative(),
+  calls: z.array(CallRecord),
+  /** Lessons that changed how this run was planned or executed (their ids). */
+  lessons: z.array(z.string()),
+});
+export type RunSummary = z.infer<typeof RunSummary>;
+
+const hash = (text: string): string => createHash('sha256').update(text).digest('hex').slice(0, 16);
+
+/** Lower case, single spaces: the same request typed twice gets the same fingerprint. */
+export const normaliseTask = (task: string): string => task.trim().toLowerCase().replace(/\s+/g, ' ');
+
+export function fingerprintOf(doc: Pick<RunDocument, 'task' | 'graph'>): string {
+  return doc.task !== null
+    ? `task:${hash(normaliseTask(doc.task))}`
+    : `graph:${hash(JSON.stringify(doc.graph))}`;
+}
+
+/** The summary of a settled run, from its document. */
+export function summarize(doc: RunDocument, planningLessons: readonly string[] = []): RunSummary {
+  const calls: CallRecord[] = [];
+  const lessons = new Set(planningLessons);
+  for (const [id, node] of Object.entries(doc.nodes)) {
+    for (const attempt of node.attempts) {
+      for (const lesson of attempt.lessons ?? []) lessons.add(lesson);
+      if (attempt.tool === undefined) continue;
+      calls.push({
+        node: id,
+        tool: attempt.tool,
+        target: attempt.target ?? '-',
+        ms: attempt.durationMs,
+        outcome: attempt.error?.code ?? 'ok',
+      });
+    }
+  }
+  const finishedAt = doc.finishedAt ?? new Date().toISOString();
+  return {
+    runId: doc.runId,
+    agentId: doc.agentId,
+    fingerprint: fingerprintOf(doc),
+    status: doc.status,
+    ...(doc.error ? { error: doc.error.code } : {}),
+    finishedAt,
+    durationMs: Math.max(0, Date.parse(finishedAt) - Date.parse(doc.createdAt)),
+    tokens: doc.usage.totalTokens,
+    calls,
+    lessons: [...lessons],
+  };
+}

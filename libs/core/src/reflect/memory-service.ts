@@ -1,0 +1,79 @@
+/**
+ * What the rest of Tetraloop tells memory: a run settled (its summary goes into the agent's hot
+ * set and counters, and the reflection triggers are checked), and a client rated a run.
+ */
+import type { Queue } from 'bullmq';
+import type { Logger } from 'pino';
+import { summarize } from '../memory/run-summary.js';
+import { enqueueReflection, type ReflectReason } from '../queues/reflect-jobs.js';
+import type { MemoryStore } from '../state/memory-store.js';
+import type { RunStore } from '../state/run-store.js';
+
+export interface ReflectTriggers {
+  /** Reflect after this many settled runs of an agent. @defaultValue 50 */
+  readonly everyRuns: number;
+  /** Reflect after this many failed runs in a row. @defaultValue 3 */
+  readonly failStreak: number;
+  /** Reflect after this many failures of one service since the last reflection. @defaultValue 5 */
+  readonly serviceFailures: number;
+}
+
+export const DEFAULT_TRIGGERS: ReflectTriggers = { everyRuns: 50, failStreak: 3, serviceFailures: 5 };
+
+export interface MemoryServiceDeps {
+  readonly store: RunStore;
+  readonly memory: MemoryStore;
+  readonly reflectQueue: Queue;
+  readonly triggers: ReflectTriggers;
+  readonly logger: Logger;
+}
+
+export class MemoryService {
+  constructor(private readonly deps: MemoryServiceDeps) {}
+
+  /**
+   * Records a settled run in its agent's memory and asks for a reflection when a trigger fires.
+   * Child runs (loop iterations over a nested graph) are part of their parent's record.
+   */
+  async recordSettled(runId: string): Promise<void> {
+    const doc = await this.deps.store.document(runId);
+    if (!doc?.finishedAt || doc.metadata?.parentRunId !== undefined) return;
+    const summary = summarize(doc, doc.planning?.lessons ?? []);
+    const recorded = await this.deps.memory.record(summary);
+    const { triggers } = this.deps;
+    const reason: ReflectReason | undefined =
+      recorded.sinceReflection >= triggers.everyRuns
+        ? 'runs'
+        : recorded.failStreak >= triggers.failStreak
+          ? 'failure-streak'
+          : recorded.worstService >= triggers.serviceFailures
+            ? 'service-failures'
+            : undefined;
+    if (reason) await this.reflect(summary.agentId, reason);
+  }
+
+  /** Asks for a reflection of the agent; answers its job id. */
+  reflect(agentId: string, reason: ReflectReason): Promise<string> {
+    this.deps.logger.debug({ agentId, reason }, 'reflection requested');
+    return enqueueReflection(this.deps.reflectQueue, agentId, reason);
+  }
+
+  /**
+   * A client's rating of a run (-1..1). It is kept as an event of the run; a negative one counts
+   * against the lessons the run applied and asks for a reflection. False for an unknown run.
+   */
+  async feedback(runId: string, score: number, comment?: string): Promise<boolean> {
+    const doc = await this.deps.store.document(runId);
+    if (!doc) return false;
+    await this.deps.store.appendEvent(runId, 'feedback', undefined, {
+      score,
+      ...(comment ? { comment } : {}),
+    });
+    if (score < 0) {
+      const applied = summarize(doc, doc.planning?.lessons ?? []).lessons;
+      await this.deps.memory.feedbackAgainst(doc.agentId, applied);
+      await this.reflect(doc.agentId, 'feedback');
+    }
+    return true;
+  }
+}

@@ -1,0 +1,208 @@
+/**
+ * Each agent's memory in Redis: the hot set of its latest run summaries, counters per service
+ * (calls, failures by class, latency buckets), its lessons and their version, and the counters
+ * the reflection triggers read. Multi-step changes are scripts over the agent's keys (one hash tag).
+ * Every structure is bounded: the hot set by its cap, counters by services × fixed fields, lessons
+ * by rules × services.
+ */
+import type { Redis } from 'ioredis';
+import { LATENCY_BUCKETS_MS, bucketOf, quantile } from '../memory/latency.js';
+import { Lesson, type LessonStatus } from '../memory/lesson.js';
+import { RunSummary } from '../memory/run-summary.js';
+import { memoryAgentsKey, memoryKeyList, memoryKeys, probeKey } from './keys.js';
+import { loadScripts, type ScriptRunner } from './scripts.js';
+
+export interface MemoryStoreOptions {
+  readonly prefix: string;
+  /** Run summaries kept per agent. @defaultValue 200 */
+  readonly hotRuns: number;
+  /** Confidence a lesson gains each time a run that applied it succeeds. @defaultValue 0.05 */
+  readonly useBonus: number;
+}
+
+/** What the reflection triggers read after a run is recorded. */
+export interface RecordedRun {
+  readonly sinceReflection: number;
+  readonly failStreak: number;
+  /** The most failures of one service since the last reflection. */
+  readonly worstService: number;
+}
+
+/** A service's counters as reported: calls, failures by class, latency percentiles (bucket bounds). */
+export interface ServiceStats {
+  readonly tool: string;
+  readonly target: string;
+  readonly calls: number;
+  readonly failures: Record<string, number>;
+  readonly p50Ms: number | undefined;
+  readonly p95Ms: number | undefined;
+}
+
+export class MemoryStore {
+  private readonly script: ScriptRunner;
+
+  constructor(
+    private readonly redis: Redis,
+    private readonly options: MemoryStoreOptions,
+  ) {
+    this.script = loadScripts(redis);
+  }
+
+  private keys(agentId: string): string[] {
+    return memoryKeyList(memoryKeys(this.options.prefix, agentId));
+  }
+
+  /** Records a settled run's summary; answers what the reflection triggers need. */
+  async record(summary: RunSummary): Promise<RecordedRun> {
+    const counters: Record<string, number> = {};
+    const add = (field: string): void => {
+      counters[field] = (counters[field] ?? 0) + 1;
+    };
+    const failing: string[] = [];
+    for (const call of summary.calls) {
+      const service = `${call.tool}|${call.target}`;
+      add(`${service}|calls`);
+      add(`${service}|lat:${bucketOf(call.ms)}`);
+      if (call.outcome !== 'ok') {
+        add(`${service}|fail:${call.outcome}`);
+        failing.push(service);
+      }
+    }
+    const [since, streak, worst] = (await this.script('record-run-4', this.keys(summary.agentId), [
+      JSON.stringify(summary),
+      this.options.hotRuns,
+      summary.status === 'succeeded' ? '1' : '0',
+      JSON.stringify(summary.lessons),
+      this.options.useBonus,
+      JSON.stringify(counters),
+      JSON.stringify(failing),
+    ])) as [number, number, number];
+    await this.redis.sadd(memoryAgentsKey(this.options.prefix), summary.agentId);
+    return { sinceReflection: since, failStreak: streak, worstService: worst };
+  }
+
+  /** The agent's latest run summaries, newest first. */
+  async hotSet(agentId: string, limit = this.options.hotRuns): Promise<RunSummary[]> {
+    const raw = await this.redis.lrange(memoryKeys(this.options.prefix, agentId).runs, 0, limit - 1);
+    return raw.map((r) => RunSummary.parse(JSON.parse(r)));
+  }
+
+  async stats(agentId: string): Promise<ServiceStats[]> {
+    const raw = await this.redis.hgetall(memoryKeys(this.options.prefix, agentId).stats);
+    const services = new Map<
+      string,
+      { calls: number; failures: Record<string, number>; buckets: number[] }
+    >();
+    for (const [field, value] of Object.entries(raw)) {
+      const [tool = '', target = '', what = ''] = field.split('|');
+      const key = `${tool}|${target}`;
+      const s = services.get(key) ?? {
+        calls: 0,
+        failures: {},
+        buckets: new Array<number>(LATENCY_BUCKETS_MS.length + 1).fill(0),
+      };
+      const n = Number(value);
+      if (what === 'calls') s.calls = n;
+      else if (what.startsWith('fail:')) s.failures[what.slice(5)] = n;
+      else if (what.startsWith('lat:')) s.buckets[Number(what.slice(4))] = n;
+      services.set(key, s);
+    }
+    return [...services]
+      .map(([key, s]) => {
+        const [tool = '', target = ''] = key.split('|');
+        return {
+          tool,
+          target,
+          calls: s.calls,
+          failures: s.failures,
+          p50Ms: quantile(s.buckets, 0.5),
+          p95Ms: quantile(s.buckets, 0.95),
+        };
+      })
+      .sort((a, b) => a.tool.localeCompare(b.tool) || a.target.localeCompare(b.target));
+  }
+
+  /** Every lesson of the agent, and the agent's lessons version. */
+  async lessons(agentId: string): Promise<{ version: number; lessons: Lesson[] }> {
+    const k = memoryKeys(this.options.prefix, agentId);
+    const [version, raw] = await Promise.all([
+      this.redis.hget(k.meta, 'version'),
+      this.redis.hgetall(k.lessons),
+    ]);
+    const lessons = Object.values(raw)
+      .map((r) => Lesson.parse(JSON.parse(r)))
+      .sort((a, b) => b.confidence - a.confidence || a.id.localeCompare(b.id));
+    return { version: Number(version ?? 0), lessons };
+  }
+
+  async lesson(agentId: string, lessonId: string): Promise<Lesson | null> {
+    const raw = await this.redis.hget(memoryKeys(this.options.prefix, agentId).lessons, lessonId);
+    return raw ? Lesson.parse(JSON.parse(raw)) : null;
+  }
+
+  /** Stores one reflection's lessons; answers the lessons version after it. */
+  async saveReflection(
+    agentId: string,
+    lessons: readonly Lesson[],
+    changed: boolean,
+    now: string,
+  ): Promise<number> {
+    return (await this.script('save-reflection-4', this.keys(agentId), [
+      changed ? '1' : '0',
+      now,
+      ...lessons.flatMap((l) => [l.id, JSON.stringify(l)]),
+    ])) as number;
+  }
+
+  /** Sets a lesson's status; null for an unknown lesson. */
+  async setStatus(
+    agentId: string,
+    lessonId: string,
+    status: LessonStatus,
+    now: string,
+  ): Promise<Lesson | null> {
+    const raw = (await this.script('set-lesson-status-4', this.keys(agentId), [lessonId, status, now])) as
+      string | null;
+    return raw ? Lesson.parse(JSON.parse(raw)) : null;
+  }
+
+  /** True for the one caller per `intervalMs` whose call may go through to a blocked service as a probe. */
+  async claimProbe(agentId: string, lessonId: string, intervalMs: number): Promise<boolean> {
+    const key = probeKey(this.options.prefix, agentId, lessonId);
+    return (await this.redis.set(key, '1', 'PX', intervalMs, 'NX')) === 'OK';
+  }
+
+  /** Counts negative feedback against each of `lessonIds` (the lessons a rated run applied). */
+  async feedbackAgainst(agentId: string, lessonIds: readonly string[]): Promise<void> {
+    if (lessonIds.length === 0) return;
+    const meta = memoryKeys(this.options.prefix, agentId).meta;
+    const tx = this.redis.multi();
+    for (const id of lessonIds) tx.hincrby(meta, `against:${id}`, 1);
+    await tx.exec();
+  }
+
+  /** Negative feedback per lesson since the last reflection. */
+  async against(agentId: string): Promise<Map<string, number>> {
+    const meta = await this.redis.hgetall(memoryKeys(this.options.prefix, agentId).meta);
+    return new Map(
+      Object.entries(meta)
+        .filter(([field]) => field.startsWith('against:'))
+        .map(([field, n]) => [field.slice('against:'.length), Number(n)]),
+    );
+  }
+
+  /** Counters since the last reflection and when it was. */
+  async reflectionState(agentId: string): Promise<{ sinceReflection: number; lastReflectAt: string | null }> {
+    const [since, last] = await this.redis.hmget(
+      memoryKeys(this.options.prefix, agentId).meta,
+      'sinceReflect',
+      'lastReflectAt',
+    );
+    return { sinceReflection: Number(since ?? 0), lastReflectAt: last ?? null };
+  }
+
+  /** Agents that have memory. */
+  async agents(): Promise<string[]> {
+    return (await this.redis.smembers(memoryAgentsKey(this.options.prefix))).sort();
+  }
+}
