@@ -5,6 +5,7 @@ import type { Logger } from 'pino';
 import type { Queue, QueueEvents } from 'bullmq';
 import {
   metricsText,
+  type MemoryServices,
   type RunService,
   type RunStore,
   type RunWaiter,
@@ -14,6 +15,7 @@ import {
 import { ADMIN_PATH, adminAuth } from './admin.js';
 import { errorHandler, HttpError, sendError } from './http-errors.js';
 import { runsRouter } from './runs-router.js';
+import { memoryRouter } from './memory-router.js';
 import { sessionsRouter } from './sessions-router.js';
 
 export interface AppDeps {
@@ -27,6 +29,8 @@ export interface AppDeps {
   readonly blockingConnection: () => Redis;
   readonly runs: RunService;
   readonly sessionStore: SessionStore;
+  /** Memory and lessons; absent with `TETRALOOP_REFLECT=off`. */
+  readonly memory?: MemoryServices;
   readonly sources: SourceService;
   readonly senseQueue: Queue;
   readonly senseEvents: QueueEvents;
@@ -71,6 +75,7 @@ export function createApp(deps: AppDeps): express.Express {
   app.use('/v1', requireRedis, express.json({ limit: deps.bodyLimitBytes, strict: false }));
   app.use('/v1/runs', runsRouter(deps));
   app.use('/v1', sessionsRouter(deps));
+  app.use('/v1', memoryRouter(deps));
   app.use((_req, res) => sendError(res, new HttpError(404, 'not_found', 'no such route')));
   app.use(errorHandler(deps.logger, redisReady));
   return app;

@@ -70,6 +70,7 @@ export async function startApi(env: ApiEnv): Promise<ApiHandle> {
       connectRedis(env.REDIS_URL, 'subscriber', `tetraloop-api-events-${process.pid}`),
     runs: services.runs,
     sessionStore: services.sessionStore,
+    ...(services.memory ? { memory: services.memory } : {}),
     sources: services.sources,
     senseQueue: queues.sense,
     senseEvents,

@@ -113,6 +113,8 @@ export const BaseEnv = z.object({
   /** Distinct supporting runs and confidence a lesson needs to take effect. */
   TETRALOOP_LESSON_MIN_CASES: z.coerce.number().int().min(1).default(3),
   TETRALOOP_LESSON_MIN_CONFIDENCE: z.coerce.number().min(0).max(1).default(0.6),
+  /** How long a process uses the lessons it read before reading them again. */
+  TETRALOOP_LESSON_REFRESH_MS: z.coerce.number().int().min(0).default(1000),
   /** How often one call goes through to a service a hard lesson blocks, as a probe. */
   TETRALOOP_LESSON_PROBE_INTERVAL_MS: z.coerce
     .number()

@@ -136,5 +136,5 @@ function memoryServices(
     triggers: { ...DEFAULT_TRIGGERS, everyRuns: env.TETRALOOP_REFLECT_EVERY_RUNS },
     logger,
   });
-  return { store: memory, service, book: new LessonBook(memory) };
+  return { store: memory, service, book: new LessonBook(memory, env.TETRALOOP_LESSON_REFRESH_MS) };
 }

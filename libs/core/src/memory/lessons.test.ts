@@ -1,0 +1,169 @@
+import { describe, expect, it } from 'vitest';
+import { LATENCY_BUCKETS_MS, bucketOf, quantile } from './latency.js';
+import { DEFAULT_LIFECYCLE, lessonId, reflectLessons } from './lesson-lifecycle.js';
+import { candidateLessons } from './lesson-rules.js';
+import type { Lesson } from './lesson.js';
+import type { CallRecord, RunSummary } from './run-summary.js';
+import { fingerprintOf, normaliseTask } from './run-summary.js';
+
+const NOW = '2026-11-30T00:00:00.000Z';
+let n = 0;
+/** A run summary with the given calls (each `[target, outcome, ms]`). */
+function run(calls: [string, string, number?][]): RunSummary {
+  n++;
+  const records: CallRecord[] = calls.map(([target, outcome, ms]) => ({
+    node: 'n',
+    tool: 'http',
+    target,
+    ms: ms ?? 20,
+    outcome,
+  }));
+  const failed = records.some((c) => c.outcome !== 'ok');
+  return {
+    runId: `run-${n}`,
+    agentId: 'main',
+    fingerprint: 'graph:x',
+    status: failed ? 'failed' : 'succeeded',
+    finishedAt: NOW,
+    durationMs: 10,
+    tokens: 0,
+    calls: records,
+    lessons: [],
+  };
+}
+
+describe('latency buckets', () => {
+  it('count a call in the bucket of its duration and read percentiles as bucket bounds', () => {
+    expect(bucketOf(5)).toBe(0);
+    expect(bucketOf(10)).toBe(0);
+    expect(bucketOf(11)).toBe(1);
+    expect(bucketOf(999_999)).toBe(LATENCY_BUCKETS_MS.length);
+    const counts = new Array<number>(LATENCY_BUCKETS_MS.length + 1).fill(0);
+    counts[bucketOf(40)] = 90;
+    counts[bucketOf(4000)] = 10;
+    expect(quantile(counts, 0.5)).toBe(50);
+    expect(quantile(counts, 0.95)).toBe(5000);
+    expect(
+      quantile(
+        counts.map(() => 0),
+        0.5,
+      ),
+    ).toBeUndefined();
+  });
+});
+
+describe('fingerprints', () => {
+  it('are the same for the same task however it is spaced or cased, and differ by graph', () => {
+    expect(normaliseTask('  Fetch  the\\nPrices ')).toBe(normaliseTask('fetch the\\nprices'));
+    expect(fingerprintOf({ task: 'Fetch prices', graph: null })).toBe(
+      fingerprintOf({ task: ' fetch  PRICES', graph: null }),
+    );
+    const g = { nodes: [], edges: [] };
+    expect(fingerprintOf({ task: null, graph: g })).toMatch(/^graph:[0-9a-f]{16}$/);
+  });
+});
+
+describe('the rules', () => {
+  it('find a service that is down (hard) only with failures in several runs', () => {
+    const hot = [
+      run([['down.test', 'server']]),
+      run([['down.test', 'server']]),
+      run([['down.test', 'network']]),
+    ];
+    const [lesson, ...rest] = candidateLessons(hot);
+    expect(rest).toEqual([]);
+    expect(lesson).toMatchObject({
+      kind: 'hard',
+      rule: 'service-down',
+      scope: { tool: 'http', host: 'down.test' },
+      evidence: ['run-1', 'run-2', 'run-3'].filter((id) => hot.some((r) => r.runId === id)),
+      confidence: 0.6,
+    });
+    expect(candidateLessons(hot.slice(0, 2))).toEqual([]);
+  });
+
+  it('propose nothing for one isolated failure among healthy calls', () => {
+    const hot = [...Array.from({ length: 30 }, () => run([['ok.test', 'ok']])), run([['ok.test', 'server']])];
+    expect(candidateLessons(hot)).toEqual([]);
+  });
+
+  it('find a slow service (template) and give its calls 1.5 × what they need', () => {
+    const hot = [
+      run([['slow.test', 'timeout', 1000]]),
+      run([['slow.test', 'timeout', 1001]]),
+      run([['slow.test', 'timeout', 1002]]),
+      ...Array.from({ length: 7 }, () => run([['slow.test', 'ok', 900]])),
+    ];
+    const [lesson] = candidateLessons(hot);
+    expect(lesson).toMatchObject({ kind: 'template', rule: 'slow-service', effect: { timeoutMs: 1600 } });
+  });
+
+  it('find a flaky service (soft) and name its most frequent failure', () => {
+    const hot = [
+      run([['flaky.test', 'rate_limited']]),
+      run([['flaky.test', 'rate_limited']]),
+      run([['flaky.test', 'server']]),
+      ...Array.from({ length: 5 }, () => run([['flaky.test', 'ok']])),
+    ];
+    const [lesson] = candidateLessons(hot);
+    expect(lesson).toMatchObject({ kind: 'soft', rule: 'service-flaky' });
+    expect(lesson!.statement).toContain('mostly rate_limited');
+  });
+});
+
+describe('the lifecycle', () => {
+  const candidate = (runs: string[], confidence = Math.min(0.9, runs.length * 0.2)) => ({
+    kind: 'hard' as const,
+    rule: 'service-down',
+    scope: { tool: 'http', host: 'down.test' },
+    statement: 'down',
+    evidence: runs,
+    confidence,
+  });
+
+  it('starts a finding on probation and activates it at 3 cases and confidence 0.6', () => {
+    const first = reflectLessons('main', [], [candidate(['a', 'b'])], NOW, 0);
+    expect(first.lessons[0]).toMatchObject({ status: 'probation', cases: 2, confidence: 0.4 });
+    expect(first.changed).toBe(false);
+    // Three cases, but the finding is still weak: it stays on probation.
+    const weak = reflectLessons('main', first.lessons, [candidate(['c', 'b'])], NOW, 0);
+    expect(weak.lessons[0]).toMatchObject({ status: 'probation', cases: 3, confidence: 0.4 });
+    const second = reflectLessons('main', weak.lessons, [candidate(['a', 'b', 'c'])], NOW, 0);
+    expect(second.lessons[0]).toMatchObject({ status: 'active', cases: 3, confidence: 0.6 });
+    expect(second.changed).toBe(true);
+    expect(second.lessons[0]!.id).toBe(lessonId('main', 'service-down', { tool: 'http', host: 'down.test' }));
+  });
+
+  it('decays a lesson no reflection supports, and retires it below the threshold', () => {
+    let lessons: Lesson[] = reflectLessons('main', [], [candidate(['a', 'b', 'c'])], NOW, 0).lessons;
+    expect(lessons[0]!.status).toBe('active');
+    const statuses: string[] = [];
+    for (let i = 0; i < DEFAULT_LIFECYCLE.decayAfter + 1; i++) {
+      lessons = reflectLessons('main', lessons, [], NOW, 1).lessons;
+      statuses.push(`${lessons[0]!.status}:${lessons[0]!.confidence}`);
+    }
+    // Two misses change nothing; from the third, confidence halves; below 0.3 it retires.
+    expect(statuses).toEqual(['active:0.6', 'active:0.6', 'active:0.3', 'retired:0.15']);
+  });
+
+  it('leaves pinned lessons alone and counts negative feedback against the lessons a run applied', () => {
+    const active = reflectLessons('main', [], [candidate(['a', 'b', 'c'])], NOW, 0).lessons;
+    const pinned = active.map((l) => ({ ...l, status: 'pinned' as const }));
+    expect(reflectLessons('main', pinned, [], NOW, 1).lessons[0]).toMatchObject({
+      status: 'pinned',
+      missed: 0,
+    });
+    const against = new Map([[active[0]!.id, 3]]);
+    const after = reflectLessons(
+      'main',
+      active,
+      [candidate(['a', 'b', 'c'])],
+      NOW,
+      1,
+      DEFAULT_LIFECYCLE,
+      against,
+    );
+    expect(after.lessons[0]!.confidence).toBeCloseTo(0.6 * 0.8 ** 3, 3);
+    expect(after.lessons[0]!.status).toBe('active');
+  });
+});
