@@ -43,7 +43,8 @@ export function callsByService(hot: readonly RunSummary[], window: number): Map<
   const byService = new Map<string, Call[]>();
   for (const run of hot) {
     for (const call of run.calls) {
-      if (call.target === '-') continue;
+      // A call a hard lesson refused says nothing about the service: it never reached it.
+      if (call.target === '-' || call.outcome === 'blocked_by_lesson') continue;
       const key = `${call.tool}|${call.target}`;
       const calls = byService.get(key) ?? [];
       if (calls.length < window) calls.push({ runId: run.runId, ms: call.ms, outcome: call.outcome });

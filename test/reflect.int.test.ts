@@ -1,0 +1,233 @@
+/**
+ * Memory and the reflect loop on a real Redis with the reflect pool running: settled runs fill
+ * the agent's memory, a failure streak triggers a reflection, a service that keeps failing becomes
+ * an active hard lesson that refuses calls to it (no network call), a probe that finds it back
+ * retires the lesson; template lessons set timeouts; the API reads and overrides it all.
+ */
+import { randomUUID } from 'node:crypto';
+import { Redis } from 'ioredis';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { MemoryStore, RunStore, lessonId, probeKey, type Lesson, type RunDocument } from '@tetraloop/core';
+import { followJobEvents, post, runToEnd, startStack, type Stack } from './support/stack.js';
+import { startToolServer, type ToolServer } from './support/tool-server.js';
+
+let stack: Stack;
+let healthy: ToolServer;
+let broken: ToolServer;
+let redis: Redis;
+let memory: MemoryStore;
+
+beforeAll(async () => {
+  healthy = await startToolServer();
+  broken = await startToolServer();
+  stack = await startStack({
+    pools: ['plan', 'tool', 'reflect'],
+    env: {
+      // Read lessons on every call, so a test sees a change at once; no retries, so counts are exact.
+      TETRALOOP_LESSON_REFRESH_MS: '0',
+      TETRALOOP_RETRIES: JSON.stringify({ server: 0, timeout: 0 }),
+      TETRALOOP_TOOL_TIMEOUT_MS: '1000',
+    },
+  });
+  redis = new Redis(stack.env.REDIS_URL!);
+  memory = new MemoryStore(redis, { prefix: stack.prefix, hotRuns: 200, useBonus: 0.05 });
+});
+afterAll(async () => {
+  await stack?.close();
+  await healthy?.close();
+  await broken?.close();
+  redis?.disconnect();
+});
+
+const host = (server: ToolServer): string => new URL(server.url).host;
+const call = (agentId: string, url: string): unknown => ({
+  agentId,
+  graph: { nodes: [{ id: 'fetch', kind: 'tool', tool: 'http', args: { url } }] },
+});
+const lessonsOf = async (agentId: string, status?: string): Promise<{ version: number; lessons: Lesson[] }> =>
+  (await fetch(`${stack.url}/v1/agents/${agentId}/lessons${status ? `?status=${status}` : ''}`).then((r) =>
+    r.json(),
+  )) as { version: number; lessons: Lesson[] };
+
+describe('the reflect loop', () => {
+  it('learns that a failing service is down, refuses calls to it, and lets a probe find it back', async () => {
+    const agentId = 'hard';
+    const jobs = await followJobEvents(stack, ['reflect']);
+    const failed: RunDocument[] = [];
+    for (let i = 0; i < 3; i++)
+      failed.push(await runToEnd(stack.url, call(agentId, `${broken.url}/status/503?node=d${i}`)));
+    expect(failed.map((d) => d.status)).toEqual(['failed', 'failed', 'failed']);
+    // Three failed runs in a row trigger a reflection of the agent.
+    await jobs.next(
+      (e) => e.jobId === `reflect-${agentId}` && e.event === 'completed',
+      Date.now() + 20_000,
+      'the reflection',
+    );
+    jobs.close();
+    const { lessons, version } = await lessonsOf(agentId);
+    expect(version).toBe(1);
+    expect(lessons).toHaveLength(1);
+    const [lesson] = lessons;
+    expect(lesson).toMatchObject({
+      id: lessonId(agentId, 'service-down', { tool: 'http', host: host(broken) }),
+      kind: 'hard',
+      status: 'active',
+      cases: 3,
+      scope: { tool: 'http', host: host(broken) },
+    });
+    expect([...lesson!.evidence].sort()).toEqual(failed.map((d) => d.runId).sort());
+
+    // A probe just went out: the next call is refused without reaching the service.
+    await redis.set(probeKey(stack.prefix, agentId, lesson!.id), '1', 'PX', 60_000);
+    const refused = await runToEnd(stack.url, call(agentId, `${broken.url}/work?node=refused`));
+    expect(refused.status).toBe('failed');
+    expect(refused.nodes.fetch).toMatchObject({
+      status: 'failed',
+      error: { code: 'blocked_by_lesson', lessonId: lesson!.id },
+      attempts: [{ tool: 'http', target: host(broken), lessons: [lesson!.id] }],
+    });
+    expect(broken.hitsOf('refused')).toHaveLength(0);
+    // Other agents and other services are not touched by it.
+    expect((await runToEnd(stack.url, call('other', `${broken.url}/work?node=other`))).status).toBe(
+      'succeeded',
+    );
+    expect((await runToEnd(stack.url, call(agentId, `${healthy.url}/work?node=fine`))).status).toBe(
+      'succeeded',
+    );
+
+    // The probe interval passed: one call goes through, finds the service back, and retires the lesson.
+    await redis.del(probeKey(stack.prefix, agentId, lesson!.id));
+    const probe = await runToEnd(stack.url, call(agentId, `${broken.url}/work?node=probe`));
+    expect(probe.status).toBe('succeeded');
+    expect(broken.hitsOf('probe')).toHaveLength(1);
+    const after = await lessonsOf(agentId, 'retired');
+    expect(after.lessons.map((l) => l.id)).toEqual([lesson!.id]);
+    expect(after.version).toBe(2);
+    expect((await runToEnd(stack.url, call(agentId, `${broken.url}/work?node=back`))).status).toBe(
+      'succeeded',
+    );
+  });
+
+  it('gives calls to a service a template lesson names the timeout it says', async () => {
+    const agentId = 'template';
+    const now = new Date().toISOString();
+    const id = lessonId(agentId, 'slow-service', { tool: 'http', host: host(healthy) });
+    const lesson: Lesson = {
+      id,
+      agentId,
+      kind: 'template',
+      rule: 'slow-service',
+      scope: { tool: 'http', host: host(healthy) },
+      statement: 'slow',
+      cases: 3,
+      confidence: 0.6,
+      status: 'active',
+      evidence: ['a', 'b', 'c'],
+      effect: { timeoutMs: 3000 },
+      missed: 0,
+      createdAt: now,
+      updatedAt: now,
+      version: 1,
+    };
+    // Without the lesson the 1 s default cuts the call off; with it the call gets 3 s.
+    const cut = await runToEnd(stack.url, call(agentId, `${healthy.url}/work?node=slow1&ms=1500`));
+    expect(cut.nodes.fetch).toMatchObject({ status: 'failed', error: { code: 'timeout' } });
+    await memory.saveReflection(agentId, [lesson], true, now);
+    const done = await runToEnd(stack.url, call(agentId, `${healthy.url}/work?node=slow2&ms=1500`));
+    expect(done.status).toBe('succeeded');
+    expect(done.nodes.fetch).toMatchObject({ attempts: [{ target: host(healthy), lessons: [id] }] });
+    // A node's own timeout still wins.
+    const own = await runToEnd(stack.url, {
+      agentId,
+      graph: {
+        nodes: [
+          {
+            id: 'fetch',
+            kind: 'tool',
+            tool: 'http',
+            timeoutMs: 500,
+            args: { url: `${healthy.url}/work?node=slow3&ms=1500` },
+          },
+        ],
+      },
+    });
+    expect(own.nodes.fetch).toMatchObject({
+      status: 'failed',
+      error: { code: 'timeout', message: 'timed out after 500 ms' },
+    });
+  });
+});
+
+describe('memory and lessons over HTTP', () => {
+  it('shows an agent its memory: the latest runs and the counters per service', async () => {
+    const agentId = `mem-${randomUUID().slice(0, 8)}`;
+    await runToEnd(stack.url, call(agentId, `${healthy.url}/work?node=m1`));
+    await runToEnd(stack.url, call(agentId, `${healthy.url}/status/500?node=m2`));
+    const body = (await fetch(`${stack.url}/v1/agents/${agentId}/memory`).then((r) => r.json())) as {
+      runs: { status: string; calls: { outcome: string }[] }[];
+      services: { tool: string; target: string; calls: number; failures: Record<string, number> }[];
+    };
+    expect(body.runs.map((r) => r.status)).toEqual(['failed', 'succeeded']);
+    expect(body.runs[0]!.calls).toMatchObject([{ outcome: 'server' }]);
+    expect(body.services).toEqual([
+      expect.objectContaining({ tool: 'http', target: host(healthy), calls: 2, failures: { server: 1 } }),
+    ]);
+  });
+
+  it('reflects on request, overrides a lesson, and takes feedback, with clear errors', async () => {
+    const agentId = 'api';
+    const reflect = await post(stack.url, `/v1/agents/${agentId}/reflect`);
+    expect(reflect).toEqual({ status: 202, body: { agentId, jobId: `reflect-${agentId}` } });
+    expect((await post(stack.url, '/v1/agents/bad!id/reflect')).status).toBe(400);
+
+    const now = new Date().toISOString();
+    const id = lessonId(agentId, 'service-flaky', { tool: 'http', host: 'x.test' });
+    await memory.saveReflection(
+      agentId,
+      [
+        {
+          id,
+          agentId,
+          kind: 'soft',
+          rule: 'service-flaky',
+          scope: { tool: 'http', host: 'x.test' },
+          statement: 'x.test often fails',
+          cases: 1,
+          confidence: 0.2,
+          status: 'probation',
+          evidence: ['r'],
+          missed: 0,
+          createdAt: now,
+          updatedAt: now,
+          version: 0,
+        },
+      ],
+      false,
+      now,
+    );
+    const patch = (lesson: string, body: unknown): Promise<Response> =>
+      fetch(`${stack.url}/v1/lessons/${lesson}`, {
+        method: 'PATCH',
+        headers: { 'content-type': 'application/json' },
+        body: JSON.stringify(body),
+      });
+    const pinned = await patch(id, { status: 'pinned' });
+    expect(pinned.status).toBe(200);
+    expect(await pinned.json()).toMatchObject({ id, status: 'pinned' });
+    expect((await lessonsOf(agentId, 'pinned')).lessons.map((l) => l.id)).toEqual([id]);
+    expect((await patch(id, { status: 'probation' })).status).toBe(400);
+    expect((await patch(`${agentId}.000000000000`, { status: 'retired' })).status).toBe(404);
+    expect((await patch('not-a-lesson', { status: 'retired' })).status).toBe(400);
+
+    const run = await runToEnd(stack.url, call(agentId, `${healthy.url}/work?node=fb`));
+    expect(
+      (await post(stack.url, `/v1/runs/${run.runId}/feedback`, { score: -1, comment: 'wrong' })).status,
+    ).toBe(202);
+    expect((await post(stack.url, `/v1/runs/${run.runId}/feedback`, { score: 2 })).status).toBe(400);
+    expect((await post(stack.url, `/v1/runs/${randomUUID()}/feedback`, { score: 1 })).status).toBe(404);
+    // The rating is kept with the run, after its end.
+    const runs = new RunStore(redis, { prefix: stack.prefix, retentionSeconds: 60 });
+    const events = await runs.events(run.runId, 0);
+    expect(events.at(-1)).toMatchObject({ type: 'feedback', data: { score: -1, comment: 'wrong' } });
+  });
+});
