@@ -92,3 +92,9 @@ export const dedupeKey = (prefix: string, source: string, eventId: string): stri
 /** Events of one source and type waiting to be merged into one summary event. */
 export const burstKey = (prefix: string, source: string, type: string, sessionKey: string): string =>
   `${prefix}:burst:${source}:${type}:${sessionKey}`;
+
+/**
+ * A content-addressed blob: the JSON text of a large node output, under the SHA-256 of that text
+ * (64 lowercase hex digits). Shared by every run that produced the same text.
+ */
+export const blobKey = (prefix: string, hex: string): string => `${prefix}:blob:${hex}`;
