@@ -13,6 +13,7 @@ import {
   type SourceService,
 } from '@tetraloop/core';
 import { ADMIN_PATH, adminAuth } from './admin.js';
+import { blobsRouter } from './blobs-router.js';
 import { errorHandler, HttpError, sendError } from './http-errors.js';
 import { runsRouter } from './runs-router.js';
 import { memoryRouter } from './memory-router.js';
@@ -74,6 +75,7 @@ export function createApp(deps: AppDeps): express.Express {
 
   app.use('/v1', requireRedis, express.json({ limit: deps.bodyLimitBytes, strict: false }));
   app.use('/v1/runs', runsRouter(deps));
+  app.use('/v1/blobs', blobsRouter(deps));
   app.use('/v1', sessionsRouter(deps));
   app.use('/v1', memoryRouter(deps));
   app.use((_req, res) => sendError(res, new HttpError(404, 'not_found', 'no such route')));

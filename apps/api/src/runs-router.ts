@@ -1,6 +1,12 @@
 /** `/v1/runs`: submit, read, wait for, cancel, resume and signal runs, and follow their events. */
 import { Router, type Request } from 'express';
-import { RunRequest, type RunService, type RunWaiter } from '@tetraloop/core';
+import {
+  RunRequest,
+  type RunDocument,
+  type RunService,
+  type RunStore,
+  type RunWaiter,
+} from '@tetraloop/core';
 import { z } from 'zod';
 import { streamRunEvents, type EventStreamDeps } from './run-events.js';
 import { HttpError, zodToHttp } from './http-errors.js';
@@ -12,6 +18,8 @@ export interface RunsRouterDeps extends EventStreamDeps {
   readonly runs: RunService;
   readonly waiter: RunWaiter;
   readonly maxWaitMs: number;
+  /** Reads the blobs behind stubs for `?expand=blobs`. */
+  readonly store: RunStore;
 }
 
 function runIdOf(req: Request): string {
@@ -22,11 +30,18 @@ function runIdOf(req: Request): string {
 
 const notFound = (): HttpError => new HttpError(404, 'run_not_found', 'no such run');
 
+/** `?expand=blobs`: the document with each stub in `output` and `nodes.*.output` replaced by its content. */
+const Expand = z.literal('blobs').optional();
+
 export function runsRouter(deps: RunsRouterDeps): Router {
   const router = Router();
   const WaitQuery = z.strictObject({
     timeoutMs: z.coerce.number().int().min(0).max(deps.maxWaitMs).default(30_000),
+    expand: Expand,
   });
+  const ReadQuery = z.object({ expand: Expand });
+  const answer = (doc: RunDocument, expand: 'blobs' | undefined): Promise<RunDocument> | RunDocument =>
+    expand === 'blobs' ? deps.store.blobs.expandDocument(doc) : doc;
   const IdempotencyKey = z.string().min(1).max(255).optional();
 
   router.post('/', async (req, res) => {
@@ -45,9 +60,12 @@ export function runsRouter(deps: RunsRouterDeps): Router {
   });
 
   router.get('/:id', async (req, res) => {
-    const doc = await deps.runs.get(runIdOf(req));
+    const runId = runIdOf(req);
+    const query = ReadQuery.safeParse(req.query);
+    if (!query.success) throw zodToHttp(query.error, ['query']);
+    const doc = await deps.runs.get(runId);
     if (!doc) throw notFound();
-    res.json(doc);
+    res.json(await answer(doc, query.data.expand));
   });
 
   router.get('/:id/wait', async (req, res) => {
@@ -70,7 +88,7 @@ export function runsRouter(deps: RunsRouterDeps): Router {
     }
     const doc = await deps.runs.get(runId);
     if (!doc) throw notFound();
-    res.status(doc.finishedAt !== null ? 200 : 202).json(doc);
+    res.status(doc.finishedAt !== null ? 200 : 202).json(await answer(doc, query.data.expand));
   });
 
   router.post('/:id/cancel', async (req, res) => {

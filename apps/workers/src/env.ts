@@ -1,5 +1,13 @@
 /** Configuration of worker processes, parsed once at boot. */
-import { BaseEnv, DEFAULT_BACKOFF, ERROR_CODES, jsonEnv, parseEnv } from '@tetraloop/core';
+import {
+  BaseEnv,
+  DEFAULT_BACKOFF,
+  DEFAULT_BLOB_MIN_BYTES,
+  ERROR_CODES,
+  MIN_BLOB_MIN_BYTES,
+  jsonEnv,
+  parseEnv,
+} from '@tetraloop/core';
 import { z } from 'zod';
 
 const Concurrency = z.coerce.number().int().min(1).max(1000);
@@ -34,6 +42,8 @@ export const WorkerEnv = BaseEnv.extend({
   TETRALOOP_SHUTDOWN_GRACE_MS: z.coerce.number().int().min(0).default(30_000),
   /** Each referenced value in a model prompt is cut to this many characters. */
   TETRALOOP_MODEL_INPUT_CHARS: z.coerce.number().int().positive().default(8000),
+  /** A node output whose JSON text has more bytes than this is stored once as a blob; the snapshot holds a stub. */
+  TETRALOOP_BLOB_MIN_BYTES: z.coerce.number().int().min(MIN_BLOB_MIN_BYTES).default(DEFAULT_BLOB_MIN_BYTES),
 });
 export type WorkerEnv = z.infer<typeof WorkerEnv>;
 

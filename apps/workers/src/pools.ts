@@ -117,6 +117,7 @@ export async function startPools(env: WorkerEnv, options: StartPoolsOptions): Pr
     ...(model ? { model } : {}),
     defaultTimeoutMs: env.TETRALOOP_TOOL_TIMEOUT_MS,
     modelInputChars: env.TETRALOOP_MODEL_INPUT_CHARS,
+    blobMinBytes: env.TETRALOOP_BLOB_MIN_BYTES,
     planning: {
       ...(model ? { model } : {}),
       tools,

@@ -54,6 +54,8 @@ export interface ExecutorDeps {
   readonly defaultTimeoutMs: number;
   /** Each referenced value in a prompt is cut to this many characters. @defaultValue 8000 */
   readonly modelInputChars: number;
+  /** A node output whose JSON text has more bytes than this is stored as a blob. @defaultValue 16384 */
+  readonly blobMinBytes: number;
   /** Present where task runs are planned (the plan pool). */
   readonly planning?: PlanningDeps;
   readonly sessions?: SessionHooks;

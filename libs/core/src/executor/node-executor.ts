@@ -13,6 +13,7 @@ import { retriesFor, retryDelay } from '../policy/retry-policy.js';
 import { NodeJobData } from '../queues/catalog.js';
 import { enqueueNodes, nodeJobAttempts, wakeParkedNodes } from '../queues/run-jobs.js';
 import { metrics } from '../telemetry/metrics.js';
+import { readBlobs, withOutputBlob } from './blob-reads.js';
 import { retryTableFor, type ExecutorDeps } from './deps.js';
 import { attemptRecord, nowIso, scopeOf, snapshotOf, type NodeContext } from './node-context.js';
 import { nodeRun } from './node-run.js';
@@ -62,6 +63,7 @@ export async function executeNodeJob(
       reads: plan.reads.get(node.id) ?? [],
     });
     if (begin.status === 'stale') return { status: 'stale' };
+    const reads = await readBlobs(deps, node, begin);
     const ctx: NodeContext = {
       deps,
       job,
@@ -74,7 +76,7 @@ export async function executeNodeJob(
       startedAt,
       started: performance.now(),
       begin,
-      scope: scopeOf(plan.input, begin.reads),
+      scope: scopeOf(plan.input, reads.snapshots),
       runSignal: tracked.signal,
       log: deps.logger.child({ runId: plan.runId, nodeId: node.id, attempt }),
       call: { lessons: [] },
@@ -82,7 +84,9 @@ export async function executeNodeJob(
     // A redelivered job whose node already has a snapshot reports it and does not run again.
     const snapshot =
       begin.existing ??
-      (begin.status === 'running' ? await runNode(ctx) : notRunSnapshot(begin.status, begin.attempts));
+      (begin.status === 'running'
+        ? await runNode(ctx, reads.error)
+        : notRunSnapshot(begin.status, begin.attempts));
     if (!begin.existing && begin.status === 'running') observeNode(node, snapshot);
     await complete(ctx, snapshot, begin.existing !== null);
     return { status: snapshot.status };
@@ -91,7 +95,7 @@ export async function executeNodeJob(
   }
 }
 
-async function runNode(ctx: NodeContext): Promise<NodeSnapshot> {
+async function runNode(ctx: NodeContext, blobError?: NodeErrorData): Promise<NodeSnapshot> {
   const { begin, deps } = ctx;
   if (!ctx.continuation && begin.executions > deps.maxNodeExecutions) {
     ctx.log.warn({ executions: begin.executions }, 'suspected loop: node stopped');
@@ -103,6 +107,8 @@ async function runNode(ctx: NodeContext): Promise<NodeSnapshot> {
   }
   const spent = budgetSpent(ctx);
   if (spent) return failedSnapshot(ctx, spent);
+  // An output it reads is no longer stored: retrying would not bring it back.
+  if (blobError) return failedSnapshot(ctx, blobError);
   const kind = executionOf(ctx.node);
   return kind.run(nodeRun(ctx, (error, usage) => failureSnapshot(ctx, error, usage)));
 }
@@ -199,7 +205,8 @@ async function complete(ctx: NodeContext, snapshot: NodeSnapshot, existed: boole
   const failsRun = snapshot.status === 'failed' && !kind.continuesOnFailure(node);
   const release = snapshot.status === 'succeeded' || (snapshot.status === 'failed' && !failsRun);
   const tool = toolOf(node);
-  const done = await deps.store.completeNode(plan.runId, node.id, snapshot, {
+  const stored = existed ? snapshot : await withOutputBlob(deps, plan.timeoutSeconds, snapshot);
+  const done = await deps.store.completeNode(plan.runId, node.id, stored, {
     release,
     children: plan.topology.children.get(node.id) ?? [],
     charge: existed ? {} : kind.charge(snapshot),

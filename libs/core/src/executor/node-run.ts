@@ -4,7 +4,7 @@
  */
 import { WaitingChildrenError } from 'bullmq';
 import type { NodeErrorData } from '../errors/node-error.js';
-import type { NodeSnapshot, NodeUsage } from '../domain/run-model.js';
+import type { NodeSnapshot, NodeUsage, RunDocument } from '../domain/run-model.js';
 import type { ExecutableNode, NodeRun } from '../nodes/index.js';
 import { derivedRunId, startChildRun } from './child-run.js';
 import { callModel } from './model-call.js';
@@ -18,6 +18,9 @@ export function nodeRun<N extends ExecutableNode>(
   const { deps, plan, begin, node } = ctx;
   const runId = plan.runId;
   const childId = (n: number): string => derivedRunId(runId, node.id, ctx.generation, n);
+  // A child run's output is the iteration's output: its blobs are read, as if the body ran here.
+  const childOutcome = async (doc: RunDocument | null): Promise<RunDocument | null> =>
+    doc && deps.store.blobs.expandDocument(doc, { nodes: false });
   return {
     node,
     runId,
@@ -54,7 +57,7 @@ export function nodeRun<N extends ExecutableNode>(
     },
     steering: () => deps.store.steering(runId),
     event: (type, data) => deps.store.appendEvent(runId, type, node.id, data),
-    childRun: (n) => deps.store.document(childId(n)),
+    childRun: async (n) => childOutcome(await deps.store.document(childId(n))),
     startChildRun: async (n, request) => {
       const id = childId(n);
       await startChildRun(
@@ -69,7 +72,7 @@ export function nodeRun<N extends ExecutableNode>(
         throw new Error('a loop node needs a worker token to wait for a child run');
       await ctx.job.updateData({ ...(ctx.job.data as object), continuation: true });
       if (await ctx.job.moveToWaitingChildren(ctx.token)) throw new WaitingChildrenError();
-      return deps.store.document(childId(n));
+      return childOutcome(await deps.store.document(childId(n)));
     },
   };
 }

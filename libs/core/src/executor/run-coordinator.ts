@@ -15,6 +15,7 @@ import { DeadlineJobData, JOB, RunJobData, type RunJobData as RunJobInput } from
 import { enqueueDeadline, enqueueRunRoot, removeDeadline, wakeParkedNodes } from '../queues/run-jobs.js';
 import type { OutcomeState, RunHeader } from '../state/run-store.js';
 import { metrics } from '../telemetry/metrics.js';
+import { retainBlobs } from './blob-reads.js';
 import type { ExecutorDeps } from './deps.js';
 import { continuesOnFailure, enqueueReady } from './node-executor.js';
 import { nowIso } from './node-context.js';
@@ -367,6 +368,8 @@ async function finalize(
     error: status === 'succeeded' ? null : decidedError,
     generation,
   };
+  // The blobs its snapshots hold live at least as long as the run is about to.
+  await retainBlobs(deps, snapshots.values(), plan.timeoutSeconds);
   if (await store.settle(plan.runId, generation, fill, output, final, now)) {
     observeSettled(final.status, state.createdAt);
     await remember(deps, plan.runId);

@@ -227,6 +227,10 @@ export class RunService {
           : `only failed or timed_out runs can be resumed; this one is ${result.status}`,
       );
     }
+    // The blobs of the kept snapshots live at least as long as the reopened run's keys.
+    const again = new Set(rerun);
+    const kept = [...snapshots].filter(([id]) => !again.has(id)).map(([, s]) => s.output);
+    await this.deps.store.blobs.retain(kept, stored.timeoutSeconds);
     await this.enqueueRoot(runId, result.generation);
     return { status: 'queued', generation: result.generation };
   }

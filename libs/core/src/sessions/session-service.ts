@@ -152,7 +152,9 @@ export class SessionService {
     if (!sessionKey) return;
     if (await this.deps.store.claimSessionReply(runId)) {
       const doc = await this.deps.store.document(runId);
-      if (doc) await this.writeReply(sessionKey, doc);
+      // The reply is the run's output: a sink's output kept as a blob is read back for it.
+      if (doc)
+        await this.writeReply(sessionKey, await this.deps.store.blobs.expandDocument(doc, { nodes: false }));
     }
     await this.advance(sessionKey, runId);
   }

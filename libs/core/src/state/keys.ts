@@ -118,3 +118,9 @@ export const probeKey = (prefix: string, agentId: string, lessonId: string): str
 
 /** Agents that have memory, for the periodic reflection. */
 export const memoryAgentsKey = (prefix: string): string => `${prefix}:memory:agents`;
+
+/**
+ * A content-addressed blob: the JSON text of a large node output, under the SHA-256 of that text
+ * (64 lowercase hex digits). Shared by every run that produced the same text.
+ */
+export const blobKey = (prefix: string, hex: string): string => `${prefix}:blob:${hex}`;

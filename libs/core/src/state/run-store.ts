@@ -21,6 +21,7 @@ import {
 } from '../domain/run-model.js';
 import type { ExecutableGraph, Graph } from '../nodes/index.js';
 import { RUN_ERROR_STATUS } from '../errors/run-error.js';
+import { BlobStore } from './blob-store.js';
 import { channels, idempotencyKey, runKeyList, runKeys, type Channels } from './keys.js';
 import { loadScripts, type ScriptRunner } from './scripts.js';
 
@@ -135,6 +136,8 @@ const str = (v: unknown): string | null => (typeof v === 'string' ? v : null);
 
 export class RunStore {
   readonly channels: Channels;
+  /** Large node outputs, stored once by content (see `blob-store.ts`). */
+  readonly blobs: BlobStore;
   private readonly script: ScriptRunner;
 
   constructor(
@@ -143,6 +146,7 @@ export class RunStore {
   ) {
     this.script = loadScripts(redis);
     this.channels = channels(options.prefix);
+    this.blobs = new BlobStore(redis, options);
   }
 
   private keys(runId: string): string[] {

@@ -139,6 +139,12 @@ export const metrics = {
     labelNames: ['kind'] as const,
     registers: [registry],
   }),
+  blobBytes: new Counter({
+    name: 'tetraloop_blob_bytes_total',
+    help: 'Bytes of large node outputs kept as blobs: stored anew, or deduplicated (already stored).',
+    labelNames: ['outcome'] as const,
+    registers: [registry],
+  }),
 };
 
 /** The Prometheus text exposition of this process's metrics. */
