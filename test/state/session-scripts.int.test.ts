@@ -263,7 +263,7 @@ describe('lane-stop', () => {
 });
 
 describe('session-reset', () => {
-  it('starts a new context: the next id, no bootstrap snapshot, a transcript line', async () => {
+  it('starts a new context: the next id, no bootstrap snapshot, a transcript line, where it starts', async () => {
     const session = await busySession();
     const files = [{ name: 'AGENTS.md', content: 'v1' }];
     expect(await sessions.bootstrap(session, () => Promise.resolve(files))).toEqual({ files, fresh: true });
@@ -272,6 +272,8 @@ describe('session-reset', () => {
     const meta = await redis.hgetall(sessionKeys(prefix, session).meta);
     expect(meta.contextId).toBe('2');
     expect(meta.bootstrap).toBeUndefined();
+    // The context's lines start after the command line.
+    expect(meta.contextFrom).toBe('1');
     expect(new Date(meta.contextStartedAt!).toISOString()).toBe(meta.contextStartedAt);
     expect(await sessions.transcript(session)).toEqual([line]);
     // The lane is not touched.
@@ -282,5 +284,91 @@ describe('session-reset', () => {
       fresh: true,
     });
     expect(await sessions.reset(session, line)).toBe(3);
+  });
+});
+
+describe('session-history and session-compact', () => {
+  const user = (text: string) => ({ type: 'message', role: 'user', text, receivedAt: 'at' });
+  const reply = (text: string) => ({
+    type: 'message',
+    role: 'assistant',
+    text,
+    runId: 'r',
+    tools: '',
+    at: 'at',
+  });
+  const record = (toIndex: number, summary = `up to ${toIndex}`) => ({
+    summary,
+    covers: { fromIndex: 0, toIndex, messages: 1 },
+  });
+
+  it('reads the message lines of the current context, each with its transcript index', async () => {
+    const session = randomUUID();
+    await sessions.appendTranscript(session, user('a'), { type: 'tool_call', runId: 'r' }, reply('b'));
+    expect(await sessions.history(session)).toEqual({
+      contextFrom: 0,
+      start: 0,
+      length: 3,
+      compaction: null,
+      messages: [
+        { index: 0, role: 'user', text: 'a' },
+        { index: 2, role: 'assistant', text: 'b' },
+      ],
+    });
+    expect(await redis.hget(sessionKeys(prefix, session).meta, 'contextFrom')).toBe('0');
+    // /new: the context starts after its command line, and its compaction is dropped.
+    await sessions.compact(session, { contextFrom: 0, compaction: null }, record(1), { type: 'compaction' });
+    await sessions.reset(session, { type: 'command', command: 'new', at: 'at' });
+    await sessions.appendTranscript(session, user('c'));
+    expect(await sessions.history(session)).toEqual({
+      contextFrom: 5,
+      start: 5,
+      length: 6,
+      compaction: null,
+      messages: [{ index: 5, role: 'user', text: 'c' }],
+    });
+  });
+
+  it('reads only the lines after the latest compaction, and records one only over what was read', async () => {
+    const session = randomUUID();
+    await sessions.appendTranscript(session, user('a'), reply('b'), user('c'), reply('d'), user('e'));
+    const read = await sessions.history(session);
+    const entry = { type: 'compaction', summary: 'up to 1' };
+    expect(await sessions.compact(session, read, record(1), entry)).toBe(true);
+    // A second compaction made from the same read lost the race: nothing is written.
+    expect(await sessions.compact(session, read, record(2, 'other'), { type: 'compaction' })).toBe(false);
+    const after = await sessions.history(session);
+    expect(after).toMatchObject({ contextFrom: 0, start: 2, length: 6, compaction: record(1) });
+    expect(after.messages.map((m) => m.text)).toEqual(['c', 'd', 'e']);
+    expect((await sessions.transcript(session)).at(-1)).toEqual(entry);
+    expect(await sessions.transcript(session)).toHaveLength(6);
+    // A rolling compaction made from the new read is recorded.
+    expect(await sessions.compact(session, after, record(3), { type: 'compaction' })).toBe(true);
+    // One made before a /new is not.
+    const stale = await sessions.history(session);
+    await sessions.reset(session, { type: 'command', command: 'reset', at: 'at' });
+    expect(await sessions.compact(session, stale, record(6), { type: 'compaction' })).toBe(false);
+    expect(await redis.hget(sessionKeys(prefix, session).meta, 'compaction')).toBeNull();
+  });
+
+  it('finds where a context begun before contextFrom was recorded starts, once', async () => {
+    const session = randomUUID();
+    const k = sessionKeys(prefix, session);
+    const lines = [
+      user('old'),
+      { type: 'command', command: 'new', at: 'at' },
+      user('older context'),
+      { type: 'command', command: 'reset', at: 'at' },
+      user('current'),
+      { type: 'run', runId: 'r' },
+    ];
+    await redis.rpush(k.transcript, ...lines.map((l) => JSON.stringify(l)));
+    await redis.hset(k.meta, 'contextId', '3', 'createdAt', '1');
+    expect(await sessions.history(session)).toMatchObject({
+      contextFrom: 4,
+      start: 4,
+      messages: [{ index: 4, role: 'user', text: 'current' }],
+    });
+    expect(await redis.hget(k.meta, 'contextFrom')).toBe('4');
   });
 });

@@ -90,9 +90,6 @@ export async function startPools(env: WorkerEnv, options: StartPoolsOptions): Pr
   const tools = builtinTools({ egress: parseAllowHosts(env.TETRALOOP_HTTP_ALLOW_HOSTS) });
   const registry = options.hooks?.registry ?? (await loadPlugins(env.TETRALOOP_PLUGINS, process.env, log));
   const hooks = { ...options.hooks, registry };
-  const services = buildServices(env, state, queues, tools, registry, log);
-  const { store } = services;
-  const aborts = await RunAborts.listen(subscriber, store.channels.abort);
   const retries = { ...DEFAULT_RETRIES, ...env.TETRALOOP_RETRIES } as RetryTable;
   const backoff = {
     baseMs: env.TETRALOOP_BACKOFF_BASE_MS,
@@ -102,6 +99,11 @@ export async function startPools(env: WorkerEnv, options: StartPoolsOptions): Pr
   };
   const modelConfig = modelConfigOf(env);
   const model = isModelConfigured(modelConfig) ? new ModelClient(modelConfig, backoff) : undefined;
+  // The sense pool (and the plan pool, for merged collect runs) prepares session runs, whose
+  // history compactions the model summarises.
+  const services = buildServices(env, state, queues, tools, registry, log, model ? { model } : {});
+  const { store } = services;
+  const aborts = await RunAborts.listen(subscriber, store.channels.abort);
   const polled = new Map(env.TETRALOOP_SOURCES.map((s) => [s.name, s]));
 
   // One set of executor dependencies per pool: each gets its own plan cache and logger layer.

@@ -83,6 +83,11 @@ export const BaseEnv = z.object({
   TETRALOOP_COLLECT_DROP: z.enum(['summarize', 'old', 'new']).default('summarize'),
   /** How session runs work: the agent loop (conversational) or a planned DAG. */
   TETRALOOP_SESSION_RUN_MODE: z.enum(['loop', 'dag']).default('loop'),
+  /**
+   * Compact a session's history (fold its older turns into a summary) once what a run would see of
+   * it is estimated (characters / 4) past this many tokens.
+   */
+  TETRALOOP_SESSION_COMPACT_TOKENS: z.coerce.number().int().min(200).default(8000),
   TETRALOOP_DEDUPE_WINDOW_SECONDS: z.coerce.number().int().positive().default(600),
   /** Same-type events of one source within this window merge into one; 0 turns merging off. */
   TETRALOOP_BURST_WINDOW_MS: z.coerce.number().int().min(0).default(500),

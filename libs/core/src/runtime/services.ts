@@ -7,11 +7,13 @@ import type { Logger } from 'pino';
 import { allowedToolsOf, modelConfigOf, type BaseEnv } from '../config/env-schema.js';
 import type { GraphLimits } from '../graph/limits.js';
 import type { HookRegistry } from '../hooks/hook-registry.js';
+import type { ModelClient } from '../model/model-client.js';
 import { isModelConfigured } from '../model/model-config.js';
 import type { LoopQueues } from '../queues/loop-queues.js';
 import type { JobRetention } from '../queues/retention.js';
 import type { RunQueues } from '../queues/run-jobs.js';
 import { RunService } from '../runs/run-service.js';
+import { modelSummarizer } from '../sessions/compaction.js';
 import { SessionService } from '../sessions/session-service.js';
 import { SourceService } from '../sessions/source-service.js';
 import { RunStore } from '../state/run-store.js';
@@ -52,6 +54,14 @@ export const graphLimitsOf = (env: BaseEnv): GraphLimits => ({
   maxEdges: env.TETRALOOP_MAX_EDGES,
 });
 
+export interface ServiceOptions {
+  /**
+   * The model client of a process that prepares session runs (the workers): it writes the
+   * summaries of session compactions. Without it they are truncations.
+   */
+  readonly model?: ModelClient;
+}
+
 export function buildServices(
   env: BaseEnv,
   redis: Redis,
@@ -59,6 +69,7 @@ export function buildServices(
   tools: ToolRegistry,
   hooks: HookRegistry | undefined,
   logger: Logger,
+  options: ServiceOptions = {},
 ): Services {
   const prefix = env.TETRALOOP_PREFIX;
   const runQueues: RunQueues = { plan: queues.plan, node: queues.node, retention: retentionOf(env) };
@@ -87,6 +98,7 @@ export function buildServices(
     queues: runQueues,
     senseQueue: queues.sense,
     hooks,
+    ...(options.model ? { summarize: modelSummarizer(options.model) } : {}),
     logger,
     config: {
       defaultMode: env.TETRALOOP_SESSION_MODE,
@@ -96,7 +108,9 @@ export function buildServices(
       runMode: env.TETRALOOP_SESSION_RUN_MODE,
       environmentCap: 100,
       dedupeWindowSeconds: env.TETRALOOP_DEDUPE_WINDOW_SECONDS,
-      historyMessages: 10,
+      compactTokens: env.TETRALOOP_SESSION_COMPACT_TOKENS,
+      compactLines: 1000,
+      compactTimeoutMs: Math.min(30_000, env.TETRALOOP_MODEL_TIMEOUT_MS),
       workspaceDir: env.TETRALOOP_WORKSPACE_DIR,
       workspaceFileChars: env.TETRALOOP_WORKSPACE_FILE_CHARS,
       agentId: 'main',

@@ -17,11 +17,30 @@ import { BOOTSTRAP_FILES, readWorkspace } from '../workspace/workspace.js';
 import { RunRequest } from '../runs/run-request.js';
 import type { RunService } from '../runs/run-service.js';
 import type { RunStore } from '../state/run-store.js';
-import type { DropPolicy, LaneMessage, LaneMode, SessionStore } from '../state/session-store.js';
+import type {
+  DropPolicy,
+  HistoryWindow,
+  LaneMessage,
+  LaneMode,
+  SessionStore,
+} from '../state/session-store.js';
 import type { Redis } from 'ioredis';
 import { dedupeKey } from '../state/keys.js';
 import { metrics } from '../telemetry/metrics.js';
 import { QUEUE_ARGUMENTS, parseQueueCommand } from './commands.js';
+import {
+  cappedSummary,
+  coversOf,
+  historyParts,
+  historyTokens,
+  planCompaction,
+  summaryCharsOf,
+  summaryInputCharsOf,
+  summaryPrompt,
+  truncatedSummary,
+  type CompactionPlan,
+  type Summarizer,
+} from './compaction.js';
 import { SENSE_JOB, type MessageInput } from './sense-jobs.js';
 import { replyOf } from './reply.js';
 
@@ -40,8 +59,16 @@ export interface SessionConfig {
   readonly environmentCap: number;
   /** Duplicate window of event ids. @defaultValue 600 */
   readonly dedupeWindowSeconds: number;
-  /** Messages of the current context the agent sees as history. @defaultValue 10 */
-  readonly historyMessages: number;
+  /**
+   * Compaction: when the history a run would see (the latest summary and the messages after it)
+   * is estimated past this many tokens, its older turns are folded into a summary.
+   * @defaultValue 8000
+   */
+  readonly compactTokens: number;
+  /** Compaction also happens when the transcript lines after the latest compaction pass this. @defaultValue 1000 */
+  readonly compactLines: number;
+  /** Limit of the model call that writes a summary; past it, the summary is a truncation. @defaultValue 30000 */
+  readonly compactTimeoutMs: number;
   readonly workspaceDir: string;
   readonly workspaceFileChars: number;
   readonly agentId: string;
@@ -57,6 +84,8 @@ export interface SessionDeps {
   readonly queues: Pick<RunQueues, 'node'>;
   readonly senseQueue: Queue;
   readonly hooks: HookRegistry | undefined;
+  /** Writes compaction summaries; without it (no model configured) they are truncations. */
+  readonly summarize?: Summarizer;
   readonly config: SessionConfig;
   readonly logger: Logger;
 }
@@ -304,9 +333,7 @@ export class SessionService {
       await hooks?.emit('session_start', { sessionKey, contextId: view?.contextId ?? 1 });
     }
     const runId = randomUUID();
-    const extra: string[] = [];
-    const history = await this.history(sessionKey);
-    if (history) extra.push(`Conversation so far:\n${history}`);
+    const extra: string[] = await this.history(sessionKey);
     for (const name of ['before_prompt_build', 'before_agent_start'] as const) {
       if (!hooks?.has(name)) continue;
       const ctx =
@@ -333,24 +360,72 @@ export class SessionService {
     return runId;
   }
 
-  /** The current context's recent exchanges, oldest first, as lines. */
-  private async history(sessionKey: string): Promise<string> {
-    const lines = (await this.deps.sessions.transcript(sessionKey)) as {
-      type: string;
-      role?: string;
-      text?: string;
-      command?: string;
-    }[];
-    let start = 0;
-    lines.forEach((l, i) => {
-      if (l.type === 'command' && (l.command === 'new' || l.command === 'reset')) start = i + 1;
-    });
-    return lines
-      .slice(start)
-      .filter((l) => l.type === 'message')
-      .slice(-(this.deps.config.historyMessages + 1), -1)
-      .map((l) => `${l.role}: ${l.text}`)
-      .join('\n');
+  /**
+   * What the run sees of the current context: the summary of its earlier conversation (after a
+   * compaction) and the messages after it, oldest first, leaving out the newest message line (for
+   * a single message, the one the run answers). When that history has grown past the compaction
+   * limits, its older turns are compacted first.
+   */
+  private async history(sessionKey: string): Promise<string[]> {
+    const read = await this.deps.sessions.history(sessionKey);
+    const state = {
+      summary: read.compaction?.summary ?? null,
+      turns: read.messages.slice(0, -1),
+      newest: read.messages.at(-1),
+      start: read.start,
+      length: read.length,
+    };
+    const { compactTokens: tokens, compactLines: lines } = this.deps.config;
+    const plan = planCompaction(state, { tokens, lines });
+    if (!plan) return historyParts(state.summary, state.turns);
+    return historyParts(await this.compact(sessionKey, read, plan), plan.keep);
+  }
+
+  /**
+   * Folds the plan's older turns and the previous summary into a new summary, by the model when
+   * one is configured, else (or when the model call fails) by truncation, and records it: a
+   * `compaction` transcript line and the session's latest compaction. Returns the summary. When
+   * another compaction or a /new was recorded meanwhile, nothing is written; the run still sees
+   * this summary, made from the same turns.
+   */
+  private async compact(sessionKey: string, read: HistoryWindow, plan: CompactionPlan): Promise<string> {
+    const { config, summarize, logger } = this.deps;
+    const previous = read.compaction?.summary ?? null;
+    const maxChars = summaryCharsOf({ tokens: config.compactTokens });
+    const maxInputChars = summaryInputCharsOf({ tokens: config.compactTokens });
+    let summary: string | null = null;
+    let error: string | undefined;
+    if (summarize) {
+      try {
+        const text = cappedSummary(
+          await summarize(
+            summaryPrompt(previous, plan.fold, { maxChars, maxInputChars }),
+            AbortSignal.timeout(config.compactTimeoutMs),
+          ),
+          maxChars,
+        );
+        if (text === '') throw new Error('the model answered an empty summary');
+        summary = text;
+      } catch (err) {
+        error = err instanceof Error ? err.message : String(err);
+        logger.warn({ sessionKey, err: error }, 'compaction summary failed; truncating instead');
+      }
+    }
+    const by = summary === null ? 'truncation' : 'model';
+    summary ??= truncatedSummary(previous, plan.fold, maxChars);
+    const covers = coversOf(read.compaction?.covers, read.contextFrom, plan);
+    const entry = {
+      type: 'compaction',
+      summary,
+      covers,
+      tokens: { before: plan.tokensBefore, after: historyTokens(summary, plan.keep) },
+      by,
+      ...(error === undefined ? {} : { error }),
+      at: new Date().toISOString(),
+    };
+    const recorded = await this.deps.sessions.compact(sessionKey, read, { summary, covers }, entry);
+    logger.info({ sessionKey, by, covers, recorded }, 'session history compacted');
+    return summary;
   }
 
   private async writeReply(sessionKey: string, doc: RunDocument): Promise<void> {

@@ -53,7 +53,10 @@ export function channels(prefix: string): Channels {
 }
 
 export interface SessionKeys {
-  /** Hash: createdAt, contextId, mode, running run, environment version, bootstrap snapshot. */
+  /**
+   * Hash: createdAt, contextId, contextFrom (where the context's transcript lines start), mode,
+   * running run, environment version, bootstrap snapshot, the context's latest compaction.
+   */
   readonly meta: string;
   /** List of the lane's waiting items: run ids, or `collect` for the collected messages. */
   readonly queue: string;

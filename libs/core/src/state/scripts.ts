@@ -35,6 +35,8 @@ const SESSION_SCRIPTS = [
   'lane-commit-collect-5',
   'lane-stop-5',
   'session-reset-5',
+  'session-history-5',
+  'session-compact-5',
 ] as const;
 
 /** Scripts over one agent's memory (lua-memory/). */

@@ -36,6 +36,42 @@ export type AdvanceResult =
   | { kind: 'collect'; count: number }
   | { kind: 'collect-wait'; dueAt: number };
 
+/** A message line of the transcript with its 0-based index in the transcript list. */
+export interface HistoryMessage {
+  readonly index: number;
+  readonly role: string;
+  readonly text: string;
+}
+
+/** What a compaction stands for: the summary of transcript lines fromIndex..toIndex (inclusive). */
+export interface CompactionCovers {
+  /** Where the summarised part starts: the context's first line (a rolling summary covers it all). */
+  readonly fromIndex: number;
+  /** The last line it stands for; the lines after it are read as they are. */
+  readonly toIndex: number;
+  /** How many messages it stands for. */
+  readonly messages: number;
+}
+
+/** The current context's latest compaction, as kept in the session hash. */
+export interface CompactionRecord {
+  readonly summary: string;
+  readonly covers: CompactionCovers;
+}
+
+/** The part of the current context a run may see, read in one step. */
+export interface HistoryWindow {
+  /** Index of the context's first transcript line (after the latest /new or /reset). */
+  readonly contextFrom: number;
+  /** First index read: after the latest compaction's toIndex, else contextFrom. */
+  readonly start: number;
+  /** The transcript's length when it was read. */
+  readonly length: number;
+  readonly compaction: CompactionRecord | null;
+  /** The message lines from `start` on, oldest first. */
+  readonly messages: HistoryMessage[];
+}
+
 export interface SessionView {
   sessionKey: string;
   createdAt: string | null;
@@ -185,6 +221,50 @@ export class SessionStore {
   async transcript(sessionKey: string): Promise<unknown[]> {
     const raw = await this.redis.lrange(sessionKeys(this.prefix, sessionKey).transcript, 0, -1);
     return raw.map((l) => JSON.parse(l) as unknown);
+  }
+
+  /**
+   * The current context's latest compaction and the message lines after it (one script, one round
+   * trip): what a run's history is made of. Reads only the lines after the compaction.
+   */
+  async history(sessionKey: string): Promise<HistoryWindow> {
+    const [contextFrom, start, length, compaction, pairs] = (await this.script(
+      'session-history-5',
+      this.keys(sessionKey),
+      [],
+    )) as [number, number, number, string | null, (number | string)[]];
+    const messages: HistoryMessage[] = [];
+    for (let i = 0; i + 1 < pairs.length; i += 2) {
+      const line = JSON.parse(String(pairs[i + 1])) as { role?: string; text?: string };
+      messages.push({ index: Number(pairs[i]), role: line.role ?? 'user', text: line.text ?? '' });
+    }
+    return {
+      contextFrom: Number(contextFrom),
+      start: Number(start),
+      length: Number(length),
+      compaction: compaction ? (JSON.parse(compaction) as CompactionRecord) : null,
+      messages,
+    };
+  }
+
+  /**
+   * Records a compaction (the session's record and the transcript line together) unless the
+   * context or its latest compaction moved since `read` was read; true when recorded.
+   */
+  async compact(
+    sessionKey: string,
+    read: Pick<HistoryWindow, 'contextFrom' | 'compaction'>,
+    record: CompactionRecord,
+    entry: unknown,
+  ): Promise<boolean> {
+    return (
+      (await this.script('session-compact-5', this.keys(sessionKey), [
+        read.contextFrom,
+        read.compaction?.covers.toIndex ?? -1,
+        JSON.stringify(record),
+        JSON.stringify(entry),
+      ])) === 1
+    );
   }
 
   /** Adds an event to the session's environment; returns the new version. */
