@@ -6,7 +6,7 @@
 import { Queue, QueueEvents } from 'bullmq';
 import { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { nodeJobId } from '@tetraloop/core';
+import { MemoryStore, lessonId, nodeJobId, type Lesson } from '@tetraloop/core';
 import {
   startModelServer,
   type ChatRequest,
@@ -317,6 +317,61 @@ describe('replanning', () => {
     await events.close();
     await tool.close();
     redis.disconnect();
+  });
+});
+
+describe('lessons in planning', () => {
+  it('tells the planner the lessons in effect and rejects a plan that calls a blocked service', async () => {
+    const agentId = 'learner';
+    const host = new URL(server.url).host;
+    const now = new Date().toISOString();
+    const lesson = (rule: string, kind: 'hard' | 'soft', statement: string): Lesson => ({
+      id: lessonId(agentId, rule, { tool: 'http', host }),
+      agentId,
+      kind,
+      rule,
+      scope: { tool: 'http', host },
+      statement,
+      cases: 3,
+      confidence: kind === 'hard' ? 0.9 : 0.6,
+      status: 'active',
+      evidence: ['a', 'b', 'c'],
+      missed: 0,
+      createdAt: now,
+      updatedAt: now,
+      version: 1,
+    });
+    const hard = lesson('service-down', 'hard', `${host} is down for http`);
+    const soft = lesson('service-flaky', 'soft', `${host} often fails for http`);
+    const redis = new Redis(stack.env.REDIS_URL!);
+    await new MemoryStore(redis, { prefix: stack.prefix, hotRuns: 200, useBonus: 0.05 }).saveReflection(
+      agentId,
+      [hard, soft],
+      true,
+      now,
+    );
+    redis.disconnect();
+    const before = model.requests.length;
+    let round = 0;
+    planner = () =>
+      round++ === 0
+        ? planReply({ nodes: [fetchNode('l-a')], edges: [] })
+        : planReply({
+            nodes: [{ id: 'l-a', kind: 'tool', tool: 'json', args: { value: 'cached' } }],
+            edges: [],
+          });
+    const doc = await runToEnd(stack.url, { task: 'learn', agentId });
+    expect(doc.status).toBe('succeeded');
+    const calls = requestsSince(before).filter(isPlannerCall);
+    expect(calls).toHaveLength(2);
+    const system = calls[0]!.messages[0]!.content!;
+    // Most confident first, after the workspace files.
+    expect(system).toContain(
+      `## Lessons (learned from earlier runs)\n- ${hard.statement}\n- ${soft.statement}`,
+    );
+    expect(calls[1]!.messages.at(-1)!.content).toContain(`blocked by lesson ${hard.id}`);
+    expect(doc.planning).toMatchObject({ lessonsVersion: 1, lessons: [hard.id, soft.id] });
+    expect(server.hitsOf('l-a')).toHaveLength(0);
   });
 });
 

@@ -6,7 +6,7 @@ import { assembleSystemPrompt } from './system-prompt.js';
 import { BOOTSTRAP_FILES, capHeadTail, readWorkspace } from '../workspace/workspace.js';
 
 describe('assembleSystemPrompt', () => {
-  it('puts base, tool catalog, bootstrap files and overrides in that order', () => {
+  it('puts base, tool catalog, bootstrap files, lessons and overrides in that order', () => {
     const prompt = assembleSystemPrompt({
       base: 'BASE',
       catalog: { version: 'v', tools: [{ name: 'json', description: 'd', parameters: {} }] },
@@ -14,10 +14,14 @@ describe('assembleSystemPrompt', () => {
         { name: 'AGENTS.md', content: 'agents' },
         { name: 'USER.md', content: 'user' },
       ],
+      lessons: ['first lesson', 'second lesson'],
       overrides: 'OVERRIDE',
     });
     const at = (s: string): number => prompt.indexOf(s);
     expect(at('BASE')).toBe(0);
+    // Lessons come after the bootstrap files and before the overrides, one per line.
+    expect(prompt).toContain('## Lessons (learned from earlier runs)\n- first lesson\n- second lesson');
+    expect(at('## USER.md') < at('## Lessons') && at('## Lessons') < at('## Runtime overrides')).toBe(true);
     expect(at('BASE') < at('Tool catalog') && at('Tool catalog') < at('## AGENTS.md')).toBe(true);
     expect(
       at('## AGENTS.md') < at('## USER.md') && at('## USER.md') < at('## Runtime overrides\nOVERRIDE'),

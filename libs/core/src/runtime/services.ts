@@ -89,7 +89,10 @@ export function buildServices(
     },
     lanePosition: (sessionKey, runId) => sessionStore.position(sessionKey, runId),
   });
+  const memory =
+    env.TETRALOOP_REFLECT === 'on' ? memoryServices(env, redis, store, queues, logger) : undefined;
   const sessions = new SessionService({
+    ...(memory ? { lessons: memory.book } : {}),
     redis,
     prefix,
     sessions: sessionStore,
@@ -126,8 +129,6 @@ export function buildServices(
     environmentCap: 100,
     logger,
   });
-  const memory =
-    env.TETRALOOP_REFLECT === 'on' ? memoryServices(env, redis, store, queues, logger) : undefined;
   return { store, sessionStore, runs, sessions, sources, runQueues, ...(memory ? { memory } : {}) };
 }
 

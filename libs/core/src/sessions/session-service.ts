@@ -11,7 +11,9 @@ import type { Logger } from 'pino';
 import type { RunDocument } from '../domain/run-model.js';
 import { cancelledError } from '../errors/run-error.js';
 import type { HookRegistry } from '../hooks/hook-registry.js';
+import { plannerLessons } from '../planning/plan-run.js';
 import { assembleSystemPrompt } from '../planning/system-prompt.js';
+import type { LessonBook } from '../reflect/lesson-book.js';
 import { wakeParkedNodes, type RunQueues } from '../queues/run-jobs.js';
 import { BOOTSTRAP_FILES, readWorkspace } from '../workspace/workspace.js';
 import { RunRequest } from '../runs/run-request.js';
@@ -84,6 +86,8 @@ export interface SessionDeps {
   readonly queues: Pick<RunQueues, 'node'>;
   readonly senseQueue: Queue;
   readonly hooks: HookRegistry | undefined;
+  /** The lessons in effect: the hard and soft ones join a session run's system prompt. */
+  readonly lessons?: LessonBook;
   /** Writes compaction summaries; without it (no model configured) they are truncations. */
   readonly summarize?: Summarizer;
   readonly config: SessionConfig;
@@ -343,9 +347,14 @@ export class SessionService {
       const { results } = await hooks.run(name, ctx, (c) => c);
       for (const r of results) if (r.context) extra.push(r.context);
     }
+    const told = this.deps.lessons
+      ? plannerLessons((await this.deps.lessons.inEffect(config.agentId)).lessons)
+      : [];
+    if (told.length > 0) metrics.lessonApplications.inc({ kind: 'soft' }, told.length);
     const system = assembleSystemPrompt({
       base: SESSION_BASE,
       bootstrap: files,
+      ...(told.length ? { lessons: told.map((l) => l.statement) } : {}),
       ...(extra.length ? { overrides: extra.join('\n\n') } : {}),
     });
     const request = RunRequest.parse({
