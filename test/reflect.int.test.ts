@@ -231,3 +231,20 @@ describe('memory and lessons over HTTP', () => {
     expect(events.at(-1)).toMatchObject({ type: 'feedback', data: { score: -1, comment: 'wrong' } });
   });
 });
+
+describe('with the reflect loop off', () => {
+  it('keeps no memory and answers its routes 409 reflect_off', async () => {
+    const off = await startStack({ env: { TETRALOOP_REFLECT: 'off' } });
+    try {
+      const doc = await runToEnd(off.url, call('quiet', `${healthy.url}/work?node=off`));
+      expect(doc.status).toBe('succeeded');
+      const res = await fetch(`${off.url}/v1/agents/quiet/lessons`);
+      expect(res.status).toBe(409);
+      expect(await res.json()).toMatchObject({ error: { code: 'reflect_off' } });
+      const quiet = new MemoryStore(redis, { prefix: off.prefix, hotRuns: 200, useBonus: 0.05 });
+      expect(await quiet.hotSet('quiet')).toEqual([]);
+    } finally {
+      await off.close();
+    }
+  });
+});
