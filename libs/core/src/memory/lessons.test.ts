@@ -4,7 +4,8 @@ import { DEFAULT_LIFECYCLE, lessonId, reflectLessons } from './lesson-lifecycle.
 import { candidateLessons } from './lesson-rules.js';
 import type { Lesson } from './lesson.js';
 import type { CallRecord, RunSummary } from './run-summary.js';
-import { fingerprintOf, normaliseTask } from './run-summary.js';
+import { MAX_CALLS, fingerprintOf, normaliseTask, summarize } from './run-summary.js';
+import type { RunDocument } from '../domain/run-model.js';
 
 const NOW = '2026-11-30T00:00:00.000Z';
 let n = 0;
@@ -60,6 +61,49 @@ describe('fingerprints', () => {
     );
     const g = { nodes: [], edges: [] };
     expect(fingerprintOf({ task: null, graph: g })).toMatch(/^graph:[0-9a-f]{16}$/);
+  });
+});
+
+describe('run summaries', () => {
+  it('keep at most MAX_CALLS calls of a large run, failures first, and count the rest', () => {
+    const attempts = (outcome: string) => ({
+      attempts: [
+        {
+          attempt: 1,
+          startedAt: NOW,
+          finishedAt: NOW,
+          durationMs: 5,
+          worker: 'w',
+          tool: 'http',
+          target: 'h.test',
+          ...(outcome === 'ok' ? {} : { error: { code: outcome, message: 'x' } }),
+        },
+      ],
+    });
+    const nodes = Object.fromEntries([
+      ...Array.from({ length: MAX_CALLS + 50 }, (_, i) => [
+        `ok${i}`,
+        { id: `ok${i}`, status: 'succeeded', finishedAt: NOW, durationMs: 5, ...attempts('ok') },
+      ]),
+      ['bad', { id: 'bad', status: 'failed', finishedAt: NOW, durationMs: 5, ...attempts('server') }],
+    ]);
+    const doc = {
+      runId: 'r',
+      agentId: 'main',
+      status: 'failed',
+      createdAt: NOW,
+      finishedAt: NOW,
+      task: null,
+      graph: { nodes: [], edges: [] },
+      usage: { totalTokens: 0 },
+      error: { code: 'node_failed', message: 'x' },
+      nodes,
+    } as unknown as RunDocument;
+    const summary = summarize(doc);
+    expect(summary.calls).toHaveLength(MAX_CALLS);
+    expect(summary.calls[0]).toMatchObject({ node: 'bad', outcome: 'server', target: 'h.test' });
+    expect(summary.moreCalls).toBe(51);
+    expect(summary.error).toBe('node_failed');
   });
 });
 

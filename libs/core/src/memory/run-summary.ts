@@ -30,11 +30,16 @@ export const RunSummary = z.object({
   finishedAt: z.string(),
   durationMs: z.number().nonnegative(),
   tokens: z.number().int().nonnegative(),
+  /** At most {@link MAX_CALLS}, failures first kept; `moreCalls` counts the ones left out. */
   calls: z.array(CallRecord),
+  moreCalls: z.number().int().nonnegative().optional(),
   /** Lessons that changed how this run was planned or executed (their ids). */
   lessons: z.array(z.string()),
 });
 export type RunSummary = z.infer<typeof RunSummary>;
+
+/** Calls kept in one summary: the hot set stays bounded however large a run is. */
+export const MAX_CALLS = 200;
 
 const hash = (text: string): string => createHash('sha256').update(text).digest('hex').slice(0, 16);
 
@@ -64,6 +69,14 @@ export function summarize(doc: RunDocument, planningLessons: readonly string[] =
       });
     }
   }
+  // Failures are what reflection learns from: they are kept first when a run made too many calls.
+  const kept =
+    calls.length <= MAX_CALLS
+      ? calls
+      : [...calls.filter((c) => c.outcome !== 'ok'), ...calls.filter((c) => c.outcome === 'ok')].slice(
+          0,
+          MAX_CALLS,
+        );
   const finishedAt = doc.finishedAt ?? new Date().toISOString();
   return {
     runId: doc.runId,
@@ -74,7 +87,8 @@ export function summarize(doc: RunDocument, planningLessons: readonly string[] =
     finishedAt,
     durationMs: Math.max(0, Date.parse(finishedAt) - Date.parse(doc.createdAt)),
     tokens: doc.usage.totalTokens,
-    calls,
+    calls: kept,
+    ...(calls.length > kept.length ? { moreCalls: calls.length - kept.length } : {}),
     lessons: [...lessons],
   };
 }
