@@ -41,6 +41,8 @@ beforeAll(async () => {
       TETRALOOP_SESSION_RUN_MODE: 'dag',
       TETRALOOP_ENV_CHECK_MS: '200',
       TETRALOOP_MODEL_MAX_RETRIES: '0',
+      // Both sessions are asked the same; each run's planner calls are counted.
+      TETRALOOP_PLAN_CACHE: 'off',
     },
   });
 });

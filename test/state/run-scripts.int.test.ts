@@ -948,6 +948,22 @@ describe('set-plan', () => {
     expect(events[0]).toMatchObject({ family: 'plan', phase: 'created' });
   });
 
+  it('keeps the plan cache entry the plan came from with the run, for planCacheRef', async () => {
+    const runId = await createRun({ task: task() });
+    expect(await store.planCacheRef(runId)).toBeNull();
+    const cache = { key: `${prefix}:plancache:{a:main}:abc`, runId: 'from-run' };
+    await store.setPlan(runId, { graph, plan, pending: new Map() }, planning, {}, cache);
+    expect(await redis.hmget(keysOf(runId).meta, 'planCacheKey', 'planCacheFrom')).toEqual([
+      cache.key,
+      'from-run',
+    ]);
+    expect(await store.planCacheRef(runId)).toEqual(cache);
+    // Without one, nothing is kept.
+    const plain = await createRun({ task: task() });
+    await store.setPlan(plain, { graph, plan, pending: new Map() }, planning, {});
+    expect(await store.planCacheRef(plain)).toBeNull();
+  });
+
   it('keeps the first plan', async () => {
     const runId = await createRun({ task: task() });
     await store.setPlan(runId, { graph, plan, pending: new Map([['c', 2]]) }, planning, {});

@@ -11,6 +11,7 @@ import {
   REFLECT_JOB,
   ModelClient,
   PlanCache,
+  PlanCacheStore,
   QUEUE_NAMES,
   RetryNodeError,
   RunAborts,
@@ -32,6 +33,7 @@ import {
   modelConfigOf,
   openQueues,
   parseAllowHosts,
+  planCacheOptionsOf,
   type ExecutorDeps,
   type ExecutorHooks,
   type Pool,
@@ -105,6 +107,8 @@ export async function startPools(env: WorkerEnv, options: StartPoolsOptions): Pr
   const { store } = services;
   const aborts = await RunAborts.listen(subscriber, store.channels.abort);
   const polled = new Map(env.TETRALOOP_SOURCES.map((s) => [s.name, s]));
+  // First plans of repeated tasks, shared by every plan worker through Redis.
+  const planCache = new PlanCacheStore(state, planCacheOptionsOf(env));
 
   // One set of executor dependencies per pool: each gets its own plan cache and logger layer.
   const depsFor = (layer: Pool): ExecutorDeps => ({
@@ -128,6 +132,7 @@ export async function startPools(env: WorkerEnv, options: StartPoolsOptions): Pr
       workspaceDir: env.TETRALOOP_WORKSPACE_DIR,
       workspaceFileChars: env.TETRALOOP_WORKSPACE_FILE_CHARS,
       ...(services.memory ? { lessons: services.memory.book } : {}),
+      cache: planCache,
     },
     sessions: {
       onRunSettled: (runId: string) => services.sessions.onRunSettled(runId),

@@ -5,6 +5,7 @@
 import { z } from 'zod';
 import { DEFAULT_LIFECYCLE, type LifecycleSettings } from '../memory/lesson-lifecycle.js';
 import type { ModelConfig } from '../model/model-config.js';
+import type { PlanCacheOptions } from '../state/plan-cache-store.js';
 import { PolledSource } from '../sessions/source-service.js';
 import type { ToolRegistry } from '../tools/tool.js';
 
@@ -103,6 +104,14 @@ export const BaseEnv = z.object({
   TETRALOOP_WORKSPACE_DIR: z.string().default('.tetraloop/workspace'),
   /** Each workspace file is cut to this many characters (head and tail kept). */
   TETRALOOP_WORKSPACE_FILE_CHARS: z.coerce.number().int().positive().default(12_000),
+  /**
+   * The plan cache: `on` lets a repeated task (same agent, task, input shape, tool catalog, lessons
+   * version, planner model, prompt, overrides and workspace) reuse its first plan without asking
+   * the planner; `off` neither reads nor stores plans.
+   */
+  TETRALOOP_PLAN_CACHE: z.enum(['on', 'off']).default('on'),
+  /** How long a cached plan is kept. */
+  TETRALOOP_PLAN_CACHE_TTL_SECONDS: z.coerce.number().int().min(1).default(3600),
   /** The reflect loop: `on` records settled runs, reflects and applies lessons; `off` does none of it. */
   TETRALOOP_REFLECT: z.enum(['on', 'off']).default('on'),
   /** Reflect on every agent with new runs at least this often. */
@@ -179,5 +188,14 @@ export function lifecycleOf(env: BaseEnv): LifecycleSettings {
     ...DEFAULT_LIFECYCLE,
     minCases: env.TETRALOOP_LESSON_MIN_CASES,
     minConfidence: env.TETRALOOP_LESSON_MIN_CONFIDENCE,
+  };
+}
+
+/** The plan cache as configured. */
+export function planCacheOptionsOf(env: BaseEnv): PlanCacheOptions {
+  return {
+    prefix: env.TETRALOOP_PREFIX,
+    enabled: env.TETRALOOP_PLAN_CACHE === 'on',
+    ttlSeconds: env.TETRALOOP_PLAN_CACHE_TTL_SECONDS,
   };
 }

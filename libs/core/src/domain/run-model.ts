@@ -137,4 +137,11 @@ export interface PlanningRecord {
   /** The agent's lessons version the plan was made with, and the lessons its prompt stated. */
   readonly lessonsVersion?: number;
   readonly lessons?: readonly string[];
+  /**
+   * A first plan with the plan cache on: `hit` when it came from the cache (no planner call),
+   * `miss` when the planner was asked. Absent for replans and with the cache off.
+   */
+  readonly cache?: 'hit' | 'miss';
+  /** On a hit: the run the cached plan was made for. */
+  readonly cachedFrom?: string;
 }

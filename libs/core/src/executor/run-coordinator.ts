@@ -10,7 +10,7 @@ import type { NodeSnapshot, RunStatus } from '../domain/run-model.js';
 import { toErrorData, type NodeErrorData } from '../errors/node-error.js';
 import { RUN_ERROR_STATUS, deadlineError, runErrorForNode, type RunError } from '../errors/run-error.js';
 import { buildTopology } from '../graph/topology.js';
-import { planRun } from '../planning/plan-run.js';
+import { forgetCachedPlan, planRun } from '../planning/plan-run.js';
 import { DeadlineJobData, JOB, RunJobData, type RunJobData as RunJobInput } from '../queues/catalog.js';
 import { enqueueDeadline, enqueueRunRoot, removeDeadline, wakeParkedNodes } from '../queues/run-jobs.js';
 import type { OutcomeState, RunHeader } from '../state/run-store.js';
@@ -111,6 +111,7 @@ async function ensurePlanned(
       planVersion: 0,
       environmentVersion: envVersion,
       signal: tracked.signal,
+      runId,
     });
   } catch (err) {
     if (tracked.signal.aborted) {
@@ -129,7 +130,7 @@ async function ensurePlanned(
   if ('error' in result) {
     return rejectPlan(deps, runId, { code: 'plan_rejected', message: result.error });
   }
-  const { outcome, planning } = result;
+  const { outcome, planning, cache } = result;
   const charge = {
     promptTokens: outcome.usage.promptTokens,
     completionTokens: outcome.usage.completionTokens,
@@ -146,8 +147,8 @@ async function ensurePlanned(
   const pending = new Map(
     outcome.topology.ids.map((id) => [id, outcome.topology.parents.get(id)?.length ?? 0]),
   );
-  await store.setPlan(runId, { graph: outcome.graph, plan: outcome.plan, pending }, planning, charge);
-  deps.logger.info({ runId, nodes: outcome.plan.nodes.length }, 'task planned');
+  await store.setPlan(runId, { graph: outcome.graph, plan: outcome.plan, pending }, planning, charge, cache);
+  deps.logger.info({ runId, nodes: outcome.plan.nodes.length, cache: planning.cache }, 'task planned');
   return 'ready';
 }
 
@@ -373,6 +374,7 @@ async function finalize(
   if (await store.settle(plan.runId, generation, fill, output, final, now)) {
     observeSettled(final.status, state.createdAt);
     await remember(deps, plan.runId);
+    if (final.status === 'failed' || final.status === 'timed_out') await forgetPlan(deps, plan.runId);
     await removeDeadline(deps.queues, plan.runId, generation);
     deps.logger.info({ runId: plan.runId, status }, 'run settled');
   }
@@ -401,5 +403,15 @@ async function remember(deps: ExecutorDeps, runId: string): Promise<void> {
     await deps.memory.recordSettled(runId);
   } catch (err) {
     deps.logger.warn({ runId, err }, 'could not record the run in memory');
+  }
+}
+
+/** A run that failed or timed out takes its plan out of the plan cache; a failure here is logged. */
+async function forgetPlan(deps: ExecutorDeps, runId: string): Promise<void> {
+  if (!deps.planning?.cache) return;
+  try {
+    await forgetCachedPlan(deps.planning, deps.store, runId);
+  } catch (err) {
+    deps.logger.warn({ runId, err }, 'could not remove the plan of a failed run from the plan cache');
   }
 }

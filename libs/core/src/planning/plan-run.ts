@@ -8,12 +8,15 @@ import type { ModelClient } from '../model/model-client.js';
 import { truncate } from '../model/prompt-render.js';
 import type { Lesson } from '../memory/lesson.js';
 import type { LessonBook } from '../reflect/lesson-book.js';
+import type { PlanCacheStore } from '../state/plan-cache-store.js';
+import type { RunStore } from '../state/run-store.js';
 import { metrics } from '../telemetry/metrics.js';
 import { toolCatalog } from '../tools/tool-catalog.js';
 import type { ToolRegistry } from '../tools/tool.js';
 import { PLANNER_FILES, readWorkspace } from '../workspace/workspace.js';
+import { planCacheHash } from './cached-plan.js';
 import { PLANNER_PROMPT_VERSION } from './planner-prompt.js';
-import { planTask, type PlanOutcome } from './planner.js';
+import { planTask, validatePlan, type PlanOutcome, type PlannerDeps } from './planner.js';
 
 /** What the plan loop needs to plan tasks; absent in processes that only execute nodes. */
 export interface PlanningDeps {
@@ -26,6 +29,8 @@ export interface PlanningDeps {
   readonly workspaceFileChars: number;
   /** The lessons in effect per agent: the planner is told the hard and soft ones, and a plan that calls a blocked service is rejected. */
   readonly lessons?: LessonBook;
+  /** The plan cache (first plans of repeated tasks); absent: never cached. */
+  readonly cache?: PlanCacheStore;
 }
 
 /** What a plan is told of the lessons in effect: hard and soft ones, most confident first. */
@@ -47,15 +52,26 @@ export interface PlanRunOptions {
   readonly environmentVersion?: number;
   /** Aborts the planner call when the run ends meanwhile. */
   readonly signal?: AbortSignal;
+  /** The run planned: a first plan stored in the plan cache names it. */
+  readonly runId?: string;
 }
+
+/** Where a run's first plan sits in the plan cache: the entry's key and the run it names. */
+export interface PlanCacheRef {
+  readonly key: string;
+  readonly runId: string;
+}
+
+export type PlanRunResult =
+  { outcome: PlanOutcome; planning: PlanningRecord; cache?: PlanCacheRef } | { error: string };
 
 export async function planRun(
   deps: PlanningDeps,
   task: TaskSpec,
   input: unknown,
   options: PlanRunOptions,
-): Promise<{ outcome: PlanOutcome; planning: PlanningRecord } | { error: string }> {
-  const { planVersion, replan, environmentVersion = 0, signal } = options;
+): Promise<PlanRunResult> {
+  const { planVersion, replan, environmentVersion = 0, signal, runId } = options;
   if (!deps.model) return { error: 'no model is configured' };
   const allowed = deps.allowedTools(task.agentId);
   const catalog = toolCatalog(deps.tools, allowed);
@@ -72,7 +88,67 @@ export async function planRun(
     const lesson = hard.find((l) => l.scope.tool === tool && l.scope.host === target);
     return lesson ? `blocked by lesson ${lesson.id}: ${lesson.statement}` : undefined;
   };
+  // Told to the planner, or part of the cached plan made with the same lessons version.
   if (told.length > 0) metrics.lessonApplications.inc({ kind: 'soft' }, told.length);
+  const planner: Omit<PlannerDeps, 'model'> = {
+    tools: deps.tools,
+    limits: deps.limits,
+    allowedTools: allowed,
+    blocked,
+  };
+  const plannerModel = deps.model.config.plannerModel;
+  const record = (model: string): PlanningRecord => ({
+    plannerModel: model,
+    promptVersion: PLANNER_PROMPT_VERSION,
+    toolCatalogVersion: catalog.version,
+    planVersion,
+    environmentVersion,
+    ...(deps.lessons ? { lessonsVersion: book.version, lessons: told.map((l) => l.id) } : {}),
+  });
+
+  // Only a run's first plan goes through the plan cache; replans are always asked for.
+  const cache = deps.cache?.enabled && !replan && planVersion === 0 && runId ? deps.cache : undefined;
+  const cacheKey = cache?.keyOf(
+    task.agentId,
+    planCacheHash({
+      task: task.task,
+      input,
+      toolCatalogVersion: catalog.version,
+      lessonsVersion: book.version,
+      plannerModel,
+      promptVersion: PLANNER_PROMPT_VERSION,
+      overrides: task.overrides,
+      workspace,
+    }),
+  );
+  if (cache && cacheKey) {
+    const cached = await cache.get(cacheKey);
+    if (cached !== null) {
+      // A cached plan is checked like a planner's answer: allowlist, limits, input, hard lessons.
+      const checked = cached === 'corrupt' ? null : validatePlan(planner, cached.graph, input);
+      if (cached !== 'corrupt' && checked?.ok) {
+        metrics.planCache.inc({ outcome: 'hit' });
+        return {
+          outcome: {
+            ok: true,
+            graph: checked.graph,
+            plan: checked.plan,
+            topology: checked.topology,
+            usage: { promptTokens: 0, completionTokens: 0 },
+            calls: 0,
+            model: plannerModel,
+          },
+          planning: { ...record(plannerModel), cache: 'hit', cachedFrom: cached.runId },
+          cache: { key: cacheKey, runId: cached.runId },
+        };
+      }
+      metrics.planCache.inc({ outcome: 'stale' });
+      await cache.forget(cacheKey, cached === 'corrupt' ? undefined : cached.runId);
+    } else {
+      metrics.planCache.inc({ outcome: 'miss' });
+    }
+  }
+
   const completed = replan
     ? Object.fromEntries(
         [...replan.snapshots]
@@ -81,7 +157,7 @@ export async function planRun(
       )
     : undefined;
   const outcome = await planTask(
-    { model: deps.model, tools: deps.tools, limits: deps.limits, allowedTools: allowed, blocked },
+    { ...planner, model: deps.model },
     {
       task: task.task,
       catalog,
@@ -93,15 +169,27 @@ export async function planRun(
     input,
     signal,
   );
+  if (!cache || !cacheKey || !runId) return { outcome, planning: record(outcome.model) };
+  if (outcome.ok) {
+    await cache.put(cacheKey, { graph: outcome.graph, createdAt: new Date().toISOString(), runId });
+  }
   return {
     outcome,
-    planning: {
-      plannerModel: outcome.model,
-      promptVersion: PLANNER_PROMPT_VERSION,
-      toolCatalogVersion: catalog.version,
-      planVersion,
-      environmentVersion,
-      ...(deps.lessons ? { lessonsVersion: book.version, lessons: told.map((l) => l.id) } : {}),
-    },
+    planning: { ...record(outcome.model), cache: 'miss' },
+    ...(outcome.ok ? { cache: { key: cacheKey, runId } } : {}),
   };
+}
+
+/**
+ * A run that failed or timed out takes the plan it ran with out of the plan cache: the entry it
+ * was planned from or stored, if that entry still names the same run.
+ */
+export async function forgetCachedPlan(
+  deps: Pick<PlanningDeps, 'cache'>,
+  store: RunStore,
+  runId: string,
+): Promise<boolean> {
+  if (!deps.cache) return false;
+  const ref = await store.planCacheRef(runId);
+  return ref ? deps.cache.forget(ref.key, ref.runId) : false;
 }

@@ -4,7 +4,7 @@
  * an invalid plan.
  */
 import { z } from 'zod';
-import { validateGraph } from '../compile/validate.js';
+import { validateGraph, type ValidationResult } from '../compile/validate.js';
 import type { GraphLimits } from '../graph/limits.js';
 import type { ValidationIssue } from '../graph/schema.js';
 import type { Topology } from '../graph/topology.js';
@@ -46,6 +46,25 @@ export type PlanOutcome =
     }
   | { ok: false; issues: readonly ValidationIssue[]; usage: ModelUsage; calls: number; model: string };
 
+/**
+ * Checks a graph as a plan of this agent for this input: the static validation of a fixed graph
+ * (tools, limits, the agent's allowlist, `input.*` references) and the hard lessons in effect.
+ * A planner's answer and a cached plan go through the same checks.
+ */
+export function validatePlan(
+  deps: Omit<PlannerDeps, 'model'>,
+  raw: unknown,
+  runInput: unknown,
+): ValidationResult {
+  return validateGraph(raw, {
+    tools: deps.tools,
+    limits: deps.limits,
+    allowedTools: deps.allowedTools,
+    input: { value: runInput },
+    ...(deps.blocked ? { blocked: deps.blocked } : {}),
+  });
+}
+
 /** `signal` aborts the planner call (the run was cancelled, failed or timed out meanwhile). */
 export async function planTask(
   deps: PlannerDeps,
@@ -80,13 +99,7 @@ export async function planTask(
     const result =
       raw === undefined
         ? { ok: false as const, issues: [{ path: '', message: 'the answer is not JSON' }] }
-        : validateGraph(raw, {
-            tools: deps.tools,
-            limits: deps.limits,
-            allowedTools: deps.allowedTools,
-            input: { value: runInput },
-            ...(deps.blocked ? { blocked: deps.blocked } : {}),
-          });
+        : validatePlan(deps, raw, runInput);
     if (result.ok)
       return {
         ok: true,

@@ -127,3 +127,11 @@ export const memoryAgentsKey = (prefix: string): string => `${prefix}:memory:age
  * (64 lowercase hex digits). Shared by every run that produced the same text.
  */
 export const blobKey = (prefix: string, hex: string): string => `${prefix}:blob:${hex}`;
+
+/**
+ * One entry of an agent's plan cache: a validated first plan under the hash of everything the
+ * planner's answer depends on (see `planning/cached-plan.ts`). Keys of one agent share the hash
+ * tag `{a:<agentId>}`.
+ */
+export const planCacheKey = (prefix: string, agentId: string, hash: string): string =>
+  `${prefix}:plancache:{a:${agentId}}:${hash}`;

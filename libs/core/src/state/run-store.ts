@@ -374,15 +374,33 @@ export class RunStore {
     };
   }
 
-  /** Stores a task run's first plan; false when it already has one. */
+  /**
+   * Stores a task run's first plan; false when it already has one. `cache`: the plan cache entry
+   * the plan came from or was stored in (its key and the run it names), kept with the run.
+   */
   async setPlan(
     runId: string,
     plan: { graph: Graph; plan: ExecutableGraph; pending: ReadonlyMap<string, number> },
     planning: PlanningRecord,
     charge: UsageCharge,
+    cache?: { key: string; runId: string },
   ): Promise<boolean> {
-    const stored = await this.script('set-plan-6', this.keys(runId), planArgs(plan, planning, charge));
+    const stored = await this.script('set-plan-6', this.keys(runId), [
+      ...planArgs(plan, planning, charge),
+      cache?.key ?? '',
+      cache?.runId ?? '',
+    ]);
     return stored === 1;
+  }
+
+  /** The plan cache entry a run's first plan came from or was stored in, if any. */
+  async planCacheRef(runId: string): Promise<{ key: string; runId: string } | null> {
+    const [key, from] = await this.redis.hmget(
+      runKeys(this.options.prefix, runId).meta,
+      'planCacheKey',
+      'planCacheFrom',
+    );
+    return key && from ? { key, runId: from } : null;
   }
 
   /** Charges usage that belongs to no node, with an optional event. */

@@ -42,8 +42,14 @@ const SESSION_SCRIPTS = [
 /** Scripts over one agent's memory (lua-memory/). */
 const MEMORY_SCRIPTS = ['record-run-4', 'save-reflection-4', 'set-lesson-status-4'] as const;
 
+/** Scripts over one plan cache entry (lua-plan/). */
+const PLAN_SCRIPTS = ['forget-cached-plan-1'] as const;
+
 export type ScriptName =
-  (typeof SCRIPTS)[number] | (typeof SESSION_SCRIPTS)[number] | (typeof MEMORY_SCRIPTS)[number];
+  | (typeof SCRIPTS)[number]
+  | (typeof SESSION_SCRIPTS)[number]
+  | (typeof MEMORY_SCRIPTS)[number]
+  | (typeof PLAN_SCRIPTS)[number];
 
 const read = (dir: string, file: string): string =>
   readFileSync(new URL(`./${dir}/${file}`, import.meta.url), 'utf8');
@@ -59,6 +65,9 @@ const sources = new Map<ScriptName, { lua: string; numberOfKeys: number }>([
   ),
   ...MEMORY_SCRIPTS.map(
     (name) => [name, { lua: read('lua-memory', `${name}.lua`), numberOfKeys: keysOf(name) }] as const,
+  ),
+  ...PLAN_SCRIPTS.map(
+    (name) => [name, { lua: read('lua-plan', `${name}.lua`), numberOfKeys: keysOf(name) }] as const,
   ),
 ]);
 

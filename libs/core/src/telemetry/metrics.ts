@@ -99,6 +99,12 @@ export const metrics = {
     labelNames: ['reason'] as const,
     registers: [registry],
   }),
+  planCache: new Counter({
+    name: 'tetraloop_plan_cache_total',
+    help: 'First plans looked up in the plan cache, by outcome: hit (no planner call), miss, or stale (found but no longer valid; removed).',
+    labelNames: ['outcome'] as const,
+    registers: [registry],
+  }),
   loopSuspicions: new Counter({
     name: 'tetraloop_loop_suspicions_total',
     help: 'Nodes stopped as suspected loops.',
