@@ -482,8 +482,9 @@ describe('deployment files', () => {
         expect(titles).toMatch(t);
       }
       for (const t of [/Retries/, /Tokens \/ s/, /Lane wait/, /Stall alarms/]) expect(titles).toMatch(t);
-      // The reflect loop and the blobs.
+      // The plan cache, the reflect loop and the blobs.
       for (const t of [
+        /Plan cache lookups \/ s by outcome/,
         /Reflections \/ s/,
         /Reflection duration p50/,
         /Lesson applications \/ s by kind/,
@@ -494,6 +495,7 @@ describe('deployment files', () => {
       }
       const exprs = panels.flatMap((p) => (p.targets ?? []).map((t) => t.expr)).join('\n');
       for (const metric of [
+        'tetraloop_plan_cache_total',
         'tetraloop_reflections_total',
         'tetraloop_reflection_duration_seconds_bucket',
         'tetraloop_lesson_applications_total',
