@@ -482,7 +482,28 @@ describe('deployment files', () => {
         expect(titles).toMatch(t);
       }
       for (const t of [/Retries/, /Tokens \/ s/, /Lane wait/, /Stall alarms/]) expect(titles).toMatch(t);
+      // The plan cache, the reflect loop and the blobs.
+      for (const t of [
+        /Plan cache lookups \/ s by outcome/,
+        /Reflections \/ s/,
+        /Reflection duration p50/,
+        /Lesson applications \/ s by kind/,
+        /Lessons by status/,
+        /Blob bytes \/ s, stored and deduplicated/,
+      ]) {
+        expect(titles).toMatch(t);
+      }
       const exprs = panels.flatMap((p) => (p.targets ?? []).map((t) => t.expr)).join('\n');
+      for (const metric of [
+        'tetraloop_plan_cache_total',
+        'tetraloop_reflections_total',
+        'tetraloop_reflection_duration_seconds_bucket',
+        'tetraloop_lesson_applications_total',
+        'tetraloop_lessons',
+        'tetraloop_blob_bytes_total',
+      ]) {
+        expect(exprs).toMatch(new RegExp(`\\b${metric}\\b`));
+      }
       for (const quantile of ['0.5', '0.95', '0.99']) {
         expect(exprs).toContain(
           `histogram_quantile(${quantile}, sum by (le) (rate(tetraloop_run_duration_seconds_bucket`,

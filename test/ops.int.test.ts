@@ -1,5 +1,17 @@
-/** Operating Tetraloop: Prometheus metrics after a real run, and Bull Board behind its token. */
+/**
+ * Operating Tetraloop: Prometheus metrics after a real run, the lessons gauge read at scrape time,
+ * and Bull Board behind its token.
+ */
+import { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import {
+  MemoryStore,
+  lessonId,
+  metrics,
+  type Lesson,
+  type LessonKind,
+  type LessonStatus,
+} from '@tetraloop/core';
 import { runToEnd, startStack, type Stack } from './support/stack.js';
 
 let stack: Stack;
@@ -26,6 +38,109 @@ describe('/metrics', () => {
     expect(text).toContain('process_resident_memory_bytes');
     // No label carries a run id.
     expect(text).not.toContain(doc.runId);
+  });
+});
+
+/** The samples of one metric in a scrape, as `label=value,…` → value. */
+function samples(text: string, name: string): Map<string, number> {
+  const found = new Map<string, number>();
+  for (const line of text.split('\n')) {
+    const m = new RegExp(`^${name}\\{([^}]*)\\} (\\S+)$`).exec(line);
+    if (!m) continue;
+    const labels = [...m[1]!.matchAll(/(\w+)="([^"]*)"/g)].map(([, k, v]) => `${k}=${v}`).sort();
+    found.set(labels.join(','), Number(m[2]));
+  }
+  return found;
+}
+
+describe('tetraloop_lessons', () => {
+  const scrape = async (url: string): Promise<Map<string, number>> =>
+    samples(await fetch(`${url}/metrics`).then((r) => r.text()), 'tetraloop_lessons');
+  const now = new Date().toISOString();
+  const lesson = (agentId: string, kind: LessonKind, status: LessonStatus, host: string): Lesson => ({
+    id: lessonId(agentId, `rule-${kind}`, { tool: 'http', host }),
+    agentId,
+    kind,
+    rule: `rule-${kind}`,
+    scope: { tool: 'http', host },
+    statement: `${host} (${kind})`,
+    cases: 3,
+    confidence: 0.7,
+    status,
+    evidence: ['r1'],
+    missed: 0,
+    createdAt: now,
+    updatedAt: now,
+    version: 1,
+  });
+  /** An agent's memory as the reflect loop leaves it: a recorded run, then a reflection's lessons. */
+  async function remember(memory: MemoryStore, agentId: string, lessons: Lesson[]): Promise<void> {
+    await memory.record({
+      runId: `${agentId}-run`,
+      agentId,
+      fingerprint: 'graph:0',
+      status: 'succeeded',
+      finishedAt: now,
+      durationMs: 1,
+      tokens: 0,
+      calls: [],
+      lessons: [],
+    });
+    await memory.saveReflection(agentId, lessons, true, now);
+  }
+
+  it("counts every agent's lessons by kind and status at each scrape, zeros included", async () => {
+    const redis = new Redis(stack.env.REDIS_URL!);
+    try {
+      const memory = new MemoryStore(redis, { prefix: stack.prefix, hotRuns: 200, useBonus: 0.05 });
+      const before = await scrape(stack.url);
+      // Every kind × status, and nothing else: the labels are bounded.
+      expect(before.size).toBe(12);
+      expect([...before.values()]).toEqual(new Array<number>(12).fill(0));
+
+      const a = [lesson('alpha', 'hard', 'active', 'a.test'), lesson('alpha', 'soft', 'probation', 'b.test')];
+      await remember(memory, 'alpha', a);
+      await remember(memory, 'beta', [
+        lesson('beta', 'hard', 'active', 'a.test'),
+        lesson('beta', 'template', 'pinned', 'c.test'),
+      ]);
+      const after = await scrape(stack.url);
+      expect(after.get('kind=hard,status=active')).toBe(2);
+      expect(after.get('kind=soft,status=probation')).toBe(1);
+      expect(after.get('kind=template,status=pinned')).toBe(1);
+      expect(after.get('kind=hard,status=retired')).toBe(0);
+      expect([...after.values()].reduce((x, y) => x + y, 0)).toBe(4);
+
+      // An operator retires one: the next scrape moves it.
+      const patched = await fetch(`${stack.url}/v1/lessons/${a[0]!.id}`, {
+        method: 'PATCH',
+        headers: { 'content-type': 'application/json' },
+        body: JSON.stringify({ status: 'retired' }),
+      });
+      expect(patched.status).toBe(200);
+      const retired = await scrape(stack.url);
+      expect(retired.get('kind=hard,status=active')).toBe(1);
+      expect(retired.get('kind=hard,status=retired')).toBe(1);
+      // No label carries an agent or lesson id.
+      const text = await fetch(`${stack.url}/metrics`).then((r) => r.text());
+      expect(text).not.toContain('alpha');
+      expect(text).not.toContain(a[0]!.id);
+    } finally {
+      redis.disconnect();
+    }
+  });
+
+  it('is not reported by an API without memory (TETRALOOP_REFLECT=off)', async () => {
+    // One registry per process: forget what the other stack's scrapes set.
+    metrics.lessons.reset();
+    const off = await startStack({ pools: [], env: { TETRALOOP_REFLECT: 'off' } });
+    try {
+      const text = await fetch(`${off.url}/metrics`).then((r) => r.text());
+      expect(text).toContain('# TYPE tetraloop_lessons gauge');
+      expect(samples(text, 'tetraloop_lessons').size).toBe(0);
+    } finally {
+      await off.close();
+    }
   });
 });
 

@@ -55,3 +55,23 @@ export function stderrMatches(p: Spawned, pattern: RegExp): Promise<RegExpMatchA
     check();
   });
 }
+
+/** Runs the `tetraloop` command to its end; answers its exit code and everything it wrote. */
+export function runTetraloop(
+  args: string[],
+  env: Record<string, string>,
+): Promise<{ code: number | null; stdout: string; stderr: string }> {
+  const child = spawn(process.execPath, [BIN, ...args], {
+    env: { PATH: process.env.PATH ?? '', ...env },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  let stdout = '';
+  let stderr = '';
+  child.stdout.on('data', (d: Buffer) => (stdout += d.toString()));
+  child.stderr.on('data', (d: Buffer) => (stderr += d.toString()));
+  return new Promise((resolve, reject) => {
+    child.once('error', reject);
+    // 'close', not 'exit': the output streams are drained by then.
+    child.once('close', (code) => resolve({ code, stdout, stderr }));
+  });
+}

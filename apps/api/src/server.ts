@@ -18,6 +18,7 @@ import {
 import { bullBoard } from './admin.js';
 import { createApp } from './app.js';
 import type { ApiEnv } from './env.js';
+import { refreshLessonGauge } from './lesson-metrics.js';
 
 export interface ApiHandle {
   readonly url: string;
@@ -53,8 +54,19 @@ export async function startApi(env: ApiEnv): Promise<ApiHandle> {
     env.TETRALOOP_QUEUE_CHECK_MS,
   );
   watchTimer.unref();
+  const memory = services.memory;
+  // Scrape-time gauges: queue depths, and the lessons of every agent when the API has memory.
+  const refreshMetrics = async (): Promise<void> => {
+    await Promise.all([
+      watch.refresh(),
+      memory &&
+        refreshLessonGauge(memory.store).catch((err: Error) =>
+          logger.debug({ err: err.message }, 'lessons gauge not refreshed'),
+        ),
+    ]);
+  };
   const app = createApp({
-    refreshMetrics: () => watch.refresh(),
+    refreshMetrics,
     ...(env.TETRALOOP_ADMIN_TOKEN
       ? {
           admin: {

@@ -1,9 +1,11 @@
 /**
- * `tetraloop <command>`: dev | api | worker | run. Each process type also runs alone against a
- * shared REDIS_URL, so pools scale as separate processes.
+ * `tetraloop <command>`: dev | api | worker | run | lessons. Each process type also runs alone
+ * against a shared REDIS_URL, so pools scale as separate processes; `run` and `lessons` are clients
+ * of the API at TETRALOOP_API_URL.
  */
 import { parseArgs } from 'node:util';
 import { ConfigError, POOLS, RedisServerMissingError, type Pool } from '@tetraloop/core';
+import { lessonsCommand } from './lessons-command.js';
 import { runApi, runDev, runWorker } from './processes.js';
 import { runGraphFile } from './run-command.js';
 
@@ -13,7 +15,12 @@ const USAGE = `usage: tetraloop <command>
   api                                   the HTTP API alone
   worker --pool <${POOLS.join('|')}|all> [--concurrency N] [--metrics-port P]
                                         one worker pool (or all of them)
-  run <graph.json> [--follow]           submit a run to TETRALOOP_API_URL and wait for it`;
+  run <graph.json> [--follow]           submit a run to TETRALOOP_API_URL and wait for it
+  lessons list <agentId> [--status probation|active|pinned|retired] [--json]
+                                        an agent's lessons, as a table (from TETRALOOP_API_URL)
+  lessons show <lessonId>               one lesson, as JSON
+  lessons retire|pin|activate <lessonId>
+                                        override a lesson's status`;
 
 export async function main(argv: string[]): Promise<void> {
   const [command, ...rest] = argv;
@@ -57,11 +64,16 @@ export async function main(argv: string[]): Promise<void> {
         process.exitCode = await runGraphFile(file, { follow: values.follow ?? false });
         return;
       }
+      case 'lessons':
+        process.exitCode = await lessonsCommand(rest);
+        return;
       default:
         return fail(USAGE);
     }
   } catch (err) {
     if (err instanceof ConfigError || err instanceof RedisServerMissingError) return fail(err.message);
+    // node:util parseArgs: an unknown option or a missing value is a usage error.
+    if (isParseArgsError(err)) return fail(`${command}: ${err.message}`);
     throw err;
   }
 }
@@ -70,6 +82,11 @@ function parsePools(value: string | undefined): Pool[] {
   if (value === 'all') return [...POOLS];
   if (value !== undefined && (POOLS as readonly string[]).includes(value)) return [value as Pool];
   return fail(`--pool must be one of ${POOLS.join(', ')}, all`);
+}
+
+function isParseArgsError(err: unknown): err is Error {
+  const code = (err as { code?: unknown } | null)?.code;
+  return err instanceof Error && typeof code === 'string' && code.startsWith('ERR_PARSE_ARGS_');
 }
 
 function fail(message: string): never {

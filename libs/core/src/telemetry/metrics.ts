@@ -75,6 +75,12 @@ export const metrics = {
     help: '1 when the last queue check could read Redis, 0 when it could not.',
     registers: [registry],
   }),
+  lessons: new Gauge({
+    name: 'tetraloop_lessons',
+    help: "Lessons across every agent's memory, by kind and status (read by the API at each scrape).",
+    labelNames: ['kind', 'status'] as const,
+    registers: [registry],
+  }),
   laneWait: new Histogram({
     name: 'tetraloop_lane_wait_seconds',
     help: 'How long a session run waited in its lane before it started.',

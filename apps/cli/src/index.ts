@@ -1,0 +1,3 @@
+/** What the `tetraloop` command's client subcommands do, for programs and tests that call them in-process. */
+export * from './lessons-command.js';
+export { runGraphFile } from './run-command.js';

@@ -1,0 +1,267 @@
+/**
+ * `tetraloop lessons …`: an operator reads an agent's lessons and overrides their status through
+ * the API at `TETRALOOP_API_URL`, as `tetraloop run` submits runs. Exit codes: 0 done, 1 the API
+ * said no (an unknown lesson, the reflect loop off, the API unreachable), 2 a usage error.
+ */
+import { parseArgs } from 'node:util';
+import { LESSON_STATUSES, type Lesson, type LessonStatus } from '@tetraloop/core';
+
+export const LESSONS_USAGE = `usage: tetraloop lessons <command>
+
+  list <agentId> [--status ${LESSON_STATUSES.join('|')}] [--json]
+                                        the agent's lessons, as a table (--json: the API's answer)
+  show <lessonId>                       one lesson, as JSON
+  retire <lessonId>                     retire a lesson: it stops taking effect
+  pin <lessonId>                        pin a lesson: in effect, and reflection leaves it alone
+  activate <lessonId>                   put a lesson in effect (reflection may still retire it)
+
+A lesson id is <agentId>.<12 hex digits>. The API is TETRALOOP_API_URL (default http://localhost:3000).`;
+
+/** The status each override command sets (`PATCH /v1/lessons/:id`). */
+const OVERRIDES = { retire: 'retired', pin: 'pinned', activate: 'active' } as const satisfies Record<
+  string,
+  LessonStatus
+>;
+type Override = keyof typeof OVERRIDES;
+
+const AGENT_ID = /^[A-Za-z0-9_-]{1,64}$/;
+const LESSON_ID = /^([A-Za-z0-9_-]{1,64})\.[0-9a-f]{12}$/;
+/** Statements longer than this are cut in the table; `show` prints them whole. */
+const STATEMENT_CHARS = 72;
+
+export interface LessonsIo {
+  readonly apiUrl: string;
+  readonly stdout: (text: string) => void;
+  readonly stderr: (text: string) => void;
+}
+
+const processIo = (): LessonsIo => ({
+  apiUrl: process.env.TETRALOOP_API_URL ?? 'http://localhost:3000',
+  stdout: (text) => void process.stdout.write(text),
+  stderr: (text) => void process.stderr.write(text),
+});
+
+/** A mistake in the command line: exit code 2. */
+class UsageError extends Error {}
+/** The API could not be asked or said no: exit code 1. */
+class CommandError extends Error {}
+
+interface AgentLessons {
+  readonly agentId: string;
+  readonly version: number;
+  readonly lessons: Lesson[];
+}
+
+/** Runs `tetraloop lessons <args>`; answers the exit code. */
+export async function lessonsCommand(args: readonly string[], io: LessonsIo = processIo()): Promise<number> {
+  try {
+    const [command, ...rest] = args;
+    switch (command) {
+      case 'list':
+        return await list(rest, io);
+      case 'show':
+        return await show(lessonIdArg('show', rest), io);
+      case 'retire':
+      case 'pin':
+      case 'activate':
+        return await override(command, lessonIdArg(command, rest), io);
+      case 'help':
+      case '--help':
+      case '-h':
+        io.stdout(`${LESSONS_USAGE}\n`);
+        return 0;
+      case undefined:
+        throw new UsageError(LESSONS_USAGE);
+      default:
+        throw new UsageError(`unknown lessons command '${command}'\n\n${LESSONS_USAGE}`);
+    }
+  } catch (err) {
+    if (err instanceof UsageError) {
+      io.stderr(`${err.message}\n`);
+      return 2;
+    }
+    if (err instanceof CommandError) {
+      io.stderr(`${err.message}\n`);
+      return 1;
+    }
+    throw err;
+  }
+}
+
+/** Runs node:util's parseArgs; its complaints (an unknown option, a missing value) are usage errors. */
+function parsing<T>(command: string, parse: () => T): T {
+  try {
+    return parse();
+  } catch (err) {
+    const code = (err as { code?: unknown }).code;
+    if (typeof code === 'string' && code.startsWith('ERR_PARSE_ARGS_')) {
+      throw new UsageError(`lessons ${command}: ${(err as Error).message}`);
+    }
+    throw err;
+  }
+}
+
+function lessonIdArg(command: string, args: readonly string[]): { id: string; agentId: string } {
+  const { positionals } = parsing(command, () =>
+    parseArgs({ args: [...args], options: {}, allowPositionals: true, strict: true }),
+  );
+  const [id, ...extra] = positionals;
+  if (id === undefined)
+    throw new UsageError(`lessons ${command} needs a lesson id: tetraloop lessons ${command} <lessonId>`);
+  if (extra.length > 0)
+    throw new UsageError(`lessons ${command} takes one lesson id, got ${positionals.length}`);
+  const match = LESSON_ID.exec(id);
+  if (!match)
+    throw new UsageError(`lessons ${command}: '${id}' is not a lesson id (<agentId>.<12 hex digits>)`);
+  // The agent a lesson belongs to is the part of its id before the last '.'.
+  return { id, agentId: match[1]! };
+}
+
+async function list(args: readonly string[], io: LessonsIo): Promise<number> {
+  const { values, positionals } = parsing('list', () =>
+    parseArgs({
+      args: [...args],
+      options: { status: { type: 'string' }, json: { type: 'boolean', default: false } },
+      allowPositionals: true,
+      strict: true,
+    }),
+  );
+  const [agentId, ...extra] = positionals;
+  if (agentId === undefined)
+    throw new UsageError('lessons list needs an agent id: tetraloop lessons list <agentId>');
+  if (extra.length > 0) throw new UsageError(`lessons list takes one agent id, got ${positionals.length}`);
+  if (!AGENT_ID.test(agentId))
+    throw new UsageError(`lessons list: '${agentId}' is not an agent id ([A-Za-z0-9_-]{1,64})`);
+  const status = values.status;
+  if (status !== undefined && !(LESSON_STATUSES as readonly string[]).includes(status)) {
+    throw new UsageError(`lessons list: --status must be one of ${LESSON_STATUSES.join(', ')}`);
+  }
+  const answer = await lessonsOf(io, agentId, status);
+  if (values.json) {
+    io.stdout(`${JSON.stringify(answer, null, 2)}\n`);
+    return 0;
+  }
+  const n = answer.lessons.length;
+  const what = `${status ? `${status} ` : ''}lesson${n === 1 ? '' : 's'}`;
+  if (n === 0) {
+    io.stderr(`agent ${agentId} has no ${what} (lessons version ${answer.version})\n`);
+    return 0;
+  }
+  io.stdout(lessonTable(answer.lessons));
+  io.stderr(`agent ${agentId}: ${n} ${what} (lessons version ${answer.version})\n`);
+  return 0;
+}
+
+async function show(lesson: { id: string; agentId: string }, io: LessonsIo): Promise<number> {
+  const { lessons } = await lessonsOf(io, lesson.agentId);
+  const found = lessons.find((l) => l.id === lesson.id);
+  if (!found) {
+    const others =
+      lessons.length === 0
+        ? 'no lessons'
+        : `${lessons.length} other lesson${lessons.length === 1 ? '' : 's'} (tetraloop lessons list ${lesson.agentId})`;
+    throw new CommandError(`no lesson ${lesson.id}: agent ${lesson.agentId} has ${others}`);
+  }
+  io.stdout(`${JSON.stringify(found, null, 2)}\n`);
+  return 0;
+}
+
+async function override(
+  command: Override,
+  lesson: { id: string; agentId: string },
+  io: LessonsIo,
+): Promise<number> {
+  const status = OVERRIDES[command];
+  const res = await request(io, 'PATCH', `/v1/lessons/${encodeURIComponent(lesson.id)}`, { status });
+  if (res.status === 404 && errorCode(res.body) === 'lesson_not_found') {
+    throw new CommandError(`no lesson ${lesson.id} (tetraloop lessons list ${lesson.agentId})`);
+  }
+  if (res.status !== 200) throw apiError(res);
+  const after = res.body as Lesson;
+  io.stdout(`${JSON.stringify(after, null, 2)}\n`);
+  io.stderr(`lesson ${after.id} is ${after.status}\n`);
+  return 0;
+}
+
+async function lessonsOf(io: LessonsIo, agentId: string, status?: string): Promise<AgentLessons> {
+  const query = status ? `?status=${encodeURIComponent(status)}` : '';
+  const res = await request(io, 'GET', `/v1/agents/${encodeURIComponent(agentId)}/lessons${query}`);
+  if (res.status !== 200) throw apiError(res);
+  return res.body as AgentLessons;
+}
+
+async function request(
+  io: LessonsIo,
+  method: 'GET' | 'PATCH',
+  path: string,
+  body?: unknown,
+): Promise<{ status: number; body: unknown }> {
+  const base = io.apiUrl.replace(/\/+$/, '');
+  let res: Response;
+  try {
+    res = await fetch(`${base}${path}`, {
+      method,
+      ...(body === undefined
+        ? {}
+        : { headers: { 'content-type': 'application/json' }, body: JSON.stringify(body) }),
+    });
+  } catch (err) {
+    const cause = (err as { cause?: { code?: string; message?: string } }).cause;
+    const why = cause?.code ?? cause?.message ?? (err as Error).message;
+    throw new CommandError(`cannot reach the API at ${base} (${why}); set TETRALOOP_API_URL`);
+  }
+  const text = await res.text();
+  try {
+    return { status: res.status, body: JSON.parse(text) as unknown };
+  } catch {
+    throw new CommandError(`the API at ${base} answered ${res.status} with no JSON: ${text.slice(0, 200)}`);
+  }
+}
+
+const errorCode = (body: unknown): string | undefined =>
+  (body as { error?: { code?: string } } | null)?.error?.code;
+
+/** The API's error (`{error: {code, message, issues?}}`) as a message for the operator. */
+function apiError(res: { status: number; body: unknown }): CommandError {
+  const error = (
+    res.body as {
+      error?: { code?: string; message?: string; issues?: { path: string; message: string }[] };
+    } | null
+  )?.error;
+  if (!error) return new CommandError(`the API answered ${res.status}: ${JSON.stringify(res.body)}`);
+  const issues = (error.issues ?? []).map((i) => `\n  ${i.path}: ${i.message}`).join('');
+  return new CommandError(
+    `the API answered ${res.status} ${error.code ?? ''}: ${error.message ?? ''}${issues}`,
+  );
+}
+
+const scopeOf = (lesson: Lesson): string =>
+  Object.entries(lesson.scope)
+    .filter(([, v]) => v !== undefined && v !== '')
+    .map(([k, v]) => `${k}=${v}`)
+    .join(' ') || '-';
+
+const cut = (text: string, chars: number): string =>
+  text.length <= chars ? text : `${text.slice(0, chars - 1)}…`;
+
+/** Lessons as an aligned text table, one line each. */
+export function lessonTable(lessons: readonly Lesson[]): string {
+  const header = ['ID', 'KIND', 'STATUS', 'CONFIDENCE', 'CASES', 'SCOPE', 'UPDATED', 'STATEMENT'];
+  const rows = lessons.map((l) => [
+    l.id,
+    l.kind,
+    l.status,
+    l.confidence.toFixed(2),
+    String(l.cases),
+    scopeOf(l),
+    l.updatedAt.replace(/\.\d+Z$/, 'Z'),
+    cut(l.statement.replace(/\s+/g, ' ').trim(), STATEMENT_CHARS),
+  ]);
+  const widths = header.map((h, i) => Math.max(h.length, ...rows.map((r) => r[i]!.length)));
+  const line = (cells: string[]): string =>
+    cells
+      .map((c, i) => (i === cells.length - 1 ? c : c.padEnd(widths[i]!)))
+      .join('  ')
+      .trimEnd();
+  return `${[header, ...rows].map(line).join('\n')}\n`;
+}
