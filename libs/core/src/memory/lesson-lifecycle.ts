@@ -55,6 +55,11 @@ export function reflectLessons(
   settings: LifecycleSettings = DEFAULT_LIFECYCLE,
   /** Negative feedback on runs that applied each lesson, since the last reflection: cases against it. */
   against: ReadonlyMap<string, number> = new Map(),
+  /**
+   * Lessons applied by runs that succeeded since the last reflection: cases for them, so they do
+   * not decay (a template lesson that works removes the very failures that made it).
+   */
+  used: ReadonlySet<string> = new Set(),
 ): { lessons: Lesson[]; changed: boolean } {
   const byId = new Map(lessons.map((l) => [l.id, l]));
   const found = new Set<string>();
@@ -116,6 +121,10 @@ export function reflectLessons(
   for (const original of lessons) {
     const old = byId.get(original.id) ?? original;
     if (found.has(old.id) || old.status === 'pinned' || old.status === 'retired') continue;
+    if (used.has(old.id)) {
+      byId.set(old.id, { ...old, missed: 0 });
+      continue;
+    }
     const missed = old.missed + 1;
     let confidence = old.confidence;
     if (missed >= settings.decayAfter) confidence = round(confidence * settings.decayFactor);

@@ -190,6 +190,24 @@ describe('the lifecycle', () => {
     expect(statuses).toEqual(['active:0.6', 'active:0.6', 'active:0.3', 'retired:0.15']);
   });
 
+  it('keeps a lesson that runs used successfully from decaying, though no rule finds it any more', () => {
+    let lessons: Lesson[] = reflectLessons('main', [], [candidate(['a', 'b', 'c'])], NOW, 0).lessons;
+    const id = lessons[0]!.id;
+    for (let i = 0; i < 5; i++) {
+      lessons = reflectLessons(
+        'main',
+        lessons,
+        [],
+        NOW,
+        1,
+        DEFAULT_LIFECYCLE,
+        new Map(),
+        new Set([id]),
+      ).lessons;
+    }
+    expect(lessons[0]).toMatchObject({ status: 'active', missed: 0, confidence: 0.6 });
+  });
+
   it('leaves pinned lessons alone and counts negative feedback against the lessons a run applied', () => {
     const active = reflectLessons('main', [], [candidate(['a', 'b', 'c'])], NOW, 0).lessons;
     const pinned = active.map((l) => ({ ...l, status: 'pinned' as const }));

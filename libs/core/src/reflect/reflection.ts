@@ -30,14 +30,23 @@ export interface ReflectionResult {
 /** One reflection of one agent. */
 export async function reflect(deps: ReflectionDeps, agentId: string): Promise<ReflectionResult> {
   const started = performance.now();
-  const [hot, { version, lessons }, against] = await Promise.all([
+  const [hot, { version, lessons }, since] = await Promise.all([
     deps.memory.hotSet(agentId),
     deps.memory.lessons(agentId),
-    deps.memory.against(agentId),
+    deps.memory.sinceReflection(agentId),
   ]);
   const candidates = candidateLessons(hot, deps.rules);
   const now = new Date().toISOString();
-  const result = reflectLessons(agentId, lessons, candidates, now, version, deps.lifecycle, against);
+  const result = reflectLessons(
+    agentId,
+    lessons,
+    candidates,
+    now,
+    version,
+    deps.lifecycle,
+    since.against,
+    since.used,
+  );
   const after = await deps.memory.saveReflection(agentId, result.lessons, result.changed, now);
   const counts: Record<string, number> = {};
   for (const l of result.lessons) counts[l.status] = (counts[l.status] ?? 0) + 1;

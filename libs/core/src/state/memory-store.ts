@@ -181,14 +181,17 @@ export class MemoryStore {
     await tx.exec();
   }
 
-  /** Negative feedback per lesson since the last reflection. */
-  async against(agentId: string): Promise<Map<string, number>> {
+  /**
+   * Since the last reflection, per lesson: negative feedback on runs that applied it (`against`),
+   * and runs that applied it and succeeded (`used`).
+   */
+  async sinceReflection(agentId: string): Promise<{ against: Map<string, number>; used: Set<string> }> {
     const meta = await this.redis.hgetall(memoryKeys(this.options.prefix, agentId).meta);
-    return new Map(
+    const fields = (head: string): [string, number][] =>
       Object.entries(meta)
-        .filter(([field]) => field.startsWith('against:'))
-        .map(([field, n]) => [field.slice('against:'.length), Number(n)]),
-    );
+        .filter(([field]) => field.startsWith(head))
+        .map(([field, n]) => [field.slice(head.length), Number(n)]);
+    return { against: new Map(fields('against:')), used: new Set(fields('used:').map(([id]) => id)) };
   }
 
   /** Counters since the last reflection and when it was. */

@@ -2,7 +2,8 @@
   Records a settled run in its agent's memory, in one step: its summary at the head of the hot
   set (trimmed to its cap), its calls in the per-service counters, the run counters and failure
   streak the reflection triggers read, and, for a run that succeeded, a little more confidence for
-  each lesson it applied (no version change: nothing about its effect changed).
+  each lesson it applied and a successful use counted for the next reflection (no version change:
+  nothing about its effect changed).
   KEYS[1] meta, KEYS[2] runs, KEYS[3] stats, KEYS[4] lessons
   ARGV[1] summary JSON, ARGV[2] hot set cap, ARGV[3] '1' when the run succeeded,
   ARGV[4] JSON list of the lesson ids it applied, ARGV[5] confidence added per successful use,
@@ -25,6 +26,8 @@ if ARGV[3] == '1' then
       local lesson = cjson.decode(raw)
       lesson.confidence = math.min(1, lesson.confidence + tonumber(ARGV[5]))
       redis.call('HSET', KEYS[4], id, cjson.encode(lesson))
+      -- A successful use is a case for the lesson: the next reflection does not let it decay.
+      redis.call('HINCRBY', KEYS[1], 'used:' .. id, 1)
     end
   end
 else

@@ -1,7 +1,7 @@
 --[[
   Stores what one reflection made of an agent's lessons, in one step: every lesson written, the
   lessons version moved on when anything in effect changed, the since-last-reflection counters
-  (failures per service, negative feedback per lesson) reset.
+  (failures per service, negative feedback and successful uses per lesson) reset.
   KEYS[1] meta, KEYS[2] runs, KEYS[3] stats, KEYS[4] lessons
   ARGV[1] '1' when something in effect changed, ARGV[2] reflection time (ISO), ARGV[3..] pairs of
   lesson id, lesson JSON
@@ -12,7 +12,8 @@ local version = tonumber(redis.call('HGET', KEYS[1], 'version') or '0')
 if ARGV[1] == '1' then version = redis.call('HINCRBY', KEYS[1], 'version', 1) end
 local stale = {}
 for _, field in ipairs(redis.call('HKEYS', KEYS[1])) do
-  if string.sub(field, 1, 6) == 'fails:' or string.sub(field, 1, 8) == 'against:' then stale[#stale + 1] = field end
+  local head = string.match(field, '^(%a+):')
+  if head == 'fails' or head == 'against' or head == 'used' then stale[#stale + 1] = field end
 end
 if #stale > 0 then redis.call('HDEL', KEYS[1], unpack(stale)) end
 redis.call('HSET', KEYS[1], 'sinceReflect', 0, 'lastReflectAt', ARGV[2])
