@@ -11,6 +11,7 @@ import { runThroughput, throughputTable } from './throughput.js';
 import { runScale, scaleTable } from './scale.js';
 import { apiTable, runApi } from './api.js';
 import { memoryTable, runMemory } from './memory.js';
+import { learningTable, runLearning } from './learning.js';
 
 interface Benchmark {
   readonly title: string;
@@ -70,6 +71,13 @@ const BENCHMARKS: Record<string, Benchmark> = {
     async run() {
       const result = await runMemory();
       return { json: result, markdown: memoryTable(result) };
+    },
+  },
+  learning: {
+    title: 'Learning: 300 seeded runs over a broken, a slow and a healthy host, reflect off vs on',
+    async run() {
+      const result = await runLearning();
+      return { json: result, markdown: learningTable(result) };
     },
   },
 };

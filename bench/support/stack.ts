@@ -3,7 +3,7 @@ import { randomUUID } from 'node:crypto';
 import { parseApiEnv, startApi, type ApiHandle } from '@tetraloop/api';
 import { startRedisServer, type RedisServer, type RunDocument } from '@tetraloop/core';
 import { parseWorkerEnv, startPools, type PoolsHandle } from '@tetraloop/workers';
-import type { ExecutorHooks } from '@tetraloop/core';
+import type { ExecutorHooks, Pool } from '@tetraloop/core';
 
 export interface BenchStack {
   readonly url: string;
@@ -16,7 +16,7 @@ export interface BenchStack {
 
 export async function startBenchStack(
   env: Record<string, string> = {},
-  options: { pools?: ('plan' | 'tool')[]; hooks?: ExecutorHooks } = {},
+  options: { pools?: Pool[]; hooks?: ExecutorHooks } = {},
 ): Promise<BenchStack> {
   const redis = await startRedisServer();
   const full = {

@@ -10,6 +10,10 @@
  *                                  answers `status` to the first `fail` calls of that node, then 200
  *   GET /count?node=a              answers {count}: how often this node was called so far
  *   GET /auth?node=a               401 until POST /refresh was called, then 200
+ *
+ * How `/work` answers can be switched at run time, to play a host that breaks, recovers or is
+ * slow: `setMode({ kind: 'status', status: 503 })`, `setMode({ kind: 'slow', delayMs })`,
+ * `setMode({ kind: 'healthy' })` (the default: as asked), and `failNext(1, 503)` for a one-off.
  */
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
@@ -20,7 +24,18 @@ export interface Hit {
   readonly idempotencyKey: string | undefined;
   readonly start: number;
   end: number | undefined;
+  /** The status it was answered with (undefined while unanswered, or for a call never answered). */
+  status?: number;
 }
+
+/** How `/work` answers. */
+export type WorkMode =
+  /** After `ms`, 200 (the default). */
+  | { readonly kind: 'healthy' }
+  /** At once, with this status. */
+  | { readonly kind: 'status'; readonly status: number }
+  /** After `delayMs(node)` instead of `ms`, 200. */
+  | { readonly kind: 'slow'; readonly delayMs: (node: string) => number };
 
 export interface ToolServer {
   readonly url: string;
@@ -28,12 +43,18 @@ export interface ToolServer {
   hitsOf(node: string): Hit[];
   /** Resolves once `node` has been hit `count` times. */
   hitCount(node: string, count: number): Promise<void>;
+  /** Switches how `/work` answers from the next call on. */
+  setMode(mode: WorkMode): void;
+  /** The next `count` calls of `/work` answer `status` at once, whatever the mode; then the mode resumes. */
+  failNext(count: number, status: number): void;
   close(): Promise<void>;
 }
 
 export async function startToolServer(): Promise<ToolServer> {
   const hits: Hit[] = [];
   let refreshed = false;
+  let mode: WorkMode = { kind: 'healthy' };
+  let failing: { count: number; status: number } = { count: 0, status: 503 };
   const hitsOf = (node: string): Hit[] => hits.filter((h) => h.node === node);
   const watchers = new Set<() => void>();
   const handle = (req: IncomingMessage, res: ServerResponse): void => {
@@ -50,16 +71,19 @@ export async function startToolServer(): Promise<ToolServer> {
     for (const w of watchers) w();
     const reply = (status: number, body: unknown): void => {
       hit.end = performance.timeOrigin + performance.now();
+      hit.status = status;
       res.writeHead(status, { 'content-type': 'application/json' }).end(JSON.stringify(body));
     };
-    if (url.pathname === '/work') {
+    if (url.pathname === '/work' && failing.count > 0) {
+      failing.count -= 1;
+      reply(failing.status, { node });
+    } else if (url.pathname === '/work' && mode.kind === 'status') {
+      reply(mode.status, { node });
+    } else if (url.pathname === '/work') {
+      const ms = mode.kind === 'slow' ? mode.delayMs(node) : Number(url.searchParams.get('ms') ?? 0);
       const bytes = Number(url.searchParams.get('bytes') ?? 0);
-      const body = {
-        node,
-        ms: Number(url.searchParams.get('ms') ?? 0),
-        ...(bytes > 0 ? { data: filler(node, bytes) } : {}),
-      };
-      setTimeout(() => reply(200, body), Number(url.searchParams.get('ms') ?? 0));
+      const body = { node, ms, ...(bytes > 0 ? { data: filler(node, bytes) } : {}) };
+      setTimeout(() => reply(200, body), ms);
     } else if (url.pathname.startsWith('/status/')) {
       reply(Number(url.pathname.slice('/status/'.length)), { node });
     } else if (url.pathname === '/flaky') {
@@ -103,6 +127,12 @@ export async function startToolServer(): Promise<ToolServer> {
         watchers.add(check);
         check();
       });
+    },
+    setMode(next) {
+      mode = next;
+    },
+    failNext(count, status) {
+      failing = { count, status };
     },
     async close() {
       server.closeAllConnections();
