@@ -91,6 +91,18 @@ describe('save-reflection', () => {
   });
 });
 
+describe('save-reflection and a change made meanwhile', () => {
+  it('keeps a lesson an override or a probe changed after the reflection read it', async () => {
+    const agent = `a-${randomUUID()}`;
+    const id = `${agent}.dddddddddddd`;
+    const read = await memory.saveReflection(agent, [lesson(agent, id)], true, T);
+    // A probe retires the lesson while the next reflection works from what it read.
+    await memory.setStatus(agent, id, 'retired', 'meanwhile');
+    await memory.saveReflection(agent, [{ ...lesson(agent, id), missed: 1 }], false, T, read);
+    expect(await memory.lesson(agent, id)).toMatchObject({ status: 'retired', updatedAt: 'meanwhile' });
+  });
+});
+
 describe('set-lesson-status', () => {
   it('sets a status and moves the version; an unknown lesson is null and changes nothing', async () => {
     const agent = `a-${randomUUID()}`;

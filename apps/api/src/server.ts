@@ -110,7 +110,13 @@ export async function startApi(env: ApiEnv): Promise<ApiHandle> {
       // Stop accepting; give open requests and event streams the grace period, then cut them.
       const closed = new Promise<void>((resolve) => server.close(() => resolve()));
       server.closeIdleConnections();
-      await Promise.race([closed, delay(env.TETRALOOP_SHUTDOWN_GRACE_MS)]);
+      // The grace timer is cancelled once the server closed, so it keeps no process alive.
+      const grace = new AbortController();
+      await Promise.race([
+        closed,
+        delay(env.TETRALOOP_SHUTDOWN_GRACE_MS, undefined, { signal: grace.signal }).catch(() => undefined),
+      ]);
+      grace.abort();
       server.closeAllConnections();
       await closed;
       await closeQueues(queues);

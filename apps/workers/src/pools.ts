@@ -251,10 +251,13 @@ export async function startPools(env: WorkerEnv, options: StartPoolsOptions): Pr
       closing = true;
       // worker.close() stops fetching and waits for the active jobs; past the grace, force it.
       const graceful = Promise.all([...workers.values()].map((w) => w.close()));
+      // The grace timer is cancelled once the workers are closed, so it keeps no process alive.
+      const grace = new AbortController();
       const inTime = await Promise.race([
         graceful.then(() => true),
-        delay(env.TETRALOOP_SHUTDOWN_GRACE_MS).then(() => false),
+        delay(env.TETRALOOP_SHUTDOWN_GRACE_MS, false, { signal: grace.signal }).catch(() => false),
       ]);
+      grace.abort();
       if (!inTime) {
         log.warn(
           { graceMs: env.TETRALOOP_SHUTDOWN_GRACE_MS },

@@ -71,9 +71,15 @@ export function candidateLessons(
     const down = calls.filter((c) => c.outcome === 'server' || c.outcome === 'network');
     const timeouts = calls.filter((c) => c.outcome === 'timeout');
 
-    // service-down: nearly every recent call fails on the service's side.
+    // service-down: nearly every recent call fails on the service's side, the latest among them
+    // (a service whose latest call succeeded — a probe that found it back — is not down now).
     const downRuns = distinctRuns(down);
-    if (downRuns.length >= settings.minRuns && down.length >= settings.downRate * calls.length) {
+    const latestDown = calls[0]?.outcome === 'server' || calls[0]?.outcome === 'network';
+    if (
+      latestDown &&
+      downRuns.length >= settings.minRuns &&
+      down.length >= settings.downRate * calls.length
+    ) {
       candidates.push({
         kind: 'hard',
         rule: 'service-down',

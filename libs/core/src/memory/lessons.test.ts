@@ -126,6 +126,14 @@ describe('the rules', () => {
     expect(candidateLessons(hot.slice(0, 2))).toEqual([]);
   });
 
+  it('do not find a service down whose latest call succeeded (a probe found it back)', () => {
+    const hot = [
+      run([['back.test', 'ok']]),
+      ...Array.from({ length: 9 }, () => run([['back.test', 'server']])),
+    ];
+    expect(candidateLessons(hot).map((c) => c.rule)).not.toContain('service-down');
+  });
+
   it('propose nothing for one isolated failure among healthy calls', () => {
     const hot = [...Array.from({ length: 30 }, () => run([['ok.test', 'ok']])), run([['ok.test', 'server']])];
     expect(candidateLessons(hot)).toEqual([]);

@@ -47,7 +47,7 @@ export async function reflect(deps: ReflectionDeps, agentId: string): Promise<Re
     since.against,
     since.used,
   );
-  const after = await deps.memory.saveReflection(agentId, result.lessons, result.changed, now);
+  const after = await deps.memory.saveReflection(agentId, result.lessons, result.changed, now, version);
   const counts: Record<string, number> = {};
   for (const l of result.lessons) counts[l.status] = (counts[l.status] ?? 0) + 1;
   metrics.reflections.inc();

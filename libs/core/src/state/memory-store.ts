@@ -63,10 +63,9 @@ export class MemoryStore {
       const service = `${call.tool}|${call.target}`;
       add(`${service}|calls`);
       add(`${service}|lat:${bucketOf(call.ms)}`);
-      if (call.outcome !== 'ok') {
-        add(`${service}|fail:${call.outcome}`);
-        failing.push(service);
-      }
+      if (call.outcome !== 'ok') add(`${service}|fail:${call.outcome}`);
+      // A call a hard lesson refused never reached the service: no trigger counts it.
+      if (call.outcome !== 'ok' && call.outcome !== 'blocked_by_lesson') failing.push(service);
     }
     const [since, streak, worst] = (await this.script('record-run-4', this.keys(summary.agentId), [
       JSON.stringify(summary),
@@ -140,16 +139,21 @@ export class MemoryStore {
     return raw ? Lesson.parse(JSON.parse(raw)) : null;
   }
 
-  /** Stores one reflection's lessons; answers the lessons version after it. */
+  /**
+   * Stores one reflection's lessons; answers the lessons version after it. With `readVersion` (the
+   * version the reflection read), a lesson changed since keeps that change.
+   */
   async saveReflection(
     agentId: string,
     lessons: readonly Lesson[],
     changed: boolean,
     now: string,
+    readVersion?: number,
   ): Promise<number> {
     return (await this.script('save-reflection-4', this.keys(agentId), [
       changed ? '1' : '0',
       now,
+      readVersion ?? '',
       ...lessons.flatMap((l) => [l.id, JSON.stringify(l)]),
     ])) as number;
   }

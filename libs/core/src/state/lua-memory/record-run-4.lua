@@ -22,8 +22,8 @@ if ARGV[3] == '1' then
   redis.call('HSET', KEYS[1], 'streak', 0)
   for _, id in ipairs(cjson.decode(ARGV[4])) do
     local raw = redis.call('HGET', KEYS[4], id)
-    if raw then
-      local lesson = cjson.decode(raw)
+    local lesson = raw and cjson.decode(raw)
+    if lesson and (lesson.status == 'active' or lesson.status == 'pinned') then
       lesson.confidence = math.min(1, lesson.confidence + tonumber(ARGV[5]))
       redis.call('HSET', KEYS[4], id, cjson.encode(lesson))
       -- A successful use is a case for the lesson: the next reflection does not let it decay.
