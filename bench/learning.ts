@@ -11,10 +11,19 @@
  * from `GET /v1/agents/:id/lessons`), the reflections (the reflect queue's events), the calls that
  * reached the broken host while its hard lesson was in effect, and the time from its recovery to
  * the retirement of that lesson.
+ *
+ * A third, short part measures the plan cache: a seeded sequence of 60 task runs drawn from 6
+ * distinct tasks (some written in several spellings that differ only in case and spacing) goes
+ * through a stack with `TETRALOOP_PLAN_CACHE=on`, then one with it `off`. The planner is a scripted
+ * OpenAI-compatible model server (through the real SDK) that answers every planner call with the
+ * same one-node `json` graph. Counted: planner calls (the model server's requests with
+ * `response_format` json_schema `graph`), planner tokens (the run documents' usage) and cache hits
+ * and misses (the run documents' `planning.cache`).
  */
 import { QueueEvents } from 'bullmq';
 import { Redis } from 'ioredis';
 import { QUEUE_NAMES, type Lesson, type RunDocument } from '@tetraloop/core';
+import { startModelServer, type ChatRequest } from '../test/support/model-server.js';
 import { startToolServer, type Hit, type ToolServer } from '../test/support/tool-server.js';
 import { mulberry32 } from './support/dag.js';
 import { percentile, startBenchStack, timedRun } from './support/stack.js';
@@ -307,6 +316,170 @@ function attemptsOf(doc: RunDocument): AttemptOutcome[] {
 }
 
 // ---------------------------------------------------------------------------------------------
+// Plan cache: repeated tasks with the cache on vs off.
+
+const PLAN_RUNS = 60;
+const PLAN_SEED = 20261202;
+const PLAN_AGENT = 'plancache';
+/** Six distinct tasks; some come in spellings that differ only in case and spacing. */
+const PLAN_TASKS: readonly (readonly string[])[] = [
+  ['Summarise the quarterly report', '  summarise the QUARTERLY report ', 'SUMMARISE the quarterly   report'],
+  ['List the open invoices', 'list the open  invoices'],
+  ['Check the status of the build'],
+  ['Translate the release notes', ' Translate The Release Notes'],
+  ['Count the new sign-ups of the week'],
+  ['Draft a reply to the last support ticket'],
+];
+/** What the scripted planner answers, for every task: one `json` node, so no tool server. */
+const PLAN_GRAPH = {
+  nodes: [{ id: 'answer', kind: 'tool', tool: 'json', args: { value: '{{input.item}}' } }],
+  edges: [],
+};
+const PLAN_ENV: Record<string, string> = {
+  TETRALOOP_PLANNER_MODEL: 'scripted-planner',
+  TETRALOOP_MODEL_MAX_RETRIES: '0',
+  // Lessons version stays 0: no reflection can move the plans' key.
+  TETRALOOP_REFLECT: 'off',
+  TETRALOOP_SHUTDOWN_GRACE_MS: '1000',
+};
+
+export interface PlanStep {
+  readonly index: number;
+  /** Which of the six tasks (0-based). */
+  readonly taskIndex: number;
+  /** The spelling submitted. */
+  readonly text: string;
+}
+
+/** The seeded sequence of task runs: the same in both passes and on every machine. */
+export function planSequence(seed = PLAN_SEED): PlanStep[] {
+  const rand = mulberry32(seed);
+  return Array.from({ length: PLAN_RUNS }, (_, index) => {
+    const taskIndex = Math.floor(rand() * PLAN_TASKS.length);
+    const spellings = PLAN_TASKS[taskIndex]!;
+    return { index, taskIndex, text: spellings[Math.floor(rand() * spellings.length)]! };
+  });
+}
+
+const isPlannerCall = (r: ChatRequest): boolean =>
+  (r.response_format as { json_schema?: { name?: string } } | undefined)?.json_schema?.name === 'graph';
+
+export interface PlanCachePass {
+  cache: 'off' | 'on';
+  runsSucceeded: number;
+  /** Planner calls the model server received. */
+  plannerCalls: number;
+  /** Model calls charged to the runs (run documents' usage.modelCalls). */
+  modelCallsCharged: number;
+  promptTokens: number;
+  completionTokens: number;
+  totalTokens: number;
+  /** Runs whose planning record says `cache: "hit"` / `"miss"`. */
+  hits: number;
+  misses: number;
+  /** Hits whose task text differs from the spelling of the run the plan was cached from. */
+  hitsOnOtherSpelling: number;
+  wallSeconds: number;
+}
+
+export interface PlanCacheResult {
+  runs: number;
+  seed: number;
+  distinctTasks: number;
+  spellings: number;
+  /** Runs per task (index into the task list). */
+  runsPerTask: number[];
+  passes: PlanCachePass[];
+  settings: Record<string, unknown>;
+}
+
+async function runPlanCachePass(
+  cacheOn: boolean,
+  steps: readonly PlanStep[],
+  log: (line: string) => void,
+): Promise<PlanCachePass> {
+  const model = await startModelServer({
+    script: (request) =>
+      isPlannerCall(request) ? { content: JSON.stringify(PLAN_GRAPH) } : { content: 'ok' },
+  });
+  const stack = await startBenchStack({
+    ...PLAN_ENV,
+    OPENAI_BASE_URL: model.url,
+    TETRALOOP_PLAN_CACHE: cacheOn ? 'on' : 'off',
+  });
+  const textOf = new Map<string, string>();
+  const pass: PlanCachePass = {
+    cache: cacheOn ? 'on' : 'off',
+    runsSucceeded: 0,
+    plannerCalls: 0,
+    modelCallsCharged: 0,
+    promptTokens: 0,
+    completionTokens: 0,
+    totalTokens: 0,
+    hits: 0,
+    misses: 0,
+    hitsOnOtherSpelling: 0,
+    wallSeconds: 0,
+  };
+  const started = performance.now();
+  try {
+    for (const step of steps) {
+      const { doc } = await timedRun(stack.url, {
+        task: step.text,
+        agentId: PLAN_AGENT,
+        input: { item: `item-${step.index}` },
+      });
+      textOf.set(doc.runId, step.text);
+      if (doc.status === 'succeeded') pass.runsSucceeded += 1;
+      pass.modelCallsCharged += doc.usage.modelCalls;
+      pass.promptTokens += doc.usage.promptTokens;
+      pass.completionTokens += doc.usage.completionTokens;
+      pass.totalTokens += doc.usage.totalTokens;
+      if (doc.planning?.cache === 'hit') {
+        pass.hits += 1;
+        const from = doc.planning.cachedFrom;
+        if (from !== undefined && textOf.get(from) !== step.text) pass.hitsOnOtherSpelling += 1;
+      } else if (doc.planning?.cache === 'miss') {
+        pass.misses += 1;
+      }
+    }
+    pass.wallSeconds = +((performance.now() - started) / 1000).toFixed(1);
+    pass.plannerCalls = model.requests.filter(isPlannerCall).length;
+    log(
+      `  plan cache ${cacheOn ? 'on ' : 'off'}: ${pass.runsSucceeded}/${steps.length} succeeded, ${pass.plannerCalls} planner calls, ${pass.hits} hits, ${pass.misses} misses, ${pass.wallSeconds} s`,
+    );
+    return pass;
+  } finally {
+    await stack.close();
+    await model.close();
+  }
+}
+
+export async function runPlanCache(log: (line: string) => void): Promise<PlanCacheResult> {
+  const steps = planSequence();
+  const on = await runPlanCachePass(true, steps, log);
+  const off = await runPlanCachePass(false, steps, log);
+  return {
+    runs: PLAN_RUNS,
+    seed: PLAN_SEED,
+    distinctTasks: new Set(steps.map((s) => s.taskIndex)).size,
+    spellings: new Set(steps.map((s) => s.text)).size,
+    runsPerTask: PLAN_TASKS.map((_, i) => steps.filter((s) => s.taskIndex === i).length),
+    passes: [off, on],
+    settings: {
+      tasks: PLAN_TASKS,
+      graph: PLAN_GRAPH,
+      input: '{"item": "item-<i>"}: the same shape for every run, another value each time',
+      planner:
+        'scripted model server (test/support/model-server.ts) through the real openai SDK; no latency; tokens as the server estimates them (prompt: characters / 4; completion: answer characters / 4)',
+      order: 'cache on first, then off; each on a fresh stack and redis-server',
+      runsInFlight: 1,
+      env: PLAN_ENV,
+    },
+  };
+}
+
+// ---------------------------------------------------------------------------------------------
 
 export interface PassSummary {
   reflect: 'off' | 'on';
@@ -384,7 +557,7 @@ export interface LearningResult {
   runLog: { off: string[]; on: string[] };
   /** `GET /v1/agents/learning/lessons` at the end of each pass. */
   lessonsAnswer: { off: string; on: string };
-  planCache: string;
+  planCache: PlanCacheResult;
   settings: Record<string, unknown>;
   targets: { target: string; result: string; met: boolean | null }[];
 }
@@ -486,6 +659,26 @@ function checkBroken(on: PassRaw): BrokenHostCheck {
   };
 }
 
+const pct = (a: number, b: number): string => (a === 0 ? '—' : `−${((100 * (a - b)) / a).toFixed(1)} %`);
+
+function planCacheTarget(r: PlanCacheResult): LearningResult['targets'][number] {
+  const [off, on] = r.passes as [PlanCachePass, PlanCachePass];
+  return {
+    target: 'repeated tasks hit the plan cache (planner calls saved)',
+    result:
+      `${r.runs} runs of ${r.distinctTasks} tasks (${r.spellings} spellings): planner calls ${off.plannerCalls} → ${on.plannerCalls} (${off.plannerCalls - on.plannerCalls} saved, ${pct(off.plannerCalls, on.plannerCalls)}), ` +
+      `planner tokens ${off.totalTokens} → ${on.totalTokens} (${off.totalTokens - on.totalTokens} saved, ${pct(off.totalTokens, on.totalTokens)}); ` +
+      `${on.hits} hits (${on.hitsOnOtherSpelling} on another spelling), ${on.misses} misses`,
+    met:
+      on.runsSucceeded === r.runs &&
+      off.runsSucceeded === r.runs &&
+      on.misses === r.distinctTasks &&
+      on.hits === r.runs - r.distinctTasks &&
+      on.plannerCalls === r.distinctTasks &&
+      off.plannerCalls === r.runs,
+  };
+}
+
 const runLog = (raw: PassRaw): string[] =>
   raw.runs.map((r) => `${r.index} ${r.host} ${r.status} ${r.attempts.map((a) => a.code ?? 'ok').join(',')}`);
 
@@ -493,6 +686,7 @@ export async function runLearning(log: (line: string) => void = console.log): Pr
   const steps = sequence();
   const off = await runPass(false, steps, log);
   const on = await runPass(true, steps, log);
+  const planCache = await runPlanCache(log);
 
   // The first reflection that could have acted: the first whose rules proposed a lesson.
   const firstActing = on.reflections.find((r) => r.candidates > 0) ?? null;
@@ -542,11 +736,7 @@ export async function runLearning(log: (line: string) => void = console.log): Pr
         broken.msFromRecoveryToRetired <= PROBE_INTERVAL_MS &&
         broken.finalStatus === 'retired',
     },
-    {
-      target: 'repeated tasks hit the plan cache (planner calls saved)',
-      result: 'skipped: no plan cache in the code yet',
-      met: null,
-    },
+    planCacheTarget(planCache),
   ];
 
   const result: LearningResult = {
@@ -585,8 +775,7 @@ export async function runLearning(log: (line: string) => void = console.log): Pr
     },
     runLog: { off: runLog(off), on: runLog(on) },
     lessonsAnswer: { off: off.lessonsAnswer, on: on.lessonsAnswer },
-    planCache:
-      'skipped: the code has no plan cache yet (PlanCache is the per-worker cache of compiled run graphs, not of planner answers)',
+    planCache,
     settings: {
       runs: RUNS,
       seed: SEED,
@@ -616,6 +805,24 @@ const codes = (c: Record<string, number>): string =>
     .map(([k, v]) => `${k} ${v}`)
     .join(', ') || '—';
 
+function planCacheTable(p: PlanCacheResult, change: (a: number, b: number) => string): string {
+  const [off, on] = p.passes as [PlanCachePass, PlanCachePass];
+  const row = (label: string, a: number, b: number): string => `| ${label} | ${a} | ${b} | ${change(a, b)} |`;
+  return [
+    `Plan cache: ${p.runs} task runs (seed ${p.seed}) of ${p.distinctTasks} distinct tasks in ${p.spellings} spellings (runs per task ${p.runsPerTask.join(', ')}), one at a time, the scripted planner answering one \`json\` node:`,
+    '',
+    '| measure | plan cache off | plan cache on | change |',
+    '|---|---:|---:|---:|',
+    row(`runs succeeded (of ${p.runs})`, off.runsSucceeded, on.runsSucceeded),
+    row('**planner calls** (model server requests, json_schema `graph`)', off.plannerCalls, on.plannerCalls),
+    row('model calls charged to the runs (`usage.modelCalls`)', off.modelCallsCharged, on.modelCallsCharged),
+    row('**planner tokens** (`usage.totalTokens`)', off.totalTokens, on.totalTokens),
+    `| prompt / completion tokens | ${off.promptTokens} / ${off.completionTokens} | ${on.promptTokens} / ${on.completionTokens} | |`,
+    `| cache hits / misses (\`planning.cache\`) | — | ${on.hits} / ${on.misses} (${on.hitsOnOtherSpelling} hits on another spelling) | |`,
+    row('wall time of the pass (s)', off.wallSeconds, on.wallSeconds),
+  ].join('\n');
+}
+
 export function learningTable(r: LearningResult): string {
   const [off, on] = r.passes as [PassSummary, PassSummary];
   const change = (a: number, b: number): string =>
@@ -636,6 +843,8 @@ export function learningTable(r: LearningResult): string {
         `| calls that reached the ${h} host | ${off.callsReached[h]} | ${on.callsReached[h]} | ${change(off.callsReached[h], on.callsReached[h])} |`,
     ),
     `| wall time of the pass | ${off.wallSeconds} s | ${on.wallSeconds} s | ${change(off.wallSeconds, on.wallSeconds)} |`,
+    '',
+    planCacheTable(r.planCache, change),
     '',
     '| target | result | met? |',
     '|---|---|---|',
