@@ -46,13 +46,9 @@ const graph: Graph = {
     ['b', 'c'],
   ],
 };
-const plan: ExecutableGraph = {
-  nodes: [tool('a'), tool('b'), tool('c')],
-  edges: [
-    ['a', 'c'],
-    ['b', 'c'],
-  ],
-};
+/** A graph without nested graphs executes as it is. */
+const planOf = (g: Graph): ExecutableGraph => ({ nodes: g.nodes as ToolNode[], edges: g.edges });
+const plan = planOf(graph);
 const planning: PlanningRecord = {
   plannerModel: 'planner',
   promptVersion: 'p1',
@@ -1072,13 +1068,7 @@ const graph2: Graph = {
     ['e', 'd'],
   ],
 };
-const plan2: ExecutableGraph = {
-  nodes: [tool('a'), tool('e'), tool('d')],
-  edges: [
-    ['a', 'd'],
-    ['e', 'd'],
-  ],
-};
+const plan2 = planOf(graph2);
 const planning2: PlanningRecord = { ...planning, planVersion: 2 };
 
 /** A task run of maxReplans 1 whose node b failed at generation 0, with a replan requested. */
