@@ -2,13 +2,16 @@
  * Memory and the reflect loop on a real Redis with the reflect pool running: settled runs fill
  * the agent's memory, a failure streak triggers a reflection, a service that keeps failing becomes
  * an active hard lesson that refuses calls to it (no network call), a probe that finds it back
- * retires the lesson; template lessons set timeouts; the API reads and overrides it all.
+ * retires the lesson; template lessons set timeouts, retry a rate-limited service's 429s more and
+ * further apart, and give a model node whose answers keep failing its schema temperature 0 and
+ * the schema in its prompt; the API reads and overrides it all.
  */
 import { randomUUID } from 'node:crypto';
 import { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { MemoryStore, RunStore, lessonId, probeKey, type Lesson, type RunDocument } from '@tetraloop/core';
 import { followJobEvents, post, runToEnd, startStack, type Stack } from './support/stack.js';
+import { startModelServer, type ChatRequest, type ModelServer } from './support/model-server.js';
 import { startToolServer, type ToolServer } from './support/tool-server.js';
 
 let stack: Stack;
@@ -16,10 +19,20 @@ let healthy: ToolServer;
 let broken: ToolServer;
 let redis: Redis;
 let memory: MemoryStore;
+let model: ModelServer;
+
+/** Whether a model request carries what an invalid-answer lesson adds: temperature 0 and the schema. */
+const shapedByLesson = (req: ChatRequest): boolean =>
+  req.temperature === 0 &&
+  req.messages.some((m) => m.role === 'system' && m.content?.includes('matches this JSON schema'));
 
 beforeAll(async () => {
   healthy = await startToolServer();
   broken = await startToolServer();
+  // Answers outside the node's schema unless the call is shaped by an invalid-answer lesson.
+  model = await startModelServer({
+    script: (req) => ({ content: shapedByLesson(req) ? '{"ok":true}' : '{"ok":"maybe"}' }),
+  });
   stack = await startStack({
     pools: ['plan', 'tool', 'reflect'],
     env: {
@@ -27,6 +40,12 @@ beforeAll(async () => {
       TETRALOOP_LESSON_REFRESH_MS: '0',
       TETRALOOP_RETRIES: JSON.stringify({ server: 0, timeout: 0 }),
       TETRALOOP_TOOL_TIMEOUT_MS: '1000',
+      // Short retry delays, and a rate-limit lesson's floor well above them.
+      TETRALOOP_BACKOFF_BASE_MS: '20',
+      TETRALOOP_BACKOFF_MIN_MS: '10',
+      TETRALOOP_LESSON_RATE_LIMIT_BACKOFF_MS: '200',
+      OPENAI_BASE_URL: model.url,
+      TETRALOOP_MODEL_MAX_RETRIES: '0',
     },
   });
   redis = new Redis(stack.env.REDIS_URL!);
@@ -36,6 +55,7 @@ afterAll(async () => {
   await stack?.close();
   await healthy?.close();
   await broken?.close();
+  await model?.close();
   redis?.disconnect();
 });
 
@@ -155,6 +175,113 @@ describe('the reflect loop', () => {
       status: 'failed',
       error: { code: 'timeout', message: 'timed out after 500 ms' },
     });
+  });
+});
+
+describe('template lessons learned from the record', () => {
+  it('learns that a service rate-limits, and retries its 429s more often and further apart', async () => {
+    const agentId = 'busy';
+    const limited = (node: string, fail: number, retry?: object): unknown => ({
+      agentId,
+      graph: {
+        nodes: [
+          {
+            id: 'fetch',
+            kind: 'tool',
+            tool: 'http',
+            ...(retry ? { retry } : {}),
+            args: { url: `${healthy.url}/flaky?node=${node}&fail=${fail}&status=429` },
+          },
+        ],
+      },
+    });
+    const jobs = await followJobEvents(stack, ['reflect']);
+    // Three runs answered 429 (no retries, so the third failure in a row is what asks for a reflection).
+    for (let i = 0; i < 3; i++) {
+      const doc = await runToEnd(stack.url, limited(`rl${i}`, 10, { rate_limited: 0 }));
+      expect(doc.nodes.fetch).toMatchObject({ status: 'failed', error: { code: 'rate_limited' } });
+    }
+    await jobs.next(
+      (e) => e.jobId === `reflect-${agentId}` && e.event === 'completed',
+      Date.now() + 20_000,
+      'the reflection',
+    );
+    jobs.close();
+    const { lessons } = await lessonsOf(agentId);
+    const id = lessonId(agentId, 'rate-limited', { tool: 'http', host: host(healthy) });
+    expect(lessons).toEqual([
+      expect.objectContaining({
+        id,
+        kind: 'template',
+        status: 'active',
+        effect: { retries: 4, backoffFloorMs: 200 },
+      }),
+    ]);
+
+    // Without the lesson, three retries of a 429 (the default) would not outlast four of them; the
+    // lesson's four do, each at least its floor apart.
+    const done = await runToEnd(stack.url, limited('rl-after', 4));
+    expect(done.status).toBe('succeeded');
+    const attempts = done.nodes.fetch!.attempts;
+    expect(attempts).toHaveLength(5);
+    for (const retried of attempts.slice(0, 4)) {
+      expect(retried).toMatchObject({ error: { code: 'rate_limited' }, lessons: [id] });
+      expect(retried.retryDelayMs).toBeGreaterThanOrEqual(200);
+    }
+    const hits = healthy.hitsOf('rl-after');
+    expect(hits).toHaveLength(5);
+    for (let i = 1; i < hits.length; i++)
+      expect(hits[i]!.start - hits[i - 1]!.start).toBeGreaterThanOrEqual(190);
+    // A node's own retries for the class still win.
+    const own = await runToEnd(stack.url, limited('rl-own', 4, { rate_limited: 1 }));
+    expect(own.nodes.fetch!.attempts).toHaveLength(2);
+  });
+
+  it('learns that a model node answers outside its schema, and shapes its calls until it does not', async () => {
+    const agentId = 'answers';
+    const extract = {
+      agentId,
+      graph: {
+        nodes: [
+          {
+            id: 'extract',
+            kind: 'llm',
+            prompt: 'Is the shipment on time?',
+            schema: { type: 'object', properties: { ok: { type: 'boolean' } }, required: ['ok'] },
+          },
+        ],
+      },
+    };
+    const jobs = await followJobEvents(stack, ['reflect']);
+    for (let i = 0; i < 3; i++) {
+      const doc = await runToEnd(stack.url, extract);
+      expect(doc.nodes.extract).toMatchObject({
+        status: 'failed',
+        error: { code: 'validation', invalidAnswer: true },
+        attempts: [{ tool: 'llm', target: 'gpt-4o-mini' }],
+      });
+    }
+    await jobs.next(
+      (e) => e.jobId === `reflect-${agentId}` && e.event === 'completed',
+      Date.now() + 20_000,
+      'the reflection',
+    );
+    jobs.close();
+    const id = lessonId(agentId, 'invalid-answer', { tool: 'llm', host: 'gpt-4o-mini', node: 'extract' });
+    expect((await lessonsOf(agentId)).lessons).toEqual([
+      expect.objectContaining({
+        id,
+        kind: 'template',
+        status: 'active',
+        scope: { tool: 'llm', host: 'gpt-4o-mini', node: 'extract' },
+        effect: { temperature: 0, schemaInPrompt: true },
+      }),
+    ]);
+    const before = model.requests.length;
+    const done = await runToEnd(stack.url, extract);
+    expect(done.status).toBe('succeeded');
+    expect(done.nodes.extract).toMatchObject({ output: { ok: true }, attempts: [{ lessons: [id] }] });
+    expect(model.requests.slice(before).every(shapedByLesson)).toBe(true);
   });
 });
 

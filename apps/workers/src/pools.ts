@@ -7,7 +7,7 @@ import { UnrecoverableError, Worker, type Job, type Processor } from 'bullmq';
 import {
   BACKOFF_TYPE,
   DEFAULT_RETRIES,
-  DEFAULT_RULE_SETTINGS,
+  ruleSettingsOf,
   REFLECT_JOB,
   ModelClient,
   PlanCache,
@@ -147,6 +147,7 @@ export async function startPools(env: WorkerEnv, options: StartPoolsOptions): Pr
             book: services.memory.book,
             memory: services.memory.store,
             probeIntervalMs: env.TETRALOOP_LESSON_PROBE_INTERVAL_MS,
+            maxRetries: ruleSettingsOf(env).rateLimitRetries,
           },
         }
       : {}),
@@ -174,7 +175,7 @@ export async function startPools(env: WorkerEnv, options: StartPoolsOptions): Pr
       const deps = {
         memory: memory.store,
         reflectQueue: queues.reflect,
-        rules: DEFAULT_RULE_SETTINGS,
+        rules: ruleSettingsOf(env),
         lifecycle: lifecycleOf(env),
         logger: createLogger({ level: env.LOG_LEVEL, layer: 'reflect', redact: env.TETRALOOP_LOG_REDACT }),
       };

@@ -4,6 +4,7 @@
  */
 import { z } from 'zod';
 import { DEFAULT_LIFECYCLE, type LifecycleSettings } from '../memory/lesson-lifecycle.js';
+import { DEFAULT_RULE_SETTINGS, type RuleSettings } from '../memory/lesson-rules.js';
 import type { ModelConfig } from '../model/model-config.js';
 import type { PlanCacheOptions } from '../state/plan-cache-store.js';
 import { PolledSource } from '../sessions/source-service.js';
@@ -135,6 +136,13 @@ export const BaseEnv = z.object({
     .int()
     .min(100)
     .default(5 * 60_000),
+  /**
+   * Retries a rate-limited service's `rate_limited` failures get from its template lesson (never
+   * more than TETRALOOP_MAX_NODE_EXECUTIONS allows).
+   */
+  TETRALOOP_LESSON_RATE_LIMIT_RETRIES: z.coerce.number().int().min(0).max(20).default(4),
+  /** The shortest delay between those retries. */
+  TETRALOOP_LESSON_RATE_LIMIT_BACKOFF_MS: z.coerce.number().int().min(0).max(600_000).default(5000),
 });
 export type BaseEnv = z.infer<typeof BaseEnv>;
 
@@ -188,6 +196,21 @@ export function lifecycleOf(env: BaseEnv): LifecycleSettings {
     ...DEFAULT_LIFECYCLE,
     minCases: env.TETRALOOP_LESSON_MIN_CASES,
     minConfidence: env.TETRALOOP_LESSON_MIN_CONFIDENCE,
+  };
+}
+
+/** The reflect rules as configured (the workers' env: it holds the loop guard's limit). */
+export function ruleSettingsOf(
+  env: BaseEnv & { readonly TETRALOOP_MAX_NODE_EXECUTIONS: number },
+): RuleSettings {
+  return {
+    ...DEFAULT_RULE_SETTINGS,
+    // The loop guard stops a node executed more often, whatever its retries: a lesson stays under it.
+    rateLimitRetries: Math.min(
+      env.TETRALOOP_LESSON_RATE_LIMIT_RETRIES,
+      env.TETRALOOP_MAX_NODE_EXECUTIONS - 1,
+    ),
+    rateLimitBackoffMs: env.TETRALOOP_LESSON_RATE_LIMIT_BACKOFF_MS,
   };
 }
 

@@ -28,7 +28,13 @@ export const NodeErrorData = z.discriminatedUnion('code', [
   /** HTTP 401/403. */
   z.object({ code: z.literal('auth'), message, status: status.optional() }),
   /** Bad arguments, a refused address, or an HTTP 4xx other than 401/403/429. */
-  z.object({ code: z.literal('validation'), message, status: status.optional() }),
+  z.object({
+    code: z.literal('validation'),
+    message,
+    status: status.optional(),
+    /** A model's answer that is not JSON or does not match its node's schema. */
+    invalidAnswer: z.literal(true).optional(),
+  }),
   /** Stopped by a cancel, a failure elsewhere in the run, or the run deadline. */
   z.object({ code: z.literal('aborted'), message }),
   z.object({

@@ -5,8 +5,10 @@
 import { limitError } from '../errors/limit-error.js';
 import { ToolError, toErrorData } from '../errors/node-error.js';
 import type { ChatCall } from '../model/model-client.js';
+import { MODEL_CALL_TOOL } from '../memory/lesson-rules.js';
 import { MODEL_VARIABLES } from '../model/model-config.js';
 import type { ModelOutcome, RunUsageSoFar } from '../nodes/index.js';
+import { lessonsForModelCall } from '../reflect/lesson-effects.js';
 import { observeModelCall } from '../telemetry/metrics.js';
 import { limitFor, type NodeContext } from './node-context.js';
 
@@ -34,6 +36,21 @@ export async function callModel(
         budget: 'tokens',
       },
     };
+  }
+  const modelName = call.model ?? model.config.model;
+  ctx.call.tool = MODEL_CALL_TOOL;
+  ctx.call.target = modelName;
+  ctx.call.rateLimit = undefined;
+  if (ctx.deps.lessons) {
+    const shaped = await lessonsForModelCall(
+      ctx.deps.lessons,
+      ctx.plan.agentId,
+      modelName,
+      ctx.node.id,
+      call,
+    );
+    call = shaped.call;
+    if (shaped.applied && !ctx.call.lessons.includes(shaped.applied)) ctx.call.lessons.push(shaped.applied);
   }
   const limit = limitFor(ctx, used.toolTimeMs, 0, true);
   if (limit.ms <= 0) return { ok: false, error: limitError(limit) };

@@ -11,7 +11,7 @@ import { callLimit, type CallLimit } from '../policy/limits.js';
 import type { BeginNodeResult } from '../state/run-store.js';
 import type { Tool, ToolOutcome } from '../tools/tool.js';
 import type { ExecutorDeps } from './deps.js';
-import { lessonsForCall, probed } from '../reflect/lesson-effects.js';
+import { lessonsForCall, probed, type RateLimitFix } from '../reflect/lesson-effects.js';
 import { invokeTool } from './invoke-tool.js';
 import type { CompiledPlan } from './plan-cache.js';
 
@@ -36,8 +36,11 @@ export interface NodeContext {
   /** Aborted when the run is cancelled, fails elsewhere or times out. */
   readonly runSignal: AbortSignal;
   readonly log: Logger;
-  /** The tool and target of this execution's last tool call, and the template lessons applied to it. */
-  readonly call: { tool?: string; target?: string; lessons: string[] };
+  /**
+   * The tool (or `llm`) and target of this execution's last call, the lessons applied to it, and
+   * how a template lesson retries its `rate_limited` failures.
+   */
+  readonly call: { tool?: string; target?: string; lessons: string[]; rateLimit?: RateLimitFix };
 }
 
 export const nowIso = (): string => new Date().toISOString();
@@ -134,6 +137,7 @@ export async function callTool(
       ? await lessonsForCall(ctx.deps.lessons, ctx.plan.agentId, tool.name, target)
       : undefined;
   if (lessons) ctx.call.lessons.push(...lessons.applied.filter((id) => !ctx.call.lessons.includes(id)));
+  ctx.call.rateLimit = lessons?.rateLimit;
   if (lessons?.blocked) return { ok: false, error: lessons.blocked };
   const minimum = parsed.success ? tool.minTimeoutMs?.(parsed.data) : undefined;
   const limit = limitFor(ctx, toolTimeUsedMs, minimum, false, lessons?.timeoutMs);

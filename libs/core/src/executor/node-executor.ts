@@ -10,6 +10,7 @@ import type { NodeErrorData } from '../errors/node-error.js';
 import { deadlineError, failureReplans, runErrorForNode } from '../errors/run-error.js';
 import { executionOf, toolOf, type ExecutableNode } from '../nodes/index.js';
 import { retriesFor, retryDelay } from '../policy/retry-policy.js';
+import { rateLimitFixUsed } from '../reflect/lesson-effects.js';
 import { NodeJobData } from '../queues/catalog.js';
 import { enqueueNodes, nodeJobAttempts, wakeParkedNodes } from '../queues/run-jobs.js';
 import { metrics } from '../telemetry/metrics.js';
@@ -154,9 +155,20 @@ async function failureSnapshot(
   const { deps, node } = ctx;
   const kind = executionOf(node);
   if (error.code === 'aborted') return snapshotOf(ctx, 'cancelled', { error });
-  const retries = kind.retryable ? retriesFor(error.code, retryTableFor(deps), kind.retry(node)) : 0;
+  const base = kind.retryable ? retriesFor(error.code, retryTableFor(deps), kind.retry(node)) : 0;
+  // A template lesson about a rate-limited service: more retries (as many as the job has room
+  // for), spaced at least its floor apart — unless the node sets its own retries for the class.
+  const own = kind.retryable ? kind.retry(node)?.rate_limited : undefined;
+  const fix =
+    kind.retryable && error.code === 'rate_limited' && own === undefined ? ctx.call.rateLimit : undefined;
+  const room = (ctx.job.opts.attempts ?? 1) - 1;
+  const retries = fix ? Math.max(base, Math.min(fix.retries, room)) : base;
   if (ctx.attempt > retries || ctx.runSignal.aborted) return failedSnapshot(ctx, error, usage);
-  const delayMs = retryDelay(ctx.attempt, error, deps.backoff);
+  const delayMs = Math.max(retryDelay(ctx.attempt, error, deps.backoff), fix?.backoffFloorMs ?? 0);
+  if (fix) {
+    if (!ctx.call.lessons.includes(fix.lessonId)) ctx.call.lessons.push(fix.lessonId);
+    rateLimitFixUsed();
+  }
   if (error.code === 'auth' && deps.hooks.refreshCredentials) {
     try {
       const tool = kind.label(node);
@@ -237,7 +249,7 @@ async function complete(ctx: NodeContext, snapshot: NodeSnapshot, existed: boole
 
 /** Enqueues nodes of `plan` whose dependencies are all released. */
 export async function enqueueReady(
-  deps: Pick<ExecutorDeps, 'queues' | 'retries' | 'hooks' | 'logger'>,
+  deps: Pick<ExecutorDeps, 'queues' | 'retries' | 'hooks' | 'logger' | 'lessons'>,
   plan: CompiledPlan,
   nodeIds: readonly string[],
   generation: number,
@@ -246,7 +258,7 @@ export async function enqueueReady(
   const nodes = nodeIds.flatMap((id) => {
     const node = plan.nodes.get(id);
     if (!node) deps.logger.error({ runId: plan.runId, nodeId: id }, 'a ready node is not in the plan');
-    return node ? [{ id, attempts: nodeJobAttempts(node, table) }] : [];
+    return node ? [{ id, attempts: nodeJobAttempts(node, table, deps.lessons?.maxRetries) }] : [];
   });
   await enqueueNodes(deps.queues, plan.runId, generation, nodes);
 }

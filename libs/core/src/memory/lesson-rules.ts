@@ -6,7 +6,7 @@
  */
 import type { LessonCandidate } from './lesson.js';
 import { quantile, bucketOf, LATENCY_BUCKETS_MS } from './latency.js';
-import type { RunSummary } from './run-summary.js';
+import { INVALID_ANSWER, type RunSummary } from './run-summary.js';
 
 export interface RuleSettings {
   /** How many of a service's latest calls a rule looks at. @defaultValue 20 */
@@ -21,6 +21,14 @@ export interface RuleSettings {
   readonly minRuns: number;
   /** The longest timeout a template lesson sets. @defaultValue 120000 */
   readonly maxTimeoutMs: number;
+  /** Share of `rate_limited` failures that makes a service rate-limited (template). @defaultValue 0.2 */
+  readonly rateLimitedRate: number;
+  /** Retries a rate-limited service's `rate_limited` failures get. @defaultValue 4 */
+  readonly rateLimitRetries: number;
+  /** The shortest delay before such a retry (ms). @defaultValue 5000 */
+  readonly rateLimitBackoffMs: number;
+  /** Share of a model node's answers failing its schema that makes a template. @defaultValue 0.3 */
+  readonly invalidAnswerRate: number;
 }
 
 export const DEFAULT_RULE_SETTINGS: RuleSettings = {
@@ -30,7 +38,14 @@ export const DEFAULT_RULE_SETTINGS: RuleSettings = {
   slowRate: 0.2,
   minRuns: 3,
   maxTimeoutMs: 120_000,
+  rateLimitedRate: 0.2,
+  rateLimitRetries: 4,
+  rateLimitBackoffMs: 5000,
+  invalidAnswerRate: 0.3,
 };
+
+/** The tool name model calls are recorded under; their target is the model. */
+export const MODEL_CALL_TOOL = 'llm';
 
 interface Call {
   readonly runId: string;
@@ -38,14 +53,20 @@ interface Call {
   readonly outcome: string;
 }
 
-/** The latest calls of each tool to each named service, newest first, at most `window` each. */
+/**
+ * The latest calls of each tool to each named service, newest first, at most `window` each. Model
+ * calls are grouped by model and node: what a node asks of a model is what its answers depend on.
+ */
 export function callsByService(hot: readonly RunSummary[], window: number): Map<string, Call[]> {
   const byService = new Map<string, Call[]>();
   for (const run of hot) {
     for (const call of run.calls) {
       // A call a hard lesson refused says nothing about the service: it never reached it.
       if (call.target === '-' || call.outcome === 'blocked_by_lesson') continue;
-      const key = `${call.tool}|${call.target}`;
+      const key =
+        call.tool === MODEL_CALL_TOOL
+          ? `${call.tool}|${call.target}|${call.node}`
+          : `${call.tool}|${call.target}`;
       const calls = byService.get(key) ?? [];
       if (calls.length < window) calls.push({ runId: run.runId, ms: call.ms, outcome: call.outcome });
       byService.set(key, calls);
@@ -65,7 +86,12 @@ export function candidateLessons(
 ): LessonCandidate[] {
   const candidates: LessonCandidate[] = [];
   for (const [key, calls] of callsByService(hot, settings.window)) {
-    const [tool = '', host = ''] = key.split('|');
+    const [tool = '', host = '', node] = key.split('|');
+    if (node !== undefined) {
+      const candidate = invalidAnswers(calls, { tool, host, node }, settings);
+      if (candidate) candidates.push(candidate);
+      continue;
+    }
     const scope = { tool, host };
     const failed = calls.filter((c) => c.outcome !== 'ok');
     const down = calls.filter((c) => c.outcome === 'server' || c.outcome === 'network');
@@ -112,6 +138,23 @@ export function candidateLessons(
       continue;
     }
 
+    // rate-limited: the service keeps answering 429. Its calls get more retries of that failure,
+    // spaced by a longer floor, so they wait out the limit instead of failing the run.
+    const limited = calls.filter((c) => c.outcome === 'rate_limited');
+    const limitedRuns = distinctRuns(limited);
+    if (limitedRuns.length >= settings.minRuns && limited.length >= settings.rateLimitedRate * calls.length) {
+      candidates.push({
+        kind: 'template',
+        rule: 'rate-limited',
+        scope,
+        statement: `${host} rate-limits ${tool}: ${percent(limited.length, calls.length)} recent calls were answered 429; its rate-limited calls get ${settings.rateLimitRetries} retries at least ${settings.rateLimitBackoffMs} ms apart`,
+        evidence: limitedRuns,
+        confidence: confidenceOf(limitedRuns.length),
+        effect: { retries: settings.rateLimitRetries, backoffFloorMs: settings.rateLimitBackoffMs },
+      });
+      continue;
+    }
+
     // service-flaky: a sizeable share of recent calls fails.
     const failedRuns = distinctRuns(failed);
     if (failedRuns.length >= settings.minRuns && failed.length >= settings.flakyRate * calls.length) {
@@ -130,4 +173,29 @@ export function candidateLessons(
     }
   }
   return candidates;
+}
+
+/**
+ * invalid-answer: a model node's JSON answer keeps failing its schema. Its calls get temperature 0
+ * and the schema repeated in the prompt.
+ */
+function invalidAnswers(
+  calls: readonly Call[],
+  scope: { tool: string; host: string; node: string },
+  settings: RuleSettings,
+): LessonCandidate | undefined {
+  const invalid = calls.filter((c) => c.outcome === INVALID_ANSWER);
+  const runs = distinctRuns(invalid);
+  if (runs.length < settings.minRuns || invalid.length < settings.invalidAnswerRate * calls.length) {
+    return undefined;
+  }
+  return {
+    kind: 'template',
+    rule: 'invalid-answer',
+    scope,
+    statement: `${scope.host} answers node ${scope.node} outside its schema: ${percent(invalid.length, calls.length)} recent answers failed it; its calls get temperature 0 and the schema in the prompt`,
+    evidence: runs,
+    confidence: confidenceOf(runs.length),
+    effect: { temperature: 0, schemaInPrompt: true },
+  };
 }

@@ -35,8 +35,21 @@ export const Lesson = z.object({
   status: z.enum(LESSON_STATUSES),
   /** The latest supporting run ids (at most 20). */
   evidence: z.array(z.string()),
-  /** What a template lesson changes: a call's timeout (ms). */
-  effect: z.object({ timeoutMs: z.number().int().positive().optional() }).optional(),
+  /** What a template lesson changes where a call is dispatched. */
+  effect: z
+    .object({
+      /** The call's timeout (ms), when its node sets none. */
+      timeoutMs: z.number().int().positive().optional(),
+      /** Retries of a `rate_limited` failure, when more than the node's or the deployment's. */
+      retries: z.number().int().nonnegative().max(20).optional(),
+      /** The shortest delay before a retry of a `rate_limited` failure (ms). */
+      backoffFloorMs: z.number().int().nonnegative().optional(),
+      /** A model call's sampling temperature. */
+      temperature: z.number().min(0).max(2).optional(),
+      /** The node's JSON schema is repeated in the model's prompt. */
+      schemaInPrompt: z.boolean().optional(),
+    })
+    .optional(),
   /** Reflections in a row that found no case for it; past the limit its confidence decays. */
   missed: z.number().int().nonnegative(),
   createdAt: z.string(),

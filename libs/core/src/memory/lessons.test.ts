@@ -1,10 +1,17 @@
 import { describe, expect, it } from 'vitest';
 import { LATENCY_BUCKETS_MS, bucketOf, quantile } from './latency.js';
 import { DEFAULT_LIFECYCLE, lessonId, reflectLessons } from './lesson-lifecycle.js';
-import { candidateLessons } from './lesson-rules.js';
+import { DEFAULT_RULE_SETTINGS, MODEL_CALL_TOOL, candidateLessons } from './lesson-rules.js';
 import type { Lesson } from './lesson.js';
 import type { CallRecord, RunSummary } from './run-summary.js';
-import { MAX_CALLS, fingerprintOf, normaliseTask, summarize } from './run-summary.js';
+import {
+  INVALID_ANSWER,
+  MAX_CALLS,
+  fingerprintOf,
+  normaliseTask,
+  outcomeOf,
+  summarize,
+} from './run-summary.js';
 import type { RunDocument } from '../domain/run-model.js';
 
 const NOW = '2026-11-30T00:00:00.000Z';
@@ -160,6 +167,62 @@ describe('the rules', () => {
     const [lesson] = candidateLessons(hot);
     expect(lesson).toMatchObject({ kind: 'soft', rule: 'service-flaky' });
     expect(lesson!.statement).toContain('mostly rate_limited');
+  });
+
+  it('find a rate-limited service (template): more retries of its 429s, a longer backoff floor', () => {
+    const hot = [
+      run([['busy.test', 'rate_limited']]),
+      run([['busy.test', 'rate_limited']]),
+      run([['busy.test', 'rate_limited']]),
+      ...Array.from({ length: 7 }, () => run([['busy.test', 'ok']])),
+    ];
+    const [lesson, ...rest] = candidateLessons(hot);
+    expect(rest).toEqual([]);
+    expect(lesson).toMatchObject({
+      kind: 'template',
+      rule: 'rate-limited',
+      scope: { tool: 'http', host: 'busy.test' },
+      effect: { retries: 4, backoffFloorMs: 5000 },
+    });
+    const tuned = candidateLessons(hot, {
+      ...DEFAULT_RULE_SETTINGS,
+      rateLimitRetries: 2,
+      rateLimitBackoffMs: 800,
+    });
+    expect(tuned[0]?.effect).toEqual({ retries: 2, backoffFloorMs: 800 });
+    // Two runs are not enough.
+    expect(candidateLessons(hot.slice(1))).toEqual([]);
+  });
+
+  it('find a model node whose answers keep failing its schema, and only from model calls of that node', () => {
+    const model = (node: string, outcome: string): RunSummary => ({
+      ...run([]),
+      calls: [{ node, tool: MODEL_CALL_TOOL, target: 'gpt-x', ms: 300, outcome }],
+    });
+    const hot = [
+      model('extract', INVALID_ANSWER),
+      model('extract', INVALID_ANSWER),
+      model('extract', INVALID_ANSWER),
+      model('extract', 'ok'),
+      model('summary', INVALID_ANSWER),
+      model('summary', 'ok'),
+      // A model provider failing is not a service a hard lesson could block.
+      ...Array.from({ length: 3 }, () => model('other', 'server')),
+    ];
+    expect(candidateLessons(hot)).toEqual([
+      expect.objectContaining({
+        kind: 'template',
+        rule: 'invalid-answer',
+        scope: { tool: 'llm', host: 'gpt-x', node: 'extract' },
+        effect: { temperature: 0, schemaInPrompt: true },
+      }),
+    ]);
+  });
+
+  it('record a model answer that failed its schema as invalid_answer, other validation errors by class', () => {
+    expect(outcomeOf({ code: 'validation', message: 'x', invalidAnswer: true })).toBe(INVALID_ANSWER);
+    expect(outcomeOf({ code: 'validation', message: 'x' })).toBe('validation');
+    expect(outcomeOf(undefined)).toBe('ok');
   });
 });
 

@@ -6,6 +6,7 @@
 import { createHash } from 'node:crypto';
 import { z } from 'zod';
 import type { RunDocument } from '../domain/run-model.js';
+import type { NodeErrorData } from '../errors/node-error.js';
 
 /** One call of a tool: one attempt of a node (or the last call of a loop's attempt). */
 export const CallRecord = z.object({
@@ -14,7 +15,7 @@ export const CallRecord = z.object({
   /** The outside service reached (the http tool: the URL's host); `-` when the tool names none. */
   target: z.string(),
   ms: z.number().nonnegative(),
-  /** `ok`, or the error class. */
+  /** `ok`, the error class, or `invalid_answer` for a model answer that failed its node's schema. */
   outcome: z.string(),
 });
 export type CallRecord = z.infer<typeof CallRecord>;
@@ -52,6 +53,17 @@ export function fingerprintOf(doc: Pick<RunDocument, 'task' | 'graph'>): string 
     : `graph:${hash(JSON.stringify(doc.graph))}`;
 }
 
+/** How a call ended, as the rules read it. */
+export const outcomeOf = (error: NodeErrorData | undefined): string =>
+  error === undefined
+    ? 'ok'
+    : error.code === 'validation' && error.invalidAnswer
+      ? INVALID_ANSWER
+      : error.code;
+
+/** The outcome of a model call whose answer failed its node's schema. */
+export const INVALID_ANSWER = 'invalid_answer';
+
 /** The summary of a settled run, from its document. */
 export function summarize(doc: RunDocument, planningLessons: readonly string[] = []): RunSummary {
   const calls: CallRecord[] = [];
@@ -65,7 +77,7 @@ export function summarize(doc: RunDocument, planningLessons: readonly string[] =
         tool: attempt.tool,
         target: attempt.target ?? '-',
         ms: attempt.durationMs,
-        outcome: attempt.error?.code ?? 'ok',
+        outcome: outcomeOf(attempt.error),
       });
     }
   }

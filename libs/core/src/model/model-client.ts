@@ -29,6 +29,8 @@ export interface ChatCall {
   /** Ask for a JSON answer matching this schema (structured output). */
   readonly schema?: { readonly name: string; readonly schema: Record<string, unknown> };
   readonly tools?: readonly FunctionTool[];
+  /** Sampling temperature; the provider's default when absent. */
+  readonly temperature?: number;
   readonly signal?: AbortSignal;
   /** Called with each piece of streamed text. */
   readonly onDelta?: (text: string) => void;
@@ -97,6 +99,7 @@ export class ModelClient {
         messages: call.messages as OpenAI.Chat.ChatCompletionMessageParam[],
         stream: true,
         stream_options: { include_usage: true },
+        ...(call.temperature !== undefined ? { temperature: call.temperature } : {}),
         ...(call.schema
           ? {
               response_format: {

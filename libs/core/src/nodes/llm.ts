@@ -47,12 +47,19 @@ async function runLlmNode(run: NodeRun<LlmNode>): Promise<NodeSnapshot> {
   try {
     parsed = JSON.parse(result.text) as unknown;
   } catch {
-    return run.fail({ code: 'validation', message: 'the model answer is not JSON' }, usage);
+    return run.fail(
+      { code: 'validation', message: 'the model answer is not JSON', invalidAnswer: true },
+      usage,
+    );
   }
   const problems = schemaProblems(node.schema, parsed);
   if (problems.length > 0) {
     return run.fail(
-      { code: 'validation', message: `the model answer does not match the schema: ${problems.join('; ')}` },
+      {
+        code: 'validation',
+        message: `the model answer does not match the schema: ${problems.join('; ')}`,
+        invalidAnswer: true,
+      },
       usage,
     );
   }

@@ -76,10 +76,14 @@ export async function removeDeadline(queues: RunQueues, runId: string, generatio
   await queues.plan.remove(deadlineJobId(runId, generation)).catch(() => 0);
 }
 
-/** How many attempts a node's job gets: one, plus its retries when its kind retries. */
-export function nodeJobAttempts(node: ExecutableNode, retries: RetryTable): number {
+/**
+ * How many attempts a node's job gets: one, plus its retries when its kind retries — or the room a
+ * template lesson may ask for (`lessonRetries`), when more. The executor decides whether a failure
+ * is retried; this is only BullMQ's ceiling.
+ */
+export function nodeJobAttempts(node: ExecutableNode, retries: RetryTable, lessonRetries = 0): number {
   const kind = executionOf(node);
-  return 1 + (kind.retryable ? maxRetries(retries, kind.retry(node)) : 0);
+  return 1 + (kind.retryable ? Math.max(maxRetries(retries, kind.retry(node)), lessonRetries) : 0);
 }
 
 /**

@@ -48,15 +48,19 @@ export class LessonBook {
     return lessons.find((l) => l.kind === 'hard' && l.scope.tool === tool && l.scope.host === target);
   }
 
-  /** The template lesson that sets the timeout of calls of `tool` to `target`, if one is in effect. */
-  async template(agentId: string, tool: string, target: string): Promise<Lesson | undefined> {
+  /**
+   * The template lessons in effect for calls of `tool` to `target` (from node `node`, for lessons
+   * about one node's calls).
+   */
+  async templates(agentId: string, tool: string, target: string, node?: string): Promise<Lesson[]> {
     const { lessons } = await this.inEffect(agentId);
-    return lessons.find(
+    return lessons.filter(
       (l) =>
         l.kind === 'template' &&
+        l.effect !== undefined &&
         l.scope.tool === tool &&
         l.scope.host === target &&
-        l.effect?.timeoutMs !== undefined,
+        (l.scope.node === undefined || l.scope.node === node),
     );
   }
 }
