@@ -14,3 +14,19 @@ export type TenantId = z.infer<typeof TenantId>;
 
 /** The tenant of everything made without a key (auth off), and of data from before tenancy. */
 export const DEFAULT_TENANT = 'default';
+
+/**
+ * A tenant-chosen name (a session key, an agent's memory) as stored: `<tenant>~<name>`, or the name
+ * itself in the default tenant. `~` is in no tenant-chosen name's alphabet, so two tenants' names
+ * can never meet in one key.
+ */
+export const scopedName = (tenant: string, name: string): string =>
+  tenant === DEFAULT_TENANT ? name : `${tenant}~${name}`;
+
+/** The tenant and the name a stored name stands for. */
+export function unscopeName(stored: string): { tenant: string; name: string } {
+  const at = stored.indexOf('~');
+  return at < 0
+    ? { tenant: DEFAULT_TENANT, name: stored }
+    : { tenant: stored.slice(0, at), name: stored.slice(at + 1) };
+}
