@@ -2,7 +2,7 @@
 import { createHash, randomUUID } from 'node:crypto';
 import { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { blobKey, runKeys, type RunDocument } from '@tetraloop/core';
+import { DEFAULT_TENANT, blobKey, runKeys, type RunDocument } from '@tetraloop/core';
 import { startModelServer, type ModelServer } from './support/model-server.js';
 import {
   post,
@@ -114,7 +114,7 @@ describe('a large output', () => {
 
     // `big` and `echo` have the same output: one blob.
     const added = (await blobKeys()).filter((k) => !before.includes(k));
-    expect(added).toEqual([blobKey(stack.prefix, hexOf(big))]);
+    expect(added).toEqual([blobKey(stack.prefix, DEFAULT_TENANT, hexOf(big))]);
     expect(await redis.get(added[0]!)).toBe(JSON.stringify(big));
     expect((await blobBytes('stored')) - storedBefore).toBe(stub.bytes);
     expect((await blobBytes('deduplicated')) - dedupedBefore).toBe(stub.bytes);
@@ -160,13 +160,13 @@ describe('a large output', () => {
       expect(doc.output).toEqual({ a: stubOf(big), b: stubOf(big) });
     }
     expect((await blobKeys()).filter((k) => !before.includes(k))).toEqual([
-      blobKey(stack.prefix, hexOf(big)),
+      blobKey(stack.prefix, DEFAULT_TENANT, hexOf(big)),
     ]);
     // Four outputs, one stored: three deduplicated.
     expect((await blobBytes('deduplicated')) - dedupedBefore).toBe(3 * stubOf(big).bytes);
 
     // Each new reference raises the blob's TTL to the run's retention, and never lowers it.
-    const key = blobKey(stack.prefix, hexOf(big));
+    const key = blobKey(stack.prefix, DEFAULT_TENANT, hexOf(big));
     await redis.expire(key, 100);
     await runToEnd(stack.url, { graph });
     expect(await redis.ttl(key)).toBeGreaterThanOrEqual(RETENTION);
@@ -193,7 +193,7 @@ describe('a large output', () => {
       },
     });
     expect(doc.status).toBe('failed');
-    const key = blobKey(stack.prefix, hexOf(big));
+    const key = blobKey(stack.prefix, DEFAULT_TENANT, hexOf(big));
     await redis.expire(key, 100);
     expect((await post(stack.url, `/v1/runs/${doc.runId}/resume`)).status).toBe(202);
     // Raised before the run reopened, and again when it settled.
@@ -282,7 +282,7 @@ describe('a blob that is gone', () => {
     expect(posted.status).toBe(202);
     const runId = posted.body.runId as string;
     await untilNodeStatus(stack, runId, 'gate', 'waiting');
-    expect(await redis.del(blobKey(stack.prefix, hexOf(big)))).toBe(1);
+    expect(await redis.del(blobKey(stack.prefix, DEFAULT_TENANT, hexOf(big)))).toBe(1);
     expect((await post(stack.url, `/v1/runs/${runId}/signals/go`, {})).status).toBe(202);
     const doc = await waitFor(stack.url, runId);
     expect(doc.status).toBe('failed');

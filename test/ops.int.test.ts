@@ -15,7 +15,7 @@ import {
 import { runToEnd, startStack, type Stack } from './support/stack.js';
 
 let stack: Stack;
-const TOKEN = 'admin-token-0123456789';
+const TOKEN = 'admin-token-0123456789-0123456789-abc';
 
 beforeAll(async () => {
   stack = await startStack({ env: { TETRALOOP_ADMIN_TOKEN: TOKEN, TETRALOOP_QUEUE_CHECK_MS: '100' } });
@@ -145,7 +145,7 @@ describe('tetraloop_lessons', () => {
 });
 
 describe('Bull Board', () => {
-  it('is behind the admin token, as bearer or basic auth', async () => {
+  it('is behind the root token, as bearer or a login session, never basic auth', async () => {
     expect((await fetch(`${stack.url}/admin/queues`)).status).toBe(401);
     expect(
       (await fetch(`${stack.url}/admin/queues`, { headers: { authorization: 'Bearer wrong-token-0000000' } }))
@@ -155,11 +155,39 @@ describe('Bull Board', () => {
       headers: { authorization: `Bearer ${TOKEN}` },
     });
     expect(bearer.status).toBe(200);
+    // Basic auth is what browsers cache and resend: refused, with no challenge that invites it.
     const basic = await fetch(`${stack.url}/admin/queues/api/queues`, {
       headers: { authorization: `Basic ${Buffer.from(`ops:${TOKEN}`).toString('base64')}` },
     });
-    const queues = ((await basic.json()) as { queues: { name: string }[] }).queues.map((q) => q.name).sort();
-    expect(queues).toEqual(['plan', 'reflect', 'sense', 'tool']);
+    expect(basic.status).toBe(401);
+    expect(basic.headers.get('www-authenticate')).toBeNull();
+
+    // A login with the token sets an HttpOnly, SameSite=Strict session cookie.
+    const wrong = await fetch(`${stack.url}/admin/login`, {
+      method: 'POST',
+      body: new URLSearchParams({ token: 'not-the-token' }),
+      redirect: 'manual',
+    });
+    expect(wrong.status).toBe(401);
+    const login = await fetch(`${stack.url}/admin/login`, {
+      method: 'POST',
+      body: new URLSearchParams({ token: TOKEN }),
+      redirect: 'manual',
+    });
+    expect(login.status).toBe(303);
+    const setCookie = login.headers.get('set-cookie') ?? '';
+    expect(setCookie).toMatch(/^tl_admin=[A-Za-z0-9_-]{43};/);
+    expect(setCookie).toMatch(/HttpOnly/);
+    expect(setCookie).toMatch(/SameSite=Strict/);
+    const cookie = setCookie.split(';')[0]!;
+    const board = await fetch(`${stack.url}/admin/queues/api/queues`, { headers: { cookie } });
+    const body = (await board.json()) as { queues: { name: string; readOnlyMode: boolean }[] };
+    expect(body.queues.map((q) => q.name).sort()).toEqual(['plan', 'reflect', 'sense', 'tool']);
+    // Read-only unless configured otherwise.
+    expect(body.queues.every((q) => q.readOnlyMode)).toBe(true);
+    // Logging out ends the session.
+    await fetch(`${stack.url}/admin/logout`, { method: 'POST', headers: { cookie }, redirect: 'manual' });
+    expect((await fetch(`${stack.url}/admin/queues/api/queues`, { headers: { cookie } })).status).toBe(401);
   });
 
   it('is off when no token is configured', async () => {

@@ -26,6 +26,8 @@ export async function startBenchStack(
     TETRALOOP_HTTP_ALLOW_HOSTS: '127.0.0.1',
     PORT: '0',
     HOST: '127.0.0.1',
+    // The engine is measured; keys are measured on their own where a benchmark says so.
+    TETRALOOP_AUTH: 'off',
     ...env,
   };
   const pools =

@@ -1,6 +1,7 @@
 /**
- * Bull Board in a real browser: headless Debian Chromium driven by playwright-core opens the
- * board after a run, sees the four queues and the run's jobs, and saves a screenshot.
+ * Bull Board in a real browser: headless Debian Chromium driven by playwright-core signs in with
+ * the root token on the login page, opens the board after a run, sees the four queues and the
+ * run's jobs, and saves a screenshot.
  */
 import { mkdirSync } from 'node:fs';
 import { chromium, type Browser } from 'playwright-core';
@@ -8,7 +9,7 @@ import { afterAll, beforeAll, expect, it } from 'vitest';
 import { runToEnd, startStack, type Stack } from '../support/stack.js';
 
 const CHROMIUM = '/usr/bin/chromium';
-const TOKEN = 'browser-admin-token-0123';
+const TOKEN = 'browser-admin-token-0123456789-abcdef';
 let stack: Stack;
 let browser: Browser;
 
@@ -36,9 +37,13 @@ it('shows the four queues and the jobs of a run', async () => {
       edges: [['first', 'second']],
     },
   });
-  const context = await browser.newContext({ httpCredentials: { username: 'ops', password: TOKEN } });
+  const context = await browser.newContext();
   const page = await context.newPage();
+  // Not signed in: the board sends the browser to its login page.
   await page.goto(`${stack.url}/admin/queues`);
+  await page.getByLabel('Root token').fill(TOKEN);
+  await page.getByRole('button', { name: 'Sign in' }).click();
+  await page.waitForURL(`${stack.url}/admin/queues`);
   for (const queue of ['sense', 'plan', 'tool', 'reflect']) {
     await page.getByRole('link', { name: queue, exact: true }).first().waitFor();
   }

@@ -31,6 +31,7 @@ export function testEnv(overrides: Record<string, string> = {}): Record<string, 
     TETRALOOP_HTTP_ALLOW_HOSTS: '127.0.0.1',
     PORT: '0',
     HOST: '127.0.0.1',
+    TETRALOOP_AUTH: 'off',
     ...overrides,
   };
 }

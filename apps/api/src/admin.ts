@@ -1,36 +1,102 @@
 /**
- * Bull Board at /admin/queues, behind an admin token (a bearer header, or basic auth with the
- * token as password). With no token configured the board is not mounted at all.
+ * Bull Board at /admin/queues, for the operator only: the root token as a bearer header, or a
+ * login session — `POST /admin/login` with the token sets an HttpOnly, SameSite=Strict cookie whose
+ * value is random and kept in Redis (as its hash) for a limited time. No basic auth, which browsers
+ * cache and resend. Read-only unless `TETRALOOP_ADMIN_READ_ONLY=false`.
  */
-import { timingSafeEqual } from 'node:crypto';
+import { createHash, randomBytes } from 'node:crypto';
 import { createBullBoard } from '@bull-board/api';
 import { BullMQAdapter } from '@bull-board/api/bullMQAdapter';
 import { ExpressAdapter } from '@bull-board/express';
 import type { Queue } from 'bullmq';
-import type { RequestHandler, Router } from 'express';
+import express, { type Express, type Request, type RequestHandler, type Router } from 'express';
+import type { Redis } from 'ioredis';
+import { adminSessionKey } from '@tetraloop/core';
+import { bearerOf, sameSecret } from './auth.js';
 
 export const ADMIN_PATH = '/admin/queues';
+const LOGIN_PATH = '/admin/login';
+const LOGOUT_PATH = '/admin/logout';
+const COOKIE = 'tl_admin';
 
-function sameToken(given: string, expected: string): boolean {
-  const a = Buffer.from(given);
-  const b = Buffer.from(expected);
-  return a.length === b.length && timingSafeEqual(a, b);
+export interface AdminBoardOptions {
+  readonly token: string;
+  readonly redis: Redis;
+  readonly prefix: string;
+  readonly queues: readonly Queue[];
+  readonly readOnly: boolean;
+  /** How long a login lasts. @defaultValue 28800 (8 hours) */
+  readonly sessionSeconds?: number;
 }
 
-/** Accepts `Authorization: Bearer <token>` or basic auth whose password is the token. */
-export function adminAuth(token: string): RequestHandler {
-  return (req, res, next) => {
-    const header = req.get('authorization') ?? '';
-    const [scheme = '', value = ''] = header.split(' ');
-    let given = '';
-    if (scheme.toLowerCase() === 'bearer') given = value;
-    if (scheme.toLowerCase() === 'basic')
-      given = Buffer.from(value, 'base64').toString().split(':').slice(1).join(':');
-    if (given && sameToken(given, token)) return next();
-    res
-      .set('www-authenticate', 'Basic realm="tetraloop"')
-      .status(401)
-      .json({ error: { code: 'unauthorized', message: 'admin token required' } });
+export interface AdminBoard {
+  mount(app: Express): void;
+}
+
+const hashOf = (value: string): string => createHash('sha256').update(value).digest('hex');
+
+function cookieOf(req: Request, name: string): string | undefined {
+  for (const part of (req.get('cookie') ?? '').split(';')) {
+    const [key, ...value] = part.trim().split('=');
+    if (key === name) return value.join('=');
+  }
+  return undefined;
+}
+
+const LOGIN_PAGE = `<!doctype html><meta charset="utf-8"><title>Tetraloop admin</title>
+<form method="post" action="${LOGIN_PATH}" style="font:16px system-ui;margin:4em auto;max-width:24em">
+<h1>Tetraloop admin</h1><label>Root token<br><input name="token" type="password" autocomplete="current-password" style="width:100%"></label>
+<p><button type="submit">Sign in</button></p></form>`;
+
+export function adminBoard(options: AdminBoardOptions): AdminBoard {
+  const seconds = options.sessionSeconds ?? 28_800;
+  const sessionKey = (value: string): string => adminSessionKey(options.prefix, hashOf(value));
+
+  const signedIn = async (req: Request): Promise<boolean> => {
+    const bearer = bearerOf(req);
+    if (bearer) return sameSecret(bearer, options.token);
+    const cookie = cookieOf(req, COOKIE);
+    return cookie !== undefined && /^[A-Za-z0-9_-]{43}$/.test(cookie)
+      ? (await options.redis.exists(sessionKey(cookie))) === 1
+      : false;
+  };
+
+  const guard: RequestHandler = async (req, res, next) => {
+    if (await signedIn(req)) return next();
+    // A browser goes to the login page; anything else gets a plain 401.
+    if (req.accepts(['json', 'html']) === 'html') return res.redirect(303, LOGIN_PATH);
+    res.status(401).json({ error: { code: 'unauthorized', message: 'the root token is required' } });
+  };
+
+  return {
+    mount(app) {
+      app.get(LOGIN_PATH, (_req, res) => {
+        res.type('html').set('cache-control', 'no-store').send(LOGIN_PAGE);
+      });
+      app.post(LOGIN_PATH, express.urlencoded({ extended: false, limit: '4kb' }), async (req, res) => {
+        const body = req.body as { token?: unknown } | undefined;
+        const token = typeof body?.token === 'string' ? body.token : '';
+        if (!token || !sameSecret(token, options.token)) {
+          return res.status(401).type('html').send(LOGIN_PAGE.replace('<p>', '<p>Wrong token.</p><p>'));
+        }
+        const value = randomBytes(32).toString('base64url');
+        await options.redis.set(sessionKey(value), '1', 'EX', seconds);
+        res.cookie(COOKIE, value, {
+          httpOnly: true,
+          sameSite: 'strict',
+          secure: req.secure,
+          path: '/admin',
+          maxAge: seconds * 1000,
+        });
+        res.redirect(303, ADMIN_PATH);
+      });
+      app.post(LOGOUT_PATH, async (req, res) => {
+        const cookie = cookieOf(req, COOKIE);
+        if (cookie) await options.redis.del(sessionKey(cookie));
+        res.clearCookie(COOKIE, { path: '/admin' }).redirect(303, LOGIN_PATH);
+      });
+      app.use(ADMIN_PATH, guard, bullBoard(options.queues, options.readOnly));
+    },
   };
 }
 

@@ -12,18 +12,26 @@ import {
   type SessionStore,
   type SourceService,
 } from '@tetraloop/core';
-import { ADMIN_PATH, adminAuth } from './admin.js';
-import { blobsRouter } from './blobs-router.js';
+import type { AdminBoard } from './admin.js';
+import { authenticate, authorize, type AuthSettings } from './auth.js';
+import { blobHandlers } from './blobs-router.js';
 import { errorHandler, HttpError, sendError } from './http-errors.js';
-import { runsRouter } from './runs-router.js';
-import { memoryRouter } from './memory-router.js';
-import { sessionsRouter } from './sessions-router.js';
+import { keyHandlers, type KeysRouterDeps } from './keys-router.js';
+import { memoryHandlers } from './memory-router.js';
+import { ROUTES, type RouteName } from './route-table.js';
+import { runHandlers } from './runs-router.js';
+import { sessionHandlers } from './sessions-router.js';
 
 export interface AppDeps {
   /** Brings scrape-time gauges (queue depths) up to date before /metrics answers. */
   readonly refreshMetrics?: () => Promise<void>;
-  /** Mounted behind the admin token when one is configured. */
-  readonly admin?: { readonly token: string; readonly router: express.Router };
+  /** Bull Board behind the root token, when one is configured. */
+  readonly admin?: AdminBoard;
+  readonly auth: AuthSettings;
+  /** Deletes a tenant with all its data. */
+  readonly purgeTenant: KeysRouterDeps['purgeTenant'];
+  /** A token `/metrics` asks for; open when unset. */
+  readonly metricsToken?: string;
   readonly redis: Redis;
   readonly store: RunStore;
   /** A fresh connection for one blocking reader (an open event stream). */
@@ -66,19 +74,46 @@ export function createApp(deps: AppDeps): express.Express {
     sendError(res, new HttpError(503, 'unavailable', 'Redis is unavailable'));
   };
 
-  app.get('/metrics', async (_req, res) => {
+  app.get('/metrics', async (req, res) => {
+    if (deps.metricsToken && req.get('authorization') !== `Bearer ${deps.metricsToken}`) {
+      return sendError(res, new HttpError(401, 'unauthorized', 'send the metrics token as a bearer token'));
+    }
     await deps.refreshMetrics?.();
     const { contentType, body } = await metricsText();
     res.type(contentType).send(body);
   });
-  if (deps.admin) app.use(ADMIN_PATH, adminAuth(deps.admin.token), deps.admin.router);
+  if (deps.admin) deps.admin.mount(app);
 
-  app.use('/v1', requireRedis, express.json({ limit: deps.bodyLimitBytes, strict: false }));
-  app.use('/v1/runs', runsRouter(deps));
-  app.use('/v1/blobs', blobsRouter(deps));
-  app.use('/v1', sessionsRouter(deps));
-  app.use('/v1', memoryRouter(deps));
+  app.use(
+    '/v1',
+    requireRedis,
+    authenticate(deps.auth),
+    express.json({ limit: deps.bodyLimitBytes, strict: false }),
+  );
+  mountRoutes(app, {
+    ...runHandlers(deps),
+    ...blobHandlers(deps),
+    ...sessionHandlers(deps),
+    ...memoryHandlers(deps),
+    ...keyHandlers({ keys: deps.auth.keys, purgeTenant: deps.purgeTenant }),
+  });
   app.use((_req, res) => sendError(res, new HttpError(404, 'not_found', 'no such route')));
   app.use(errorHandler(deps.logger, redisReady));
   return app;
+}
+
+/**
+ * Mounts every route of the table behind its access check. A route without a handler, or a
+ * handler without a route, is a programming error caught at boot.
+ */
+function mountRoutes(app: express.Express, handlers: Partial<Record<RouteName, RequestHandler>>): void {
+  for (const name of Object.keys(handlers)) {
+    if (!(name in ROUTES)) throw new Error(`handler ${name} has no route in the route table`);
+  }
+  for (const [name, route] of Object.entries(ROUTES) as [RouteName, (typeof ROUTES)[RouteName]][]) {
+    const handler = handlers[name];
+    if (!handler)
+      throw new Error(`route ${name} (${route.method.toUpperCase()} ${route.path}) has no handler`);
+    app[route.method](route.path, authorize(route.access), handler);
+  }
 }

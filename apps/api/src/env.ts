@@ -1,5 +1,5 @@
 /** Configuration of the API process, parsed once at boot. */
-import { BaseEnv, parseEnv } from '@tetraloop/core';
+import { BaseEnv, ConfigError, parseEnv } from '@tetraloop/core';
 import { z } from 'zod';
 
 export const ApiEnv = BaseEnv.extend({
@@ -11,13 +11,24 @@ export const ApiEnv = BaseEnv.extend({
     .int()
     .positive()
     .default(1024 * 1024),
-  /** Token for Bull Board at /admin/queues (bearer, or basic auth password). Unset: the board is off. */
-  TETRALOOP_ADMIN_TOKEN: z.string().min(16, 'use at least 16 characters').optional(),
+  /**
+   * `required`: every /v1 request needs an API key (or the root token); `off`: anyone may do
+   * anything, in the default tenant — only on loopback unless TETRALOOP_AUTH_OFF_I_UNDERSTAND=1.
+   */
+  TETRALOOP_AUTH: z.enum(['required', 'off']).default('required'),
+  /** Allows TETRALOOP_AUTH=off on an address other than loopback. */
+  TETRALOOP_AUTH_OFF_I_UNDERSTAND: z.enum(['1']).optional(),
+  /** The operator's root token: manages keys and tenants, opens Bull Board. Unset: neither. */
+  TETRALOOP_ADMIN_TOKEN: z.string().min(32, 'use at least 32 characters').optional(),
   /** Bull Board shows queues but cannot retry, remove or promote jobs. */
   TETRALOOP_ADMIN_READ_ONLY: z
     .enum(['true', 'false'])
-    .default('false')
+    .default('true')
     .transform((v) => v === 'true'),
+  /** A bearer token /metrics asks for; open when unset. */
+  TETRALOOP_METRICS_TOKEN: z.string().min(16, 'use at least 16 characters').optional(),
+  /** API keys one tenant may hold. */
+  TETRALOOP_KEYS_MAX_PER_TENANT: z.coerce.number().int().min(1).max(100_000).default(100),
   /** How often queue depths are read for /metrics and the stall alarm. */
   TETRALOOP_QUEUE_CHECK_MS: z.coerce.number().int().min(100).default(5000),
   /** On SIGTERM: how long open event streams and requests get to finish. */
@@ -27,5 +38,26 @@ export const ApiEnv = BaseEnv.extend({
 });
 export type ApiEnv = z.infer<typeof ApiEnv>;
 
-export const parseApiEnv = (env: Record<string, string | undefined> = process.env): ApiEnv =>
-  parseEnv(ApiEnv, env);
+const LOOPBACK = new Set(['127.0.0.1', '::1', 'localhost']);
+
+/** Auth off is never open by accident: off the loopback it must be asked for twice. */
+export function checkAuthExposure(env: ApiEnv): void {
+  if (env.TETRALOOP_AUTH === 'off' && !LOOPBACK.has(env.HOST) && !env.TETRALOOP_AUTH_OFF_I_UNDERSTAND) {
+    throw new ConfigError(
+      new z.ZodError([
+        {
+          code: 'custom',
+          path: ['TETRALOOP_AUTH'],
+          message: `off with HOST=${env.HOST} lets anyone who reaches it do anything: bind HOST=127.0.0.1, set TETRALOOP_AUTH=required, or set TETRALOOP_AUTH_OFF_I_UNDERSTAND=1`,
+          input: env.TETRALOOP_AUTH,
+        },
+      ]),
+    );
+  }
+}
+
+export function parseApiEnv(env: Record<string, string | undefined> = process.env): ApiEnv {
+  const parsed = parseEnv(ApiEnv, env);
+  checkAuthExposure(parsed);
+  return parsed;
+}

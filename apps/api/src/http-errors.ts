@@ -1,6 +1,11 @@
 /** The API's error shape and the mapping from what went wrong to a status code. */
 import type { ErrorRequestHandler, Response } from 'express';
-import { GraphRejectedError, RunStateConflictError } from '@tetraloop/core';
+import {
+  DefaultTenantError,
+  GraphRejectedError,
+  KeyLimitError,
+  RunStateConflictError,
+} from '@tetraloop/core';
 import type { Logger } from 'pino';
 import { z } from 'zod';
 
@@ -59,6 +64,9 @@ export function errorHandler(logger: Logger, redisReady: () => boolean): ErrorRe
     }
     if (err instanceof RunStateConflictError)
       return sendError(res, new HttpError(409, err.code, err.message));
+    if (err instanceof KeyLimitError) return sendError(res, new HttpError(409, 'key_limit', err.message));
+    if (err instanceof DefaultTenantError)
+      return sendError(res, new HttpError(409, 'default_tenant', err.message));
     if (err instanceof z.ZodError) return sendError(res, zodToHttp(err));
     const parsed = bodyParserError(err);
     if (parsed) return sendError(res, parsed);

@@ -1,7 +1,11 @@
-/** `/v1/runs`: submit, read, wait for, cancel, resume and signal runs, and follow their events. */
-import { Router, type Request } from 'express';
+/**
+ * `/v1/runs`: submit, read, wait for, cancel, resume and signal runs, and follow their events. A
+ * run of another tenant is answered as no run at all.
+ */
+import type { Request, RequestHandler, Response } from 'express';
 import {
   RunRequest,
+  unscopeName,
   type RunDocument,
   type RunService,
   type RunStore,
@@ -9,7 +13,9 @@ import {
 } from '@tetraloop/core';
 import { z } from 'zod';
 import { streamRunEvents, type EventStreamDeps } from './run-events.js';
+import { callerOf } from './auth.js';
 import { HttpError, zodToHttp } from './http-errors.js';
+import type { RouteName } from './route-table.js';
 
 const RunIdParam = z.uuid();
 const SignalName = z.string().regex(/^[A-Za-z0-9_.-]{1,64}$/, 'must match [A-Za-z0-9_.-]{1,64}');
@@ -22,29 +28,40 @@ export interface RunsRouterDeps extends EventStreamDeps {
   readonly store: RunStore;
 }
 
+const notFound = (): HttpError => new HttpError(404, 'run_not_found', 'no such run');
+
 function runIdOf(req: Request): string {
   const parsed = RunIdParam.safeParse(req.params.id);
-  if (!parsed.success) throw new HttpError(404, 'run_not_found', 'no such run');
+  if (!parsed.success) throw notFound();
   return parsed.data;
 }
 
-const notFound = (): HttpError => new HttpError(404, 'run_not_found', 'no such run');
+/** The run id of the request, once the run is known to belong to the caller's tenant. */
+export async function ownRunId(store: RunStore, req: Request, res: Response): Promise<string> {
+  const runId = runIdOf(req);
+  if ((await store.tenantOf(runId)) !== callerOf(res).tenant) throw notFound();
+  return runId;
+}
 
 /** `?expand=blobs`: the document with each stub in `output` and `nodes.*.output` replaced by its content. */
 const Expand = z.literal('blobs').optional();
 
-export function runsRouter(deps: RunsRouterDeps): Router {
-  const router = Router();
+export function runHandlers(deps: RunsRouterDeps): Partial<Record<RouteName, RequestHandler>> {
   const WaitQuery = z.strictObject({
     timeoutMs: z.coerce.number().int().min(0).max(deps.maxWaitMs).default(30_000),
     expand: Expand,
   });
   const ReadQuery = z.object({ expand: Expand });
-  const answer = (doc: RunDocument, expand: 'blobs' | undefined): Promise<RunDocument> | RunDocument =>
-    expand === 'blobs' ? deps.store.blobs.expandDocument(doc) : doc;
+  // A session run names its session as the client does (it is stored tenant-scoped).
+  const answer = async (doc: RunDocument, expand: 'blobs' | undefined): Promise<RunDocument> => {
+    const shown = doc.sessionKey ? { ...doc, sessionKey: unscopeName(doc.sessionKey).name } : doc;
+    return expand === 'blobs' ? deps.store.blobs.expandDocument(shown) : shown;
+  };
   const IdempotencyKey = z.string().min(1).max(255).optional();
 
-  router.post('/', async (req, res) => {
+  const ownRun = (req: Request, res: Response): Promise<string> => ownRunId(deps.store, req, res);
+
+  const submit: RequestHandler = async (req, res) => {
     if (!req.is('application/json')) {
       throw new HttpError(415, 'unsupported_media_type', 'send the body as application/json');
     }
@@ -52,26 +69,26 @@ export function runsRouter(deps: RunsRouterDeps): Router {
     if (!body.success) throw zodToHttp(body.error);
     const key = IdempotencyKey.safeParse(req.get('idempotency-key'));
     if (!key.success) throw zodToHttp(key.error, ['headers', 'idempotency-key']);
-    const result = await deps.runs.submit(body.data, key.data);
+    const result = await deps.runs.submit(body.data, key.data, { tenant: callerOf(res).tenant });
     res
       .status(202)
       .location(`/v1/runs/${result.runId}`)
       .json({ runId: result.runId, status: result.status, acceptedAt: result.acceptedAt });
-  });
+  };
 
-  router.get('/:id', async (req, res) => {
+  const get: RequestHandler = async (req, res) => {
     const runId = runIdOf(req);
     const query = ReadQuery.safeParse(req.query);
     if (!query.success) throw zodToHttp(query.error, ['query']);
     const doc = await deps.runs.get(runId);
-    if (!doc) throw notFound();
+    if (!doc || doc.tenant !== callerOf(res).tenant) throw notFound();
     res.json(await answer(doc, query.data.expand));
-  });
+  };
 
-  router.get('/:id/wait', async (req, res) => {
-    const runId = runIdOf(req);
+  const wait: RequestHandler = async (req, res) => {
     const query = WaitQuery.safeParse(req.query);
     if (!query.success) throw zodToHttp(query.error, ['query']);
+    const runId = await ownRun(req, res);
     // Only the answer reads the whole document; the checks before it read two fields.
     const settled = await deps.runs.settled(runId);
     if (settled === null) throw notFound();
@@ -89,27 +106,27 @@ export function runsRouter(deps: RunsRouterDeps): Router {
     const doc = await deps.runs.get(runId);
     if (!doc) throw notFound();
     res.status(doc.finishedAt !== null ? 200 : 202).json(await answer(doc, query.data.expand));
-  });
+  };
 
-  router.post('/:id/cancel', async (req, res) => {
-    const runId = runIdOf(req);
+  const cancel: RequestHandler = async (req, res) => {
+    const runId = await ownRun(req, res);
     const result = await deps.runs.cancel(runId);
     if (!result) throw notFound();
     res.status(202).json({ runId, status: result.status });
-  });
+  };
 
-  router.post('/:id/resume', async (req, res) => {
-    const runId = runIdOf(req);
+  const resume: RequestHandler = async (req, res) => {
+    const runId = await ownRun(req, res);
     const result = await deps.runs.resume(runId);
     if (!result) throw notFound();
     res
       .status(202)
       .location(`/v1/runs/${runId}`)
       .json({ runId, ...result });
-  });
+  };
 
-  router.post('/:id/signals/:name', async (req, res) => {
-    const runId = runIdOf(req);
+  const signal: RequestHandler = async (req, res) => {
+    const runId = await ownRun(req, res);
     const name = SignalName.safeParse(req.params.name);
     if (!name.success) throw zodToHttp(name.error, ['params', 'name']);
     if (
@@ -124,12 +141,10 @@ export function runsRouter(deps: RunsRouterDeps): Router {
     res
       .status(result === 'delivered' ? 202 : 200)
       .json({ runId, signal: name.data, delivered: result === 'delivered' });
-  });
+  };
 
-  router.get('/:id/events', async (req, res) => {
-    const runId = runIdOf(req);
-    const doc = await deps.runs.get(runId);
-    if (!doc) throw notFound();
+  const events: RequestHandler = async (req, res) => {
+    const runId = await ownRun(req, res);
     const from = z.coerce
       .number()
       .int()
@@ -137,7 +152,15 @@ export function runsRouter(deps: RunsRouterDeps): Router {
       .catch(0)
       .parse(req.get('last-event-id') ?? req.query.after ?? 0);
     await streamRunEvents(deps, runId, from, req, res);
-  });
+  };
 
-  return router;
+  return {
+    'runs.submit': submit,
+    'runs.get': get,
+    'runs.wait': wait,
+    'runs.cancel': cancel,
+    'runs.resume': resume,
+    'runs.signal': signal,
+    'runs.events': events,
+  };
 }

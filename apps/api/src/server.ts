@@ -3,6 +3,7 @@ import type { AddressInfo } from 'node:net';
 import { setTimeout as delay } from 'node:timers/promises';
 import { QueueEvents, type Queue } from 'bullmq';
 import {
+  ApiKeyStore,
   QUEUE_NAMES,
   QueueWatch,
   RunWaiter,
@@ -14,8 +15,9 @@ import {
   createLogger,
   openQueues,
   parseAllowHosts,
+  purgeTenant,
 } from '@tetraloop/core';
-import { bullBoard } from './admin.js';
+import { adminBoard } from './admin.js';
 import { createApp } from './app.js';
 import type { ApiEnv } from './env.js';
 import { refreshLessonGauge } from './lesson-metrics.js';
@@ -65,16 +67,32 @@ export async function startApi(env: ApiEnv): Promise<ApiHandle> {
         ),
     ]);
   };
+  const keys = new ApiKeyStore(redis, { prefix, maxPerTenant: env.TETRALOOP_KEYS_MAX_PER_TENANT });
+  if (env.TETRALOOP_AUTH === 'off') {
+    logger.warn({ host: env.HOST }, 'auth is off: every request may do anything (TETRALOOP_AUTH=off)');
+  } else if (!env.TETRALOOP_ADMIN_TOKEN) {
+    logger.warn('no TETRALOOP_ADMIN_TOKEN: keys can only be made with `tetraloop keys create` on Redis');
+  }
   const app = createApp({
     refreshMetrics,
     ...(env.TETRALOOP_ADMIN_TOKEN
       ? {
-          admin: {
+          admin: adminBoard({
             token: env.TETRALOOP_ADMIN_TOKEN,
-            router: bullBoard(watch.queues, env.TETRALOOP_ADMIN_READ_ONLY),
-          },
+            redis,
+            prefix,
+            queues: watch.queues,
+            readOnly: env.TETRALOOP_ADMIN_READ_ONLY,
+          }),
         }
       : {}),
+    auth: {
+      mode: env.TETRALOOP_AUTH,
+      ...(env.TETRALOOP_ADMIN_TOKEN ? { rootToken: env.TETRALOOP_ADMIN_TOKEN } : {}),
+      keys,
+    },
+    purgeTenant: (tenant) => purgeTenant({ redis, prefix, store: services.store, keys }, tenant),
+    ...(env.TETRALOOP_METRICS_TOKEN ? { metricsToken: env.TETRALOOP_METRICS_TOKEN } : {}),
     redis,
     store: services.store,
     // Each open event stream blocks on a connection of its own.

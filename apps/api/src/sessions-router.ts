@@ -1,16 +1,24 @@
-/** `/v1/sessions` and `/v1/sources`: messages into session lanes, lanes, transcripts, source events. */
-import { Router } from 'express';
+/**
+ * `/v1/sessions` and `/v1/sources`: messages into session lanes, lanes, transcripts, source events.
+ * A session key names a session of the caller's tenant: it is stored tenant-scoped, and answers
+ * show it as the client named it.
+ */
+import type { RequestHandler, Response } from 'express';
 import type { Queue, QueueEvents } from 'bullmq';
 import {
   InboundEvent,
   SENSE_JOB,
+  scopedName,
+  unscopeName,
   type MessageResult,
   type SensePayload,
   type SessionStore,
   type SourceService,
 } from '@tetraloop/core';
 import { MessageBody, SessionKey, SourceName } from './bodies.js';
+import { callerOf } from './auth.js';
 import { HttpError, zodToHttp } from './http-errors.js';
+import type { RouteName } from './route-table.js';
 
 export interface SessionsRouterDeps {
   readonly sessionStore: SessionStore;
@@ -22,18 +30,21 @@ export interface SessionsRouterDeps {
 /** How long the API waits for the sense loop to place a message before answering without a run id. */
 const PLACE_TIMEOUT_MS = 5000;
 
-function sessionKeyOf(raw: string | undefined): string {
+/** The session the request names, within the caller's tenant: as the client names it and as stored. */
+function sessionOf(raw: unknown, res: Response): { name: string; stored: string } {
   const parsed = SessionKey.safeParse(raw);
   if (!parsed.success) throw zodToHttp(parsed.error, ['params', 'sessionKey']);
-  return parsed.data;
+  return { name: parsed.data, stored: scopedName(callerOf(res).tenant, parsed.data) };
 }
 
-export function sessionsRouter(deps: SessionsRouterDeps): Router {
-  const router = Router();
+/** An answer naming a stored session key, with the key as the client named it. */
+const outward = <T extends { sessionKey?: string }>(value: T): T =>
+  value.sessionKey === undefined ? value : { ...value, sessionKey: unscopeName(value.sessionKey).name };
 
+export function sessionHandlers(deps: SessionsRouterDeps): Partial<Record<RouteName, RequestHandler>> {
   // Messages go through the sense queue (L1); the answer waits for the lane's decision.
-  router.post('/sessions/:sessionKey/messages', async (req, res) => {
-    const sessionKey = sessionKeyOf(req.params.sessionKey);
+  const message: RequestHandler = async (req, res) => {
+    const { name, stored: sessionKey } = sessionOf(req.params.sessionKey, res);
     const body = MessageBody.safeParse(req.body);
     if (!body.success) throw zodToHttp(body.error);
     const job = await deps.senseQueue.add(
@@ -51,26 +62,26 @@ export function sessionsRouter(deps: SessionsRouterDeps): Router {
         throw new HttpError(422, 'message_failed', failed?.failedReason ?? 'the message could not be placed');
       }
     }
-    res.status(202).json(placed ?? { sessionKey, queued: true });
-  });
+    res.status(202).json(placed ? outward(placed) : { sessionKey: name, queued: true });
+  };
 
-  router.get('/sessions/:sessionKey', async (req, res) => {
-    const sessionKey = sessionKeyOf(req.params.sessionKey);
-    const view = await deps.sessionStore.view(sessionKey);
+  const get: RequestHandler = async (req, res) => {
+    const { stored } = sessionOf(req.params.sessionKey, res);
+    const view = await deps.sessionStore.view(stored);
     if (!view) throw new HttpError(404, 'session_not_found', 'no such session');
-    res.json(view);
-  });
+    res.json(outward(view));
+  };
 
-  router.get('/sessions/:sessionKey/transcript', async (req, res) => {
-    const sessionKey = sessionKeyOf(req.params.sessionKey);
-    const view = await deps.sessionStore.view(sessionKey);
+  const transcript: RequestHandler = async (req, res) => {
+    const { name, stored } = sessionOf(req.params.sessionKey, res);
+    const view = await deps.sessionStore.view(stored);
     if (!view) throw new HttpError(404, 'session_not_found', 'no such session');
-    const lines = await deps.sessionStore.transcript(sessionKey);
-    const header = { type: 'session', id: sessionKey, createdAt: view.createdAt };
+    const lines = await deps.sessionStore.transcript(stored);
+    const header = { type: 'session', id: name, createdAt: view.createdAt };
     res.type('application/x-ndjson').send([header, ...lines].map((l) => JSON.stringify(l)).join('\n') + '\n');
-  });
+  };
 
-  router.post('/sources/:name/events', async (req, res) => {
+  const sourceEvent: RequestHandler = async (req, res) => {
     const name = SourceName.safeParse(req.params.name);
     if (!name.success) throw zodToHttp(name.error, ['params', 'name']);
     const event = InboundEvent.safeParse(req.body);
@@ -81,11 +92,17 @@ export function sessionsRouter(deps: SessionsRouterDeps): Router {
       { removeOnComplete: { age: 60 }, removeOnFail: { age: 3600 } },
     );
     res.status(202).json({ source: name.data, accepted: true });
-  });
+  };
 
-  router.get('/sources', async (_req, res) => {
+  const sources: RequestHandler = async (_req, res) => {
     res.json({ sources: await deps.sources.statuses() });
-  });
+  };
 
-  return router;
+  return {
+    'sessions.message': message,
+    'sessions.get': get,
+    'sessions.transcript': transcript,
+    'sources.event': sourceEvent,
+    'sources.list': sources,
+  };
 }

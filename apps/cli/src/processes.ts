@@ -66,6 +66,9 @@ async function startDev(closers: Closer[]): Promise<void> {
     process.stderr.write(`embedded Redis: ${redis.url} (data in .tetraloop/redis, AOF on)\n`);
   }
   const port = env.PORT ?? '3000';
+  // A laptop: no keys to make first, and nothing reachable from elsewhere unless asked for.
+  env.TETRALOOP_AUTH ??= 'off';
+  env.HOST ??= '127.0.0.1';
   // In dev the example graphs call the API itself, so its own address is allowed by default.
   env.TETRALOOP_HTTP_ALLOW_HOSTS ??= `localhost:${port},127.0.0.1:${port}`;
   const pools = await startPools(parseWorkerEnv(env), { pools: ['sense', 'plan', 'tool', 'reflect'] });
@@ -79,6 +82,9 @@ async function startDev(closers: Closer[]): Promise<void> {
       `  API     ${api.url}`,
       `  health  ${api.url}/healthz`,
       `  try     curl -X POST ${api.url}/v1/runs -H 'content-type: application/json' -d @examples/parallel-fetch.json`,
+      env.TETRALOOP_AUTH === 'off'
+        ? `  auth    OFF: anyone who reaches ${env.HOST}:${api.port} may do anything (TETRALOOP_AUTH=required to turn it on)`
+        : `  auth    required: send Authorization: Bearer <key>`,
       '',
     ].join('\n') + '\n',
   );

@@ -62,6 +62,8 @@ export * from './memory/lesson.js';
 export * from './memory/lesson-rules.js';
 export * from './memory/lesson-lifecycle.js';
 export * from './state/memory-store.js';
+export * from './state/api-key-store.js';
+export * from './state/tenant-purge.js';
 export * from './queues/reflect-jobs.js';
 export * from './reflect/lesson-book.js';
 export * from './reflect/lesson-effects.js';

@@ -11,6 +11,9 @@ export * from './node-snapshot.js';
 
 export { RunError };
 
+/** The longest deadline a run may have (`timeoutSeconds`). */
+export const MAX_RUN_SECONDS = 86_400;
+
 export const RunStatus = z.enum(['queued', 'running', 'succeeded', 'failed', 'cancelled', 'timed_out']);
 export type RunStatus = z.infer<typeof RunStatus>;
 
@@ -94,6 +97,8 @@ export interface RunDocument {
   /** The task of a task run. */
   task: string | null;
   agentId: string;
+  /** The tenant the run belongs to (the tenant of the key that made it). */
+  tenant: string;
   /** The session whose lane the run belongs to. */
   sessionKey: string | null;
   /** While a session run waits for its turn: its place in the lane (1 = next). */
@@ -121,6 +126,8 @@ export interface TaskSpec {
   /** `loop` runs work the task with the agent loop and are never planned or replanned. @defaultValue "dag" */
   readonly mode?: 'dag' | 'loop';
   readonly agentId: string;
+  /** @defaultValue DEFAULT_TENANT */
+  readonly tenant?: string;
   readonly overrides?: string;
   readonly maxReplans: number;
 }

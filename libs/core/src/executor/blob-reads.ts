@@ -34,6 +34,7 @@ function outputReads(node: ExecutableNode): Set<string> {
  */
 export async function readBlobs(
   deps: Pick<ExecutorDeps, 'store'>,
+  tenant: string,
   node: ExecutableNode,
   begin: BeginNodeResult,
 ): Promise<BlobReads> {
@@ -43,7 +44,10 @@ export async function readBlobs(
   const wanted = outputReads(node);
   const needed = stubbed.filter(([id]) => wanted.has(id)) as [string, NodeSnapshot & { output: BlobStub }][];
   if (needed.length === 0) return { snapshots: begin.reads };
-  const contents = await deps.store.blobs.contents(needed.map(([, s]) => s.output));
+  const contents = await deps.store.blobs.contents(
+    tenant,
+    needed.map(([, s]) => s.output),
+  );
   const snapshots = new Map(begin.reads);
   for (const [id, snapshot] of needed) {
     const stub = snapshot.output;
@@ -67,11 +71,16 @@ export async function readBlobs(
  */
 export async function withOutputBlob(
   deps: Pick<ExecutorDeps, 'store' | 'blobMinBytes'>,
-  timeoutSeconds: number,
+  plan: { readonly tenant: string; readonly timeoutSeconds: number },
   snapshot: NodeSnapshot,
 ): Promise<NodeSnapshot> {
   if (snapshot.output === undefined) return snapshot;
-  const output = await deps.store.blobs.externalize(snapshot.output, deps.blobMinBytes, timeoutSeconds);
+  const output = await deps.store.blobs.externalize(
+    plan.tenant,
+    snapshot.output,
+    deps.blobMinBytes,
+    plan.timeoutSeconds,
+  );
   return output === snapshot.output ? snapshot : { ...snapshot, output };
 }
 
@@ -81,10 +90,12 @@ export async function withOutputBlob(
  */
 export function retainBlobs(
   deps: Pick<ExecutorDeps, 'store'>,
+  tenant: string,
   snapshots: Iterable<NodeSnapshot>,
   timeoutSeconds: number,
 ): Promise<void> {
   return deps.store.blobs.retain(
+    tenant,
     [...snapshots].map((s) => s.output),
     timeoutSeconds,
   );

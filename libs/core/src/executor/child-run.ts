@@ -31,6 +31,9 @@ export interface ChildRunSpec {
   readonly input: unknown;
   readonly timeoutSeconds: number;
   readonly budget: Budget;
+  /** The parent's agent and tenant: a child run is part of its parent's record. */
+  readonly agentId: string;
+  readonly tenant: string;
 }
 
 /** Creates the child run (once) and enqueues its root job as a child of `parentJob`. */
@@ -51,6 +54,8 @@ export async function startChildRun(
     input: spec.input,
     timeoutSeconds: spec.timeoutSeconds,
     budget: spec.budget,
+    agentId: spec.agentId,
+    tenant: spec.tenant,
     metadata: { parentRunId: spec.parentRunId, parentNodeId: spec.parentNodeId, iteration: spec.iteration },
     createdAt: new Date().toISOString(),
     pending: new Map(topology.ids.map((id) => [id, topology.parents.get(id)?.length ?? 0])),

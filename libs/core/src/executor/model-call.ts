@@ -44,7 +44,7 @@ export async function callModel(
   if (ctx.deps.lessons) {
     const shaped = await lessonsForModelCall(
       ctx.deps.lessons,
-      ctx.plan.agentId,
+      ctx.plan.memoryAgent,
       modelName,
       ctx.node.id,
       call,

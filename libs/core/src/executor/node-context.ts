@@ -134,7 +134,7 @@ export async function callTool(
   ctx.call.target = target;
   const lessons =
     target !== undefined && ctx.deps.lessons
-      ? await lessonsForCall(ctx.deps.lessons, ctx.plan.agentId, tool.name, target)
+      ? await lessonsForCall(ctx.deps.lessons, ctx.plan.memoryAgent, tool.name, target)
       : undefined;
   if (lessons) ctx.call.lessons.push(...lessons.applied.filter((id) => !ctx.call.lessons.includes(id)));
   ctx.call.rateLimit = lessons?.rateLimit;
@@ -144,7 +144,7 @@ export async function callTool(
   if (limit.ms <= 0) return { ok: false, error: limitError(limit) };
   const outcome = await callWithin(ctx, tool, args, limit);
   if (lessons?.probe && ctx.deps.lessons) {
-    await probed(ctx.deps.lessons, ctx.plan.agentId, lessons.probe, outcome.ok);
+    await probed(ctx.deps.lessons, ctx.plan.memoryAgent, lessons.probe, outcome.ok);
   }
   return outcome;
 }

@@ -64,7 +64,7 @@ export async function executeNodeJob(
       reads: plan.reads.get(node.id) ?? [],
     });
     if (begin.status === 'stale') return { status: 'stale' };
-    const reads = await readBlobs(deps, node, begin);
+    const reads = await readBlobs(deps, plan.tenant, node, begin);
     const ctx: NodeContext = {
       deps,
       job,
@@ -217,7 +217,7 @@ async function complete(ctx: NodeContext, snapshot: NodeSnapshot, existed: boole
   const failsRun = snapshot.status === 'failed' && !kind.continuesOnFailure(node);
   const release = snapshot.status === 'succeeded' || (snapshot.status === 'failed' && !failsRun);
   const tool = toolOf(node);
-  const stored = existed ? snapshot : await withOutputBlob(deps, plan.timeoutSeconds, snapshot);
+  const stored = existed ? snapshot : await withOutputBlob(deps, plan, snapshot);
   const done = await deps.store.completeNode(plan.runId, node.id, stored, {
     release,
     children: plan.topology.children.get(node.id) ?? [],

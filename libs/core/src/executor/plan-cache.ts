@@ -3,6 +3,7 @@
  * worker parses it and builds its topology once, not once per node. Each pool of a process has a
  * cache of its own (1,000 plans by default).
  */
+import { scopedName } from '../domain/tenant.js';
 import { findReferences } from '../graph/references.js';
 import { buildTopology, type Topology } from '../graph/topology.js';
 import { referenceFields, type ExecutableNode } from '../nodes/index.js';
@@ -10,8 +11,10 @@ import type { RunStore } from '../state/run-store.js';
 
 export interface CompiledPlan {
   readonly runId: string;
-  /** Whose lessons apply to its calls. */
   readonly agentId: string;
+  readonly tenant: string;
+  /** Whose lessons apply to its calls: the agent, within its tenant. */
+  readonly memoryAgent: string;
   readonly input: unknown;
   readonly timeoutSeconds: number;
   readonly nodes: ReadonlyMap<string, ExecutableNode>;
@@ -65,6 +68,8 @@ export class PlanCache {
     return {
       runId,
       agentId: stored.agentId,
+      tenant: stored.tenant,
+      memoryAgent: scopedName(stored.tenant, stored.agentId),
       input: stored.input,
       timeoutSeconds: stored.timeoutSeconds,
       nodes,

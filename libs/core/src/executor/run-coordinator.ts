@@ -370,7 +370,7 @@ async function finalize(
     generation,
   };
   // The blobs its snapshots hold live at least as long as the run is about to.
-  await retainBlobs(deps, snapshots.values(), plan.timeoutSeconds);
+  await retainBlobs(deps, plan.tenant, snapshots.values(), plan.timeoutSeconds);
   if (await store.settle(plan.runId, generation, fill, output, final, now)) {
     observeSettled(final.status, state.createdAt);
     await remember(deps, plan.runId);

@@ -6,6 +6,7 @@
 import { createHash } from 'node:crypto';
 import { z } from 'zod';
 import type { RunDocument } from '../domain/run-model.js';
+import { DEFAULT_TENANT, scopedName } from '../domain/tenant.js';
 import type { NodeErrorData } from '../errors/node-error.js';
 
 /** One call of a tool: one attempt of a node (or the last call of a loop's attempt). */
@@ -65,7 +66,23 @@ export const outcomeOf = (error: NodeErrorData | undefined): string =>
 export const INVALID_ANSWER = 'invalid_answer';
 
 /** The summary of a settled run, from its document. */
-export function summarize(doc: RunDocument, planningLessons: readonly string[] = []): RunSummary {
+export function summarize(
+  doc: Pick<
+    RunDocument,
+    | 'runId'
+    | 'agentId'
+    | 'tenant'
+    | 'task'
+    | 'graph'
+    | 'nodes'
+    | 'finishedAt'
+    | 'createdAt'
+    | 'status'
+    | 'error'
+    | 'usage'
+  >,
+  planningLessons: readonly string[] = [],
+): RunSummary {
   const calls: CallRecord[] = [];
   const lessons = new Set(planningLessons);
   for (const [id, node] of Object.entries(doc.nodes)) {
@@ -92,7 +109,8 @@ export function summarize(doc: RunDocument, planningLessons: readonly string[] =
   const finishedAt = doc.finishedAt ?? new Date().toISOString();
   return {
     runId: doc.runId,
-    agentId: doc.agentId,
+    // Memory is per agent within its tenant.
+    agentId: scopedName(doc.tenant ?? DEFAULT_TENANT, doc.agentId),
     fingerprint: fingerprintOf(doc),
     status: doc.status,
     ...(doc.error ? { error: doc.error.code } : {}),

@@ -2,6 +2,7 @@
  * The plan loop's work on one task run: plan it (the first time) or replan it (after a node
  * handed it back), with the prompt assembled from the agent's catalog and workspace.
  */
+import { DEFAULT_TENANT, scopedName } from '../domain/tenant.js';
 import type { NodeSnapshot, PlanningRecord, TaskSpec } from '../domain/run-model.js';
 import type { GraphLimits } from '../graph/limits.js';
 import type { ModelClient } from '../model/model-client.js';
@@ -81,7 +82,9 @@ export async function planRun(
     PLANNER_FILES,
     deps.workspaceFileChars,
   );
-  const book = deps.lessons ? await deps.lessons.inEffect(task.agentId) : { version: 0, lessons: [] };
+  // Lessons and cached plans are the agent's within its tenant.
+  const memoryAgent = scopedName(task.tenant ?? DEFAULT_TENANT, task.agentId);
+  const book = deps.lessons ? await deps.lessons.inEffect(memoryAgent) : { version: 0, lessons: [] };
   const told = plannerLessons(book.lessons);
   const hard = book.lessons.filter((l) => l.kind === 'hard');
   const blocked = (tool: string, target: string): string | undefined => {
@@ -109,7 +112,7 @@ export async function planRun(
   // Only a run's first plan goes through the plan cache; replans are always asked for.
   const cache = deps.cache?.enabled && !replan && planVersion === 0 && runId ? deps.cache : undefined;
   const cacheKey = cache?.keyOf(
-    task.agentId,
+    memoryAgent,
     planCacheHash({
       task: task.task,
       input,

@@ -4,6 +4,7 @@
  */
 import type { Queue } from 'bullmq';
 import type { Logger } from 'pino';
+import { scopedName } from '../domain/tenant.js';
 import { summarize } from '../memory/run-summary.js';
 import { enqueueReflection, type ReflectReason } from '../queues/reflect-jobs.js';
 import type { MemoryStore } from '../state/memory-store.js';
@@ -71,8 +72,9 @@ export class MemoryService {
     });
     if (score < 0) {
       const applied = summarize(doc, doc.planning?.lessons ?? []).lessons;
-      await this.deps.memory.feedbackAgainst(doc.agentId, applied);
-      await this.reflect(doc.agentId, 'feedback');
+      const agent = scopedName(doc.tenant, doc.agentId);
+      await this.deps.memory.feedbackAgainst(agent, applied);
+      await this.reflect(agent, 'feedback');
     }
     return true;
   }

@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { Budget } from '../domain/run-model.js';
+import { Budget, MAX_RUN_SECONDS } from '../domain/run-model.js';
 
 /**
  * Body of `POST /v1/runs`: a fixed `graph`, or a `task` that the plan loop plans into one
@@ -24,7 +24,7 @@ export const RunRequest = z
     maxReplans: z.number().int().min(0).max(10).default(2),
     input: z.unknown().optional(),
     /** Run deadline. @defaultValue 600 */
-    timeoutSeconds: z.number().int().positive().max(86_400).default(600),
+    timeoutSeconds: z.number().int().positive().max(MAX_RUN_SECONDS).default(600),
     /** Execution budget; unset fields take the deployment's defaults. */
     budget: Budget.optional(),
     metadata: z.record(z.string(), z.unknown()).optional(),

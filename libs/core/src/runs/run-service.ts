@@ -5,6 +5,7 @@
 import { randomUUID } from 'node:crypto';
 import { validateGraph } from '../compile/validate.js';
 import { isTerminal, type Budget, type RunDocument, type RunStatus } from '../domain/run-model.js';
+import { DEFAULT_TENANT } from '../domain/tenant.js';
 import { cancelledError } from '../errors/run-error.js';
 import type { GraphLimits } from '../graph/limits.js';
 import type { ValidationIssue } from '../graph/schema.js';
@@ -35,6 +36,8 @@ export class RunStateConflictError extends Error {
 }
 
 export interface SubmitOptions {
+  /** The tenant the run belongs to. @defaultValue DEFAULT_TENANT */
+  readonly tenant?: string;
   /** The run belongs to this session's lane. */
   readonly sessionKey?: string;
   /** False: store the run but let its lane start it later. @defaultValue true */
@@ -101,8 +104,11 @@ export class RunService {
       throw new GraphRejectedError(validation.issues.map((i) => ({ ...i, path: join('graph', i.path) })));
     }
     const runId = options.runId ?? randomUUID();
-    if (idempotencyKey !== undefined) {
-      const existing = await this.deps.store.claimIdempotencyKey(idempotencyKey, runId);
+    const tenant = options.tenant ?? DEFAULT_TENANT;
+    // One tenant's Idempotency-Key never finds another tenant's run.
+    const claim = idempotencyKey;
+    if (claim !== undefined) {
+      const existing = await this.deps.store.claimIdempotencyKey(tenant, claim, runId);
       if (existing !== null) return this.replay(existing);
     }
     const acceptedAt = new Date().toISOString();
@@ -117,12 +123,14 @@ export class RunService {
                 mode: request.mode,
                 task: request.task,
                 agentId: request.agentId,
+                tenant,
                 maxReplans: request.maxReplans,
                 ...(request.overrides ? { overrides: request.overrides } : {}),
               },
             }
           : {}),
         agentId: request.agentId,
+        tenant,
         ...(options.sessionKey ? { sessionKey: options.sessionKey } : {}),
         input: request.input,
         timeoutSeconds: request.timeoutSeconds,
@@ -134,8 +142,8 @@ export class RunService {
       if (options.start !== false) await this.enqueueRoot(runId, 0);
     } catch (err) {
       // Let a retry with the same key create the run instead of finding a half-made one.
-      if (idempotencyKey !== undefined)
-        await this.deps.store.releaseIdempotencyKey(idempotencyKey).catch(() => undefined);
+      if (claim !== undefined)
+        await this.deps.store.releaseIdempotencyKey(tenant, claim).catch(() => undefined);
       throw err;
     }
     return { runId, status: 'queued', acceptedAt, created: true };
@@ -230,7 +238,7 @@ export class RunService {
     // The blobs of the kept snapshots live at least as long as the reopened run's keys.
     const again = new Set(rerun);
     const kept = [...snapshots].filter(([id]) => !again.has(id)).map(([, s]) => s.output);
-    await this.deps.store.blobs.retain(kept, stored.timeoutSeconds);
+    await this.deps.store.blobs.retain(stored.tenant, kept, stored.timeoutSeconds);
     await this.enqueueRoot(runId, result.generation);
     return { status: 'queued', generation: result.generation };
   }

@@ -27,7 +27,12 @@ export const InboundEvent = z.object({
 export type InboundEvent = z.infer<typeof InboundEvent>;
 
 /** A session key: also part of the session's Redis keys, so its characters are checked everywhere. */
+/** A session key as a client names it; stored as `<tenant>~<key>` outside the default tenant. */
 export const SessionKey = z.string().regex(/^[A-Za-z0-9:_.@-]{1,128}$/, 'must match [A-Za-z0-9:_.@-]{1,128}');
+/** A session key as the sense loop and the stores take it: tenant-scoped (see `scopedName`). */
+export const ScopedSessionKey = z
+  .string()
+  .regex(/^([a-z0-9][a-z0-9-]{0,39}~)?[A-Za-z0-9:_.@-]{1,128}$/, 'must be [<tenant>~]<session key>');
 
 /** A session message as the session service takes it (the API checks its own limits first). */
 export const MessageInput = z.object({
@@ -40,10 +45,10 @@ export type MessageInput = z.infer<typeof MessageInput>;
 
 /** Payload of each sense job. */
 export const SENSE_PAYLOADS = {
-  [SENSE_JOB.message]: z.object({ sessionKey: SessionKey, message: MessageInput }),
+  [SENSE_JOB.message]: z.object({ sessionKey: ScopedSessionKey, message: MessageInput }),
   [SENSE_JOB.event]: z.object({ source: z.string(), event: InboundEvent }),
   [SENSE_JOB.burstFlush]: z.object({ key: z.string() }),
-  [SENSE_JOB.laneAdvance]: z.object({ sessionKey: SessionKey, finished: z.string() }),
+  [SENSE_JOB.laneAdvance]: z.object({ sessionKey: ScopedSessionKey, finished: z.string() }),
   [SENSE_JOB.laneSweep]: z.unknown(),
   [SENSE_JOB.poll]: z.object({ source: z.string() }),
 } as const;

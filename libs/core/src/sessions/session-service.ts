@@ -5,6 +5,7 @@
  * in Redis, so they survive any process restart; a sweep keeps lanes moving if a process dies
  * between a run settling and its lane moving on.
  */
+import { unscopeName } from '../domain/tenant.js';
 import { createHash, randomUUID } from 'node:crypto';
 import type { Queue } from 'bullmq';
 import type { Logger } from 'pino';
@@ -365,7 +366,9 @@ export class SessionService {
       ...(config.runMode === 'dag' && extra.length ? { overrides: extra.join('\n\n') } : {}),
       metadata: { ...metadata, sessionKey },
     });
-    await this.deps.runs.submit(request, undefined, { sessionKey, start: false, runId, system });
+    // A session run belongs to its session's tenant.
+    const { tenant } = unscopeName(sessionKey);
+    await this.deps.runs.submit(request, undefined, { tenant, sessionKey, start: false, runId, system });
     return runId;
   }
 

@@ -48,8 +48,8 @@ export class BlobStore {
     return this.options.retentionSeconds + timeoutSeconds;
   }
 
-  private key(stub: BlobStub): string {
-    return blobKey(this.options.prefix, stub.$blob.slice('sha256:'.length));
+  private key(tenant: string, stub: BlobStub): string {
+    return blobKey(this.options.prefix, tenant, stub.$blob.slice('sha256:'.length));
   }
 
   /**
@@ -58,7 +58,12 @@ export class BlobStore {
    * so a stub written after it never points at nothing. A value shaped like a stub is stored
    * whatever its size, so that reading it back cannot mistake it for one.
    */
-  async externalize(value: unknown, minBytes: number, timeoutSeconds: number): Promise<unknown> {
+  async externalize(
+    tenant: string,
+    value: unknown,
+    minBytes: number,
+    timeoutSeconds: number,
+  ): Promise<unknown> {
     if (value === undefined) return value;
     const text = JSON.stringify(value);
     const bytes = Buffer.byteLength(text, 'utf8');
@@ -69,7 +74,7 @@ export class BlobStore {
       preview: blobPreview(typeof value === 'string' ? value : text),
     };
     const put = (this.redis as unknown as Record<string, (...a: unknown[]) => Promise<number>>)[PUT_COMMAND]!;
-    const stored = await put.call(this.redis, this.key(stub), text, this.ttl(timeoutSeconds));
+    const stored = await put.call(this.redis, this.key(tenant, stub), text, this.ttl(timeoutSeconds));
     metrics.blobBytes.inc({ outcome: stored === 1 ? 'stored' : 'deduplicated' }, bytes);
     return stub;
   }
@@ -78,21 +83,21 @@ export class BlobStore {
    * Raises the TTL of the blob behind every stub among `values` (anything else is skipped) to at
    * least what a run with this deadline gets; never lowers one.
    */
-  async retain(values: Iterable<unknown>, timeoutSeconds: number): Promise<void> {
+  async retain(tenant: string, values: Iterable<unknown>, timeoutSeconds: number): Promise<void> {
     const keys = new Set<string>();
-    for (const value of values) if (isBlobStub(value)) keys.add(this.key(value));
+    for (const value of values) if (isBlobStub(value)) keys.add(this.key(tenant, value));
     const ttl = this.ttl(timeoutSeconds);
     // Sent together: one round trip.
     await Promise.all([...keys].map((key) => this.redis.expire(key, ttl, 'GT')));
   }
 
   /** The content behind each stub, by `$blob`, read with one MGET; a blob no longer stored is absent. */
-  async contents(stubs: readonly BlobStub[]): Promise<Map<string, unknown>> {
+  async contents(tenant: string, stubs: readonly BlobStub[]): Promise<Map<string, unknown>> {
     const hashes = [...new Set(stubs.map((s) => s.$blob))];
     const found = new Map<string, unknown>();
     if (hashes.length === 0) return found;
     const texts = await this.redis.mget(
-      hashes.map((h) => blobKey(this.options.prefix, h.slice('sha256:'.length))),
+      hashes.map((h) => blobKey(this.options.prefix, tenant, h.slice('sha256:'.length))),
     );
     hashes.forEach((hash, i) => {
       const text = texts[i];
@@ -101,9 +106,9 @@ export class BlobStore {
     return found;
   }
 
-  /** A blob's JSON text, or null when none is stored under `hex`. */
-  text(hex: string): Promise<string | null> {
-    return this.redis.get(blobKey(this.options.prefix, hex));
+  /** A blob's JSON text, or null when the tenant has none stored under `hex`. */
+  text(tenant: string, hex: string): Promise<string | null> {
+    return this.redis.get(blobKey(this.options.prefix, tenant, hex));
   }
 
   /**
@@ -117,7 +122,7 @@ export class BlobStore {
       ...(withNodes ? Object.values(doc.nodes).map((view) => outputOf(view)) : []),
     ].filter(isBlobStub);
     if (stubs.length === 0) return doc;
-    const contents = await this.contents(stubs);
+    const contents = await this.contents(doc.tenant, stubs);
     const swap = (value: unknown): unknown =>
       isBlobStub(value) && contents.has(value.$blob) ? contents.get(value.$blob) : value;
     const mapValues = <T>(record: Record<string, T>, f: (v: T) => T): Record<string, T> =>

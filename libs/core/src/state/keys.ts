@@ -3,6 +3,7 @@
  * hash tag `{runId}` so a run's multi-key scripts stay on one Redis Cluster slot.
  */
 import { createHash } from 'node:crypto';
+import { scopedName } from '../domain/tenant.js';
 
 export interface RunKeys {
   /** Hash: status, timestamps, graph, input, output, error. */
@@ -36,10 +37,16 @@ export function runKeyList(keys: RunKeys): string[] {
   return [keys.meta, keys.pending, keys.nodes, keys.live, keys.events, keys.aux];
 }
 
-/** Idempotency keys are hashed so a client cannot choose key length or characters. */
-export function idempotencyKey(prefix: string, clientKey: string): string {
-  return `${prefix}:idem:${createHash('sha256').update(clientKey).digest('hex')}`;
+/**
+ * Idempotency keys are hashed so a client cannot choose key length or characters; each tenant's
+ * are its own.
+ */
+export function idempotencyKey(prefix: string, tenant: string, clientKey: string): string {
+  return `${prefix}:idem:${tenant}:${createHash('sha256').update(clientKey).digest('hex')}`;
 }
+
+/** Sorted set of one tenant's run ids by creation time (ms), trimmed to the retention window. */
+export const tenantRunsKey = (prefix: string, tenant: string): string => `${prefix}:tenant:${tenant}:runs`;
 
 export interface Channels {
   /** Published with a run id when the run's outcome is decided as not succeeded: abort its nodes. */
@@ -124,9 +131,11 @@ export const memoryAgentsKey = (prefix: string): string => `${prefix}:memory:age
 
 /**
  * A content-addressed blob: the JSON text of a large node output, under the SHA-256 of that text
- * (64 lowercase hex digits). Shared by every run that produced the same text.
+ * (64 lowercase hex digits). Shared by every run of one tenant that produced the same text; each
+ * tenant's are its own.
  */
-export const blobKey = (prefix: string, hex: string): string => `${prefix}:blob:${hex}`;
+export const blobKey = (prefix: string, tenant: string, hex: string): string =>
+  `${prefix}:blob:${scopedName(tenant, hex)}`;
 
 /**
  * One entry of an agent's plan cache: a validated first plan under the hash of everything the
@@ -135,3 +144,17 @@ export const blobKey = (prefix: string, hex: string): string => `${prefix}:blob:
  */
 export const planCacheKey = (prefix: string, agentId: string, hash: string): string =>
   `${prefix}:plancache:{a:${agentId}}:${hash}`;
+
+/** Hash of one API key: its secret's hash, tenant, scopes, name, times. Expires with the key. */
+export const apiKeyKey = (prefix: string, keyId: string): string => `${prefix}:auth:key:${keyId}`;
+
+/** Set of the ids of one tenant's API keys. */
+export const tenantApiKeysKey = (prefix: string, tenant: string): string =>
+  `${prefix}:auth:tenant-keys:${tenant}`;
+
+/** Tenants that have API keys. */
+export const apiKeyTenantsKey = (prefix: string): string => `${prefix}:auth:tenants`;
+
+/** A Bull Board login: the SHA-256 of the session cookie's value, with a TTL. */
+export const adminSessionKey = (prefix: string, hash: string): string =>
+  `${prefix}:auth:admin-session:${hash}`;

@@ -5,6 +5,7 @@
  */
 import type { Redis } from 'ioredis';
 import {
+  MAX_RUN_SECONDS,
   AttemptRecord,
   Budget,
   LiveNodeState,
@@ -12,6 +13,7 @@ import {
   RunError,
   RunStatus,
   familyOf,
+  isTerminal,
   type NodeView,
   type PlanningRecord,
   type RunDocument,
@@ -20,9 +22,10 @@ import {
   type UsageCharge,
 } from '../domain/run-model.js';
 import type { ExecutableGraph, Graph } from '../nodes/index.js';
-import { RUN_ERROR_STATUS } from '../errors/run-error.js';
+import { RUN_ERROR_STATUS, cancelledError } from '../errors/run-error.js';
 import { BlobStore } from './blob-store.js';
-import { channels, idempotencyKey, runKeyList, runKeys, type Channels } from './keys.js';
+import { DEFAULT_TENANT } from '../domain/tenant.js';
+import { channels, idempotencyKey, tenantRunsKey, runKeyList, runKeys, type Channels } from './keys.js';
 import { loadScripts, type ScriptRunner } from './scripts.js';
 
 export interface NewRun {
@@ -32,6 +35,8 @@ export interface NewRun {
   readonly plan?: ExecutableGraph;
   readonly task?: TaskSpec;
   readonly agentId?: string;
+  /** The tenant the run belongs to. @defaultValue DEFAULT_TENANT */
+  readonly tenant?: string;
   /** The session whose lane the run belongs to. */
   readonly sessionKey?: string;
   readonly input: unknown;
@@ -46,6 +51,7 @@ export interface NewRun {
 /** What a worker needs to execute a run's nodes; immutable for the run's life, so cacheable. */
 export interface RunPlan {
   readonly agentId: string;
+  readonly tenant: string;
   readonly plan: ExecutableGraph;
   readonly input: unknown;
   readonly timeoutSeconds: number;
@@ -162,14 +168,19 @@ export class RunStore {
    * Claims an idempotency key for `runId`. Returns the run id that already holds the key, or null
    * when this call claimed it.
    */
-  async claimIdempotencyKey(clientKey: string, runId: string): Promise<string | null> {
-    const key = idempotencyKey(this.options.prefix, clientKey);
+  async claimIdempotencyKey(tenant: string, clientKey: string, runId: string): Promise<string | null> {
+    const key = idempotencyKey(this.options.prefix, tenant, clientKey);
     const claimed = await this.redis.set(key, runId, 'EX', this.options.retentionSeconds, 'NX');
     return claimed === 'OK' ? null : this.redis.get(key);
   }
 
-  async releaseIdempotencyKey(clientKey: string): Promise<void> {
-    await this.redis.del(idempotencyKey(this.options.prefix, clientKey));
+  async releaseIdempotencyKey(tenant: string, clientKey: string): Promise<void> {
+    await this.redis.del(idempotencyKey(this.options.prefix, tenant, clientKey));
+  }
+
+  /** The ids of a tenant's runs that may still exist (their keys may have expired since). */
+  async tenantRuns(tenant: string): Promise<string[]> {
+    return this.redis.zrange(tenantRunsKey(this.options.prefix, tenant), '0', '-1');
   }
 
   async create(run: NewRun): Promise<void> {
@@ -186,6 +197,7 @@ export class RunStore {
           }
         : {}),
       agentId: run.task?.agentId ?? run.agentId ?? 'main',
+      tenant: run.tenant ?? DEFAULT_TENANT,
       ...(run.sessionKey ? { sessionKey: run.sessionKey } : {}),
       input: JSON.stringify(run.input ?? null),
       timeoutSeconds: String(run.timeoutSeconds),
@@ -199,6 +211,17 @@ export class RunStore {
       JSON.stringify(pending),
       this.safetyTtl(run.timeoutSeconds),
     ]);
+    // The tenant's index of runs, trimmed of runs past any retention (a run lives at most its
+    // deadline plus the retention), so it stays as large as the runs that can still exist.
+    const index = tenantRunsKey(this.options.prefix, meta.tenant);
+    const created = Date.parse(run.createdAt);
+    const oldest = created - (MAX_RUN_SECONDS + this.options.retentionSeconds) * 1000;
+    await this.redis
+      .multi()
+      .zadd(index, created, run.runId)
+      .zremrangebyscore(index, '-inf', oldest)
+      .expire(index, MAX_RUN_SECONDS + this.options.retentionSeconds)
+      .exec();
   }
 
   async status(runId: string): Promise<RunStatus | null> {
@@ -209,6 +232,18 @@ export class RunStore {
   /** Deletes a run that never started (a prepared session run its lane did not need). */
   async delete(runId: string): Promise<void> {
     await this.redis.del(...this.keys(runId));
+  }
+
+  /**
+   * Ends a run that has not (as cancelled: its running nodes abort, nothing else starts) and
+   * deletes its keys; its jobs then find no run and do nothing. Answers the keys deleted.
+   */
+  async purge(runId: string): Promise<number> {
+    const status = await this.status(runId);
+    if (status !== null && !isTerminal(status)) {
+      await this.decideError(runId, cancelledError('its tenant was deleted'), new Date().toISOString());
+    }
+    return this.redis.del(...this.keys(runId));
   }
 
   /** Records the session environment version the run's current plan has seen. */
@@ -238,6 +273,16 @@ export class RunStore {
   async steering(runId: string): Promise<string[]> {
     const raw = await this.redis.hget(runKeys(this.options.prefix, runId).aux, 'steer');
     return raw ? (JSON.parse(raw) as string[]) : [];
+  }
+
+  /** The tenant a run belongs to, or null for an unknown run. */
+  async tenantOf(runId: string): Promise<string | null> {
+    const [status, tenant] = await this.redis.hmget(
+      runKeys(this.options.prefix, runId).meta,
+      'status',
+      'tenant',
+    );
+    return status === null ? null : (tenant ?? DEFAULT_TENANT);
   }
 
   /** The session of a session run. */
@@ -276,16 +321,18 @@ export class RunStore {
 
   /** The run's current executable plan, or null when it has none yet (an unplanned task run). */
   async plan(runId: string): Promise<RunPlan | null> {
-    const [plan, input, timeoutSeconds, agentId] = await this.redis.hmget(
+    const [plan, input, timeoutSeconds, agentId, tenant] = await this.redis.hmget(
       runKeys(this.options.prefix, runId).meta,
       'plan',
       'input',
       'timeoutSeconds',
       'agentId',
+      'tenant',
     );
     if (plan === null) return null;
     return {
       agentId: agentId ?? 'main',
+      tenant: tenant ?? DEFAULT_TENANT,
       plan: parseJson(plan) as ExecutableGraph,
       input: parseJson(input),
       timeoutSeconds: Number(timeoutSeconds),
@@ -328,11 +375,22 @@ export class RunStore {
     const meta = runKeys(this.options.prefix, runId).meta;
     const replies = await this.redis
       .multi()
-      .hmget(meta, 'status', 'sessionKey', 'task', 'agentId', 'overrides', 'maxReplans', 'replan', 'mode')
+      .hmget(
+        meta,
+        'status',
+        'sessionKey',
+        'task',
+        'agentId',
+        'overrides',
+        'maxReplans',
+        'replan',
+        'mode',
+        'tenant',
+      )
       .hexists(meta, 'plan')
       .exec();
     const [fields, hasPlan] = multiReplies(replies) as [(string | null)[], number];
-    const [status, sessionKey, task, agentId, overrides, maxReplans, replan, mode] = fields;
+    const [status, sessionKey, task, agentId, overrides, maxReplans, replan, mode, tenant] = fields;
     return {
       status: status ? RunStatus.parse(status) : null,
       sessionKey: sessionKey ?? null,
@@ -343,6 +401,7 @@ export class RunStore {
               task,
               mode: mode === 'loop' ? 'loop' : 'dag',
               agentId: agentId ?? 'main',
+              tenant: tenant ?? DEFAULT_TENANT,
               ...(overrides ? { overrides } : {}),
               maxReplans: Number(maxReplans ?? 0),
               planned: hasPlan === 1,
@@ -782,6 +841,7 @@ export class RunStore {
       graph: parseJson(meta.graph) as Graph | null,
       task: meta.task ?? null,
       agentId: meta.agentId ?? 'main',
+      tenant: meta.tenant ?? DEFAULT_TENANT,
       sessionKey: meta.sessionKey ?? null,
       lanePosition: null,
       planning: parseJson(meta.planning) as PlanningRecord | null,

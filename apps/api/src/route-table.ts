@@ -1,0 +1,71 @@
+/**
+ * Every `/v1` route in one table: method, path, the scope a key needs, and which path parameter
+ * names something a tenant owns. The app mounts exactly these (a handler missing or left over
+ * stops the boot), and the auth test matrix is generated from it, so no route can skip either.
+ */
+import type { Scope } from '@tetraloop/core';
+
+export const HTTP_METHODS = ['get', 'post', 'put', 'patch', 'delete'] as const;
+export type HttpMethod = (typeof HTTP_METHODS)[number];
+
+/**
+ * What a route asks of its caller: a scope of its key (the root token has them all), `root` (only
+ * the operator's root token), or `signature` (a signed webhook: no key at all).
+ */
+export type RouteAccess = Scope | 'root' | 'signature';
+
+/** The thing a path parameter names, when another tenant must not find it (answered `404`). */
+export type Owned = 'run' | 'session' | 'lesson' | 'blob' | 'key' | 'secret';
+
+export interface RouteSpec {
+  readonly method: HttpMethod;
+  readonly path: string;
+  readonly access: RouteAccess;
+  readonly owned?: Owned;
+}
+
+export const ROUTES = {
+  'runs.submit': { method: 'post', path: '/v1/runs', access: 'runs:write' },
+  'runs.get': { method: 'get', path: '/v1/runs/:id', access: 'runs:read', owned: 'run' },
+  'runs.wait': { method: 'get', path: '/v1/runs/:id/wait', access: 'runs:read', owned: 'run' },
+  'runs.events': { method: 'get', path: '/v1/runs/:id/events', access: 'runs:read', owned: 'run' },
+  'runs.cancel': { method: 'post', path: '/v1/runs/:id/cancel', access: 'runs:write', owned: 'run' },
+  'runs.resume': { method: 'post', path: '/v1/runs/:id/resume', access: 'runs:write', owned: 'run' },
+  'runs.signal': {
+    method: 'post',
+    path: '/v1/runs/:id/signals/:name',
+    access: 'signals:write',
+    owned: 'run',
+  },
+  'runs.feedback': { method: 'post', path: '/v1/runs/:id/feedback', access: 'runs:write', owned: 'run' },
+  'blobs.get': { method: 'get', path: '/v1/blobs/:hash', access: 'runs:read', owned: 'blob' },
+  'sessions.message': {
+    method: 'post',
+    path: '/v1/sessions/:sessionKey/messages',
+    access: 'sessions:write',
+  },
+  'sessions.get': {
+    method: 'get',
+    path: '/v1/sessions/:sessionKey',
+    access: 'sessions:read',
+    owned: 'session',
+  },
+  'sessions.transcript': {
+    method: 'get',
+    path: '/v1/sessions/:sessionKey/transcript',
+    access: 'sessions:read',
+    owned: 'session',
+  },
+  'sources.event': { method: 'post', path: '/v1/sources/:name/events', access: 'signature' },
+  'sources.list': { method: 'get', path: '/v1/sources', access: 'sessions:read' },
+  'agents.reflect': { method: 'post', path: '/v1/agents/:agentId/reflect', access: 'lessons:write' },
+  'agents.lessons': { method: 'get', path: '/v1/agents/:agentId/lessons', access: 'runs:read' },
+  'agents.memory': { method: 'get', path: '/v1/agents/:agentId/memory', access: 'runs:read' },
+  'lessons.patch': { method: 'patch', path: '/v1/lessons/:id', access: 'lessons:write', owned: 'lesson' },
+  'keys.create': { method: 'post', path: '/v1/keys', access: 'admin' },
+  'keys.list': { method: 'get', path: '/v1/keys', access: 'admin' },
+  'keys.revoke': { method: 'delete', path: '/v1/keys/:keyId', access: 'admin', owned: 'key' },
+  'tenants.delete': { method: 'delete', path: '/v1/tenants/:tenant', access: 'root' },
+} as const satisfies Record<string, RouteSpec>;
+
+export type RouteName = keyof typeof ROUTES;

@@ -1,0 +1,142 @@
+/**
+ * API keys in Redis. A key is `tl_<keyId>_<secret>`: the id (16 hex digits) finds its record, the
+ * secret (32 random bytes, base64url) is shown once and stored only as its SHA-256. A key belongs to
+ * one tenant and carries scopes; revoking it deletes its record, so every API process refuses it at
+ * once (nothing is cached). An expiring key's record expires with it.
+ */
+import { createHash, randomBytes, timingSafeEqual } from 'node:crypto';
+import type { Redis } from 'ioredis';
+import { z } from 'zod';
+import { SCOPES, type Scope } from '../domain/caller.js';
+import { apiKeyKey, apiKeyTenantsKey, tenantApiKeysKey } from './keys.js';
+
+export const ApiKeyRecord = z.object({
+  keyId: z.string(),
+  tenant: z.string(),
+  scopes: z.array(z.enum(SCOPES)),
+  name: z.string().optional(),
+  createdAt: z.string(),
+  expiresAt: z.string().optional(),
+});
+export type ApiKeyRecord = z.infer<typeof ApiKeyRecord>;
+
+/** A key as it is written in a header; anything else is no key at all. */
+const KEY_FORMAT = /^tl_([0-9a-f]{16})_([A-Za-z0-9_-]{43})$/;
+
+export class KeyLimitError extends Error {
+  constructor(readonly limit: number) {
+    super(`a tenant has at most ${limit} keys; revoke one first`);
+    this.name = 'KeyLimitError';
+  }
+}
+
+export interface ApiKeyStoreOptions {
+  readonly prefix: string;
+  /** Keys one tenant may hold. @defaultValue 100 */
+  readonly maxPerTenant: number;
+}
+
+const sha256 = (text: string): Buffer => createHash('sha256').update(text).digest();
+
+export class ApiKeyStore {
+  constructor(
+    private readonly redis: Redis,
+    private readonly options: ApiKeyStoreOptions,
+  ) {}
+
+  /** Makes a key; the answer is the only place its secret ever appears. */
+  async create(input: {
+    tenant: string;
+    scopes: readonly Scope[];
+    name?: string;
+    expiresAt?: string;
+  }): Promise<{ record: ApiKeyRecord; key: string }> {
+    const { prefix, maxPerTenant } = this.options;
+    if ((await this.ids(input.tenant)).length >= maxPerTenant) throw new KeyLimitError(maxPerTenant);
+    const keyId = randomBytes(8).toString('hex');
+    const secret = randomBytes(32).toString('base64url');
+    const record: ApiKeyRecord = {
+      keyId,
+      tenant: input.tenant,
+      scopes: [...new Set(input.scopes)],
+      ...(input.name ? { name: input.name } : {}),
+      createdAt: new Date().toISOString(),
+      ...(input.expiresAt ? { expiresAt: input.expiresAt } : {}),
+    };
+    const key = apiKeyKey(prefix, keyId);
+    const tx = this.redis
+      .multi()
+      .hset(key, { hash: sha256(secret).toString('hex'), record: JSON.stringify(record) })
+      .sadd(tenantApiKeysKey(prefix, input.tenant), keyId)
+      .sadd(apiKeyTenantsKey(prefix), input.tenant);
+    if (input.expiresAt) tx.pexpireat(key, Date.parse(input.expiresAt));
+    await tx.exec();
+    return { record, key: `tl_${keyId}_${secret}` };
+  }
+
+  /** The record of a presented key, or null: malformed, unknown, revoked, expired or wrong secret. */
+  async verify(presented: string): Promise<ApiKeyRecord | null> {
+    const match = KEY_FORMAT.exec(presented);
+    if (!match) return null;
+    const [, keyId = '', secret = ''] = match;
+    const [hash, json] = await this.redis.hmget(apiKeyKey(this.options.prefix, keyId), 'hash', 'record');
+    if (!hash || !json) return null;
+    const expected = Buffer.from(hash, 'hex');
+    const given = sha256(secret);
+    if (expected.length !== given.length || !timingSafeEqual(expected, given)) return null;
+    const record = ApiKeyRecord.parse(JSON.parse(json));
+    if (record.expiresAt && Date.parse(record.expiresAt) <= Date.now()) return null;
+    return record;
+  }
+
+  /** One tenant's keys, or every tenant's (never their secrets). */
+  async list(tenant?: string): Promise<ApiKeyRecord[]> {
+    const tenants = tenant ? [tenant] : await this.redis.smembers(apiKeyTenantsKey(this.options.prefix));
+    const records: ApiKeyRecord[] = [];
+    for (const t of tenants) {
+      for (const keyId of await this.ids(t)) {
+        const record = await this.record(keyId);
+        if (record) records.push(record);
+      }
+    }
+    return records.sort((a, b) => a.createdAt.localeCompare(b.createdAt));
+  }
+
+  /** Revokes a key of `tenant` (any tenant's when absent); false when there is no such key. */
+  async revoke(keyId: string, tenant?: string): Promise<boolean> {
+    const record = await this.record(keyId);
+    if (!record || (tenant !== undefined && record.tenant !== tenant)) return false;
+    const { prefix } = this.options;
+    await this.redis
+      .multi()
+      .del(apiKeyKey(prefix, keyId))
+      .srem(tenantApiKeysKey(prefix, record.tenant), keyId)
+      .exec();
+    return true;
+  }
+
+  /** Revokes every key of a tenant. */
+  async revokeTenant(tenant: string): Promise<number> {
+    const { prefix } = this.options;
+    const ids = await this.redis.smembers(tenantApiKeysKey(prefix, tenant));
+    const tx = this.redis.multi();
+    for (const id of ids) tx.del(apiKeyKey(prefix, id));
+    await tx.del(tenantApiKeysKey(prefix, tenant)).srem(apiKeyTenantsKey(prefix), tenant).exec();
+    return ids.length;
+  }
+
+  private async record(keyId: string): Promise<ApiKeyRecord | null> {
+    const json = await this.redis.hget(apiKeyKey(this.options.prefix, keyId), 'record');
+    return json ? ApiKeyRecord.parse(JSON.parse(json)) : null;
+  }
+
+  /** A tenant's key ids, pruned of keys that expired. */
+  private async ids(tenant: string): Promise<string[]> {
+    const { prefix } = this.options;
+    const ids = await this.redis.smembers(tenantApiKeysKey(prefix, tenant));
+    const alive = await Promise.all(ids.map((id) => this.redis.exists(apiKeyKey(prefix, id))));
+    const gone = ids.filter((_, i) => alive[i] === 0);
+    if (gone.length > 0) await this.redis.srem(tenantApiKeysKey(prefix, tenant), ...gone);
+    return ids.filter((_, i) => alive[i] === 1);
+  }
+}

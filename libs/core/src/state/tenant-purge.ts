@@ -1,0 +1,76 @@
+/**
+ * Deletes a tenant with all its data: its API keys, its runs (found through the tenant's run
+ * index), and every key that carries the tenant — sessions, memory and lessons, cached plans,
+ * idempotency keys, the run index itself. The default tenant holds unscoped names and cannot be
+ * deleted this way.
+ */
+import type { Redis } from 'ioredis';
+import { DEFAULT_TENANT } from '../domain/tenant.js';
+import type { ApiKeyStore } from './api-key-store.js';
+import { busySessionsKey, memoryAgentsKey } from './keys.js';
+import type { RunStore } from './run-store.js';
+
+export class DefaultTenantError extends Error {
+  constructor() {
+    super('the default tenant holds data made without a key and cannot be deleted');
+    this.name = 'DefaultTenantError';
+  }
+}
+
+export interface TenantPurgeDeps {
+  readonly redis: Redis;
+  readonly prefix: string;
+  readonly store: RunStore;
+  readonly keys: ApiKeyStore;
+  /** More key patterns of the tenant's data (for stores added beside these). */
+  readonly patterns?: (tenant: string) => readonly string[];
+}
+
+export interface TenantPurgeResult {
+  readonly keys: number;
+  readonly runs: number;
+  /** Redis keys deleted, runs' keys included. */
+  readonly deleted: number;
+}
+
+/** Every key of the tenant's scoped names: `~` follows the tenant inside a hash tag. */
+export function tenantPatterns(prefix: string, tenant: string): string[] {
+  return [
+    `${prefix}:tenant:${tenant}:*`,
+    `${prefix}:idem:${tenant}:*`,
+    `${prefix}:session:{s:${tenant}~*`,
+    `${prefix}:memory:{m:${tenant}~*`,
+    `${prefix}:plancache:{a:${tenant}~*`,
+    `${prefix}:blob:${tenant}~*`,
+  ];
+}
+
+export async function purgeTenant(deps: TenantPurgeDeps, tenant: string): Promise<TenantPurgeResult> {
+  if (tenant === DEFAULT_TENANT) throw new DefaultTenantError();
+  const { redis, prefix, store } = deps;
+  const keys = await deps.keys.revokeTenant(tenant);
+  let deleted = 0;
+  const runs = await store.tenantRuns(tenant);
+  for (const runId of runs) deleted += await store.purge(runId);
+  for (const pattern of [...tenantPatterns(prefix, tenant), ...(deps.patterns?.(tenant) ?? [])]) {
+    deleted += await unlinkMatching(redis, pattern);
+  }
+  // Sets that name the tenant's sessions and agents among everyone's.
+  const scoped = `${tenant}~`;
+  for (const set of [busySessionsKey(prefix), memoryAgentsKey(prefix)]) {
+    const members = (await redis.smembers(set)).filter((m) => m.startsWith(scoped));
+    if (members.length > 0) await redis.srem(set, ...members);
+  }
+  return { keys, runs: runs.length, deleted };
+}
+
+async function unlinkMatching(redis: Redis, pattern: string): Promise<number> {
+  let cursor = '0';
+  let deleted = 0;
+  do {
+    const [next, found] = await redis.scan(cursor, 'MATCH', pattern, 'COUNT', 500);
+    cursor = next;
+    if (found.length > 0) deleted += await redis.unlink(...found);
+  } while (cursor !== '0');
+  return deleted;
+}
