@@ -9,6 +9,7 @@ import {
   type RunService,
   type RunStore,
   type RunWaiter,
+  type SecretStore,
   type SessionStore,
   type SourceService,
 } from '@tetraloop/core';
@@ -17,6 +18,7 @@ import { blobsRouter } from './blobs-router.js';
 import { errorHandler, HttpError, sendError } from './http-errors.js';
 import { runsRouter } from './runs-router.js';
 import { memoryRouter } from './memory-router.js';
+import { secretsRouter } from './secrets-router.js';
 import { sessionsRouter } from './sessions-router.js';
 
 export interface AppDeps {
@@ -33,6 +35,8 @@ export interface AppDeps {
   /** Memory and lessons; absent with `TETRALOOP_REFLECT=off`. */
   readonly memory?: MemoryServices;
   readonly sources: SourceService;
+  /** Each tenant's secrets (write-only over HTTP). */
+  readonly secrets: SecretStore;
   readonly senseQueue: Queue;
   readonly senseEvents: QueueEvents;
   readonly waiter: RunWaiter;
@@ -78,6 +82,7 @@ export function createApp(deps: AppDeps): express.Express {
   app.use('/v1/blobs', blobsRouter(deps));
   app.use('/v1', sessionsRouter(deps));
   app.use('/v1', memoryRouter(deps));
+  app.use('/v1', secretsRouter(deps));
   app.use((_req, res) => sendError(res, new HttpError(404, 'not_found', 'no such route')));
   app.use(errorHandler(deps.logger, redisReady));
   return app;
