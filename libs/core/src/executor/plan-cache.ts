@@ -3,6 +3,7 @@
  * worker parses it and builds its topology once, not once per node. Each pool of a process has a
  * cache of its own (1,000 plans by default).
  */
+import { DEFAULT_TENANT, type TenantId } from '../domain/tenant.js';
 import { findReferences } from '../graph/references.js';
 import { buildTopology, type Topology } from '../graph/topology.js';
 import { referenceFields, type ExecutableNode } from '../nodes/index.js';
@@ -10,6 +11,8 @@ import type { RunStore } from '../state/run-store.js';
 
 export interface CompiledPlan {
   readonly runId: string;
+  /** Whose secrets its calls may use: the one place a worker reads a run's tenant. */
+  readonly tenant: TenantId;
   /** Whose lessons apply to its calls. */
   readonly agentId: string;
   readonly input: unknown;
@@ -64,6 +67,8 @@ export class PlanCache {
     const reads = new Map(stored.plan.nodes.map((n) => [n.id, readsOf(n)]));
     return {
       runId,
+      // Runs carry no tenant yet: every run is the default tenant's.
+      tenant: DEFAULT_TENANT,
       agentId: stored.agentId,
       input: stored.input,
       timeoutSeconds: stored.timeoutSeconds,
