@@ -11,6 +11,12 @@ import type { Redis } from 'ioredis';
 import { parseApiEnv } from '@tetraloop/api';
 import { connectRedis, type RunDocument } from '@tetraloop/core';
 import { postRun, readEvents, runToEnd, startStack, testEnv, type Stack } from './support/stack.js';
+import {
+  startModelServer,
+  type ChatRequest,
+  type ModelServer,
+  type ScriptedReply,
+} from './support/model-server.js';
 import { startToolServer, type ToolServer } from './support/tool-server.js';
 
 const TOKEN = `Bearer sk-live-${randomBytes(12).toString('hex')}`;
@@ -19,13 +25,43 @@ const KEY = randomBytes(32).toString('base64');
 
 let stack: Stack;
 let server: ToolServer;
+let model: ModelServer;
 let redis: Redis;
 const logs: string[] = [];
 
+/**
+ * An agent that asks for two calls in its first answer (and one naming a secret itself), one in
+ * its second, then answers.
+ */
+function agentScript(r: ChatRequest): ScriptedReply {
+  const turn = r.messages.filter((m) => m.role === 'assistant').length;
+  const work = (node: string) => ({ name: 'http', arguments: { url: `${server.url}/work?node=${node}` } });
+  if (turn === 0)
+    return {
+      content: '',
+      toolCalls: [
+        work('agent-a'),
+        work('agent-b'),
+        {
+          name: 'http',
+          arguments: {
+            url: `${server.url}/echo?node=agent-secret`,
+            headers: { Authorization: { $secret: 'API_TOKEN' } },
+          },
+        },
+      ],
+    };
+  if (turn === 1) return { content: '', toolCalls: [work('agent-c')] };
+  return { content: 'done' };
+}
+
 beforeAll(async () => {
   server = await startToolServer();
+  model = await startModelServer({ script: agentScript });
   stack = await startStack({
     env: {
+      OPENAI_BASE_URL: model.url,
+      TETRALOOP_MODEL_MAX_RETRIES: '0',
       TETRALOOP_SECRET_KEY: KEY,
       TETRALOOP_SECRET_MAX_BYTES: '256',
       TETRALOOP_SECRET_MAX_COUNT: '4',
@@ -44,6 +80,7 @@ afterAll(async () => {
   redis?.disconnect();
   await stack?.close();
   await server?.close();
+  await model?.close();
 });
 
 async function request(
@@ -260,6 +297,27 @@ describe('outbound Idempotency-Key', () => {
     expect(keys).toHaveLength(4);
     expect(new Set(keys).size).toBe(4);
     for (const k of keys) expect(k).not.toContain(doc.runId);
+  });
+});
+
+describe('an agent', () => {
+  it('gets a distinct Idempotency-Key for each tool call, and no secret for args the model wrote', async () => {
+    const doc = await runToEnd(stack.url, {
+      graph: {
+        nodes: [
+          { id: 'agent', kind: 'loop', maxIterations: 5, body: { agent: { prompt: 'go', tools: ['http'] } } },
+        ],
+      },
+    });
+    expect(doc.status).toBe('succeeded');
+    const keys = ['agent-a', 'agent-b', 'agent-c'].map((n) => server.hitsOf(n)[0]?.idempotencyKey);
+    expect(keys.every((k) => k !== undefined && /^[0-9a-f]{64}$/.test(k))).toBe(true);
+    expect(new Set(keys).size).toBe(3);
+    // The model's own {"$secret"} is data, not a secret: the args fail the tool's schema.
+    expect(server.hitsOf('agent-secret')).toHaveLength(0);
+    expect(JSON.stringify(doc)).not.toContain(TOKEN);
+    const toolMessages = model.requests.at(-1)!.messages.filter((m) => m.role === 'tool');
+    expect(toolMessages.some((m) => m.content?.includes('validation'))).toBe(true);
   });
 });
 
