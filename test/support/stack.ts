@@ -6,6 +6,7 @@ import {
   connectRedis,
   isTerminal,
   nodeJobId,
+  type DestinationStream,
   type ExecutorHooks,
   type LiveNodeState,
   type Pool,
@@ -37,7 +38,13 @@ export function testEnv(overrides: Record<string, string> = {}): Record<string, 
 }
 
 export async function startStack(
-  options: { env?: Record<string, string>; pools?: Pool[]; hooks?: ExecutorHooks } = {},
+  options: {
+    env?: Record<string, string>;
+    pools?: Pool[];
+    hooks?: ExecutorHooks;
+    /** Where the API's and the pools' logs go (stdout when absent). */
+    logDestination?: DestinationStream;
+  } = {},
 ): Promise<Stack> {
   const env = testEnv(options.env);
   const pools =
@@ -46,8 +53,12 @@ export async function startStack(
       : await startPools(parseWorkerEnv(env), {
           pools: options.pools ?? ['plan', 'tool'],
           ...(options.hooks ? { hooks: options.hooks } : {}),
+          ...(options.logDestination ? { logDestination: options.logDestination } : {}),
         });
-  const api = await startApi(parseApiEnv(env));
+  const api = await startApi(
+    parseApiEnv(env),
+    options.logDestination ? { logDestination: options.logDestination } : {},
+  );
   return {
     url: api.url,
     prefix: env.TETRALOOP_PREFIX!,

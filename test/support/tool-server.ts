@@ -10,6 +10,8 @@
  *                                  answers `status` to the first `fail` calls of that node, then 200
  *   GET /count?node=a              answers {count}: how often this node was called so far
  *   GET /auth?node=a               401 until POST /refresh was called, then 200
+ *   ANY /echo?node=a               answers {node, method, query, headers, body} (what it was sent),
+ *                                  with a `set-cookie` header
  *
  * How `/work` answers can be switched at run time, to play a host that breaks, recovers or is
  * slow: `setMode({ kind: 'status', status: 503 })`, `setMode({ kind: 'slow', delayMs })`,
@@ -22,6 +24,8 @@ export interface Hit {
   readonly node: string;
   readonly path: string;
   readonly idempotencyKey: string | undefined;
+  /** The request's headers, as received (lower-case names). */
+  readonly headers: Readonly<Record<string, string | string[] | undefined>>;
   readonly start: number;
   end: number | undefined;
   /** The status it was answered with (undefined while unanswered, or for a call never answered). */
@@ -64,6 +68,7 @@ export async function startToolServer(): Promise<ToolServer> {
       node,
       path: url.pathname,
       idempotencyKey: req.headers['idempotency-key'] as string | undefined,
+      headers: { ...req.headers },
       start: performance.timeOrigin + performance.now(),
       end: undefined,
     };
@@ -103,6 +108,19 @@ export async function startToolServer(): Promise<ToolServer> {
     } else if (url.pathname === '/refresh') {
       refreshed = true;
       reply(200, { refreshed });
+    } else if (url.pathname === '/echo') {
+      const chunks: Buffer[] = [];
+      req.on('data', (c: Buffer) => chunks.push(c));
+      req.on('end', () => {
+        res.setHeader('set-cookie', ['sid=s3ss10n-c00kie; HttpOnly', 'theme=dark']);
+        reply(200, {
+          node,
+          method: req.method,
+          query: Object.fromEntries(url.searchParams),
+          headers: req.headers,
+          body: Buffer.concat(chunks).toString('utf8'),
+        });
+      });
     } else if (url.pathname === '/hang') {
       req.on('close', () => (hit.end = performance.timeOrigin + performance.now()));
     } else {

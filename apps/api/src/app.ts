@@ -9,6 +9,7 @@ import {
   type RunService,
   type RunStore,
   type RunWaiter,
+  type SecretStore,
   type SessionStore,
   type SourceService,
 } from '@tetraloop/core';
@@ -20,6 +21,7 @@ import { keyHandlers, type KeysRouterDeps } from './keys-router.js';
 import { memoryHandlers } from './memory-router.js';
 import { ROUTES, type RouteName } from './route-table.js';
 import { runHandlers } from './runs-router.js';
+import { secretHandlers } from './secrets-router.js';
 import { sessionHandlers } from './sessions-router.js';
 
 export interface AppDeps {
@@ -41,6 +43,8 @@ export interface AppDeps {
   /** Memory and lessons; absent with `TETRALOOP_REFLECT=off`. */
   readonly memory?: MemoryServices;
   readonly sources: SourceService;
+  /** Each tenant's secrets (write-only over HTTP). */
+  readonly secrets: SecretStore;
   readonly senseQueue: Queue;
   readonly senseEvents: QueueEvents;
   readonly waiter: RunWaiter;
@@ -95,6 +99,7 @@ export function createApp(deps: AppDeps): express.Express {
     ...blobHandlers(deps),
     ...sessionHandlers(deps),
     ...memoryHandlers(deps),
+    ...secretHandlers(deps),
     ...keyHandlers({ keys: deps.auth.keys, purgeTenant: deps.purgeTenant }),
   });
   app.use((_req, res) => sendError(res, new HttpError(404, 'not_found', 'no such route')));

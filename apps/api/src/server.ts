@@ -7,6 +7,7 @@ import {
   QUEUE_NAMES,
   QueueWatch,
   RunWaiter,
+  type DestinationStream,
   type RunService,
   buildServices,
   builtinTools,
@@ -32,8 +33,16 @@ export interface ApiHandle {
   readonly close: () => Promise<void>;
 }
 
-export async function startApi(env: ApiEnv): Promise<ApiHandle> {
-  const logger = createLogger({ level: env.LOG_LEVEL, layer: 'api', redact: env.TETRALOOP_LOG_REDACT });
+export interface StartApiOptions {
+  /** Where the API's logs go; stdout when absent. */
+  readonly logDestination?: DestinationStream;
+}
+
+export async function startApi(env: ApiEnv, options: StartApiOptions = {}): Promise<ApiHandle> {
+  const logger = createLogger(
+    { level: env.LOG_LEVEL, layer: 'api', redact: env.TETRALOOP_LOG_REDACT },
+    options.logDestination,
+  );
   const redis = connectRedis(env.REDIS_URL, 'client', `tetraloop-api-${process.pid}`);
   const subscriber = connectRedis(env.REDIS_URL, 'subscriber', `tetraloop-api-sub-${process.pid}`);
   const eventsConnection = connectRedis(env.REDIS_URL, 'worker', `tetraloop-api-qe-${process.pid}`);
@@ -102,6 +111,7 @@ export async function startApi(env: ApiEnv): Promise<ApiHandle> {
     sessionStore: services.sessionStore,
     ...(services.memory ? { memory: services.memory } : {}),
     sources: services.sources,
+    secrets: services.secrets,
     senseQueue: queues.sense,
     senseEvents,
     waiter,

@@ -28,12 +28,15 @@ import {
   lifecycleOf,
   executeSenseJob,
   graphLimitsOf,
+  loadCallKey,
   isModelConfigured,
   loadPlugins,
   modelConfigOf,
   openQueues,
   parseAllowHosts,
   planCacheOptionsOf,
+  secretStoreOptionsOf,
+  type DestinationStream,
   type ExecutorDeps,
   type ExecutorHooks,
   type Pool,
@@ -59,6 +62,8 @@ export interface StartPoolsOptions {
   readonly concurrency?: number;
   /** Functions the executors call at set points, e.g. to refresh credentials before an `auth` retry. */
   readonly hooks?: ExecutorHooks;
+  /** Where the pools' logs go; stdout when absent. */
+  readonly logDestination?: DestinationStream;
 }
 
 const CONCURRENCY_KEY = {
@@ -79,11 +84,9 @@ export async function startPools(env: WorkerEnv, options: StartPoolsOptions): Pr
   const state = connectRedis(env.REDIS_URL, 'worker', `tetraloop-worker-state-${process.pid}`);
   const subscriber = connectRedis(env.REDIS_URL, 'subscriber', `tetraloop-worker-sub-${process.pid}`);
   const prefix = env.TETRALOOP_PREFIX;
-  const log = createLogger({
-    level: env.LOG_LEVEL,
-    layer: options.pools[0] ?? 'tool',
-    redact: env.TETRALOOP_LOG_REDACT,
-  });
+  const loggerFor = (layer: Pool) =>
+    createLogger({ level: env.LOG_LEVEL, layer, redact: env.TETRALOOP_LOG_REDACT }, options.logDestination);
+  const log = loggerFor(options.pools[0] ?? 'tool');
   for (const c of [connection, state])
     c.on('error', (err) => log.warn({ err: err.message }, 'redis connection error'));
   subscriber.on('error', (err) => log.warn({ err: err.message }, 'redis subscriber error'));
@@ -109,6 +112,8 @@ export async function startPools(env: WorkerEnv, options: StartPoolsOptions): Pr
   const polled = new Map(env.TETRALOOP_SOURCES.map((s) => [s.name, s]));
   // First plans of repeated tasks, shared by every plan worker through Redis.
   const planCache = new PlanCacheStore(state, planCacheOptionsOf(env));
+  // Every worker of the deployment signs outbound Idempotency-Keys with the same key.
+  const callKey = await loadCallKey(state, prefix, secretStoreOptionsOf(env).key);
 
   // One set of executor dependencies per pool: each gets its own plan cache and logger layer.
   const depsFor = (layer: Pool): ExecutorDeps => ({
@@ -120,6 +125,8 @@ export async function startPools(env: WorkerEnv, options: StartPoolsOptions): Pr
     maxNodeExecutions: env.TETRALOOP_MAX_NODE_EXECUTIONS,
     hooks,
     tools,
+    secrets: services.secrets,
+    callKey,
     ...(model ? { model } : {}),
     defaultTimeoutMs: env.TETRALOOP_TOOL_TIMEOUT_MS,
     modelInputChars: env.TETRALOOP_MODEL_INPUT_CHARS,
@@ -151,7 +158,7 @@ export async function startPools(env: WorkerEnv, options: StartPoolsOptions): Pr
           },
         }
       : {}),
-    logger: createLogger({ level: env.LOG_LEVEL, layer, redact: env.TETRALOOP_LOG_REDACT }),
+    logger: loggerFor(layer),
   });
 
   const processors: Record<Pool, () => Processor> = {
@@ -177,7 +184,7 @@ export async function startPools(env: WorkerEnv, options: StartPoolsOptions): Pr
         reflectQueue: queues.reflect,
         rules: ruleSettingsOf(env),
         lifecycle: lifecycleOf(env),
-        logger: createLogger({ level: env.LOG_LEVEL, layer: 'reflect', redact: env.TETRALOOP_LOG_REDACT }),
+        logger: loggerFor('reflect'),
       };
       return (job: Job) => executeReflectJob(deps, job);
     },
@@ -198,7 +205,7 @@ export async function startPools(env: WorkerEnv, options: StartPoolsOptions): Pr
           type === BACKOFF_TYPE && err instanceof RetryNodeError ? err.delayMs : 1000,
       },
     });
-    const poolLog = createLogger({ level: env.LOG_LEVEL, layer: pool, redact: env.TETRALOOP_LOG_REDACT });
+    const poolLog = loggerFor(pool);
     worker.on('error', (err) => poolLog.error({ err }, 'worker error'));
     worker.on('failed', (job, err) => {
       if (!(err instanceof RetryNodeError)) poolLog.warn({ jobId: job?.id, err }, 'job failed');

@@ -261,3 +261,97 @@ describe('validateGraph', () => {
       expect(result.issues[0]?.message).toMatch(/4 nodes \(nested graphs expanded\) exceed the limit of 3/);
   });
 });
+
+describe('secrets in graphs', () => {
+  const http = (id: string, args: Record<string, unknown>) => ({ id, kind: 'tool', tool: 'http', args });
+  const url = 'https://api.example.org/x';
+
+  it('accepts {"$secret"} as a whole value anywhere in a tool call\'s args, in loops and nested graphs', () => {
+    const result = validateGraph(
+      {
+        nodes: [
+          http('a', {
+            url,
+            headers: { Authorization: { $secret: 'API_TOKEN' }, 'X-Api-Key': { $secret: 'KEY' } },
+            query: { sig: { $secret: 'SIG' } },
+            json: { deep: [{ pw: { $secret: 'PW' } }] },
+          }),
+          {
+            id: 'l',
+            kind: 'loop',
+            maxIterations: 2,
+            body: { tool: 'http', args: { url, headers: { Cookie: { $secret: 'SESSION' } } } },
+          },
+          {
+            id: 'g',
+            kind: 'graph',
+            graph: { nodes: [http('inner', { url, headers: { authorization: { $secret: 'T' } } })] },
+          },
+        ],
+      },
+      { tools },
+    );
+    expect(result.ok).toBe(true);
+  });
+
+  it('refuses a malformed {"$secret"}, naming the exact field', () => {
+    const issues = issuesOf({
+      nodes: [
+        http('a', { url, headers: { Authorization: { $secret: 'API_TOKEN', extra: 1 } } }),
+        http('b', { url, json: { list: [{ $secret: 'bad-name' }] } }),
+      ],
+    });
+    expect(issues.map((i) => i.path)).toEqual([
+      'nodes.0.args.headers.Authorization',
+      'nodes.1.args.json.list.0',
+    ]);
+    expect(issues[0]!.message).toMatch(/whole value/);
+  });
+
+  it('refuses {"$secret"} outside a tool call\'s args', () => {
+    const issues = issuesOf({
+      nodes: [{ id: 'g', kind: 'graph', input: { t: { $secret: 'T' } }, graph: { nodes: [tool('x')] } }],
+    });
+    expect(issues).toEqual([{ path: 'nodes.0.input.t', message: expect.stringMatching(/tool call's args/) }]);
+  });
+
+  it('refuses credential headers written in clear, in any case, pointing to $secret', () => {
+    const issues = issuesOf({
+      nodes: [
+        http('a', {
+          url,
+          headers: {
+            authorization: 'Bearer abc',
+            COOKIE: 'sid=1',
+            'Proxy-Authorization': 'Basic x',
+            'X-Api-Key': 'k',
+            'X-Auth-Token': 't',
+            accept: 'application/json',
+            'Idempotency-Key': 'mine',
+          },
+        }),
+        {
+          id: 'l',
+          kind: 'loop',
+          maxIterations: 1,
+          body: { tool: 'http', args: { url, headers: { Authorization: 'Bearer {{input.x}}x' } } },
+        },
+        {
+          id: 'm',
+          kind: 'loop',
+          maxIterations: 1,
+          body: { tool: 'http', args: { url, headers: { Authorization: 'Bearer abc' } } },
+        },
+      ],
+    });
+    expect(issues.map((i) => i.path)).toEqual([
+      'nodes.0.args.headers.authorization',
+      'nodes.0.args.headers.COOKIE',
+      'nodes.0.args.headers.Proxy-Authorization',
+      'nodes.0.args.headers.X-Api-Key',
+      'nodes.0.args.headers.X-Auth-Token',
+      'nodes.2.body.args.headers.Authorization',
+    ]);
+    expect(issues[0]!.message).toMatch(/\$secret/);
+  });
+});

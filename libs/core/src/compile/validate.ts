@@ -10,6 +10,12 @@ import { Edge, NodeId, type ValidationIssue } from '../graph/schema.js';
 import { ancestorsOf, buildTopology, findCycle, type Topology } from '../graph/topology.js';
 import { MODEL_VARIABLES } from '../model/model-config.js';
 import {
+  SECRET_MASK,
+  findSecretRefs,
+  malformedSecretRefs,
+  replaceSecretRefs,
+} from '../secrets/secret-ref.js';
+import {
   NODE_KINDS,
   isNodeKind,
   referenceFields,
@@ -112,8 +118,12 @@ function checkGraph(
   // Past the limits the graph is not inspected further: its size alone rejects it.
   if (issues.length > before) return undefined;
 
-  // Nodes one by one, so one bad node does not hide the others' problems.
-  const nodes = rawNodes.map((n, i) => checkNode(n, [...prefix, 'nodes', i], depth, opts, issues));
+  // Nodes one by one, so one bad node does not hide the others' problems. Each node's tool-call
+  // args (the only places a `{"$secret"}` may be) are noted, relative to the node.
+  const argsOf = rawNodes.map((): (readonly PropertyKey[])[] => []);
+  const nodes = rawNodes.map((n, i) =>
+    checkNode(n, [...prefix, 'nodes', i], depth, opts, issues, argsOf[i]!),
+  );
 
   // Ids, including those of nodes that failed elsewhere, so edges to them are not "unknown".
   const firstIndex = new Map<string, number>();
@@ -164,6 +174,8 @@ function checkGraph(
   nodes.forEach((node, i) => {
     if (!node) return;
     for (const { value, path } of referenceFields(node)) {
+      for (const problem of secretsOutsideArgs(value, path, argsOf[i]!))
+        issues.push({ path: at('nodes', i, ...problem.at), message: problem.message });
       for (const ref of findReferences(value, [...path])) {
         const where = at('nodes', i, ...ref.at);
         const field = ref.path[0];
@@ -227,6 +239,7 @@ function checkNode(
   depth: number,
   opts: Options,
   issues: ValidationIssue[],
+  argsPlaces: (readonly PropertyKey[])[],
 ): GraphNode | undefined {
   const kind = (raw as { kind?: unknown } | null)?.kind;
   if (!isNodeKind(kind)) {
@@ -242,22 +255,26 @@ function checkNode(
     issues.push(...zodIssues(parsed.error, path));
     return undefined;
   }
-  return spec.check(parsed.data as GraphNode, nodeCheck(path, depth, opts, issues));
+  return spec.check(parsed.data as GraphNode, nodeCheck(path, depth, opts, issues, argsPlaces));
 }
 
-/** What validation offers a kind's own checks, for the node at `path`. */
+/** What validation offers a kind's own checks, for the node at `path`; tool-call args are noted in `argsPlaces`. */
 function nodeCheck(
   path: readonly PropertyKey[],
   depth: number,
   opts: Options,
   issues: ValidationIssue[],
+  argsPlaces: (readonly PropertyKey[])[],
 ): NodeCheck {
   return {
     path,
     issue: (at, message) => issues.push({ path: join(...path, ...at), message }),
     model: () => checkModel(path, opts, issues),
     toolName: (name, at) => checkToolName(name, [...path, ...at], opts, issues),
-    toolCall: (name, args, at) => checkToolCall(name, args, [...path, ...at], ['args'], opts, issues),
+    toolCall: (name, args, at) => {
+      argsPlaces.push([...at, 'args']);
+      return checkToolCall(name, args, [...path, ...at], ['args'], opts, issues);
+    },
     nested: (raw, at) => checkNested(raw, [...path, ...at], depth, opts, issues),
   };
 }
@@ -314,9 +331,14 @@ function checkToolCall(
 ): boolean {
   if (!checkToolName(name, [...path, 'tool'], opts, issues)) return false;
   const tool = opts.tools.get(name)!;
+  const before = issues.length;
+  for (const problem of [...malformedSecretRefs(args), ...(tool.checkArgs?.(args) ?? [])])
+    issues.push({ path: join(...path, ...argsPath, ...problem.at), message: problem.message });
+  if (issues.length > before) return false;
   // Args with references are checked at run time, once the references are resolved.
   if (findReferences(args).length > 0) return true;
-  const parsed = tool.input.safeParse(args);
+  // A secret is a string of unknown content until the call: it is checked as one.
+  const parsed = tool.input.safeParse(replaceSecretRefs(args, () => SECRET_MASK));
   if (!parsed.success) {
     issues.push(...zodIssues(parsed.error, [...path, ...argsPath]));
     return false;
@@ -326,4 +348,24 @@ function checkToolCall(
   if (blocked === undefined) return true;
   issues.push({ path: join(...path, ...argsPath), message: blocked });
   return false;
+}
+
+/**
+ * `{"$secret"}` objects in a node's reference field `field` that are not inside one of its
+ * tool-call args (`argsPlaces`, relative to the node): a secret is only ever filled into a call.
+ */
+function secretsOutsideArgs(
+  value: unknown,
+  field: readonly PropertyKey[],
+  argsPlaces: readonly (readonly PropertyKey[])[],
+): { at: PropertyKey[]; message: string }[] {
+  const inArgs = argsPlaces.some(
+    (place) => place.length <= field.length && place.every((step, i) => field[i] === step),
+  );
+  if (inArgs) return [];
+  const found = [...findSecretRefs(value), ...malformedSecretRefs(value)];
+  return found.map((f) => ({
+    at: [...field, ...f.at],
+    message: '{"$secret"} may only stand in a tool call\'s args',
+  }));
 }

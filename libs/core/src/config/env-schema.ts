@@ -7,7 +7,9 @@ import { DEFAULT_LIFECYCLE, type LifecycleSettings } from '../memory/lesson-life
 import { DEFAULT_RULE_SETTINGS, type RuleSettings } from '../memory/lesson-rules.js';
 import type { ModelConfig } from '../model/model-config.js';
 import type { PlanCacheOptions } from '../state/plan-cache-store.js';
+import { SECRET_KEY_FORMAT, parseSecretKey } from '../secrets/secret-cipher.js';
 import { PolledSource } from '../sessions/source-service.js';
+import type { SecretStoreOptions } from '../state/secret-store.js';
 import type { ToolRegistry } from '../tools/tool.js';
 
 export const LogLevel = z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']);
@@ -48,8 +50,24 @@ export const BaseEnv = z.object({
     .regex(/^[A-Za-z0-9_{}-]{1,64}$/, 'letters, digits, _ - { } only')
     .default('tetraloop'),
   LOG_LEVEL: LogLevel.default('info'),
-  /** Extra fields to redact in logs (pino paths, comma-separated), beside the built-in credentials. */
+  /**
+   * Extra field names to redact in logs, wherever they appear and in any case (comma-separated;
+   * a path such as `*.customerCard` counts as its last name), beside the built-in credentials.
+   */
   TETRALOOP_LOG_REDACT: listEnv(),
+  /**
+   * The key secrets are encrypted under (AES-256-GCM): 32 bytes, as base64 or as 64 hex digits.
+   * Unset: the secret routes answer 409 and a run that uses a `{"$secret"}` fails its node.
+   */
+  TETRALOOP_SECRET_KEY: z
+    .string()
+    .optional()
+    .transform((v) => (v === '' ? undefined : v))
+    .refine((v) => v === undefined || parseSecretKey(v) !== undefined, `must be ${SECRET_KEY_FORMAT}`),
+  /** Largest secret value, in UTF-8 bytes. */
+  TETRALOOP_SECRET_MAX_BYTES: z.coerce.number().int().min(1).max(1_048_576).default(8192),
+  /** Most secrets one tenant may hold. */
+  TETRALOOP_SECRET_MAX_COUNT: z.coerce.number().int().min(1).max(100_000).default(500),
   /** Retention of settled run records. */
   TETRALOOP_RUN_RETENTION_SECONDS: z.coerce
     .number()
@@ -220,5 +238,16 @@ export function planCacheOptionsOf(env: BaseEnv): PlanCacheOptions {
     prefix: env.TETRALOOP_PREFIX,
     enabled: env.TETRALOOP_PLAN_CACHE === 'on',
     ttlSeconds: env.TETRALOOP_PLAN_CACHE_TTL_SECONDS,
+  };
+}
+
+/** The secret store as configured. */
+export function secretStoreOptionsOf(env: BaseEnv): SecretStoreOptions {
+  const key = env.TETRALOOP_SECRET_KEY === undefined ? undefined : parseSecretKey(env.TETRALOOP_SECRET_KEY);
+  return {
+    prefix: env.TETRALOOP_PREFIX,
+    ...(key ? { key } : {}),
+    maxValueBytes: env.TETRALOOP_SECRET_MAX_BYTES,
+    maxCount: env.TETRALOOP_SECRET_MAX_COUNT,
   };
 }

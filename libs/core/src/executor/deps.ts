@@ -12,6 +12,7 @@ import type { RunQueues } from '../queues/run-jobs.js';
 import type { CallLessonDeps } from '../reflect/lesson-effects.js';
 import type { MemoryService } from '../reflect/memory-service.js';
 import type { RunStore } from '../state/run-store.js';
+import type { SecretStore } from '../state/secret-store.js';
 import type { ToolRegistry } from '../tools/tool.js';
 import type { PlanCache } from './plan-cache.js';
 import type { RunAborts } from './run-aborts.js';
@@ -48,6 +49,10 @@ export interface ExecutorDeps {
   readonly maxNodeExecutions: number;
   readonly hooks: ExecutorHooks;
   readonly tools: ToolRegistry;
+  /** Where `{"$secret"}` references are read at call time (refuses them without `TETRALOOP_SECRET_KEY`). */
+  readonly secrets?: SecretStore;
+  /** The deployment's key for outbound `Idempotency-Key`s (an HMAC key; see `secrets/call-key.ts`). */
+  readonly callKey: Buffer;
   /** Absent when no model is configured: llm nodes and agents then fail with a clear error. */
   readonly model?: ModelClient;
   /** Tool call limit of a node without its own `timeoutMs`. @defaultValue 10000 */

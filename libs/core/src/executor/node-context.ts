@@ -6,10 +6,13 @@ import type { AttemptRecord, LiveNodeState, NodeSnapshot, NodeUsage } from '../d
 import { limitError } from '../errors/limit-error.js';
 import type { NodeErrorData } from '../errors/node-error.js';
 import { resolveReferences } from '../graph/references.js';
-import { executionOf, type ExecutableNode } from '../nodes/index.js';
+import { executionOf, type ExecutableNode, type ToolCallOptions } from '../nodes/index.js';
 import { callLimit, type CallLimit } from '../policy/limits.js';
 import type { BeginNodeResult } from '../state/run-store.js';
 import type { Tool, ToolOutcome } from '../tools/tool.js';
+import { callIdempotencyKey } from '../secrets/call-key.js';
+import { fillSecrets, scrubSecrets, type SecretRef } from '../secrets/secret-ref.js';
+import { SECRETS_OFF_MESSAGE, SecretStoreError } from '../state/secret-store.js';
 import type { ExecutorDeps } from './deps.js';
 import { lessonsForCall, probed, type RateLimitFix } from '../reflect/lesson-effects.js';
 import { invokeTool } from './invoke-tool.js';
@@ -127,6 +130,7 @@ export async function callTool(
   tool: Tool,
   args: unknown,
   toolTimeUsedMs: number,
+  call: ToolCallOptions = {},
 ): Promise<ToolOutcome> {
   const parsed = tool.input.safeParse(args);
   const target = parsed.success ? tool.target?.(parsed.data) : undefined;
@@ -142,7 +146,7 @@ export async function callTool(
   const minimum = parsed.success ? tool.minTimeoutMs?.(parsed.data) : undefined;
   const limit = limitFor(ctx, toolTimeUsedMs, minimum, false, lessons?.timeoutMs);
   if (limit.ms <= 0) return { ok: false, error: limitError(limit) };
-  const outcome = await callWithin(ctx, tool, args, limit);
+  const outcome = await callWithin(ctx, tool, args, limit, call);
   if (lessons?.probe && ctx.deps.lessons) {
     await probed(ctx.deps.lessons, ctx.plan.memoryAgent, lessons.probe, outcome.ok);
   }
@@ -154,17 +158,69 @@ async function callWithin(
   tool: Tool,
   args: unknown,
   limit: CallLimit,
+  call: ToolCallOptions,
 ): Promise<ToolOutcome> {
-  const outcome = await invokeTool(
+  const secrets = await secretsOf(ctx, call.secrets ?? []);
+  if (!secrets.ok) return secrets;
+  const idempotencyKey = callIdempotencyKey(ctx.deps.callKey, {
+    runId: ctx.plan.runId,
+    nodeId: ctx.node.id,
+    generation: ctx.generation,
+    call: call.index ?? '0',
+  });
+  const sent = fillSecrets(args, call.secrets ?? [], secrets.values);
+  const raw = await invokeTool(
     tool,
-    args,
-    { runId: ctx.plan.runId, nodeId: ctx.node.id, idempotencyKey: `${ctx.plan.runId}:${ctx.node.id}` },
+    sent,
+    { runId: ctx.plan.runId, nodeId: ctx.node.id, idempotencyKey },
     { timeoutMs: limit.ms, runSignal: ctx.runSignal },
   );
+  // Nothing that comes back (an output echoing the request, an error quoting it) keeps a value.
+  const outcome = secrets.values.size > 0 ? scrubSecrets(raw, secrets.values.values()) : raw;
   if (!outcome.ok && outcome.error.code === 'timeout' && limit.kind !== 'timeout') {
     return { ok: false, error: limitError(limit) };
   }
   return outcome;
+}
+
+/**
+ * The values of the secrets a call's declared args reference, read from the run's tenant's store
+ * now; a call that needs one that is missing (or secrets that are off) fails as `validation`.
+ */
+async function secretsOf(
+  ctx: NodeContext,
+  refs: readonly SecretRef[],
+): Promise<{ ok: true; values: ReadonlyMap<string, string> } | { ok: false; error: NodeErrorData }> {
+  if (refs.length === 0) return { ok: true, values: new Map() };
+  const store = ctx.deps.secrets;
+  const where = `args.${refs[0]!.at.join('.')}`;
+  if (!store?.configured) {
+    return {
+      ok: false,
+      error: { code: 'validation', message: `${where} uses a secret, but ${SECRETS_OFF_MESSAGE}` },
+    };
+  }
+  try {
+    const { values, missing } = await store.resolve(
+      ctx.plan.tenant,
+      refs.map((r) => r.name),
+    );
+    if (missing.length > 0) {
+      const names = missing.map((n) => `"${n}"`).join(', ');
+      return {
+        ok: false,
+        error: {
+          code: 'validation',
+          message: `no secret ${names} for tenant "${ctx.plan.tenant}" (write it with PUT /v1/secrets/${missing[0]})`,
+        },
+      };
+    }
+    return { ok: true, values };
+  } catch (err) {
+    if (err instanceof SecretStoreError)
+      return { ok: false, error: { code: 'validation', message: err.message } };
+    throw err;
+  }
 }
 
 /** Parks the node job in the delayed set until `until`; it re-enters as a continuation. */

@@ -40,7 +40,7 @@ export function nodeRun<N extends ExecutableNode>(
     resolve: (value) => resolve(ctx, value),
     snapshot: (status, result) => snapshotOf(ctx, status, result),
     fail,
-    callTool: (tool, args, used) => callTool(ctx, tool, args, used),
+    callTool: (tool, args, used, call) => callTool(ctx, tool, args, used, call),
     beforeToolCall: (tool, args) => beforeToolCall(ctx, tool, args),
     afterToolCall: (tool, args, outcome) => afterToolCall(ctx, tool, args, outcome),
     callModel: (call, used) => callModel(ctx, call, used),

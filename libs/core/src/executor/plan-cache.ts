@@ -12,6 +12,7 @@ import type { RunStore } from '../state/run-store.js';
 export interface CompiledPlan {
   readonly runId: string;
   readonly agentId: string;
+  /** Whose secrets its calls may use, whose blobs it reads and writes. */
   readonly tenant: string;
   /** Whose lessons apply to its calls: the agent, within its tenant. */
   readonly memoryAgent: string;

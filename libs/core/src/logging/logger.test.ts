@@ -30,13 +30,15 @@ describe('logs', () => {
         headers: { authorization: 'Bearer sk-live' },
         config: { apiKey: 'sk-123', OPENAI_API_KEY: 'sk-456' },
         payment: { customerCard: '4111' },
+        request: { Headers: { 'X-Api-Key': 'sk-789', Authorization: 'Bearer sk-abc' } },
       },
       'node attempt',
     );
     const [line] = out.lines();
     expect(line).toMatchObject({ layer: 'tool', runId: 'r1', nodeId: 'n1', attempt: 2, msg: 'node attempt' });
     const text = JSON.stringify(line);
-    for (const secret of ['sk-live', 'sk-123', 'sk-456', '4111']) expect(text).not.toContain(secret);
+    for (const secret of ['sk-live', 'sk-123', 'sk-456', '4111', 'sk-789', 'sk-abc'])
+      expect(text).not.toContain(secret);
     expect(text).toContain('[redacted]');
   });
 

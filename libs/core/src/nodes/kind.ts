@@ -15,6 +15,7 @@ import type { Budget, NodeSnapshot, NodeUsage, UsageCharge } from '../domain/nod
 import type { NodeErrorData } from '../errors/node-error.js';
 import type { AnyNode, GraphOf, NodeBase, NodeRetry } from '../graph/schema.js';
 import type { ChatCall, ChatResult } from '../model/model-client.js';
+import type { SecretRef } from '../secrets/secret-ref.js';
 import type { Tool, ToolOutcome, ToolRegistry } from '../tools/tool.js';
 
 /** What validation offers a kind's own checks; each reports its problems with a path and answers ok. */
@@ -104,6 +105,21 @@ export interface ExecutableKindSpec<N extends NodeBase> extends NodeKindSpec<N> 
 export type ModelOutcome = { ok: true; result: ChatResult } | { ok: false; error: NodeErrorData };
 export type BeforeToolCall = { ok: true; args: unknown } | { ok: false; error: NodeErrorData };
 
+/** Which call of an execution a tool call is, and the secrets its declared args reference. */
+export interface ToolCallOptions {
+  /**
+   * Which call of the node's execution: `0` for a tool node's one call (the default), the
+   * iteration for a loop's tool body, `<iteration>.<call>` for an agent's calls. What makes the
+   * call's `Idempotency-Key` differ from every other call's and stay the same across its retries.
+   */
+  readonly index?: string;
+  /**
+   * The `{"$secret"}` references of the args as the graph declares them, found before references
+   * were resolved: only these places are filled in, at call time, with the tenant's secrets.
+   */
+  readonly secrets?: readonly SecretRef[];
+}
+
 /** Usage of the run so far, as a runner tracks it between iterations. */
 export interface RunUsageSoFar {
   readonly toolCalls: number;
@@ -161,8 +177,11 @@ export interface NodeRun<N extends NodeBase> {
   ): NodeSnapshot;
   /** A failed execution: retried later (this throws to BullMQ), cancelled, or a failed snapshot. */
   fail(error: NodeErrorData, usage?: NodeUsage): Promise<NodeSnapshot>;
-  /** Calls a tool under the tightest of the node's timeout, the deadline and the tool-time budget. */
-  callTool(tool: Tool, args: unknown, toolTimeUsedMs: number): Promise<ToolOutcome>;
+  /**
+   * Calls a tool under the tightest of the node's timeout, the deadline and the tool-time budget,
+   * with the declared secrets filled in; their values are scrubbed from the outcome.
+   */
+  callTool(tool: Tool, args: unknown, toolTimeUsedMs: number, call?: ToolCallOptions): Promise<ToolOutcome>;
   /** Plugin hooks around a tool call: may rewrite or block it, or wait for an approval. */
   beforeToolCall(tool: string, args: unknown): Promise<BeforeToolCall>;
   afterToolCall(tool: string, args: unknown, outcome: ToolOutcome): Promise<void>;

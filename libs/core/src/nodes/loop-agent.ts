@@ -91,7 +91,7 @@ export function agentIteration(
     // The tools of one answer run in parallel, each under the usual limits.
     const toolStarted = performance.now();
     const toolResults = await Promise.all(
-      result.toolCalls.map(async (c) => {
+      result.toolCalls.map(async (c, i) => {
         const tool = run.tools.get(c.name);
         let content: string;
         if (!tool || (allowed && !allowed.has(c.name))) {
@@ -112,7 +112,8 @@ export function agentIteration(
               ? { ok: false, error: { code: 'validation', message: 'arguments are not JSON' } }
               : !before.ok
                 ? before
-                : await run.callTool(tool, before.args, usage.toolTimeMs);
+                : // An agent's args come from the model: they never get secrets filled in.
+                  await run.callTool(tool, before.args, usage.toolTimeMs, { index: `${n}.${i}` });
           if (before?.ok) await run.afterToolCall(c.name, before.args, out);
           await run.event('tool.result', {
             tool: c.name,

@@ -10,6 +10,7 @@ import type { NodeSnapshot, NodeUsage } from '../domain/node-snapshot.js';
 import { literalText } from '../graph/references.js';
 import { Args, CallNodeFields, Condition, type GraphOf } from '../graph/schema.js';
 import { conditionHolds } from '../policy/condition.js';
+import { findSecretRefs } from '../secrets/secret-ref.js';
 import type { ExecutableKindSpec, NodeRun } from './kind.js';
 import { AgentBody, agentIteration } from './loop-agent.js';
 import {
@@ -119,6 +120,7 @@ function toolIteration(run: NodeRun<LoopNode>, body: ToolBody): IterationRunner 
   const tool = run.tools.get(body.tool);
   if (!tool) return undefined;
   const args = run.resolve(body.args);
+  const secrets = findSecretRefs(body.args);
   const { budget } = run;
   return async (n, usage) => {
     if (budget.toolCalls !== undefined && usage.toolCalls + 1 > budget.toolCalls) {
@@ -130,7 +132,7 @@ function toolIteration(run: NodeRun<LoopNode>, body: ToolBody): IterationRunner 
     }
     const startedAt = nowIso();
     const started = performance.now();
-    const outcome = await run.callTool(tool, args, usage.toolTimeMs);
+    const outcome = await run.callTool(tool, args, usage.toolTimeMs, { index: String(n), secrets });
     if (!outcome.ok && (outcome.error.code === 'aborted' || outcome.error.code === 'budget_exhausted')) {
       throw new NodeEnded(outcome.error);
     }

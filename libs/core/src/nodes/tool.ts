@@ -2,6 +2,7 @@
 import { z } from 'zod';
 import type { NodeSnapshot } from '../domain/node-snapshot.js';
 import { Args, CallNodeFields } from '../graph/schema.js';
+import { findSecretRefs } from '../secrets/secret-ref.js';
 import type { ExecutableKindSpec, NodeRun } from './kind.js';
 
 export const ToolNode = z.strictObject({
@@ -19,7 +20,10 @@ async function runToolNode(run: NodeRun<ToolNode>): Promise<NodeSnapshot> {
     return run.snapshot('failed', { error: { code: 'validation', message: `unknown tool "${name}"` } });
   const before = await run.beforeToolCall(name, run.resolve(run.node.args));
   if (!before.ok) return run.fail(before.error);
-  const outcome = await run.callTool(tool, before.args, run.usage.toolTimeMs);
+  const outcome = await run.callTool(tool, before.args, run.usage.toolTimeMs, {
+    index: '0',
+    secrets: findSecretRefs(run.node.args),
+  });
   await run.afterToolCall(name, before.args, outcome);
   if (outcome.ok) return run.snapshot('succeeded', { output: outcome.output });
   return run.fail(outcome.error);

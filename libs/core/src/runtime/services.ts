@@ -4,7 +4,7 @@
  */
 import type { Redis } from 'ioredis';
 import type { Logger } from 'pino';
-import { allowedToolsOf, modelConfigOf, type BaseEnv } from '../config/env-schema.js';
+import { allowedToolsOf, modelConfigOf, secretStoreOptionsOf, type BaseEnv } from '../config/env-schema.js';
 import type { GraphLimits } from '../graph/limits.js';
 import type { HookRegistry } from '../hooks/hook-registry.js';
 import type { ModelClient } from '../model/model-client.js';
@@ -18,6 +18,7 @@ import { SessionService } from '../sessions/session-service.js';
 import { SourceService } from '../sessions/source-service.js';
 import { RunStore } from '../state/run-store.js';
 import { MemoryStore } from '../state/memory-store.js';
+import { SecretStore } from '../state/secret-store.js';
 import { SessionStore } from '../state/session-store.js';
 import { LessonBook } from '../reflect/lesson-book.js';
 import { DEFAULT_TRIGGERS, MemoryService } from '../reflect/memory-service.js';
@@ -36,6 +37,8 @@ export interface Services {
   readonly runs: RunService;
   readonly sessions: SessionService;
   readonly sources: SourceService;
+  /** Each tenant's secrets (refuses to work without `TETRALOOP_SECRET_KEY`). */
+  readonly secrets: SecretStore;
   /** Where a run's jobs go, with their retention. */
   readonly runQueues: RunQueues;
   readonly memory?: MemoryServices;
@@ -129,7 +132,17 @@ export function buildServices(
     environmentCap: 100,
     logger,
   });
-  return { store, sessionStore, runs, sessions, sources, runQueues, ...(memory ? { memory } : {}) };
+  const secrets = new SecretStore(redis, secretStoreOptionsOf(env));
+  return {
+    store,
+    sessionStore,
+    runs,
+    sessions,
+    sources,
+    secrets,
+    runQueues,
+    ...(memory ? { memory } : {}),
+  };
 }
 
 function memoryServices(

@@ -158,3 +158,24 @@ export const apiKeyTenantsKey = (prefix: string): string => `${prefix}:auth:tena
 /** A Bull Board login: the SHA-256 of the session cookie's value, with a TTL. */
 export const adminSessionKey = (prefix: string, hash: string): string =>
   `${prefix}:auth:admin-session:${hash}`;
+
+export interface SecretKeys {
+  /** Hash secret name → its value, encrypted (`v1.<base64>`, see `secrets/secret-cipher.ts`). */
+  readonly values: string;
+  /** Hash secret name → when it was last written (ISO time): what listing reads, never a value. */
+  readonly updated: string;
+}
+
+/** Keys of one tenant's secrets share the hash tag `{t:<tenant>}`, so its scripts stay on one slot. */
+export function secretKeys(prefix: string, tenant: string): SecretKeys {
+  const base = `${prefix}:secrets:{t:${tenant}}`;
+  return { values: base, updated: `${base}:updated` };
+}
+
+export const secretKeyList = (k: SecretKeys): string[] => [k.values, k.updated];
+
+/**
+ * The deployment's random key for outbound `Idempotency-Key`s (hex), written once, used when no
+ * `TETRALOOP_SECRET_KEY` is configured to derive one from.
+ */
+export const callKeyKey = (prefix: string): string => `${prefix}:deployment:call-key`;

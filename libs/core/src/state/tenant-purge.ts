@@ -42,6 +42,7 @@ export function tenantPatterns(prefix: string, tenant: string): string[] {
     `${prefix}:memory:{m:${tenant}~*`,
     `${prefix}:plancache:{a:${tenant}~*`,
     `${prefix}:blob:${tenant}~*`,
+    `${prefix}:secrets:{t:${tenant}}*`,
   ];
 }
 

@@ -1,6 +1,7 @@
 import { z } from 'zod';
 import { Agent, errors as undiciErrors, request, type Dispatcher } from 'undici';
 import { ToolError } from '../errors/node-error.js';
+import { findReferences } from '../graph/references.js';
 import {
   checkLiteralAddress,
   EgressDeniedError,
@@ -8,7 +9,7 @@ import {
   isAllowlisted,
   type EgressPolicy,
 } from './egress-policy.js';
-import { defineTool, type Tool } from './tool.js';
+import { defineTool, type ArgIssue, type Tool } from './tool.js';
 
 export const HttpInput = z
   .strictObject({
@@ -50,11 +51,47 @@ function retryAfterMs(header: string | undefined): { retryAfterMs?: number } {
   return Number.isNaN(date) ? {} : { retryAfterMs: Math.max(0, date - Date.now()) };
 }
 
+/** Response headers never kept in an output: what a server hands out as a credential. */
+const DROPPED_RESPONSE_HEADERS = new Set(['set-cookie', 'set-cookie2']);
+
 function flattenHeaders(headers: Record<string, string | string[] | undefined>): Record<string, string> {
   const out: Record<string, string> = {};
   for (const [k, v] of Object.entries(headers))
-    if (v !== undefined) out[k] = Array.isArray(v) ? v.join(', ') : v;
+    if (v !== undefined && !DROPPED_RESPONSE_HEADERS.has(k.toLowerCase()))
+      out[k] = Array.isArray(v) ? v.join(', ') : v;
   return out;
+}
+
+/**
+ * Request headers that carry credentials (case-insensitive): `Authorization`, `Cookie`,
+ * `Proxy-Authorization` and any `…-Key` or `…-Token` (`X-Api-Key`) but `Idempotency-Key`.
+ */
+export function isCredentialHeader(name: string): boolean {
+  const lower = name.toLowerCase();
+  if (lower === 'idempotency-key') return false;
+  return (
+    lower === 'authorization' ||
+    lower === 'cookie' ||
+    lower === 'proxy-authorization' ||
+    lower.endsWith('-key') ||
+    lower.endsWith('-token')
+  );
+}
+
+/**
+ * A credential header whose value the graph writes in clear would be stored in the run document:
+ * it must be a `{"$secret": "NAME"}` (or come from a reference).
+ */
+function credentialHeaderIssues(args: Readonly<Record<string, unknown>>): ArgIssue[] {
+  const headers = args.headers;
+  if (typeof headers !== 'object' || headers === null || Array.isArray(headers)) return [];
+  return Object.entries(headers as Record<string, unknown>)
+    .filter(([name, value]) => isCredentialHeader(name) && typeof value === 'string')
+    .filter(([, value]) => findReferences(value).length === 0)
+    .map(([name]) => ({
+      at: ['headers', name],
+      message: `header "${name}" carries a credential: give it as {"$secret": "NAME"} (stored with PUT /v1/secrets/NAME), not in clear`,
+    }));
 }
 
 function classifyTransportError(err: unknown, signal: AbortSignal): ToolError {
@@ -68,8 +105,9 @@ function classifyTransportError(err: unknown, signal: AbortSignal): ToolError {
 }
 
 /**
- * The `http` tool. Non-2xx answers are errors carrying the status; JSON bodies are parsed.
- * Every request carries `Idempotency-Key: <runId>:<nodeId>` so a retried node is recognisable.
+ * The `http` tool. Non-2xx answers are errors carrying the status; JSON bodies are parsed;
+ * `Set-Cookie` is dropped from the output. Every request carries an `Idempotency-Key`, the same on
+ * every retry of one call, so a server recognises a retried call.
  */
 export function httpTool(policy: EgressPolicy): Tool {
   const guarded = new Agent({ connect: { lookup: guardedLookup } });
@@ -80,6 +118,7 @@ export function httpTool(policy: EgressPolicy): Tool {
     input: HttpInput,
     output: HttpOutput,
     target: (args) => new URL(args.url).host,
+    checkArgs: credentialHeaderIssues,
     async run(args, ctx) {
       const url = new URL(args.url);
       for (const [k, v] of Object.entries(args.query)) url.searchParams.append(k, String(v));

@@ -6,7 +6,10 @@ export interface ToolContext {
   readonly signal: AbortSignal;
   readonly runId: string;
   readonly nodeId: string;
-  /** Stable across retries and redeliveries of one node: `<runId>:<nodeId>`. */
+  /**
+   * Stable across retries and redeliveries of one call, different for every other call (each loop
+   * iteration, each tool call of an agent); an HMAC that reveals neither the run nor the node.
+   */
   readonly idempotencyKey: string;
 }
 
@@ -27,6 +30,18 @@ export interface Tool<I = unknown, O = unknown> {
    * tool calls one: what the record of calls, its statistics and lessons about services are kept by.
    */
   target?(args: I): string | undefined;
+  /**
+   * Checks of a call's args as the graph declares them (references and `{"$secret"}` still in
+   * place), beyond the schema: each problem with its path below the args. The http tool refuses
+   * credential headers written in clear here.
+   */
+  checkArgs?(args: Readonly<Record<string, unknown>>): ArgIssue[];
+}
+
+/** A problem with a call's declared args, at a path below them. */
+export interface ArgIssue {
+  readonly at: readonly (string | number)[];
+  readonly message: string;
 }
 
 /** Erases a tool's generic types for storage in a registry; its schemas still guard the values. */

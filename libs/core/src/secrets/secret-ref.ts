@@ -1,0 +1,118 @@
+/**
+ * Secret references: `{"$secret": "NAME"}` as a whole value in a tool call's declared args stands
+ * for the tenant's secret NAME. It is filled in by the worker at call time, only at the places the
+ * graph declared (never inside data a `$ref` brought in), and the value is scrubbed from whatever
+ * comes back. Pure: no I/O.
+ */
+import { z } from 'zod';
+
+/** A secret's name: a letter or `_`, then up to 63 letters, digits or `_` (an env-var-like name). */
+export const SecretName = z
+  .string()
+  .regex(/^[A-Za-z_][A-Za-z0-9_]{0,63}$/, 'a secret name matches ^[A-Za-z_][A-Za-z0-9_]{0,63}$');
+export type SecretName = z.infer<typeof SecretName>;
+
+/** A secret reference in place, and where it sits below the args (e.g. `['headers', 'Authorization']`). */
+export interface SecretRef {
+  readonly name: string;
+  readonly at: readonly (string | number)[];
+}
+
+/** What a secret's value is replaced with wherever it could otherwise be written down. */
+export const SECRET_MASK = '[secret]';
+
+const isObject = (value: unknown): value is Record<string, unknown> =>
+  typeof value === 'object' && value !== null && !Array.isArray(value);
+
+/** `{"$secret": "NAME"}` exactly: one key, a valid name. */
+export function isSecretRef(value: unknown): value is { $secret: string } {
+  return (
+    isObject(value) &&
+    Object.keys(value).length === 1 &&
+    typeof value.$secret === 'string' &&
+    SecretName.safeParse(value.$secret).success
+  );
+}
+
+/** Every well-formed secret reference inside `value`, in document order. */
+export function findSecretRefs(value: unknown, at: (string | number)[] = []): SecretRef[] {
+  if (isSecretRef(value)) return [{ name: value.$secret, at }];
+  if (Array.isArray(value)) return value.flatMap((item, i) => findSecretRefs(item, [...at, i]));
+  if (isObject(value)) return Object.entries(value).flatMap(([k, v]) => findSecretRefs(v, [...at, k]));
+  return [];
+}
+
+/** A problem with a `$secret` object, with its path below `value`. */
+export interface SecretIssue {
+  readonly at: readonly (string | number)[];
+  readonly message: string;
+}
+
+/**
+ * Objects that carry a `$secret` key but are not a valid reference: extra keys beside it, a name
+ * that is not a string or not a valid name. Well-formed references are not reported.
+ */
+export function malformedSecretRefs(value: unknown, at: (string | number)[] = []): SecretIssue[] {
+  if (Array.isArray(value)) return value.flatMap((item, i) => malformedSecretRefs(item, [...at, i]));
+  if (!isObject(value)) return [];
+  if ('$secret' in value) {
+    if (isSecretRef(value)) return [];
+    if (Object.keys(value).length !== 1)
+      return [{ at, message: '{"$secret": "NAME"} must be the whole value, with no other key beside it' }];
+    return [{ at, message: SecretName.safeParse(value.$secret).error?.issues[0]?.message ?? 'invalid' }];
+  }
+  return Object.entries(value).flatMap(([k, v]) => malformedSecretRefs(v, [...at, k]));
+}
+
+/** `value` with each secret reference replaced by `replace(name)`; everything else as it is. */
+export function replaceSecretRefs(value: unknown, replace: (name: string) => unknown): unknown {
+  if (isSecretRef(value)) return replace(value.$secret);
+  if (Array.isArray(value)) return value.map((item) => replaceSecretRefs(item, replace));
+  if (isObject(value))
+    return Object.fromEntries(Object.entries(value).map(([k, v]) => [k, replaceSecretRefs(v, replace)]));
+  return value;
+}
+
+/**
+ * `args` with the value of each declared reference filled in at its place. A place that no longer
+ * holds that reference (a plugin rewrote the args) is left as it is. `args` is not changed.
+ */
+export function fillSecrets(
+  args: unknown,
+  refs: readonly SecretRef[],
+  values: ReadonlyMap<string, string>,
+): unknown {
+  if (refs.length === 0) return args;
+  const copy = structuredClone(args);
+  for (const { name, at } of refs) {
+    const key = at.at(-1);
+    if (key === undefined) continue;
+    let parent: unknown = copy;
+    for (const step of at.slice(0, -1)) parent = (parent as Record<string | number, unknown> | null)?.[step];
+    if (typeof parent !== 'object' || parent === null) continue;
+    const holder = parent as Record<string | number, unknown>;
+    const value = values.get(name);
+    const current = holder[key];
+    if (value !== undefined && isSecretRef(current) && current.$secret === name) holder[key] = value;
+  }
+  return copy;
+}
+
+/**
+ * `value` with every occurrence of a secret's value in its strings (and keys) replaced by
+ * {@link SECRET_MASK}: for outputs and errors of a call that carried secrets (a server that echoes
+ * a request). Values shorter than 4 characters are not looked for (they would mask at random).
+ */
+export function scrubSecrets<T>(value: T, secrets: Iterable<string>): T {
+  const needles = [...new Set(secrets)].filter((s) => s.length >= 4).sort((a, b) => b.length - a.length);
+  if (needles.length === 0) return value;
+  const scrubText = (text: string): string =>
+    needles.reduce((t, n) => (t.includes(n) ? t.split(n).join(SECRET_MASK) : t), text);
+  const walk = (v: unknown): unknown => {
+    if (typeof v === 'string') return scrubText(v);
+    if (Array.isArray(v)) return v.map(walk);
+    if (isObject(v)) return Object.fromEntries(Object.entries(v).map(([k, x]) => [scrubText(k), walk(x)]));
+    return v;
+  };
+  return walk(value) as T;
+}

@@ -1,0 +1,9 @@
+--[[
+  Deletes one secret of a tenant: its value and its update time together.
+  KEYS[1] the tenant's values hash (name → encrypted value)
+  KEYS[2] the tenant's updated hash (name → ISO time of the last write)
+  ARGV[1] the secret's name
+  Returns 1 when it existed, 0 otherwise.
+]]
+redis.call('HDEL', KEYS[2], ARGV[1])
+return redis.call('HDEL', KEYS[1], ARGV[1])
