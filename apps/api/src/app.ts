@@ -10,6 +10,7 @@ import {
   type RunStore,
   type RunWaiter,
   type SessionStore,
+  type SignalLimits,
   type SourceService,
 } from '@tetraloop/core';
 import { ADMIN_PATH, adminAuth } from './admin.js';
@@ -39,6 +40,7 @@ export interface AppDeps {
   readonly logger: Logger;
   readonly bodyLimitBytes: number;
   readonly maxWaitMs: number;
+  readonly signalLimits: SignalLimits;
 }
 
 export function createApp(deps: AppDeps): express.Express {

@@ -22,6 +22,14 @@ export const ApiEnv = BaseEnv.extend({
   TETRALOOP_QUEUE_CHECK_MS: z.coerce.number().int().min(100).default(5000),
   /** On SIGTERM: how long open event streams and requests get to finish. */
   TETRALOOP_SHUTDOWN_GRACE_MS: z.coerce.number().int().min(0).default(10_000),
+  /** Signals a run accepts at most (`POST /v1/runs/:id/signals/:name`); more answer 429. */
+  TETRALOOP_SIGNALS_MAX_PER_RUN: z.coerce.number().int().positive().default(100),
+  /** Largest signal payload (its JSON, in bytes); larger answer 413. */
+  TETRALOOP_SIGNAL_MAX_BYTES: z.coerce
+    .number()
+    .int()
+    .positive()
+    .default(64 * 1024),
   /** Longest `wait` a client may ask for. */
   TETRALOOP_MAX_WAIT_MS: z.coerce.number().int().positive().default(300_000),
 });

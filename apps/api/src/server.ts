@@ -90,6 +90,7 @@ export async function startApi(env: ApiEnv): Promise<ApiHandle> {
     logger,
     bodyLimitBytes: env.TETRALOOP_BODY_LIMIT_BYTES,
     maxWaitMs: env.TETRALOOP_MAX_WAIT_MS,
+    signalLimits: { maxPerRun: env.TETRALOOP_SIGNALS_MAX_PER_RUN, maxBytes: env.TETRALOOP_SIGNAL_MAX_BYTES },
   });
   const server = app.listen(env.PORT, env.HOST);
   await new Promise<void>((resolve, reject) => {

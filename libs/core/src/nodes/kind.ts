@@ -163,8 +163,11 @@ export interface NodeRun<N extends NodeBase> {
   fail(error: NodeErrorData, usage?: NodeUsage): Promise<NodeSnapshot>;
   /** Calls a tool under the tightest of the node's timeout, the deadline and the tool-time budget. */
   callTool(tool: Tool, args: unknown, toolTimeUsedMs: number): Promise<ToolOutcome>;
-  /** Plugin hooks around a tool call: may rewrite or block it, or wait for an approval. */
-  beforeToolCall(tool: string, args: unknown): Promise<BeforeToolCall>;
+  /**
+   * Plugin hooks around a tool call: may rewrite or block it, or wait for an approval. `request`
+   * says where in the node the call was asked (an agent's turn), so each turn's approval is its own.
+   */
+  beforeToolCall(tool: string, args: unknown, request?: string): Promise<BeforeToolCall>;
   afterToolCall(tool: string, args: unknown, outcome: ToolOutcome): Promise<void>;
   /** Calls the model under the node's limits and the token budget, streaming text to the run's events. */
   callModel(call: Omit<ChatCall, 'signal' | 'onDelta'>, used?: RunUsageSoFar): Promise<ModelOutcome>;

@@ -106,7 +106,7 @@ export function agentIteration(
             args = undefined;
           }
           await run.event('tool.start', { tool: c.name, callId: c.id });
-          const before = args === undefined ? undefined : await run.beforeToolCall(c.name, args);
+          const before = args === undefined ? undefined : await run.beforeToolCall(c.name, args, `turn-${n}`);
           const out: ToolOutcome =
             before === undefined
               ? { ok: false, error: { code: 'validation', message: 'arguments are not JSON' } }
