@@ -11,6 +11,7 @@ import {
   type RunWaiter,
   type SessionStore,
   type SignalLimits,
+  type WebhookSettings,
   type SourceService,
 } from '@tetraloop/core';
 import { ADMIN_PATH, adminAuth } from './admin.js';
@@ -18,7 +19,7 @@ import { blobsRouter } from './blobs-router.js';
 import { errorHandler, HttpError, sendError } from './http-errors.js';
 import { runsRouter } from './runs-router.js';
 import { memoryRouter } from './memory-router.js';
-import { sessionsRouter } from './sessions-router.js';
+import { sessionsRouter, type RawBodyRequest } from './sessions-router.js';
 
 export interface AppDeps {
   /** Brings scrape-time gauges (queue depths) up to date before /metrics answers. */
@@ -41,6 +42,7 @@ export interface AppDeps {
   readonly bodyLimitBytes: number;
   readonly maxWaitMs: number;
   readonly signalLimits: SignalLimits;
+  readonly webhooks: WebhookSettings;
 }
 
 export function createApp(deps: AppDeps): express.Express {
@@ -75,7 +77,18 @@ export function createApp(deps: AppDeps): express.Express {
   });
   if (deps.admin) app.use(ADMIN_PATH, adminAuth(deps.admin.token), deps.admin.router);
 
-  app.use('/v1', requireRedis, express.json({ limit: deps.bodyLimitBytes, strict: false }));
+  // The raw body stays on the request: a webhook's signature is over its exact bytes.
+  app.use(
+    '/v1',
+    requireRedis,
+    express.json({
+      limit: deps.bodyLimitBytes,
+      strict: false,
+      verify: (req, _res, buf) => {
+        (req as RawBodyRequest).rawBody = buf;
+      },
+    }),
+  );
   app.use('/v1/runs', runsRouter(deps));
   app.use('/v1/blobs', blobsRouter(deps));
   app.use('/v1', sessionsRouter(deps));

@@ -1,5 +1,5 @@
 /** Configuration of the API process, parsed once at boot. */
-import { BaseEnv, parseEnv } from '@tetraloop/core';
+import { BaseEnv, WebhookSources, jsonEnv, parseEnv } from '@tetraloop/core';
 import { z } from 'zod';
 
 export const ApiEnv = BaseEnv.extend({
@@ -30,6 +30,13 @@ export const ApiEnv = BaseEnv.extend({
     .int()
     .positive()
     .default(64 * 1024),
+  /**
+   * Webhook sources, as JSON: [{"name", "secret" (≥ 16 characters), "tenant"?, "sessions"?}]. Only
+   * these names are accepted at `POST /v1/sources/:name/events`, each with a signed body.
+   */
+  TETRALOOP_WEBHOOKS: jsonEnv(WebhookSources, '[]'),
+  /** How far a webhook signature's timestamp may be from now, and how long a signature is remembered. */
+  TETRALOOP_WEBHOOK_TOLERANCE_SECONDS: z.coerce.number().int().min(1).max(3600).default(300),
   /** Longest `wait` a client may ask for. */
   TETRALOOP_MAX_WAIT_MS: z.coerce.number().int().positive().default(300_000),
 });
