@@ -1,11 +1,12 @@
 /** Plugin hooks around real tool calls: a rewrite, the deny-http plugin's block, an approval wait. */
 import { afterAll, beforeAll, expect, it } from 'vitest';
-import { loadPlugins } from '@tetraloop/core';
+import { loadPlugins, type RunDocument } from '@tetraloop/core';
 import {
   post,
   postRun,
   runToEnd,
   startStack,
+  untilEvent,
   untilNodeStatus,
   waitFor,
   type Stack,
@@ -60,15 +61,35 @@ it('before_tool_call blocks a call with a reason (the deny-http plugin)', async 
   expect(server.hitsOf('forbidden')).toHaveLength(0);
 });
 
-it('a call that requires approval waits for the approval signal', async () => {
+it('a call that requires approval waits for its approval, whose nonce no one can post ahead', async () => {
   const posted = await postRun(stack.url, { graph: { nodes: [call('gated', 'gated')] } });
   const runId = posted.body.runId as string;
+  // The old, guessable name and any guessed nonce are refused: nothing waits for them.
+  for (const name of ['approve.gated', 'approve.gated.000000000000000000000000']) {
+    const early = await post(stack.url, `/v1/runs/${runId}/signals/${name}`, { approved: true });
+    expect(early.status).toBe(409);
+    expect(early.body).toMatchObject({ error: { code: 'signal_not_awaited' } });
+  }
   await untilNodeStatus(stack, runId, 'gated', 'waiting');
   expect(server.hitsOf('gated')).toHaveLength(0);
-  expect((await post(stack.url, `/v1/runs/${runId}/signals/approve.gated`, { approved: true })).status).toBe(
-    202,
-  );
+  // The approver finds the name on the waiting node (and in its signal.awaited event).
+  const waiting = (await fetch(`${stack.url}/v1/runs/${runId}`).then((r) => r.json())) as RunDocument;
+  const name = (waiting.nodes.gated as { signal?: string }).signal!;
+  expect(name).toMatch(/^approve\.gated\.[0-9a-f]{24}$/);
+  expect(waiting.nodes.gated!.waits).toEqual([
+    expect.objectContaining({ signal: name, approval: { tool: 'http', reason: 'a person must approve' } }),
+  ]);
+  const awaited = await untilEvent(stack.url, runId, (e) => e.data.type === 'signal.awaited');
+  expect(awaited.data).toMatchObject({ nodeId: 'gated', data: { signal: name } });
+
+  expect((await post(stack.url, `/v1/runs/${runId}/signals/${name}`, { approved: true })).status).toBe(202);
   const doc = await waitFor(stack.url, runId);
   expect(doc.status).toBe('succeeded');
   expect(server.hitsOf('gated')).toHaveLength(1);
+  expect(doc.nodes.gated!.waits).toEqual([
+    expect.objectContaining({
+      signal: name,
+      decidedBy: expect.objectContaining({ keyId: null, tenant: 'default' }),
+    }),
+  ]);
 });

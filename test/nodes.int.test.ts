@@ -191,7 +191,7 @@ describe('wait nodes', () => {
     );
     expect(before.nodes.approval!.status).toBe('waiting');
     const sent = await post(stack.url, `/v1/runs/${runId}/signals/approve`, { by: 'ana' });
-    expect(sent).toEqual({ status: 202, body: { runId, signal: 'approve', delivered: true } });
+    expect(sent).toMatchObject({ status: 202, body: { runId, signal: 'approve', delivered: true } });
     const doc = await waitFor(stack.url, runId);
     expect(doc.status).toBe('succeeded');
     expect(doc.output).toMatchObject({ use: 'ana' });

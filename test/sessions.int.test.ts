@@ -10,10 +10,19 @@ import {
   type ModelServer,
   type ScriptedReply,
 } from './support/model-server.js';
-import { followJobEvents, laneIdle, post, startStack, waitFor, type Stack } from './support/stack.js';
+import {
+  followJobEvents,
+  laneIdle,
+  post,
+  postWebhook,
+  startStack,
+  waitFor,
+  type Stack,
+} from './support/stack.js';
 import { startToolServer, type ToolServer } from './support/tool-server.js';
 
 let stack: Stack;
+const SECRET = 'hooks-secret-0123456789';
 let model: ModelServer;
 let tools: ToolServer;
 /** How the scripted agent answers; by default it echoes the last user message after `latencyMs`. */
@@ -47,6 +56,7 @@ beforeAll(async () => {
       TETRALOOP_ENV_CHECK_MS: '200',
       TETRALOOP_BURST_WINDOW_MS: '300',
       TETRALOOP_WORKSPACE_DIR: new URL('./fixtures/workspace', import.meta.url).pathname,
+      TETRALOOP_WEBHOOKS: JSON.stringify([{ name: 'hooks', secret: SECRET }]),
       TETRALOOP_SOURCES: JSON.stringify([
         {
           name: 'slow',
@@ -293,18 +303,23 @@ describe('the environment', () => {
   });
 
   it('deduplicates source events and merges a burst into one summary event', async () => {
-    const send = (eventId: string) =>
-      post(stack.url, '/v1/sources/hooks/events', {
-        eventId,
-        type: 'push',
-        sessionKey: 'env',
-        payload: { eventId },
-      });
+    // A sender signs each delivery anew: a redelivery of e1 has another timestamp, so it is not a replay.
+    const now = Math.floor(Date.now() / 1000);
+    const send = (eventId: string, t = now) =>
+      postWebhook(
+        stack.url,
+        'hooks',
+        { eventId, type: 'push', sessionKey: 'env', payload: { eventId } },
+        SECRET,
+        {
+          t,
+        },
+      );
     // The environment moves when a burst's flush job (sense queue) has run: follow those jobs.
     const sense = await followJobEvents(stack, ['sense']);
     try {
       await send('e1');
-      await send('e1');
+      await send('e1', now - 1);
       for (const id of ['e2', 'e3', 'e4']) await send(id);
       const deadline = Date.now() + 10_000;
       for (;;) {

@@ -18,6 +18,7 @@ import {
   type RunError,
   type RunEvent,
   type RunKeys,
+  type SignalDecision,
   type TaskSpec,
   type ToolNode,
 } from '@tetraloop/core';
@@ -787,48 +788,165 @@ describe('resume-run', () => {
   });
 });
 
+const BY: SignalDecision = { keyId: 'key-1', tenant: 'default', at: T };
+const NOW = Date.now();
+const waiting = (until: string): { status: 'waiting'; until: string } => ({ status: 'waiting', until });
+const waitFor = (nodeId: string, signal: string) => ({ nodeId, signal });
+
 describe('signal', () => {
-  it('delivers a name once, keeping the first payload', async () => {
+  it('refuses a signal nothing waits for, and writes nothing', async () => {
     const runId = await runningRun();
-    const first = await withEvents(runId, () => store.signal(runId, 'approve', { ok: true }));
-    expect(first.result).toBe('delivered');
-    expect(brief(first.events)).toEqual([
-      { type: 'signal.received', data: { name: 'approve', payload: { ok: true } } },
-    ]);
-    const second = await withEvents(runId, () => store.signal(runId, 'approve', { ok: false }));
-    expect(second.result).toBe('duplicate');
-    expect(second.events).toEqual([]);
-    expect(await redis.hget(keysOf(runId).aux, 'signal:approve')).toBe('{"ok":true}');
-    expect(await store.signal(runId, 'other', undefined)).toBe('delivered');
-    expect(await redis.hget(keysOf(runId).aux, 'signal:other')).toBe('null');
+    const refused = await withEvents(runId, () => store.signal(runId, 'approve', { ok: true }, BY, 10));
+    expect(refused).toEqual({ result: 'not_awaited', events: [] });
+    expect(await redis.hgetall(keysOf(runId).aux)).not.toHaveProperty('signal:approve');
   });
 
-  it('answers unknown_run for an unknown run and creates nothing', async () => {
+  it('delivers a name once while a node waits for it, recording who decided', async () => {
+    const runId = await runningRun();
+    await store.waitState(runId, waitFor('a', 'approve'), NOW + 60_000, waiting('one'));
+    const first = await withEvents(runId, () => store.signal(runId, 'approve', { ok: true }, BY, 10));
+    expect(first.result).toBe('delivered');
+    expect(brief(first.events)).toEqual([
+      { type: 'signal.received', data: { name: 'approve', payload: { ok: true }, decidedBy: BY } },
+    ]);
+    const second = await withEvents(runId, () => store.signal(runId, 'approve', { ok: false }, BY, 10));
+    expect(second).toEqual({ result: 'duplicate', events: [] });
+    expect(await redis.hget(keysOf(runId).aux, 'signal:approve')).toBe('{"ok":true}');
+    const doc = await store.document(runId);
+    expect(doc!.nodes.a!.waits).toEqual([
+      expect.objectContaining({ signal: 'approve', generation: 0, decidedBy: BY }),
+    ]);
+  });
+
+  it('refuses a wait that is over: its deadline passed, or its node has a snapshot', async () => {
+    const runId = await runningRun();
+    await store.waitState(runId, waitFor('a', 'late'), NOW - 1, waiting('past'));
+    expect(await store.signal(runId, 'late', 1, BY, 10)).toBe('not_awaited');
+    await store.waitState(runId, waitFor('b', 'done'), NOW + 60_000, waiting('one'));
+    await store.completeNode(runId, 'b', snapshot('succeeded'), { release: true, children: [], charge: {} });
+    expect(await store.signal(runId, 'done', 1, BY, 10)).toBe('not_awaited');
+  });
+
+  it('accepts early only a name a wait node of the plan declares with acceptEarly', async () => {
     const runId = randomUUID();
-    expect(await store.signal(runId, 'approve', 1)).toBe('unknown_run');
-    expect(await redis.exists(...allKeys(runId))).toBe(0);
+    const early: ExecutableGraph = {
+      nodes: [
+        { id: 'w', kind: 'wait', signal: 'go', timeoutSeconds: 60, onTimeout: 'fail', acceptEarly: true },
+        { id: 'v', kind: 'wait', signal: 'stop', timeoutSeconds: 60, onTimeout: 'fail' },
+      ],
+      edges: [],
+    };
+    await store.create({
+      runId,
+      graph: early,
+      plan: early,
+      input: null,
+      timeoutSeconds: TIMEOUT,
+      budget: {},
+      metadata: undefined,
+      createdAt: T,
+      pending: new Map([
+        ['w', 0],
+        ['v', 0],
+      ]),
+    });
+    expect(await store.signal(runId, 'stop', 1, BY, 10)).toBe('not_awaited');
+    expect(await store.signal(runId, 'go', { early: true }, BY, 10)).toBe('delivered');
+    const state = await store.waitState(runId, waitFor('w', 'go'), NOW + 60_000, waiting('one'));
+    expect(state).toMatchObject({ delivered: true, payload: { early: true }, signal: 'go', decidedBy: BY });
+    const doc = await store.document(runId);
+    expect(doc!.nodes.w!.waits).toEqual([expect.objectContaining({ signal: 'go', decidedBy: BY })]);
+  });
+
+  it('caps the signals a run accepts', async () => {
+    const runId = await runningRun();
+    for (const name of ['s1', 's2', 's3'])
+      await store.waitState(runId, { ...waitFor('a', name), key: `a#${name}` }, NOW + 60_000, waiting('one'));
+    expect(await store.signal(runId, 's1', 1, BY, 2)).toBe('delivered');
+    expect(await store.signal(runId, 's2', 1, BY, 2)).toBe('delivered');
+    expect(await store.signal(runId, 's3', 1, BY, 2)).toBe('too_many');
+  });
+
+  it('refuses a run whose outcome is decided, and answers unknown_run for an unknown run', async () => {
+    const runId = await runningRun();
+    await store.waitState(runId, waitFor('a', 'approve'), NOW + 60_000, waiting('one'));
+    await store.decide(runId, 'cancelled', null, T);
+    expect(await store.signal(runId, 'approve', 1, BY, 10)).toBe('run_finished');
+    const unknown = randomUUID();
+    expect(await store.signal(unknown, 'approve', 1, BY, 10)).toBe('unknown_run');
+    expect(await redis.exists(...allKeys(unknown))).toBe(0);
   });
 });
 
 describe('wait-state', () => {
-  const waiting = (until: string): { status: 'waiting'; until: string } => ({ status: 'waiting', until });
-
-  it('sets the deadline on the first call only and marks the node waiting', async () => {
+  it('sets the deadline on the first call only, registers the wait once and marks the node waiting', async () => {
     const runId = await runningRun();
-    const first = await withEvents(runId, () => store.waitState(runId, 'a', 'approve', 1000, waiting('one')));
-    expect(first.result).toEqual({ payload: null, delivered: false, deadlineAt: 1000 });
-    expect(first.events).toEqual([]);
-    const second = await store.waitState(runId, 'a', 'approve', 2000, waiting('two'));
-    expect(second).toEqual({ payload: null, delivered: false, deadlineAt: 1000 });
+    const first = await withEvents(runId, () =>
+      store.waitState(runId, waitFor('a', 'approve'), 1000, waiting('one')),
+    );
+    expect(first.result).toEqual({
+      payload: null,
+      delivered: false,
+      deadlineAt: 1000,
+      signal: 'approve',
+      decidedBy: null,
+    });
+    expect(brief(first.events)).toEqual([
+      {
+        type: 'signal.awaited',
+        nodeId: 'a',
+        data: { signal: 'approve', until: new Date(1000).toISOString() },
+      },
+    ]);
+    const second = await withEvents(runId, () =>
+      store.waitState(runId, waitFor('a', 'approve'), 2000, waiting('two')),
+    );
+    expect(second.result).toMatchObject({ delivered: false, deadlineAt: 1000 });
+    expect(second.events).toEqual([]);
     expect(await redis.hget(keysOf(runId).aux, 'waitUntil:a')).toBe('1000');
-    expect(JSON.parse((await redis.hget(keysOf(runId).live, 'a'))!)).toEqual(waiting('two'));
+    expect(JSON.parse((await redis.hget(keysOf(runId).live, 'a'))!)).toEqual({
+      ...waiting('two'),
+      signal: 'approve',
+    });
   });
 
-  it('answers a delivered signal, also one delivered before the wait began, and leaves the live state', async () => {
+  it('draws an approval nonce once: later calls of the same wait get the same name', async () => {
     const runId = await runningRun();
-    await store.signal(runId, 'approve', { ok: 1 });
-    const result = await store.waitState(runId, 'a', 'approve', 1000, waiting('one'));
-    expect(result).toEqual({ payload: { ok: 1 }, delivered: true, deadlineAt: 1000 });
+    const hold = {
+      nodeId: 'a',
+      key: 'a#g0.a1.x',
+      signal: 'approve.a.',
+      approval: { tool: 'http', reason: 'r' },
+    };
+    const first = await store.waitState(runId, { ...hold, nonce: 'n1' }, NOW + 60_000, waiting('one'));
+    const again = await store.waitState(runId, { ...hold, nonce: 'n2' }, NOW + 60_000, waiting('one'));
+    expect(first.signal).toBe('approve.a.n1');
+    expect(again.signal).toBe('approve.a.n1');
+    // The prefix alone, or another nonce, is not awaited.
+    expect(await store.signal(runId, 'approve.a.n2', { approved: true }, BY, 10)).toBe('not_awaited');
+    expect(await store.signal(runId, 'approve.a.n1', { approved: true }, BY, 10)).toBe('delivered');
+    const doc = await store.document(runId);
+    expect(doc!.nodes.a!.waits).toEqual([
+      expect.objectContaining({
+        signal: 'approve.a.n1',
+        approval: { tool: 'http', reason: 'r' },
+        decidedBy: BY,
+      }),
+    ]);
+  });
+
+  it('answers a delivered signal and who decided it, and leaves the live state', async () => {
+    const runId = await runningRun();
+    await store.waitState(runId, waitFor('b', 'approve'), NOW + 60_000, waiting('one'));
+    await store.signal(runId, 'approve', { ok: 1 }, BY, 10);
+    const result = await store.waitState(runId, waitFor('a', 'approve'), 1000, waiting('one'));
+    expect(result).toEqual({
+      payload: { ok: 1 },
+      delivered: true,
+      deadlineAt: 1000,
+      signal: 'approve',
+      decidedBy: BY,
+    });
     expect(await redis.hget(keysOf(runId).live, 'a')).toBe('{"status":"queued"}');
   });
 });
@@ -1172,7 +1290,8 @@ describe('replan', () => {
 describe('emit', () => {
   it('numbers a run’s events 1, 2, 3… across scripts, as stream ids 0-<seq>', async () => {
     const runId = await runningRun();
-    await store.signal(runId, 'go', null);
+    await store.waitState(runId, waitFor('a', 'go'), NOW + 60_000, waiting('one'));
+    await store.signal(runId, 'go', null, BY, 10);
     const events = await store.events(runId, 0);
     expect(events.map((e) => e.seq)).toEqual(events.map((_, i) => i + 1));
     const ids = (await redis.xrange(keysOf(runId).events, '-', '+')).map(([id]) => id);
@@ -1377,10 +1496,12 @@ describe('guards against ended and vanished runs', () => {
       toolTimeMs: 0,
       tokens: 0,
     });
-    expect(await store.waitState(runId, 'w', 'go', DEADLINE, { status: 'waiting' })).toEqual({
+    expect(await store.waitState(runId, waitFor('w', 'go'), DEADLINE, { status: 'waiting' })).toEqual({
       payload: null,
       delivered: false,
       deadlineAt: 0,
+      signal: '',
+      decidedBy: null,
     });
     await store.addChild(runId, randomUUID());
     expect(await redis.exists(...allKeys(runId))).toBe(0);

@@ -7,6 +7,7 @@ import {
   isTerminal,
   nodeJobId,
   type DestinationStream,
+  signWebhook,
   type ExecutorHooks,
   type LiveNodeState,
   type Pool,
@@ -211,6 +212,34 @@ export async function post(
       : { headers: { 'content-type': 'application/json' }, body: JSON.stringify(body) }),
   });
   return { status: res.status, body: (await res.json()) as Record<string, unknown> };
+}
+
+/**
+ * Posts `body` to a webhook source, signed with `secret` (at `t`, unix seconds, default now) in
+ * `X-Tetraloop-Signature`; `signature` replaces the header (null: none).
+ */
+export async function postWebhook(
+  url: string,
+  source: string,
+  body: unknown,
+  secret: string,
+  options: { t?: number; signature?: string | null } = {},
+): Promise<{ status: number; body: Record<string, unknown>; signature: string }> {
+  const raw = JSON.stringify(body);
+  const signature = options.signature === undefined ? signWebhook(secret, raw, options.t) : options.signature;
+  const res = await fetch(`${url}/v1/sources/${source}/events`, {
+    method: 'POST',
+    headers: {
+      'content-type': 'application/json',
+      ...(signature === null ? {} : { 'x-tetraloop-signature': signature }),
+    },
+    body: raw,
+  });
+  return {
+    status: res.status,
+    body: (await res.json()) as Record<string, unknown>,
+    signature: signature ?? '',
+  };
 }
 
 /** What the helpers below need of a stack: its API, and its Redis and prefix for the job queues' events. */

@@ -11,6 +11,8 @@ import {
   type RunWaiter,
   type SecretStore,
   type SessionStore,
+  type SignalLimits,
+  type WebhookSettings,
   type SourceService,
 } from '@tetraloop/core';
 import type { AdminBoard } from './admin.js';
@@ -22,7 +24,7 @@ import { memoryHandlers } from './memory-router.js';
 import { ROUTES, type RouteName } from './route-table.js';
 import { runHandlers } from './runs-router.js';
 import { secretHandlers } from './secrets-router.js';
-import { sessionHandlers } from './sessions-router.js';
+import { sessionHandlers, type RawBodyRequest } from './sessions-router.js';
 
 export interface AppDeps {
   /** Brings scrape-time gauges (queue depths) up to date before /metrics answers. */
@@ -51,6 +53,8 @@ export interface AppDeps {
   readonly logger: Logger;
   readonly bodyLimitBytes: number;
   readonly maxWaitMs: number;
+  readonly signalLimits: SignalLimits;
+  readonly webhooks: WebhookSettings;
 }
 
 export function createApp(deps: AppDeps): express.Express {
@@ -88,13 +92,19 @@ export function createApp(deps: AppDeps): express.Express {
   });
   if (deps.admin) deps.admin.mount(app);
 
+  // The raw body stays on the request: a webhook's signature is over its exact bytes.
   app.use(
     '/v1',
     requireRedis,
-    authenticate(deps.auth),
-    express.json({ limit: deps.bodyLimitBytes, strict: false }),
+    express.json({
+      limit: deps.bodyLimitBytes,
+      strict: false,
+      verify: (req, _res, buf) => {
+        (req as RawBodyRequest).rawBody = buf;
+      },
+    }),
   );
-  mountRoutes(app, {
+  mountRoutes(app, authenticate(deps.auth), {
     ...runHandlers(deps),
     ...blobHandlers(deps),
     ...sessionHandlers(deps),
@@ -111,7 +121,11 @@ export function createApp(deps: AppDeps): express.Express {
  * Mounts every route of the table behind its access check. A route without a handler, or a
  * handler without a route, is a programming error caught at boot.
  */
-function mountRoutes(app: express.Express, handlers: Partial<Record<RouteName, RequestHandler>>): void {
+function mountRoutes(
+  app: express.Express,
+  authenticated: RequestHandler,
+  handlers: Partial<Record<RouteName, RequestHandler>>,
+): void {
   for (const name of Object.keys(handlers)) {
     if (!(name in ROUTES)) throw new Error(`handler ${name} has no route in the route table`);
   }
@@ -119,6 +133,8 @@ function mountRoutes(app: express.Express, handlers: Partial<Record<RouteName, R
     const handler = handlers[name];
     if (!handler)
       throw new Error(`route ${name} (${route.method.toUpperCase()} ${route.path}) has no handler`);
-    app[route.method](route.path, authorize(route.access), handler);
+    // A signed webhook carries its signature instead of a key.
+    const who: RequestHandler[] = route.access === 'signature' ? [] : [authenticated];
+    app[route.method](route.path, ...who, authorize(route.access), handler);
   }
 }

@@ -6,6 +6,9 @@ import type { Request, RequestHandler, Response } from 'express';
 import {
   RunRequest,
   unscopeName,
+  SIGNAL_NAME_PATTERN,
+  type SignalLimits,
+  type SignalRefusal,
   type RunDocument,
   type RunService,
   type RunStore,
@@ -18,7 +21,20 @@ import { HttpError, zodToHttp } from './http-errors.js';
 import type { RouteName } from './route-table.js';
 
 const RunIdParam = z.uuid();
-const SignalName = z.string().regex(/^[A-Za-z0-9_.-]{1,64}$/, 'must match [A-Za-z0-9_.-]{1,64}');
+const SignalName = z.string().regex(SIGNAL_NAME_PATTERN, 'must match [A-Za-z0-9_.-]{1,256}');
+
+/** The status each refusal of a signal answers with. */
+function refusalStatus(code: SignalRefusal): number {
+  switch (code) {
+    case 'signal_not_awaited':
+    case 'run_finished':
+      return 409;
+    case 'signal_too_large':
+      return 413;
+    case 'too_many_signals':
+      return 429;
+  }
+}
 
 export interface RunsRouterDeps extends EventStreamDeps {
   readonly runs: RunService;
@@ -26,6 +42,8 @@ export interface RunsRouterDeps extends EventStreamDeps {
   readonly maxWaitMs: number;
   /** Reads the blobs behind stubs for `?expand=blobs`. */
   readonly store: RunStore;
+  /** Caps on each run's signals. */
+  readonly signalLimits: SignalLimits;
 }
 
 const notFound = (): HttpError => new HttpError(404, 'run_not_found', 'no such run');
@@ -126,9 +144,9 @@ export function runHandlers(deps: RunsRouterDeps): Partial<Record<RouteName, Req
   };
 
   const signal: RequestHandler = async (req, res) => {
-    const runId = await ownRun(req, res);
     const name = SignalName.safeParse(req.params.name);
     if (!name.success) throw zodToHttp(name.error, ['params', 'name']);
+    const runId = await ownRun(req, res);
     if (
       req.body === undefined &&
       req.get('content-length') !== undefined &&
@@ -136,11 +154,18 @@ export function runHandlers(deps: RunsRouterDeps): Partial<Record<RouteName, Req
     ) {
       throw new HttpError(415, 'unsupported_media_type', 'send the body as application/json');
     }
-    const result = await deps.runs.signal(runId, name.data, req.body ?? null);
-    if (!result) throw notFound();
+    const caller = callerOf(res);
+    const decision = { keyId: caller.keyId, tenant: caller.tenant, at: new Date().toISOString() };
+    const result = await deps.runs.signal(runId, name.data, req.body ?? null, decision, deps.signalLimits);
+    if (result.outcome === 'unknown_run') throw notFound();
+    if (result.outcome === 'refused') {
+      const issues = result.limit === undefined ? [] : [{ path: 'body', message: `limit: ${result.limit}` }];
+      throw new HttpError(refusalStatus(result.code), result.code, result.message, issues);
+    }
+    const delivered = result.outcome === 'delivered';
     res
-      .status(result === 'delivered' ? 202 : 200)
-      .json({ runId, signal: name.data, delivered: result === 'delivered' });
+      .status(delivered ? 202 : 200)
+      .json({ runId, signal: name.data, delivered, ...(delivered ? { decidedBy: decision } : {}) });
   };
 
   const events: RequestHandler = async (req, res) => {

@@ -118,6 +118,8 @@ export async function startApi(env: ApiEnv, options: StartApiOptions = {}): Prom
     logger,
     bodyLimitBytes: env.TETRALOOP_BODY_LIMIT_BYTES,
     maxWaitMs: env.TETRALOOP_MAX_WAIT_MS,
+    webhooks: { sources: env.TETRALOOP_WEBHOOKS, toleranceSeconds: env.TETRALOOP_WEBHOOK_TOLERANCE_SECONDS },
+    signalLimits: { maxPerRun: env.TETRALOOP_SIGNALS_MAX_PER_RUN, maxBytes: env.TETRALOOP_SIGNAL_MAX_BYTES },
   });
   const server = app.listen(env.PORT, env.HOST);
   await new Promise<void>((resolve, reject) => {

@@ -3,13 +3,16 @@
  * A session key names a session of the caller's tenant: it is stored tenant-scoped, and answers
  * show it as the client named it.
  */
-import type { RequestHandler, Response } from 'express';
+import type { Request, RequestHandler, Response } from 'express';
 import type { Queue, QueueEvents } from 'bullmq';
 import {
   InboundEvent,
   SENSE_JOB,
+  WEBHOOK_SIGNATURE_HEADER,
   scopedName,
   unscopeName,
+  verifyWebhookSignature,
+  type WebhookSettings,
   type MessageResult,
   type SensePayload,
   type SessionStore,
@@ -25,7 +28,11 @@ export interface SessionsRouterDeps {
   readonly sources: SourceService;
   readonly senseQueue: Queue;
   readonly senseEvents: QueueEvents;
+  readonly webhooks: WebhookSettings;
 }
+
+/** A request whose JSON body's raw bytes were kept (by the JSON parser's `verify`). */
+export type RawBodyRequest = Request & { rawBody?: Buffer };
 
 /** How long the API waits for the sense loop to place a message before answering without a run id. */
 const PLACE_TIMEOUT_MS = 5000;
@@ -81,17 +88,50 @@ export function sessionHandlers(deps: SessionsRouterDeps): Partial<Record<RouteN
     res.type('application/x-ndjson').send([header, ...lines].map((l) => JSON.stringify(l)).join('\n') + '\n');
   };
 
-  const sourceEvent: RequestHandler = async (req, res) => {
+  // A webhook: a configured source, a signed body seen once, a session the source may reach.
+  const webhooks = new Map(deps.webhooks.sources.map((s) => [s.name, s]));
+  const sourceEvent: RequestHandler = async (req: RawBodyRequest, res) => {
     const name = SourceName.safeParse(req.params.name);
     if (!name.success) throw zodToHttp(name.error, ['params', 'name']);
+    const source = webhooks.get(name.data);
+    if (!source)
+      throw new HttpError(404, 'source_not_found', `no webhook source "${name.data}" is configured`);
+    if (!req.is('application/json') || req.rawBody === undefined) {
+      throw new HttpError(415, 'unsupported_media_type', 'send the body as application/json');
+    }
+    const { toleranceSeconds } = deps.webhooks;
+    const checked = verifyWebhookSignature(req.get(WEBHOOK_SIGNATURE_HEADER), source.secret, req.rawBody, {
+      nowSeconds: Math.floor(Date.now() / 1000),
+      toleranceSeconds,
+    });
+    if (!checked.ok) throw new HttpError(401, checked.code, checked.message);
     const event = InboundEvent.safeParse(req.body);
     if (!event.success) throw zodToHttp(event.error);
+    const sessionKey = event.data.sessionKey;
+    if (source.sessions && (sessionKey === undefined || !source.sessions.includes(sessionKey))) {
+      throw new HttpError(
+        403,
+        'session_not_allowed',
+        `source "${source.name}" may only send events for its sessions: ${source.sessions.join(', ')}`,
+        [{ path: 'sessionKey', message: "not one of the source's sessions" }],
+      );
+    }
+    // Last, so a refused request does not use its signature up. Remembered as long as it could pass.
+    if (!(await deps.sources.firstSignature(source.name, checked.t, checked.v1, 2 * toleranceSeconds + 1))) {
+      throw new HttpError(
+        409,
+        'webhook_replayed',
+        'this signature was accepted before; sign each delivery anew',
+      );
+    }
     await deps.senseQueue.add(
       SENSE_JOB.event,
-      { source: name.data, event: event.data } satisfies SensePayload<typeof SENSE_JOB.event>,
+      { source: source.name, event: event.data, tenant: source.tenant } satisfies SensePayload<
+        typeof SENSE_JOB.event
+      >,
       { removeOnComplete: { age: 60 }, removeOnFail: { age: 3600 } },
     );
-    res.status(202).json({ source: name.data, accepted: true });
+    res.status(202).json({ source: source.name, accepted: true });
   };
 
   const sources: RequestHandler = async (_req, res) => {

@@ -57,6 +57,8 @@ export const LiveNodeState = z.object({
   attempt: z.number().int().positive().optional(),
   /** For retrying nodes: when the next attempt is due; for waiting nodes: the timeout. */
   until: z.string().optional(),
+  /** For waiting nodes: the signal they wait for (an approval's with its nonce). */
+  signal: z.string().optional(),
   iterations: z.number().int().nonnegative().optional(),
 });
 export type LiveNodeState = z.infer<typeof LiveNodeState>;

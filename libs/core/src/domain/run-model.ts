@@ -6,8 +6,10 @@ import { z } from 'zod';
 import { RunError } from '../errors/run-error.js';
 import type { GraphOf } from '../graph/schema.js';
 import type { AttemptRecord, Budget, LiveNodeState, NodeSnapshot } from './node-snapshot.js';
+import type { WaitRecord } from './signal.js';
 
 export * from './node-snapshot.js';
+export * from './signal.js';
 
 export { RunError };
 
@@ -25,7 +27,8 @@ export const TERMINAL_RUN_STATUSES: ReadonlySet<RunStatus> = new Set([
 ]);
 export const isTerminal = (status: RunStatus): boolean => TERMINAL_RUN_STATUSES.has(status);
 
-export type NodeView = { id: string } & (
+/** A node in the run document; `waits` lists the signals and approvals it waited for, oldest first. */
+export type NodeView = { id: string; waits?: WaitRecord[] } & (
   | NodeSnapshot
   | (LiveNodeState & { attempts: AttemptRecord[] })
   | { status: 'pending'; attempts: AttemptRecord[] }

@@ -2,13 +2,19 @@
 import { hostname } from 'node:os';
 import { DelayedError, type Job } from 'bullmq';
 import type { Logger } from 'pino';
-import type { AttemptRecord, LiveNodeState, NodeSnapshot, NodeUsage } from '../domain/run-model.js';
+import type {
+  AttemptRecord,
+  LiveNodeState,
+  NodeSnapshot,
+  NodeUsage,
+  SignalDecision,
+} from '../domain/run-model.js';
 import { limitError } from '../errors/limit-error.js';
 import type { NodeErrorData } from '../errors/node-error.js';
 import { resolveReferences } from '../graph/references.js';
 import { executionOf, type ExecutableNode, type ToolCallOptions } from '../nodes/index.js';
 import { callLimit, type CallLimit } from '../policy/limits.js';
-import type { BeginNodeResult } from '../state/run-store.js';
+import type { BeginNodeResult, WaitSpec } from '../state/run-store.js';
 import type { Tool, ToolOutcome } from '../tools/tool.js';
 import { callIdempotencyKey } from '../secrets/call-key.js';
 import { fillSecrets, scrubSecrets, type SecretRef } from '../secrets/secret-ref.js';
@@ -231,32 +237,42 @@ export async function park(ctx: NodeContext, until: number): Promise<never> {
   throw new DelayedError();
 }
 
+/** What `awaitSignal` answers: the payload once delivered, with who decided it. */
+export interface SignalAnswer {
+  readonly delivered: boolean;
+  readonly payload: unknown;
+  /** The signal's full name (an approval's with its nonce). */
+  readonly signal: string;
+  readonly decidedBy: SignalDecision | null;
+}
+
 /**
  * The signal's payload once it has arrived, or `{delivered: false}` once the timeout has passed.
  * Until then the job parks in the delayed set (throws DelayedError) and is promoted by the signal.
+ * `wait` names the signal (a wait node's, by its node id) or, with a nonce, an approval's prefix.
  */
 export async function awaitSignal(
   ctx: NodeContext,
-  signal: string,
+  wait: Omit<WaitSpec, 'nodeId'>,
   timeoutSeconds: number,
-): Promise<{ delivered: boolean; payload: unknown }> {
+): Promise<SignalAnswer> {
   const { store } = ctx.deps;
   const runId = ctx.plan.runId;
-  const nodeId = ctx.node.id;
+  const spec: WaitSpec = { nodeId: ctx.node.id, ...wait };
   // A wait never outlives its run's deadline.
   const proposed = Math.min(Date.now() + timeoutSeconds * 1000, ctx.begin.deadlineAt ?? Infinity);
   const live = (until: number): LiveNodeState => ({
     status: 'waiting',
     until: new Date(until).toISOString(),
   });
-  const state = await store.waitState(runId, nodeId, signal, proposed, live(proposed));
+  const state = await store.waitState(runId, spec, proposed, live(proposed));
   if (state.delivered || Date.now() >= state.deadlineAt) return state;
   if (ctx.token === undefined) throw new Error('waiting for a signal needs a worker token to park');
   await ctx.job.updateData({ ...(ctx.job.data as object), continuation: true });
   await ctx.job.moveToDelayed(state.deadlineAt, ctx.token);
   // A signal that arrived between the check above and the move found no delayed job to promote:
   // look once more, now that the job is parked.
-  const again = await store.waitState(runId, nodeId, signal, state.deadlineAt, live(state.deadlineAt));
+  const again = await store.waitState(runId, spec, state.deadlineAt, live(state.deadlineAt));
   if (again.delivered) await ctx.job.promote().catch(() => undefined);
   throw new DelayedError();
 }

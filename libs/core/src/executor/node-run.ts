@@ -41,10 +41,10 @@ export function nodeRun<N extends ExecutableNode>(
     snapshot: (status, result) => snapshotOf(ctx, status, result),
     fail,
     callTool: (tool, args, used, call) => callTool(ctx, tool, args, used, call),
-    beforeToolCall: (tool, args) => beforeToolCall(ctx, tool, args),
+    beforeToolCall: (tool, args, request) => beforeToolCall(ctx, tool, args, request),
     afterToolCall: (tool, args, outcome) => afterToolCall(ctx, tool, args, outcome),
     callModel: (call, used) => callModel(ctx, call, used),
-    awaitSignal: (signal, timeoutSeconds) => awaitSignal(ctx, signal, timeoutSeconds),
+    awaitSignal: (signal, timeoutSeconds) => awaitSignal(ctx, { signal }, timeoutSeconds),
     park: (until) => park(ctx, until),
     recordIteration: async (n, iteration, charge) => {
       const recorded = await deps.store.recordIteration(runId, node.id, n, iteration, charge, {

@@ -182,8 +182,11 @@ export interface NodeRun<N extends NodeBase> {
    * with the declared secrets filled in; their values are scrubbed from the outcome.
    */
   callTool(tool: Tool, args: unknown, toolTimeUsedMs: number, call?: ToolCallOptions): Promise<ToolOutcome>;
-  /** Plugin hooks around a tool call: may rewrite or block it, or wait for an approval. */
-  beforeToolCall(tool: string, args: unknown): Promise<BeforeToolCall>;
+  /**
+   * Plugin hooks around a tool call: may rewrite or block it, or wait for an approval. `request`
+   * says where in the node the call was asked (an agent's turn), so each turn's approval is its own.
+   */
+  beforeToolCall(tool: string, args: unknown, request?: string): Promise<BeforeToolCall>;
   afterToolCall(tool: string, args: unknown, outcome: ToolOutcome): Promise<void>;
   /** Calls the model under the node's limits and the token budget, streaming text to the run's events. */
   callModel(call: Omit<ChatCall, 'signal' | 'onDelta'>, used?: RunUsageSoFar): Promise<ModelOutcome>;

@@ -4,6 +4,7 @@
  * when an answer asks for no tool, or at maxIterations. Each iteration's messages are recorded,
  * so a redelivered job rebuilds the conversation instead of asking the model again.
  */
+import { isUntrustedData } from '../model/untrusted-data.js';
 import { z } from 'zod';
 import type { NodeBase } from '../graph/schema.js';
 import type { ChatMessage } from '../model/model-client.js';
@@ -28,6 +29,31 @@ export const AgentBody = z.strictObject({
 });
 export type AgentBody = z.infer<typeof AgentBody>;
 
+/**
+ * Steering messages before turn `n`: the user's own as user messages `[steer] <text>`; outside
+ * data (a source event, delimited by `untrustedData`) never as a user message, but as the result
+ * of a `session_environment` call, the role a model reads as data.
+ */
+export function steeringMessages(texts: readonly string[], n: number): ChatMessage[] {
+  const messages: ChatMessage[] = [];
+  texts.forEach((text, i) => {
+    if (!isUntrustedData(text)) {
+      messages.push({ role: 'user', content: `[steer] ${text}` });
+      return;
+    }
+    const id = `env_${n}_${i}`;
+    messages.push(
+      {
+        role: 'assistant',
+        content: null,
+        tool_calls: [{ id, type: 'function', function: { name: 'session_environment', arguments: '{}' } }],
+      },
+      { role: 'tool', tool_call_id: id, content: text },
+    );
+  });
+  return messages;
+}
+
 export function agentIteration(
   run: NodeRun<NodeBase>,
   body: AgentBody,
@@ -41,7 +67,7 @@ export function agentIteration(
   for (const it of history) {
     const turn = it.turn;
     if (!turn) continue;
-    for (const text of turn.steered ?? []) messages.push({ role: 'user', content: `[steer] ${text}` });
+    messages.push(...steeringMessages(turn.steered ?? [], it.iteration));
     messages.push(turn.assistant);
     for (const r of turn.toolResults)
       messages.push({ role: 'tool', tool_call_id: r.tool_call_id, content: r.content });
@@ -56,7 +82,7 @@ export function agentIteration(
     const started = performance.now();
     const steering = (await run.steering()).slice(steered);
     steered += steering.length;
-    for (const text of steering) messages.push({ role: 'user', content: `[steer] ${text}` });
+    messages.push(...steeringMessages(steering, n));
     const outcome = await run.callModel(
       {
         ...(body.agent.model ? { model: body.agent.model } : {}),
@@ -106,7 +132,7 @@ export function agentIteration(
             args = undefined;
           }
           await run.event('tool.start', { tool: c.name, callId: c.id });
-          const before = args === undefined ? undefined : await run.beforeToolCall(c.name, args);
+          const before = args === undefined ? undefined : await run.beforeToolCall(c.name, args, `turn-${n}`);
           const out: ToolOutcome =
             before === undefined
               ? { ok: false, error: { code: 'validation', message: 'arguments are not JSON' } }

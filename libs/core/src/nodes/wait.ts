@@ -1,7 +1,8 @@
 /**
  * A `wait` node: done when its named signal arrives (`POST /v1/runs/:id/signals/:name`; the
  * signal's body is its output), or when its timeout passes. Meanwhile its job sits in BullMQ's
- * delayed set until the timeout, holding no worker slot; delivering the signal promotes it.
+ * delayed set until the timeout, holding no worker slot; delivering the signal promotes it. The
+ * signal is accepted only while the node waits, or earlier with `acceptEarly`.
  */
 import { z } from 'zod';
 import type { NodeSnapshot } from '../domain/node-snapshot.js';
@@ -18,6 +19,11 @@ export const WaitNode = z.strictObject({
     .max(30 * 24 * 3600)
     .default(3600),
   onTimeout: z.enum(['fail', 'continue']).default('fail'),
+  /**
+   * Accept the signal before the node waits for it (it is kept until the node runs). Without it a
+   * signal is accepted only while the node waits. @defaultValue false
+   */
+  acceptEarly: z.boolean().optional(),
 });
 export type WaitNode = z.infer<typeof WaitNode>;
 

@@ -4,7 +4,15 @@
  */
 import { randomUUID } from 'node:crypto';
 import { validateGraph } from '../compile/validate.js';
-import { isTerminal, type Budget, type RunDocument, type RunStatus } from '../domain/run-model.js';
+import {
+  isTerminal,
+  type Budget,
+  type RunDocument,
+  type RunStatus,
+  type SignalDecision,
+  type SignalLimits,
+  type SignalOutcome,
+} from '../domain/run-model.js';
 import { DEFAULT_TENANT } from '../domain/tenant.js';
 import { cancelledError } from '../errors/run-error.js';
 import type { GraphLimits } from '../graph/limits.js';
@@ -244,19 +252,54 @@ export class RunService {
   }
 
   /**
-   * Delivers a named signal to a run; waiting nodes for that name are woken at once. A signal
-   * that arrives before its wait node runs is kept for it.
+   * Delivers a named signal to a run, if something may take it: a wait that has begun and is not
+   * over (a wait node, a held tool call's approval), or a wait node that declares the name with
+   * `acceptEarly`. Waiting nodes for that name are woken at once. `decision` (who decided, when) is
+   * recorded with it; `limits` cap the payload's size and how many signals the run keeps.
    */
-  async signal(runId: string, name: string, payload: unknown): Promise<'delivered' | 'duplicate' | null> {
-    const status = await this.deps.store.status(runId);
-    if (status === null) return null;
-    if (isTerminal(status))
-      throw new RunStateConflictError('run_finished', `the run already ended as ${status}`);
-    const result = await this.deps.store.signal(runId, name, payload);
-    if (result === 'unknown_run') return null;
-    // Waiting nodes wake and look for their signal; those waiting for another name park again.
-    if (result === 'delivered') await wakeParkedNodes(this.deps.store, this.deps.queues, runId, ['waiting']);
-    return result;
+  async signal(
+    runId: string,
+    name: string,
+    payload: unknown,
+    decision: SignalDecision,
+    limits: SignalLimits,
+  ): Promise<SignalOutcome> {
+    const bytes = Buffer.byteLength(JSON.stringify(payload ?? null));
+    if (bytes > limits.maxBytes) {
+      return {
+        outcome: 'refused',
+        code: 'signal_too_large',
+        message: `the signal's payload is ${bytes} bytes; at most ${limits.maxBytes} are accepted`,
+        limit: limits.maxBytes,
+      };
+    }
+    const result = await this.deps.store.signal(runId, name, payload, decision, limits.maxPerRun);
+    switch (result) {
+      case 'delivered':
+        // Waiting nodes wake and look for their signal; those waiting for another name park again.
+        await wakeParkedNodes(this.deps.store, this.deps.queues, runId, ['waiting']);
+        return { outcome: 'delivered' };
+      case 'duplicate':
+      case 'unknown_run':
+        return { outcome: result };
+      case 'run_finished': {
+        const status = await this.deps.store.status(runId);
+        return { outcome: 'refused', code: 'run_finished', message: `the run already ended as ${status}` };
+      }
+      case 'not_awaited':
+        return {
+          outcome: 'refused',
+          code: 'signal_not_awaited',
+          message: `nothing in the run waits for "${name}" now, and no wait node declares it with acceptEarly`,
+        };
+      case 'too_many':
+        return {
+          outcome: 'refused',
+          code: 'too_many_signals',
+          message: `the run has accepted its ${limits.maxPerRun} signals`,
+          limit: limits.maxPerRun,
+        };
+    }
   }
 }
 

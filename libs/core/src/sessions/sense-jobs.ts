@@ -1,5 +1,6 @@
 /** The sense queue's (L1) job catalog: each job name and the zod schema of its payload. */
 import { z } from 'zod';
+import { TenantId } from '../domain/tenant.js';
 import { LANE_MODES } from '../state/session-store.js';
 
 export const SENSE_JOB = {
@@ -46,7 +47,8 @@ export type MessageInput = z.infer<typeof MessageInput>;
 /** Payload of each sense job. */
 export const SENSE_PAYLOADS = {
   [SENSE_JOB.message]: z.object({ sessionKey: ScopedSessionKey, message: MessageInput }),
-  [SENSE_JOB.event]: z.object({ source: z.string(), event: InboundEvent }),
+  /** A webhook event; `tenant` is its source's (events from before tenancy have none). */
+  [SENSE_JOB.event]: z.object({ source: z.string(), event: InboundEvent, tenant: TenantId.optional() }),
   [SENSE_JOB.burstFlush]: z.object({ key: z.string() }),
   [SENSE_JOB.laneAdvance]: z.object({ sessionKey: ScopedSessionKey, finished: z.string() }),
   [SENSE_JOB.laneSweep]: z.unknown(),

@@ -18,8 +18,8 @@ export async function executeSenseJob(deps: SenseDeps, job: Job): Promise<unknow
       return deps.sessions.handleMessage(sessionKey, message);
     }
     case SENSE_JOB.event: {
-      const { source, event } = SENSE_PAYLOADS[SENSE_JOB.event].parse(job.data);
-      return deps.sources.ingest(source, event, 'webhook');
+      const { source, event, tenant } = SENSE_PAYLOADS[SENSE_JOB.event].parse(job.data);
+      return deps.sources.ingest(source, event, 'webhook', tenant);
     }
     case SENSE_JOB.burstFlush:
       return deps.sources.flush(SENSE_PAYLOADS[SENSE_JOB.burstFlush].parse(job.data).key);

@@ -6,6 +6,7 @@
  * between a run settling and its lane moving on.
  */
 import { unscopeName } from '../domain/tenant.js';
+import { UNTRUSTED_DATA_NOTE, untrustedData } from '../model/untrusted-data.js';
 import { createHash, randomUUID } from 'node:crypto';
 import type { Queue } from 'bullmq';
 import type { Logger } from 'pino';
@@ -108,7 +109,8 @@ export interface MessageResult {
 }
 
 const SESSION_BASE = `You are an agent run by Tetraloop. Answer the user's latest message; use tools when they help.
-Reply with exactly NO_REPLY when no reply is needed.`;
+Reply with exactly NO_REPLY when no reply is needed.
+${UNTRUSTED_DATA_NOTE}`;
 
 export class SessionService {
   constructor(private readonly deps: SessionDeps) {}
@@ -471,11 +473,14 @@ export class SessionService {
   }
 }
 
-/** One line for an environment entry: a steering message or a source event. */
+/**
+ * One line for an environment entry: a steering message (the user's own words), or a source
+ * event, whose payload is outside data and reaches a model only as a delimited, untrusted block.
+ */
 export function describeEnvironmentEvent(e: unknown): string {
   const entry = e as { text?: string; source?: string; type?: string; payload?: unknown };
   if (typeof entry.text === 'string') return entry.text;
-  return `${entry.source ?? 'event'}/${entry.type ?? 'event'}: ${JSON.stringify(entry.payload ?? null)}`;
+  return untrustedData({ source: entry.source ?? 'event', type: entry.type ?? 'event' }, entry.payload);
 }
 
 /** The text of a run made of messages collected while the lane was busy. */

@@ -5,12 +5,13 @@
  * version then moves. Each source is polled by its own job with its own timeout and backoff, so
  * one hanging source never delays another; its status is kept for `GET /v1/sources`.
  */
+import { DEFAULT_TENANT, scopedName } from '../domain/tenant.js';
 import type { Queue } from 'bullmq';
 import type { Redis } from 'ioredis';
 import type { Logger } from 'pino';
 import { z } from 'zod';
 import { retryDelay } from '../policy/retry-policy.js';
-import { burstKey, sourcesKey } from '../state/keys.js';
+import { burstKey, sourcesKey, webhookSignatureKey } from '../state/keys.js';
 import type { SessionStore } from '../state/session-store.js';
 import { metrics } from '../telemetry/metrics.js';
 import { InboundEvent, SENSE_JOB } from './sense-jobs.js';
@@ -40,6 +41,8 @@ export interface SenseEvent {
   receivedAt: string;
   /** For a merged burst: how many events it stands for. */
   count?: number;
+  /** The tenant of the source (webhooks). */
+  tenant?: string;
 }
 
 export interface SourceStatus {
@@ -78,9 +81,11 @@ export class SourceService {
     source: string,
     raw: InboundEvent,
     kind: SourceStatus['kind'],
+    tenant?: string,
   ): Promise<'accepted' | 'duplicate'> {
     const event: SenseEvent = {
       source,
+      ...(tenant ? { tenant } : {}),
       eventId: raw.eventId ?? `sha256:${contentHash({ type: raw.type, payload: raw.payload ?? null })}`,
       ...(raw.sessionKey ? { sessionKey: raw.sessionKey } : {}),
       type: raw.type,
@@ -132,9 +137,11 @@ export class SourceService {
     });
   }
 
+  /** Into the environment of the session it names, within its source's tenant. */
   private async write(event: SenseEvent): Promise<void> {
-    if (event.sessionKey)
-      await this.deps.sessions.addEnvironmentEvent(event.sessionKey, event, this.deps.environmentCap);
+    if (!event.sessionKey) return;
+    const sessionKey = scopedName(event.tenant ?? DEFAULT_TENANT, event.sessionKey);
+    await this.deps.sessions.addEnvironmentEvent(sessionKey, event, this.deps.environmentCap);
   }
 
   /** One poll of a source, under its own timeout; failures back off exponentially. */
@@ -203,6 +210,15 @@ export class SourceService {
       failures: num('failures'),
       nextAttemptAt: str('nextAttemptAt'),
     };
+  }
+
+  /**
+   * Remembers a webhook signature (`t` and `v1`) for `ttlSeconds`; false when it was seen before
+   * (a replay). One `SET NX EX`.
+   */
+  async firstSignature(source: string, t: number, v1: string, ttlSeconds: number): Promise<boolean> {
+    const key = webhookSignatureKey(this.deps.prefix, source, t, v1);
+    return (await this.deps.redis.set(key, '1', 'EX', ttlSeconds, 'NX')) === 'OK';
   }
 
   /** Registers a source (a configured poller) so it shows before its first event. */

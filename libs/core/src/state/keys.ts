@@ -99,6 +99,10 @@ export const sourcesKey = (prefix: string): string => `${prefix}:sources`;
 export const dedupeKey = (prefix: string, source: string, eventId: string): string =>
   `${prefix}:dedupe:${source}:${createHash('sha256').update(eventId).digest('hex').slice(0, 32)}`;
 
+/** A webhook signature seen recently (replay protection); expires after the tolerance. */
+export const webhookSignatureKey = (prefix: string, source: string, t: number, v1: string): string =>
+  `${prefix}:webhook:seen:${source}:${t}:${v1}`;
+
 /** Events of one source and type waiting to be merged into one summary event. */
 export const burstKey = (prefix: string, source: string, type: string, sessionKey: string): string =>
   `${prefix}:burst:${source}:${type}:${sessionKey}`;

@@ -12,6 +12,8 @@ import {
   NodeSnapshot,
   RunError,
   RunStatus,
+  SignalDecision,
+  WaitRecord,
   familyOf,
   isTerminal,
   type NodeView,
@@ -27,6 +29,31 @@ import { BlobStore } from './blob-store.js';
 import { DEFAULT_TENANT } from '../domain/tenant.js';
 import { channels, idempotencyKey, tenantRunsKey, runKeyList, runKeys, type Channels } from './keys.js';
 import { loadScripts, type ScriptRunner } from './scripts.js';
+
+/** What `signal-6.lua` answers. */
+export type SignalDelivery =
+  'delivered' | 'duplicate' | 'unknown_run' | 'run_finished' | 'not_awaited' | 'too_many';
+
+/** One wait of a node, as `waitState` takes it. */
+export interface WaitSpec {
+  readonly nodeId: string;
+  /** Names the wait's deadline and nonce; @defaultValue the node id (a wait node's one wait) */
+  readonly key?: string;
+  /** The signal's name, or with `nonce` its prefix. */
+  readonly signal: string;
+  /** An approval's nonce candidate: kept on the first call, then always the same. */
+  readonly nonce?: string;
+  readonly approval?: { readonly tool: string; readonly reason: string };
+}
+
+export interface WaitState {
+  readonly payload: unknown;
+  readonly delivered: boolean;
+  readonly deadlineAt: number;
+  /** The signal's full name (an approval's with its nonce). */
+  readonly signal: string;
+  readonly decidedBy: SignalDecision | null;
+}
 
 export interface NewRun {
   readonly runId: string;
@@ -748,35 +775,58 @@ export class RunStore {
       : { resumed: false, status };
   }
 
-  /** Delivers a signal; returns 'delivered', 'duplicate' or 'unknown_run'. */
+  /**
+   * Delivers a signal if something may take it (see `signal-6.lua`): a wait that began and is not
+   * over, or a wait node declaring the name with `acceptEarly`. Records `decision` with it.
+   */
   async signal(
     runId: string,
     name: string,
     payload: unknown,
-  ): Promise<'delivered' | 'duplicate' | 'unknown_run'> {
-    const result = await this.script('signal-6', this.keys(runId), [
+    decision: SignalDecision,
+    maxPerRun: number,
+  ): Promise<SignalDelivery> {
+    const result = (await this.script('signal-6', this.keys(runId), [
       name,
       JSON.stringify(payload ?? null),
-      JSON.stringify({ name, payload: payload ?? null }),
-    ]);
-    return result === 1 ? 'delivered' : result === 0 ? 'duplicate' : 'unknown_run';
+      JSON.stringify(decision),
+      maxPerRun,
+      Date.now(),
+    ])) as SignalDelivery;
+    return result;
   }
 
-  /** A wait node's signal payload (if delivered) and its deadline, set on first call. */
+  /**
+   * One wait of a node: the signal's payload (if delivered), who decided it, its deadline (set on
+   * the first call, which also registers the wait) and its signal name. `wait.nonce` makes it an
+   * approval: its name is `wait.signal` followed by the nonce kept on the first call.
+   */
   async waitState(
     runId: string,
-    nodeId: string,
-    signal: string,
+    wait: WaitSpec,
     deadlineAt: number,
     live: LiveNodeState,
-  ): Promise<{ payload: unknown; delivered: boolean; deadlineAt: number }> {
-    const [payload, deadline] = (await this.script('wait-state-6', this.keys(runId), [
-      nodeId,
-      signal,
+  ): Promise<WaitState> {
+    const [payload, deadline, signal, decision] = (await this.script('wait-state-6', this.keys(runId), [
+      wait.nodeId,
+      wait.key ?? wait.nodeId,
+      wait.signal,
+      wait.nonce ?? '',
       deadlineAt,
+      new Date(deadlineAt).toISOString(),
       JSON.stringify(live),
-    ])) as [string | null, number];
-    return { payload: parseJson(payload), delivered: payload !== null, deadlineAt: deadline };
+      JSON.stringify({
+        since: new Date().toISOString(),
+        ...(wait.approval ? { approval: wait.approval } : {}),
+      }),
+    ])) as [string | null, number, string, string | null];
+    return {
+      payload: parseJson(payload),
+      delivered: payload !== null,
+      deadlineAt: deadline,
+      signal,
+      decidedBy: decision ? SignalDecision.parse(JSON.parse(decision)) : null,
+    };
   }
 
   /** Appends an event that goes with no state change (streamed text, model usage). */
@@ -826,11 +876,13 @@ export class RunStore {
       const snapshot = snapshots[node.id];
       const state = live[node.id];
       const attempts = (parseJson(aux[`attempts:${node.id}`]) as AttemptRecord[] | null) ?? [];
+      const waitsRaw = aux[`waits:${node.id}`];
+      const waits = waitsRaw ? { waits: WaitRecord.array().parse(JSON.parse(waitsRaw)) } : {};
       nodes[node.id] = snapshot
-        ? { id: node.id, ...NodeSnapshot.parse(JSON.parse(snapshot)) }
+        ? { id: node.id, ...NodeSnapshot.parse(JSON.parse(snapshot)), ...waits }
         : state
-          ? { id: node.id, ...LiveNodeState.parse(JSON.parse(state)), attempts }
-          : { id: node.id, status: 'pending', attempts };
+          ? { id: node.id, ...LiveNodeState.parse(JSON.parse(state)), attempts, ...waits }
+          : { id: node.id, status: 'pending', attempts, ...waits };
     }
     return {
       runId,

@@ -1,12 +1,54 @@
 --[[
-  Where a wait node stands: the signal's payload if it arrived, and its deadline (set once).
-  ARGV[1] node id, ARGV[2] signal name, ARGV[3] deadline to set if none (epoch ms), ARGV[4] live JSON
-  Returns { payload JSON | false, deadline (epoch ms) }; { false, 0 }, writing nothing, for an
-  unknown run.
+  Where one wait of a node stands — a wait node's signal, or the approval of a held tool call:
+  the signal's payload if it was delivered, its deadline (set once), its signal name, and who
+  decided it. The first call begins the wait: it registers the node as awaiting the name (which
+  is what lets `signal.lua` accept it), appends the node's wait record and a `signal.awaited`
+  event. An approval's name ends in a nonce, drawn once per wait and kept, so a redelivered or
+  re-entering job waits for the same name, and no one can post the approval before it is asked.
+  ARGV[1] node id
+  ARGV[2] wait key: names the deadline (`waitUntil:<key>`) and an approval's nonce (`hold:<key>`);
+          a wait node's is its node id
+  ARGV[3] signal name; for an approval, its prefix, followed by the nonce
+  ARGV[4] nonce to keep on the first call ('' for a wait node: the name is the signal)
+  ARGV[5] deadline to set if none (epoch ms), ARGV[6] the same as an ISO string
+  ARGV[7] live state JSON (the script adds `signal`) while the signal has not arrived
+  ARGV[8] wait record JSON without `signal`, `until` and `generation` ({since, approval?})
+  Returns { payload JSON | false, deadline (epoch ms), signal name, decision JSON | false };
+  { false, 0, '', false }, writing nothing, for an unknown run.
 ]]
 -- A run that expired or was deleted: no signal will come, the wait is over.
-if redis.call('EXISTS', KEYS[1]) == 0 then return { false, 0 } end
-redis.call('HSETNX', KEYS[6], 'waitUntil:' .. ARGV[1], ARGV[3])
-local payload = redis.call('HGET', KEYS[6], 'signal:' .. ARGV[2])
-if not payload then redis.call('HSET', KEYS[4], ARGV[1], ARGV[4]) end
-return { payload or false, tonumber(redis.call('HGET', KEYS[6], 'waitUntil:' .. ARGV[1])) }
+if redis.call('EXISTS', KEYS[1]) == 0 then return { false, 0, '', false } end
+local node, key = ARGV[1], ARGV[2]
+local name = ARGV[3]
+if ARGV[4] ~= '' then
+  redis.call('HSETNX', KEYS[6], 'hold:' .. key, ARGV[4])
+  name = name .. redis.call('HGET', KEYS[6], 'hold:' .. key)
+end
+local first = redis.call('HSETNX', KEYS[6], 'waitUntil:' .. key, ARGV[5]) == 1
+local deadline = tonumber(redis.call('HGET', KEYS[6], 'waitUntil:' .. key))
+local payload = redis.call('HGET', KEYS[6], 'signal:' .. name)
+local decision = redis.call('HGET', KEYS[6], 'signalBy:' .. name)
+if first then
+  local gen = generation()
+  local awaiting = cjson.decode(redis.call('HGET', KEYS[6], 'awaiting:' .. name) or '{}')
+  awaiting[node] = { u = deadline, g = gen }
+  redis.call('HSET', KEYS[6], 'awaiting:' .. name, cjson.encode(awaiting))
+  local record = cjson.decode(ARGV[8])
+  record.signal = name
+  record['until'] = ARGV[6]
+  record.generation = gen
+  if decision then record.decidedBy = cjson.decode(decision) end
+  local records = cjson.decode(redis.call('HGET', KEYS[6], 'waits:' .. node) or '[]')
+  records[#records + 1] = record
+  redis.call('HSET', KEYS[6], 'waits:' .. node, cjson.encode(records))
+  local event = { signal = name }
+  event['until'] = ARGV[6]
+  if record.approval then event.approval = record.approval end
+  emit('signal.awaited', node, cjson.encode(event))
+end
+if not payload then
+  local live = cjson.decode(ARGV[7])
+  live.signal = name
+  redis.call('HSET', KEYS[4], node, cjson.encode(live))
+end
+return { payload or false, deadline, name, decision or false }
