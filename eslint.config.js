@@ -17,7 +17,7 @@ const LAYERS = [
   ['errors'],
   ['graph'],
   ['domain'],
-  ['policy', 'model', 'tools', 'workspace', 'hooks', 'telemetry', 'logging', 'memory'],
+  ['policy', 'model', 'tools', 'workspace', 'hooks', 'telemetry', 'logging', 'memory', 'ceilings'],
   ['nodes'],
   ['compile'],
   ['state'],

@@ -1,6 +1,6 @@
 /** The API's error shape and the mapping from what went wrong to a status code. */
 import type { ErrorRequestHandler, Response } from 'express';
-import { GraphRejectedError, RunStateConflictError } from '@tetraloop/core';
+import { GraphRejectedError, RequestRefusedError, RunStateConflictError } from '@tetraloop/core';
 import type { Logger } from 'pino';
 import { z } from 'zod';
 
@@ -56,6 +56,9 @@ export function errorHandler(logger: Logger, redisReady: () => boolean): ErrorRe
     if (err instanceof HttpError) return sendError(res, err);
     if (err instanceof GraphRejectedError) {
       return sendError(res, new HttpError(400, 'invalid_graph', 'the graph is invalid', err.issues));
+    }
+    if (err instanceof RequestRefusedError) {
+      return sendError(res, new HttpError(400, 'invalid_request', 'the request is refused', err.issues));
     }
     if (err instanceof RunStateConflictError)
       return sendError(res, new HttpError(409, err.code, err.message));

@@ -8,6 +8,7 @@ import {
   type RunWaiter,
 } from '@tetraloop/core';
 import { z } from 'zod';
+import { callerOf } from './caller.js';
 import { streamRunEvents, type EventStreamDeps } from './run-events.js';
 import { HttpError, zodToHttp } from './http-errors.js';
 
@@ -52,7 +53,7 @@ export function runsRouter(deps: RunsRouterDeps): Router {
     if (!body.success) throw zodToHttp(body.error);
     const key = IdempotencyKey.safeParse(req.get('idempotency-key'));
     if (!key.success) throw zodToHttp(key.error, ['headers', 'idempotency-key']);
-    const result = await deps.runs.submit(body.data, key.data);
+    const result = await deps.runs.submit(body.data, key.data, { tenant: callerOf(res).tenant });
     res
       .status(202)
       .location(`/v1/runs/${result.runId}`)

@@ -4,12 +4,15 @@ import type { Queue, QueueEvents } from 'bullmq';
 import {
   InboundEvent,
   SENSE_JOB,
+  SESSION_AGENT,
   type MessageResult,
+  type RunService,
   type SensePayload,
   type SessionStore,
   type SourceService,
 } from '@tetraloop/core';
 import { MessageBody, SessionKey, SourceName } from './bodies.js';
+import { callerOf } from './caller.js';
 import { HttpError, zodToHttp } from './http-errors.js';
 
 export interface SessionsRouterDeps {
@@ -17,6 +20,8 @@ export interface SessionsRouterDeps {
   readonly sources: SourceService;
   readonly senseQueue: Queue;
   readonly senseEvents: QueueEvents;
+  /** Checks the session agent against the ceilings before a message is taken in. */
+  readonly runs: RunService;
 }
 
 /** How long the API waits for the sense loop to place a message before answering without a run id. */
@@ -36,6 +41,8 @@ export function sessionsRouter(deps: SessionsRouterDeps): Router {
     const sessionKey = sessionKeyOf(req.params.sessionKey);
     const body = MessageBody.safeParse(req.body);
     if (!body.success) throw zodToHttp(body.error);
+    // Messages name no agent: they run the session agent, which must be one the caller may run.
+    await deps.runs.checkAgent(callerOf(res).tenant, SESSION_AGENT);
     const job = await deps.senseQueue.add(
       SENSE_JOB.message,
       { sessionKey, message: body.data } satisfies SensePayload<typeof SENSE_JOB.message>,

@@ -5,6 +5,7 @@ export * from './domain/run-model.js';
 export * from './domain/blob.js';
 export * from './domain/tenant.js';
 export * from './domain/caller.js';
+export * from './ceilings/ceilings.js';
 export * from './graph/index.js';
 export * from './nodes/index.js';
 export * from './compile/validate.js';

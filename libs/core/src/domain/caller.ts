@@ -35,5 +35,4 @@ export const OPEN_CALLER: Caller = {
   root: true,
 };
 
-export const hasScope = (caller: Caller, scope: Scope): boolean =>
-  caller.root || caller.scopes.has(scope);
+export const hasScope = (caller: Caller, scope: Scope): boolean => caller.root || caller.scopes.has(scope);

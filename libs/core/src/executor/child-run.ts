@@ -25,6 +25,9 @@ export interface ChildRunSpec {
   readonly runId: string;
   readonly parentRunId: string;
   readonly parentNodeId: string;
+  /** The parent's agent and tenant, which the child run keeps. */
+  readonly agentId: string;
+  readonly tenant: string;
   readonly iteration: number;
   /** Validated with its parent graph. */
   readonly graph: GraphOf;
@@ -48,6 +51,9 @@ export async function startChildRun(
     runId: spec.runId,
     graph: spec.graph as Graph,
     plan,
+    agentId: spec.agentId,
+    tenant: spec.tenant,
+    parentRunId: spec.parentRunId,
     input: spec.input,
     timeoutSeconds: spec.timeoutSeconds,
     budget: spec.budget,

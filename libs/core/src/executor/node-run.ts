@@ -62,7 +62,15 @@ export function nodeRun<N extends ExecutableNode>(
       const id = childId(n);
       await startChildRun(
         deps,
-        { runId: id, parentRunId: runId, parentNodeId: node.id, iteration: n, ...request },
+        {
+          runId: id,
+          parentRunId: runId,
+          parentNodeId: node.id,
+          agentId: plan.agentId,
+          tenant: plan.tenant,
+          iteration: n,
+          ...request,
+        },
         ctx.job,
       );
       return id;

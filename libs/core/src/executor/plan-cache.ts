@@ -12,6 +12,8 @@ export interface CompiledPlan {
   readonly runId: string;
   /** Whose lessons apply to its calls. */
   readonly agentId: string;
+  /** The tenant the run belongs to: its child runs belong to it too. */
+  readonly tenant: string;
   readonly input: unknown;
   readonly timeoutSeconds: number;
   readonly nodes: ReadonlyMap<string, ExecutableNode>;
@@ -65,6 +67,7 @@ export class PlanCache {
     return {
       runId,
       agentId: stored.agentId,
+      tenant: stored.tenant,
       input: stored.input,
       timeoutSeconds: stored.timeoutSeconds,
       nodes,

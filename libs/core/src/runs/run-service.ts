@@ -3,8 +3,10 @@
  * wait and follow events. Used by the HTTP API; holds no process state besides its connections.
  */
 import { randomUUID } from 'node:crypto';
+import type { Ceilings } from '../ceilings/ceilings.js';
 import { validateGraph } from '../compile/validate.js';
 import { isTerminal, type Budget, type RunDocument, type RunStatus } from '../domain/run-model.js';
+import { DEFAULT_TENANT } from '../domain/tenant.js';
 import { cancelledError } from '../errors/run-error.js';
 import type { GraphLimits } from '../graph/limits.js';
 import type { ValidationIssue } from '../graph/schema.js';
@@ -20,6 +22,14 @@ export class GraphRejectedError extends Error {
   constructor(readonly issues: readonly ValidationIssue[]) {
     super(`graph rejected: ${issues.length} problem(s)`);
     this.name = 'GraphRejectedError';
+  }
+}
+
+/** A request the deployment's ceilings refuse (an agent not declared, or not the tenant's). */
+export class RequestRefusedError extends Error {
+  constructor(readonly issues: readonly ValidationIssue[]) {
+    super(`request refused: ${issues.map((i) => i.message).join('; ')}`);
+    this.name = 'RequestRefusedError';
   }
 }
 
@@ -42,6 +52,8 @@ export interface SubmitOptions {
   readonly runId?: string;
   /** System prompt of a loop-mode agent. */
   readonly system?: string;
+  /** The tenant the run belongs to: its ceilings apply. @defaultValue DEFAULT_TENANT */
+  readonly tenant?: string;
 }
 
 export interface SubmitResult {
@@ -61,6 +73,10 @@ export interface RunServiceDeps {
   /** Whether llm nodes, agents and task runs can run here. */
   readonly modelConfigured: boolean;
   readonly allowedTools: (agentId: string) => ReadonlySet<string>;
+  /** Declared agents, tenants' agents and models, budget ceilings. */
+  readonly ceilings: Ceilings;
+  /** The agents with a workspace folder (they are declared). */
+  readonly agentFolders: () => Promise<ReadonlySet<string>>;
   /** Where a queued session run stands in its lane. */
   readonly lanePosition?: (sessionKey: string, runId: string) => Promise<number | null>;
 }
@@ -69,14 +85,18 @@ export class RunService {
   constructor(private readonly deps: RunServiceDeps) {}
 
   /**
-   * Validates the request (a graph whole), stores the run and enqueues its root job. Nothing runs
-   * if anything is invalid. A dag-mode task is stored unplanned; the plan loop plans it.
+   * Validates the request (a graph whole) against the ceilings of its tenant and agent, stores the
+   * run with its budget and deadline clamped to the ceilings, and enqueues its root job. Nothing
+   * runs if anything is invalid. A dag-mode task is stored unplanned; the plan loop plans it.
    */
   async submit(
     request: RunRequest,
     idempotencyKey?: string,
     options: SubmitOptions = {},
   ): Promise<SubmitResult> {
+    const { ceilings } = this.deps;
+    const tenant = options.tenant ?? DEFAULT_TENANT;
+    await this.checkAgent(tenant, request.agentId);
     const allowedTools = this.deps.allowedTools(request.agentId);
     if (request.task !== undefined && !this.deps.modelConfigured) {
       throw new GraphRejectedError([
@@ -95,6 +115,7 @@ export class RunService {
           limits: this.deps.limits,
           modelConfigured: this.deps.modelConfigured,
           allowedTools,
+          models: ceilings.models(tenant, request.agentId),
           input: { value: request.input },
         });
     if (validation && !validation.ok) {
@@ -123,10 +144,11 @@ export class RunService {
             }
           : {}),
         agentId: request.agentId,
+        tenant,
         ...(options.sessionKey ? { sessionKey: options.sessionKey } : {}),
         input: request.input,
-        timeoutSeconds: request.timeoutSeconds,
-        budget: { ...this.deps.defaultBudget, ...request.budget },
+        timeoutSeconds: ceilings.clampTimeout(request.timeoutSeconds),
+        budget: ceilings.clampBudget({ ...this.deps.defaultBudget, ...request.budget }),
         metadata: request.metadata,
         createdAt: acceptedAt,
         pending: new Map(topology?.ids.map((id) => [id, topology.parents.get(id)?.length ?? 0]) ?? []),
@@ -139,6 +161,15 @@ export class RunService {
       throw err;
     }
     return { runId, status: 'queued', acceptedAt, created: true };
+  }
+
+  /**
+   * Refuses (RequestRefusedError at `agentId`) an agent that is not declared while agents are
+   * declared, or that `tenant` may not run.
+   */
+  async checkAgent(tenant: string, agentId: string): Promise<void> {
+    const refused = this.deps.ceilings.agentRefusal(tenant, agentId, await this.deps.agentFolders());
+    if (refused !== undefined) throw new RequestRefusedError([{ path: 'agentId', message: refused }]);
   }
 
   /** Answers a repeated idempotent request with the existing run, re-enqueueing it if it never started. */

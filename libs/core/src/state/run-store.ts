@@ -20,6 +20,7 @@ import {
   type UsageCharge,
 } from '../domain/run-model.js';
 import type { ExecutableGraph, Graph } from '../nodes/index.js';
+import { DEFAULT_TENANT } from '../domain/tenant.js';
 import { RUN_ERROR_STATUS } from '../errors/run-error.js';
 import { BlobStore } from './blob-store.js';
 import { channels, idempotencyKey, runKeyList, runKeys, type Channels } from './keys.js';
@@ -32,6 +33,10 @@ export interface NewRun {
   readonly plan?: ExecutableGraph;
   readonly task?: TaskSpec;
   readonly agentId?: string;
+  /** The tenant the run belongs to. @defaultValue DEFAULT_TENANT */
+  readonly tenant?: string;
+  /** The run a child run (a loop iteration over a nested graph) serves. */
+  readonly parentRunId?: string;
   /** The session whose lane the run belongs to. */
   readonly sessionKey?: string;
   readonly input: unknown;
@@ -46,6 +51,7 @@ export interface NewRun {
 /** What a worker needs to execute a run's nodes; immutable for the run's life, so cacheable. */
 export interface RunPlan {
   readonly agentId: string;
+  readonly tenant: string;
   readonly plan: ExecutableGraph;
   readonly input: unknown;
   readonly timeoutSeconds: number;
@@ -96,6 +102,9 @@ export type TaskState = TaskSpec & { planned: boolean; replanRequest: unknown };
 
 export interface RunHeader {
   readonly status: RunStatus | null;
+  readonly tenant: string;
+  /** Set for a child run: the run it serves. */
+  readonly parentRunId: string | null;
   readonly sessionKey: string | null;
   /** Null for a fixed-graph run. */
   readonly task: TaskState | null;
@@ -186,6 +195,8 @@ export class RunStore {
           }
         : {}),
       agentId: run.task?.agentId ?? run.agentId ?? 'main',
+      ...(run.tenant && run.tenant !== DEFAULT_TENANT ? { tenant: run.tenant } : {}),
+      ...(run.parentRunId ? { parentRunId: run.parentRunId } : {}),
       ...(run.sessionKey ? { sessionKey: run.sessionKey } : {}),
       input: JSON.stringify(run.input ?? null),
       timeoutSeconds: String(run.timeoutSeconds),
@@ -240,6 +251,11 @@ export class RunStore {
     return raw ? (JSON.parse(raw) as string[]) : [];
   }
 
+  /** The tenant a run belongs to (the default tenant for runs stored without one). */
+  async tenantOf(runId: string): Promise<string> {
+    return (await this.redis.hget(runKeys(this.options.prefix, runId).meta, 'tenant')) ?? DEFAULT_TENANT;
+  }
+
   /** The session of a session run. */
   async sessionOf(runId: string): Promise<string | null> {
     return this.redis.hget(runKeys(this.options.prefix, runId).meta, 'sessionKey');
@@ -276,16 +292,18 @@ export class RunStore {
 
   /** The run's current executable plan, or null when it has none yet (an unplanned task run). */
   async plan(runId: string): Promise<RunPlan | null> {
-    const [plan, input, timeoutSeconds, agentId] = await this.redis.hmget(
+    const [plan, input, timeoutSeconds, agentId, tenant] = await this.redis.hmget(
       runKeys(this.options.prefix, runId).meta,
       'plan',
       'input',
       'timeoutSeconds',
       'agentId',
+      'tenant',
     );
     if (plan === null) return null;
     return {
       agentId: agentId ?? 'main',
+      tenant: tenant ?? DEFAULT_TENANT,
       plan: parseJson(plan) as ExecutableGraph,
       input: parseJson(input),
       timeoutSeconds: Number(timeoutSeconds),
@@ -328,13 +346,28 @@ export class RunStore {
     const meta = runKeys(this.options.prefix, runId).meta;
     const replies = await this.redis
       .multi()
-      .hmget(meta, 'status', 'sessionKey', 'task', 'agentId', 'overrides', 'maxReplans', 'replan', 'mode')
+      .hmget(
+        meta,
+        'status',
+        'sessionKey',
+        'task',
+        'agentId',
+        'overrides',
+        'maxReplans',
+        'replan',
+        'mode',
+        'tenant',
+        'parentRunId',
+      )
       .hexists(meta, 'plan')
       .exec();
     const [fields, hasPlan] = multiReplies(replies) as [(string | null)[], number];
-    const [status, sessionKey, task, agentId, overrides, maxReplans, replan, mode] = fields;
+    const [status, sessionKey, task, agentId, overrides, maxReplans, replan, mode, tenant, parentRunId] =
+      fields;
     return {
       status: status ? RunStatus.parse(status) : null,
+      tenant: tenant ?? DEFAULT_TENANT,
+      parentRunId: parentRunId ?? null,
       sessionKey: sessionKey ?? null,
       task:
         task === null || task === undefined
