@@ -5,6 +5,8 @@ import type { Logger } from 'pino';
 import type { Queue, QueueEvents } from 'bullmq';
 import {
   metricsText,
+  type Ceilings,
+  type RateLimitStore,
   type MemoryServices,
   type RunService,
   type RunStore,
@@ -15,6 +17,7 @@ import {
 import { ADMIN_PATH, adminAuth } from './admin.js';
 import { blobsRouter } from './blobs-router.js';
 import { errorHandler, HttpError, sendError } from './http-errors.js';
+import { rateLimit } from './rate-limit.js';
 import { runsRouter } from './runs-router.js';
 import { memoryRouter } from './memory-router.js';
 import { sessionsRouter } from './sessions-router.js';
@@ -39,6 +42,9 @@ export interface AppDeps {
   readonly logger: Logger;
   readonly bodyLimitBytes: number;
   readonly maxWaitMs: number;
+  /** Request rates per key and tenant (see `rate-limit.ts`). */
+  readonly ceilings: Ceilings;
+  readonly rateLimits: RateLimitStore;
 }
 
 export function createApp(deps: AppDeps): express.Express {
@@ -73,7 +79,8 @@ export function createApp(deps: AppDeps): express.Express {
   });
   if (deps.admin) app.use(ADMIN_PATH, adminAuth(deps.admin.token), deps.admin.router);
 
-  app.use('/v1', requireRedis, express.json({ limit: deps.bodyLimitBytes, strict: false }));
+  // The caller is known from here on (auth, when on, goes before the rate limit).
+  app.use('/v1', requireRedis, rateLimit(deps), express.json({ limit: deps.bodyLimitBytes, strict: false }));
   app.use('/v1/runs', runsRouter(deps));
   app.use('/v1/blobs', blobsRouter(deps));
   app.use('/v1', sessionsRouter(deps));

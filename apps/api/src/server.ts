@@ -5,10 +5,12 @@ import { QueueEvents, type Queue } from 'bullmq';
 import {
   QUEUE_NAMES,
   QueueWatch,
+  RateLimitStore,
   RunWaiter,
   type RunService,
   buildServices,
   builtinTools,
+  ceilingsOf,
   closeQueues,
   connectRedis,
   createLogger,
@@ -90,6 +92,8 @@ export async function startApi(env: ApiEnv): Promise<ApiHandle> {
     logger,
     bodyLimitBytes: env.TETRALOOP_BODY_LIMIT_BYTES,
     maxWaitMs: env.TETRALOOP_MAX_WAIT_MS,
+    ceilings: ceilingsOf(env),
+    rateLimits: new RateLimitStore(redis, prefix),
   });
   const server = app.listen(env.PORT, env.HOST);
   await new Promise<void>((resolve, reject) => {

@@ -71,3 +71,6 @@ export * from './reflect/reflection.js';
 export * from './runtime/services.js';
 export * from './telemetry/metrics.js';
 export * from './telemetry/queue-watch.js';
+export * from './state/rate-limit-store.js';
+export * from './state/tenant-slots.js';
+export * from './executor/run-admission.js';

@@ -13,7 +13,7 @@ import type { ValidationIssue } from '../graph/schema.js';
 import { buildTopology } from '../graph/topology.js';
 import { MODEL_VARIABLES } from '../model/model-config.js';
 import { loopModeGraph, type ExecutableGraph } from '../nodes/index.js';
-import { enqueueRunRoot, wakeParkedNodes, type RunQueues } from '../queues/run-jobs.js';
+import { enqueueRunRoot, wakeParkedNodes, wakeRunRoot, type RunQueues } from '../queues/run-jobs.js';
 import type { RunStore } from '../state/run-store.js';
 import type { ToolRegistry } from '../tools/tool.js';
 import type { RunRequest } from './run-request.js';
@@ -233,6 +233,9 @@ export class RunService {
         new Date().toISOString(),
       );
       if (decided) await wakeParkedNodes(this.deps.store, this.deps.queues, runId);
+      // A queued run may be waiting for a running slot of its tenant, its root job parked.
+      if (decided && status === 'queued')
+        await wakeRunRoot(this.deps.queues, runId, await this.deps.store.generation(runId));
     }
     const after = (await this.deps.store.status(runId)) ?? 'cancelled';
     if (after !== 'cancelled')

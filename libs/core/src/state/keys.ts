@@ -135,3 +135,23 @@ export const blobKey = (prefix: string, hex: string): string => `${prefix}:blob:
  */
 export const planCacheKey = (prefix: string, agentId: string, hash: string): string =>
   `${prefix}:plancache:{a:${agentId}}:${hash}`;
+
+/**
+ * A token bucket of request rates: one per tenant (`keyId` null) and one per API key of the
+ * tenant. A tenant's buckets share the hash tag `{t:<tenant>}`, so one script takes from both.
+ */
+export const rateBucketKey = (prefix: string, tenant: string, keyId: string | null): string =>
+  `${prefix}:rate:{t:${tenant}}:${keyId === null ? 'tenant' : `key:${keyId}`}`;
+
+export interface TenantSlotKeys {
+  /** Sorted set: the tenant's runs holding a running slot → when they got it (epoch ms). */
+  readonly running: string;
+  /** Sorted set: the tenant's runs waiting for a slot → when they first waited (epoch ms). */
+  readonly waiting: string;
+}
+
+/** Keys of one tenant's running slots share the hash tag `{t:<tenant>}`. */
+export function tenantSlotKeys(prefix: string, tenant: string): TenantSlotKeys {
+  const base = `${prefix}:slots:{t:${tenant}}`;
+  return { running: `${base}:running`, waiting: `${base}:waiting` };
+}

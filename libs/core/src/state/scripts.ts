@@ -45,11 +45,15 @@ const MEMORY_SCRIPTS = ['record-run-4', 'save-reflection-4', 'set-lesson-status-
 /** Scripts over one plan cache entry (lua-plan/). */
 const PLAN_SCRIPTS = ['forget-cached-plan-1'] as const;
 
+/** Scripts over one tenant's rate buckets and running slots (lua-limits/). */
+const LIMIT_SCRIPTS = ['take-tokens-2', 'acquire-slot-2', 'release-slot-2', 'forget-slots-2'] as const;
+
 export type ScriptName =
   | (typeof SCRIPTS)[number]
   | (typeof SESSION_SCRIPTS)[number]
   | (typeof MEMORY_SCRIPTS)[number]
-  | (typeof PLAN_SCRIPTS)[number];
+  | (typeof PLAN_SCRIPTS)[number]
+  | (typeof LIMIT_SCRIPTS)[number];
 
 const read = (dir: string, file: string): string =>
   readFileSync(new URL(`./${dir}/${file}`, import.meta.url), 'utf8');
@@ -68,6 +72,9 @@ const sources = new Map<ScriptName, { lua: string; numberOfKeys: number }>([
   ),
   ...PLAN_SCRIPTS.map(
     (name) => [name, { lua: read('lua-plan', `${name}.lua`), numberOfKeys: keysOf(name) }] as const,
+  ),
+  ...LIMIT_SCRIPTS.map(
+    (name) => [name, { lua: read('lua-limits', `${name}.lua`), numberOfKeys: keysOf(name) }] as const,
   ),
 ]);
 
