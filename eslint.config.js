@@ -17,7 +17,7 @@ const LAYERS = [
   ['errors'],
   ['graph'],
   ['domain'],
-  ['policy', 'model', 'tools', 'workspace', 'hooks', 'telemetry', 'logging', 'memory', 'secrets'],
+  ['policy', 'model', 'tools', 'workspace', 'hooks', 'telemetry', 'logging', 'memory', 'secrets', 'ceilings'],
   ['nodes'],
   ['compile'],
   ['state'],

@@ -5,6 +5,8 @@ import type { Logger } from 'pino';
 import type { Queue, QueueEvents } from 'bullmq';
 import {
   metricsText,
+  type Ceilings,
+  type RateLimitStore,
   type MemoryServices,
   type RunService,
   type RunStore,
@@ -25,6 +27,7 @@ import { ROUTES, type RouteName } from './route-table.js';
 import { runHandlers } from './runs-router.js';
 import { secretHandlers } from './secrets-router.js';
 import { sessionHandlers, type RawBodyRequest } from './sessions-router.js';
+import { rateLimit } from './rate-limit.js';
 
 export interface AppDeps {
   /** Brings scrape-time gauges (queue depths) up to date before /metrics answers. */
@@ -55,6 +58,9 @@ export interface AppDeps {
   readonly maxWaitMs: number;
   readonly signalLimits: SignalLimits;
   readonly webhooks: WebhookSettings;
+  /** Request rates per key and tenant (see `rate-limit.ts`). */
+  readonly ceilings: Ceilings;
+  readonly rateLimits: RateLimitStore;
 }
 
 export function createApp(deps: AppDeps): express.Express {
@@ -104,7 +110,7 @@ export function createApp(deps: AppDeps): express.Express {
       },
     }),
   );
-  mountRoutes(app, authenticate(deps.auth), {
+  mountRoutes(app, [authenticate(deps.auth), rateLimit(deps)], {
     ...runHandlers(deps),
     ...blobHandlers(deps),
     ...sessionHandlers(deps),
@@ -123,7 +129,8 @@ export function createApp(deps: AppDeps): express.Express {
  */
 function mountRoutes(
   app: express.Express,
-  authenticated: RequestHandler,
+  /** Who the caller is, then whether it may make one more request now. */
+  caller: RequestHandler[],
   handlers: Partial<Record<RouteName, RequestHandler>>,
 ): void {
   for (const name of Object.keys(handlers)) {
@@ -134,7 +141,7 @@ function mountRoutes(
     if (!handler)
       throw new Error(`route ${name} (${route.method.toUpperCase()} ${route.path}) has no handler`);
     // A signed webhook carries its signature instead of a key.
-    const who: RequestHandler[] = route.access === 'signature' ? [] : [authenticated];
+    const who: RequestHandler[] = route.access === 'signature' ? [] : caller;
     app[route.method](route.path, ...who, authorize(route.access), handler);
   }
 }

@@ -4,6 +4,7 @@ import {
   DefaultTenantError,
   GraphRejectedError,
   KeyLimitError,
+  RequestRefusedError,
   RunStateConflictError,
 } from '@tetraloop/core';
 import type { Logger } from 'pino';
@@ -61,6 +62,9 @@ export function errorHandler(logger: Logger, redisReady: () => boolean): ErrorRe
     if (err instanceof HttpError) return sendError(res, err);
     if (err instanceof GraphRejectedError) {
       return sendError(res, new HttpError(400, 'invalid_graph', 'the graph is invalid', err.issues));
+    }
+    if (err instanceof RequestRefusedError) {
+      return sendError(res, new HttpError(400, 'invalid_request', 'the request is refused', err.issues));
     }
     if (err instanceof RunStateConflictError)
       return sendError(res, new HttpError(409, err.code, err.message));

@@ -6,11 +6,13 @@ import {
   ApiKeyStore,
   QUEUE_NAMES,
   QueueWatch,
+  RateLimitStore,
   RunWaiter,
   type DestinationStream,
   type RunService,
   buildServices,
   builtinTools,
+  ceilingsOf,
   closeQueues,
   connectRedis,
   createLogger,
@@ -120,6 +122,8 @@ export async function startApi(env: ApiEnv, options: StartApiOptions = {}): Prom
     maxWaitMs: env.TETRALOOP_MAX_WAIT_MS,
     webhooks: { sources: env.TETRALOOP_WEBHOOKS, toleranceSeconds: env.TETRALOOP_WEBHOOK_TOLERANCE_SECONDS },
     signalLimits: { maxPerRun: env.TETRALOOP_SIGNALS_MAX_PER_RUN, maxBytes: env.TETRALOOP_SIGNAL_MAX_BYTES },
+    ceilings: ceilingsOf(env),
+    rateLimits: new RateLimitStore(redis, prefix),
   });
   const server = app.listen(env.PORT, env.HOST);
   await new Promise<void>((resolve, reject) => {

@@ -13,7 +13,9 @@ import {
   unscopeName,
   verifyWebhookSignature,
   type WebhookSettings,
+  SESSION_AGENT,
   type MessageResult,
+  type RunService,
   type SensePayload,
   type SessionStore,
   type SourceService,
@@ -29,6 +31,8 @@ export interface SessionsRouterDeps {
   readonly senseQueue: Queue;
   readonly senseEvents: QueueEvents;
   readonly webhooks: WebhookSettings;
+  /** Checks the session agent against the ceilings before a message is taken in. */
+  readonly runs: RunService;
 }
 
 /** A request whose JSON body's raw bytes were kept (by the JSON parser's `verify`). */
@@ -54,6 +58,8 @@ export function sessionHandlers(deps: SessionsRouterDeps): Partial<Record<RouteN
     const { name, stored: sessionKey } = sessionOf(req.params.sessionKey, res);
     const body = MessageBody.safeParse(req.body);
     if (!body.success) throw zodToHttp(body.error);
+    // Messages name no agent: they run the session agent, which must be one the caller may run.
+    await deps.runs.checkAgent(callerOf(res).tenant, SESSION_AGENT);
     const job = await deps.senseQueue.add(
       SENSE_JOB.message,
       { sessionKey, message: body.data } satisfies SensePayload<typeof SENSE_JOB.message>,

@@ -12,12 +12,14 @@ import {
   ModelClient,
   PlanCache,
   PlanCacheStore,
+  TenantSlots,
   QUEUE_NAMES,
   RetryNodeError,
   RunAborts,
   SENSE_JOB,
   allowedToolsOf,
   buildServices,
+  ceilingsOf,
   builtinTools,
   closeQueues,
   connectRedis,
@@ -114,6 +116,8 @@ export async function startPools(env: WorkerEnv, options: StartPoolsOptions): Pr
   const planCache = new PlanCacheStore(state, planCacheOptionsOf(env));
   // Every worker of the deployment signs outbound Idempotency-Keys with the same key.
   const callKey = await loadCallKey(state, prefix, secretStoreOptionsOf(env).key);
+  const ceilings = ceilingsOf(env);
+  const slots = new TenantSlots(state, prefix);
 
   // One set of executor dependencies per pool: each gets its own plan cache and logger layer.
   const depsFor = (layer: Pool): ExecutorDeps => ({
@@ -136,11 +140,13 @@ export async function startPools(env: WorkerEnv, options: StartPoolsOptions): Pr
       tools,
       limits: graphLimitsOf(env),
       allowedTools: allowedToolsOf(env, tools),
+      ceilings,
       workspaceDir: env.TETRALOOP_WORKSPACE_DIR,
       workspaceFileChars: env.TETRALOOP_WORKSPACE_FILE_CHARS,
       ...(services.memory ? { lessons: services.memory.book } : {}),
       cache: planCache,
     },
+    admission: { ceilings, slots },
     sessions: {
       onRunSettled: (runId: string) => services.sessions.onRunSettled(runId),
       environmentVersion: async (sessionKey: string) =>

@@ -1,6 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { builtinTools } from '../tools/builtins.js';
 import { parseAllowHosts } from '../tools/egress-policy.js';
+import { Ceilings } from '../ceilings/ceilings.js';
 import { validateGraph, type ValidationIssue } from './validate.js';
 
 const tools = builtinTools({ egress: parseAllowHosts('') });
@@ -259,6 +260,42 @@ describe('validateGraph', () => {
     expect(result.ok).toBe(false);
     if (!result.ok)
       expect(result.issues[0]?.message).toMatch(/4 nodes \(nested graphs expanded\) exceed the limit of 3/);
+  });
+
+  it('refuses a model the run may not call, at the field that names it, nested graphs and agents included', () => {
+    const models = new Ceilings({
+      agents: {},
+      agentTools: {},
+      tenants: {},
+      modelsAllow: ['small'],
+      defaultModel: 'small',
+      budget: {},
+    }).models('default', 'main');
+    const llm = (id: string, model?: string) => ({
+      id,
+      kind: 'llm',
+      prompt: 'p',
+      ...(model ? { model } : {}),
+    });
+    const result = validateGraph(
+      {
+        nodes: [
+          llm('a', 'small'),
+          llm('b', 'huge'),
+          { id: 'g', kind: 'graph', graph: { nodes: [llm('c', 'huge')] } },
+          { id: 'l', kind: 'loop', maxIterations: 2, body: { agent: { prompt: 'p', model: 'huge' } } },
+          llm('d'),
+        ],
+      },
+      { tools, models },
+    );
+    expect(result.ok).toBe(false);
+    if (!result.ok)
+      expect(result.issues.map((i) => i.path)).toEqual([
+        'nodes.1.model',
+        'nodes.2.graph.nodes.0.model',
+        'nodes.3.body.agent.model',
+      ]);
   });
 });
 

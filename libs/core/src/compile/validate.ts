@@ -4,6 +4,7 @@
  * Nested graphs are checked the same way, recursively, then expanded. Pure: no I/O.
  */
 import { z } from 'zod';
+import type { ModelPolicy } from '../ceilings/ceilings.js';
 import { DEFAULT_GRAPH_LIMITS, MAX_NESTING, type GraphLimits } from '../graph/limits.js';
 import { findReferences, getPath } from '../graph/references.js';
 import { Edge, NodeId, type ValidationIssue } from '../graph/schema.js';
@@ -64,6 +65,8 @@ export interface ValidateOptions {
   readonly allowedTools?: ReadonlySet<string>;
   /** The run's input, when known: every top-level `input.*` reference must resolve in it. */
   readonly input?: { readonly value: unknown };
+  /** The models this run may call (its tenant's and agent's ceilings); any when omitted. */
+  readonly models?: ModelPolicy;
   /** Why a call of `tool` to `target` is refused (a hard lesson), or undefined when it is not. */
   readonly blocked?: (tool: string, target: string) => string | undefined;
 }
@@ -269,7 +272,7 @@ function nodeCheck(
   return {
     path,
     issue: (at, message) => issues.push({ path: join(...path, ...at), message }),
-    model: () => checkModel(path, opts, issues),
+    model: (name, at) => checkModel(name, path, at, opts, issues),
     toolName: (name, at) => checkToolName(name, [...path, ...at], opts, issues),
     toolCall: (name, args, at) => {
       argsPlaces.push([...at, 'args']);
@@ -294,10 +297,21 @@ function checkNested(
   return checkGraph(raw, path, depth + 1, opts, issues);
 }
 
-/** Model-using nodes need a configured model. */
-function checkModel(path: readonly PropertyKey[], opts: Options, issues: ValidationIssue[]): boolean {
-  if (opts.modelConfigured !== false) return true;
-  issues.push({ path: join(...path, 'kind'), message: `no model is configured: set ${MODEL_VARIABLES}` });
+/** Model-using nodes need a configured model, and one the run may call. */
+function checkModel(
+  name: string | undefined,
+  path: readonly PropertyKey[],
+  at: readonly PropertyKey[],
+  opts: Options,
+  issues: ValidationIssue[],
+): boolean {
+  if (opts.modelConfigured === false) {
+    issues.push({ path: join(...path, 'kind'), message: `no model is configured: set ${MODEL_VARIABLES}` });
+    return false;
+  }
+  const refused = opts.models?.refusal(name);
+  if (refused === undefined) return true;
+  issues.push({ path: join(...path, ...at), message: refused });
   return false;
 }
 

@@ -3,6 +3,8 @@
  * schema; a bad value stops the process with a message naming the variable.
  */
 import { z } from 'zod';
+import { AgentCeiling, AgentId, Ceilings, TenantCeiling } from '../ceilings/ceilings.js';
+import { TenantId } from '../domain/tenant.js';
 import { DEFAULT_LIFECYCLE, type LifecycleSettings } from '../memory/lesson-lifecycle.js';
 import { DEFAULT_RULE_SETTINGS, type RuleSettings } from '../memory/lesson-rules.js';
 import type { ModelConfig } from '../model/model-config.js';
@@ -88,8 +90,35 @@ export const BaseEnv = z.object({
   TETRALOOP_PLANNER_MODEL: z.string().min(1).optional(),
   TETRALOOP_MODEL_TIMEOUT_MS: z.coerce.number().int().positive().default(60_000),
   TETRALOOP_MODEL_MAX_RETRIES: z.coerce.number().int().min(0).max(10).default(2),
-  /** Tools each agent may use, as JSON `{"agentId": ["http", "json"]}`; an agent not listed may use all. */
+  /**
+   * Tools each agent may use, as JSON `{"agentId": ["http", "json"]}`; an agent not listed may use
+   * all. Kept beside TETRALOOP_AGENTS: it restricts tools but declares no agent.
+   */
   TETRALOOP_AGENT_TOOLS: jsonEnv(z.record(z.string(), z.array(z.string())), '{}'),
+  /**
+   * The declared agents, as JSON `{"agentId": {"tools": [...], "models": [...]}}` (each list
+   * optional). Once any agent is declared (here or by a workspace folder), runs of other agents
+   * are refused.
+   */
+  TETRALOOP_AGENTS: jsonEnv(z.record(AgentId, AgentCeiling), '{}'),
+  /**
+   * Tenants' restrictions, as JSON `{"tenant": {"agents", "models", "maxConcurrentRuns",
+   * "requestsPerMinute"}}` (each optional).
+   */
+  TETRALOOP_TENANTS: jsonEnv(z.record(TenantId, TenantCeiling), '{}'),
+  /** The models llm nodes and agents may name (comma-separated); empty: any. */
+  TETRALOOP_MODELS_ALLOW: listEnv(),
+  /** The largest budget a run may ask for; a request asking more gets this. Unset: no ceiling. */
+  TETRALOOP_BUDGET_MAX_TOOL_CALLS: z.coerce.number().int().positive().optional(),
+  TETRALOOP_BUDGET_MAX_TOOL_TIME_MS: z.coerce.number().int().positive().optional(),
+  TETRALOOP_BUDGET_MAX_TOKENS: z.coerce.number().int().positive().optional(),
+  /** The longest deadline (`timeoutSeconds`) a run may ask for; longer ones are clamped to it. */
+  TETRALOOP_MAX_TIMEOUT_SECONDS: z.coerce.number().int().positive().max(86_400).optional(),
+  /** Runs of one tenant running at once (tenants without `maxConcurrentRuns`); unset: no cap. */
+  TETRALOOP_TENANT_MAX_RUNNING: z.coerce.number().int().positive().optional(),
+  /** Requests per minute per API key, and per tenant (without `requestsPerMinute`); unset: off. */
+  TETRALOOP_RATE_LIMIT_PER_KEY: z.coerce.number().int().positive().optional(),
+  TETRALOOP_RATE_LIMIT_PER_TENANT: z.coerce.number().int().positive().optional(),
   /** Default per-run budget: tool calls (each attempt and loop iteration counts). */
   TETRALOOP_BUDGET_TOOL_CALLS: z.coerce.number().int().positive().default(1000),
   /** Default per-run budget: summed tool time in ms. */
@@ -164,16 +193,36 @@ export const BaseEnv = z.object({
 });
 export type BaseEnv = z.infer<typeof BaseEnv>;
 
-/** The tools `agentId` may use: its list in TETRALOOP_AGENT_TOOLS, or every registered tool. */
+/**
+ * The tools `agentId` may use: the registered tools its lists in TETRALOOP_AGENTS and
+ * TETRALOOP_AGENT_TOOLS allow (every registered tool when neither lists it).
+ */
 export function allowedToolsOf(
   env: BaseEnv,
   registry: ToolRegistry,
 ): (agentId: string) => ReadonlySet<string> {
-  const all = new Set(registry.keys());
-  return (agentId) => {
-    const listed = env.TETRALOOP_AGENT_TOOLS[agentId];
-    return listed ? new Set(listed) : all;
-  };
+  const ceilings = ceilingsOf(env);
+  return (agentId) => ceilings.toolsOf(agentId, registry.keys());
+}
+
+/** The ceilings the env describes. */
+export function ceilingsOf(env: BaseEnv): Ceilings {
+  return new Ceilings({
+    agents: env.TETRALOOP_AGENTS,
+    agentTools: env.TETRALOOP_AGENT_TOOLS,
+    tenants: env.TETRALOOP_TENANTS,
+    modelsAllow: env.TETRALOOP_MODELS_ALLOW,
+    defaultModel: env.TETRALOOP_MODEL,
+    budget: {
+      ...(env.TETRALOOP_BUDGET_MAX_TOOL_CALLS ? { toolCalls: env.TETRALOOP_BUDGET_MAX_TOOL_CALLS } : {}),
+      ...(env.TETRALOOP_BUDGET_MAX_TOOL_TIME_MS ? { toolTimeMs: env.TETRALOOP_BUDGET_MAX_TOOL_TIME_MS } : {}),
+      ...(env.TETRALOOP_BUDGET_MAX_TOKENS ? { tokens: env.TETRALOOP_BUDGET_MAX_TOKENS } : {}),
+      ...(env.TETRALOOP_MAX_TIMEOUT_SECONDS ? { timeoutSeconds: env.TETRALOOP_MAX_TIMEOUT_SECONDS } : {}),
+    },
+    ...(env.TETRALOOP_TENANT_MAX_RUNNING ? { maxRunning: env.TETRALOOP_TENANT_MAX_RUNNING } : {}),
+    ...(env.TETRALOOP_RATE_LIMIT_PER_KEY ? { ratePerKey: env.TETRALOOP_RATE_LIMIT_PER_KEY } : {}),
+    ...(env.TETRALOOP_RATE_LIMIT_PER_TENANT ? { ratePerTenant: env.TETRALOOP_RATE_LIMIT_PER_TENANT } : {}),
+  });
 }
 
 /** The model configuration the env describes. */

@@ -25,15 +25,15 @@ export interface ChildRunSpec {
   readonly runId: string;
   readonly parentRunId: string;
   readonly parentNodeId: string;
+  /** The parent's agent and tenant, which the child run keeps. */
+  readonly agentId: string;
+  readonly tenant: string;
   readonly iteration: number;
   /** Validated with its parent graph. */
   readonly graph: GraphOf;
   readonly input: unknown;
   readonly timeoutSeconds: number;
   readonly budget: Budget;
-  /** The parent's agent and tenant: a child run is part of its parent's record. */
-  readonly agentId: string;
-  readonly tenant: string;
 }
 
 /** Creates the child run (once) and enqueues its root job as a child of `parentJob`. */
@@ -51,11 +51,12 @@ export async function startChildRun(
     runId: spec.runId,
     graph: spec.graph as Graph,
     plan,
+    agentId: spec.agentId,
+    tenant: spec.tenant,
+    parentRunId: spec.parentRunId,
     input: spec.input,
     timeoutSeconds: spec.timeoutSeconds,
     budget: spec.budget,
-    agentId: spec.agentId,
-    tenant: spec.tenant,
     metadata: { parentRunId: spec.parentRunId, parentNodeId: spec.parentNodeId, iteration: spec.iteration },
     createdAt: new Date().toISOString(),
     pending: new Map(topology.ids.map((id) => [id, topology.parents.get(id)?.length ?? 0])),

@@ -3,6 +3,7 @@
  * the retry and backoff policy, the tools and model, and the hooks into plugins and sessions.
  */
 import type { Logger } from 'pino';
+import type { Ceilings } from '../ceilings/ceilings.js';
 import type { NodeErrorData } from '../errors/node-error.js';
 import type { HookRegistry } from '../hooks/hook-registry.js';
 import type { ModelClient } from '../model/model-client.js';
@@ -13,6 +14,7 @@ import type { CallLessonDeps } from '../reflect/lesson-effects.js';
 import type { MemoryService } from '../reflect/memory-service.js';
 import type { RunStore } from '../state/run-store.js';
 import type { SecretStore } from '../state/secret-store.js';
+import type { TenantSlots } from '../state/tenant-slots.js';
 import type { ToolRegistry } from '../tools/tool.js';
 import type { PlanCache } from './plan-cache.js';
 import type { RunAborts } from './run-aborts.js';
@@ -68,6 +70,11 @@ export interface ExecutorDeps {
   readonly aborts: RunAborts;
   /** Lessons applied where calls are dispatched (hard: refuse and probe; template: timeouts). */
   readonly lessons?: CallLessonDeps;
+  /**
+   * The cap on each tenant's running runs (the plan pool): the ceilings name the cap, the slots
+   * count. Absent: no cap.
+   */
+  readonly admission?: { readonly ceilings: Ceilings; readonly slots: TenantSlots };
   /** Where settled runs are recorded for the reflect loop (the plan pool). */
   readonly memory?: MemoryService;
   readonly logger: Logger;

@@ -16,6 +16,7 @@ import { enqueueDeadline, enqueueRunRoot, removeDeadline, wakeParkedNodes } from
 import type { OutcomeState, RunHeader } from '../state/run-store.js';
 import { metrics } from '../telemetry/metrics.js';
 import { retainBlobs } from './blob-reads.js';
+import { admitRun, releaseRun } from './run-admission.js';
 import type { ExecutorDeps } from './deps.js';
 import { continuesOnFailure, enqueueReady } from './node-executor.js';
 import { nowIso } from './node-context.js';
@@ -40,6 +41,8 @@ async function executeRunJob(deps: ExecutorDeps, job: Job, token: string | undef
   // Read once in the start pass: status, session and task.
   const header = data.step === 'start' ? await deps.store.header(data.runId) : null;
   if (header) {
+    // Past its tenant's cap of running runs, the run waits queued (the job parks) for a slot.
+    await admitRun(deps, job, token, data.runId, header);
     // Recorded on the run once, and the version the first plan is made from.
     const envVersion =
       data.generation === 0 && header.sessionKey
@@ -112,6 +115,7 @@ async function ensurePlanned(
       environmentVersion: envVersion,
       signal: tracked.signal,
       runId,
+      tenant: header.tenant,
     });
   } catch (err) {
     if (tracked.signal.aborted) {
@@ -156,6 +160,7 @@ async function ensurePlanned(
 async function settleUnplanned(deps: ExecutorDeps, runId: string): Promise<RunStatus | 'gone'> {
   const ended = await deps.store.endUnstarted(runId, null, nowIso());
   if (ended.settled) await remember(deps, runId);
+  await releaseRun(deps, runId);
   deps.logger.info({ runId, status: ended.status }, 'run ended before it was planned');
   return ended.status ?? 'gone';
 }
@@ -166,6 +171,7 @@ async function rejectPlan(deps: ExecutorDeps, runId: string, error: RunError): P
   metrics.runsFinished.inc({ status: 'failed' });
   const ended = await deps.store.endUnstarted(runId, error, nowIso());
   if (ended.settled) await remember(deps, runId);
+  await releaseRun(deps, runId);
   deps.logger.info({ runId, issues: error.issues?.length ?? 0 }, 'plan rejected');
   return ended.status ?? 'failed';
 }
@@ -200,6 +206,7 @@ async function replanIfRequested(
       replan: { snapshots, failure: `${failure.cause?.code ?? failure.code}: ${failure.message}` },
       environmentVersion: envVersion,
       signal: tracked.signal,
+      tenant: plan.tenant,
     }).catch((err: unknown) => ({ failed: toErrorData(err) }));
   } finally {
     tracked.release();
@@ -378,6 +385,8 @@ async function finalize(
     await removeDeadline(deps.queues, plan.runId, generation);
     deps.logger.info({ runId: plan.runId, status }, 'run settled');
   }
+  // Given back on every pass that finds the run settled, so a crash after settling leaks nothing.
+  await releaseRun(deps, plan.runId, plan.tenant);
   if (state.sessionKey) await deps.sessions?.onRunSettled(plan.runId);
   return status ?? 'failed';
 }

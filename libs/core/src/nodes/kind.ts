@@ -24,8 +24,11 @@ export interface NodeCheck {
   readonly path: readonly PropertyKey[];
   /** Reports a problem at `at` below the node. */
   issue(at: readonly PropertyKey[], message: string): void;
-  /** A model is configured here. */
-  model(): boolean;
+  /**
+   * A model is configured here, and the run may call `name` (the default model when undefined);
+   * a refused model is reported at `at` below the node.
+   */
+  model(name: string | undefined, at: readonly PropertyKey[]): boolean;
   /** The tool exists and this run's agent may use it. */
   toolName(name: string, at: readonly PropertyKey[]): boolean;
   /** The tool is allowed and args without references fit its input schema; `at` holds `tool` and `args`. */
@@ -143,7 +146,13 @@ export interface ChildRunState {
   readonly finishedAt: string | null;
   readonly output: unknown;
   readonly error: { code: string; message: string } | null;
-  readonly usage: { toolCalls: number; toolTimeMs: number };
+  readonly usage: {
+    toolCalls: number;
+    toolTimeMs: number;
+    promptTokens: number;
+    completionTokens: number;
+    modelCalls: number;
+  };
 }
 
 /** The harness as a runner sees it: one execution of one node. */

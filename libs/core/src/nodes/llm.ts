@@ -71,7 +71,7 @@ export const llmKind: ExecutableKindSpec<LlmNode> = {
   schema: LlmNode,
   referenceFields: [['prompt'], ['system']],
   check: (node, check) => {
-    const ok = check.model();
+    const ok = check.model(node.model, ['model']);
     if (node.schema) {
       try {
         compileSchema(node.schema);

@@ -6,12 +6,12 @@
  * iterations, and while a child run works, the job parks and holds no worker slot.
  */
 import { z } from 'zod';
-import type { NodeSnapshot, NodeUsage } from '../domain/node-snapshot.js';
+import type { Budget, NodeSnapshot, NodeUsage } from '../domain/node-snapshot.js';
 import { literalText } from '../graph/references.js';
 import { Args, CallNodeFields, Condition, type GraphOf } from '../graph/schema.js';
 import { conditionHolds } from '../policy/condition.js';
 import { findSecretRefs } from '../secrets/secret-ref.js';
-import type { ExecutableKindSpec, NodeRun } from './kind.js';
+import type { ExecutableKindSpec, NodeRun, RunUsageSoFar } from './kind.js';
 import { AgentBody, agentIteration } from './loop-agent.js';
 import {
   NodeEnded,
@@ -162,17 +162,10 @@ function graphIteration(run: NodeRun<LoopNode>, body: GraphBody): IterationRunne
     let child = await run.childRun(n);
     let childId = child?.runId;
     if (!child) {
-      const { budget: limit } = run;
-      const budget = {
-        ...(limit.toolCalls !== undefined ? { toolCalls: limit.toolCalls - usage.toolCalls } : {}),
-        ...(limit.toolTimeMs !== undefined ? { toolTimeMs: limit.toolTimeMs - usage.toolTimeMs } : {}),
-      };
-      if ((budget.toolCalls ?? 1) < 1 || (budget.toolTimeMs ?? 1) < 1) {
-        throw new NodeEnded({
-          code: 'budget_exhausted',
-          message: 'the run used its budget',
-          budget: (budget.toolCalls ?? 1) < 1 ? 'toolCalls' : 'toolTimeMs',
-        });
+      const budget = childBudget(run.budget, usage);
+      const spent = (['toolCalls', 'toolTimeMs', 'tokens'] as const).find((k) => (budget[k] ?? 1) < 1);
+      if (spent) {
+        throw new NodeEnded({ code: 'budget_exhausted', message: 'the run used its budget', budget: spent });
       }
       const timeLeft = run.deadlineAt === null ? run.timeoutSeconds * 1000 : run.deadlineAt - Date.now();
       if (timeLeft <= 0) throw new NodeEnded({ code: 'aborted', message: 'the run deadline passed' });
@@ -201,8 +194,27 @@ function graphIteration(run: NodeRun<LoopNode>, body: GraphBody): IterationRunne
         finishedAt,
         durationMs: Math.max(0, Date.parse(finishedAt) - Date.parse(started)),
       },
-      charge: { toolCalls: settled?.usage.toolCalls ?? 0, toolTimeMs: settled?.usage.toolTimeMs ?? 0 },
+      // Recorded once with the iteration: the child's calls, time and tokens are the parent's.
+      charge: {
+        toolCalls: settled?.usage.toolCalls ?? 0,
+        toolTimeMs: settled?.usage.toolTimeMs ?? 0,
+        promptTokens: settled?.usage.promptTokens ?? 0,
+        completionTokens: settled?.usage.completionTokens ?? 0,
+        modelCalls: settled?.usage.modelCalls ?? 0,
+      },
     };
+  };
+}
+
+/**
+ * A child run's budget: what is left of the parent's (tool calls, tool time and tokens), so a
+ * child never spends more than its parent still may.
+ */
+export function childBudget(limit: Budget, used: RunUsageSoFar): Budget {
+  return {
+    ...(limit.toolCalls !== undefined ? { toolCalls: limit.toolCalls - used.toolCalls } : {}),
+    ...(limit.toolTimeMs !== undefined ? { toolTimeMs: limit.toolTimeMs - used.toolTimeMs } : {}),
+    ...(limit.tokens !== undefined ? { tokens: limit.tokens - used.tokens } : {}),
   };
 }
 
@@ -250,7 +262,7 @@ export const loopKind: ExecutableKindSpec<LoopNode> = {
   check: (node, check) => {
     const body = node.body;
     if (isAgentBody(body)) {
-      let ok = check.model();
+      let ok = check.model(body.agent.model, ['body', 'agent', 'model']);
       (body.agent.tools ?? []).forEach((name, t) => {
         ok = check.toolName(name, ['body', 'agent', 'tools', t]) && ok;
       });

@@ -2,6 +2,7 @@
  * The plan loop's work on one task run: plan it (the first time) or replan it (after a node
  * handed it back), with the prompt assembled from the agent's catalog and workspace.
  */
+import type { Ceilings } from '../ceilings/ceilings.js';
 import { DEFAULT_TENANT, scopedName } from '../domain/tenant.js';
 import type { NodeSnapshot, PlanningRecord, TaskSpec } from '../domain/run-model.js';
 import type { GraphLimits } from '../graph/limits.js';
@@ -26,6 +27,8 @@ export interface PlanningDeps {
   readonly tools: ToolRegistry;
   readonly limits: GraphLimits;
   readonly allowedTools: (agentId: string) => ReadonlySet<string>;
+  /** The deployment's ceilings: a plan naming a model its tenant or agent may not call is rejected. */
+  readonly ceilings?: Ceilings;
   readonly workspaceDir: string;
   readonly workspaceFileChars: number;
   /** The lessons in effect per agent: the planner is told the hard and soft ones, and a plan that calls a blocked service is rejected. */
@@ -55,6 +58,8 @@ export interface PlanRunOptions {
   readonly signal?: AbortSignal;
   /** The run planned: a first plan stored in the plan cache names it. */
   readonly runId?: string;
+  /** The run's tenant, whose model ceilings the plan obeys. @defaultValue DEFAULT_TENANT */
+  readonly tenant?: string;
 }
 
 /** Where a run's first plan sits in the plan cache: the entry's key and the run it names. */
@@ -72,7 +77,7 @@ export async function planRun(
   input: unknown,
   options: PlanRunOptions,
 ): Promise<PlanRunResult> {
-  const { planVersion, replan, environmentVersion = 0, signal, runId } = options;
+  const { planVersion, replan, environmentVersion = 0, signal, runId, tenant = DEFAULT_TENANT } = options;
   if (!deps.model) return { error: 'no model is configured' };
   const allowed = deps.allowedTools(task.agentId);
   const catalog = toolCatalog(deps.tools, allowed);
@@ -97,6 +102,7 @@ export async function planRun(
     tools: deps.tools,
     limits: deps.limits,
     allowedTools: allowed,
+    ...(deps.ceilings ? { models: deps.ceilings.models(tenant, task.agentId) } : {}),
     blocked,
   };
   const plannerModel = deps.model.config.plannerModel;

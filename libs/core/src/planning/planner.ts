@@ -4,6 +4,7 @@
  * an invalid plan.
  */
 import { z } from 'zod';
+import type { ModelPolicy } from '../ceilings/ceilings.js';
 import { validateGraph, type ValidationResult } from '../compile/validate.js';
 import type { GraphLimits } from '../graph/limits.js';
 import type { ValidationIssue } from '../graph/schema.js';
@@ -30,6 +31,8 @@ export interface PlannerDeps {
   readonly tools: ToolRegistry;
   readonly limits: GraphLimits;
   readonly allowedTools: ReadonlySet<string>;
+  /** The models the plan's nodes may call (the run's tenant and agent ceilings); any when omitted. */
+  readonly models?: ModelPolicy;
   /** Why a call is refused by a hard lesson; a plan with such a call fails validation. */
   readonly blocked?: (tool: string, target: string) => string | undefined;
 }
@@ -48,7 +51,8 @@ export type PlanOutcome =
 
 /**
  * Checks a graph as a plan of this agent for this input: the static validation of a fixed graph
- * (tools, limits, the agent's allowlist, `input.*` references) and the hard lessons in effect.
+ * (tools, limits, the agent's allowlist, the models allowed, `input.*` references) and the hard
+ * lessons in effect.
  * A planner's answer and a cached plan go through the same checks.
  */
 export function validatePlan(
@@ -61,6 +65,7 @@ export function validatePlan(
     limits: deps.limits,
     allowedTools: deps.allowedTools,
     input: { value: runInput },
+    ...(deps.models ? { models: deps.models } : {}),
     ...(deps.blocked ? { blocked: deps.blocked } : {}),
   });
 }

@@ -42,6 +42,19 @@ export async function enqueueRunRoot(queues: RunQueues, runId: string, generatio
 }
 
 /**
+ * Promotes a run's root job if it is parked in the delayed set (a run waiting for a running slot
+ * of its tenant), so a cancel settles it now instead of at its next look.
+ */
+export async function wakeRunRoot(
+  queues: Pick<RunQueues, 'plan'>,
+  runId: string,
+  generation: number,
+): Promise<void> {
+  const job = await Job.fromId(queues.plan, runJobId(runId, generation));
+  if (job && (await job.isDelayed())) await job.promote().catch(() => undefined);
+}
+
+/**
  * Adds a child run's root job as a child of `parent` (the loop node's job), so the parent waits in
  * waiting-children, holding no slot, until the child run settles.
  */

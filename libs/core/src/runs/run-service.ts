@@ -3,6 +3,7 @@
  * wait and follow events. Used by the HTTP API; holds no process state besides its connections.
  */
 import { randomUUID } from 'node:crypto';
+import type { Ceilings } from '../ceilings/ceilings.js';
 import { validateGraph } from '../compile/validate.js';
 import {
   isTerminal,
@@ -20,7 +21,7 @@ import type { ValidationIssue } from '../graph/schema.js';
 import { buildTopology } from '../graph/topology.js';
 import { MODEL_VARIABLES } from '../model/model-config.js';
 import { loopModeGraph, type ExecutableGraph } from '../nodes/index.js';
-import { enqueueRunRoot, wakeParkedNodes, type RunQueues } from '../queues/run-jobs.js';
+import { enqueueRunRoot, wakeParkedNodes, wakeRunRoot, type RunQueues } from '../queues/run-jobs.js';
 import type { RunStore } from '../state/run-store.js';
 import type { ToolRegistry } from '../tools/tool.js';
 import type { RunRequest } from './run-request.js';
@@ -29,6 +30,14 @@ export class GraphRejectedError extends Error {
   constructor(readonly issues: readonly ValidationIssue[]) {
     super(`graph rejected: ${issues.length} problem(s)`);
     this.name = 'GraphRejectedError';
+  }
+}
+
+/** A request the deployment's ceilings refuse (an agent not declared, or not the tenant's). */
+export class RequestRefusedError extends Error {
+  constructor(readonly issues: readonly ValidationIssue[]) {
+    super(`request refused: ${issues.map((i) => i.message).join('; ')}`);
+    this.name = 'RequestRefusedError';
   }
 }
 
@@ -44,7 +53,7 @@ export class RunStateConflictError extends Error {
 }
 
 export interface SubmitOptions {
-  /** The tenant the run belongs to. @defaultValue DEFAULT_TENANT */
+  /** The tenant the run belongs to: its ceilings apply. @defaultValue DEFAULT_TENANT */
   readonly tenant?: string;
   /** The run belongs to this session's lane. */
   readonly sessionKey?: string;
@@ -72,6 +81,10 @@ export interface RunServiceDeps {
   /** Whether llm nodes, agents and task runs can run here. */
   readonly modelConfigured: boolean;
   readonly allowedTools: (agentId: string) => ReadonlySet<string>;
+  /** Declared agents, tenants' agents and models, budget ceilings. */
+  readonly ceilings: Ceilings;
+  /** The agents with a workspace folder (they are declared). */
+  readonly agentFolders: () => Promise<ReadonlySet<string>>;
   /** Where a queued session run stands in its lane. */
   readonly lanePosition?: (sessionKey: string, runId: string) => Promise<number | null>;
 }
@@ -80,14 +93,18 @@ export class RunService {
   constructor(private readonly deps: RunServiceDeps) {}
 
   /**
-   * Validates the request (a graph whole), stores the run and enqueues its root job. Nothing runs
-   * if anything is invalid. A dag-mode task is stored unplanned; the plan loop plans it.
+   * Validates the request (a graph whole) against the ceilings of its tenant and agent, stores the
+   * run with its budget and deadline clamped to the ceilings, and enqueues its root job. Nothing
+   * runs if anything is invalid. A dag-mode task is stored unplanned; the plan loop plans it.
    */
   async submit(
     request: RunRequest,
     idempotencyKey?: string,
     options: SubmitOptions = {},
   ): Promise<SubmitResult> {
+    const { ceilings } = this.deps;
+    const tenant = options.tenant ?? DEFAULT_TENANT;
+    await this.checkAgent(tenant, request.agentId);
     const allowedTools = this.deps.allowedTools(request.agentId);
     if (request.task !== undefined && !this.deps.modelConfigured) {
       throw new GraphRejectedError([
@@ -106,13 +123,13 @@ export class RunService {
           limits: this.deps.limits,
           modelConfigured: this.deps.modelConfigured,
           allowedTools,
+          models: ceilings.models(tenant, request.agentId),
           input: { value: request.input },
         });
     if (validation && !validation.ok) {
       throw new GraphRejectedError(validation.issues.map((i) => ({ ...i, path: join('graph', i.path) })));
     }
     const runId = options.runId ?? randomUUID();
-    const tenant = options.tenant ?? DEFAULT_TENANT;
     // One tenant's Idempotency-Key never finds another tenant's run.
     const claim = idempotencyKey;
     if (claim !== undefined) {
@@ -141,8 +158,8 @@ export class RunService {
         tenant,
         ...(options.sessionKey ? { sessionKey: options.sessionKey } : {}),
         input: request.input,
-        timeoutSeconds: request.timeoutSeconds,
-        budget: { ...this.deps.defaultBudget, ...request.budget },
+        timeoutSeconds: ceilings.clampTimeout(request.timeoutSeconds),
+        budget: ceilings.clampBudget({ ...this.deps.defaultBudget, ...request.budget }),
         metadata: request.metadata,
         createdAt: acceptedAt,
         pending: new Map(topology?.ids.map((id) => [id, topology.parents.get(id)?.length ?? 0]) ?? []),
@@ -155,6 +172,15 @@ export class RunService {
       throw err;
     }
     return { runId, status: 'queued', acceptedAt, created: true };
+  }
+
+  /**
+   * Refuses (RequestRefusedError at `agentId`) an agent that is not declared while agents are
+   * declared, or that `tenant` may not run.
+   */
+  async checkAgent(tenant: string, agentId: string): Promise<void> {
+    const refused = this.deps.ceilings.agentRefusal(tenant, agentId, await this.deps.agentFolders());
+    if (refused !== undefined) throw new RequestRefusedError([{ path: 'agentId', message: refused }]);
   }
 
   /** Answers a repeated idempotent request with the existing run, re-enqueueing it if it never started. */
@@ -218,6 +244,9 @@ export class RunService {
         new Date().toISOString(),
       );
       if (decided) await wakeParkedNodes(this.deps.store, this.deps.queues, runId);
+      // A queued run may be waiting for a running slot of its tenant, its root job parked.
+      if (decided && status === 'queued')
+        await wakeRunRoot(this.deps.queues, runId, await this.deps.store.generation(runId));
     }
     const after = (await this.deps.store.status(runId)) ?? 'cancelled';
     if (after !== 'cancelled')

@@ -4,7 +4,13 @@
  */
 import type { Redis } from 'ioredis';
 import type { Logger } from 'pino';
-import { allowedToolsOf, modelConfigOf, secretStoreOptionsOf, type BaseEnv } from '../config/env-schema.js';
+import {
+  allowedToolsOf,
+  ceilingsOf,
+  modelConfigOf,
+  secretStoreOptionsOf,
+  type BaseEnv,
+} from '../config/env-schema.js';
 import type { GraphLimits } from '../graph/limits.js';
 import type { HookRegistry } from '../hooks/hook-registry.js';
 import type { ModelClient } from '../model/model-client.js';
@@ -14,7 +20,7 @@ import type { JobRetention } from '../queues/retention.js';
 import type { RunQueues } from '../queues/run-jobs.js';
 import { RunService } from '../runs/run-service.js';
 import { modelSummarizer } from '../sessions/compaction.js';
-import { SessionService } from '../sessions/session-service.js';
+import { SESSION_AGENT, SessionService } from '../sessions/session-service.js';
 import { SourceService } from '../sessions/source-service.js';
 import { RunStore } from '../state/run-store.js';
 import { MemoryStore } from '../state/memory-store.js';
@@ -23,6 +29,7 @@ import { SessionStore } from '../state/session-store.js';
 import { LessonBook } from '../reflect/lesson-book.js';
 import { DEFAULT_TRIGGERS, MemoryService } from '../reflect/memory-service.js';
 import type { ToolRegistry } from '../tools/tool.js';
+import { agentFolders } from '../workspace/workspace.js';
 
 /** Memory and the lessons in effect; absent with `TETRALOOP_REFLECT=off`. */
 export interface MemoryServices {
@@ -85,6 +92,8 @@ export function buildServices(
     limits: graphLimitsOf(env),
     modelConfigured: isModelConfigured(modelConfigOf(env)),
     allowedTools: allowedToolsOf(env, tools),
+    ceilings: ceilingsOf(env),
+    agentFolders: () => agentFolders(env.TETRALOOP_WORKSPACE_DIR),
     defaultBudget: {
       toolCalls: env.TETRALOOP_BUDGET_TOOL_CALLS,
       toolTimeMs: env.TETRALOOP_BUDGET_TOOL_TIME_MS,
@@ -119,7 +128,7 @@ export function buildServices(
       compactTimeoutMs: Math.min(30_000, env.TETRALOOP_MODEL_TIMEOUT_MS),
       workspaceDir: env.TETRALOOP_WORKSPACE_DIR,
       workspaceFileChars: env.TETRALOOP_WORKSPACE_FILE_CHARS,
-      agentId: 'main',
+      agentId: SESSION_AGENT,
     },
   });
   const sources = new SourceService({

@@ -78,6 +78,9 @@ export interface SessionConfig {
   readonly agentId: string;
 }
 
+/** The agent every session message runs as (session messages name no agent). */
+export const SESSION_AGENT = 'main';
+
 export interface SessionDeps {
   readonly redis: Redis;
   readonly prefix: string;

@@ -183,3 +183,22 @@ export const secretKeyList = (k: SecretKeys): string[] => [k.values, k.updated];
  * `TETRALOOP_SECRET_KEY` is configured to derive one from.
  */
 export const callKeyKey = (prefix: string): string => `${prefix}:deployment:call-key`;
+/**
+ * A token bucket of request rates: one per tenant (`keyId` null) and one per API key of the
+ * tenant. A tenant's buckets share the hash tag `{t:<tenant>}`, so one script takes from both.
+ */
+export const rateBucketKey = (prefix: string, tenant: string, keyId: string | null): string =>
+  `${prefix}:rate:{t:${tenant}}:${keyId === null ? 'tenant' : `key:${keyId}`}`;
+
+export interface TenantSlotKeys {
+  /** Sorted set: the tenant's runs holding a running slot → when they got it (epoch ms). */
+  readonly running: string;
+  /** Sorted set: the tenant's runs waiting for a slot → when they first waited (epoch ms). */
+  readonly waiting: string;
+}
+
+/** Keys of one tenant's running slots share the hash tag `{t:<tenant>}`. */
+export function tenantSlotKeys(prefix: string, tenant: string): TenantSlotKeys {
+  const base = `${prefix}:slots:{t:${tenant}}`;
+  return { running: `${base}:running`, waiting: `${base}:waiting` };
+}

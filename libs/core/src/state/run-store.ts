@@ -64,6 +64,8 @@ export interface NewRun {
   readonly agentId?: string;
   /** The tenant the run belongs to. @defaultValue DEFAULT_TENANT */
   readonly tenant?: string;
+  /** The run a child run (a loop iteration over a nested graph) serves. */
+  readonly parentRunId?: string;
   /** The session whose lane the run belongs to. */
   readonly sessionKey?: string;
   readonly input: unknown;
@@ -129,6 +131,9 @@ export type TaskState = TaskSpec & { planned: boolean; replanRequest: unknown };
 
 export interface RunHeader {
   readonly status: RunStatus | null;
+  readonly tenant: string;
+  /** Set for a child run: the run it serves. */
+  readonly parentRunId: string | null;
   readonly sessionKey: string | null;
   /** Null for a fixed-graph run. */
   readonly task: TaskState | null;
@@ -225,6 +230,7 @@ export class RunStore {
         : {}),
       agentId: run.task?.agentId ?? run.agentId ?? 'main',
       tenant: run.tenant ?? DEFAULT_TENANT,
+      ...(run.parentRunId ? { parentRunId: run.parentRunId } : {}),
       ...(run.sessionKey ? { sessionKey: run.sessionKey } : {}),
       input: JSON.stringify(run.input ?? null),
       timeoutSeconds: String(run.timeoutSeconds),
@@ -413,13 +419,17 @@ export class RunStore {
         'replan',
         'mode',
         'tenant',
+        'parentRunId',
       )
       .hexists(meta, 'plan')
       .exec();
     const [fields, hasPlan] = multiReplies(replies) as [(string | null)[], number];
-    const [status, sessionKey, task, agentId, overrides, maxReplans, replan, mode, tenant] = fields;
+    const [status, sessionKey, task, agentId, overrides, maxReplans, replan, mode, tenant, parentRunId] =
+      fields;
     return {
       status: status ? RunStatus.parse(status) : null,
+      tenant: tenant ?? DEFAULT_TENANT,
+      parentRunId: parentRunId ?? null,
       sessionKey: sessionKey ?? null,
       task:
         task === null || task === undefined

@@ -47,13 +47,16 @@ const PLAN_SCRIPTS = ['forget-cached-plan-1'] as const;
 
 /** Scripts over one tenant's secrets (lua-secret/). */
 const SECRET_SCRIPTS = ['put-secret-2', 'delete-secret-2'] as const;
+/** Scripts over one tenant's rate buckets and running slots (lua-limits/). */
+const LIMIT_SCRIPTS = ['take-tokens-2', 'acquire-slot-2', 'release-slot-2', 'forget-slots-2'] as const;
 
 export type ScriptName =
   | (typeof SCRIPTS)[number]
   | (typeof SESSION_SCRIPTS)[number]
   | (typeof MEMORY_SCRIPTS)[number]
   | (typeof PLAN_SCRIPTS)[number]
-  | (typeof SECRET_SCRIPTS)[number];
+  | (typeof SECRET_SCRIPTS)[number]
+  | (typeof LIMIT_SCRIPTS)[number];
 
 const read = (dir: string, file: string): string =>
   readFileSync(new URL(`./${dir}/${file}`, import.meta.url), 'utf8');
@@ -75,6 +78,9 @@ const sources = new Map<ScriptName, { lua: string; numberOfKeys: number }>([
   ),
   ...SECRET_SCRIPTS.map(
     (name) => [name, { lua: read('lua-secret', `${name}.lua`), numberOfKeys: keysOf(name) }] as const,
+  ),
+  ...LIMIT_SCRIPTS.map(
+    (name) => [name, { lua: read('lua-limits', `${name}.lua`), numberOfKeys: keysOf(name) }] as const,
   ),
 ]);
 

@@ -3,7 +3,7 @@
  * capped (head and tail kept) so one long file cannot crowd out the others. Missing files are
  * skipped.
  */
-import { readFile } from 'node:fs/promises';
+import { readdir, readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 
 export interface WorkspaceFile {
@@ -49,4 +49,17 @@ export async function readWorkspace(
     }
   }
   return found;
+}
+
+/**
+ * The agents with a folder of their own in the workspace `dir` (their ids as folder names);
+ * empty when `dir` does not exist.
+ */
+export async function agentFolders(dir: string): Promise<Set<string>> {
+  try {
+    const entries = await readdir(dir, { withFileTypes: true });
+    return new Set(entries.filter((e) => e.isDirectory()).map((e) => e.name));
+  } catch {
+    return new Set();
+  }
 }

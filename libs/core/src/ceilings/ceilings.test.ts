@@ -1,0 +1,118 @@
+import { describe, expect, it } from 'vitest';
+import { Ceilings, type CeilingSettings } from './ceilings.js';
+
+const settings = (over: Partial<CeilingSettings> = {}): CeilingSettings => ({
+  agents: {},
+  agentTools: {},
+  tenants: {},
+  modelsAllow: [],
+  defaultModel: 'small',
+  budget: {},
+  ...over,
+});
+const none = new Set<string>();
+
+describe('declared agents', () => {
+  it('accepts any agent while none is declared', () => {
+    expect(new Ceilings(settings()).agentRefusal('default', 'anyone', none)).toBeUndefined();
+  });
+
+  it('refuses an agent neither TETRALOOP_AGENTS nor a workspace folder declares', () => {
+    const c = new Ceilings(settings({ agents: { analyst: {} } }));
+    expect(c.agentRefusal('default', 'analyst', none)).toBeUndefined();
+    expect(c.agentRefusal('default', 'main', none)).toMatch(/unknown agent "main"/);
+    expect(c.agentRefusal('default', 'main', new Set(['main']))).toBeUndefined();
+  });
+
+  it('counts a workspace folder alone as declaring agents', () => {
+    const c = new Ceilings(settings());
+    expect(c.agentRefusal('default', 'other', new Set(['main']))).toMatch(/unknown agent/);
+  });
+
+  it('does not take TETRALOOP_AGENT_TOOLS as declaring agents', () => {
+    const c = new Ceilings(settings({ agentTools: { analyst: ['json'] } }));
+    expect(c.agentRefusal('default', 'other', none)).toBeUndefined();
+  });
+
+  it('holds a tenant to its agents, even with nothing declared', () => {
+    const c = new Ceilings(settings({ tenants: { acme: { agents: ['main'] } } }));
+    expect(c.agentRefusal('acme', 'main', none)).toBeUndefined();
+    expect(c.agentRefusal('acme', 'other', none)).toMatch(/not allowed for tenant "acme"/);
+    expect(c.agentRefusal('default', 'other', none)).toBeUndefined();
+  });
+
+  it("does not read a tenant's entry from the object prototype", () => {
+    expect(new Ceilings(settings()).agentRefusal('constructor', 'main', none)).toBeUndefined();
+  });
+});
+
+describe('tools', () => {
+  const all = ['http', 'json', 'wait'];
+  it('allows every tool to an agent no list names', () => {
+    expect([...new Ceilings(settings()).toolsOf('main', all)]).toEqual(all);
+  });
+
+  it('intersects the lists of TETRALOOP_AGENTS and TETRALOOP_AGENT_TOOLS', () => {
+    const c = new Ceilings(
+      settings({ agents: { a: { tools: ['http', 'json'] } }, agentTools: { a: ['json', 'wait'] } }),
+    );
+    expect([...c.toolsOf('a', all)]).toEqual(['json']);
+  });
+});
+
+describe('models', () => {
+  it('allows any model without lists', () => {
+    expect(new Ceilings(settings()).models('default', 'main').refusal('big')).toBeUndefined();
+  });
+
+  it('refuses a model outside TETRALOOP_MODELS_ALLOW, the default model included', () => {
+    const p = new Ceilings(settings({ modelsAllow: ['big'] })).models('default', 'main');
+    expect(p.refusal('big')).toBeUndefined();
+    expect(p.refusal('huge')).toMatch(/model "huge" is not allowed by TETRALOOP_MODELS_ALLOW/);
+    expect(p.refusal(undefined)).toMatch(/the default model "small"/);
+  });
+
+  it("intersects the deployment's list with the tenant's and the agent's", () => {
+    const c = new Ceilings(
+      settings({
+        modelsAllow: ['small', 'big', 'huge'],
+        tenants: { acme: { models: ['small', 'big'] } },
+        agents: { main: { models: ['small'] } },
+      }),
+    );
+    expect(c.models('acme', 'main').refusal('small')).toBeUndefined();
+    expect(c.models('acme', 'other').refusal('big')).toBeUndefined();
+    expect(c.models('acme', 'other').refusal('huge')).toMatch(/tenant "acme"/);
+    expect(c.models('acme', 'main').refusal('big')).toMatch(/agent "main"/);
+    expect(c.models('default', 'other').refusal('huge')).toBeUndefined();
+  });
+});
+
+describe('budget, deadline, caps and rates', () => {
+  it('clamps each budget field and the deadline to its ceiling, leaving the others', () => {
+    const c = new Ceilings(settings({ budget: { tokens: 100, toolCalls: 5, timeoutSeconds: 60 } }));
+    expect(c.clampBudget({ toolCalls: 10, toolTimeMs: 999_999, tokens: 50 })).toEqual({
+      toolCalls: 5,
+      toolTimeMs: 999_999,
+      tokens: 50,
+    });
+    expect(c.clampTimeout(600)).toBe(60);
+    expect(c.clampTimeout(30)).toBe(30);
+  });
+
+  it("takes a tenant's own cap and rate over the deployment's", () => {
+    const c = new Ceilings(
+      settings({
+        maxRunning: 4,
+        ratePerKey: 10,
+        ratePerTenant: 100,
+        tenants: { acme: { maxConcurrentRuns: 1, requestsPerMinute: 5 } },
+      }),
+    );
+    expect(c.maxRunning('acme')).toBe(1);
+    expect(c.maxRunning('other')).toBe(4);
+    expect(c.rates('acme', 'k1')).toEqual({ perKey: 10, perTenant: 5 });
+    expect(c.rates('other', null)).toEqual({ perKey: 0, perTenant: 100 });
+    expect(new Ceilings(settings()).maxRunning('acme')).toBeUndefined();
+  });
+});

@@ -1,0 +1,167 @@
+/**
+ * Ceilings: what a deployment lets callers ask for, whatever they ask. Declared agents and their
+ * tools and models, tenants restricted to some agents and models, the largest budget a run may
+ * have, the models anyone may name, request rates and running runs per tenant. Pure: the rules
+ * only; the API, the run service, the planner and the plan pool apply them, and the Redis
+ * adapters (`state/rate-limit-store.ts`, `state/tenant-slots.ts`) count.
+ */
+import { z } from 'zod';
+import type { Budget } from '../domain/node-snapshot.js';
+
+/** An agent id as the run request spells it. */
+export const AgentId = z.string().regex(/^[A-Za-z0-9_-]{1,64}$/, 'must match [A-Za-z0-9_-]{1,64}');
+
+/** One declared agent: the tools and models it may use (each: any when omitted). */
+export const AgentCeiling = z.strictObject({
+  tools: z.array(z.string().min(1).max(128)).optional(),
+  models: z.array(z.string().min(1).max(200)).optional(),
+});
+export type AgentCeiling = z.infer<typeof AgentCeiling>;
+
+/** One tenant's restrictions (each: none when omitted). */
+export const TenantCeiling = z.strictObject({
+  agents: z.array(AgentId).optional(),
+  models: z.array(z.string().min(1).max(200)).optional(),
+  maxConcurrentRuns: z.number().int().positive().optional(),
+  requestsPerMinute: z.number().int().positive().optional(),
+});
+export type TenantCeiling = z.infer<typeof TenantCeiling>;
+
+/** The largest budget and deadline a run may have; a request asking more is clamped to them. */
+export interface BudgetCeiling {
+  readonly toolCalls?: number;
+  readonly toolTimeMs?: number;
+  readonly tokens?: number;
+  readonly timeoutSeconds?: number;
+}
+
+/** Everything the ceilings are compiled from: the parsed configuration. */
+export interface CeilingSettings {
+  /** `TETRALOOP_AGENTS`. */
+  readonly agents: Readonly<Record<string, AgentCeiling>>;
+  /** `TETRALOOP_AGENT_TOOLS`: tool lists only; an agent listed here is not declared by it. */
+  readonly agentTools: Readonly<Record<string, readonly string[]>>;
+  /** `TETRALOOP_TENANTS`. */
+  readonly tenants: Readonly<Record<string, TenantCeiling>>;
+  /** `TETRALOOP_MODELS_ALLOW`; empty: any model. */
+  readonly modelsAllow: readonly string[];
+  /** The model of llm nodes and agent loops that name none (`TETRALOOP_MODEL`). */
+  readonly defaultModel: string;
+  readonly budget: BudgetCeiling;
+  /** `TETRALOOP_TENANT_MAX_RUNNING`: running runs per tenant without a `maxConcurrentRuns`. */
+  readonly maxRunning?: number;
+  /** Requests per minute per API key, and per tenant without a `requestsPerMinute`. */
+  readonly ratePerKey?: number;
+  readonly ratePerTenant?: number;
+}
+
+/** The models a run may call. */
+export interface ModelPolicy {
+  readonly defaultModel: string;
+  /** Why `model` (the default model when undefined) may not be called, or undefined when it may. */
+  refusal(model: string | undefined): string | undefined;
+}
+
+/** The rates one request is counted against: 0 turns a bucket off. */
+export interface RequestRates {
+  readonly perKey: number;
+  readonly perTenant: number;
+}
+
+export class Ceilings {
+  private readonly modelsAllow: ReadonlySet<string> | undefined;
+
+  constructor(private readonly settings: CeilingSettings) {
+    this.modelsAllow = settings.modelsAllow.length > 0 ? new Set(settings.modelsAllow) : undefined;
+  }
+
+  /**
+   * Why `tenant` may not run `agentId`, or undefined when it may. `folders` are the agents with a
+   * folder in the workspace. When no agent is declared at all (TETRALOOP_AGENTS empty and no
+   * workspace folder), any agent id is accepted, as before agents were declared; a tenant's own
+   * `agents` list applies either way.
+   */
+  agentRefusal(tenant: string, agentId: string, folders: ReadonlySet<string>): string | undefined {
+    const declared = Object.keys(this.settings.agents).length > 0 || folders.size > 0;
+    if (declared && !Object.hasOwn(this.settings.agents, agentId) && !folders.has(agentId)) {
+      return `unknown agent "${agentId}": declare it in TETRALOOP_AGENTS or give it a workspace folder`;
+    }
+    const allowed = this.tenant(tenant)?.agents;
+    if (allowed && !allowed.includes(agentId)) {
+      return `agent "${agentId}" is not allowed for tenant "${tenant}"`;
+    }
+    return undefined;
+  }
+
+  /** The tools `agentId` may use: those of `all` that each list naming the agent allows. */
+  toolsOf(agentId: string, all: Iterable<string>): ReadonlySet<string> {
+    const lists = [this.agent(agentId)?.tools, this.settings.agentTools[agentId]].filter(
+      (l): l is readonly string[] => l !== undefined,
+    );
+    return new Set([...all].filter((tool) => lists.every((l) => l.includes(tool))));
+  }
+
+  /** The models a run of `agentId` in `tenant` may call: the deployment's, the tenant's and the agent's lists together. */
+  models(tenant: string, agentId: string): ModelPolicy {
+    const { defaultModel } = this.settings;
+    const lists: [string, ReadonlySet<string>][] = [];
+    if (this.modelsAllow) lists.push(['TETRALOOP_MODELS_ALLOW', this.modelsAllow]);
+    const ofTenant = this.tenant(tenant)?.models;
+    if (ofTenant) lists.push([`tenant "${tenant}"`, new Set(ofTenant)]);
+    const ofAgent = this.agent(agentId)?.models;
+    if (ofAgent) lists.push([`agent "${agentId}"`, new Set(ofAgent)]);
+    return {
+      defaultModel,
+      refusal: (model) => {
+        const name = model ?? defaultModel;
+        const refused = lists.find(([, allowed]) => !allowed.has(name));
+        if (!refused) return undefined;
+        const which = model === undefined ? `the default model "${name}"` : `model "${name}"`;
+        return `${which} is not allowed by ${refused[0]}; allowed: ${[...refused[1]].sort().join(', ')}`;
+      },
+    };
+  }
+
+  /** `budget` with each field clamped to its ceiling (a request asking more gets the ceiling). */
+  clampBudget(budget: Required<Budget>): Required<Budget> {
+    const max = this.settings.budget;
+    return {
+      toolCalls: clamp(budget.toolCalls, max.toolCalls),
+      toolTimeMs: clamp(budget.toolTimeMs, max.toolTimeMs),
+      tokens: clamp(budget.tokens, max.tokens),
+    };
+  }
+
+  /** A run's deadline clamped to the ceiling. */
+  clampTimeout(timeoutSeconds: number): number {
+    return clamp(timeoutSeconds, this.settings.budget.timeoutSeconds);
+  }
+
+  /** How many of `tenant`'s runs may run at once; undefined: no cap. */
+  maxRunning(tenant: string): number | undefined {
+    return this.tenant(tenant)?.maxConcurrentRuns ?? this.settings.maxRunning;
+  }
+
+  /** The request rates of a request of `tenant` (per minute; 0: that bucket is off). */
+  rates(tenant: string, keyId: string | null): RequestRates {
+    return {
+      perKey: keyId === null ? 0 : (this.settings.ratePerKey ?? 0),
+      perTenant: this.tenant(tenant)?.requestsPerMinute ?? this.settings.ratePerTenant ?? 0,
+    };
+  }
+
+  private agent(agentId: string): AgentCeiling | undefined {
+    return Object.hasOwn(this.settings.agents, agentId) ? this.settings.agents[agentId] : undefined;
+  }
+
+  private tenant(tenant: string): TenantCeiling | undefined {
+    return Object.hasOwn(this.settings.tenants, tenant) ? this.settings.tenants[tenant] : undefined;
+  }
+}
+
+const clamp = (value: number, max: number | undefined): number =>
+  max === undefined ? value : Math.min(value, max);
+
+/** No ceilings at all: any agent, tool and model; budgets as asked; no rates or caps. */
+export const openCeilings = (defaultModel = 'gpt-4o-mini'): Ceilings =>
+  new Ceilings({ agents: {}, agentTools: {}, tenants: {}, modelsAllow: [], defaultModel, budget: {} });

@@ -1,0 +1,19 @@
+import { describe, expect, it } from 'vitest';
+import { childBudget } from './loop.js';
+
+describe('childBudget', () => {
+  it("is what is left of the parent's budget, field by field", () => {
+    expect(
+      childBudget(
+        { toolCalls: 10, toolTimeMs: 1000, tokens: 500 },
+        { toolCalls: 4, toolTimeMs: 250, tokens: 450 },
+      ),
+    ).toEqual({ toolCalls: 6, toolTimeMs: 750, tokens: 50 });
+  });
+
+  it('leaves out what the parent does not limit, and goes to zero or below once spent', () => {
+    expect(childBudget({ tokens: 100 }, { toolCalls: 3, toolTimeMs: 9, tokens: 120 })).toEqual({
+      tokens: -20,
+    });
+  });
+});
