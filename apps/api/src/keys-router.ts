@@ -25,7 +25,7 @@ const KeyIdParam = z.string().regex(/^[0-9a-f]{16}$/);
 export interface KeysRouterDeps {
   readonly keys: ApiKeyStore;
   /** Deletes every key, run, session, lesson, memory, blob and secret of a tenant. */
-  readonly purgeTenant: (tenant: string) => Promise<{ keys: number }>;
+  readonly purgeTenant: (tenant: string) => Promise<{ keys: number; runs: number; deleted: number }>;
 }
 
 export function keyHandlers(deps: KeysRouterDeps): Partial<Record<RouteName, RequestHandler>> {
@@ -66,7 +66,13 @@ export function keyHandlers(deps: KeysRouterDeps): Partial<Record<RouteName, Req
     const tenant = TenantId.safeParse(req.params.tenant);
     if (!tenant.success) throw zodToHttp(tenant.error, ['params', 'tenant']);
     const purged = await deps.purgeTenant(tenant.data);
-    res.json({ tenant: tenant.data, deleted: true, ...purged });
+    res.json({
+      tenant: tenant.data,
+      deleted: true,
+      keys: purged.keys,
+      runs: purged.runs,
+      redisKeys: purged.deleted,
+    });
   };
 
   return { 'keys.create': create, 'keys.list': list, 'keys.revoke': revoke, 'tenants.delete': deleteTenant };

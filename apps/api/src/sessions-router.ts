@@ -7,6 +7,7 @@ import type { Request, RequestHandler, Response } from 'express';
 import type { Queue, QueueEvents } from 'bullmq';
 import {
   InboundEvent,
+  DEFAULT_TENANT,
   SENSE_JOB,
   WEBHOOK_SIGNATURE_HEADER,
   scopedName,
@@ -140,8 +141,13 @@ export function sessionHandlers(deps: SessionsRouterDeps): Partial<Record<RouteN
     res.status(202).json({ source: source.name, accepted: true });
   };
 
+  // A webhook source is its configured tenant's; polled sources are the deployment's, the default
+  // tenant's.
+  const tenantOfSource = (name: string): string => webhooks.get(name)?.tenant ?? DEFAULT_TENANT;
   const sources: RequestHandler = async (_req, res) => {
-    res.json({ sources: await deps.sources.statuses() });
+    const tenant = callerOf(res).tenant;
+    const all = await deps.sources.statuses();
+    res.json({ sources: all.filter((s) => tenantOfSource(s.name) === tenant) });
   };
 
   return {

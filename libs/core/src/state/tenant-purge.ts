@@ -43,6 +43,8 @@ export function tenantPatterns(prefix: string, tenant: string): string[] {
     `${prefix}:plancache:{a:${tenant}~*`,
     `${prefix}:blob:${tenant}~*`,
     `${prefix}:secrets:{t:${tenant}}*`,
+    `${prefix}:rate:{t:${tenant}}*`,
+    `${prefix}:slots:{t:${tenant}}*`,
   ];
 }
 

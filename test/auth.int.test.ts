@@ -1,0 +1,426 @@
+/**
+ * Keys, scopes and tenants over HTTP with auth required. The matrix is generated from the route
+ * table: every route × {no key, revoked key, a key without the route's scope, another tenant's
+ * key, the right key} answers 401 / 401 / 403 / 404 (for what another tenant owns; its own answer
+ * otherwise) / 2xx — a route added to the table without an example here fails the test. Then:
+ * two tenants' sessions of one name, approvals recorded with their key, the root token, and a
+ * tenant deleted without a key left behind.
+ */
+import { randomUUID } from 'node:crypto';
+import { Redis } from 'ioredis';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { ROUTES, type RouteName } from '@tetraloop/api';
+import {
+  MemoryStore,
+  SCOPES,
+  lessonId,
+  scopedName,
+  type Lesson,
+  type RunDocument,
+  type Scope,
+} from '@tetraloop/core';
+import { startModelServer, type ModelServer } from './support/model-server.js';
+import { startStack, type Stack } from './support/stack.js';
+
+const ROOT = 'root-token-0123456789-0123456789-0123456789';
+let stack: Stack;
+let redis: Redis;
+let model: ModelServer;
+
+interface Answer {
+  status: number;
+  body: Record<string, unknown>;
+}
+
+async function call(
+  method: string,
+  path: string,
+  options: { key?: string; body?: unknown; tenant?: string } = {},
+): Promise<Answer> {
+  const headers: Record<string, string> = {};
+  if (options.key) headers.authorization = `Bearer ${options.key}`;
+  if (options.tenant) headers['x-tetraloop-tenant'] = options.tenant;
+  if (options.body !== undefined) headers['content-type'] = 'application/json';
+  const gone = new AbortController();
+  const res = await fetch(`${stack.url}${path}`, {
+    method: method.toUpperCase(),
+    headers,
+    ...(options.body !== undefined ? { body: JSON.stringify(options.body) } : {}),
+    signal: gone.signal,
+  });
+  // An event stream never ends by itself: its status is all that is needed.
+  if (res.headers.get('content-type')?.startsWith('text/event-stream')) {
+    gone.abort();
+    return { status: res.status, body: {} };
+  }
+  const text = await res.text();
+  let body: Record<string, unknown> = {};
+  try {
+    body = text ? (JSON.parse(text) as Record<string, unknown>) : {};
+  } catch {
+    // NDJSON (a transcript) and other non-JSON answers: the status is what the matrix checks.
+  }
+  return { status: res.status, body };
+}
+
+async function makeKey(tenant: string, scopes: readonly Scope[]): Promise<{ key: string; keyId: string }> {
+  const made = await call('post', '/v1/keys', { key: ROOT, body: { tenant, scopes, name: 'test' } });
+  expect(made.status).toBe(201);
+  return { key: made.body.key as string, keyId: made.body.keyId as string };
+}
+
+async function settled(key: string, runId: string): Promise<RunDocument> {
+  const res = await call('get', `/v1/runs/${runId}/wait?timeoutMs=20000`, { key });
+  expect(res.status).toBe(200);
+  return res.body as unknown as RunDocument;
+}
+
+const waitGraph = (signal: string) => ({
+  graph: { nodes: [{ id: 'gate', kind: 'wait', signal, timeoutSeconds: 600, acceptEarly: true }] },
+});
+
+/** acme's things each route names, made before the matrix runs. */
+interface Fixture {
+  doneRun: string;
+  failedRun: string;
+  cancelRun: string;
+  signalRun: string;
+  blob: string;
+  lesson: string;
+}
+
+let acme: string;
+let beta: string;
+let revoked: string;
+let fixture: Fixture;
+const withoutScope = new Map<string, string>();
+
+beforeAll(async () => {
+  // Session messages become agent runs: a model answers them.
+  model = await startModelServer({ script: () => ({ content: 'noted' }) });
+  stack = await startStack({
+    pools: ['sense', 'plan', 'tool', 'reflect'],
+    env: {
+      TETRALOOP_AUTH: 'required',
+      TETRALOOP_ADMIN_TOKEN: ROOT,
+      TETRALOOP_METRICS_TOKEN: 'metrics-token-0123456789',
+      TETRALOOP_SECRET_KEY: 'a'.repeat(64),
+      TETRALOOP_BLOB_MIN_BYTES: '1024',
+      OPENAI_BASE_URL: model.url,
+      TETRALOOP_MODEL_MAX_RETRIES: '0',
+    },
+  });
+  redis = new Redis(stack.env.REDIS_URL!);
+  acme = (await makeKey('acme', SCOPES)).key;
+  beta = (await makeKey('beta', SCOPES)).key;
+  const gone = await makeKey('acme', SCOPES);
+  expect((await call('delete', `/v1/keys/${gone.keyId}`, { key: ROOT })).status).toBe(204);
+  revoked = gone.key;
+  for (const scope of SCOPES) {
+    withoutScope.set(
+      scope,
+      (
+        await makeKey(
+          'acme',
+          SCOPES.filter((s) => s !== scope),
+        )
+      ).key,
+    );
+  }
+
+  const submit = async (body: unknown): Promise<string> => {
+    const res = await call('post', '/v1/runs', { key: acme, body });
+    expect(res.status).toBe(202);
+    return res.body.runId as string;
+  };
+  const doneRun = await submit({
+    graph: { nodes: [{ id: 'big', kind: 'tool', tool: 'json', args: { value: 'x'.repeat(4000) } }] },
+  });
+  const done = await settled(acme, doneRun);
+  const stub = done.nodes.big as unknown as { output: { $blob: string } };
+  const failedRun = await submit({
+    graph: {
+      nodes: [
+        {
+          id: 'down',
+          kind: 'tool',
+          tool: 'http',
+          retry: { network: 0 },
+          args: { url: 'http://127.0.0.1:9/nothing' },
+        },
+      ],
+    },
+  });
+  expect((await settled(acme, failedRun)).status).toBe('failed');
+  const cancelRun = await submit(waitGraph('never'));
+  const signalRun = await submit(waitGraph('go'));
+  expect(
+    (await call('post', '/v1/sessions/alice/messages', { key: acme, body: { text: 'hi' } })).status,
+  ).toBe(202);
+  const memory = new MemoryStore(redis, { prefix: stack.prefix, hotRuns: 200, useBonus: 0.05 });
+  const agent = scopedName('acme', 'main');
+  const lesson = lessonId(agent, 'service-flaky', { tool: 'http', host: 'x.test' });
+  const now = new Date().toISOString();
+  await memory.saveReflection(
+    agent,
+    [
+      {
+        id: lesson,
+        agentId: agent,
+        kind: 'soft',
+        rule: 'service-flaky',
+        scope: { tool: 'http', host: 'x.test' },
+        statement: 'x.test often fails',
+        cases: 1,
+        confidence: 0.2,
+        status: 'probation',
+        evidence: ['r'],
+        missed: 0,
+        createdAt: now,
+        updatedAt: now,
+        version: 0,
+      } satisfies Lesson,
+    ],
+    false,
+    now,
+  );
+  expect(
+    (await call('put', '/v1/secrets/TOKEN', { key: acme, body: { value: 'hunter2-hunter2' } })).status,
+  ).toBe(204);
+  fixture = { doneRun, failedRun, cancelRun, signalRun, blob: stub.output.$blob, lesson };
+}, 60_000);
+
+afterAll(async () => {
+  await stack?.close();
+  await model?.close();
+  redis?.disconnect();
+});
+
+/** One request per route, as its right caller would make it, and the status that answers it. */
+interface Example {
+  path: string;
+  body?: unknown;
+  ok: number;
+}
+
+async function exampleOf(name: RouteName): Promise<Example> {
+  const f = fixture;
+  switch (name) {
+    case 'runs.submit':
+      return {
+        path: '/v1/runs',
+        body: { graph: { nodes: [{ id: 'a', kind: 'tool', tool: 'json', args: { value: 1 } }] } },
+        ok: 202,
+      };
+    case 'runs.get':
+      return { path: `/v1/runs/${f.doneRun}`, ok: 200 };
+    case 'runs.wait':
+      return { path: `/v1/runs/${f.doneRun}/wait?timeoutMs=0`, ok: 200 };
+    case 'runs.events':
+      return { path: `/v1/runs/${f.doneRun}/events`, ok: 200 };
+    case 'runs.cancel':
+      return { path: `/v1/runs/${f.cancelRun}/cancel`, ok: 202 };
+    case 'runs.resume':
+      return { path: `/v1/runs/${f.failedRun}/resume`, ok: 202 };
+    case 'runs.signal':
+      return { path: `/v1/runs/${f.signalRun}/signals/go`, body: { ok: true }, ok: 202 };
+    case 'runs.feedback':
+      return { path: `/v1/runs/${f.doneRun}/feedback`, body: { score: 1 }, ok: 202 };
+    case 'blobs.get':
+      return { path: `/v1/blobs/${f.blob}`, ok: 200 };
+    case 'sessions.message':
+      // Another name than the session read below: another tenant's message makes its own session.
+      return { path: '/v1/sessions/inbox/messages', body: { text: 'again' }, ok: 202 };
+    case 'sessions.get':
+      return { path: '/v1/sessions/alice', ok: 200 };
+    case 'sessions.transcript':
+      return { path: '/v1/sessions/alice/transcript', ok: 200 };
+    case 'sources.event':
+      return { path: '/v1/sources/none/events', ok: 0 };
+    case 'sources.list':
+      return { path: '/v1/sources', ok: 200 };
+    case 'agents.reflect':
+      return { path: '/v1/agents/main/reflect', ok: 202 };
+    case 'agents.lessons':
+      return { path: '/v1/agents/main/lessons', ok: 200 };
+    case 'agents.memory':
+      return { path: '/v1/agents/main/memory', ok: 200 };
+    case 'lessons.patch':
+      return { path: `/v1/lessons/${f.lesson}`, body: { status: 'pinned' }, ok: 200 };
+    case 'secrets.put':
+      return { path: '/v1/secrets/OTHER', body: { value: 'correct-horse' }, ok: 204 };
+    case 'secrets.list':
+      return { path: '/v1/secrets', ok: 200 };
+    case 'secrets.delete':
+      return { path: '/v1/secrets/TOKEN', ok: 204 };
+    case 'keys.create':
+      return { path: '/v1/keys', body: { scopes: ['runs:read'] }, ok: 201 };
+    case 'keys.list':
+      return { path: '/v1/keys', ok: 200 };
+    case 'keys.revoke':
+      // A key of acme's to revoke, made for each request.
+      return { path: `/v1/keys/${(await makeKey('acme', ['runs:read'])).keyId}`, ok: 204 };
+    case 'tenants.delete':
+      await makeKey('gamma', ['runs:read']);
+      return { path: '/v1/tenants/gamma', ok: 200 };
+  }
+}
+
+describe('the auth matrix', () => {
+  const routes = Object.entries(ROUTES) as [RouteName, (typeof ROUTES)[RouteName]][];
+
+  it.each(routes)('%s', async (name, route) => {
+    const example = await exampleOf(name);
+    const send = async (key: string | undefined): Promise<Answer> =>
+      call(route.method, example.path, {
+        ...(key ? { key } : {}),
+        ...(example.body !== undefined ? { body: example.body } : {}),
+      });
+    if (route.access === 'signature') {
+      // A webhook carries a signature, not a key (test/webhooks.int.test.ts): without one,
+      // whatever key is sent, an unknown source is not found and a known one refuses it.
+      expect((await send(acme)).status).toBe(404);
+      return;
+    }
+    const none = await send(undefined);
+    expect(none.status, 'no key').toBe(401);
+    expect(none.body).toMatchObject({ error: { code: 'unauthorized' } });
+    expect((await send(revoked)).status, 'a revoked key').toBe(401);
+    expect((await send('tl_0000000000000000_' + 'A'.repeat(43))).status, 'an unknown key').toBe(401);
+
+    const lacking = route.access === 'root' ? acme : withoutScope.get(route.access)!;
+    const forbidden = await send(lacking);
+    expect(forbidden.status, 'a key without the scope').toBe(403);
+    expect(forbidden.body).toMatchObject({ error: { code: 'forbidden' } });
+
+    const other = await send(beta);
+    if (route.access === 'root') expect(other.status, "another tenant's key").toBe(403);
+    else if ('owned' in route) expect(other.status, "another tenant's key").toBe(404);
+    else expect(other.status, "another tenant's key").toBe(example.ok);
+
+    const right = name === 'tenants.delete' ? await send(ROOT) : await send(acme);
+    expect(right.status, `the right key: ${JSON.stringify(right.body)}`).toBe(example.ok);
+  });
+
+  it('leaves health, readiness and metrics (behind their own token) open', async () => {
+    expect((await fetch(`${stack.url}/healthz`)).status).toBe(200);
+    expect((await fetch(`${stack.url}/readyz`)).status).toBe(200);
+    expect((await fetch(`${stack.url}/metrics`)).status).toBe(401);
+    const metrics = await fetch(`${stack.url}/metrics`, {
+      headers: { authorization: 'Bearer metrics-token-0123456789' },
+    });
+    expect(metrics.status).toBe(200);
+  });
+});
+
+describe('tenants', () => {
+  it("keep two tenants' sessions of one name apart", async () => {
+    const gamma = (await makeKey('delta', SCOPES)).key;
+    const mine = `bob-${randomUUID().slice(0, 6)}`;
+    expect(
+      (await call('post', `/v1/sessions/${mine}/messages`, { key: acme, body: { text: 'from acme' } }))
+        .status,
+    ).toBe(202);
+    expect(
+      (await call('post', `/v1/sessions/${mine}/messages`, { key: gamma, body: { text: 'from delta' } }))
+        .status,
+    ).toBe(202);
+    const transcript = async (key: string): Promise<string> =>
+      (
+        await fetch(`${stack.url}/v1/sessions/${mine}/transcript`, {
+          headers: { authorization: `Bearer ${key}` },
+        })
+      ).text();
+    const [ofAcme, ofDelta] = await Promise.all([transcript(acme), transcript(gamma)]);
+    expect(ofAcme).toContain('from acme');
+    expect(ofAcme).not.toContain('from delta');
+    expect(ofDelta).toContain('from delta');
+    expect(ofDelta).not.toContain('from acme');
+    // Each sees the session under the name it gave it.
+    const view = await call('get', `/v1/sessions/${mine}`, { key: gamma });
+    expect(view.body.sessionKey).toBe(mine);
+    // The same Idempotency-Key in two tenants makes two runs.
+    const twice = async (key: string): Promise<string> => {
+      const res = await fetch(`${stack.url}/v1/runs`, {
+        method: 'POST',
+        headers: {
+          authorization: `Bearer ${key}`,
+          'content-type': 'application/json',
+          'idempotency-key': mine,
+        },
+        body: JSON.stringify({
+          graph: { nodes: [{ id: 'a', kind: 'tool', tool: 'json', args: { value: 1 } }] },
+        }),
+      });
+      return ((await res.json()) as { runId: string }).runId;
+    };
+    expect(await twice(acme)).not.toBe(await twice(gamma));
+  });
+
+  it('records who approved: the key and its tenant', async () => {
+    const approver = await makeKey('acme', ['signals:write', 'runs:read']);
+    const posted = await call('post', '/v1/runs', { key: acme, body: waitGraph('ship') });
+    const runId = posted.body.runId as string;
+    const sent = await call('post', `/v1/runs/${runId}/signals/ship`, {
+      key: approver.key,
+      body: { go: true },
+    });
+    expect(sent.status).toBe(202);
+    expect(sent.body.decidedBy).toMatchObject({ keyId: approver.keyId, tenant: 'acme' });
+    const doc = await settled(acme, runId);
+    expect(doc.nodes.gate!.waits).toEqual([
+      expect.objectContaining({
+        signal: 'ship',
+        decidedBy: expect.objectContaining({ keyId: approver.keyId }),
+      }),
+    ]);
+  });
+
+  it('lets the root token act for a tenant, and delete one without a key left behind', async () => {
+    const tenant = `gone-${randomUUID().slice(0, 6)}`;
+    const key = (await makeKey(tenant, SCOPES)).key;
+    const run = await call('post', '/v1/runs', {
+      key,
+      body: {
+        graph: { nodes: [{ id: 'big', kind: 'tool', tool: 'json', args: { value: 'y'.repeat(3000) } }] },
+      },
+    });
+    await settled(key, run.body.runId as string);
+    await call('post', '/v1/sessions/carol/messages', { key, body: { text: 'hello' } });
+    await call('put', '/v1/secrets/TOKEN', { key, body: { value: 'swordfish-swordfish' } });
+    await fetch(`${stack.url}/v1/runs`, {
+      method: 'POST',
+      headers: {
+        authorization: `Bearer ${key}`,
+        'content-type': 'application/json',
+        'idempotency-key': 'k1',
+      },
+      body: JSON.stringify({
+        graph: { nodes: [{ id: 'a', kind: 'tool', tool: 'json', args: { value: 1 } }] },
+      }),
+    });
+    // The root token reads the tenant's run when it names the tenant, and not otherwise.
+    const path = `/v1/runs/${run.body.runId as string}`;
+    expect((await call('get', path, { key: ROOT, tenant })).status).toBe(200);
+    expect((await call('get', path, { key: ROOT })).status).toBe(404);
+
+    const tenantKeys = async (): Promise<string[]> => {
+      const found: string[] = [];
+      let cursor = '0';
+      do {
+        const [next, keys] = await redis.scan(cursor, 'MATCH', `${stack.prefix}:*`, 'COUNT', 1000);
+        cursor = next;
+        found.push(...keys.filter((k) => k.includes(tenant) || k.includes(run.body.runId as string)));
+      } while (cursor !== '0');
+      // BullMQ's job keys name runs by id; they are the queues', and their jobs find nothing.
+      return found.filter((k) => !/:(plan|tool|sense|reflect):/.test(k));
+    };
+    expect((await tenantKeys()).length).toBeGreaterThan(3);
+    const deleted = await call('delete', `/v1/tenants/${tenant}`, { key: ROOT });
+    expect(deleted.status).toBe(200);
+    expect(deleted.body).toMatchObject({ tenant, deleted: true, keys: 1 });
+    expect(await tenantKeys()).toEqual([]);
+    expect((await call('get', '/v1/secrets', { key })).status).toBe(401);
+    expect((await call('delete', '/v1/tenants/default', { key: ROOT })).status).toBe(409);
+  });
+});
