@@ -1,6 +1,7 @@
 /**
  * A worker that gets SIGTERM mid-node stops taking jobs, finishes the node (exactly once) and
- * exits; its metrics port answers probes and Prometheus until then.
+ * exits; its metrics port answers probes and Prometheus until then, with the queue and Redis
+ * gauges of its own.
  */
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { freePort } from '@tetraloop/core';
@@ -44,4 +45,32 @@ it('finishes the node in flight exactly once on SIGTERM, then exits', async () =
   expect(doc.status).toBe('succeeded');
   expect(server.hitsOf('long')).toHaveLength(1);
   expect(doc.nodes.long!.attempts).toHaveLength(1);
+});
+
+it('reports Redis and the queues from the worker itself, with no API process of its own', async () => {
+  const port = await freePort();
+  const alone = spawnTetraloop(['worker', '--pool', 'sense', '--metrics-port', String(port)], {
+    ...stack.env,
+    TETRALOOP_QUEUE_CHECK_MS: '100',
+  });
+  try {
+    await stderrMatches(alone, /worker ready/);
+    // The worker's own registry: the gauges an alert or the autoscaler reads while the API is down.
+    const scrape = async (): Promise<string> => (await fetch(`http://127.0.0.1:${port}/metrics`)).text();
+    const deadline = Date.now() + 10_000;
+    let text = await scrape();
+    while (!/^tetraloop_redis_up 1$/m.test(text) && Date.now() < deadline) {
+      await new Promise((resolve) => setTimeout(resolve, 100));
+      text = await scrape();
+    }
+    expect(text).toMatch(/^tetraloop_redis_up 1$/m);
+    for (const queue of ['sense', 'plan', 'tool', 'reflect']) {
+      expect(text).toMatch(
+        new RegExp(`^tetraloop_queue_jobs\\{queue="${queue}",state="waiting"\\} \\d+$`, 'm'),
+      );
+      expect(text).toMatch(new RegExp(`^tetraloop_queue_stalled\\{queue="${queue}"\\} 0$`, 'm'));
+    }
+  } finally {
+    await alone.kill('SIGKILL');
+  }
 });

@@ -35,6 +35,7 @@ import {
   loadPlugins,
   modelConfigOf,
   openQueues,
+  QueueWatch,
   parseAllowHosts,
   planCacheOptionsOf,
   secretStoreOptionsOf,
@@ -252,6 +253,16 @@ export async function startPools(env: WorkerEnv, options: StartPoolsOptions): Pr
     );
   }
 
+  // Queue depths, the stall alarm and Redis's health come from where the work is too, so they stay
+  // true (and autoscaling keeps seeing the backlog) while every API process is down.
+  const watch = new QueueWatch([queues.sense, queues.plan, queues.node, queues.reflect]);
+  const watchTimer = setInterval(
+    () =>
+      void watch.check().catch((err: Error) => log.debug({ err: err.message }, 'queue check failed')),
+    env.TETRALOOP_QUEUE_CHECK_MS,
+  );
+  watchTimer.unref();
+
   let closing = false;
   return {
     pools: options.pools,
@@ -263,6 +274,7 @@ export async function startPools(env: WorkerEnv, options: StartPoolsOptions): Pr
     },
     async close() {
       closing = true;
+      clearInterval(watchTimer);
       // worker.close() stops fetching and waits for the active jobs; past the grace, force it.
       const graceful = Promise.all([...workers.values()].map((w) => w.close()));
       // The grace timer is cancelled once the workers are closed, so it keeps no process alive.

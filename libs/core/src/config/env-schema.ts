@@ -162,6 +162,8 @@ export const BaseEnv = z.object({
   TETRALOOP_PLAN_CACHE_TTL_SECONDS: z.coerce.number().int().min(1).default(3600),
   /** The reflect loop: `on` records settled runs, reflects and applies lessons; `off` does none of it. */
   TETRALOOP_REFLECT: z.enum(['on', 'off']).default('on'),
+  /** How often queue depths, the stall alarm and Redis's health are checked (API and workers). */
+  TETRALOOP_QUEUE_CHECK_MS: z.coerce.number().int().min(100).default(5000),
   /** Reflect on every agent with new runs at least this often. */
   TETRALOOP_REFLECT_INTERVAL_MS: z.coerce
     .number()
