@@ -4,7 +4,7 @@
  * of the API at TETRALOOP_API_URL.
  */
 import { parseArgs } from 'node:util';
-import { ConfigError, POOLS, RedisServerMissingError, type Pool } from '@tetraloop/core';
+import { ConfigError, DataDirLockedError, POOLS, RedisServerMissingError, type Pool } from '@tetraloop/core';
 import { lessonsCommand } from './lessons-command.js';
 import { runApi, runDev, runWorker } from './processes.js';
 import { runGraphFile } from './run-command.js';
@@ -71,7 +71,12 @@ export async function main(argv: string[]): Promise<void> {
         return fail(USAGE);
     }
   } catch (err) {
-    if (err instanceof ConfigError || err instanceof RedisServerMissingError) return fail(err.message);
+    if (
+      err instanceof ConfigError ||
+      err instanceof RedisServerMissingError ||
+      err instanceof DataDirLockedError
+    )
+      return fail(err.message);
     // node:util parseArgs: an unknown option or a missing value is a usage error.
     if (isParseArgsError(err)) return fail(`${command}: ${err.message}`);
     throw err;

@@ -1,5 +1,5 @@
 /** Long-running process types, each stopping cleanly on SIGINT/SIGTERM. */
-import { resolve } from 'node:path';
+import { join, resolve } from 'node:path';
 import { startApi, parseApiEnv } from '@tetraloop/api';
 import { startRedisServer, type Pool } from '@tetraloop/core';
 import { parseWorkerEnv, startHealthServer, startPools } from '@tetraloop/workers';
@@ -60,10 +60,11 @@ export async function runDev(): Promise<void> {
 async function startDev(closers: Closer[]): Promise<void> {
   const env: Record<string, string | undefined> = { ...process.env };
   if (!env.REDIS_URL) {
-    const redis = await startRedisServer({ dataDir: resolve('.tetraloop/redis') });
+    const dataDir = join(env.TETRALOOP_DATA_DIR ?? '.tetraloop', 'redis');
+    const redis = await startRedisServer({ dataDir: resolve(dataDir) });
     closers.push(redis.stop);
     env.REDIS_URL = redis.url;
-    process.stderr.write(`embedded Redis: ${redis.url} (data in .tetraloop/redis, AOF on)\n`);
+    process.stderr.write(`embedded Redis: ${redis.url} (data in ${dataDir}, AOF on)\n`);
   }
   const port = env.PORT ?? '3000';
   // A laptop: no keys to make first, and nothing reachable from elsewhere unless asked for.

@@ -257,8 +257,7 @@ export async function startPools(env: WorkerEnv, options: StartPoolsOptions): Pr
   // true (and autoscaling keeps seeing the backlog) while every API process is down.
   const watch = new QueueWatch([queues.sense, queues.plan, queues.node, queues.reflect]);
   const watchTimer = setInterval(
-    () =>
-      void watch.check().catch((err: Error) => log.debug({ err: err.message }, 'queue check failed')),
+    () => void watch.check().catch((err: Error) => log.debug({ err: err.message }, 'queue check failed')),
     env.TETRALOOP_QUEUE_CHECK_MS,
   );
   watchTimer.unref();

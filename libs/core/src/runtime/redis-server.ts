@@ -3,7 +3,8 @@
  * and the test suite's fallback when there is no `REDIS_URL` and no Docker engine.
  */
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
-import { mkdirSync } from 'node:fs';
+import { mkdirSync, readFileSync, unlinkSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
 import { createServer } from 'node:net';
 import { Redis } from 'ioredis';
 
@@ -27,6 +28,60 @@ export class RedisServerMissingError extends Error {
     );
     this.name = 'RedisServerMissingError';
   }
+}
+
+/** Another live process runs a Redis on this data directory (two AOF writers would corrupt it). */
+export class DataDirLockedError extends Error {
+  constructor(
+    readonly dataDir: string,
+    readonly holder: number,
+  ) {
+    super(
+      `${dataDir} is in use by process ${holder} (another tetraloop dev?): stop it, or give this one its own directory with TETRALOOP_DATA_DIR`,
+    );
+    this.name = 'DataDirLockedError';
+  }
+}
+
+const LOCK_FILE = 'tetraloop.lock';
+
+const alive = (pid: number): boolean => {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch (err) {
+    // EPERM: it exists but belongs to someone else.
+    return (err as NodeJS.ErrnoException).code === 'EPERM';
+  }
+};
+
+/**
+ * Takes the data directory for this process: a lock file created exclusively, holding our pid. A
+ * lock left by a process that is gone is taken over. Answers the function that gives it back.
+ */
+export function lockDataDir(dataDir: string): () => void {
+  const path = join(dataDir, LOCK_FILE);
+  for (let tries = 0; tries < 2; tries++) {
+    try {
+      writeFileSync(path, String(process.pid), { flag: 'wx' });
+      return () => {
+        try {
+          if (readFileSync(path, 'utf8') === String(process.pid)) unlinkSync(path);
+        } catch {
+          // Already gone.
+        }
+      };
+    } catch (err) {
+      if ((err as NodeJS.ErrnoException).code !== 'EEXIST') throw err;
+      const holder = Number(readFileSync(path, 'utf8'));
+      if (Number.isInteger(holder) && holder > 0 && alive(holder)) {
+        throw new DataDirLockedError(dataDir, holder);
+      }
+      // Stale: its process is gone.
+      unlinkSync(path);
+    }
+  }
+  throw new DataDirLockedError(dataDir, -1);
 }
 
 export function hasRedisServer(binary = 'redis-server'): boolean {
@@ -61,8 +116,10 @@ export async function startRedisServer(options: RedisServerOptions = {}): Promis
     '--maxmemory-policy',
     'noeviction',
   ];
+  let unlock = (): void => undefined;
   if (options.dataDir) {
     mkdirSync(options.dataDir, { recursive: true });
+    unlock = lockDataDir(options.dataDir);
     args.push('--dir', options.dataDir, '--appendonly', 'yes', '--appendfsync', 'everysec');
   } else {
     args.push('--appendonly', 'no');
@@ -70,7 +127,11 @@ export async function startRedisServer(options: RedisServerOptions = {}): Promis
   const child: ChildProcess = spawn(binary, args, { stdio: ['ignore', 'ignore', 'inherit'] });
   const url = `redis://127.0.0.1:${port}`;
   const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
-  await waitForPing(url, exited);
+  void exited.then(unlock);
+  await waitForPing(url, exited).catch((err: unknown) => {
+    unlock();
+    throw err;
+  });
   return {
     url,
     pid: child.pid ?? -1,
