@@ -1,3 +1,4 @@
 export * from './env.js';
 export * from './app.js';
 export * from './server.js';
+export { KeyBody } from './keys-router.js';
