@@ -40,7 +40,11 @@ interface Container {
   args?: string[];
   ports?: { name?: string; containerPort: number }[];
   envFrom?: { configMapRef?: { name: string }; secretRef?: { name: string } }[];
-  env?: { name: string; value?: string; valueFrom?: { secretKeyRef?: { name: string; key: string } } }[];
+  env?: {
+    name: string;
+    value?: string;
+    valueFrom?: { secretKeyRef?: { name: string; key: string; optional?: boolean } };
+  }[];
   livenessProbe?: Probe;
   readinessProbe?: Probe;
   startupProbe?: Probe;
@@ -96,6 +100,15 @@ interface PromConfig {
     static_configs?: { targets: string[] }[];
   }[];
 }
+
+/** A Compose value that is only a required variable (`${VAR:?message}` or `${VAR?message}`). */
+const REQUIRED_VARIABLE = /^\$\{(\w+):?\?[^}]*\}$/;
+
+/** The credentials a deployment must bring from its secret store, by the processes that read them. */
+const CREDENTIALS = {
+  api: ['TETRALOOP_ADMIN_TOKEN', 'TETRALOOP_SECRET_KEY'],
+  worker: ['TETRALOOP_SECRET_KEY'],
+} as const;
 
 const subset = (small: Labels, big: Labels): boolean => Object.entries(small).every(([k, v]) => big[k] === v);
 
@@ -183,12 +196,14 @@ describe('deployment files', () => {
     const services = compose.services;
     /**
      * The variables a service sets, with `${VAR:-default}` taken as its default (as with VAR unset);
-     * pass-through ones, without a value, are left out.
+     * pass-through ones, without a value, and required ones (`${VAR:?message}`, which have no
+     * default: Compose refuses to start without them) are left out.
      */
     const composeEnv = (s: ComposeService): Record<string, string> =>
       Object.fromEntries(
         Object.entries(s.environment ?? {})
           .filter((e): e is [string, string] => typeof e[1] === 'string')
+          .filter(([, v]) => !REQUIRED_VARIABLE.test(v))
           .map(([k, v]) => [
             k,
             v.replace(/\$\{\w+(?::?-([^}]*))?\}/g, (_m, fallback?: string) => fallback ?? ''),
@@ -229,6 +244,29 @@ describe('deployment files', () => {
         expect(command(`worker-${pool}`)).toBe(`worker --pool ${pool} --metrics-port 9464`);
         expect(JSON.stringify(s.healthcheck?.test)).toContain('9464/readyz');
       }
+    });
+
+    it('runs the API with auth required, and the root token and the secret key from outside, with no default', () => {
+      const api = services.api!;
+      expect(api.environment?.TETRALOOP_AUTH).toBe('required');
+      expect(parseApiEnv(composeEnv(api)).TETRALOOP_AUTH).toBe('required');
+      for (const name of ['api', ...POOLS.map((p) => `worker-${p}`)]) {
+        const environment = services[name]!.environment ?? {};
+        for (const variable of CREDENTIALS[name === 'api' ? 'api' : 'worker']) {
+          // `${VAR:?…}`: Compose refuses to start while it is unset; no literal, no fallback.
+          const value = environment[variable];
+          expect(value, `${name} ${variable}`).toEqual(expect.any(String));
+          expect(REQUIRED_VARIABLE.exec(value!)?.[1], `${name} ${variable}: ${value}`).toBe(variable);
+        }
+      }
+      // Nothing else in the file sets them either (a default hidden in an anchor, another service).
+      const raw = read('docker-compose.yml');
+      for (const variable of CREDENTIALS.api) {
+        for (const line of raw.split('\n').filter((l) => new RegExp(`^\\s*${variable}:`).test(l))) {
+          expect(line.trim(), line).toMatch(new RegExp(`^${variable}: '\\$\\{${variable}:\\?[^}]*\\}'$`));
+        }
+      }
+      expect(read('.gitignore').split('\n')).toContain('.env');
     });
 
     it('lets every process finish its graceful shutdown before Compose kills it', () => {
@@ -395,6 +433,42 @@ describe('deployment files', () => {
             expect(secret.stringData ?? secret.data).toHaveProperty(ref.key);
           }
         }
+      }
+    });
+
+    it('runs the API with auth required, and the root token and the secret key from the Secret only', () => {
+      const config = ofKind('ConfigMap')[0]!;
+      const secret = ofKind('Secret')[0]!;
+      for (const d of deployments) {
+        const isApi = templateLabels(d)['app.kubernetes.io/component'] === 'api';
+        const c = d.spec!.template!.spec.containers[0]!;
+        const env: Record<string, string> = { ...config.data };
+        for (const e of c.env ?? []) if (e.value !== undefined) env[e.name] = e.value;
+        if (isApi) {
+          expect(c.env?.find((e) => e.name === 'TETRALOOP_AUTH')?.value).toBe('required');
+          expect(parseApiEnv(env).TETRALOOP_AUTH).toBe('required');
+        }
+        for (const variable of CREDENTIALS[isApi ? 'api' : 'worker']) {
+          const entries = (c.env ?? []).filter((e) => e.name === variable);
+          expect(entries, `${d.metadata.name} ${variable}`).toHaveLength(1);
+          expect(entries[0]!.value, `${d.metadata.name} ${variable}`).toBeUndefined();
+          // Not optional: a Secret without it keeps the pod from starting.
+          expect(entries[0]!.valueFrom?.secretKeyRef, `${d.metadata.name} ${variable}`).toEqual({
+            name: secret.metadata.name,
+            key: variable,
+          });
+          expect(config.data, variable).not.toHaveProperty(variable);
+        }
+      }
+      // The Secret's placeholders fail the processes' checks: applied unchanged, nothing boots.
+      const placeholders = { ...secret.data, ...secret.stringData };
+      expect(() =>
+        parseApiEnv({ ...config.data, TETRALOOP_ADMIN_TOKEN: placeholders.TETRALOOP_ADMIN_TOKEN }),
+      ).toThrow(/TETRALOOP_ADMIN_TOKEN/);
+      for (const parse of [parseApiEnv, parseWorkerEnv]) {
+        expect(() =>
+          parse({ ...config.data, TETRALOOP_SECRET_KEY: placeholders.TETRALOOP_SECRET_KEY }),
+        ).toThrow(/TETRALOOP_SECRET_KEY/);
       }
     });
 

@@ -2,3 +2,4 @@ export * from './env.js';
 export * from './app.js';
 export * from './server.js';
 export * from './route-table.js';
+export { KeyBody } from './keys-router.js';

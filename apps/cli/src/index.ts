@@ -1,3 +1,5 @@
 /** What the `tetraloop` command's client subcommands do, for programs and tests that call them in-process. */
 export * from './lessons-command.js';
 export { runGraphFile } from './run-command.js';
+export * from './keys-command.js';
+export * from './api-client.js';

@@ -5,6 +5,15 @@
  */
 import { parseArgs } from 'node:util';
 import { LESSON_STATUSES, type Lesson, type LessonStatus } from '@tetraloop/core';
+import {
+  ApiNotJsonError,
+  ApiUnreachableError,
+  apiRequest,
+  apiTargetFromEnv,
+  describeApiError,
+  errorCodeOf,
+  type ApiAnswer,
+} from './api-client.js';
 
 export const LESSONS_USAGE = `usage: tetraloop lessons <command>
 
@@ -15,7 +24,8 @@ export const LESSONS_USAGE = `usage: tetraloop lessons <command>
   pin <lessonId>                        pin a lesson: in effect, and reflection leaves it alone
   activate <lessonId>                   put a lesson in effect (reflection may still retire it)
 
-A lesson id is <agentId>.<12 hex digits>. The API is TETRALOOP_API_URL (default http://localhost:3000).`;
+A lesson id is <agentId>.<12 hex digits>. The API is TETRALOOP_API_URL (default http://localhost:3000);
+TETRALOOP_API_KEY, when set, is sent as its bearer key (runs:read to read, lessons:write to override).`;
 
 /** The status each override command sets (`PATCH /v1/lessons/:id`). */
 const OVERRIDES = { retire: 'retired', pin: 'pinned', activate: 'active' } as const satisfies Record<
@@ -31,12 +41,15 @@ const STATEMENT_CHARS = 72;
 
 export interface LessonsIo {
   readonly apiUrl: string;
+  /** Sent as the bearer token (`TETRALOOP_API_KEY`) when set. */
+  readonly apiKey?: string | undefined;
   readonly stdout: (text: string) => void;
   readonly stderr: (text: string) => void;
 }
 
 const processIo = (): LessonsIo => ({
-  apiUrl: process.env.TETRALOOP_API_URL ?? 'http://localhost:3000',
+  apiUrl: apiTargetFromEnv().url,
+  apiKey: apiTargetFromEnv().token,
   stdout: (text) => void process.stdout.write(text),
   stderr: (text) => void process.stderr.write(text),
 });
@@ -173,7 +186,7 @@ async function override(
 ): Promise<number> {
   const status = OVERRIDES[command];
   const res = await request(io, 'PATCH', `/v1/lessons/${encodeURIComponent(lesson.id)}`, { status });
-  if (res.status === 404 && errorCode(res.body) === 'lesson_not_found') {
+  if (res.status === 404 && errorCodeOf(res.body) === 'lesson_not_found') {
     throw new CommandError(`no lesson ${lesson.id} (tetraloop lessons list ${lesson.agentId})`);
   }
   if (res.status !== 200) throw apiError(res);
@@ -195,45 +208,19 @@ async function request(
   method: 'GET' | 'PATCH',
   path: string,
   body?: unknown,
-): Promise<{ status: number; body: unknown }> {
-  const base = io.apiUrl.replace(/\/+$/, '');
-  let res: Response;
+): Promise<ApiAnswer> {
   try {
-    res = await fetch(`${base}${path}`, {
-      method,
-      ...(body === undefined
-        ? {}
-        : { headers: { 'content-type': 'application/json' }, body: JSON.stringify(body) }),
-    });
+    return await apiRequest({ url: io.apiUrl, token: io.apiKey }, method, path, body);
   } catch (err) {
-    const cause = (err as { cause?: { code?: string; message?: string } }).cause;
-    const why = cause?.code ?? cause?.message ?? (err as Error).message;
-    throw new CommandError(`cannot reach the API at ${base} (${why}); set TETRALOOP_API_URL`);
-  }
-  const text = await res.text();
-  try {
-    return { status: res.status, body: JSON.parse(text) as unknown };
-  } catch {
-    throw new CommandError(`the API at ${base} answered ${res.status} with no JSON: ${text.slice(0, 200)}`);
+    if (err instanceof ApiUnreachableError || err instanceof ApiNotJsonError)
+      throw new CommandError(err.message);
+    throw err;
   }
 }
-
-const errorCode = (body: unknown): string | undefined =>
-  (body as { error?: { code?: string } } | null)?.error?.code;
 
 /** The API's error (`{error: {code, message, issues?}}`) as a message for the operator. */
-function apiError(res: { status: number; body: unknown }): CommandError {
-  const error = (
-    res.body as {
-      error?: { code?: string; message?: string; issues?: { path: string; message: string }[] };
-    } | null
-  )?.error;
-  if (!error) return new CommandError(`the API answered ${res.status}: ${JSON.stringify(res.body)}`);
-  const issues = (error.issues ?? []).map((i) => `\n  ${i.path}: ${i.message}`).join('');
-  return new CommandError(
-    `the API answered ${res.status} ${error.code ?? ''}: ${error.message ?? ''}${issues}`,
-  );
-}
+const apiError = (res: ApiAnswer): CommandError =>
+  new CommandError(describeApiError(res, 'TETRALOOP_API_KEY'));
 
 const scopeOf = (lesson: Lesson): string =>
   Object.entries(lesson.scope)

@@ -1,10 +1,12 @@
 /**
- * `tetraloop <command>`: dev | api | worker | run | lessons. Each process type also runs alone
- * against a shared REDIS_URL, so pools scale as separate processes; `run` and `lessons` are clients
- * of the API at TETRALOOP_API_URL.
+ * `tetraloop <command>`: dev | api | worker | run | lessons | keys. Each process type also runs
+ * alone against a shared REDIS_URL, so pools scale as separate processes; `run` and `lessons` are
+ * clients of the API at TETRALOOP_API_URL (with TETRALOOP_API_KEY as their bearer key when set);
+ * `keys` manages API keys through the API with the root token, or in Redis directly.
  */
 import { parseArgs } from 'node:util';
 import { ConfigError, DataDirLockedError, POOLS, RedisServerMissingError, type Pool } from '@tetraloop/core';
+import { keysCommand } from './keys-command.js';
 import { lessonsCommand } from './lessons-command.js';
 import { runApi, runDev, runWorker } from './processes.js';
 import { runGraphFile } from './run-command.js';
@@ -20,7 +22,16 @@ const USAGE = `usage: tetraloop <command>
                                         an agent's lessons, as a table (from TETRALOOP_API_URL)
   lessons show <lessonId>               one lesson, as JSON
   lessons retire|pin|activate <lessonId>
-                                        override a lesson's status`;
+                                        override a lesson's status
+  keys create --scopes <scope,…> [--tenant <tenant>] [--name <name>] [--expires-at <ISO time>] [--json]
+                                        make an API key; its secret is printed once
+  keys list [--tenant <tenant>] [--json]
+                                        API keys and their scopes (never their secrets)
+  keys revoke <keyId>                   revoke an API key at once
+
+run and lessons send TETRALOOP_API_KEY as their bearer key when it is set. keys uses the API at
+TETRALOOP_API_URL with TETRALOOP_ADMIN_TOKEN (the root token) when that is set, else (or with
+--redis) Redis directly at REDIS_URL under TETRALOOP_PREFIX, to make the first key.`;
 
 export async function main(argv: string[]): Promise<void> {
   const [command, ...rest] = argv;
@@ -66,6 +77,9 @@ export async function main(argv: string[]): Promise<void> {
       }
       case 'lessons':
         process.exitCode = await lessonsCommand(rest);
+        return;
+      case 'keys':
+        process.exitCode = await keysCommand(rest);
         return;
       default:
         return fail(USAGE);

@@ -39,3 +39,27 @@ export async function whenReady(redis: Redis, timeoutMs = 10_000): Promise<void>
     redis.on('ready', onReady);
   });
 }
+
+/**
+ * A connection for a command-line tool: one attempt, no reconnects, no offline queue, so a Redis
+ * that is not there is said at once. Resolves once connected, or rejects with the reason.
+ */
+export async function connectRedisOnce(url: string, name: string, timeoutMs = 5000): Promise<Redis> {
+  const redis = new Redis(url, {
+    lazyConnect: true,
+    connectionName: name,
+    connectTimeout: timeoutMs,
+    maxRetriesPerRequest: 1,
+    enableOfflineQueue: false,
+    retryStrategy: () => null,
+  });
+  let lastError: Error | undefined;
+  redis.on('error', (err: Error) => (lastError = err));
+  try {
+    await redis.connect();
+    return redis;
+  } catch (err) {
+    redis.disconnect();
+    throw lastError ?? err;
+  }
+}
