@@ -740,9 +740,15 @@ describe('resume-run', () => {
     expect(await redis.hgetall(k.pending)).toEqual({ c: '1' });
     expect(await redis.hgetall(k.live)).toEqual({ _: '{}' });
     const aux = await redis.hgetall(k.aux);
-    // The rerun nodes' bookkeeping and the usage start afresh; the kept node's stays.
+    // The rerun nodes' bookkeeping starts afresh; the kept node's stays, and so does the usage
+    // (the budget is the whole run's).
     expect(aux['execs:a']).toBe('1');
-    expect(Object.keys(aux).filter((f) => f.endsWith(':b') || f.startsWith('usage:'))).toEqual([]);
+    expect(Object.keys(aux).filter((f) => f.endsWith(':b'))).toEqual([]);
+    expect(
+      Object.keys(aux)
+        .filter((f) => f.startsWith('usage:'))
+        .sort(),
+    ).toEqual(['usage:toolCalls', 'usage:toolTimeMs']);
     const meta = await redis.hgetall(k.meta);
     expect(meta).toMatchObject({ status: 'queued', generation: '1' });
     for (const field of ['decidedAt', 'finishedAt', 'error', 'output', 'deadlineAt'])

@@ -12,6 +12,12 @@
  *   GET /auth?node=a               401 until POST /refresh was called, then 200
  *   ANY /echo?node=a               answers {node, method, query, headers, body} (what it was sent),
  *                                  with a `set-cookie` header
+ *   GET /bytes?node=a&n=N[&declare=1]
+ *                                  streams N bytes of a JSON string in 1 KiB chunks (chunked, no
+ *                                  Content-Length unless `declare`); `hit.sent` counts what went out
+ *   GET /retry-after?node=a&value=V[&status=429]
+ *                                  answers `status` with `Retry-After: V`
+ *   GET /redirect?node=a&to=URL    answers 302 to URL
  *
  * How `/work` answers can be switched at run time, to play a host that breaks, recovers or is
  * slow: `setMode({ kind: 'status', status: 503 })`, `setMode({ kind: 'slow', delayMs })`,
@@ -30,6 +36,8 @@ export interface Hit {
   end: number | undefined;
   /** The status it was answered with (undefined while unanswered, or for a call never answered). */
   status?: number;
+  /** `/bytes`: body bytes written before the client went away or the body ended. */
+  sent?: number;
 }
 
 /** How `/work` answers. */
@@ -121,6 +129,15 @@ export async function startToolServer(): Promise<ToolServer> {
           body: Buffer.concat(chunks).toString('utf8'),
         });
       });
+    } else if (url.pathname === '/bytes') {
+      streamBytes(res, hit, Number(url.searchParams.get('n') ?? 0), url.searchParams.has('declare'));
+    } else if (url.pathname === '/retry-after') {
+      res.setHeader('retry-after', url.searchParams.get('value') ?? '1');
+      reply(Number(url.searchParams.get('status') ?? 429), { node });
+    } else if (url.pathname === '/redirect') {
+      hit.end = performance.timeOrigin + performance.now();
+      hit.status = 302;
+      res.writeHead(302, { location: url.searchParams.get('to') ?? '/' }).end();
     } else if (url.pathname === '/hang') {
       req.on('close', () => (hit.end = performance.timeOrigin + performance.now()));
     } else {
@@ -157,6 +174,41 @@ export async function startToolServer(): Promise<ToolServer> {
       await new Promise<void>((resolve) => server.close(() => resolve()));
     },
   };
+}
+
+/**
+ * Writes `n` bytes as one JSON string (`"xxx…"`) in 1 KiB chunks, each after the last one
+ * drained, stopping when the client goes away; `hit.sent` counts the bytes written.
+ */
+function streamBytes(res: ServerResponse, hit: Hit, n: number, declare: boolean): void {
+  res.writeHead(200, {
+    'content-type': 'application/json',
+    ...(declare ? { 'content-length': String(n) } : {}),
+  });
+  hit.sent = 0;
+  let gone = false;
+  res.on('close', () => {
+    gone = true;
+    hit.end ??= performance.timeOrigin + performance.now();
+  });
+  const write = (): void => {
+    while (!gone && hit.sent! < n) {
+      const size = Math.min(1024, n - hit.sent!);
+      const first = hit.sent === 0;
+      const last = hit.sent! + size === n;
+      const chunk = 'x'.repeat(size).split('');
+      if (first) chunk[0] = '"';
+      if (last) chunk[size - 1] = '"';
+      hit.sent! += size;
+      if (!res.write(chunk.join(''))) return void res.once('drain', write);
+    }
+    if (!gone) {
+      hit.status = 200;
+      hit.end = performance.timeOrigin + performance.now();
+      res.end();
+    }
+  };
+  write();
 }
 
 /** Deterministic text of `bytes` characters, like a page of records. */

@@ -21,6 +21,7 @@ import type { AdminBoard } from './admin.js';
 import { authenticate, authorize, type AuthSettings } from './auth.js';
 import { blobHandlers } from './blobs-router.js';
 import { errorHandler, HttpError, sendError } from './http-errors.js';
+import { JsonTooDeepError, nestsDeeperThan } from './json-depth.js';
 import { keyHandlers, type KeysRouterDeps } from './keys-router.js';
 import { memoryHandlers } from './memory-router.js';
 import { ROUTES, type RouteName } from './route-table.js';
@@ -55,6 +56,8 @@ export interface AppDeps {
   readonly waiter: RunWaiter;
   readonly logger: Logger;
   readonly bodyLimitBytes: number;
+  /** Deepest nesting a JSON body may have (checked on the raw bytes, before parsing). */
+  readonly jsonMaxDepth: number;
   readonly maxWaitMs: number;
   readonly signalLimits: SignalLimits;
   readonly webhooks: WebhookSettings;
@@ -98,7 +101,8 @@ export function createApp(deps: AppDeps): express.Express {
   });
   if (deps.admin) deps.admin.mount(app);
 
-  // The raw body stays on the request: a webhook's signature is over its exact bytes.
+  // The raw body stays on the request: a webhook's signature is over its exact bytes. A body
+  // nested too deep is refused before it is parsed: nothing after the parser walks it.
   app.use(
     '/v1',
     requireRedis,
@@ -106,6 +110,7 @@ export function createApp(deps: AppDeps): express.Express {
       limit: deps.bodyLimitBytes,
       strict: false,
       verify: (req, _res, buf) => {
+        if (nestsDeeperThan(buf, deps.jsonMaxDepth)) throw new JsonTooDeepError(deps.jsonMaxDepth);
         (req as RawBodyRequest).rawBody = buf;
       },
     }),

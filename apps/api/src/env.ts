@@ -1,6 +1,7 @@
 /** Configuration of the API process, parsed once at boot. */
 import { BaseEnv, ConfigError, WebhookSources, jsonEnv, parseEnv } from '@tetraloop/core';
 import { z } from 'zod';
+import { DEFAULT_JSON_MAX_DEPTH } from './json-depth.js';
 
 export const ApiEnv = BaseEnv.extend({
   PORT: z.coerce.number().int().min(0).max(65_535).default(3000),
@@ -11,6 +12,8 @@ export const ApiEnv = BaseEnv.extend({
     .int()
     .positive()
     .default(1024 * 1024),
+  /** Deepest nesting of arrays and objects a JSON body may have; deeper answers `400 json_too_deep`. */
+  TETRALOOP_JSON_MAX_DEPTH: z.coerce.number().int().min(8).max(10_000).default(DEFAULT_JSON_MAX_DEPTH),
   /**
    * `required`: every /v1 request needs an API key (or the root token); `off`: anyone may do
    * anything, in the default tenant — only on loopback unless TETRALOOP_AUTH_OFF_I_UNDERSTAND=1.

@@ -47,6 +47,8 @@ function bodyParserError(err: unknown): HttpError | undefined {
   switch (err.type) {
     case 'entity.parse.failed':
       return new HttpError(400, 'invalid_json', 'the body is not valid JSON');
+    case 'entity.too.deep':
+      return new HttpError(400, 'json_too_deep', (err as { message?: string }).message ?? 'too deep');
     case 'entity.too.large':
       return new HttpError(413, 'body_too_large', 'the body exceeds the size limit');
     case 'encoding.unsupported':

@@ -3,6 +3,8 @@ import {
   BaseEnv,
   DEFAULT_BACKOFF,
   DEFAULT_BLOB_MIN_BYTES,
+  DEFAULT_HTTP_MAX_BYTES,
+  DEFAULT_RETRY_AFTER_MAX_MS,
   ERROR_CODES,
   MIN_BLOB_MIN_BYTES,
   jsonEnv,
@@ -19,6 +21,8 @@ export const WorkerEnv = BaseEnv.extend({
   TETRALOOP_REFLECT_CONCURRENCY: Concurrency.default(1),
   /** Hosts (`host` or `host:port`, comma-separated) the http tool may reach although they are not public. */
   TETRALOOP_HTTP_ALLOW_HOSTS: z.string().default(''),
+  /** Largest response body the http tool and polled sources read; a longer one fails as `validation` (`response_too_large`). */
+  TETRALOOP_HTTP_MAX_BYTES: z.coerce.number().int().min(1024).default(DEFAULT_HTTP_MAX_BYTES),
   /** Per-node timeout when the node sets none. */
   TETRALOOP_TOOL_TIMEOUT_MS: z.coerce.number().int().positive().default(10_000),
   /** How long a job's lock lives without renewal; a crashed worker's job is recovered after this. */
@@ -38,6 +42,13 @@ export const WorkerEnv = BaseEnv.extend({
   TETRALOOP_BACKOFF_MIN_MS: z.coerce.number().int().nonnegative().default(DEFAULT_BACKOFF.minMs),
   TETRALOOP_BACKOFF_MAX_MS: z.coerce.number().int().positive().default(DEFAULT_BACKOFF.maxMs),
   TETRALOOP_BACKOFF_JITTER: z.coerce.number().min(0).max(1).default(DEFAULT_BACKOFF.jitter),
+  /** Longest `Retry-After` a retry waits for (node retries and planner calls); a longer one is cut to it. */
+  TETRALOOP_RETRY_AFTER_MAX_MS: z.coerce
+    .number()
+    .int()
+    .min(0)
+    .max(86_400_000)
+    .default(DEFAULT_RETRY_AFTER_MAX_MS),
   /** On SIGTERM: how long in-flight jobs get to finish before the worker closes anyway. */
   TETRALOOP_SHUTDOWN_GRACE_MS: z.coerce.number().int().min(0).default(30_000),
   /** Each referenced value in a model prompt is cut to this many characters. */

@@ -95,7 +95,8 @@ export async function startPools(env: WorkerEnv, options: StartPoolsOptions): Pr
   subscriber.on('error', (err) => log.warn({ err: err.message }, 'redis subscriber error'));
 
   const queues = openQueues(connection, prefix);
-  const tools = builtinTools({ egress: parseAllowHosts(env.TETRALOOP_HTTP_ALLOW_HOSTS) });
+  const egress = parseAllowHosts(env.TETRALOOP_HTTP_ALLOW_HOSTS, env.TETRALOOP_HTTP_MAX_BYTES);
+  const tools = builtinTools({ egress });
   const registry = options.hooks?.registry ?? (await loadPlugins(env.TETRALOOP_PLUGINS, process.env, log));
   const hooks = { ...options.hooks, registry };
   const retries = { ...DEFAULT_RETRIES, ...env.TETRALOOP_RETRIES } as RetryTable;
@@ -104,12 +105,16 @@ export async function startPools(env: WorkerEnv, options: StartPoolsOptions): Pr
     minMs: env.TETRALOOP_BACKOFF_MIN_MS,
     maxMs: env.TETRALOOP_BACKOFF_MAX_MS,
     jitter: env.TETRALOOP_BACKOFF_JITTER,
+    retryAfterMaxMs: env.TETRALOOP_RETRY_AFTER_MAX_MS,
   };
   const modelConfig = modelConfigOf(env);
   const model = isModelConfigured(modelConfig) ? new ModelClient(modelConfig, backoff) : undefined;
   // The sense pool (and the plan pool, for merged collect runs) prepares session runs, whose
   // history compactions the model summarises.
-  const services = buildServices(env, state, queues, tools, registry, log, model ? { model } : {});
+  const services = buildServices(env, state, queues, tools, registry, log, {
+    egress,
+    ...(model ? { model } : {}),
+  });
   const { store } = services;
   const aborts = await RunAborts.listen(subscriber, store.channels.abort);
   const polled = new Map(env.TETRALOOP_SOURCES.map((s) => [s.name, s]));

@@ -1,6 +1,7 @@
 export * from './errors/node-error.js';
 export * from './errors/run-error.js';
 export * from './errors/limit-error.js';
+export * from './errors/retry-after.js';
 export * from './domain/run-model.js';
 export * from './domain/blob.js';
 export * from './domain/tenant.js';
@@ -13,6 +14,7 @@ export * from './compile/expand.js';
 export * from './tools/tool.js';
 export * from './tools/builtins.js';
 export * from './tools/egress-policy.js';
+export * from './tools/egress-client.js';
 export * from './tools/http-tool.js';
 export * from './tools/tool-catalog.js';
 export * from './policy/retry-policy.js';

@@ -34,6 +34,12 @@ export const NodeErrorData = z.discriminatedUnion('code', [
     status: status.optional(),
     /** A model's answer that is not JSON or does not match its node's schema. */
     invalidAnswer: z.literal(true).optional(),
+    /**
+     * Which limit refused the call, for failures a caller handles by kind:
+     * `response_too_large` (a response body past `TETRALOOP_HTTP_MAX_BYTES`), `egress_refused`
+     * (a private destination not allowlisted).
+     */
+    reason: z.enum(['response_too_large', 'egress_refused']).optional(),
   }),
   /** Stopped by a cancel, a failure elsewhere in the run, or the run deadline. */
   z.object({ code: z.literal('aborted'), message }),

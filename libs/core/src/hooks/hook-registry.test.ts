@@ -72,4 +72,33 @@ describe('the deny-http plugin', () => {
     const allowed = await hooks.run('before_tool_call', ctx, mergeArgs, (r) => !!r.block);
     expect(allowed.results).toEqual([]);
   });
+
+  it('matches the normalised host: percent-encoding, case and IDNA do not get past it', async () => {
+    const hooks = await loadPlugins(['deny-http'], { TETRALOOP_HTTP_DENY_PATTERN: 'evil\\.com|bücher\\.de' });
+    for (const url of [
+      'https://evil%2Ecom/',
+      'https://EVIL.COM/',
+      'https://sub.Evil.Com:8443/x',
+      'https://xn--bcher-kva.de/',
+      'https://BÜCHER.de/',
+    ]) {
+      const r = await hooks.run('before_tool_call', { ...ctx, args: { url } }, mergeArgs, (x) => !!x.block);
+      expect(r.results[0]?.block, url).toMatch(/deny pattern/);
+    }
+    const fine = await hooks.run(
+      'before_tool_call',
+      { ...ctx, args: { url: 'https://good.org/' } },
+      mergeArgs,
+      (x) => !!x.block,
+    );
+    expect(fine.results).toEqual([]);
+  });
+
+  it('runs the pattern in linear time and refuses one RE2 cannot run', async () => {
+    const hooks = await loadPlugins(['deny-http'], { TETRALOOP_HTTP_DENY_PATTERN: '^https://(a+)+$' });
+    const url = `https://${'a'.repeat(60)}.org/`;
+    const r = await hooks.run('before_tool_call', { ...ctx, args: { url } }, mergeArgs, (x) => !!x.block);
+    expect(r.results).toEqual([]);
+    await expect(loadPlugins(['deny-http'], { TETRALOOP_HTTP_DENY_PATTERN: '(a)\\1' })).rejects.toThrow();
+  });
 });

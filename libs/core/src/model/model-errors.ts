@@ -1,13 +1,10 @@
 /** Maps what the `openai` SDK throws to Tetraloop's error classes, by type and status. */
 import OpenAI from 'openai';
 import type { NodeErrorData } from '../errors/node-error.js';
+import { parseRetryAfter } from '../errors/retry-after.js';
 
-function retryAfterMs(headers: Headers | undefined): { retryAfterMs?: number } {
-  const value = headers?.get('retry-after');
-  if (!value) return {};
-  const seconds = Number(value);
-  return Number.isFinite(seconds) && seconds >= 0 ? { retryAfterMs: Math.round(seconds * 1000) } : {};
-}
+const retryAfterMs = (headers: Headers | undefined): { retryAfterMs?: number } =>
+  parseRetryAfter(headers?.get('retry-after'));
 
 export function classifyModelError(err: unknown): NodeErrorData {
   if (err instanceof OpenAI.APIUserAbortError) return { code: 'aborted', message: 'model call aborted' };

@@ -26,4 +26,12 @@ describe('retry policy', () => {
     expect(retryDelay(1, {}, { baseMs: 100, maxMs: 30_000, minMs: 500, jitter: 0.2 }, () => 0.5)).toBe(500);
     expect(retryDelay(1, { retryAfterMs: 2000 }, undefined, () => 0.5)).toBe(2000);
   });
+
+  it('cuts a Retry-After to the deployment ceiling, whatever it says', () => {
+    const policy = { baseMs: 100, maxMs: 1000, minMs: 100, jitter: 0, retryAfterMaxMs: 5000 };
+    expect(retryDelay(1, { retryAfterMs: 60_000 }, policy)).toBe(5000);
+    expect(retryDelay(1, { retryAfterMs: 1e303 }, policy)).toBe(5000);
+    expect(retryDelay(1, { retryAfterMs: Infinity }, policy)).toBe(5000);
+    expect(retryDelay(1, { retryAfterMs: 1e303 }, undefined, () => 0.5)).toBe(600_000);
+  });
 });

@@ -3,6 +3,7 @@
  * the delay to BullMQ's backoff so a waiting retry holds no worker slot.
  */
 import type { ErrorCode, NodeErrorData } from '../errors/node-error.js';
+import { RETRY_AFTER_CEILING_MS } from '../errors/retry-after.js';
 import type { NodeRetry } from '../graph/schema.js';
 
 export type RetryTable = Readonly<Record<ErrorCode, number>>;
@@ -32,9 +33,23 @@ export interface BackoffPolicy {
   readonly minMs: number;
   /** Each delay is randomised by ± this fraction. @defaultValue 0.2 */
   readonly jitter: number;
+  /**
+   * Longest server-given delay (`Retry-After`) honoured; a longer one is cut to this.
+   * @defaultValue 600000
+   */
+  readonly retryAfterMaxMs?: number;
 }
 
-export const DEFAULT_BACKOFF: BackoffPolicy = { baseMs: 1000, maxMs: 30_000, minMs: 500, jitter: 0.2 };
+/** Longest `Retry-After` honoured when the deployment sets none: 10 minutes. */
+export const DEFAULT_RETRY_AFTER_MAX_MS = 600_000;
+
+export const DEFAULT_BACKOFF: BackoffPolicy = {
+  baseMs: 1000,
+  maxMs: 30_000,
+  minMs: 500,
+  jitter: 0.2,
+  retryAfterMaxMs: DEFAULT_RETRY_AFTER_MAX_MS,
+};
 
 /** How many times a failure of `code` may be retried for a node. */
 export function retriesFor(code: ErrorCode, table: RetryTable, node?: NodeRetry): number {
@@ -52,7 +67,7 @@ export function maxRetries(table: RetryTable, node?: NodeRetry): number {
 /**
  * Delay before retry number `retry` (1 for the first retry): exponential from `baseMs`,
  * randomised by ±jitter, clamped to [minMs, maxMs]. A server-given delay (`Retry-After`) wins
- * when it is longer.
+ * when it is longer, up to `retryAfterMaxMs`.
  */
 export function retryDelay(
   retry: number,
@@ -63,6 +78,8 @@ export function retryDelay(
   const exponential = policy.baseMs * 2 ** Math.max(0, retry - 1);
   const jittered = exponential * (1 + policy.jitter * (2 * random() - 1));
   const delay = Math.min(policy.maxMs, Math.max(policy.minMs, jittered));
-  const serverDelay = 'retryAfterMs' in error ? (error.retryAfterMs ?? 0) : 0;
+  const asked = 'retryAfterMs' in error ? (error.retryAfterMs ?? 0) : 0;
+  const ceiling = Math.min(policy.retryAfterMaxMs ?? DEFAULT_RETRY_AFTER_MAX_MS, RETRY_AFTER_CEILING_MS);
+  const serverDelay = Number.isFinite(asked) ? Math.min(asked, ceiling) : ceiling;
   return Math.round(Math.max(delay, serverDelay));
 }

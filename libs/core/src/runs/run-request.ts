@@ -1,6 +1,9 @@
 import { z } from 'zod';
 import { Budget, MAX_RUN_SECONDS } from '../domain/run-model.js';
 
+/** Longest `task` (and `overrides`) a run request may have, in characters. */
+export const MAX_TASK_CHARS = 200_000;
+
 /**
  * Body of `POST /v1/runs`: a fixed `graph`, or a `task` that the plan loop plans into one
  * (`mode: "dag"`) or that the classic tool-calling loop works on (`mode: "loop"`). The graph is
@@ -9,7 +12,7 @@ import { Budget, MAX_RUN_SECONDS } from '../domain/run-model.js';
 export const RunRequest = z
   .strictObject({
     graph: z.unknown().optional(),
-    task: z.string().min(1).max(200_000).optional(),
+    task: z.string().min(1).max(MAX_TASK_CHARS).optional(),
     /** @defaultValue "dag" */
     mode: z.enum(['dag', 'loop']).default('dag'),
     agentId: z
@@ -17,7 +20,7 @@ export const RunRequest = z
       .regex(/^[A-Za-z0-9_-]{1,64}$/, 'must match [A-Za-z0-9_-]{1,64}')
       .default('main'),
     /** Extra instructions appended to the prompt, after the workspace files. */
-    overrides: z.string().max(200_000).optional(),
+    overrides: z.string().max(MAX_TASK_CHARS).optional(),
     /** Loop mode: most model turns. @defaultValue 10 */
     maxIterations: z.number().int().min(1).max(50).default(10),
     /** Task runs: most replans. @defaultValue 2 */

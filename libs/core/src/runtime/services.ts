@@ -28,6 +28,7 @@ import { SecretStore } from '../state/secret-store.js';
 import { SessionStore } from '../state/session-store.js';
 import { LessonBook } from '../reflect/lesson-book.js';
 import { DEFAULT_TRIGGERS, MemoryService } from '../reflect/memory-service.js';
+import type { EgressPolicy } from '../tools/egress-policy.js';
 import type { ToolRegistry } from '../tools/tool.js';
 import { agentFolders } from '../workspace/workspace.js';
 
@@ -70,6 +71,8 @@ export interface ServiceOptions {
    * summaries of session compactions. Without it they are truncations.
    */
   readonly model?: ModelClient;
+  /** The egress policy polled sources are held to (the workers'); public addresses only without it. */
+  readonly egress?: EgressPolicy;
 }
 
 export function buildServices(
@@ -139,6 +142,7 @@ export function buildServices(
     senseQueue: queues.sense,
     burstWindowMs: env.TETRALOOP_BURST_WINDOW_MS,
     environmentCap: 100,
+    ...(options.egress ? { egress: options.egress } : {}),
     logger,
   });
   const secrets = new SecretStore(redis, secretStoreOptionsOf(env));

@@ -18,7 +18,7 @@ import { assembleSystemPrompt } from '../planning/system-prompt.js';
 import type { LessonBook } from '../reflect/lesson-book.js';
 import { wakeParkedNodes, type RunQueues } from '../queues/run-jobs.js';
 import { BOOTSTRAP_FILES, readWorkspace } from '../workspace/workspace.js';
-import { RunRequest } from '../runs/run-request.js';
+import { MAX_TASK_CHARS, RunRequest } from '../runs/run-request.js';
 import type { RunService } from '../runs/run-service.js';
 import type { RunStore } from '../state/run-store.js';
 import type {
@@ -363,12 +363,16 @@ export class SessionService {
       ...(told.length ? { lessons: told.map((l) => l.statement) } : {}),
       ...(extra.length ? { overrides: extra.join('\n\n') } : {}),
     });
+    // Messages collected while the lane was busy (or a long hook context) can together pass what
+    // a run request holds: they are cut to fit, with a marker, rather than failing the lane.
     const request = RunRequest.parse({
-      task: text,
+      task: fitText(text, MAX_TASK_CHARS),
       mode: config.runMode,
       agentId: config.agentId,
       // A planner reads the workspace itself; it gets the conversation and hook context only.
-      ...(config.runMode === 'dag' && extra.length ? { overrides: extra.join('\n\n') } : {}),
+      ...(config.runMode === 'dag' && extra.length
+        ? { overrides: fitText(extra.join('\n\n'), MAX_TASK_CHARS) }
+        : {}),
       metadata: { ...metadata, sessionKey },
     });
     // A session run belongs to its session's tenant.
@@ -484,6 +488,20 @@ export function describeEnvironmentEvent(e: unknown): string {
   const entry = e as { text?: string; source?: string; type?: string; payload?: unknown };
   if (typeof entry.text === 'string') return entry.text;
   return untrustedData({ source: entry.source ?? 'event', type: entry.type ?? 'event' }, entry.payload);
+}
+
+/**
+ * `text` cut to at most `maxChars` characters, the marker `…[truncated N chars]` included, so the
+ * result always fits. Pure.
+ */
+export function fitText(text: string, maxChars: number): string {
+  if (text.length <= maxChars) return text;
+  const marker = (omitted: number): string => `\n…[truncated ${omitted} chars]`;
+  // The marker is longest for the most omitted characters; sizing the cut for it always fits.
+  let keep = Math.max(0, maxChars - marker(text.length).length);
+  // Never keep half of a surrogate pair.
+  if (keep > 0 && /[\uD800-\uDBFF]/.test(text.charAt(keep - 1))) keep -= 1;
+  return `${text.slice(0, keep)}${marker(text.length - keep)}`;
 }
 
 /** The text of a run made of messages collected while the lane was busy. */

@@ -14,6 +14,8 @@ import { retryDelay } from '../policy/retry-policy.js';
 import { burstKey, sourcesKey, webhookSignatureKey } from '../state/keys.js';
 import type { SessionStore } from '../state/session-store.js';
 import { metrics } from '../telemetry/metrics.js';
+import { egressClient, type EgressClient } from '../tools/egress-client.js';
+import { parseAllowHosts, type EgressPolicy } from '../tools/egress-policy.js';
 import { InboundEvent, SENSE_JOB } from './sense-jobs.js';
 import { contentHash, type SessionService } from './session-service.js';
 
@@ -68,13 +70,23 @@ export interface SourceDeps {
   /** Same-type events of one source within this window merge into one. 0 turns merging off. @defaultValue 500 */
   readonly burstWindowMs: number;
   readonly environmentCap: number;
+  /**
+   * The workers' egress policy and response byte cap, the http tool's: a poll reaches what a tool
+   * call may reach, follows no redirect and reads no more than the cap.
+   * @defaultValue public addresses only, 10 MiB
+   */
+  readonly egress?: EgressPolicy;
   readonly logger: Logger;
 }
 
 const BURST_SAMPLE = 10;
 
 export class SourceService {
-  constructor(private readonly deps: SourceDeps) {}
+  private readonly client: EgressClient;
+
+  constructor(private readonly deps: SourceDeps) {
+    this.client = egressClient(deps.egress ?? parseAllowHosts(''));
+  }
 
   /** Normalises, deduplicates and routes one event. Returns what became of it. */
   async ingest(
@@ -149,9 +161,12 @@ export class SourceService {
     const status = await this.status(source.name);
     if (status?.nextAttemptAt && Date.parse(status.nextAttemptAt) > Date.now()) return;
     try {
-      const res = await fetch(source.url, { signal: AbortSignal.timeout(source.timeoutMs) });
-      if (!res.ok) throw new Error(`HTTP ${res.status}`);
-      const body = await res.json();
+      const res = await this.client.fetch(new URL(source.url), {
+        headers: { accept: 'application/json' },
+        signal: AbortSignal.timeout(source.timeoutMs),
+      });
+      if (res.status < 200 || res.status >= 300) throw new Error(`HTTP ${res.status}`);
+      const body = JSON.parse(res.text) as unknown;
       const items = Array.isArray(body) ? body : [body];
       for (const item of items) {
         // An item is an event envelope only if it says so; anything else is the payload itself.

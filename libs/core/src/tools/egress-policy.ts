@@ -8,12 +8,24 @@ import { lookup as dnsLookup, type LookupAddress } from 'node:dns';
 import { isIP } from 'node:net';
 import ipaddr from 'ipaddr.js';
 
+/** Largest response body an outbound request reads, by default (10 MiB). */
+export const DEFAULT_HTTP_MAX_BYTES = 10 * 1024 * 1024;
+
 export interface EgressPolicy {
   /** `host` or `host:port` entries, lower-case; IPv6 without brackets. */
   readonly allowHosts: ReadonlySet<string>;
+  /** Largest response body read, in bytes; a longer one is refused. @defaultValue 10 MiB */
+  readonly maxResponseBytes: number;
 }
 
-export function parseAllowHosts(value: string | undefined): EgressPolicy {
+/**
+ * The policy from `TETRALOOP_HTTP_ALLOW_HOSTS` (comma-separated `host` or `host:port`) and the
+ * response byte cap (`TETRALOOP_HTTP_MAX_BYTES`).
+ */
+export function parseAllowHosts(
+  value: string | undefined,
+  maxResponseBytes: number = DEFAULT_HTTP_MAX_BYTES,
+): EgressPolicy {
   const entries = (value ?? '')
     .split(',')
     .map((s) =>
@@ -23,7 +35,7 @@ export function parseAllowHosts(value: string | undefined): EgressPolicy {
         .replace(/^\[(.*)\](:\d+)?$/, '$1$2'),
     )
     .filter((s) => s.length > 0);
-  return { allowHosts: new Set(entries) };
+  return { allowHosts: new Set(entries), maxResponseBytes };
 }
 
 /** True when `host` (or `host:port`) is explicitly allowlisted. */
@@ -42,13 +54,18 @@ export function isPublicAddress(address: string): boolean {
   return parsed.range() === 'unicast';
 }
 
+/**
+ * A refused destination. The message names the host as the caller wrote it and never the address
+ * it resolved to: the message is stored in the run document, and an internal address is not the
+ * caller's to learn.
+ */
 export class EgressDeniedError extends Error {
   constructor(
     readonly host: string,
     readonly address: string,
   ) {
     super(
-      `egress to ${host} (${address}) is refused: not a public address; allowlist it in TETRALOOP_HTTP_ALLOW_HOSTS`,
+      `egress to ${host} is refused: it is or resolves to a private address; allowlist the host in TETRALOOP_HTTP_ALLOW_HOSTS`,
     );
     this.name = 'EgressDeniedError';
   }

@@ -1,14 +1,10 @@
 import { z } from 'zod';
-import { Agent, errors as undiciErrors, request, type Dispatcher } from 'undici';
+import { errors as undiciErrors } from 'undici';
 import { ToolError } from '../errors/node-error.js';
+import { parseRetryAfter } from '../errors/retry-after.js';
 import { findReferences } from '../graph/references.js';
-import {
-  checkLiteralAddress,
-  EgressDeniedError,
-  guardedLookup,
-  isAllowlisted,
-  type EgressPolicy,
-} from './egress-policy.js';
+import { egressClient, ResponseTooLargeError, type EgressResponse } from './egress-client.js';
+import { EgressDeniedError, type EgressPolicy } from './egress-policy.js';
 import { defineTool, type ArgIssue, type Tool } from './tool.js';
 
 export const HttpInput = z
@@ -37,18 +33,11 @@ export type HttpOutput = z.infer<typeof HttpOutput>;
 /** Maps a non-2xx status to an error class. */
 export function statusError(status: number, retryAfter: string | undefined): ToolError {
   const message = `HTTP ${status}`;
-  if (status === 429) return new ToolError('rate_limited', message, { status, ...retryAfterMs(retryAfter) });
+  if (status === 429)
+    return new ToolError('rate_limited', message, { status, ...parseRetryAfter(retryAfter) });
   if (status === 401 || status === 403) return new ToolError('auth', message, { status });
-  if (status >= 500) return new ToolError('server', message, { status, ...retryAfterMs(retryAfter) });
+  if (status >= 500) return new ToolError('server', message, { status, ...parseRetryAfter(retryAfter) });
   return new ToolError('validation', message, { status });
-}
-
-function retryAfterMs(header: string | undefined): { retryAfterMs?: number } {
-  if (header === undefined) return {};
-  const seconds = Number(header);
-  if (Number.isFinite(seconds) && seconds >= 0) return { retryAfterMs: Math.round(seconds * 1000) };
-  const date = Date.parse(header);
-  return Number.isNaN(date) ? {} : { retryAfterMs: Math.max(0, date - Date.now()) };
 }
 
 /** Response headers never kept in an output: what a server hands out as a credential. */
@@ -96,7 +85,10 @@ function credentialHeaderIssues(args: Readonly<Record<string, unknown>>): ArgIss
 
 function classifyTransportError(err: unknown, signal: AbortSignal): ToolError {
   if (signal.aborted) return new ToolError('aborted', 'request aborted');
-  if (err instanceof EgressDeniedError) return new ToolError('validation', err.message);
+  if (err instanceof EgressDeniedError)
+    return new ToolError('validation', err.message, { reason: 'egress_refused' });
+  if (err instanceof ResponseTooLargeError)
+    return new ToolError('validation', err.message, { reason: 'response_too_large' });
   if (err instanceof undiciErrors.HeadersTimeoutError || err instanceof undiciErrors.BodyTimeoutError) {
     return new ToolError('timeout', err.message);
   }
@@ -110,8 +102,7 @@ function classifyTransportError(err: unknown, signal: AbortSignal): ToolError {
  * every retry of one call, so a server recognises a retried call.
  */
 export function httpTool(policy: EgressPolicy): Tool {
-  const guarded = new Agent({ connect: { lookup: guardedLookup } });
-  const open = new Agent();
+  const client = egressClient(policy);
   return defineTool({
     name: 'http',
     description: 'Make an HTTP request; JSON responses are parsed. Non-2xx statuses are errors.',
@@ -122,51 +113,32 @@ export function httpTool(policy: EgressPolicy): Tool {
     async run(args, ctx) {
       const url = new URL(args.url);
       for (const [k, v] of Object.entries(args.query)) url.searchParams.append(k, String(v));
-      const port = url.port || (url.protocol === 'https:' ? '443' : '80');
-      let dispatcher: Dispatcher = open;
-      if (!isAllowlisted(policy, url.hostname, port)) {
-        try {
-          checkLiteralAddress(url.hostname);
-        } catch (err) {
-          throw classifyTransportError(err, ctx.signal);
-        }
-        dispatcher = guarded;
-      }
       const headers: Record<string, string> = { 'idempotency-key': ctx.idempotencyKey, ...args.headers };
       let body: string | undefined = args.body;
       if (args.json !== undefined) {
         body = JSON.stringify(args.json);
         headers['content-type'] ??= 'application/json';
       }
-      let res: Dispatcher.ResponseData;
+      let res: EgressResponse;
       try {
-        res = await request(url, {
+        res = await client.fetch(url, {
           method: args.method,
           headers,
-          body,
-          dispatcher,
+          ...(body !== undefined ? { body } : {}),
           signal: ctx.signal,
-          ...(args.timeoutMs !== undefined
-            ? { headersTimeout: args.timeoutMs, bodyTimeout: args.timeoutMs }
-            : {}),
+          ...(args.timeoutMs !== undefined ? { timeoutMs: args.timeoutMs } : {}),
         });
       } catch (err) {
         throw classifyTransportError(err, ctx.signal);
       }
-      let text: string;
-      try {
-        text = await res.body.text();
-      } catch (err) {
-        throw classifyTransportError(err, ctx.signal);
-      }
       const responseHeaders = flattenHeaders(res.headers);
-      if (res.statusCode < 200 || res.statusCode >= 300) {
-        throw statusError(res.statusCode, responseHeaders['retry-after']);
+      if (res.status < 200 || res.status >= 300) {
+        throw statusError(res.status, responseHeaders['retry-after']);
       }
       return {
-        status: res.statusCode,
+        status: res.status,
         headers: responseHeaders,
-        body: parseBody(text, responseHeaders['content-type']),
+        body: parseBody(res.text, responseHeaders['content-type']),
       };
     },
   });

@@ -13,7 +13,6 @@ if redis.call('HEXISTS', KEYS[1], 'finishedAt') == 0 then return { 'settling' } 
 for i = 3, #ARGV do
   forgetNode(ARGV[i])
 end
-redis.call('HDEL', KEYS[6], 'usage:toolCalls', 'usage:toolTimeMs', 'usage:promptTokens', 'usage:completionTokens', 'usage:modelCalls')
 redis.call('DEL', KEYS[2], KEYS[4])
 local pending = cjson.decode(ARGV[1])
 for k, v in pairs(pending) do redis.call('HSET', KEYS[2], k, v) end
