@@ -1,30 +1,119 @@
-/** With Redis gone, the API answers 503 at once instead of hanging or failing with 500. */
-import { afterAll, beforeAll, expect, it } from 'vitest';
+/**
+ * With Redis gone, the API answers 503 (with Retry-After) at once instead of hanging or failing
+ * with 500 — also for requests Redis dies under, when the connection's status may still say
+ * `ready`.
+ */
+import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { parseApiEnv, startApi, type ApiHandle } from '@tetraloop/api';
-import { startRedisServer, type RedisServer } from '@tetraloop/core';
+import {
+  connectRedis,
+  isRedisUnavailable,
+  startRedisServer,
+  whenReady,
+  type RedisServer,
+} from '@tetraloop/core';
 import { postRun, testEnv } from './support/stack.js';
 
-let redis: RedisServer;
-let api: ApiHandle;
+const body = { graph: { nodes: [{ id: 'a', kind: 'tool', tool: 'wait', args: { ms: 1 } }] } };
 
-beforeAll(async () => {
-  // A Redis of its own, so stopping it leaves the rest of the suite alone.
-  redis = await startRedisServer();
-  api = await startApi(parseApiEnv(testEnv({ REDIS_URL: redis.url })));
+describe('Redis stopped', () => {
+  let redis: RedisServer;
+  let api: ApiHandle;
+
+  beforeAll(async () => {
+    // A Redis of its own, so stopping it leaves the rest of the suite alone.
+    redis = await startRedisServer();
+    api = await startApi(parseApiEnv(testEnv({ REDIS_URL: redis.url })));
+  });
+  afterAll(async () => {
+    await api?.close();
+    await redis?.stop();
+  });
+
+  it('answers 503 from POST /v1/runs and /readyz when Redis is down', async () => {
+    expect((await postRun(api.url, body)).status).toBe(202);
+
+    await redis.stop();
+    const res = await fetch(`${api.url}/v1/runs`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify(body),
+    });
+    expect(res.status).toBe(503);
+    expect(res.headers.get('retry-after')).toBe('1');
+    expect(await res.json()).toEqual({ error: { code: 'unavailable', message: 'Redis is unavailable' } });
+    expect((await fetch(`${api.url}/readyz`)).status).toBe(503);
+    expect((await fetch(`${api.url}/healthz`)).status).toBe(200);
+  });
 });
-afterAll(async () => {
-  await api?.close();
-  await redis?.stop();
+
+describe('Redis killed mid-request', () => {
+  let redis: RedisServer;
+  let api: ApiHandle;
+
+  beforeAll(async () => {
+    redis = await startRedisServer();
+    api = await startApi(parseApiEnv(testEnv({ REDIS_URL: redis.url })));
+  });
+  afterAll(async () => {
+    await api?.close();
+    await redis?.stop();
+  });
+
+  it('answers every request in flight with 202 or 503, never 500', async () => {
+    expect((await postRun(api.url, body)).status).toBe(202);
+    // Requests on their way through the API (some before their first command, some between the
+    // create and the enqueue) when Redis dies without a goodbye.
+    const inFlight = Array.from({ length: 30 }, (_, i) =>
+      postRun(api.url, body, { 'idempotency-key': `k-${i}` }),
+    );
+    process.kill(redis.pid, 'SIGKILL');
+    const statuses = (await Promise.all(inFlight)).map((r) => r.status);
+    expect(statuses.filter((s) => s !== 202 && s !== 503)).toEqual([]);
+    expect(statuses).toContain(503);
+  });
 });
 
-it('answers 503 from POST /v1/runs and /readyz when Redis is down', async () => {
-  const body = { graph: { nodes: [{ id: 'a', kind: 'tool', tool: 'wait', args: { ms: 1 } }] } };
-  expect((await postRun(api.url, body)).status).toBe(202);
+describe('isRedisUnavailable', () => {
+  let redis: RedisServer;
+  const clients: ReturnType<typeof connectRedis>[] = [];
+  beforeAll(async () => {
+    redis = await startRedisServer();
+  });
+  afterEach(() => {
+    for (const c of clients.splice(0)) c.disconnect();
+  });
+  afterAll(async () => {
+    await redis?.stop();
+  });
 
-  await redis.stop();
-  const down = await postRun(api.url, body);
-  expect(down.status).toBe(503);
-  expect(down.body).toEqual({ error: { code: 'unavailable', message: 'Redis is unavailable' } });
-  expect((await fetch(`${api.url}/readyz`)).status).toBe(503);
-  expect((await fetch(`${api.url}/healthz`)).status).toBe(200);
+  const failure = (p: Promise<unknown>): Promise<unknown> =>
+    p.then(
+      () => {
+        throw new Error('the command succeeded');
+      },
+      (err: unknown) => err,
+    );
+
+  it('recognises what a closed connection rejects with, and not what a bad command does', async () => {
+    const client = connectRedis(redis.url, 'client', 'unavailable-test');
+    clients.push(client);
+    await whenReady(client);
+    // A real Redis error of the request's own making is not unavailability.
+    expect(isRedisUnavailable(await failure(client.call('NO-SUCH-COMMAND')))).toBe(false);
+    expect(isRedisUnavailable(new Error('something else'))).toBe(false);
+
+    client.disconnect();
+    // Closed on purpose: the status says `end`, and the command's rejection says so too.
+    expect(isRedisUnavailable(await failure(client.get('k')))).toBe(true);
+    // A wrapped one (BullMQ and others keep the cause).
+    const wrapped = new Error('enqueue failed', { cause: await failure(client.get('k')) });
+    expect(isRedisUnavailable(wrapped)).toBe(true);
+
+    await redis.stop();
+    const refused = connectRedis(redis.url, 'client', 'unavailable-test-2');
+    clients.push(refused);
+    refused.on('error', () => undefined);
+    expect(isRedisUnavailable(await failure(refused.get('k')))).toBe(true);
+  });
 });

@@ -20,7 +20,7 @@ import {
 import type { AdminBoard } from './admin.js';
 import { authenticate, authorize, type AuthSettings } from './auth.js';
 import { blobHandlers } from './blobs-router.js';
-import { errorHandler, HttpError, sendError } from './http-errors.js';
+import { errorHandler, HttpError, sendError, sendUnavailable } from './http-errors.js';
 import { JsonTooDeepError, nestsDeeperThan } from './json-depth.js';
 import { keyHandlers, type KeysRouterDeps } from './keys-router.js';
 import { memoryHandlers } from './memory-router.js';
@@ -88,7 +88,7 @@ export function createApp(deps: AppDeps): express.Express {
   // Fail fast when Redis is away: a 503 at once, never a hanging request.
   const requireRedis: RequestHandler = (_req, res, next) => {
     if (redisReady()) return next();
-    sendError(res, new HttpError(503, 'unavailable', 'Redis is unavailable'));
+    sendUnavailable(res);
   };
 
   app.get('/metrics', async (req, res) => {

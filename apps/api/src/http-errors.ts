@@ -6,6 +6,7 @@ import {
   KeyLimitError,
   RequestRefusedError,
   RunStateConflictError,
+  isRedisUnavailable,
 } from '@tetraloop/core';
 import type { Logger } from 'pino';
 import { z } from 'zod';
@@ -31,6 +32,15 @@ export const sendError = (res: Response, err: HttpError): void => {
   res.status(err.status).json({
     error: { code: err.code, message: err.message, ...(err.issues.length > 0 ? { issues: err.issues } : {}) },
   });
+};
+
+/** Seconds a client is told to wait before retrying while Redis is unavailable. */
+const UNAVAILABLE_RETRY_AFTER_SECONDS = 1;
+
+/** `503 unavailable` with `Retry-After`: Redis cannot be reached; the request changed nothing it can't repeat. */
+export const sendUnavailable = (res: Response): void => {
+  res.set('Retry-After', String(UNAVAILABLE_RETRY_AFTER_SECONDS));
+  sendError(res, new HttpError(503, 'unavailable', 'Redis is unavailable'));
 };
 
 export function zodToHttp(error: z.ZodError, prefix: string[] = []): HttpError {
@@ -76,8 +86,9 @@ export function errorHandler(logger: Logger, redisReady: () => boolean): ErrorRe
     if (err instanceof z.ZodError) return sendError(res, zodToHttp(err));
     const parsed = bodyParserError(err);
     if (parsed) return sendError(res, parsed);
-    // Redis went away mid-request: the dependency is unavailable, not the server broken.
-    if (!redisReady()) return sendError(res, new HttpError(503, 'unavailable', 'Redis is unavailable'));
+    // Redis went away mid-request: the dependency is unavailable, not the server broken. The error
+    // says so even when the connection's status has not caught up yet (still `ready`).
+    if (isRedisUnavailable(err) || !redisReady()) return sendUnavailable(res);
     logger.error({ err }, 'unhandled error');
     sendError(res, new HttpError(500, 'internal', 'internal error'));
   };

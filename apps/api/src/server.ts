@@ -1,7 +1,7 @@
 /** Starts the API: connections, services, HTTP listener; `close()` undoes all of it. */
 import type { AddressInfo } from 'node:net';
 import { setTimeout as delay } from 'node:timers/promises';
-import { QueueEvents, type Queue } from 'bullmq';
+import { QueueEvents } from 'bullmq';
 import {
   ApiKeyStore,
   QUEUE_NAMES,
@@ -52,11 +52,10 @@ export async function startApi(env: ApiEnv, options: StartApiOptions = {}): Prom
     c.on('error', (err) => logger.warn({ err: err.message }, 'redis connection error'));
   }
   const prefix = env.TETRALOOP_PREFIX;
-  const queues = openQueues(redis, prefix);
-  for (const q of Object.values(queues) as Queue[])
-    q.on('error', (err) => logger.warn({ err: err.message }, 'queue error'));
+  const queues = openQueues(redis, prefix, logger);
   // Finished sense jobs answer session messages; one listener per API process.
   const senseEvents = new QueueEvents(QUEUE_NAMES.sense, { connection: eventsConnection, prefix });
+  senseEvents.on('error', (err) => logger.warn({ err: err.message }, 'queue events error'));
   // The API validates graphs against the tools' schemas; egress is the workers' concern.
   const tools = builtinTools({ egress: parseAllowHosts('') });
   const services = buildServices(env, redis, queues, tools, undefined, logger);

@@ -38,6 +38,7 @@ import {
   QueueWatch,
   parseAllowHosts,
   planCacheOptionsOf,
+  reconcileQueuedRuns,
   secretStoreOptionsOf,
   type DestinationStream,
   type ExecutorDeps,
@@ -78,6 +79,8 @@ const CONCURRENCY_KEY = {
 
 /** Periodic plan-loop job: compare session environments with what running plans have seen. */
 const ENV_CHECK_JOB = 'env-check';
+/** Periodic plan-loop job: enqueue accepted runs whose root job was never enqueued. */
+const RECONCILE_JOB = 'reconcile';
 
 export async function startPools(env: WorkerEnv, options: StartPoolsOptions): Promise<PoolsHandle> {
   const connection = connectRedis(env.REDIS_URL, 'worker', `tetraloop-worker-${process.pid}`);
@@ -94,7 +97,7 @@ export async function startPools(env: WorkerEnv, options: StartPoolsOptions): Pr
     c.on('error', (err) => log.warn({ err: err.message }, 'redis connection error'));
   subscriber.on('error', (err) => log.warn({ err: err.message }, 'redis subscriber error'));
 
-  const queues = openQueues(connection, prefix);
+  const queues = openQueues(connection, prefix, log);
   const egress = parseAllowHosts(env.TETRALOOP_HTTP_ALLOW_HOSTS, env.TETRALOOP_HTTP_MAX_BYTES);
   const tools = builtinTools({ egress });
   const registry = options.hooks?.registry ?? (await loadPlugins(env.TETRALOOP_PLUGINS, process.env, log));
@@ -176,8 +179,21 @@ export async function startPools(env: WorkerEnv, options: StartPoolsOptions): Pr
   const processors: Record<Pool, () => Processor> = {
     plan: () => {
       const deps = depsFor('plan');
-      return (job: Job, token?: string) =>
-        job.name === ENV_CHECK_JOB ? services.sessions.checkEnvironment() : executePlanJob(deps, job, token);
+      const reconcile = {
+        store,
+        queues: services.runQueues,
+        laneHolder: (sessionKey: string) => services.sessionStore.running(sessionKey),
+      };
+      return async (job: Job, token?: string) => {
+        if (job.name === ENV_CHECK_JOB) return services.sessions.checkEnvironment();
+        if (job.name === RECONCILE_JOB) {
+          const report = await reconcileQueuedRuns(reconcile, { graceMs: env.TETRALOOP_RECONCILE_GRACE_MS });
+          if (report.enqueue + report.retry > 0)
+            deps.logger.warn(report, 'enqueued runs left without a root job');
+          return report;
+        }
+        return executePlanJob(deps, job, token);
+      };
     },
     tool: () => {
       const deps = depsFor('tool');
@@ -255,6 +271,11 @@ export async function startPools(env: WorkerEnv, options: StartPoolsOptions): Pr
       'env-check',
       { every: env.TETRALOOP_ENV_CHECK_MS },
       { name: ENV_CHECK_JOB, opts: keepSchedules },
+    );
+    await queues.plan.upsertJobScheduler(
+      'reconcile',
+      { every: env.TETRALOOP_RECONCILE_INTERVAL_MS },
+      { name: RECONCILE_JOB, opts: keepSchedules },
     );
   }
 

@@ -146,6 +146,10 @@ export const BaseEnv = z.object({
   TETRALOOP_ENV_CHECK_MS: z.coerce.number().int().min(100).default(1500),
   /** How often lanes a dead process left behind are moved on. */
   TETRALOOP_LANE_SWEEP_MS: z.coerce.number().int().min(100).default(2000),
+  /** How often the plan loop looks for accepted runs whose root job was never enqueued. */
+  TETRALOOP_RECONCILE_INTERVAL_MS: z.coerce.number().int().min(100).default(15_000),
+  /** A queued run without a root job is enqueued by the reconciler once it is this old. */
+  TETRALOOP_RECONCILE_GRACE_MS: z.coerce.number().int().min(0).default(30_000),
   /** Plugins to load: built-in names (`deny-http`) or module paths, comma-separated. */
   TETRALOOP_PLUGINS: listEnv(),
   /** Directory holding one folder per agent with its workspace files (AGENTS.md, TOOLS.md…). */

@@ -4,7 +4,6 @@
  * resumes when the child run settles. The child run's id derives from parent, node, generation
  * and iteration, so a redelivered loop job finds the child it already started.
  */
-import { createHash } from 'node:crypto';
 import type { Job } from 'bullmq';
 import { expandGraph } from '../compile/expand.js';
 import type { Budget } from '../domain/run-model.js';
@@ -13,13 +12,6 @@ import { buildTopology } from '../graph/topology.js';
 import type { Graph } from '../nodes/index.js';
 import { enqueueChildRunRoot } from '../queues/run-jobs.js';
 import type { ExecutorDeps } from './deps.js';
-
-/** A UUID-shaped id derived from `parts` (name-based, like UUID v5, from SHA-256). */
-export function derivedRunId(...parts: (string | number)[]): string {
-  const hex = createHash('sha256').update(parts.join('\u0000')).digest('hex');
-  const variant = ((parseInt(hex[16]!, 16) & 0x3) | 0x8).toString(16);
-  return `${hex.slice(0, 8)}-${hex.slice(8, 12)}-5${hex.slice(13, 16)}-${variant}${hex.slice(17, 20)}-${hex.slice(20, 32)}`;
-}
 
 export interface ChildRunSpec {
   readonly runId: string;

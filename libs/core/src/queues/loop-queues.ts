@@ -1,6 +1,7 @@
 /** The four loops' queues on one connection, named from the catalog. */
 import { Queue } from 'bullmq';
 import type { Redis } from 'ioredis';
+import type { Logger } from '../logging/logger.js';
 import { QUEUE_NAMES } from './catalog.js';
 
 export interface LoopQueues {
@@ -11,8 +12,16 @@ export interface LoopQueues {
   readonly reflect: Queue;
 }
 
-export function openQueues(connection: Redis, prefix: string): LoopQueues {
-  const open = (name: string): Queue => new Queue(name, { connection, prefix });
+/**
+ * Opens the four queues. Each gets an `error` listener that logs through `log`: a BullMQ object
+ * without one prints its connection errors' stacks to the console.
+ */
+export function openQueues(connection: Redis, prefix: string, log: Pick<Logger, 'warn'>): LoopQueues {
+  const open = (name: string): Queue => {
+    const queue = new Queue(name, { connection, prefix });
+    queue.on('error', (err) => log.warn({ err: err.message, queue: name }, 'queue error'));
+    return queue;
+  };
   return {
     sense: open(QUEUE_NAMES.sense),
     plan: open(QUEUE_NAMES.plan),

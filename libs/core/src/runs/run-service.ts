@@ -14,6 +14,7 @@ import {
   type SignalLimits,
   type SignalOutcome,
 } from '../domain/run-model.js';
+import { idempotentRunId } from '../domain/run-id.js';
 import { DEFAULT_TENANT } from '../domain/tenant.js';
 import { cancelledError } from '../errors/run-error.js';
 import type { GraphLimits } from '../graph/limits.js';
@@ -129,49 +130,42 @@ export class RunService {
     if (validation && !validation.ok) {
       throw new GraphRejectedError(validation.issues.map((i) => ({ ...i, path: join('graph', i.path) })));
     }
-    const runId = options.runId ?? randomUUID();
-    // One tenant's Idempotency-Key never finds another tenant's run.
-    const claim = idempotencyKey;
-    if (claim !== undefined) {
-      const existing = await this.deps.store.claimIdempotencyKey(tenant, claim, runId);
-      if (existing !== null) return this.replay(existing);
-    }
-    const acceptedAt = new Date().toISOString();
+    // A request with an Idempotency-Key names its run: every repeat computes the same id, and the
+    // create script makes the run once and answers it to everyone else (one tenant's key never
+    // finds another tenant's run: the tenant is part of the id).
+    const runId =
+      options.runId ??
+      (idempotencyKey !== undefined ? idempotentRunId(tenant, idempotencyKey) : randomUUID());
     const topology = validation?.topology;
-    try {
-      await this.deps.store.create({
-        runId,
-        ...(validation ? { graph: validation.graph, plan: validation.plan } : {}),
-        ...(request.task !== undefined
-          ? {
-              task: {
-                mode: request.mode,
-                task: request.task,
-                agentId: request.agentId,
-                tenant,
-                maxReplans: request.maxReplans,
-                ...(request.overrides ? { overrides: request.overrides } : {}),
-              },
-            }
-          : {}),
-        agentId: request.agentId,
-        tenant,
-        ...(options.sessionKey ? { sessionKey: options.sessionKey } : {}),
-        input: request.input,
-        timeoutSeconds: ceilings.clampTimeout(request.timeoutSeconds),
-        budget: ceilings.clampBudget({ ...this.deps.defaultBudget, ...request.budget }),
-        metadata: request.metadata,
-        createdAt: acceptedAt,
-        pending: new Map(topology?.ids.map((id) => [id, topology.parents.get(id)?.length ?? 0]) ?? []),
-      });
-      if (options.start !== false) await this.enqueueRoot(runId, 0);
-    } catch (err) {
-      // Let a retry with the same key create the run instead of finding a half-made one.
-      if (claim !== undefined)
-        await this.deps.store.releaseIdempotencyKey(tenant, claim).catch(() => undefined);
-      throw err;
-    }
-    return { runId, status: 'queued', acceptedAt, created: true };
+    const stored = await this.deps.store.create({
+      runId,
+      ...(validation ? { graph: validation.graph, plan: validation.plan } : {}),
+      ...(request.task !== undefined
+        ? {
+            task: {
+              mode: request.mode,
+              task: request.task,
+              agentId: request.agentId,
+              tenant,
+              maxReplans: request.maxReplans,
+              ...(request.overrides ? { overrides: request.overrides } : {}),
+            },
+          }
+        : {}),
+      agentId: request.agentId,
+      tenant,
+      ...(options.sessionKey ? { sessionKey: options.sessionKey } : {}),
+      input: request.input,
+      timeoutSeconds: ceilings.clampTimeout(request.timeoutSeconds),
+      budget: ceilings.clampBudget({ ...this.deps.defaultBudget, ...request.budget }),
+      metadata: request.metadata,
+      createdAt: new Date().toISOString(),
+      pending: new Map(topology?.ids.map((id) => [id, topology.parents.get(id)?.length ?? 0]) ?? []),
+    });
+    // A repeat (or the first request itself, retried after a crash) adds the root job of a run that
+    // is still queued: its id derives from the run, so this adds nothing when the job exists.
+    if (stored.status === 'queued' && options.start !== false) await this.enqueueRoot(runId, 0);
+    return { runId, status: stored.status, acceptedAt: stored.createdAt, created: stored.created };
   }
 
   /**
@@ -181,20 +175,6 @@ export class RunService {
   async checkAgent(tenant: string, agentId: string): Promise<void> {
     const refused = this.deps.ceilings.agentRefusal(tenant, agentId, await this.deps.agentFolders());
     if (refused !== undefined) throw new RequestRefusedError([{ path: 'agentId', message: refused }]);
-  }
-
-  /** Answers a repeated idempotent request with the existing run, re-enqueueing it if it never started. */
-  private async replay(runId: string): Promise<SubmitResult> {
-    const doc = await this.deps.store.document(runId);
-    if (!doc) {
-      throw new RunStateConflictError(
-        'idempotency_conflict',
-        'a run for this Idempotency-Key is being created; retry',
-      );
-    }
-    // The root job id derives from the run, so this adds nothing when the job already exists.
-    if (doc.status === 'queued') await this.enqueueRoot(runId, doc.generation);
-    return { runId, status: doc.status, acceptedAt: doc.createdAt, created: false };
   }
 
   private enqueueRoot(runId: string, generation: number): Promise<void> {

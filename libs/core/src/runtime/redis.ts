@@ -1,3 +1,4 @@
+import { CONNECTION_CLOSED_ERROR_MSG, ConnectionClosedError } from 'bullmq';
 import { Redis } from 'ioredis';
 
 /**
@@ -62,4 +63,50 @@ export async function connectRedisOnce(url: string, name: string, timeoutMs = 50
     redis.disconnect();
     throw lastError ?? err;
   }
+}
+
+/** Socket error codes of a Redis connection that is down or going down. */
+const SOCKET_CODES = new Set([
+  'ECONNREFUSED',
+  'ECONNRESET',
+  'ECONNABORTED',
+  'EPIPE',
+  'ETIMEDOUT',
+  'ENOTCONN',
+  'EHOSTUNREACH',
+  'ENETUNREACH',
+  'EAI_AGAIN',
+  'ENOTFOUND',
+]);
+/** Redis replies that say the server cannot serve now (the first word of a reply error is its code). */
+const UNAVAILABLE_REPLIES = new Set(['LOADING', 'MASTERDOWN', 'CLUSTERDOWN', 'TRYAGAIN', 'BUSY']);
+/**
+ * ioredis rejects a command on a closed connection with a plain `Error` carrying this message (the
+ * constant BullMQ mirrors from ioredis); it has no class or code to recognise it by, so this one
+ * message is compared whole. A closed connection can reject this way while `status` still says
+ * `ready`, before the close event has been handled.
+ */
+const PLAIN_CONNECTION_ERRORS = new Set([
+  CONNECTION_CLOSED_ERROR_MSG,
+  "Stream isn't writeable and enableOfflineQueue options is false",
+]);
+
+/**
+ * Whether `err` (or an error it wraps as its `cause`) says Redis is unreachable rather than that
+ * the request or the code is wrong: BullMQ's `ConnectionClosedError`, ioredis' aborts
+ * (`MaxRetriesPerRequestError`, a command aborted by a closing connection), socket errors by
+ * code, Redis' own "not now" replies (`LOADING`, `MASTERDOWN`…), and ioredis' closed-connection
+ * rejection.
+ */
+export function isRedisUnavailable(err: unknown): boolean {
+  for (let e = err, depth = 0; e instanceof Error && depth < 5; e = e.cause, depth++) {
+    if (e instanceof ConnectionClosedError) return true;
+    // redis-errors' AbortError and its subclass MaxRetriesPerRequestError: the command never ran.
+    if (e.name === 'AbortError' || e.name === 'MaxRetriesPerRequestError') return true;
+    const code = (e as { code?: unknown }).code;
+    if (typeof code === 'string' && SOCKET_CODES.has(code)) return true;
+    if (e.name === 'ReplyError' && UNAVAILABLE_REPLIES.has(e.message.split(' ', 1)[0] ?? '')) return true;
+    if (PLAIN_CONNECTION_ERRORS.has(e.message)) return true;
+  }
+  return false;
 }

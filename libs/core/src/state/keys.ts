@@ -38,12 +38,13 @@ export function runKeyList(keys: RunKeys): string[] {
 }
 
 /**
- * Idempotency keys are hashed so a client cannot choose key length or characters; each tenant's
- * are its own.
+ * Sorted set of runs not yet started → when they were accepted (epoch ms): what the reconciler
+ * looks through for a run whose root job was never enqueued. One key for the deployment, so it is
+ * written by its own command beside the run's script (a Redis Cluster slot of its own): added
+ * before the run is created, removed once it has started or ended, and cleaned by the reconciler
+ * of entries whose run is gone or no longer queued.
  */
-export function idempotencyKey(prefix: string, tenant: string, clientKey: string): string {
-  return `${prefix}:idem:${tenant}:${createHash('sha256').update(clientKey).digest('hex')}`;
-}
+export const queuedRunsKey = (prefix: string): string => `${prefix}:runs:queued`;
 
 /** Sorted set of one tenant's run ids by creation time (ms), trimmed to the retention window. */
 export const tenantRunsKey = (prefix: string, tenant: string): string => `${prefix}:tenant:${tenant}:runs`;

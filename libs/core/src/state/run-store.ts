@@ -27,7 +27,7 @@ import type { ExecutableGraph, Graph } from '../nodes/index.js';
 import { RUN_ERROR_STATUS, cancelledError } from '../errors/run-error.js';
 import { BlobStore } from './blob-store.js';
 import { DEFAULT_TENANT } from '../domain/tenant.js';
-import { channels, idempotencyKey, tenantRunsKey, runKeyList, runKeys, type Channels } from './keys.js';
+import { channels, queuedRunsKey, tenantRunsKey, runKeyList, runKeys, type Channels } from './keys.js';
 import { loadScripts, type ScriptRunner } from './scripts.js';
 
 /** What `signal-6.lua` answers. */
@@ -155,6 +155,22 @@ export interface CompleteNodeResult {
   readonly ready: readonly string[];
 }
 
+export interface CreateResult {
+  /** False when a run with this id existed: nothing was written. */
+  readonly created: boolean;
+  /** The run's status now (`queued` when just created). */
+  readonly status: RunStatus;
+  /** When the run was accepted (its first request's time). */
+  readonly createdAt: string;
+}
+
+export interface ReconcileView {
+  readonly status: RunStatus;
+  readonly generation: number;
+  readonly parentRunId: string | null;
+  readonly sessionKey: string | null;
+}
+
 export interface RunStoreOptions {
   readonly prefix: string;
   /** How long a settled run's record is kept. @defaultValue 7 days */
@@ -196,26 +212,18 @@ export class RunStore {
     return this.options.retentionSeconds + timeoutSeconds;
   }
 
-  /**
-   * Claims an idempotency key for `runId`. Returns the run id that already holds the key, or null
-   * when this call claimed it.
-   */
-  async claimIdempotencyKey(tenant: string, clientKey: string, runId: string): Promise<string | null> {
-    const key = idempotencyKey(this.options.prefix, tenant, clientKey);
-    const claimed = await this.redis.set(key, runId, 'EX', this.options.retentionSeconds, 'NX');
-    return claimed === 'OK' ? null : this.redis.get(key);
-  }
-
-  async releaseIdempotencyKey(tenant: string, clientKey: string): Promise<void> {
-    await this.redis.del(idempotencyKey(this.options.prefix, tenant, clientKey));
-  }
-
   /** The ids of a tenant's runs that may still exist (their keys may have expired since). */
   async tenantRuns(tenant: string): Promise<string[]> {
     return this.redis.zrange(tenantRunsKey(this.options.prefix, tenant), '0', '-1');
   }
 
-  async create(run: NewRun): Promise<void> {
+  /**
+   * Stores a new run, queued, unless a run with its id exists: then nothing changes and the
+   * existing run's status and acceptance time are answered (`created: false`). Safe to repeat.
+   * The run is put on the index of queued runs first, so no crash leaves a stored run the
+   * reconciler cannot find; an entry whose run was never stored is dropped by the reconciler.
+   */
+  async create(run: NewRun): Promise<CreateResult> {
     const meta = {
       status: 'queued' satisfies RunStatus,
       createdAt: run.createdAt,
@@ -239,22 +247,67 @@ export class RunStore {
       generation: '0',
     };
     const pending = Object.fromEntries([...run.pending].filter(([, n]) => n > 0));
-    await this.script('create-run-6', this.keys(run.runId), [
+    const created = Date.parse(run.createdAt);
+    // Written ahead of the run (another slot in a Redis Cluster): NX keeps a repeat's first time.
+    await this.redis.zadd(queuedRunsKey(this.options.prefix), 'NX', created, run.runId);
+    const [made, status, createdAt] = (await this.script('create-run-6', this.keys(run.runId), [
       JSON.stringify(meta),
       JSON.stringify(pending),
       this.safetyTtl(run.timeoutSeconds),
-    ]);
+    ])) as [number, string | null | undefined, string | null | undefined];
     // The tenant's index of runs, trimmed of runs past any retention (a run lives at most its
-    // deadline plus the retention), so it stays as large as the runs that can still exist.
+    // deadline plus the retention), so it stays as large as the runs that can still exist. Written
+    // again by a repeat, so a crash between the script and here is mended by the client's retry.
     const index = tenantRunsKey(this.options.prefix, meta.tenant);
-    const created = Date.parse(run.createdAt);
+    const acceptedAt = made === 1 ? run.createdAt : (createdAt ?? run.createdAt);
     const oldest = created - (MAX_RUN_SECONDS + this.options.retentionSeconds) * 1000;
     await this.redis
       .multi()
-      .zadd(index, created, run.runId)
+      .zadd(index, Date.parse(acceptedAt), run.runId)
       .zremrangebyscore(index, '-inf', oldest)
       .expire(index, MAX_RUN_SECONDS + this.options.retentionSeconds)
       .exec();
+    if (made === 1) return { created: true, status: 'queued', createdAt: run.createdAt };
+    return { created: false, status: RunStatus.parse(status ?? 'queued'), createdAt: acceptedAt };
+  }
+
+  /**
+   * Queued runs accepted before `before` (epoch ms), oldest first, at most `limit`: what the
+   * reconciler looks at.
+   */
+  async queuedRuns(before: number, limit: number): Promise<string[]> {
+    return this.redis.zrangebyscore(queuedRunsKey(this.options.prefix), '-inf', before, 'LIMIT', 0, limit);
+  }
+
+  /** Takes a run off the index of queued runs (it started, ended or is gone). */
+  async unqueue(runId: string): Promise<void> {
+    await this.redis.zrem(queuedRunsKey(this.options.prefix), runId);
+  }
+
+  /**
+   * Moves a run that waits legitimately (in its lane, for its parent, for a running slot) to the
+   * back of the index of queued runs, so the reconciler's next passes look at the others first.
+   */
+  async requeueLater(runId: string, at: number): Promise<void> {
+    await this.redis.zadd(queuedRunsKey(this.options.prefix), 'XX', at, runId);
+  }
+
+  /** What the reconciler reads of a run: null for an unknown run. */
+  async reconcileView(runId: string): Promise<ReconcileView | null> {
+    const [status, generation, parentRunId, sessionKey] = await this.redis.hmget(
+      runKeys(this.options.prefix, runId).meta,
+      'status',
+      'generation',
+      'parentRunId',
+      'sessionKey',
+    );
+    if (status === null) return null;
+    return {
+      status: RunStatus.parse(status),
+      generation: Number(generation ?? 0),
+      parentRunId: parentRunId ?? null,
+      sessionKey: sessionKey ?? null,
+    };
   }
 
   async status(runId: string): Promise<RunStatus | null> {
@@ -265,6 +318,7 @@ export class RunStore {
   /** Deletes a run that never started (a prepared session run its lane did not need). */
   async delete(runId: string): Promise<void> {
     await this.redis.del(...this.keys(runId));
+    await this.unqueue(runId);
   }
 
   /**
@@ -276,7 +330,9 @@ export class RunStore {
     if (status !== null && !isTerminal(status)) {
       await this.decideError(runId, cancelledError('its tenant was deleted'), new Date().toISOString());
     }
-    return this.redis.del(...this.keys(runId));
+    const deleted = await this.redis.del(...this.keys(runId));
+    await this.unqueue(runId);
+    return deleted;
   }
 
   /** Records the session environment version the run's current plan has seen. */
@@ -391,6 +447,7 @@ export class RunStore {
       ...ready,
     ])) as [string | null, string | undefined];
     const at = deadline ? Number(deadline) : deadlineAt;
+    if (status !== 'queued' && status !== 'stale') await this.unqueue(runId);
     if (status === 'stale') return { status: 'stale', deadlineAt: at };
     return { status: status ? RunStatus.parse(status) : null, deadlineAt: at };
   }
@@ -720,6 +777,7 @@ export class RunStore {
       runId,
       this.options.retentionSeconds,
     ])) as [number, string | null];
+    if (after === null || isTerminal(RunStatus.parse(after))) await this.unqueue(runId);
     return { settled: settled === 1, status: after ? RunStatus.parse(after) : null };
   }
 

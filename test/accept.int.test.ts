@@ -1,0 +1,164 @@
+/**
+ * The accept path is atomic: a run with an Idempotency-Key is created once however often (and
+ * however concurrently) it is asked for, and a run that was stored but never got its root job is
+ * found by the reconciler and runs.
+ */
+import { randomUUID } from 'node:crypto';
+import { Queue } from 'bullmq';
+import type { Redis } from 'ioredis';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import {
+  QUEUE_NAMES,
+  RunRequest,
+  RunStore,
+  SessionStore,
+  connectRedis,
+  reconcileQueuedRuns,
+  runJobId,
+  type RunQueues,
+} from '@tetraloop/core';
+import { postRun, readEvents, startStack, waitFor, type Stack } from './support/stack.js';
+
+const graph = (value: unknown) =>
+  RunRequest.parse({ graph: { nodes: [{ id: 'a', kind: 'tool', tool: 'json', args: { value } }] } });
+
+describe('Idempotency-Key', () => {
+  let stack: Stack;
+  beforeAll(async () => {
+    stack = await startStack();
+  });
+  afterAll(async () => {
+    await stack?.close();
+  });
+
+  it('answers the same run to the same key, sequentially and ten at once', async () => {
+    const key = `order-${randomUUID()}`;
+    const first = await postRun(stack.url, graph(1), { 'idempotency-key': key });
+    const again = await postRun(stack.url, graph(1), { 'idempotency-key': key });
+    expect(first.status).toBe(202);
+    expect(again.status).toBe(202);
+    expect(again.body.runId).toBe(first.body.runId);
+    expect(again.body.acceptedAt).toBe(first.body.acceptedAt);
+
+    const concurrent = `order-${randomUUID()}`;
+    const answers = await Promise.all(
+      Array.from({ length: 10 }, () => postRun(stack.url, graph(2), { 'idempotency-key': concurrent })),
+    );
+    expect(answers.map((a) => a.status)).toEqual(Array(10).fill(202));
+    const ids = new Set(answers.map((a) => a.body.runId));
+    expect(ids.size).toBe(1);
+    const runId = [...ids][0] as string;
+    expect((await waitFor(stack.url, runId)).status).toBe('succeeded');
+    // Created once and started once.
+    const types = (await readEvents(stack.url, runId)).map((e) => e.data.type);
+    expect(types.filter((t) => t === 'run.queued' || t === 'run.started')).toEqual([
+      'run.queued',
+      'run.started',
+    ]);
+  });
+
+  it('answers a repeated create with the run, never a conflict (a command re-sent after a reconnect)', async () => {
+    // ioredis re-sends a command whose connection dropped before the reply. With a claim key
+    // (`SET NX`) the re-sent claim failed and the API took its own claim for someone else's: 409
+    // for the key's whole life, and no run. Now the run id derives from tenant and key, and the
+    // create script makes the run only if it does not exist: whether the first create ran once or
+    // twice, and whether the answer that comes back is the first or the repeat, the request finds
+    // its run. Here the repeat is the API's own second submit of the same key.
+    const key = `resent-${randomUUID()}`;
+    const first = await stack.api.runs.submit(graph(3), key);
+    const resent = await stack.api.runs.submit(graph(3), key);
+    expect(first.created).toBe(true);
+    expect(resent).toMatchObject({ runId: first.runId, created: false, acceptedAt: first.acceptedAt });
+    expect((await waitFor(stack.url, first.runId)).status).toBe('succeeded');
+    // After the run has settled, the key still answers it, with its final status.
+    expect(await stack.api.runs.submit(graph(3), key)).toMatchObject({
+      runId: first.runId,
+      status: 'succeeded',
+      created: false,
+    });
+  });
+
+  it('keeps the first body of a key: a different body with the same key gets the first run', async () => {
+    const key = `body-${randomUUID()}`;
+    const first = await postRun(stack.url, graph('first'), { 'idempotency-key': key });
+    const other = await postRun(stack.url, graph('second'), { 'idempotency-key': key });
+    expect(other.body.runId).toBe(first.body.runId);
+    const doc = await waitFor(stack.url, first.body.runId as string);
+    expect(doc.output).toEqual({ a: 'first' });
+  });
+});
+
+describe('reconciler', () => {
+  let stack: Stack;
+  beforeAll(async () => {
+    stack = await startStack({
+      env: { TETRALOOP_RECONCILE_GRACE_MS: '0', TETRALOOP_RECONCILE_INTERVAL_MS: '200' },
+    });
+  });
+  afterAll(async () => {
+    await stack?.close();
+  });
+
+  it('enqueues a run that was stored but never got its root job, and it settles', async () => {
+    // Stored without its root job, as when the API dies between the create and the enqueue.
+    const stored = await stack.api.runs.submit(graph('late'), undefined, { start: false });
+    const doc = await waitFor(stack.url, stored.runId);
+    expect(doc.status).toBe('succeeded');
+    expect(doc.output).toEqual({ a: 'late' });
+  });
+});
+
+describe('reconciler pass', () => {
+  let stack: Stack;
+  let redis: Redis;
+  let queues: RunQueues;
+  let store: RunStore;
+  let sessions: SessionStore;
+  beforeAll(async () => {
+    // No worker pools: jobs stay where the reconciler leaves them.
+    stack = await startStack({ pools: [] });
+    redis = connectRedis(stack.env.REDIS_URL!, 'client', 'accept-test');
+    const open = (name: string) => new Queue(name, { connection: redis, prefix: stack.prefix });
+    queues = {
+      plan: open(QUEUE_NAMES.plan),
+      node: open(QUEUE_NAMES.tool),
+      retention: { completedAgeSeconds: 3600, completedCount: 1000, failedAgeSeconds: 3600 },
+    };
+    store = new RunStore(redis, { prefix: stack.prefix, retentionSeconds: 3600 });
+    sessions = new SessionStore(redis, stack.prefix);
+  });
+  afterAll(async () => {
+    await queues?.plan.close();
+    await queues?.node.close();
+    await redis?.quit();
+    await stack?.close();
+  });
+
+  const pass = () =>
+    reconcileQueuedRuns(
+      { store, queues, laneHolder: (sessionKey) => sessions.running(sessionKey) },
+      { graceMs: 0, now: Date.now() + 1 },
+    );
+
+  it('re-adds a deleted root job, leaves a job that exists and a lane that is not the run’s turn', async () => {
+    const { runId } = await stack.api.runs.submit(graph(1));
+    expect(await pass()).toMatchObject({ wait: 1, enqueue: 0 });
+
+    await queues.plan.remove(runJobId(runId));
+    expect(await queues.plan.getJob(runJobId(runId))).toBeUndefined();
+    expect(await pass()).toMatchObject({ enqueue: 1 });
+    expect(await queues.plan.getJob(runJobId(runId))).toBeDefined();
+
+    // A session run held back waits for its lane; the reconciler does not start it.
+    const held = await stack.api.runs.submit(graph(2), undefined, { sessionKey: 'lane-x', start: false });
+    const report = await pass();
+    expect(report.enqueue).toBe(0);
+    expect(await queues.plan.getJob(runJobId(held.runId))).toBeUndefined();
+
+    // An index entry whose run is gone is dropped.
+    await store.delete(held.runId);
+    await redis.zadd(`${stack.prefix}:runs:queued`, 1, 'no-such-run');
+    expect(await pass()).toMatchObject({ drop: 1 });
+    expect(await redis.zscore(`${stack.prefix}:runs:queued`, 'no-such-run')).toBeNull();
+  });
+});
