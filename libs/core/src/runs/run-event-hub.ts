@@ -129,8 +129,10 @@ class Reader {
   private clientId: number | undefined;
   /** A blocking read is outstanding. */
   private reading = false;
-  /** The runs changed since the outstanding read was sent. */
+  /** A run was added since the outstanding read was sent. */
   private dirty = false;
+  /** Which turn goes first next time, so that rebuilds do not starve the later turns. */
+  private round = 0;
   private unblocking = false;
   private idle: (() => void) | undefined;
   readonly done: Promise<void>;
@@ -153,9 +155,9 @@ class Reader {
     if (this.reading) void this.unblock();
   }
 
+  /** The outstanding read may still name the run: what it brings for it is dropped. */
   remove(runId: string): void {
     this.topics.delete(runId);
-    this.dirty = true;
   }
 
   stop(): void {
@@ -170,18 +172,23 @@ class Reader {
         this.idle = undefined;
         continue;
       }
+      // The snapshot and the flag go together: a run followed from here on sets it again.
+      this.dirty = false;
       const topics = [...this.topics.values()];
       const turns: Topic[][] = [];
       for (let i = 0; i < topics.length; i += this.options.maxKeysPerRead) {
         turns.push(topics.slice(i, i + this.options.maxKeysPerRead));
       }
       const blockMs = turns.length === 1 ? this.options.blockMs : TURN_BLOCK_MS;
+      const first = this.round++ % turns.length;
+      turns.push(...turns.splice(0, first));
       try {
+        this.clientId ??= Number(await this.connection.client('ID'));
         for (const turn of turns) {
-          this.clientId ??= Number(await this.connection.client('ID'));
-          this.dirty = false;
-          this.reading = true;
+          if (this.dirty || this.hub.isClosed) break;
           const cursors = turn.map((t) => ({ runId: t.runId, afterSeq: t.afterSeq }));
+          // Set in the same tick as the read is sent: from here on a new run cuts it short.
+          this.reading = true;
           let found: Map<string, RunEvent[]>;
           try {
             found = await this.hub.store.readEventStreams(this.connection, cursors, blockMs);
@@ -189,7 +196,6 @@ class Reader {
             this.reading = false;
           }
           this.deliver(found);
-          if (this.dirty || this.hub.isClosed) break;
         }
       } catch (err) {
         if (this.hub.isClosed) return;
