@@ -575,6 +575,8 @@ describe('deployment files', () => {
         'tetraloop_lesson_applications_total',
         'tetraloop_lessons',
         'tetraloop_blob_bytes_total',
+        'tetraloop_long_requests_open',
+        'tetraloop_long_requests_refused_total',
       ]) {
         expect(exprs).toMatch(new RegExp(`\\b${metric}\\b`));
       }

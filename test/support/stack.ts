@@ -128,21 +128,53 @@ function parseEventBlock(block: string): StreamedEvent | undefined {
 const describeEvent = (e: StreamedEvent | undefined): string =>
   e ? `#${e.id} ${e.data.type}${e.data.nodeId ? ` (${e.data.nodeId})` : ''}` : 'none';
 
+/** An event stream as soon as its headers arrived: its status, and its events once the server ends it. */
+export interface OpenStream {
+  readonly status: number;
+  readonly headers: Headers;
+  /** Every event, once the server closed the stream (rejects when `close` cut it). */
+  readonly events: Promise<StreamedEvent[]>;
+  /** Cuts the stream from the client's side. */
+  close(): void;
+}
+
+/**
+ * Opens a run's event stream (after `lastEventId` when given) and resolves once its headers are
+ * in: by then the API follows the run for it.
+ */
+export async function openEvents(
+  url: string,
+  runId: string,
+  options: { lastEventId?: number; headers?: Record<string, string> } = {},
+): Promise<OpenStream> {
+  const gone = new AbortController();
+  const res = await fetch(`${url}/v1/runs/${runId}/events`, {
+    signal: gone.signal,
+    headers: {
+      ...(options.lastEventId === undefined ? {} : { 'last-event-id': String(options.lastEventId) }),
+      ...options.headers,
+    },
+  });
+  const events = res.text().then((text) =>
+    text
+      .split('\n\n')
+      .map(parseEventBlock)
+      .filter((e): e is StreamedEvent => e !== undefined),
+  );
+  // A stream cut on purpose is not an unhandled rejection; `events` still rejects for who awaits it.
+  events.catch(() => undefined);
+  return { status: res.status, headers: res.headers, events, close: () => gone.abort() };
+}
+
 /** Reads a run's server-sent events until the server closes the stream. */
 export async function readEvents(
   url: string,
   runId: string,
   lastEventId?: number,
 ): Promise<{ id: number; event: string; data: RunEvent }[]> {
-  const res = await fetch(`${url}/v1/runs/${runId}/events`, {
-    headers: lastEventId === undefined ? {} : { 'last-event-id': String(lastEventId) },
-  });
-  if (res.status !== 200) throw new Error(`events answered ${res.status}`);
-  const text = await res.text();
-  return text
-    .split('\n\n')
-    .map(parseEventBlock)
-    .filter((e): e is StreamedEvent => e !== undefined);
+  const stream = await openEvents(url, runId, lastEventId === undefined ? {} : { lastEventId });
+  if (stream.status !== 200) throw new Error(`events answered ${stream.status}`);
+  return stream.events;
 }
 
 /**

@@ -8,6 +8,7 @@ import {
   type Ceilings,
   type RateLimitStore,
   type MemoryServices,
+  type RunEventHub,
   type RunService,
   type RunStore,
   type RunWaiter,
@@ -22,6 +23,7 @@ import { authenticate, authorize, type AuthSettings } from './auth.js';
 import { blobHandlers } from './blobs-router.js';
 import { errorHandler, HttpError, sendError, sendUnavailable } from './http-errors.js';
 import { JsonTooDeepError, nestsDeeperThan } from './json-depth.js';
+import type { LongRequests } from './long-requests.js';
 import { keyHandlers, type KeysRouterDeps } from './keys-router.js';
 import { memoryHandlers } from './memory-router.js';
 import { ROUTES, type RouteName } from './route-table.js';
@@ -42,8 +44,10 @@ export interface AppDeps {
   readonly metricsToken?: string;
   readonly redis: Redis;
   readonly store: RunStore;
-  /** A fresh connection for one blocking reader (an open event stream). */
-  readonly blockingConnection: () => Redis;
+  /** Feeds every open event stream from a few blocking connections. */
+  readonly hub: RunEventHub;
+  /** Caps on open event streams and waits. */
+  readonly longRequests: LongRequests;
   readonly runs: RunService;
   readonly sessionStore: SessionStore;
   /** Memory and lessons; absent with `TETRALOOP_REFLECT=off`. */

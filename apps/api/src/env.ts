@@ -51,6 +51,18 @@ export const ApiEnv = BaseEnv.extend({
   TETRALOOP_WEBHOOK_TOLERANCE_SECONDS: z.coerce.number().int().min(1).max(3600).default(300),
   /** Longest `wait` a client may ask for. */
   TETRALOOP_MAX_WAIT_MS: z.coerce.number().int().positive().default(300_000),
+  /** Event streams (`GET /v1/runs/:id/events`) this process holds open at once; more answer 503. */
+  TETRALOOP_MAX_STREAMS: z.coerce.number().int().min(1).default(1000),
+  /** Event streams one tenant holds open at once in this process; more answer 429. */
+  TETRALOOP_MAX_STREAMS_PER_TENANT: z.coerce.number().int().min(1).default(100),
+  /** Waits (`GET /v1/runs/:id/wait` on a run still going) this process holds at once; more answer 503. */
+  TETRALOOP_MAX_WAITS: z.coerce.number().int().min(1).default(10_000),
+  /** Waits one tenant holds at once in this process; more answer 429. */
+  TETRALOOP_MAX_WAITS_PER_TENANT: z.coerce.number().int().min(1).default(1000),
+  /** Blocking connections that read the event streams of every open stream of the process. */
+  TETRALOOP_EVENT_READERS: z.coerce.number().int().min(1).max(64).default(2),
+  /** Most run streams one blocking read names; a reader following more reads them in turns. */
+  TETRALOOP_EVENT_READ_KEYS: z.coerce.number().int().min(1).max(10_000).default(500),
 });
 export type ApiEnv = z.infer<typeof ApiEnv>;
 

@@ -1,16 +1,17 @@
 /**
  * Server-sent events of one run: replays the stream after `Last-Event-ID`, then follows it live
- * and closes after the run's final event (`run.finished`).
+ * and closes after the run's final event (`run.finished`). Every stream of the process is fed by
+ * one `RunEventHub` (a few blocking connections in all), never by a connection of its own.
  */
 import type { Request, Response } from 'express';
-import type { Redis } from 'ioredis';
-import type { RunEvent, RunStore } from '@tetraloop/core';
+import type { RunEvent, RunEventHub, RunStore } from '@tetraloop/core';
 
 export interface EventStreamDeps {
   readonly store: RunStore;
-  readonly blockingConnection: () => Redis;
-  /** How long one blocking read waits before a keep-alive comment. @defaultValue 15000 */
-  readonly eventsBlockMs?: number;
+  /** Follows the streams of every open event stream of the process. */
+  readonly hub: RunEventHub;
+  /** How long a stream stays quiet before a keep-alive comment. @defaultValue 15000 */
+  readonly keepAliveMs?: number;
 }
 
 const FINAL_EVENT = 'run.finished';
@@ -21,6 +22,8 @@ export async function streamRunEvents(
   afterSeq: number,
   req: Request,
   res: Response,
+  /** Called as the stream ends, before its last byte goes out (gives back its slot). */
+  onEnd?: () => void,
 ): Promise<void> {
   res.writeHead(200, {
     'content-type': 'text/event-stream; charset=utf-8',
@@ -29,38 +32,33 @@ export async function streamRunEvents(
     'x-accel-buffering': 'no',
   });
   res.flushHeaders();
-  let open = true;
-  let connection: Redis | undefined;
-  req.on('close', () => {
-    open = false;
-    connection?.disconnect();
-  });
+  // Following starts before the replay reads anything: no event falls between the two.
+  const feed = deps.hub.follow(runId, afterSeq);
+  req.on('close', () => feed.close());
   // A resumed run has one run.finished per generation; only the current generation's ends the stream.
   const isFinal = async (e: RunEvent): Promise<boolean> =>
     e.type === FINAL_EVENT &&
     ((e.data as { generation?: number } | undefined)?.generation ?? 0) >=
       (await deps.store.generation(runId));
   try {
-    let after = afterSeq;
-    let events = await deps.store.events(runId, after);
+    let events = await feed.next(0);
     // Nothing after the given id and the run already settled: there is nothing left to follow.
     if (events.length === 0 && (await deps.store.isSettled(runId))) return;
     for (;;) {
       for (const e of events) {
-        after = e.seq;
         // The SSE event name is the family (lifecycle, plan, node, tool, assistant, usage); `type` says more.
         res.write(`id: ${e.seq}\nevent: ${e.family ?? e.type}\ndata: ${JSON.stringify(e)}\n\n`);
         if (await isFinal(e)) return;
       }
-      if (!open) return;
-      connection ??= deps.blockingConnection();
-      events = await deps.store.waitForEvents(connection, runId, after, deps.eventsBlockMs ?? 15_000);
-      if (events.length === 0) res.write(': keep-alive\n\n');
+      if (feed.closed) return;
+      events = await feed.next(deps.keepAliveMs ?? 15_000);
+      if (events.length === 0 && !feed.closed) res.write(': keep-alive\n\n');
     }
   } catch {
     // The client went away or Redis did; either way this stream is over.
   } finally {
+    feed.close();
+    onEnd?.();
     res.end();
-    connection?.disconnect();
   }
 }

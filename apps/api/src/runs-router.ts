@@ -18,6 +18,7 @@ import { z } from 'zod';
 import { streamRunEvents, type EventStreamDeps } from './run-events.js';
 import { callerOf } from './auth.js';
 import { HttpError, zodToHttp } from './http-errors.js';
+import type { LongRequests } from './long-requests.js';
 import type { RouteName } from './route-table.js';
 
 const RunIdParam = z.uuid();
@@ -44,6 +45,8 @@ export interface RunsRouterDeps extends EventStreamDeps {
   readonly store: RunStore;
   /** Caps on each run's signals. */
   readonly signalLimits: SignalLimits;
+  /** Caps on open event streams and waits, per process and per tenant. */
+  readonly longRequests: LongRequests;
 }
 
 const notFound = (): HttpError => new HttpError(404, 'run_not_found', 'no such run');
@@ -111,15 +114,22 @@ export function runHandlers(deps: RunsRouterDeps): Partial<Record<RouteName, Req
     const settled = await deps.runs.settled(runId);
     if (settled === null) throw notFound();
     if (!settled) {
+      // Only a request that will wait holds a slot; one for a settled run answers at once. The
+      // slot is given back before the answer goes out.
+      const release = deps.longRequests.admit('wait', res);
       // Waiting never changes the run; a client that goes away just stops waiting.
       const gone = new AbortController();
       res.on('close', () => gone.abort());
-      await deps.waiter.wait(
-        runId,
-        query.data.timeoutMs,
-        async () => (await deps.runs.settled(runId)) !== false,
-        gone.signal,
-      );
+      try {
+        await deps.waiter.wait(
+          runId,
+          query.data.timeoutMs,
+          async () => (await deps.runs.settled(runId)) !== false,
+          gone.signal,
+        );
+      } finally {
+        release();
+      }
     }
     const doc = await deps.runs.get(runId);
     if (!doc) throw notFound();
@@ -176,7 +186,8 @@ export function runHandlers(deps: RunsRouterDeps): Partial<Record<RouteName, Req
       .min(0)
       .catch(0)
       .parse(req.get('last-event-id') ?? req.query.after ?? 0);
-    await streamRunEvents(deps, runId, from, req, res);
+    const release = deps.longRequests.admit('events', res);
+    await streamRunEvents(deps, runId, from, req, res, release);
   };
 
   return {

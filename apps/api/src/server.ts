@@ -7,6 +7,7 @@ import {
   QUEUE_NAMES,
   QueueWatch,
   RateLimitStore,
+  RunEventHub,
   RunWaiter,
   type DestinationStream,
   type RunService,
@@ -24,6 +25,7 @@ import { adminBoard } from './admin.js';
 import { createApp } from './app.js';
 import type { ApiEnv } from './env.js';
 import { refreshLessonGauge } from './lesson-metrics.js';
+import { LongRequests } from './long-requests.js';
 
 export interface ApiHandle {
   readonly url: string;
@@ -60,6 +62,22 @@ export async function startApi(env: ApiEnv, options: StartApiOptions = {}): Prom
   const tools = builtinTools({ egress: parseAllowHosts('') });
   const services = buildServices(env, redis, queues, tools, undefined, logger);
   const waiter = await RunWaiter.listen(subscriber, services.store.channels.settled);
+  // Every event stream of the process is fed from these few blocking connections.
+  const hub = new RunEventHub(services.store, {
+    client: redis,
+    connect: () => {
+      const c = connectRedis(env.REDIS_URL, 'subscriber', `tetraloop-api-events-${process.pid}`);
+      c.on('error', (err) => logger.warn({ err: err.message }, 'redis connection error'));
+      return c;
+    },
+    readers: env.TETRALOOP_EVENT_READERS,
+    maxKeysPerRead: env.TETRALOOP_EVENT_READ_KEYS,
+    onError: (err) => logger.warn({ err: err.message }, 'event stream read failed; retrying'),
+  });
+  const longRequests = new LongRequests({
+    events: { perProcess: env.TETRALOOP_MAX_STREAMS, perTenant: env.TETRALOOP_MAX_STREAMS_PER_TENANT },
+    wait: { perProcess: env.TETRALOOP_MAX_WAITS, perTenant: env.TETRALOOP_MAX_WAITS_PER_TENANT },
+  });
   const watch = new QueueWatch([queues.sense, queues.plan, queues.node, queues.reflect]);
   const watchTimer = setInterval(
     () => void watch.check().catch(() => undefined),
@@ -105,9 +123,8 @@ export async function startApi(env: ApiEnv, options: StartApiOptions = {}): Prom
     ...(env.TETRALOOP_METRICS_TOKEN ? { metricsToken: env.TETRALOOP_METRICS_TOKEN } : {}),
     redis,
     store: services.store,
-    // Each open event stream blocks on a connection of its own.
-    blockingConnection: () =>
-      connectRedis(env.REDIS_URL, 'subscriber', `tetraloop-api-events-${process.pid}`),
+    hub,
+    longRequests,
     runs: services.runs,
     sessionStore: services.sessionStore,
     ...(services.memory ? { memory: services.memory } : {}),
@@ -153,6 +170,7 @@ export async function startApi(env: ApiEnv, options: StartApiOptions = {}): Prom
       grace.abort();
       server.closeAllConnections();
       await closed;
+      await hub.close();
       await closeQueues(queues);
       // A blocking reader's close waits for Redis; with Redis gone it would wait forever.
       await Promise.race([senseEvents.close(), delay(1000)]).catch(() => undefined);

@@ -913,17 +913,36 @@ export class RunStore {
     return entries.map(([id, fields]) => toEvent(runId, id, fields));
   }
 
-  /** Blocks up to `blockMs` on `connection` (a dedicated one) for events after `afterSeq`. */
-  async waitForEvents(
+  /**
+   * One `XREAD BLOCK` over several runs' event streams on `connection` (a dedicated one): the
+   * events after each run's `afterSeq`, at most `count` per run, keyed by run; empty when `blockMs`
+   * passed with none (or the read was unblocked).
+   */
+  async readEventStreams(
     connection: Redis,
-    runId: string,
-    afterSeq: number,
+    cursors: ReadonlyArray<{ readonly runId: string; readonly afterSeq: number }>,
     blockMs: number,
-  ): Promise<RunEvent[]> {
-    const key = runKeys(this.options.prefix, runId).events;
-    const result = await connection.xread('COUNT', 1000, 'BLOCK', blockMs, 'STREAMS', key, `0-${afterSeq}`);
-    const entries = result?.[0]?.[1] ?? [];
-    return entries.map(([id, fields]) => toEvent(runId, id, fields));
+    count = 1000,
+  ): Promise<Map<string, RunEvent[]>> {
+    const found = new Map<string, RunEvent[]>();
+    if (cursors.length === 0) return found;
+    const runOf = new Map<string, string>();
+    const keys = cursors.map(({ runId }) => {
+      const key = runKeys(this.options.prefix, runId).events;
+      runOf.set(key, runId);
+      return key;
+    });
+    const ids = cursors.map(({ afterSeq }) => `0-${afterSeq}`);
+    const result = await connection.xread('COUNT', count, 'BLOCK', blockMs, 'STREAMS', ...keys, ...ids);
+    for (const [key, entries] of result ?? []) {
+      const runId = runOf.get(key);
+      if (runId !== undefined)
+        found.set(
+          runId,
+          entries.map(([id, fields]) => toEvent(runId, id, fields)),
+        );
+    }
+    return found;
   }
 
   async document(runId: string): Promise<RunDocument | null> {

@@ -151,6 +151,18 @@ export const metrics = {
     labelNames: ['kind'] as const,
     registers: [registry],
   }),
+  longRequestsOpen: new Gauge({
+    name: 'tetraloop_long_requests_open',
+    help: 'Long requests the API process holds open now, by kind: events (server-sent event streams) or wait (GET /v1/runs/:id/wait).',
+    labelNames: ['kind'] as const,
+    registers: [registry],
+  }),
+  longRequestsRefused: new Counter({
+    name: 'tetraloop_long_requests_refused_total',
+    help: 'Long requests refused by a cap, by kind (events, wait) and scope (tenant: 429, process: 503).',
+    labelNames: ['kind', 'scope'] as const,
+    registers: [registry],
+  }),
   blobBytes: new Counter({
     name: 'tetraloop_blob_bytes_total',
     help: 'Bytes of large node outputs kept as blobs: stored anew, or deduplicated (already stored).',
