@@ -159,6 +159,11 @@ export interface RunStoreOptions {
   readonly prefix: string;
   /** How long a settled run's record is kept. @defaultValue 7 days */
   readonly retentionSeconds: number;
+  /**
+   * Events kept in a run's stream (`XADD MAXLEN ~`, recorded in the run's hash at creation); older
+   * ones are trimmed. @defaultValue 10000
+   */
+  readonly eventsMax?: number;
 }
 
 const parseJson = (text: string | null | undefined): unknown => (text ? (JSON.parse(text) as unknown) : null);
@@ -237,6 +242,7 @@ export class RunStore {
       budget: JSON.stringify(run.budget),
       metadata: JSON.stringify(run.metadata ?? null),
       generation: '0',
+      eventsMax: String(this.options.eventsMax ?? 10_000),
     };
     const pending = Object.fromEntries([...run.pending].filter(([, n]) => n > 0));
     await this.script('create-run-6', this.keys(run.runId), [
