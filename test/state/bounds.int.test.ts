@@ -128,6 +128,16 @@ describe('sessions: transcript cap', () => {
     ]);
   });
 
+  it('takes thousands of lines in one append', async () => {
+    const session = randomUUID();
+    const k = sessionKeys(prefix, session);
+    const lines = Array.from({ length: 2500 }, (_, i) => line(`m${i}`));
+    await sessions.appendTranscript(session, ...lines);
+    expect(await redis.llen(k.transcript)).toBe(5);
+    expect(await redis.hget(k.meta, 'trimmed')).toBe('2495');
+    expect((await sessions.transcriptPage(session, 0, 10)).lines).toEqual(lines.slice(-5));
+  });
+
   it('numbers contexts and compactions past the cap', async () => {
     const session = randomUUID();
     const k = sessionKeys(prefix, session);

@@ -21,10 +21,14 @@ local function transcriptLength()
   return trimmed() + redis.call('LLEN', KEYS[4])
 end
 
--- Appends transcript lines and drops the oldest past the cap (counted in `trimmed`).
+-- Appends transcript lines and drops the oldest past the cap (counted in `trimmed`). Pushed 1000 at
+-- a time: unpack has a limit on how many values it returns.
 local function appendLines(lines)
   if #lines == 0 then return end
-  local n = redis.call('RPUSH', KEYS[4], unpack(lines))
+  local n = 0
+  for i = 1, #lines, 1000 do
+    n = redis.call('RPUSH', KEYS[4], unpack(lines, i, math.min(i + 999, #lines)))
+  end
   if n > MAX_LINES then
     redis.call('LTRIM', KEYS[4], n - MAX_LINES, -1)
     redis.call('HINCRBY', KEYS[1], 'trimmed', n - MAX_LINES)
