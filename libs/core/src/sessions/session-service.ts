@@ -282,23 +282,30 @@ export class SessionService {
     const message = err instanceof Error ? err.message : String(err);
     logger.error({ sessionKey, err: message }, 'session lane could not move on; freeing it');
     metrics.laneFailures.inc();
-    const cancelled: string[] = [];
+    const errorOf = (e: unknown): string => (e instanceof Error ? e.message : String(e));
+    let held: { running: string | null; queued: string[] } = { running: null, queued: [] };
     try {
-      const { running, queued } = await sessions.stop(sessionKey);
-      if (running) {
-        await this.cancel(running, 'the session lane failed');
-        cancelled.push(running);
-      }
-      for (const runId of queued) {
-        await this.deps.runs.cancelUnstarted(runId, 'the session lane failed');
-        cancelled.push(runId);
-      }
+      held = await sessions.stop(sessionKey);
     } catch (stopErr) {
       logger.error(
-        { sessionKey, err: stopErr instanceof Error ? stopErr.message : String(stopErr) },
+        { sessionKey, err: errorOf(stopErr) },
         'session lane could not be freed; leaving the busy set',
       );
       await sessions.forgetBusy(sessionKey).catch(() => undefined);
+    }
+    // The runs the lane held end, each on its own: one that cannot be cancelled is logged.
+    const cancelled: string[] = [];
+    for (const [runId, started] of [
+      ...(held.running ? [[held.running, true] as const] : []),
+      ...held.queued.map((id) => [id, false] as const),
+    ]) {
+      try {
+        if (started) await this.cancel(runId, 'the session lane failed');
+        else await this.deps.runs.cancelUnstarted(runId, 'the session lane failed');
+        cancelled.push(runId);
+      } catch (cancelErr) {
+        logger.error({ sessionKey, runId, err: errorOf(cancelErr) }, 'run of a failed lane not cancelled');
+      }
     }
     try {
       await sessions.appendTranscript(sessionKey, {
@@ -310,7 +317,7 @@ export class SessionService {
       });
     } catch (lineErr) {
       logger.error(
-        { sessionKey, err: lineErr instanceof Error ? lineErr.message : String(lineErr) },
+        { sessionKey, err: errorOf(lineErr) },
         'session lane failure could not be written to its transcript',
       );
     }
