@@ -275,7 +275,7 @@ describe('session-reset', () => {
     // The context's lines start after the command line.
     expect(meta.contextFrom).toBe('1');
     expect(new Date(meta.contextStartedAt!).toISOString()).toBe(meta.contextStartedAt);
-    expect(await sessions.transcript(session)).toEqual([line]);
+    expect((await sessions.transcriptPage(session, 0, 1000)).lines).toEqual([line]);
     // The lane is not touched.
     expect(await sessions.running(session)).toBe('r1');
     const next = [{ name: 'AGENTS.md', content: 'v2' }];
@@ -340,8 +340,8 @@ describe('session-history and session-compact', () => {
     const after = await sessions.history(session);
     expect(after).toMatchObject({ contextFrom: 0, start: 2, length: 6, compaction: record(1) });
     expect(after.messages.map((m) => m.text)).toEqual(['c', 'd', 'e']);
-    expect((await sessions.transcript(session)).at(-1)).toEqual(entry);
-    expect(await sessions.transcript(session)).toHaveLength(6);
+    expect((await sessions.transcriptPage(session, 0, 1000)).lines.at(-1)).toEqual(entry);
+    expect((await sessions.transcriptPage(session, 0, 1000)).lines).toHaveLength(6);
     // A rolling compaction made from the new read is recorded.
     expect(await sessions.compact(session, after, record(3), { type: 'compaction' })).toBe(true);
     // One made before a /new is not.

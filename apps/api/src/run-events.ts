@@ -16,6 +16,19 @@ export interface EventStreamDeps {
 
 const FINAL_EVENT = 'run.finished';
 
+/**
+ * Said (without an SSE id, so it moves no `Last-Event-ID`) when the events after `after` and before
+ * `next` are no longer stored: a run's stream keeps about `TETRALOOP_RUN_EVENTS_MAX` events.
+ */
+const truncatedEvent = (runId: string, after: number, next: number): string =>
+  `event: lifecycle\ndata: ${JSON.stringify({
+    type: 'events.truncated',
+    family: 'lifecycle',
+    phase: 'update',
+    runId,
+    data: { after, next },
+  })}\n\n`;
+
 export async function streamRunEvents(
   deps: EventStreamDeps,
   runId: string,
@@ -44,8 +57,12 @@ export async function streamRunEvents(
     let events = await feed.next(0);
     // Nothing after the given id and the run already settled: there is nothing left to follow.
     if (events.length === 0 && (await deps.store.isSettled(runId))) return;
+    // The last event sent: a first event past it means the ones between were trimmed (MAXLEN).
+    let after = afterSeq;
     for (;;) {
       for (const e of events) {
+        if (e.seq > after + 1) res.write(truncatedEvent(runId, after, e.seq));
+        after = e.seq;
         // The SSE event name is the family (lifecycle, plan, node, tool, assistant, usage); `type` says more.
         res.write(`id: ${e.seq}\nevent: ${e.family ?? e.type}\ndata: ${JSON.stringify(e)}\n\n`);
         if (await isFinal(e)) return;

@@ -4,6 +4,7 @@
  * show it as the client named it.
  */
 import type { Request, RequestHandler, Response } from 'express';
+import { z } from 'zod';
 import type { Queue, QueueEvents } from 'bullmq';
 import {
   InboundEvent,
@@ -25,6 +26,15 @@ import { MessageBody, SessionKey, SourceName } from './bodies.js';
 import { callerOf } from './auth.js';
 import { HttpError, zodToHttp } from './http-errors.js';
 import type { RouteName } from './route-table.js';
+
+/**
+ * A transcript page: the lines after line number `after` (from the oldest kept without it), at
+ * most `limit` of them.
+ */
+const TranscriptQuery = z.strictObject({
+  after: z.coerce.number().int().min(0).max(Number.MAX_SAFE_INTEGER).optional(),
+  limit: z.coerce.number().int().min(1).max(10_000).default(1000),
+});
 
 export interface SessionsRouterDeps {
   readonly sessionStore: SessionStore;
@@ -90,9 +100,24 @@ export function sessionHandlers(deps: SessionsRouterDeps): Partial<Record<RouteN
     const { name, stored } = sessionOf(req.params.sessionKey, res);
     const view = await deps.sessionStore.view(stored);
     if (!view) throw new HttpError(404, 'session_not_found', 'no such session');
-    const lines = await deps.sessionStore.transcript(stored);
-    const header = { type: 'session', id: name, createdAt: view.createdAt };
-    res.type('application/x-ndjson').send([header, ...lines].map((l) => JSON.stringify(l)).join('\n') + '\n');
+    const query = TranscriptQuery.safeParse(req.query);
+    if (!query.success) throw zodToHttp(query.error, ['query']);
+    const { after, limit } = query.data;
+    const page = await deps.sessionStore.transcriptPage(stored, after === undefined ? 0 : after + 1, limit);
+    const last = page.from + page.lines.length - 1;
+    // Lines are numbered for the session's life; `first` > 0 when the oldest were dropped by the cap.
+    const header = {
+      type: 'session',
+      id: name,
+      createdAt: view.createdAt,
+      first: page.first,
+      from: page.from,
+      length: page.length,
+      next: last + 1 < page.length ? last : null,
+    };
+    res
+      .type('application/x-ndjson')
+      .send([header, ...page.lines].map((l) => JSON.stringify(l)).join('\n') + '\n');
   };
 
   // A webhook: a configured source, a signed body seen once, a session the source may reach.

@@ -76,6 +76,11 @@ export const BaseEnv = z.object({
     .int()
     .positive()
     .default(7 * 24 * 3600),
+  /**
+   * Events kept in a run's event stream (`XADD MAXLEN ~`): the oldest are trimmed past it, and a
+   * client resuming before them is told by an `events.truncated` event.
+   */
+  TETRALOOP_RUN_EVENTS_MAX: z.coerce.number().int().min(100).max(10_000_000).default(10_000),
   TETRALOOP_JOB_COMPLETED_AGE_SECONDS: z.coerce.number().int().positive().default(3600),
   TETRALOOP_JOB_COMPLETED_COUNT: z.coerce.number().int().positive().default(10_000),
   TETRALOOP_JOB_FAILED_AGE_SECONDS: z.coerce.number().int().positive().default(86_400),
@@ -137,6 +142,16 @@ export const BaseEnv = z.object({
    * it is estimated (characters / 4) past this many tokens.
    */
   TETRALOOP_SESSION_COMPACT_TOKENS: z.coerce.number().int().min(200).default(8000),
+  /** Compiled JSON schemas (of `llm` nodes' answers) a process keeps, least recently used dropped. */
+  TETRALOOP_SCHEMA_CACHE_MAX: z.coerce.number().int().min(1).max(100_000).default(500),
+  /** A session nobody writes to for this long expires, all its keys; every write restarts it. */
+  TETRALOOP_SESSION_IDLE_TTL_SECONDS: z.coerce
+    .number()
+    .int()
+    .min(60)
+    .default(30 * 86_400),
+  /** Transcript lines kept per session; the oldest are dropped past it (their numbers stay). */
+  TETRALOOP_TRANSCRIPT_MAX_LINES: z.coerce.number().int().min(100).max(10_000_000).default(10_000),
   TETRALOOP_DEDUPE_WINDOW_SECONDS: z.coerce.number().int().positive().default(600),
   /** Same-type events of one source within this window merge into one; 0 turns merging off. */
   TETRALOOP_BURST_WINDOW_MS: z.coerce.number().int().min(0).default(500),
@@ -178,6 +193,12 @@ export const BaseEnv = z.object({
   TETRALOOP_REFLECT_EVERY_RUNS: z.coerce.number().int().min(1).default(50),
   /** Run summaries kept per agent (the hot set). */
   TETRALOOP_MEMORY_HOT_RUNS: z.coerce.number().int().min(10).max(10_000).default(200),
+  /** An agent's memory (hot set, counters, lessons) nobody writes to for this long expires. */
+  TETRALOOP_MEMORY_IDLE_TTL_SECONDS: z.coerce
+    .number()
+    .int()
+    .min(60)
+    .default(30 * 86_400),
   /** Distinct supporting runs and confidence a lesson needs to take effect. */
   TETRALOOP_LESSON_MIN_CASES: z.coerce.number().int().min(1).default(3),
   TETRALOOP_LESSON_MIN_CONFIDENCE: z.coerce.number().min(0).max(1).default(0.6),

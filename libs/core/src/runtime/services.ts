@@ -14,6 +14,7 @@ import {
 import type { GraphLimits } from '../graph/limits.js';
 import type { HookRegistry } from '../hooks/hook-registry.js';
 import type { ModelClient } from '../model/model-client.js';
+import { setSchemaCacheMax } from '../model/json-schema.js';
 import { isModelConfigured } from '../model/model-config.js';
 import type { LoopQueues } from '../queues/loop-queues.js';
 import type { JobRetention } from '../queues/retention.js';
@@ -85,9 +86,18 @@ export function buildServices(
   options: ServiceOptions = {},
 ): Services {
   const prefix = env.TETRALOOP_PREFIX;
+  // Callers' schemas are compiled in both the API (validation) and the workers (answers).
+  setSchemaCacheMax(env.TETRALOOP_SCHEMA_CACHE_MAX);
   const runQueues: RunQueues = { plan: queues.plan, node: queues.node, retention: retentionOf(env) };
-  const store = new RunStore(redis, { prefix, retentionSeconds: env.TETRALOOP_RUN_RETENTION_SECONDS });
-  const sessionStore = new SessionStore(redis, prefix);
+  const store = new RunStore(redis, {
+    prefix,
+    retentionSeconds: env.TETRALOOP_RUN_RETENTION_SECONDS,
+    eventsMax: env.TETRALOOP_RUN_EVENTS_MAX,
+  });
+  const sessionStore = new SessionStore(redis, prefix, {
+    idleTtlSeconds: env.TETRALOOP_SESSION_IDLE_TTL_SECONDS,
+    transcriptMaxLines: env.TETRALOOP_TRANSCRIPT_MAX_LINES,
+  });
   const runs = new RunService({
     store,
     queues: runQueues,
@@ -143,6 +153,7 @@ export function buildServices(
     burstWindowMs: env.TETRALOOP_BURST_WINDOW_MS,
     environmentCap: 100,
     ...(options.egress ? { egress: options.egress } : {}),
+    statusTtlSeconds: env.TETRALOOP_SESSION_IDLE_TTL_SECONDS,
     logger,
   });
   const secrets = new SecretStore(redis, secretStoreOptionsOf(env));
@@ -169,6 +180,7 @@ function memoryServices(
     prefix: env.TETRALOOP_PREFIX,
     hotRuns: env.TETRALOOP_MEMORY_HOT_RUNS,
     useBonus: 0.05,
+    idleTtlSeconds: env.TETRALOOP_MEMORY_IDLE_TTL_SECONDS,
   });
   const service = new MemoryService({
     store,

@@ -239,20 +239,87 @@ export class SessionService {
     }
   }
 
-  /** Keeps lanes moving whose run settled while nobody moved them on (a process died). */
-  async sweep(): Promise<void> {
+  /**
+   * Keeps lanes moving whose run settled while nobody moved them on (a process died). Each session
+   * is on its own: one whose lane cannot move is freed (see `laneFailed`) and the sweep goes on.
+   * Returns how many sessions failed.
+   */
+  async sweep(): Promise<number> {
+    let failed = 0;
     for (const sessionKey of await this.deps.sessions.busySessions()) {
-      const running = await this.deps.sessions.running(sessionKey);
-      if (running === null) {
-        await this.advance(sessionKey, '');
-      } else if (running === 'collect') {
-        await this.advance(sessionKey, 'collect');
-      } else if ((await this.deps.store.status(running)) === null) {
-        // The run is gone (expired or never stored): free the lane from it.
-        await this.advance(sessionKey, running);
-      } else if (await this.deps.store.isSettled(running)) {
-        await this.onRunSettled(running);
+      try {
+        await this.sweepOne(sessionKey);
+      } catch (err) {
+        failed++;
+        await this.laneFailed(sessionKey, err);
       }
+    }
+    return failed;
+  }
+
+  private async sweepOne(sessionKey: string): Promise<void> {
+    const running = await this.deps.sessions.running(sessionKey);
+    if (running === null) {
+      await this.advance(sessionKey, '');
+    } else if (running === 'collect') {
+      await this.advance(sessionKey, 'collect');
+    } else if ((await this.deps.store.status(running)) === null) {
+      // The run is gone (expired or never stored): free the lane from it.
+      await this.advance(sessionKey, running);
+    } else if (await this.deps.store.isSettled(running)) {
+      await this.onRunSettled(running);
+    }
+  }
+
+  /**
+   * A session's lane could not move on: it is logged, the lane is emptied (its runs cancelled, as
+   * by /stop) and the transcript says so, so the session takes messages again. When even that
+   * fails (its keys hold what no script can read), the session leaves the busy set, so the sweep
+   * stops trying it. Nothing here throws.
+   */
+  private async laneFailed(sessionKey: string, err: unknown): Promise<void> {
+    const { sessions, logger } = this.deps;
+    const message = err instanceof Error ? err.message : String(err);
+    logger.error({ sessionKey, err: message }, 'session lane could not move on; freeing it');
+    metrics.laneFailures.inc();
+    const errorOf = (e: unknown): string => (e instanceof Error ? e.message : String(e));
+    let held: { running: string | null; queued: string[] } = { running: null, queued: [] };
+    try {
+      held = await sessions.stop(sessionKey);
+    } catch (stopErr) {
+      logger.error(
+        { sessionKey, err: errorOf(stopErr) },
+        'session lane could not be freed; leaving the busy set',
+      );
+      await sessions.forgetBusy(sessionKey).catch(() => undefined);
+    }
+    // The runs the lane held end, each on its own: one that cannot be cancelled is logged.
+    const cancelled: string[] = [];
+    for (const [runId, started] of [
+      ...(held.running ? [[held.running, true] as const] : []),
+      ...held.queued.map((id) => [id, false] as const),
+    ]) {
+      try {
+        if (started) await this.cancel(runId, 'the session lane failed');
+        else await this.deps.runs.cancelUnstarted(runId, 'the session lane failed');
+        cancelled.push(runId);
+      } catch (cancelErr) {
+        logger.error({ sessionKey, runId, err: errorOf(cancelErr) }, 'run of a failed lane not cancelled');
+      }
+    }
+    try {
+      await sessions.appendTranscript(sessionKey, {
+        type: 'error',
+        code: 'lane_failed',
+        message: `the lane could not move on and was freed: ${message}`,
+        cancelled,
+        at: new Date().toISOString(),
+      });
+    } catch (lineErr) {
+      logger.error(
+        { sessionKey, err: errorOf(lineErr) },
+        'session lane failure could not be written to its transcript',
+      );
     }
   }
 
@@ -265,14 +332,26 @@ export class SessionService {
   async checkEnvironment(): Promise<number> {
     let changed = 0;
     for (const sessionKey of await this.deps.sessions.busySessions()) {
-      const runId = await this.deps.sessions.running(sessionKey);
-      if (!runId || runId === 'collect' || (await this.deps.store.status(runId)) !== 'running') continue;
-      const env = await this.deps.sessions.environment(sessionKey);
-      // One script records the version, appends the event and replans or steers: never half done.
-      const recent = env.events.map(describeEnvironmentEvent);
-      if (await this.deps.store.environmentChanged(runId, env.version, recent)) changed++;
+      // One session whose state cannot be read does not stop the check of the others.
+      try {
+        if (await this.checkOne(sessionKey)) changed++;
+      } catch (err) {
+        this.deps.logger.error(
+          { sessionKey, err: err instanceof Error ? err.message : String(err) },
+          'session environment check failed',
+        );
+      }
     }
     return changed;
+  }
+
+  private async checkOne(sessionKey: string): Promise<boolean> {
+    const runId = await this.deps.sessions.running(sessionKey);
+    if (!runId || runId === 'collect' || (await this.deps.store.status(runId)) !== 'running') return false;
+    const env = await this.deps.sessions.environment(sessionKey);
+    // One script records the version, appends the event and replans or steers: never half done.
+    const recent = env.events.map(describeEnvironmentEvent);
+    return this.deps.store.environmentChanged(runId, env.version, recent);
   }
 
   /** Event-id deduplication within the window: true the first time an id is seen. */

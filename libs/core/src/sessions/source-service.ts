@@ -76,6 +76,11 @@ export interface SourceDeps {
    * @defaultValue public addresses only, 10 MiB
    */
   readonly egress?: EgressPolicy;
+  /**
+   * A source's status nobody updates (no event, no poll) for this long expires, and the source
+   * leaves `GET /v1/sources` until it is heard from again. @defaultValue 2592000 (30 days)
+   */
+  readonly statusTtlSeconds?: number;
   readonly logger: Logger;
 }
 
@@ -116,10 +121,15 @@ export class SourceService {
       return 'accepted';
     }
     const key = burstKey(this.deps.prefix, source, event.type, event.sessionKey ?? '');
-    const length = await this.deps.redis.rpush(key, JSON.stringify(event));
+    // With its TTL in the same step, so a window whose flush never comes cannot stay.
+    const replies = await this.deps.redis
+      .multi()
+      .rpush(key, JSON.stringify(event))
+      .pexpire(key, this.deps.burstWindowMs * 10)
+      .exec();
+    const length = Number(replies?.[0]?.[1] ?? 0);
     // The first event of a burst opens its window; the flush merges whatever arrived in it.
     if (length === 1) {
-      await this.deps.redis.pexpire(key, this.deps.burstWindowMs * 10);
       await this.deps.senseQueue.add(
         SENSE_JOB.burstFlush,
         { key },
@@ -202,9 +212,19 @@ export class SourceService {
     }
   }
 
+  /** Every known source's status; a source whose status expired is dropped from the set here. */
   async statuses(): Promise<SourceStatus[]> {
-    const names = await this.deps.redis.smembers(sourcesKey(this.deps.prefix));
+    const set = sourcesKey(this.deps.prefix);
+    const names = await this.deps.redis.smembers(set);
     const all = await Promise.all(names.map((n) => this.status(n)));
+    const gone = names.filter((_, i) => all[i] === null);
+    if (gone.length > 0) {
+      await this.deps.redis.srem(set, ...gone);
+      // One written meanwhile (its status exists again) is put back.
+      const back = await Promise.all(gone.map((n) => this.deps.redis.exists(this.key(n))));
+      const again = gone.filter((_, i) => back[i] === 1);
+      if (again.length > 0) await this.deps.redis.sadd(set, ...again);
+    }
     return all.filter((s): s is SourceStatus => s !== null).sort((a, b) => a.name.localeCompare(b.name));
   }
 
@@ -241,6 +261,10 @@ export class SourceService {
     await this.setStatus(name, kind, {});
   }
 
+  private get statusTtl(): number {
+    return this.deps.statusTtlSeconds ?? 30 * 86_400;
+  }
+
   private key(name: string): string {
     return `${sourcesKey(this.deps.prefix)}:${name}`;
   }
@@ -260,7 +284,7 @@ export class SourceService {
       .sadd(sourcesKey(this.deps.prefix), name)
       .hset(this.key(name), 'kind', kind);
     if (fields.length > 0) tx.hset(this.key(name), ...fields);
-    await tx.exec();
+    await tx.expire(this.key(name), this.statusTtl).exec();
   }
 
   private async bumpStatus(
@@ -276,6 +300,6 @@ export class SourceService {
     // A webhook that delivers is up.
     if (kind === 'webhook' && patch.lastEventAt)
       tx.hset(key, 'status', 'ok', 'lastSuccessAt', patch.lastEventAt);
-    await tx.exec();
+    await tx.expire(key, this.statusTtl).exec();
   }
 }

@@ -10,7 +10,7 @@ import { LATENCY_BUCKETS_MS, bucketOf, quantile } from '../memory/latency.js';
 import { Lesson, type LessonStatus } from '../memory/lesson.js';
 import { RunSummary } from '../memory/run-summary.js';
 import { memoryAgentsKey, memoryKeyList, memoryKeys, probeKey } from './keys.js';
-import { loadScripts, type ScriptRunner } from './scripts.js';
+import { loadScripts, type ScriptName, type ScriptRunner } from './scripts.js';
 
 export interface MemoryStoreOptions {
   readonly prefix: string;
@@ -18,6 +18,11 @@ export interface MemoryStoreOptions {
   readonly hotRuns: number;
   /** Confidence a lesson gains each time a run that applied it succeeds. @defaultValue 0.05 */
   readonly useBonus: number;
+  /**
+   * An agent's memory (hot set, counters, lessons) nobody writes to for this long expires; every
+   * write restarts it. @defaultValue 2592000 (30 days)
+   */
+  readonly idleTtlSeconds?: number;
 }
 
 /** What the reflection triggers read after a run is recorded. */
@@ -39,13 +44,20 @@ export interface ServiceStats {
 }
 
 export class MemoryStore {
-  private readonly script: ScriptRunner;
+  private readonly runner: ScriptRunner;
+  private readonly idleTtlMs: number;
 
   constructor(
     private readonly redis: Redis,
     private readonly options: MemoryStoreOptions,
   ) {
-    this.script = loadScripts(redis);
+    this.runner = loadScripts(redis);
+    this.idleTtlMs = (options.idleTtlSeconds ?? 30 * 86_400) * 1000;
+  }
+
+  /** Runs a memory script with the idle TTL appended (see memory.lib.lua). */
+  private script(name: ScriptName, keys: string[], args: readonly (string | number)[]): Promise<unknown> {
+    return this.runner(name, keys, [...args, this.idleTtlMs]);
   }
 
   private keys(agentId: string): string[] {
@@ -179,9 +191,10 @@ export class MemoryStore {
   /** Counts negative feedback against each of `lessonIds` (the lessons a rated run applied). */
   async feedbackAgainst(agentId: string, lessonIds: readonly string[]): Promise<void> {
     if (lessonIds.length === 0) return;
-    const meta = memoryKeys(this.options.prefix, agentId).meta;
+    const k = memoryKeys(this.options.prefix, agentId);
     const tx = this.redis.multi();
-    for (const id of lessonIds) tx.hincrby(meta, `against:${id}`, 1);
+    for (const id of lessonIds) tx.hincrby(k.meta, `against:${id}`, 1);
+    for (const key of memoryKeyList(k)) tx.pexpire(key, this.idleTtlMs);
     await tx.exec();
   }
 
@@ -208,8 +221,33 @@ export class MemoryStore {
     return { sinceReflection: Number(since ?? 0), lastReflectAt: last ?? null };
   }
 
-  /** Agents that have memory. */
+  /**
+   * Agents that have memory. An agent whose memory expired (idle) is dropped from the set here, so
+   * the set is as large as the memory that exists.
+   */
   async agents(): Promise<string[]> {
-    return (await this.redis.smembers(memoryAgentsKey(this.options.prefix))).sort();
+    const set = memoryAgentsKey(this.options.prefix);
+    const agents = (await this.redis.smembers(set)).sort();
+    const exists = await this.existing(agents);
+    const gone = agents.filter((_, i) => !exists[i]);
+    if (gone.length > 0) {
+      await this.redis.srem(set, ...gone);
+      // An agent recorded meanwhile (its script ran before its SADD) is put back.
+      const back = await this.existing(gone);
+      const again = gone.filter((_, i) => back[i]);
+      if (again.length > 0) await this.redis.sadd(set, ...again);
+    }
+    return agents.filter((_, i) => exists[i]);
+  }
+
+  /** Whether each agent's memory hash exists, in one round trip. */
+  private async existing(agents: readonly string[]): Promise<boolean[]> {
+    if (agents.length === 0) return [];
+    const tx = this.redis.multi();
+    for (const agentId of agents) tx.exists(memoryKeys(this.options.prefix, agentId).meta);
+    return ((await tx.exec()) ?? []).map(([err, n]) => {
+      if (err) throw err;
+      return n === 1;
+    });
   }
 }

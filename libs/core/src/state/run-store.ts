@@ -175,6 +175,11 @@ export interface RunStoreOptions {
   readonly prefix: string;
   /** How long a settled run's record is kept. @defaultValue 7 days */
   readonly retentionSeconds: number;
+  /**
+   * Events kept in a run's stream (`XADD MAXLEN ~`, recorded in the run's hash at creation); older
+   * ones are trimmed. @defaultValue 10000
+   */
+  readonly eventsMax?: number;
 }
 
 const parseJson = (text: string | null | undefined): unknown => (text ? (JSON.parse(text) as unknown) : null);
@@ -245,6 +250,7 @@ export class RunStore {
       budget: JSON.stringify(run.budget),
       metadata: JSON.stringify(run.metadata ?? null),
       generation: '0',
+      eventsMax: String(this.options.eventsMax ?? 10_000),
     };
     const pending = Object.fromEntries([...run.pending].filter(([, n]) => n > 0));
     const created = Date.parse(run.createdAt);

@@ -1,7 +1,8 @@
 /**
  * Loads the run scripts next to this file as ioredis commands (EVALSHA with EVAL fallback).
  * Every run script gets `run.lib.lua` prepended (the event emitter and the steps several scripts
- * share), so events are appended in the same atomic step as the state change they describe.
+ * share), so events are appended in the same atomic step as the state change they describe, and
+ * runs as a function followed by `keepTtl()`, so a key it created carries the run's TTL.
  */
 import { readFileSync } from 'node:fs';
 import type { Redis } from 'ioredis';
@@ -28,8 +29,14 @@ const SCRIPTS = [
   'environment-changed-6',
 ] as const;
 
-/** Scripts over one session's keys (lua-session/). */
+/**
+ * Scripts over one session's keys (lua-session/). Each gets `session.lib.lua` prepended and ends by
+ * giving the session's keys their idle TTL (the reads in SESSION_READS excepted); the caller appends
+ * the idle TTL and the transcript cap to its arguments.
+ */
 const SESSION_SCRIPTS = [
+  'session-append-5',
+  'session-transcript-5',
   'lane-admit-5',
   'lane-advance-5',
   'lane-commit-collect-5',
@@ -39,7 +46,10 @@ const SESSION_SCRIPTS = [
   'session-compact-5',
 ] as const;
 
-/** Scripts over one agent's memory (lua-memory/). */
+/**
+ * Scripts over one agent's memory (lua-memory/). Each gets `memory.lib.lua` prepended and ends by
+ * giving the agent's keys their idle TTL; the caller appends the idle TTL to its arguments.
+ */
 const MEMORY_SCRIPTS = ['record-run-4', 'save-reflection-4', 'set-lesson-status-4'] as const;
 
 /** Scripts over one plan cache entry (lua-plan/). */
@@ -61,18 +71,25 @@ export type ScriptName =
 const read = (dir: string, file: string): string =>
   readFileSync(new URL(`./${dir}/${file}`, import.meta.url), 'utf8');
 const LIB = read('lua', 'run.lib.lua');
+/** A run script as loaded: the library, its body, then the TTL check of keys it created (run.lib.lua). */
+const runScript = (name: string): string =>
+  `${LIB}\nlocal function body()\n${read('lua', `${name}.lua`)}\nend\nlocal result = body()\nkeepTtl()\nreturn result`;
+const MEMORY_LIB = read('lua-memory', 'memory.lib.lua');
+const memoryScript = (name: string): string =>
+  `${MEMORY_LIB}\nlocal function body()\n${read('lua-memory', `${name}.lua`)}\nend\nlocal result = body()\ntouch()\nreturn result`;
+const SESSION_LIB = read('lua-session', 'session.lib.lua');
+/** Session scripts that write nothing, so do not keep the session alive. */
+const SESSION_READS: ReadonlySet<string> = new Set(['session-transcript-5']);
+/** A session script as loaded: the library, then its body, then the TTL refresh of every write. */
+const sessionScript = (name: string): string =>
+  `${SESSION_LIB}\nlocal function body()\n${read('lua-session', `${name}.lua`)}\nend\n` +
+  `local result = body()\n${SESSION_READS.has(name) ? '' : 'touch()\n'}return result`;
 const keysOf = (name: string): number => Number(name.slice(name.lastIndexOf('-') + 1));
 
 const sources = new Map<ScriptName, { lua: string; numberOfKeys: number }>([
-  ...SCRIPTS.map(
-    (name) => [name, { lua: `${LIB}\n${read('lua', `${name}.lua`)}`, numberOfKeys: keysOf(name) }] as const,
-  ),
-  ...SESSION_SCRIPTS.map(
-    (name) => [name, { lua: read('lua-session', `${name}.lua`), numberOfKeys: keysOf(name) }] as const,
-  ),
-  ...MEMORY_SCRIPTS.map(
-    (name) => [name, { lua: read('lua-memory', `${name}.lua`), numberOfKeys: keysOf(name) }] as const,
-  ),
+  ...SCRIPTS.map((name) => [name, { lua: runScript(name), numberOfKeys: keysOf(name) }] as const),
+  ...SESSION_SCRIPTS.map((name) => [name, { lua: sessionScript(name), numberOfKeys: keysOf(name) }] as const),
+  ...MEMORY_SCRIPTS.map((name) => [name, { lua: memoryScript(name), numberOfKeys: keysOf(name) }] as const),
   ...PLAN_SCRIPTS.map(
     (name) => [name, { lua: read('lua-plan', `${name}.lua`), numberOfKeys: keysOf(name) }] as const,
   ),

@@ -1,12 +1,14 @@
 /**
  * A session's state in Redis: its lane (the run holding it, the runs and collected messages
  * waiting), its environment (versioned), its bootstrap snapshot and its transcript. Lane moves are
- * Lua scripts, so a lane is never half-moved.
+ * Lua scripts, so a lane is never half-moved. Every write gives all of the session's keys the idle
+ * TTL in the same step, and the transcript keeps its newest lines up to a cap: under `noeviction`
+ * a session's storage is bounded and an abandoned one goes away.
  */
-import type { Redis } from 'ioredis';
+import type { ChainableCommander, Redis } from 'ioredis';
 import type { WorkspaceFile } from '../workspace/workspace.js';
 import { busySessionsKey, sessionKeyList, sessionKeys } from './keys.js';
-import { loadScripts, type ScriptRunner } from './scripts.js';
+import { loadScripts, type ScriptName, type ScriptRunner } from './scripts.js';
 
 export const LANE_MODES = ['followup', 'collect', 'steer', 'interrupt'] as const;
 export type LaneMode = (typeof LANE_MODES)[number];
@@ -72,6 +74,26 @@ export interface HistoryWindow {
   readonly messages: HistoryMessage[];
 }
 
+export interface SessionStoreOptions {
+  /** A session nobody writes to for this long expires, all its keys. @defaultValue 2592000 (30 days) */
+  readonly idleTtlSeconds?: number;
+  /** Transcript lines kept per session; older ones are dropped (their numbers stay). @defaultValue 10000 */
+  readonly transcriptMaxLines?: number;
+}
+
+export const SESSION_STORE_DEFAULTS = { idleTtlSeconds: 30 * 86_400, transcriptMaxLines: 10_000 } as const;
+
+/** One page of a transcript, by line number (numbers survive the cap). */
+export interface TranscriptPage {
+  /** The oldest line number still kept (lines before it were dropped by the cap). */
+  readonly first: number;
+  /** The transcript's length in line numbers: the number the next line will get. */
+  readonly length: number;
+  /** The number of `lines[0]`. */
+  readonly from: number;
+  readonly lines: unknown[];
+}
+
 export interface SessionView {
   sessionKey: string;
   createdAt: string | null;
@@ -84,17 +106,33 @@ export interface SessionView {
 }
 
 export class SessionStore {
-  private readonly script: ScriptRunner;
+  private readonly runner: ScriptRunner;
+  private readonly idleTtlMs: number;
+  private readonly transcriptMaxLines: number;
 
   constructor(
     private readonly redis: Redis,
     private readonly prefix: string,
+    options: SessionStoreOptions = {},
   ) {
-    this.script = loadScripts(redis);
+    this.runner = loadScripts(redis);
+    this.idleTtlMs = (options.idleTtlSeconds ?? SESSION_STORE_DEFAULTS.idleTtlSeconds) * 1000;
+    this.transcriptMaxLines = options.transcriptMaxLines ?? SESSION_STORE_DEFAULTS.transcriptMaxLines;
   }
 
   private keys(sessionKey: string): string[] {
     return sessionKeyList(sessionKeys(this.prefix, sessionKey));
+  }
+
+  /** Runs a session script with the idle TTL and the transcript cap appended (see session.lib.lua). */
+  private script(name: ScriptName, sessionKey: string, args: readonly (string | number)[]): Promise<unknown> {
+    return this.runner(name, this.keys(sessionKey), [...args, this.idleTtlMs, this.transcriptMaxLines]);
+  }
+
+  /** Gives every key of the session the idle TTL, inside a MULTI of a write. */
+  private touch(tx: ChainableCommander, sessionKey: string): ChainableCommander {
+    for (const key of this.keys(sessionKey)) tx.pexpire(key, this.idleTtlMs);
+    return tx;
   }
 
   async admit(
@@ -108,7 +146,7 @@ export class SessionStore {
       envCap: number;
     },
   ): Promise<AdmitResult> {
-    const raw = (await this.script('lane-admit-5', this.keys(sessionKey), [
+    const raw = (await this.script('lane-admit-5', sessionKey, [
       Date.now(),
       args.mode,
       args.runId,
@@ -136,7 +174,7 @@ export class SessionStore {
   }
 
   async advance(sessionKey: string, finished: string, debounceMs: number): Promise<AdvanceResult> {
-    const [kind, value] = (await this.script('lane-advance-5', this.keys(sessionKey), [
+    const [kind, value] = (await this.script('lane-advance-5', sessionKey, [
       finished,
       Date.now(),
       debounceMs,
@@ -176,21 +214,26 @@ export class SessionStore {
   }
 
   async commitCollect(sessionKey: string, runId: string, count: number): Promise<boolean> {
-    return (await this.script('lane-commit-collect-5', this.keys(sessionKey), [runId, count])) === 1;
+    return (await this.script('lane-commit-collect-5', sessionKey, [runId, count])) === 1;
   }
 
   /** Empties the lane; returns the run that held it and the queued runs, for cancelling. */
   async stop(sessionKey: string): Promise<{ running: string | null; queued: string[] }> {
-    const [running, ...queued] = (await this.script('lane-stop-5', this.keys(sessionKey), [])) as string[];
+    const [running, ...queued] = (await this.script('lane-stop-5', sessionKey, [])) as string[];
     await this.leaveBusy(sessionKey);
     return { running: running && running !== 'collect' ? running : null, queued };
   }
 
   async reset(sessionKey: string, line: unknown): Promise<number> {
-    return (await this.script('session-reset-5', this.keys(sessionKey), [
+    return (await this.script('session-reset-5', sessionKey, [
       new Date().toISOString(),
       JSON.stringify(line),
     ])) as number;
+  }
+
+  /** Takes a session out of the busy set without looking at its lane (one the sweep cannot read). */
+  async forgetBusy(sessionKey: string): Promise<void> {
+    await this.redis.srem(busySessionsKey(this.prefix), sessionKey);
   }
 
   async busySessions(): Promise<string[]> {
@@ -208,19 +251,31 @@ export class SessionStore {
     return index === null ? null : index + 1;
   }
 
+  /** Appends transcript lines (the oldest dropped past the cap), creating the session when new. */
   async appendTranscript(sessionKey: string, ...entries: unknown[]): Promise<void> {
     if (entries.length === 0) return;
-    const k = sessionKeys(this.prefix, sessionKey);
-    await this.redis
-      .multi()
-      .hsetnx(k.meta, 'createdAt', String(Date.now()))
-      .rpush(k.transcript, ...entries.map((e) => JSON.stringify(e)))
-      .exec();
+    await this.script('session-append-5', sessionKey, [
+      Date.now(),
+      '',
+      ...entries.map((e) => JSON.stringify(e)),
+    ]);
   }
 
-  async transcript(sessionKey: string): Promise<unknown[]> {
-    const raw = await this.redis.lrange(sessionKeys(this.prefix, sessionKey).transcript, 0, -1);
-    return raw.map((l) => JSON.parse(l) as unknown);
+  /**
+   * Up to `limit` transcript lines from line number `from` on (from the oldest kept when `from` is
+   * before it), with where the transcript starts and ends; one script, so a page is consistent.
+   */
+  async transcriptPage(sessionKey: string, from: number, limit: number): Promise<TranscriptPage> {
+    const [first, length, start, lines] = (await this.script('session-transcript-5', sessionKey, [
+      from,
+      limit,
+    ])) as [number, number, number, string[]];
+    return {
+      first: Number(first),
+      length: Number(length),
+      from: Number(start),
+      lines: lines.map((l) => JSON.parse(l) as unknown),
+    };
   }
 
   /**
@@ -230,7 +285,7 @@ export class SessionStore {
   async history(sessionKey: string): Promise<HistoryWindow> {
     const [contextFrom, start, length, compaction, pairs] = (await this.script(
       'session-history-5',
-      this.keys(sessionKey),
+      sessionKey,
       [],
     )) as [number, number, number, string | null, (number | string)[]];
     const messages: HistoryMessage[] = [];
@@ -258,7 +313,7 @@ export class SessionStore {
     entry: unknown,
   ): Promise<boolean> {
     return (
-      (await this.script('session-compact-5', this.keys(sessionKey), [
+      (await this.script('session-compact-5', sessionKey, [
         read.contextFrom,
         read.compaction?.covers.toIndex ?? -1,
         JSON.stringify(record),
@@ -270,13 +325,13 @@ export class SessionStore {
   /** Adds an event to the session's environment; returns the new version. */
   async addEnvironmentEvent(sessionKey: string, event: unknown, cap: number): Promise<number> {
     const k = sessionKeys(this.prefix, sessionKey);
-    const replies = await this.redis
+    const tx = this.redis
       .multi()
       .hincrby(k.meta, 'envVersion', 1)
       .hsetnx(k.meta, 'createdAt', String(Date.now()))
       .rpush(k.env, JSON.stringify(event))
-      .ltrim(k.env, -cap, -1)
-      .exec();
+      .ltrim(k.env, -cap, -1);
+    const replies = await this.touch(tx, sessionKey).exec();
     return Number(replies?.[0]?.[1] ?? 0);
   }
 
@@ -298,8 +353,11 @@ export class SessionStore {
     const known = await this.redis.hget(k.meta, 'bootstrap');
     if (known) return { files: JSON.parse(known) as WorkspaceFile[], fresh: false };
     const files = await read();
-    const set = await this.redis.hsetnx(k.meta, 'bootstrap', JSON.stringify(files));
-    if (set === 1) return { files, fresh: true };
+    const replies = await this.touch(
+      this.redis.multi().hsetnx(k.meta, 'bootstrap', JSON.stringify(files)),
+      sessionKey,
+    ).exec();
+    if (replies?.[0]?.[1] === 1) return { files, fresh: true };
     return {
       files: JSON.parse((await this.redis.hget(k.meta, 'bootstrap')) ?? '[]') as WorkspaceFile[],
       fresh: false,
@@ -334,11 +392,7 @@ export class SessionStore {
    * in the transcript, in one step.
    */
   async setMode(sessionKey: string, mode: LaneMode | null, entry: unknown): Promise<void> {
-    const k = sessionKeys(this.prefix, sessionKey);
-    const tx = this.redis.multi().hsetnx(k.meta, 'createdAt', String(Date.now()));
-    if (mode === null) tx.hdel(k.meta, 'mode');
-    else tx.hset(k.meta, 'mode', mode);
-    await tx.rpush(k.transcript, JSON.stringify(entry)).exec();
+    await this.script('session-append-5', sessionKey, [Date.now(), mode ?? '-', JSON.stringify(entry)]);
   }
 
   async mode(sessionKey: string): Promise<LaneMode | null> {

@@ -87,6 +87,11 @@ export const metrics = {
     buckets: SECONDS,
     registers: [registry],
   }),
+  laneFailures: new Counter({
+    name: 'tetraloop_lane_failures_total',
+    help: 'Session lanes the sweep could not move on, and freed.',
+    registers: [registry],
+  }),
   modelCalls: new Counter({
     name: 'tetraloop_model_calls_total',
     help: 'Model calls, by model.',

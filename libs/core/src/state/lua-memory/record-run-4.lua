@@ -8,7 +8,7 @@
   ARGV[1] summary JSON, ARGV[2] hot set cap, ARGV[3] '1' when the run succeeded,
   ARGV[4] JSON list of the lesson ids it applied, ARGV[5] confidence added per successful use,
   ARGV[6] JSON object of counter increments (field → n), ARGV[7] JSON list of `<tool>|<target>`
-  of its failed calls, one per failure
+  of its failed calls, one per failure, ARGV[8] the idle TTL (see memory.lib.lua)
   Returns { runs settled since the last reflection, failed runs in a row, the most failures of one
   service since the last reflection }.
 ]]

@@ -2,7 +2,7 @@
   Sets a lesson's status (an operator's override, or a probe that found its service back) and
   moves the agent's lessons version on.
   KEYS[1] meta, KEYS[2] runs, KEYS[3] stats, KEYS[4] lessons
-  ARGV[1] lesson id, ARGV[2] status, ARGV[3] now (ISO)
+  ARGV[1] lesson id, ARGV[2] status, ARGV[3] now (ISO), ARGV[4] the idle TTL (see memory.lib.lua)
   Returns the lesson JSON after the change, or false for an unknown lesson.
 ]]
 local raw = redis.call('HGET', KEYS[4], ARGV[1])

@@ -3,6 +3,7 @@
   ARGV[1] now (epoch ms), ARGV[2] mode (followup|collect|steer|interrupt), ARGV[3] run id prepared
   for this message, ARGV[4] message JSON, ARGV[5] collect cap, ARGV[6] drop policy
   (summarize|old|new), ARGV[7] environment cap
+  Then the idle TTL and the transcript cap (see session.lib.lua).
   Returns one of:
     { 'start', runId }              the lane was idle: the message's run starts now
     { 'queued', runId, position }   followup: the run waits its turn

@@ -8,8 +8,11 @@
     { 'collect', count }     the collected messages (count of them) are due: the caller makes their
                              run and commits it with lane-commit-collect
     { 'collect-wait', dueAt }  collected messages wait for the debounce to pass
+  A session whose keys expired (idle) answers idle and is not created again.
+  Then the idle TTL and the transcript cap (see session.lib.lua).
 ]]
 local running = redis.call('HGET', KEYS[1], 'running')
+if not running and redis.call('EXISTS', KEYS[1]) == 0 then return { 'idle' } end
 if running ~= ARGV[1] then return { 'noop' } end
 local head = redis.call('LINDEX', KEYS[2], 0)
 if not head then

@@ -1,5 +1,6 @@
 --[[
   /stop: empties the lane. KEYS: meta, queue, buffer, transcript, env.
+  Then the idle TTL and the transcript cap (see session.lib.lua).
   Returns { running run id or '', queued run ids... } for the caller to cancel.
 ]]
 local running = redis.call('HGET', KEYS[1], 'running') or ''

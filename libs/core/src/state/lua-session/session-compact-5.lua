@@ -5,7 +5,8 @@
   the same turns was recorded first).
   KEYS: meta, queue, buffer, transcript, env. ARGV[1] contextFrom the history was read with,
   ARGV[2] covers.toIndex of the compaction it was read with (-1: none), ARGV[3] the new compaction
-  record JSON ({summary, covers}), ARGV[4] the transcript line JSON.
+  record JSON ({summary, covers}), ARGV[4] the transcript line JSON; then the idle TTL and the
+  transcript cap (see session.lib.lua).
   Returns 1 when recorded, 0 when not.
 ]]
 local from = tonumber(redis.call('HGET', KEYS[1], 'contextFrom') or '-1')
@@ -15,5 +16,5 @@ local to = -1
 if current then to = cjson.decode(current).covers.toIndex end
 if to ~= tonumber(ARGV[2]) then return 0 end
 redis.call('HSET', KEYS[1], 'compaction', ARGV[3])
-redis.call('RPUSH', KEYS[4], ARGV[4])
+appendLines({ ARGV[4] })
 return 1

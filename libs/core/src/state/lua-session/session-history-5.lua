@@ -1,11 +1,13 @@
 --[[
   The current context's history, as far as a run is to see it: where the context starts, its latest
   compaction, and the message lines after that compaction. KEYS: meta, queue, buffer, transcript, env.
+  ARGV: the idle TTL and the transcript cap (see session.lib.lua).
   Returns { contextFrom, start, length, compaction JSON or nil, { index, line, index, line, … } }:
-  `start` is the first transcript index read (after the compaction's covers.toIndex, else
-  contextFrom), `length` the transcript's length, and the pairs are the message lines from `start`
-  on, oldest first, each with its 0-based index in the transcript. Only the lines after the latest
-  compaction are read, so the cost does not grow with the transcript.
+  `start` is the first line number read (after the compaction's covers.toIndex, else contextFrom),
+  `length` the transcript's length in line numbers, and the pairs are the message lines from
+  `start` on, oldest first, each with its line number. Line numbers survive the cap (see
+  session.lib.lua); lines the cap dropped are not read. Only the lines after the latest compaction
+  are read, so the cost does not grow with the transcript.
 
   A context started before contextFrom was recorded gets it here, once: the line after the latest
   /new or /reset command line (looked for from the end), or 0 for the first context.
@@ -13,19 +15,22 @@
   ({"type":"message",…}, {"type":"command","command":…}).
 ]]
 local meta, transcript = KEYS[1], KEYS[4]
+local dropped = trimmed()
 local from = tonumber(redis.call('HGET', meta, 'contextFrom'))
 if not from then
   from = 0
   if tonumber(redis.call('HGET', meta, 'contextId') or '1') > 1 then
     local last = redis.call('LLEN', transcript) - 1
-    while last >= 0 and from == 0 do
+    local found = false
+    while last >= 0 and not found do
       local first = math.max(0, last - 199)
       local chunk = redis.call('LRANGE', transcript, first, last)
       for j = #chunk, 1, -1 do
         local line = chunk[j]
         if string.sub(line, 1, 33) == '{"type":"command","command":"new"'
           or string.sub(line, 1, 35) == '{"type":"command","command":"reset"' then
-          from = first + j
+          from = dropped + first + j
+          found = true
           break
         end
       end
@@ -40,10 +45,10 @@ if compaction then
   local after = cjson.decode(compaction).covers.toIndex + 1
   if after > start then start = after end
 end
-local length = redis.call('LLEN', transcript)
+local length = dropped + redis.call('LLEN', transcript)
 local messages = {}
-for first = start, length - 1, 200 do
-  local chunk = redis.call('LRANGE', transcript, first, math.min(first + 199, length - 1))
+for first = math.max(start, dropped), length - 1, 200 do
+  local chunk = redis.call('LRANGE', transcript, first - dropped, math.min(first + 199, length - 1) - dropped)
   for j, line in ipairs(chunk) do
     if string.sub(line, 1, 17) == '{"type":"message"' then
       messages[#messages + 1] = first + j - 1

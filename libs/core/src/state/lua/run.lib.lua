@@ -3,14 +3,31 @@
   take is written once. The run's keys are always
   KEYS[1] meta, KEYS[2] pending, KEYS[3] nodes, KEYS[4] live, KEYS[5] events, KEYS[6] aux.
   emit(type, nodeId, dataJson) appends an event to the run's stream with the run's next sequence
-  number as its id (0-<seq>), so a reader resumes from any seq with XRANGE/XREAD.
+  number as its id (0-<seq>), so a reader resumes from any seq with XRANGE/XREAD. The stream keeps
+  about `eventsMax` events (a meta field set at creation; 10000 for runs without it): older ones
+  are trimmed (`MAXLEN ~`), and readers see the gap in the seqs.
+  Each script's body runs as a function, then `keepTtl()` (see scripts.ts): a key of the run the
+  script created (pending, nodes, …) gets the TTL the run's hash has, the safety TTL until the run
+  settles and its retention after, so no key of a run outlives it.
 ]]
+local eventsMax
 local function emit(etype, node, data)
   local seq = redis.call('HINCRBY', KEYS[1], 'seq', 1)
   local t = redis.call('TIME')
   local ts = tostring(tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000))
-  redis.call('XADD', KEYS[5], '0-' .. seq, 'type', etype, 'ts', ts, 'node', node or '', 'data', data or '')
+  eventsMax = eventsMax or tonumber(redis.call('HGET', KEYS[1], 'eventsMax') or '10000')
+  redis.call('XADD', KEYS[5], 'MAXLEN', '~', eventsMax, '0-' .. seq,
+    'type', etype, 'ts', ts, 'node', node or '', 'data', data or '')
   return seq
+end
+
+-- Gives the run's keys that have no TTL the one its hash has (none when the hash has none).
+local function keepTtl()
+  local ttl = redis.call('PTTL', KEYS[1])
+  if ttl <= 0 then return end
+  for i = 2, 6 do
+    if redis.call('PTTL', KEYS[i]) == -1 then redis.call('PEXPIRE', KEYS[i], ttl) end
+  end
 end
 
 local function generation()
