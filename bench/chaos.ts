@@ -24,6 +24,7 @@ import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
+import { Redis } from 'ioredis';
 import { freePort, startRedisServer, type RedisServer } from '@tetraloop/core';
 import { spawnTetraloop, stderrMatches, type Spawned } from '../test/support/processes.js';
 import { startToolServer, type ToolServer } from '../test/support/tool-server.js';
@@ -221,6 +222,26 @@ const stats = (values: readonly number[]): { n: number; median?: number; p95?: n
         max: round(Math.max(...values)),
       };
 
+/** Why BullMQ failed jobs, counted by reason (every queue under the prefix): what a failed run's nodes died of. */
+async function failedJobReasons(url: string, prefix: string): Promise<Record<string, number>> {
+  const redis = new Redis(url, { maxRetriesPerRequest: 1 });
+  try {
+    const reasons: Record<string, number> = {};
+    const sets = await redis.keys(`${prefix}:*:failed`);
+    for (const set of sets) {
+      const base = set.slice(0, -':failed'.length);
+      for (const id of await redis.zrange(set, '0', '-1')) {
+        const reason = (await redis.hget(`${base}:${id}`, 'failedReason')) ?? '(none)';
+        const key = `${base.slice(prefix.length + 1)}: ${reason.slice(0, 120)}`;
+        reasons[key] = (reasons[key] ?? 0) + 1;
+      }
+    }
+    return reasons;
+  } finally {
+    redis.disconnect();
+  }
+}
+
 async function main(): Promise<number> {
   const dataDir = mkdtempSync(join(tmpdir(), 'tetraloop-chaos-'));
   const processes = new Set<Spawned>();
@@ -361,6 +382,9 @@ async function main(): Promise<number> {
       if (pending.length > 0) await sleep(1000);
     }
     const settleEnded = now();
+    const failedJobs = await failedJobReasons(redis.url, env.TETRALOOP_PREFIX!).catch((err: unknown) => ({
+      [`could not read: ${String(err)}`]: 0,
+    }));
 
     // Gates.
     const protectedRuns = accepted.filter((s) => s.acceptedAt! < redisKilledAt - FSYNC_WINDOW_MS);
@@ -405,31 +429,34 @@ async function main(): Promise<number> {
       Number(LOCKS.TETRALOOP_LOCK_DURATION_MS) + Number(LOCKS.TETRALOOP_STALLED_INTERVAL_MS) + 2000;
     const redisQuiet = (at: number): boolean =>
       redisKilledAt === 0 || at < redisKilledAt - recoveryBound || at > redisKilledAt + 15_000;
-    const perKill = workerKills
-      .filter((k) => redisQuiet(k.at))
-      .map((k) => {
-        const restarts: number[] = [];
-        const completions: number[] = [];
-        let onVictim = 0;
-        for (const [node, hits] of byNode) {
-          const first = hits[0]!;
-          if (hits.length < 2 || first.start > k.at || first.start + msOf.get(node)! < k.at) continue;
-          const last = nodeDoc.get(node)?.attempts?.at(-1);
-          if (!last || ms(last.startedAt) < k.at) continue;
-          if (pidOf(last.worker) === k.pid) onVictim += 1;
-          restarts.push(ms(last.startedAt) - k.at);
-          completions.push(ms(last.finishedAt) - k.at);
-        }
-        return {
-          at: round(k.at - t0),
-          pid: k.pid,
-          inFlight: completions.length,
-          onVictim,
-          restartMs: restarts.length ? round(Math.max(...restarts)) : null,
-          recoveryMs: completions.length ? round(Math.max(...completions)) : null,
-        };
-      });
-    const recoveries = perKill.flatMap((k) => (k.recoveryMs === null ? [] : [k.recoveryMs]));
+    const perKill = workerKills.map((k) => {
+      const restarts: number[] = [];
+      const completions: number[] = [];
+      let onVictim = 0;
+      for (const [node, hits] of byNode) {
+        const first = hits[0]!;
+        if (hits.length < 2 || first.start > k.at || first.start + msOf.get(node)! < k.at) continue;
+        const last = nodeDoc.get(node)?.attempts?.at(-1);
+        if (!last || ms(last.startedAt) < k.at) continue;
+        if (pidOf(last.worker) === k.pid) onVictim += 1;
+        restarts.push(ms(last.startedAt) - k.at);
+        completions.push(ms(last.finishedAt) - k.at);
+      }
+      return {
+        at: round(k.at - t0),
+        pid: k.pid,
+        /** Its recovery could overlap the Redis outage. */
+        nearRedisKill: !redisQuiet(k.at),
+        inFlight: completions.length,
+        onVictim,
+        restartMs: restarts.length ? round(Math.max(...restarts)) : null,
+        recoveryMs: completions.length ? round(Math.max(...completions)) : null,
+      };
+    });
+    const recoveries = perKill.flatMap((k) =>
+      k.recoveryMs === null || k.nearRedisKill ? [] : [k.recoveryMs],
+    );
+    const allRecoveries = perKill.flatMap((k) => (k.recoveryMs === null ? [] : [k.recoveryMs]));
     const nodeRecoveries = workerKills.flatMap((k) =>
       [...byNode].flatMap(([node, hits]) => {
         const first = hits[0]!;
@@ -492,6 +519,7 @@ async function main(): Promise<number> {
               .map(([id, n]) => [id, n]),
           ),
         })),
+      failedJobs,
       lost,
       missingAckedWithinFsyncWindow: missingInWindow,
       stuck,
@@ -509,6 +537,7 @@ async function main(): Promise<number> {
       workerKillRecovery: {
         note: 'per kill: from the SIGKILL until the last of its in-flight calls completed on another worker',
         perKillMs: stats(recoveries),
+        perKillIncludingRedisOverlapMs: stats(allRecoveries),
         perNodeMs: stats(nodeRecoveries),
         kills: perKill,
       },
@@ -560,12 +589,17 @@ type ChaosResult = {
   };
   settled: number;
   statuses: Record<string, number>;
+  failedJobs: Record<string, number>;
   lost: string[];
   missingAckedWithinFsyncWindow: string[];
   stuck: { runId: string }[];
   settleMsAfterLastFault: number;
   toolCalls: { total: number; nodes: number; reExecuted: number; keyMismatches: string[] };
-  workerKillRecovery: { perKillMs: ReturnType<typeof stats>; perNodeMs: ReturnType<typeof stats> };
+  workerKillRecovery: {
+    perKillMs: ReturnType<typeof stats>;
+    perKillIncludingRedisOverlapMs: ReturnType<typeof stats>;
+    perNodeMs: ReturnType<typeof stats>;
+  };
   gates: Record<string, boolean>;
 };
 
@@ -592,6 +626,12 @@ function chaosTable(r: ChaosResult): string {
         .map(([k, v]) => `${k} ${v}`)
         .join(', ')})`,
     ],
+    [
+      'failed jobs (BullMQ, by reason)',
+      Object.entries(r.failedJobs)
+        .map(([k, v]) => `${v}× ${k}`)
+        .join('; ') || 'none',
+    ],
     ['lost (acked > 1 s before the Redis kill)', String(r.lost.length)],
     ['missing, acked within 1 s of the Redis kill', String(r.missingAckedWithinFsyncWindow.length)],
     ['stuck (not settled 5 min after the last fault)', String(r.stuck.length)],
@@ -601,6 +641,10 @@ function chaosTable(r: ChaosResult): string {
       `${r.toolCalls.total} for ${r.toolCalls.nodes} nodes: ${r.toolCalls.reExecuted} re-executed, ${r.toolCalls.keyMismatches.length} with a different Idempotency-Key`,
     ],
     ['worker-kill recovery, per kill', fmt(r.workerKillRecovery.perKillMs)],
+    [
+      'worker-kill recovery, per kill, with those overlapping the Redis restart',
+      fmt(r.workerKillRecovery.perKillIncludingRedisOverlapMs),
+    ],
     ['worker-kill recovery, per node', fmt(r.workerKillRecovery.perNodeMs)],
     [
       'gates',
