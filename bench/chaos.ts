@@ -229,6 +229,7 @@ async function failedJobReasons(url: string, prefix: string): Promise<Record<str
     const reasons: Record<string, number> = {};
     const sets = await redis.keys(`${prefix}:*:failed`);
     for (const set of sets) {
+      if ((await redis.type(set)) !== 'zset') continue;
       const base = set.slice(0, -':failed'.length);
       for (const id of await redis.zrange(set, '0', '-1')) {
         const reason = (await redis.hget(`${base}:${id}`, 'failedReason')) ?? '(none)';
