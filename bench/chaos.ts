@@ -481,7 +481,9 @@ async function main(): Promise<number> {
       everySucceededNodeCalled: succeededNotCalled.length === 0,
     };
     const result = {
-      command: `npm run chaos -- ${process.argv.slice(2).join(' ')}`.trim(),
+      command: ['npm run chaos', ...(process.argv.length > 2 ? ['--', ...process.argv.slice(2)] : [])].join(
+        ' ',
+      ),
       settings: {
         runs: RUNS,
         seconds: SECONDS,
