@@ -18,6 +18,8 @@ export interface RedisServerOptions {
   /** Data directory; with it, AOF persistence is on. Without it, nothing is persisted. */
   readonly dataDir?: string;
   readonly binary?: string;
+  /** Loopback port to listen on (default: a free one), e.g. to restart a server where it was. */
+  readonly port?: number;
 }
 
 export class RedisServerMissingError extends Error {
@@ -105,7 +107,7 @@ export async function freePort(): Promise<number> {
 export async function startRedisServer(options: RedisServerOptions = {}): Promise<RedisServer> {
   const binary = options.binary ?? 'redis-server';
   if (!hasRedisServer(binary)) throw new RedisServerMissingError(binary);
-  const port = await freePort();
+  const port = options.port ?? (await freePort());
   const args = [
     '--port',
     String(port),
