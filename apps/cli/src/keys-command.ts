@@ -8,6 +8,7 @@
  * 2 a usage error; 3 not authenticated or forbidden (the API answered 401 or 403); 4 the API or
  * Redis cannot be reached.
  */
+import { UsageError, parsing } from './cli-args.js';
 import { parseArgs } from 'node:util';
 import { ApiEnv, KeyBody } from '@tetraloop/api';
 import {
@@ -59,8 +60,6 @@ const processIo = (): KeysIo => ({
   stderr: (text) => void process.stderr.write(text),
 });
 
-/** A command-line mistake: exit 2. */
-class UsageError extends Error {}
 /** The API or the store said no: exit 1. */
 class RefusedError extends Error {}
 /** The API answered 401 or 403: exit 3. */
@@ -122,23 +121,10 @@ export async function keysCommand(args: readonly string[], io: KeysIo = processI
   }
 }
 
-/** node:util's parseArgs; its complaints (an unknown option, a missing value) are usage errors. */
-function parsing<T>(command: string, parse: () => T): T {
-  try {
-    return parse();
-  } catch (err) {
-    const code = (err as { code?: unknown }).code;
-    if (typeof code === 'string' && code.startsWith('ERR_PARSE_ARGS_')) {
-      throw new UsageError(`keys ${command}: ${(err as Error).message}`);
-    }
-    throw err;
-  }
-}
-
 const COMMON = { redis: { type: 'boolean', default: false } } as const;
 
 async function create(args: readonly string[], io: KeysIo): Promise<number> {
-  const { values, positionals } = parsing('create', () =>
+  const { values, positionals } = parsing('keys create', () =>
     parseArgs({
       args: [...args],
       options: {
@@ -198,7 +184,7 @@ async function create(args: readonly string[], io: KeysIo): Promise<number> {
 }
 
 async function list(args: readonly string[], io: KeysIo): Promise<number> {
-  const { values, positionals } = parsing('list', () =>
+  const { values, positionals } = parsing('keys list', () =>
     parseArgs({
       args: [...args],
       options: { ...COMMON, tenant: { type: 'string' }, json: { type: 'boolean', default: false } },
@@ -229,7 +215,7 @@ async function list(args: readonly string[], io: KeysIo): Promise<number> {
 }
 
 async function revoke(args: readonly string[], io: KeysIo): Promise<number> {
-  const { values, positionals } = parsing('revoke', () =>
+  const { values, positionals } = parsing('keys revoke', () =>
     parseArgs({ args: [...args], options: { ...COMMON }, allowPositionals: true, strict: true }),
   );
   const [given, ...extra] = positionals;

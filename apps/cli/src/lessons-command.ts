@@ -3,6 +3,7 @@
  * the API at `TETRALOOP_API_URL`, as `tetraloop run` submits runs. Exit codes: 0 done, 1 the API
  * said no (an unknown lesson, the reflect loop off, the API unreachable), 2 a usage error.
  */
+import { UsageError, parsing } from './cli-args.js';
 import { parseArgs } from 'node:util';
 import { LESSON_STATUSES, type Lesson, type LessonStatus } from '@tetraloop/core';
 import {
@@ -54,8 +55,6 @@ const processIo = (): LessonsIo => ({
   stderr: (text) => void process.stderr.write(text),
 });
 
-/** A mistake in the command line: exit code 2. */
-class UsageError extends Error {}
 /** The API could not be asked or said no: exit code 1. */
 class CommandError extends Error {}
 
@@ -101,21 +100,8 @@ export async function lessonsCommand(args: readonly string[], io: LessonsIo = pr
   }
 }
 
-/** Runs node:util's parseArgs; its complaints (an unknown option, a missing value) are usage errors. */
-function parsing<T>(command: string, parse: () => T): T {
-  try {
-    return parse();
-  } catch (err) {
-    const code = (err as { code?: unknown }).code;
-    if (typeof code === 'string' && code.startsWith('ERR_PARSE_ARGS_')) {
-      throw new UsageError(`lessons ${command}: ${(err as Error).message}`);
-    }
-    throw err;
-  }
-}
-
 function lessonIdArg(command: string, args: readonly string[]): { id: string; agentId: string } {
-  const { positionals } = parsing(command, () =>
+  const { positionals } = parsing(`lessons ${command}`, () =>
     parseArgs({ args: [...args], options: {}, allowPositionals: true, strict: true }),
   );
   const [id, ...extra] = positionals;
@@ -131,7 +117,7 @@ function lessonIdArg(command: string, args: readonly string[]): { id: string; ag
 }
 
 async function list(args: readonly string[], io: LessonsIo): Promise<number> {
-  const { values, positionals } = parsing('list', () =>
+  const { values, positionals } = parsing('lessons list', () =>
     parseArgs({
       args: [...args],
       options: { status: { type: 'string' }, json: { type: 'boolean', default: false } },
