@@ -254,25 +254,26 @@ export class RunStore {
     };
     const pending = Object.fromEntries([...run.pending].filter(([, n]) => n > 0));
     const created = Date.parse(run.createdAt);
-    // Written ahead of the run (another slot in a Redis Cluster): NX keeps a repeat's first time.
-    await this.redis.zadd(queuedRunsKey(this.options.prefix), 'NX', created, run.runId);
+    // Indexes written ahead of the run, in one round trip (other slots in a Redis Cluster): NX keeps
+    // a repeat's first time. The index of queued runs feeds the reconciler, which drops an entry
+    // whose run was never made. The tenant's index of runs is trimmed of runs past any retention (a
+    // run lives at most its deadline plus the retention), so it stays as large as the runs that
+    // can still exist.
+    const index = tenantRunsKey(this.options.prefix, meta.tenant);
+    const oldest = created - (MAX_RUN_SECONDS + this.options.retentionSeconds) * 1000;
+    await this.redis
+      .multi()
+      .zadd(queuedRunsKey(this.options.prefix), 'NX', created, run.runId)
+      .zadd(index, 'NX', created, run.runId)
+      .zremrangebyscore(index, '-inf', oldest)
+      .expire(index, MAX_RUN_SECONDS + this.options.retentionSeconds)
+      .exec();
     const [made, status, createdAt] = (await this.script('create-run-6', this.keys(run.runId), [
       JSON.stringify(meta),
       JSON.stringify(pending),
       this.safetyTtl(run.timeoutSeconds),
     ])) as [number, string | null | undefined, string | null | undefined];
-    // The tenant's index of runs, trimmed of runs past any retention (a run lives at most its
-    // deadline plus the retention), so it stays as large as the runs that can still exist. Written
-    // again by a repeat, so a crash between the script and here is mended by the client's retry.
-    const index = tenantRunsKey(this.options.prefix, meta.tenant);
     const acceptedAt = made === 1 ? run.createdAt : (createdAt ?? run.createdAt);
-    const oldest = created - (MAX_RUN_SECONDS + this.options.retentionSeconds) * 1000;
-    await this.redis
-      .multi()
-      .zadd(index, Date.parse(acceptedAt), run.runId)
-      .zremrangebyscore(index, '-inf', oldest)
-      .expire(index, MAX_RUN_SECONDS + this.options.retentionSeconds)
-      .exec();
     if (made === 1) return { created: true, status: 'queued', createdAt: run.createdAt };
     return { created: false, status: RunStatus.parse(status ?? 'queued'), createdAt: acceptedAt };
   }

@@ -1,8 +1,8 @@
 /**
  * Deletes a tenant with all its data: its API keys, its runs (found through the tenant's run
  * index), and every key that carries the tenant — sessions, memory and lessons, cached plans,
- * idempotency keys, the run index itself. The default tenant holds unscoped names and cannot be
- * deleted this way.
+ * blobs, secrets, rate buckets and running slots, the run index itself. The default tenant holds
+ * unscoped names and cannot be deleted this way.
  */
 import type { Redis } from 'ioredis';
 import { DEFAULT_TENANT } from '../domain/tenant.js';
@@ -37,7 +37,6 @@ export interface TenantPurgeResult {
 export function tenantPatterns(prefix: string, tenant: string): string[] {
   return [
     `${prefix}:tenant:${tenant}:*`,
-    `${prefix}:idem:${tenant}:*`,
     `${prefix}:session:{s:${tenant}~*`,
     `${prefix}:memory:{m:${tenant}~*`,
     `${prefix}:plancache:{a:${tenant}~*`,
