@@ -17,7 +17,7 @@ const LAYERS = [
   ['errors'],
   ['graph'],
   ['domain'],
-  ['policy', 'model', 'tools', 'workspace', 'hooks', 'telemetry', 'logging', 'memory', 'secrets', 'ceilings'],
+  ['policy', 'model', 'tools', 'workspace', 'hooks', 'telemetry', 'logging', 'memory', 'secrets', 'ceilings', 'flow'],
   ['nodes'],
   ['compile'],
   ['state'],

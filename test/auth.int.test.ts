@@ -263,6 +263,16 @@ async function exampleOf(name: RouteName): Promise<Example> {
     case 'tenants.delete':
       await makeKey('gamma', ['runs:read']);
       return { path: '/v1/tenants/gamma', ok: 200 };
+    case 'limits.get':
+      return { path: '/v1/limits', ok: 200 };
+    case 'limits.put':
+      return {
+        path: '/v1/limits',
+        body: { limits: [{ name: 'hosts', key: 'host', concurrency: 50 }] },
+        ok: 200,
+      };
+    case 'limits.delete':
+      return { path: '/v1/limits', ok: 200 };
   }
 }
 

@@ -4,6 +4,8 @@ import type { Redis } from 'ioredis';
 import type { Logger } from 'pino';
 import type { Queue, QueueEvents } from 'bullmq';
 import {
+  type FlowStore,
+  type LimitsDocument,
   metricsText,
   type Ceilings,
   type RateLimitStore,
@@ -25,6 +27,7 @@ import { errorHandler, HttpError, sendError, sendUnavailable } from './http-erro
 import { JsonTooDeepError, nestsDeeperThan } from './json-depth.js';
 import type { LongRequests } from './long-requests.js';
 import { keyHandlers, type KeysRouterDeps } from './keys-router.js';
+import { limitHandlers } from './limits-router.js';
 import { memoryHandlers } from './memory-router.js';
 import { ROUTES, type RouteName } from './route-table.js';
 import { runHandlers } from './runs-router.js';
@@ -68,6 +71,9 @@ export interface AppDeps {
   /** Request rates per key and tenant (see `rate-limit.ts`). */
   readonly ceilings: Ceilings;
   readonly rateLimits: RateLimitStore;
+  /** Flow control's counters and the limits set through the API. */
+  readonly flow: FlowStore;
+  readonly configuredLimits: LimitsDocument;
 }
 
 export function createApp(deps: AppDeps): express.Express {
@@ -126,6 +132,7 @@ export function createApp(deps: AppDeps): express.Express {
     ...memoryHandlers(deps),
     ...secretHandlers(deps),
     ...keyHandlers({ keys: deps.auth.keys, purgeTenant: deps.purgeTenant }),
+    ...limitHandlers(deps),
   });
   app.use((_req, res) => sendError(res, new HttpError(404, 'not_found', 'no such route')));
   app.use(errorHandler(deps.logger, redisReady));

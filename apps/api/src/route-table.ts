@@ -74,6 +74,10 @@ export const ROUTES = {
   'keys.list': { method: 'get', path: '/v1/keys', access: 'admin' },
   'keys.revoke': { method: 'delete', path: '/v1/keys/:keyId', access: 'admin', owned: 'key' },
   'tenants.delete': { method: 'delete', path: '/v1/tenants/:tenant', access: 'root' },
+  // Flow limits span every tenant: the operator's.
+  'limits.get': { method: 'get', path: '/v1/limits', access: 'root' },
+  'limits.put': { method: 'put', path: '/v1/limits', access: 'root' },
+  'limits.delete': { method: 'delete', path: '/v1/limits', access: 'root' },
 } as const satisfies Record<string, RouteSpec>;
 
 export type RouteName = keyof typeof ROUTES;

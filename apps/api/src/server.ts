@@ -7,6 +7,7 @@ import {
   QUEUE_NAMES,
   QueueWatch,
   RateLimitStore,
+  FlowStore,
   RunEventHub,
   RunWaiter,
   type DestinationStream,
@@ -141,6 +142,8 @@ export async function startApi(env: ApiEnv, options: StartApiOptions = {}): Prom
     signalLimits: { maxPerRun: env.TETRALOOP_SIGNALS_MAX_PER_RUN, maxBytes: env.TETRALOOP_SIGNAL_MAX_BYTES },
     ceilings: ceilingsOf(env),
     rateLimits: new RateLimitStore(redis, prefix),
+    flow: new FlowStore(redis, prefix),
+    configuredLimits: env.TETRALOOP_LIMITS,
   });
   const server = app.listen(env.PORT, env.HOST);
   await new Promise<void>((resolve, reject) => {

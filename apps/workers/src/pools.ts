@@ -36,6 +36,9 @@ import {
   modelConfigOf,
   openQueues,
   QueueWatch,
+  FlowGate,
+  FlowStore,
+  flowSettingsOf,
   parseAllowHosts,
   planCacheOptionsOf,
   reconcileQueuedRuns,
@@ -127,6 +130,13 @@ export async function startPools(env: WorkerEnv, options: StartPoolsOptions): Pr
   const callKey = await loadCallKey(state, prefix, secretStoreOptionsOf(env).key);
   const ceilings = ceilingsOf(env);
   const slots = new TenantSlots(state, prefix);
+  // Flow control of the tool pool's calls; its tick grants waiting calls and wakes their jobs.
+  const flow = new FlowGate(
+    new FlowStore(state, prefix),
+    flowSettingsOf(env),
+    queues.node,
+    log.child({ layer: 'flow' }),
+  );
 
   // One set of executor dependencies per pool: each gets its own plan cache and logger layer.
   const depsFor = (layer: Pool): ExecutorDeps => ({
@@ -196,7 +206,8 @@ export async function startPools(env: WorkerEnv, options: StartPoolsOptions): Pr
       };
     },
     tool: () => {
-      const deps = depsFor('tool');
+      const deps = { ...depsFor('tool'), flow };
+      flow.start();
       return (job: Job, token?: string) => executeNodeJob(deps, job, token);
     },
     sense: () => {
@@ -300,6 +311,7 @@ export async function startPools(env: WorkerEnv, options: StartPoolsOptions): Pr
     async close() {
       closing = true;
       clearInterval(watchTimer);
+      flow.stop();
       // worker.close() stops fetching and waits for the active jobs; past the grace, force it.
       const graceful = Promise.all([...workers.values()].map((w) => w.close()));
       // The grace timer is cancelled once the workers are closed, so it keeps no process alive.

@@ -2,7 +2,10 @@
  * Pieces shared by the apps' env modules. Each app parses `process.env` once at boot with its own
  * schema; a bad value stops the process with a message naming the variable.
  */
+import { readFileSync } from 'node:fs';
 import { z } from 'zod';
+import { DEFAULT_FLOW_SETTINGS, type FlowSettings } from '../executor/flow-gate.js';
+import { LimitsDocument, parseLimitsSetting } from '../flow/limits.js';
 import { AgentCeiling, AgentId, Ceilings, TenantCeiling } from '../ceilings/ceilings.js';
 import { TenantId } from '../domain/tenant.js';
 import { DEFAULT_LIFECYCLE, type LifecycleSettings } from '../memory/lesson-lifecycle.js';
@@ -111,6 +114,37 @@ export const BaseEnv = z.object({
    * "requestsPerMinute"}}` (each optional).
    */
   TETRALOOP_TENANTS: jsonEnv(z.record(TenantId, TenantCeiling), '{}'),
+  /**
+   * Flow limits, `{"limits": [...]}` (or the list alone) as JSON, or the path of a JSON file
+   * (docs/flow-control.md). `PUT /v1/limits` replaces them while it is set.
+   */
+  TETRALOOP_LIMITS: z
+    .string()
+    .default('')
+    .transform((text, ctx) => {
+      try {
+        return parseLimitsSetting(text, (path) => readFileSync(path, 'utf8'));
+      } catch (err) {
+        ctx.addIssue({
+          code: 'custom',
+          message: `must be JSON or a readable JSON file: ${(err as Error).message}`,
+        });
+        return z.NEVER;
+      }
+    })
+    .pipe(LimitsDocument),
+  /** How often worker processes look for limits set through the API. */
+  TETRALOOP_LIMITS_REFRESH_MS: z.coerce.number().int().min(100).default(DEFAULT_FLOW_SETTINGS.refreshMs),
+  /** How often waiting calls are granted when a rate's interval moves on or a pause ends. */
+  TETRALOOP_FLOW_TICK_MS: z.coerce.number().int().min(10).max(10_000).default(DEFAULT_FLOW_SETTINGS.tickMs),
+  /** The longest a held-back node job sleeps before it asks again (it is woken when granted). */
+  TETRALOOP_FLOW_RECHECK_MS: z.coerce.number().int().min(100).default(DEFAULT_FLOW_SETTINGS.recheckMs),
+  /** Completion tokens a model call reserves against a `tokens` rate besides its prompt. */
+  TETRALOOP_FLOW_COMPLETION_TOKENS: z.coerce
+    .number()
+    .int()
+    .min(0)
+    .default(DEFAULT_FLOW_SETTINGS.completionTokens),
   /** The models llm nodes and agents may name (comma-separated); empty: any. */
   TETRALOOP_MODELS_ALLOW: listEnv(),
   /** The largest budget a run may ask for; a request asking more gets this. Unset: no ceiling. */
@@ -233,6 +267,17 @@ export function allowedToolsOf(
 }
 
 /** The ceilings the env describes. */
+export function flowSettingsOf(env: BaseEnv): FlowSettings {
+  return {
+    ...DEFAULT_FLOW_SETTINGS,
+    configured: env.TETRALOOP_LIMITS,
+    refreshMs: env.TETRALOOP_LIMITS_REFRESH_MS,
+    tickMs: env.TETRALOOP_FLOW_TICK_MS,
+    recheckMs: env.TETRALOOP_FLOW_RECHECK_MS,
+    completionTokens: env.TETRALOOP_FLOW_COMPLETION_TOKENS,
+  };
+}
+
 export function ceilingsOf(env: BaseEnv): Ceilings {
   return new Ceilings({
     agents: env.TETRALOOP_AGENTS,

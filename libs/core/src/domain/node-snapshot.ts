@@ -52,13 +52,18 @@ export type NodeSnapshot = z.infer<typeof NodeSnapshot>;
 
 /** Where a node stands before its snapshot exists. */
 export const LiveNodeState = z.object({
-  status: z.enum(['queued', 'running', 'retrying', 'waiting']),
+  status: z.enum(['queued', 'running', 'retrying', 'waiting', 'throttled']),
   startedAt: z.string().optional(),
   attempt: z.number().int().positive().optional(),
-  /** For retrying nodes: when the next attempt is due; for waiting nodes: the timeout. */
+  /**
+   * For retrying nodes: when the next attempt is due; for waiting nodes: the timeout; for throttled
+   * nodes: when the call is looked at again at the latest (it may go sooner).
+   */
   until: z.string().optional(),
   /** For waiting nodes: the signal they wait for (an approval's with its nonce). */
   signal: z.string().optional(),
+  /** For throttled nodes: the flow counter their call waits on. */
+  key: z.string().optional(),
   iterations: z.number().int().nonnegative().optional(),
 });
 export type LiveNodeState = z.infer<typeof LiveNodeState>;

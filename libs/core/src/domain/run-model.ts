@@ -28,7 +28,12 @@ export const TERMINAL_RUN_STATUSES: ReadonlySet<RunStatus> = new Set([
 export const isTerminal = (status: RunStatus): boolean => TERMINAL_RUN_STATUSES.has(status);
 
 /** A node in the run document; `waits` lists the signals and approvals it waited for, oldest first. */
-export type NodeView = { id: string; waits?: WaitRecord[] } & (
+export type NodeView = {
+  id: string;
+  waits?: WaitRecord[];
+  /** Time its calls spent held back by flow control, in all. */
+  throttledMs?: number;
+} & (
   | NodeSnapshot
   | (LiveNodeState & { attempts: AttemptRecord[] })
   | { status: 'pending'; attempts: AttemptRecord[] }
@@ -116,6 +121,8 @@ export interface RunDocument {
   /** Bumped by every resume; node jobs of older generations are discarded. */
   generation: number;
   metadata: Record<string, unknown> | null;
+  /** 1 (lowest) to 10: which waiting calls flow control serves first. */
+  priority: number;
   /** Every executable node (nested graphs expanded), by id. */
   nodes: Record<string, NodeView>;
   /** Sink node outputs keyed by node id, once the run succeeded. */

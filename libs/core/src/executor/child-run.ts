@@ -20,6 +20,8 @@ export interface ChildRunSpec {
   /** The parent's agent and tenant, which the child run keeps. */
   readonly agentId: string;
   readonly tenant: string;
+  /** The parent's priority, which the child run keeps. */
+  readonly priority?: number;
   readonly iteration: number;
   /** Validated with its parent graph. */
   readonly graph: GraphOf;
@@ -50,6 +52,7 @@ export async function startChildRun(
     timeoutSeconds: spec.timeoutSeconds,
     budget: spec.budget,
     metadata: { parentRunId: spec.parentRunId, parentNodeId: spec.parentNodeId, iteration: spec.iteration },
+    ...(spec.priority !== undefined ? { priority: spec.priority } : {}),
     createdAt: new Date().toISOString(),
     pending: new Map(topology.ids.map((id) => [id, topology.parents.get(id)?.length ?? 0])),
   });

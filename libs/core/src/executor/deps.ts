@@ -16,6 +16,7 @@ import type { RunStore } from '../state/run-store.js';
 import type { SecretStore } from '../state/secret-store.js';
 import type { TenantSlots } from '../state/tenant-slots.js';
 import type { ToolRegistry } from '../tools/tool.js';
+import type { FlowGate } from './flow-gate.js';
 import type { PlanCache } from './plan-cache.js';
 import type { RunAborts } from './run-aborts.js';
 
@@ -75,6 +76,8 @@ export interface ExecutorDeps {
    * count. Absent: no cap.
    */
   readonly admission?: { readonly ceilings: Ceilings; readonly slots: TenantSlots };
+  /** Flow control of tool and model calls (the tool pool): limits, counters, waking granted jobs. */
+  readonly flow?: FlowGate;
   /** Where settled runs are recorded for the reflect loop (the plan pool). */
   readonly memory?: MemoryService;
   readonly logger: Logger;

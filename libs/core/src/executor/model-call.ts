@@ -10,6 +10,7 @@ import { MODEL_VARIABLES } from '../model/model-config.js';
 import type { ModelOutcome, RunUsageSoFar } from '../nodes/index.js';
 import { lessonsForModelCall } from '../reflect/lesson-effects.js';
 import { observeModelCall } from '../telemetry/metrics.js';
+import { failedCallEnd, passFlow } from './flow-gate.js';
 import { limitFor, type NodeContext } from './node-context.js';
 
 /** How often streamed text is flushed to the event stream. */
@@ -54,6 +55,13 @@ export async function callModel(
   }
   const limit = limitFor(ctx, used.toolTimeMs, 0, true);
   if (limit.ms <= 0) return { ok: false, error: limitError(limit) };
+  const flow = await passFlow(ctx, {
+    tool: MODEL_CALL_TOOL,
+    model: modelName,
+    promptChars: call.messages.reduce((n, m) => n + JSON.stringify(m).length, 0),
+    limitMs: limit.ms,
+  });
+  if (!flow.ok) return flow;
   const timeout = AbortSignal.timeout(limit.ms);
   const signal = AbortSignal.any([ctx.runSignal, timeout]);
 
@@ -71,6 +79,11 @@ export async function callModel(
   const timer = setInterval(flush, DELTA_FLUSH_MS);
   try {
     const result = await model.chat({ ...call, signal, onDelta: (text) => (pending += text) });
+    await flow.pass?.end({
+      succeeded: true,
+      usedTokens: result.usage.promptTokens + result.usage.completionTokens,
+      ...(result.holdOffMs !== undefined ? { holdOffMs: result.holdOffMs } : {}),
+    });
     observeModelCall(result);
     await store.appendEvent(ctx.plan.runId, 'usage', ctx.node.id, {
       model: result.model,
@@ -80,9 +93,11 @@ export async function callModel(
     });
     return { ok: true, result };
   } catch (err) {
+    const error = err instanceof ToolError ? err.toData() : toErrorData(err);
+    await flow.pass?.end(failedCallEnd(error));
     if (ctx.runSignal.aborted) return { ok: false, error: { code: 'aborted', message: 'run aborted' } };
     if (timeout.aborted) return { ok: false, error: limitError(limit, 'model call') };
-    return { ok: false, error: err instanceof ToolError ? err.toData() : toErrorData(err) };
+    return { ok: false, error };
   } finally {
     clearInterval(timer);
     flush();

@@ -21,6 +21,7 @@ import { fillSecrets, scrubSecrets, type SecretRef } from '../secrets/secret-ref
 import { SECRETS_OFF_MESSAGE, SecretStoreError } from '../state/secret-store.js';
 import type { ExecutorDeps } from './deps.js';
 import { lessonsForCall, probed, type RateLimitFix } from '../reflect/lesson-effects.js';
+import { failedCallEnd, passFlow } from './flow-gate.js';
 import { invokeTool } from './invoke-tool.js';
 import type { CompiledPlan } from './plan-cache.js';
 
@@ -49,7 +50,14 @@ export interface NodeContext {
    * The tool (or `llm`) and target of this execution's last call, the lessons applied to it, and
    * how a template lesson retries its `rate_limited` failures.
    */
-  readonly call: { tool?: string; target?: string; lessons: string[]; rateLimit?: RateLimitFix };
+  readonly call: {
+    tool?: string;
+    target?: string;
+    lessons: string[];
+    rateLimit?: RateLimitFix;
+    /** Calls that went through flow control in this execution (a later one waits in the worker). */
+    flowCalls?: number;
+  };
 }
 
 export const nowIso = (): string => new Date().toISOString();
@@ -152,7 +160,15 @@ export async function callTool(
   const minimum = parsed.success ? tool.minTimeoutMs?.(parsed.data) : undefined;
   const limit = limitFor(ctx, toolTimeUsedMs, minimum, false, lessons?.timeoutMs);
   if (limit.ms <= 0) return { ok: false, error: limitError(limit) };
+  const flow = await passFlow(ctx, {
+    tool: tool.name,
+    // The service the call reaches (the http tool: the URL's host).
+    ...(target !== undefined ? { host: target } : {}),
+    limitMs: limit.ms,
+  });
+  if (!flow.ok) return flow;
   const outcome = await callWithin(ctx, tool, args, limit, call);
+  await flow.pass?.end(outcome.ok ? { succeeded: true } : failedCallEnd(outcome.error));
   if (lessons?.probe && ctx.deps.lessons) {
     await probed(ctx.deps.lessons, ctx.plan.memoryAgent, lessons.probe, outcome.ok);
   }

@@ -17,6 +17,7 @@ import { metrics } from '../telemetry/metrics.js';
 import { readBlobs, withOutputBlob } from './blob-reads.js';
 import { retryTableFor, type ExecutorDeps } from './deps.js';
 import { attemptRecord, nowIso, scopeOf, snapshotOf, type NodeContext } from './node-context.js';
+import { leaveFlow } from './flow-gate.js';
 import { nodeRun } from './node-run.js';
 import type { CompiledPlan } from './plan-cache.js';
 
@@ -59,11 +60,15 @@ export async function executeNodeJob(
     const begin = await deps.store.beginNode(plan.runId, node.id, {
       generation: data.generation,
       live: { status: 'running', startedAt, attempt },
-      countExecution: !data.continuation,
-      chargeCall: kind.chargesToolCall,
+      // A job re-entering after parking (or after flow control held its call back) is the same
+      // execution: not counted or charged again.
+      countExecution: !data.continuation && !data.throttled,
+      chargeCall: kind.chargesToolCall && !data.throttled,
       reads: plan.reads.get(node.id) ?? [],
     });
     if (begin.status === 'stale') return { status: 'stale' };
+    // A held-back call whose node will not run now gives its place in the queue up.
+    if (data.throttled && (begin.existing || begin.status !== 'running')) await leaveFlow(deps, job);
     const reads = await readBlobs(deps, plan.tenant, node, begin);
     const ctx: NodeContext = {
       deps,

@@ -70,6 +70,7 @@ export function nodeRun<N extends ExecutableNode>(
           iteration: n,
           agentId: ctx.plan.agentId,
           tenant: ctx.plan.tenant,
+          priority: ctx.plan.priority,
           ...request,
         },
         ctx.job,

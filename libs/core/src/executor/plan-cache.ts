@@ -18,6 +18,10 @@ export interface CompiledPlan {
   readonly memoryAgent: string;
   readonly input: unknown;
   readonly timeoutSeconds: number;
+  /** 1 (lowest) to 10: which of a flow counter's waiting calls goes first. */
+  readonly priority: number;
+  /** What flow limits keyed by `run.metadata.<field>` read. */
+  readonly metadata: Readonly<Record<string, unknown>> | null;
   readonly nodes: ReadonlyMap<string, ExecutableNode>;
   readonly topology: Topology;
   /** Per node: the node ids its fields reference (whose snapshots it must read). */
@@ -73,6 +77,8 @@ export class PlanCache {
       memoryAgent: scopedName(stored.tenant, stored.agentId),
       input: stored.input,
       timeoutSeconds: stored.timeoutSeconds,
+      priority: stored.priority,
+      metadata: stored.metadata,
       nodes,
       topology: buildTopology([...nodes.keys()], stored.plan.edges),
       reads,

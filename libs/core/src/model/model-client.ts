@@ -5,6 +5,7 @@
  */
 import { setTimeout as sleep } from 'node:timers/promises';
 import OpenAI from 'openai';
+import { providerHoldOffMs } from '../errors/retry-after.js';
 import { ToolError, type NodeErrorData } from '../errors/node-error.js';
 import { DEFAULT_BACKOFF, retryDelay, type BackoffPolicy } from '../policy/retry-policy.js';
 import { classifyModelError, isRetryableModelError } from './model-errors.js';
@@ -51,6 +52,11 @@ export interface ChatResult {
   readonly latencyMs: number;
   /** Every call made, including failed attempts that were retried. */
   readonly calls: number;
+  /**
+   * When the provider's rate-limit headers say a limit is used up (`x-ratelimit-remaining-* : 0`):
+   * how long until it resets. Flow control pauses the model's counters that long.
+   */
+  readonly holdOffMs?: number;
 }
 
 export class ModelClient {
@@ -93,32 +99,35 @@ export class ModelClient {
   private async once(call: ChatCall): Promise<Omit<ChatResult, 'calls'>> {
     const model = call.model ?? this.config.model;
     const started = performance.now();
-    const stream = await this.client.chat.completions.create(
-      {
-        model,
-        messages: call.messages as OpenAI.Chat.ChatCompletionMessageParam[],
-        stream: true,
-        stream_options: { include_usage: true },
-        ...(call.temperature !== undefined ? { temperature: call.temperature } : {}),
-        ...(call.schema
-          ? {
-              response_format: {
-                type: 'json_schema',
-                json_schema: { name: call.schema.name, schema: call.schema.schema },
-              },
-            }
-          : {}),
-        ...(call.tools?.length
-          ? {
-              tools: call.tools.map((t) => ({
-                type: 'function' as const,
-                function: { name: t.name, description: t.description, parameters: t.parameters },
-              })),
-            }
-          : {}),
-      },
-      call.signal ? { signal: call.signal } : {},
-    );
+    const { data: stream, response } = await this.client.chat.completions
+      .create(
+        {
+          model,
+          messages: call.messages as OpenAI.Chat.ChatCompletionMessageParam[],
+          stream: true,
+          stream_options: { include_usage: true },
+          ...(call.temperature !== undefined ? { temperature: call.temperature } : {}),
+          ...(call.schema
+            ? {
+                response_format: {
+                  type: 'json_schema',
+                  json_schema: { name: call.schema.name, schema: call.schema.schema },
+                },
+              }
+            : {}),
+          ...(call.tools?.length
+            ? {
+                tools: call.tools.map((t) => ({
+                  type: 'function' as const,
+                  function: { name: t.name, description: t.description, parameters: t.parameters },
+                })),
+              }
+            : {}),
+        },
+        call.signal ? { signal: call.signal } : {},
+      )
+      .withResponse();
+    const holdOffMs = providerHoldOffMs(response.headers);
     let text = '';
     const calls: { id: string; name: string; arguments: string }[] = [];
     const usage: ModelUsage = { promptTokens: 0, completionTokens: 0 };
@@ -146,6 +155,7 @@ export class ModelClient {
       toolCalls: calls.filter(Boolean),
       usage,
       latencyMs: Math.round(performance.now() - started),
+      ...(holdOffMs !== undefined ? { holdOffMs } : {}),
     };
   }
 }

@@ -1,10 +1,13 @@
 /** Maps what the `openai` SDK throws to Tetraloop's error classes, by type and status. */
 import OpenAI from 'openai';
 import type { NodeErrorData } from '../errors/node-error.js';
-import { parseRetryAfter } from '../errors/retry-after.js';
+import { providerHoldOffMs } from '../errors/retry-after.js';
 
-const retryAfterMs = (headers: Headers | undefined): { retryAfterMs?: number } =>
-  parseRetryAfter(headers?.get('retry-after'));
+/** The delay a provider asks for: `retry-after-ms`, `Retry-After` or an exhausted limit's reset. */
+const retryAfterMs = (headers: Headers | undefined): { retryAfterMs?: number } => {
+  const ms = providerHoldOffMs(headers);
+  return ms === undefined ? {} : { retryAfterMs: ms };
+};
 
 export function classifyModelError(err: unknown): NodeErrorData {
   if (err instanceof OpenAI.APIUserAbortError) return { code: 'aborted', message: 'model call aborted' };

@@ -42,6 +42,8 @@ export const NodeJobData = z.object({
   generation: Generation,
   /** Set when a loop or wait node re-enters after parking itself in the delayed set. */
   continuation: z.boolean().default(false),
+  /** Set when the job re-enters after flow control held its call back: the call is not charged again. */
+  throttled: z.boolean().default(false),
 });
 export type NodeJobData = z.input<typeof NodeJobData>;
 

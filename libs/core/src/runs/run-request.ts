@@ -1,5 +1,6 @@
 import { z } from 'zod';
 import { Budget, MAX_RUN_SECONDS } from '../domain/run-model.js';
+import { DEFAULT_PRIORITY, Priority } from '../flow/limits.js';
 
 /** Longest `task` (and `overrides`) a run request may have, in characters. */
 export const MAX_TASK_CHARS = 200_000;
@@ -31,6 +32,8 @@ export const RunRequest = z
     /** Execution budget; unset fields take the deployment's defaults. */
     budget: Budget.optional(),
     metadata: z.record(z.string(), z.unknown()).optional(),
+    /** 1 (lowest) to 10: which of a flow counter's waiting calls goes first. @defaultValue 5 */
+    priority: Priority.default(DEFAULT_PRIORITY),
   })
   .superRefine((r, ctx) => {
     if ((r.graph === undefined) === (r.task === undefined)) {

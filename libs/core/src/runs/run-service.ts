@@ -159,6 +159,7 @@ export class RunService {
       timeoutSeconds: ceilings.clampTimeout(request.timeoutSeconds),
       budget: ceilings.clampBudget({ ...this.deps.defaultBudget, ...request.budget }),
       metadata: request.metadata,
+      priority: request.priority,
       createdAt: new Date().toISOString(),
       pending: new Map(topology?.ids.map((id) => [id, topology.parents.get(id)?.length ?? 0]) ?? []),
     });

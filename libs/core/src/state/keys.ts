@@ -203,3 +203,12 @@ export function tenantSlotKeys(prefix: string, tenant: string): TenantSlotKeys {
   const base = `${prefix}:slots:{t:${tenant}}`;
   return { running: `${base}:running`, waiting: `${base}:waiting` };
 }
+
+/**
+ * Base of flow control's counters and queues (`lua-flow/flow.lib.lua` lists them): one hash tag,
+ * so a call's counters are taken together in one script.
+ */
+export const flowBaseKey = (prefix: string): string => `${prefix}:flow:{f}`;
+
+/** The limits an admin set with `PUT /v1/limits` (JSON with its version), over the configured ones. */
+export const flowLimitsKey = (prefix: string): string => `${prefix}:flow:limits`;

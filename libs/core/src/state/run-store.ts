@@ -27,6 +27,7 @@ import type { ExecutableGraph, Graph } from '../nodes/index.js';
 import { RUN_ERROR_STATUS, cancelledError } from '../errors/run-error.js';
 import { BlobStore } from './blob-store.js';
 import { DEFAULT_TENANT } from '../domain/tenant.js';
+import { DEFAULT_PRIORITY } from '../flow/limits.js';
 import { channels, queuedRunsKey, tenantRunsKey, runKeyList, runKeys, type Channels } from './keys.js';
 import { loadScripts, type ScriptRunner } from './scripts.js';
 
@@ -72,6 +73,8 @@ export interface NewRun {
   readonly timeoutSeconds: number;
   readonly budget: Budget;
   readonly metadata: Record<string, unknown> | undefined;
+  /** @defaultValue DEFAULT_PRIORITY */
+  readonly priority?: number;
   readonly createdAt: string;
   /** Dependencies per node; nodes with none may be left out. */
   readonly pending: ReadonlyMap<string, number>;
@@ -81,6 +84,9 @@ export interface NewRun {
 export interface RunPlan {
   readonly agentId: string;
   readonly tenant: string;
+  /** 1 (lowest) to 10: which of a counter's waiting calls goes first (flow control). */
+  readonly priority: number;
+  readonly metadata: Record<string, unknown> | null;
   readonly plan: ExecutableGraph;
   readonly input: unknown;
   readonly timeoutSeconds: number;
@@ -249,6 +255,7 @@ export class RunStore {
       timeoutSeconds: String(run.timeoutSeconds),
       budget: JSON.stringify(run.budget),
       metadata: JSON.stringify(run.metadata ?? null),
+      priority: String(run.priority ?? DEFAULT_PRIORITY),
       generation: '0',
       eventsMax: String(this.options.eventsMax ?? 10_000),
     };
@@ -417,18 +424,22 @@ export class RunStore {
 
   /** The run's current executable plan, or null when it has none yet (an unplanned task run). */
   async plan(runId: string): Promise<RunPlan | null> {
-    const [plan, input, timeoutSeconds, agentId, tenant] = await this.redis.hmget(
+    const [plan, input, timeoutSeconds, agentId, tenant, priority, metadata] = await this.redis.hmget(
       runKeys(this.options.prefix, runId).meta,
       'plan',
       'input',
       'timeoutSeconds',
       'agentId',
       'tenant',
+      'priority',
+      'metadata',
     );
     if (plan === null) return null;
     return {
       agentId: agentId ?? 'main',
       tenant: tenant ?? DEFAULT_TENANT,
+      priority: priority === null ? DEFAULT_PRIORITY : Number(priority),
+      metadata: parseJson(metadata) as Record<string, unknown> | null,
       plan: parseJson(plan) as ExecutableGraph,
       input: parseJson(input),
       timeoutSeconds: Number(timeoutSeconds),
@@ -661,6 +672,23 @@ export class RunStore {
       JSON.stringify(attempt),
       JSON.stringify(live),
       Math.round(attempt.durationMs),
+    ]);
+  }
+
+  /**
+   * Flow control held a node's call back (`throttled`: its live state and the `node.throttled`
+   * event) or let it go after `waitedMs` (added to the node's throttled time).
+   */
+  async recordThrottle(
+    runId: string,
+    nodeId: string,
+    change: { live?: LiveNodeState; event?: { key: string; waitMs: number | null }; waitedMs?: number },
+  ): Promise<void> {
+    await this.script('throttle-node-6', this.keys(runId), [
+      nodeId,
+      change.live ? JSON.stringify(change.live) : '',
+      change.event ? JSON.stringify(change.event) : '',
+      Math.round(change.waitedMs ?? 0),
     ]);
   }
 
@@ -972,11 +1000,13 @@ export class RunStore {
       const attempts = (parseJson(aux[`attempts:${node.id}`]) as AttemptRecord[] | null) ?? [];
       const waitsRaw = aux[`waits:${node.id}`];
       const waits = waitsRaw ? { waits: WaitRecord.array().parse(JSON.parse(waitsRaw)) } : {};
+      const throttledMs = Number(aux[`throttled:${node.id}`] ?? 0);
+      const extra = { ...waits, ...(throttledMs > 0 ? { throttledMs } : {}) };
       nodes[node.id] = snapshot
-        ? { id: node.id, ...NodeSnapshot.parse(JSON.parse(snapshot)), ...waits }
+        ? { id: node.id, ...NodeSnapshot.parse(JSON.parse(snapshot)), ...extra }
         : state
-          ? { id: node.id, ...LiveNodeState.parse(JSON.parse(state)), attempts, ...waits }
-          : { id: node.id, status: 'pending', attempts, ...waits };
+          ? { id: node.id, ...LiveNodeState.parse(JSON.parse(state)), attempts, ...extra }
+          : { id: node.id, status: 'pending', attempts, ...extra };
     }
     return {
       runId,
@@ -998,6 +1028,7 @@ export class RunStore {
       usage: usageOf(aux),
       generation: Number(meta.generation ?? 0),
       metadata: parseJson(meta.metadata) as Record<string, unknown> | null,
+      priority: meta.priority === undefined ? DEFAULT_PRIORITY : Number(meta.priority),
       nodes,
       output: parseJson(meta.output) as Record<string, unknown> | null,
       error: meta.error ? RunError.parse(JSON.parse(meta.error)) : null,

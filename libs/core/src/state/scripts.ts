@@ -27,6 +27,7 @@ const SCRIPTS = [
   'replan-6',
   'end-unstarted-6',
   'environment-changed-6',
+  'throttle-node-6',
 ] as const;
 
 /**
@@ -59,6 +60,8 @@ const PLAN_SCRIPTS = ['forget-cached-plan-1'] as const;
 const SECRET_SCRIPTS = ['put-secret-2', 'delete-secret-2'] as const;
 /** Scripts over one tenant's rate buckets and running slots (lua-limits/). */
 const LIMIT_SCRIPTS = ['take-tokens-2', 'acquire-slot-2', 'release-slot-2', 'forget-slots-2'] as const;
+/** Scripts over flow control's counters and queues (lua-flow/), each with `flow.lib.lua` first. */
+const FLOW_SCRIPTS = ['flow-acquire-1', 'flow-release-1', 'flow-tick-1', 'flow-penalize-1'] as const;
 
 export type ScriptName =
   | (typeof SCRIPTS)[number]
@@ -66,7 +69,8 @@ export type ScriptName =
   | (typeof MEMORY_SCRIPTS)[number]
   | (typeof PLAN_SCRIPTS)[number]
   | (typeof SECRET_SCRIPTS)[number]
-  | (typeof LIMIT_SCRIPTS)[number];
+  | (typeof LIMIT_SCRIPTS)[number]
+  | (typeof FLOW_SCRIPTS)[number];
 
 const read = (dir: string, file: string): string =>
   readFileSync(new URL(`./${dir}/${file}`, import.meta.url), 'utf8');
@@ -84,6 +88,7 @@ const SESSION_READS: ReadonlySet<string> = new Set(['session-transcript-5']);
 const sessionScript = (name: string): string =>
   `${SESSION_LIB}\nlocal function body()\n${read('lua-session', `${name}.lua`)}\nend\n` +
   `local result = body()\n${SESSION_READS.has(name) ? '' : 'touch()\n'}return result`;
+const FLOW_LIB = read('lua-flow', 'flow.lib.lua');
 const keysOf = (name: string): number => Number(name.slice(name.lastIndexOf('-') + 1));
 
 const sources = new Map<ScriptName, { lua: string; numberOfKeys: number }>([
@@ -98,6 +103,10 @@ const sources = new Map<ScriptName, { lua: string; numberOfKeys: number }>([
   ),
   ...LIMIT_SCRIPTS.map(
     (name) => [name, { lua: read('lua-limits', `${name}.lua`), numberOfKeys: keysOf(name) }] as const,
+  ),
+  ...FLOW_SCRIPTS.map(
+    (name) =>
+      [name, { lua: `${FLOW_LIB}\n${read('lua-flow', `${name}.lua`)}`, numberOfKeys: keysOf(name) }] as const,
   ),
 ]);
 

@@ -58,6 +58,25 @@ export const metrics = {
     buckets: [0.1, 0.5, 1, 2, 4, 8, 16, 30, 60],
     registers: [registry],
   }),
+  flowThrottled: new Counter({
+    name: 'tetraloop_flow_throttled_total',
+    help: 'Calls flow control held back, by limit (the first counter they waited on).',
+    labelNames: ['limit'] as const,
+    registers: [registry],
+  }),
+  flowWait: new Histogram({
+    name: 'tetraloop_flow_wait_seconds',
+    help: 'How long a held-back call waited before it went, by limit.',
+    labelNames: ['limit'] as const,
+    buckets: SECONDS,
+    registers: [registry],
+  }),
+  flowPenalties: new Counter({
+    name: 'tetraloop_flow_penalties_total',
+    help: 'Times a service answered 429 (or said a limit is used up) and its counters were cut or paused, by limit.',
+    labelNames: ['limit'] as const,
+    registers: [registry],
+  }),
   queueJobs: new Gauge({
     name: 'tetraloop_queue_jobs',
     help: 'Jobs in each loop queue, by state.',

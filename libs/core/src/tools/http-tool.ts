@@ -1,7 +1,7 @@
 import { z } from 'zod';
 import { errors as undiciErrors } from 'undici';
 import { ToolError } from '../errors/node-error.js';
-import { parseRetryAfter } from '../errors/retry-after.js';
+import { parseRetryAfter, providerHoldOffMs } from '../errors/retry-after.js';
 import { findReferences } from '../graph/references.js';
 import { egressClient, ResponseTooLargeError, type EgressResponse } from './egress-client.js';
 import { EgressDeniedError, type EgressPolicy } from './egress-policy.js';
@@ -30,11 +30,20 @@ export const HttpOutput = z.object({
 });
 export type HttpOutput = z.infer<typeof HttpOutput>;
 
-/** Maps a non-2xx status to an error class. */
-export function statusError(status: number, retryAfter: string | undefined): ToolError {
+/**
+ * Maps a non-2xx status to an error class. A `429` reads the delay the server asks for from
+ * `retry-after-ms`, `Retry-After` or an exhausted `x-ratelimit-*` limit.
+ */
+export function statusError(status: number, headers: Record<string, string>): ToolError {
   const message = `HTTP ${status}`;
-  if (status === 429)
-    return new ToolError('rate_limited', message, { status, ...parseRetryAfter(retryAfter) });
+  const retryAfter = headers['retry-after'];
+  if (status === 429) {
+    const hold = providerHoldOffMs(headers);
+    return new ToolError('rate_limited', message, {
+      status,
+      ...(hold !== undefined ? { retryAfterMs: hold } : {}),
+    });
+  }
   if (status === 401 || status === 403) return new ToolError('auth', message, { status });
   if (status >= 500) return new ToolError('server', message, { status, ...parseRetryAfter(retryAfter) });
   return new ToolError('validation', message, { status });
@@ -133,7 +142,7 @@ export function httpTool(policy: EgressPolicy): Tool {
       }
       const responseHeaders = flattenHeaders(res.headers);
       if (res.status < 200 || res.status >= 300) {
-        throw statusError(res.status, responseHeaders['retry-after']);
+        throw statusError(res.status, responseHeaders);
       }
       return {
         status: res.status,

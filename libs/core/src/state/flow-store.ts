@@ -1,0 +1,221 @@
+/**
+ * Flow control's counters and queues in Redis: each change is one script (`lua-flow/`, where the
+ * keys are listed), so capacity is taken on every counter of a call at once or not at all, and the
+ * order waiters are served in (priority, then round-robin across fair-share groups, then arrival)
+ * is decided in one place. Also keeps the limits an admin set over the configured ones.
+ */
+import type { Redis } from 'ioredis';
+import { LimitsDocument, type FlowKey } from '../flow/limits.js';
+import { flowBaseKey, flowLimitsKey } from './keys.js';
+import { loadScripts, type ScriptRunner } from './scripts.js';
+
+export type FlowDecision =
+  | {
+      readonly ok: true;
+      /** How long the call waited in all, from its first ask. */
+      readonly waitedMs: number;
+      /** Other calls granted capacity meanwhile: their jobs are woken. */
+      readonly granted: readonly string[];
+    }
+  | {
+      readonly ok: false;
+      /** When the call may go, if that can be told (a rate or a pause); null: when a call ends. */
+      readonly waitMs: number | null;
+      /** The counter it waits on. */
+      readonly key: string;
+      readonly granted: readonly string[];
+    };
+
+/** How adaptive counters react to a `429`: see docs/flow-control.md. */
+export interface AdaptiveSettings {
+  /** Multiplicative decrease. @defaultValue 0.5 */
+  readonly decrease: number;
+  /** The lowest fraction of a limit a counter is cut to. @defaultValue 0.1 */
+  readonly floor: number;
+  /** Additive increase per successful call. @defaultValue 0.05 */
+  readonly increase: number;
+  /** At most one cut per this many ms. @defaultValue 1000 */
+  readonly cooldownMs: number;
+}
+
+export const DEFAULT_ADAPTIVE: AdaptiveSettings = {
+  decrease: 0.5,
+  floor: 0.1,
+  increase: 0.05,
+  cooldownMs: 1000,
+};
+
+/** One counter as `GET /v1/limits` shows it. */
+export interface CounterState {
+  readonly key: string;
+  readonly inFlight: number;
+  /** Calls reserved inside the rate's interval, and their tokens. */
+  readonly requests: number;
+  readonly tokens: number;
+  /** Adaptive scale of the limit (1: as declared). */
+  readonly factor: number;
+  readonly pausedUntil: string | null;
+  readonly lastUsed: string;
+}
+
+/** The limits set through the API, with when and by whom. */
+export interface StoredLimits {
+  readonly document: LimitsDocument;
+  readonly updatedAt: string;
+  readonly version: number;
+}
+
+export class FlowStore {
+  private readonly script: ScriptRunner;
+  private readonly base: string;
+
+  constructor(
+    private readonly redis: Redis,
+    private readonly prefix: string,
+    private readonly adaptive: AdaptiveSettings = DEFAULT_ADAPTIVE,
+  ) {
+    this.script = loadScripts(redis);
+    this.base = flowBaseKey(prefix);
+  }
+
+  /**
+   * Asks capacity for the call of `member` (its node job's id) on `keys`. Asking again for the same
+   * call is safe: a waiting call keeps its place, a granted one goes.
+   */
+  async acquire(
+    member: string,
+    keys: readonly FlowKey[],
+    call: { priority: number; tokens: number; leaseMs: number },
+  ): Promise<FlowDecision> {
+    const defs = keys.map((k) => ({
+      id: k.id,
+      c: k.concurrency,
+      r: k.requests,
+      t: k.tokens,
+      i: k.intervalMs,
+      a: String(k.adaptive),
+      g: k.group,
+    }));
+    const reply = (await this.script(
+      'flow-acquire-1',
+      [this.base],
+      [member, call.priority, Math.max(0, Math.ceil(call.tokens)), call.leaseMs, JSON.stringify(defs)],
+    )) as [number, number, string, ...string[]];
+    const [ok, ms, key, ...granted] = reply;
+    return ok === 1
+      ? { ok: true, waitedMs: ms, granted }
+      : { ok: false, waitMs: ms < 0 ? null : ms, key, granted };
+  }
+
+  /**
+   * The call of `member` ended (or will not be made): its slots are freed, its token reservation
+   * settles to `usedTokens` (kept as reserved when undefined), and the next waiters are granted.
+   */
+  async release(
+    member: string,
+    outcome: { usedTokens?: number; succeeded: boolean; leaseMs: number },
+  ): Promise<string[]> {
+    return (await this.script(
+      'flow-release-1',
+      [this.base],
+      [
+        member,
+        outcome.usedTokens === undefined ? -1 : Math.max(0, Math.ceil(outcome.usedTokens)),
+        outcome.succeeded ? '1' : '0',
+        outcome.leaseMs,
+        this.adaptive.increase,
+      ],
+    )) as string[];
+  }
+
+  /** The periodic step: waiters granted, grants not taken up woken again or revoked. */
+  async tick(options: { leaseMs: number; rewakeMs: number; perKey: number }): Promise<string[]> {
+    return (await this.script(
+      'flow-tick-1',
+      [this.base],
+      [options.leaseMs, options.rewakeMs, options.perKey],
+    )) as string[];
+  }
+
+  /**
+   * A service answered `429` (`cut`: its adaptive counters are cut) or said a limit is used up;
+   * given a delay, the counters are paused that long for every call.
+   */
+  async penalize(keyIds: readonly string[], retryAfterMs: number | undefined, cut = true): Promise<number[]> {
+    if (keyIds.length === 0) return [];
+    const factors = (await this.script(
+      'flow-penalize-1',
+      [this.base],
+      [
+        JSON.stringify(keyIds),
+        Math.max(0, Math.round(retryAfterMs ?? 0)),
+        cut ? this.adaptive.decrease : 1,
+        this.adaptive.floor,
+        this.adaptive.cooldownMs,
+      ],
+    )) as string[];
+    return factors.map(Number);
+  }
+
+  /** Counters used in the last day, most recent first (at most `limit`). */
+  async counters(limit = 200): Promise<CounterState[]> {
+    const index = `${this.base}:counters`;
+    await this.redis.zremrangebyscore(index, '-inf', Date.now() - 86_400_000);
+    const entries = await this.redis.zrevrange(index, 0, limit - 1, 'WITHSCORES');
+    const ids: { key: string; at: number }[] = [];
+    for (let i = 0; i + 1 < entries.length; i += 2)
+      ids.push({ key: entries[i]!, at: Number(entries[i + 1]) });
+    const pipeline = this.redis.pipeline();
+    for (const { key } of ids) {
+      const k = `${this.base}:k:${key}`;
+      pipeline.zcount(`${k}:inflight`, Date.now(), '+inf');
+      pipeline.zcard(`${k}:log`);
+      pipeline.hmget(k, 'logTokens', 'factor', 'pausedUntil');
+    }
+    const replies = (await pipeline.exec()) ?? [];
+    return ids.map(({ key, at }, i) => {
+      const [inFlight, requests, fields] = [0, 1, 2].map((j) => replies[i * 3 + j]?.[1]) as [
+        number,
+        number,
+        (string | null)[],
+      ];
+      const paused = Number(fields[2] ?? 0);
+      return {
+        key,
+        inFlight,
+        requests,
+        tokens: Number(fields[0] ?? 0),
+        factor: Number(fields[1] ?? 1),
+        pausedUntil: paused > Date.now() ? new Date(paused).toISOString() : null,
+        lastUsed: new Date(at).toISOString(),
+      };
+    });
+  }
+
+  /** The limits set through the API, or null when the configured ones apply. */
+  async storedLimits(): Promise<StoredLimits | null> {
+    const raw = await this.redis.get(flowLimitsKey(this.prefix));
+    if (raw === null) return null;
+    const parsed = JSON.parse(raw) as { document: unknown; updatedAt: string; version: number };
+    const document = LimitsDocument.safeParse(parsed.document);
+    // A stored document this version cannot read is ignored rather than failing every call.
+    return document.success ? { ...parsed, document: document.data } : null;
+  }
+
+  async putLimits(document: LimitsDocument): Promise<StoredLimits> {
+    const key = flowLimitsKey(this.prefix);
+    const previous = await this.storedLimits();
+    const stored: StoredLimits = {
+      document,
+      updatedAt: new Date().toISOString(),
+      version: (previous?.version ?? 0) + 1,
+    };
+    await this.redis.set(key, JSON.stringify(stored));
+    return stored;
+  }
+
+  /** Back to the configured limits. */
+  async clearLimits(): Promise<boolean> {
+    return (await this.redis.del(flowLimitsKey(this.prefix))) === 1;
+  }
+}

@@ -1,0 +1,32 @@
+--[[
+  A call ended (or its job gave up waiting). ARGV[1] member, ARGV[2] tokens it really used (-1:
+  keep the reservation), ARGV[3] '1' when it succeeded (adaptive counters climb back by ARGV[5]),
+  ARGV[4] lease ms for members granted now.
+  Settles its token reservations to what it used, frees its slots, and grants the next waiters.
+  Returns the members granted.
+]]
+local now = clock()
+local m = ARGV[1]
+local rec = redis.call('HMGET', mk(m), 'keys', 'resv')
+if not rec[1] then return {} end
+local ids = cjson.decode(rec[1])
+local resv = rec[2] and cjson.decode(rec[2]) or {}
+local actual = tonumber(ARGV[2])
+for _, k in ipairs(ids) do
+  local id = resv[k]
+  if actual >= 0 and id and id ~= '' then
+    local old = tonumber(redis.call('HGET', kk(k, ':cost'), id))
+    if old then
+      redis.call('HSET', kk(k, ':cost'), id, actual)
+      redis.call('HINCRBY', kk(k), 'logTokens', actual - old)
+    end
+  end
+  if ARGV[3] == '1' then
+    local f = tonumber(redis.call('HGET', kk(k), 'factor') or '1')
+    if f < 1 then redis.call('HSET', kk(k), 'factor', tostring(math.min(1, f + tonumber(ARGV[5])))) end
+  end
+end
+drop(m)
+local out = {}
+for _, k in ipairs(ids) do grantOn(k, now, tonumber(ARGV[4]), out, 20) end
+return out
