@@ -56,6 +56,8 @@ export interface PoolsHandle {
   readonly workers: ReadonlyMap<Pool, Worker>;
   /** Redis reachable and every worker running. */
   readonly ready: () => Promise<boolean>;
+  /** Flow control of the tool pool's calls (the limits this process has in force). */
+  readonly flow: FlowGate;
   /**
    * Stops taking jobs, lets active ones finish for up to the shutdown grace
    * (TETRALOOP_SHUTDOWN_GRACE_MS), then closes anyway; closes connections.
@@ -303,6 +305,7 @@ export async function startPools(env: WorkerEnv, options: StartPoolsOptions): Pr
   return {
     pools: options.pools,
     workers,
+    flow,
     async ready() {
       if (closing || connection.status !== 'ready' || state.status !== 'ready') return false;
       await Promise.all([connection.ping(), state.ping()]);
