@@ -12,6 +12,7 @@ import { runScale, scaleTable } from './scale.js';
 import { apiTable, runApi } from './api.js';
 import { memoryTable, runMemory } from './memory.js';
 import { learningTable, runLearning } from './learning.js';
+import { flowTable, runFlow } from './flow.js';
 
 interface Benchmark {
   readonly title: string;
@@ -78,6 +79,14 @@ const BENCHMARKS: Record<string, Benchmark> = {
     async run() {
       const result = await runLearning();
       return { json: result, markdown: learningTable(result) };
+    },
+  },
+  flow: {
+    title:
+      'Flow control: a saturated rate limit against its configured rate; per-node cost of a limit that never binds',
+    async run() {
+      const result = await runFlow();
+      return { json: result, markdown: flowTable(result) };
     },
   },
 };

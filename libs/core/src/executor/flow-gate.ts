@@ -22,7 +22,7 @@ export interface FlowSettings {
   readonly configured: LimitsDocument;
   /** How often a process looks for limits set through the API. @defaultValue 2000 */
   readonly refreshMs: number;
-  /** How often waiters are granted when a rate's interval moves on or a pause ends. @defaultValue 100 */
+  /** How often waiters are granted when a rate's interval moves on or a pause ends. @defaultValue 50 */
   readonly tickMs: number;
   /** The longest a held-back job sleeps before it asks again (it is woken sooner when granted). @defaultValue 5000 */
   readonly recheckMs: number;
@@ -34,7 +34,7 @@ export interface FlowSettings {
 
 export const DEFAULT_FLOW_SETTINGS: Omit<FlowSettings, 'configured'> = {
   refreshMs: 2000,
-  tickMs: 100,
+  tickMs: 50,
   recheckMs: 5000,
   completionTokens: 1024,
   leaseMarginMs: 30_000,
@@ -102,6 +102,14 @@ export class FlowGate {
     } catch (err) {
       this.log.warn({ err, member }, 'could not wake a granted call');
     }
+  }
+
+  /** Wakes the calls a flow script granted once it answers; a failure is logged, never thrown. */
+  settle(answer: Promise<readonly string[]>): void {
+    answer.then(
+      (granted) => this.wake(granted),
+      (err: unknown) => this.log.warn({ err }, 'flow control could not give capacity back'),
+    );
   }
 
   /** Starts the periodic grant step (only while any limit is in force). */
@@ -251,23 +259,30 @@ export async function passFlow(
 function passOf(gate: FlowGate, member: string, keys: readonly FlowKey[], leaseMs: number): FlowPass {
   return {
     keys,
-    end: async (outcome) => {
+    // Sent, not awaited: the node's next step need not wait for it. Commands of one connection run
+    // in order, so a later call of the same job asks only after this one has given its capacity back.
+    end: (outcome) => {
       const service = keys.filter((k) => k.service);
       if (service.length > 0 && (outcome.rateLimited || outcome.holdOffMs !== undefined)) {
-        await gate.store.penalize(
-          service.map((k) => k.id),
-          outcome.holdOffMs,
-          outcome.rateLimited === true,
-        );
         for (const k of service) metrics.flowPenalties.inc({ limit: k.limit });
+        gate.settle(
+          gate.store
+            .penalize(
+              service.map((k) => k.id),
+              outcome.holdOffMs,
+              outcome.rateLimited === true,
+            )
+            .then(() => []),
+        );
       }
-      gate.wake(
-        await gate.store.release(member, {
+      gate.settle(
+        gate.store.release(member, {
           ...(outcome.usedTokens !== undefined ? { usedTokens: outcome.usedTokens } : {}),
           succeeded: outcome.succeeded,
           leaseMs,
         }),
       );
+      return Promise.resolve();
     },
   };
 }

@@ -13,7 +13,12 @@ local ids, groups = {}, {}
 for i, d in ipairs(cjson.decode(ARGV[5])) do
   ids[i] = d.id
   groups[d.id] = d.g
-  redis.call('HSET', kk(d.id), 'concurrency', d.c, 'requests', d.r, 'tokens', d.t, 'interval', d.i, 'adaptive', d.a)
+  -- The limit as this process has it (limits may change while calls wait), when it changed.
+  local seen = d.c .. '/' .. d.r .. '/' .. d.t .. '/' .. d.i .. '/' .. d.a
+  if redis.call('HGET', kk(d.id), 'limit') ~= seen then
+    redis.call('HSET', kk(d.id), 'limit', seen, 'concurrency', d.c, 'requests', d.r, 'tokens', d.t,
+      'interval', d.i, 'adaptive', d.a)
+  end
   touch(d.id, now)
 end
 local idsJson = cjson.encode(ids)
@@ -24,6 +29,8 @@ local function others()
   return rest
 end
 local function go(since)
+  -- The call is made now: its reservations may run until its lease ends.
+  ends(m, now + lease)
   redis.call('HSET', mk(m), 'state', 'held')
   redis.call('ZREM', GRANTED, m)
   for _, k in ipairs(ids) do

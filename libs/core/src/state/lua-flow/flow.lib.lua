@@ -8,7 +8,8 @@
                        seen), factor (adaptive scale, 1 = the limit), pausedUntil, lastCut, seq,
                        logTokens (tokens reserved inside the interval)
     B:k:<k>:inflight   zset: member -> lease expiry (calls in flight)
-    B:k:<k>:log        zset: reservation -> time (calls inside the sliding interval)
+    B:k:<k>:log        zset: reservation -> when its call ended (or the latest it may end):
+                       calls inside the sliding interval
     B:k:<k>:cost       hash: reservation -> tokens
     B:k:<k>:prios      zset of the priorities with waiters
     B:k:<k>:ring:<p>   list: the fair-share groups with waiters at priority p, next first
@@ -43,9 +44,12 @@ local function scaled(n, f) return math.max(1, math.floor(n * f)) end
 
 local function touch(k, now)
   redis.call('ZADD', B .. ':counters', now, k)
-  redis.call('PEXPIRE', B .. ':counters', DAY)
-  for _, s in ipairs({ '', ':inflight', ':log', ':cost', ':prios' }) do
-    redis.call('PEXPIRE', kk(k, s), DAY)
+  -- The counter's keys live a day past their last use; renewed when half of that is gone.
+  if redis.call('PTTL', kk(k)) < DAY / 2 then
+    redis.call('PEXPIRE', B .. ':counters', DAY)
+    for _, s in ipairs({ '', ':inflight', ':log', ':cost', ':prios' }) do
+      redis.call('PEXPIRE', kk(k, s), DAY)
+    end
   end
 end
 
@@ -76,7 +80,10 @@ local function blocked(k, c, w, now)
     if n >= cap then
       -- The call fits once the (n - cap + 1) oldest reservations have left the interval.
       local e = redis.call('ZRANGE', log, n - cap, n - cap, 'WITHSCORES')
-      return math.max(1, tonumber(e[2]) + c.i - now)
+      -- A call still running leaves the interval an interval after it ends: not known yet.
+      local at = tonumber(e[2])
+      if not at or at > now then return -1 end
+      return math.max(1, at + c.i - now)
     end
   end
   if c.t > 0 and w > 0 then
@@ -92,7 +99,9 @@ local function blocked(k, c, w, now)
         local costs = redis.call('HMGET', kk(k, ':cost'), unpack(ids))
         for i, id in ipairs(ids) do
           used = used - (tonumber(costs[i]) or 0)
-          if used + need <= cap then return math.max(1, tonumber(entries[2 * i]) + c.i - now) end
+          local at = tonumber(entries[2 * i])
+          if not at or at > now then return -1 end
+          if used + need <= cap then return math.max(1, at + c.i - now) end
         end
       end
       return c.i
@@ -102,11 +111,15 @@ local function blocked(k, c, w, now)
 end
 
 -- Takes one call's capacity on counter k; answers its reservation id ('' when k has no rate).
+-- A reservation stays in the rate's interval from when it is taken until an interval after the
+-- call ended (its score is the end: `now + lease` at most while the call may still run, the real
+-- end once it is given back). So however late a call reaches the service after its reservation,
+-- no interval at the service sees more calls or tokens than the limit.
 local function take(k, c, m, w, now, lease)
   if c.c > 0 then redis.call('ZADD', kk(k, ':inflight'), now + lease, m) end
   if c.r == 0 and c.t == 0 then return '' end
   local id = m .. '#' .. redis.call('HINCRBY', kk(k), 'seq', 1)
-  redis.call('ZADD', kk(k, ':log'), now, id)
+  redis.call('ZADD', kk(k, ':log'), now + lease, id)
   if c.t > 0 and w > 0 then
     redis.call('HSET', kk(k, ':cost'), id, w)
     redis.call('HINCRBY', kk(k), 'logTokens', w)
@@ -202,9 +215,20 @@ local function grantOn(k, now, lease, out, budget)
   end
 end
 
--- Gives back what member m holds on its counters and forgets it.
+-- Moves the end of member m's reservations to `at` (the latest the call may end, or when it did).
+local function ends(m, at)
+  local resv = redis.call('HGET', mk(m), 'resv')
+  if not resv then return end
+  for k, id in pairs(cjson.decode(resv)) do
+    if id ~= '' then redis.call('ZADD', kk(k, ':log'), 'XX', at, id) end
+  end
+end
+
+-- Gives back what member m holds on its counters and forgets it: its reservations end now (a
+-- granted call never made as well) and leave the interval like any other.
 local function drop(m)
-  local rec = redis.call('HMGET', mk(m), 'keys')
+  local rec = redis.call('HMGET', mk(m), 'keys', 'state')
+  if rec[2] == 'granted' or rec[2] == 'held' then ends(m, clock()) end
   if rec[1] then
     for _, k in ipairs(cjson.decode(rec[1])) do redis.call('ZREM', kk(k, ':inflight'), m) end
   end
