@@ -65,7 +65,7 @@ interface K8sObject {
       spec: { containers: Container[]; terminationGracePeriodSeconds?: number };
     };
     scaleTargetRef?: { kind?: string; name: string };
-    triggers?: { type: string; metadata: { query?: string } }[];
+    triggers?: { type: string; metadata: { query?: string; ignoreNullValues?: string } }[];
     metrics?: { type: string; external?: { metric: { selector?: { matchLabels?: Labels } } } }[];
   };
 }
@@ -118,6 +118,25 @@ function metricNames(expr: string): string[] {
   return [...bare.matchAll(/\b(tetraloop_[a-z0-9_]+|up|process_[a-z0-9_]+|nodejs_[a-z0-9_]+)\b/g)].map(
     (m) => m[1]!,
   );
+}
+
+/**
+ * Gauges of shared Redis state: every API and worker process reports them, each with the same
+ * value, so a query must take their `max` across processes before anything else.
+ */
+const SHARED_GAUGES = new Set([
+  'tetraloop_queue_jobs',
+  'tetraloop_queue_stalled',
+  'tetraloop_redis_up',
+  'tetraloop_lessons',
+]);
+
+/** The shared gauges `expr` reads other than straight through a `max` or `max by (…)`. */
+function notMaxed(expr: string): string[] {
+  return [...expr.matchAll(/\b(tetraloop_[a-z0-9_]+)\b/g)]
+    .filter((m) => SHARED_GAUGES.has(m[1]!))
+    .filter((m) => !/\bmax\s*(?:by\s*\([^)]*\)\s*)?\(\s*$/.test(expr.slice(0, m.index)))
+    .map((m) => m[1]!);
 }
 
 function loadK8s(): Map<string, K8sObject[]> {
@@ -485,6 +504,8 @@ describe('deployment files', () => {
         const pool = s.spec!.scaleTargetRef!.name.replace('tetraloop-worker-', '');
         const query = s.spec!.triggers![0]!.metadata.query!;
         expect(s.spec!.triggers![0]!.type).toBe('prometheus');
+        // No backlog reported (Redis unreachable) is an error that holds the replicas, not a zero.
+        expect(s.spec!.triggers![0]!.metadata.ignoreNullValues).toBe('false');
         expect(query).toContain('tetraloop_queue_jobs');
         expect(query).toContain(`queue="${pool}"`);
         expectKnownMetrics(`ScaledObject ${s.metadata.name}`, query);
@@ -598,6 +619,30 @@ describe('deployment files', () => {
         expectKnownMetrics(`variable ${v.name}`, typeof v.query === 'string' ? v.query : v.query.query);
       }
     });
+  });
+
+  it('combines the gauges every process reports alike with max, never adds them across processes', () => {
+    const queries = [
+      ...alerts.groups.flatMap((g) => g.rules.map((r) => [`alert ${r.alert}`, r.expr])),
+      ...allPanels(dashboard.panels).flatMap((p) =>
+        (p.targets ?? []).map((t) => [`panel ${p.title}`, t.expr]),
+      ),
+      ...ofKind('ScaledObject').map((o) => [
+        `ScaledObject ${o.metadata.name}`,
+        o.spec!.triggers![0]!.metadata.query!,
+      ]),
+    ];
+    const shared = queries.filter(([, expr]) => metricNames(expr!).some((n) => SHARED_GAUGES.has(n)));
+    expect(shared.length).toBeGreaterThan(10);
+    for (const [where, expr] of shared) expect(notMaxed(expr!), `${where}: ${expr}`).toEqual([]);
+    // The check itself.
+    expect(notMaxed('sum by (queue) (tetraloop_queue_jobs{state="waiting"})')).toEqual([
+      'tetraloop_queue_jobs',
+    ]);
+    expect(notMaxed('min(tetraloop_redis_up) == 0')).toEqual(['tetraloop_redis_up']);
+    expect(
+      notMaxed('sum(max by (state) (tetraloop_queue_jobs{queue="tool"})) + max(tetraloop_redis_up)'),
+    ).toEqual([]);
   });
 
   it('extracts metric names from PromQL the way the checks above rely on', () => {

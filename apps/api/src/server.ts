@@ -80,11 +80,7 @@ export async function startApi(env: ApiEnv, options: StartApiOptions = {}): Prom
     wait: { perProcess: env.TETRALOOP_MAX_WAITS, perTenant: env.TETRALOOP_MAX_WAITS_PER_TENANT },
   });
   const watch = new QueueWatch([queues.sense, queues.plan, queues.node, queues.reflect]);
-  const watchTimer = setInterval(
-    () => void watch.check().catch(() => undefined),
-    env.TETRALOOP_QUEUE_CHECK_MS,
-  );
-  watchTimer.unref();
+  const stopWatch = await watch.start(env.TETRALOOP_QUEUE_CHECK_MS, () => undefined);
   const memory = services.memory;
   // Scrape-time gauges: queue depths, and the lessons of every agent when the API has memory.
   const refreshMetrics = async (): Promise<void> => {
@@ -160,7 +156,7 @@ export async function startApi(env: ApiEnv, options: StartApiOptions = {}): Prom
     runs: services.runs,
     waiter,
     async close() {
-      clearInterval(watchTimer);
+      stopWatch();
       // Stop accepting; give open requests and event streams the grace period, then cut them.
       const closed = new Promise<void>((resolve) => server.close(() => resolve()));
       server.closeIdleConnections();

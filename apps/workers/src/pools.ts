@@ -295,11 +295,9 @@ export async function startPools(env: WorkerEnv, options: StartPoolsOptions): Pr
   // Queue depths, the stall alarm and Redis's health come from where the work is too, so they stay
   // true (and autoscaling keeps seeing the backlog) while every API process is down.
   const watch = new QueueWatch([queues.sense, queues.plan, queues.node, queues.reflect]);
-  const watchTimer = setInterval(
-    () => void watch.check().catch((err: Error) => log.debug({ err: err.message }, 'queue check failed')),
-    env.TETRALOOP_QUEUE_CHECK_MS,
+  const stopWatch = await watch.start(env.TETRALOOP_QUEUE_CHECK_MS, (err) =>
+    log.debug({ err: err.message }, 'queue check failed'),
   );
-  watchTimer.unref();
 
   let closing = false;
   return {
@@ -313,7 +311,7 @@ export async function startPools(env: WorkerEnv, options: StartPoolsOptions): Pr
     },
     async close() {
       closing = true;
-      clearInterval(watchTimer);
+      stopWatch();
       flow.stop();
       // worker.close() stops fetching and waits for the active jobs; past the grace, force it.
       const graceful = Promise.all([...workers.values()].map((w) => w.close()));

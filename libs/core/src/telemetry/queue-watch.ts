@@ -1,13 +1,22 @@
 /**
- * Queue depth gauges and the stall alarm: every check reads each queue's job counts; a queue
- * whose pending count has not changed for 6 consecutive checks while work is pending is stalled
- * (a whole pool down, or stuck), and its gauge turns 1.
+ * Queue depth gauges, the stall alarm and `tetraloop_redis_up`: every check reads each queue's job
+ * counts; a queue whose pending count has not changed for 6 consecutive checks while work is
+ * pending is stalled (a whole pool down, or stuck), and its gauge turns 1.
+ *
+ * Every API and worker process runs one, so the gauges describe shared Redis state from many
+ * reporters at once: combine them with `max`, never `sum`. A reporter that cannot read Redis says
+ * so (`tetraloop_redis_up 0`) and stops reporting depths and stalls it can no longer see, so its
+ * last numbers never outvote the reporters that still can.
  */
 import type { Queue } from 'bullmq';
 import { metrics } from './metrics.js';
 
 export const STATES = ['waiting', 'prioritized', 'delayed', 'active', 'waiting-children', 'failed'] as const;
 export const STALL_CHECKS = 6;
+/** A read of the queues still unanswered after this long counts as Redis unreachable. */
+export const CHECK_TIMEOUT_MS = 5000;
+
+type Counts = Record<string, number>;
 
 /** Pure: the next stall state of a queue from its previous state and its pending count now. */
 export function nextStall(
@@ -18,47 +27,109 @@ export function nextStall(
   return { pending, unchanged, stalled: unchanged >= STALL_CHECKS };
 }
 
-export class QueueWatch {
-  private readonly state = new Map<string, { pending: number; unchanged: number }>();
+export interface QueueWatchOptions {
+  /**
+   * How long a read of the queues may take before Redis counts as unreachable. A worker's
+   * connection queues commands while Redis is away instead of failing them, so without a bound a
+   * check would wait for Redis to come back and the gauges would keep saying it is up.
+   * @defaultValue 5000 ({@link CHECK_TIMEOUT_MS})
+   */
+  readonly timeoutMs?: number;
+}
 
-  constructor(readonly queues: readonly Queue[]) {
+export class QueueWatch {
+  private readonly state = new Map<string, ReturnType<typeof nextStall>>();
+  private readonly timeoutMs: number;
+  /** The read in flight: checks and scrapes share it, so a Redis that is away gets one at a time. */
+  private reading: Promise<Map<string, Counts>> | undefined;
+  /** The read the stall alarm last counted: a read shared by two checks is one observation. */
+  private counted: Map<string, Counts> | undefined;
+
+  constructor(
+    readonly queues: readonly Queue[],
+    options: QueueWatchOptions = {},
+  ) {
+    this.timeoutMs = options.timeoutMs ?? CHECK_TIMEOUT_MS;
     // Nothing is stalled until a check says so: the gauge exists from the start.
     for (const queue of queues) metrics.queueStalled.set({ queue: queue.name }, 0);
   }
 
-  /** Reads the counts, updates the gauges; returns the stalled queues. */
+  /**
+   * Checks now, then every `intervalMs` until the returned function is called. Resolves after the
+   * first check, so a process that opens its metrics port afterwards never shows an unknown Redis
+   * as down.
+   */
+  async start(intervalMs: number, onError: (err: Error) => void): Promise<() => void> {
+    const tick = (): Promise<void> => this.check().then(() => undefined, onError);
+    await tick();
+    const timer = setInterval(() => void tick(), intervalMs);
+    timer.unref();
+    return () => clearInterval(timer);
+  }
+
+  /** Reads the counts, updates the gauges and the stall alarm; returns the stalled queues. */
   async check(): Promise<string[]> {
-    try {
-      const stalled = await this.read();
-      metrics.redisUp.set(1);
-      return stalled;
-    } catch (err) {
-      metrics.redisUp.set(0);
-      throw err;
+    const counts = await this.observe();
+    // A read shared with the previous check is one observation, not a second one without progress.
+    if (counts !== this.counted) {
+      this.counted = counts;
+      for (const [queue, c] of counts) {
+        // Pending work is what waits to be taken or is being worked on.
+        const next = nextStall(
+          this.state.get(queue),
+          (c.waiting ?? 0) + (c.prioritized ?? 0) + (c.active ?? 0),
+        );
+        this.state.set(queue, next);
+        metrics.queueStalled.set({ queue }, next.stalled ? 1 : 0);
+      }
     }
+    return [...this.state].filter(([, s]) => s.stalled).map(([queue]) => queue);
   }
 
   /** Reads the counts into the depth gauges only (a scrape): the stall alarm keeps its own cadence. */
   async refresh(): Promise<void> {
-    await this.read(false).then(
-      () => metrics.redisUp.set(1),
-      () => metrics.redisUp.set(0),
-    );
+    await this.observe().catch(() => undefined);
   }
 
-  private async read(trackStalls = true): Promise<string[]> {
-    const stalled: string[] = [];
-    for (const queue of this.queues) {
-      const counts = await queue.getJobCounts(...STATES);
-      for (const s of STATES) metrics.queueJobs.set({ queue: queue.name, state: s }, counts[s] ?? 0);
-      // Pending work is what waits to be taken or is being worked on.
-      if (!trackStalls) continue;
-      const pending = (counts.waiting ?? 0) + (counts.prioritized ?? 0) + (counts.active ?? 0);
-      const next = nextStall(this.state.get(queue.name), pending);
-      this.state.set(queue.name, next);
-      metrics.queueStalled.set({ queue: queue.name }, next.stalled ? 1 : 0);
-      if (next.stalled) stalled.push(queue.name);
+  /** One read, bounded by the timeout, into the depth gauges and `tetraloop_redis_up`. */
+  private async observe(): Promise<Map<string, Counts>> {
+    this.reading ??= this.read().finally(() => (this.reading = undefined));
+    let timer: NodeJS.Timeout | undefined;
+    const timedOut = new Promise<never>((_, reject) => {
+      timer = setTimeout(
+        () => reject(new Error(`queue counts not read within ${this.timeoutMs} ms`)),
+        this.timeoutMs,
+      );
+      timer.unref();
+    });
+    try {
+      const counts = await Promise.race([this.reading, timedOut]);
+      for (const [queue, c] of counts) {
+        for (const s of STATES) metrics.queueJobs.set({ queue, state: s }, c[s] ?? 0);
+      }
+      metrics.redisUp.set(1);
+      return counts;
+    } catch (err) {
+      this.forget();
+      throw err;
+    } finally {
+      clearTimeout(timer);
     }
-    return stalled;
+  }
+
+  /** Redis could not be read: say so, and stop reporting what this process can no longer see. */
+  private forget(): void {
+    metrics.redisUp.set(0);
+    this.state.clear();
+    for (const { name } of this.queues) {
+      for (const s of STATES) metrics.queueJobs.remove({ queue: name, state: s });
+      metrics.queueStalled.remove({ queue: name });
+    }
+  }
+
+  private async read(): Promise<Map<string, Counts>> {
+    const counts = new Map<string, Counts>();
+    for (const queue of this.queues) counts.set(queue.name, await queue.getJobCounts(...STATES));
+    return counts;
   }
 }
