@@ -47,6 +47,8 @@ export * from './executor/child-run.js';
 export * from './logging/logger.js';
 export * from './runtime/redis.js';
 export * from './runtime/redis-server.js';
+export * from './runtime/redis-container.js';
+export * from './runtime/embedded-redis.js';
 export * from './config/env-schema.js';
 export * from './model/model-config.js';
 export * from './model/model-client.js';
