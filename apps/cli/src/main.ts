@@ -6,6 +6,7 @@
  */
 import { parseArgs } from 'node:util';
 import {
+  AcceptDurabilityError,
   ConfigError,
   DataDirLockedError,
   DockerCommandError,
@@ -95,6 +96,7 @@ export async function main(argv: string[]): Promise<void> {
   } catch (err) {
     if (
       err instanceof ConfigError ||
+      err instanceof AcceptDurabilityError ||
       err instanceof NoRedisError ||
       err instanceof DockerCommandError ||
       err instanceof DataDirLockedError

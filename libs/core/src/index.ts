@@ -90,3 +90,5 @@ export * from './telemetry/queue-watch.js';
 export * from './state/rate-limit-store.js';
 export * from './state/tenant-slots.js';
 export * from './executor/run-admission.js';
+export * from './durability/accept-durability.js';
+export * from './durability/accept-barrier.js';
