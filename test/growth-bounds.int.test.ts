@@ -178,6 +178,7 @@ describe('the lane sweep', () => {
         collectCap: 5,
         drop: 'old',
         envCap: 5,
+        followupCap: 100,
       });
     const healthy: string[] = [];
     const poisoned: string[] = [];

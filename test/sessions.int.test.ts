@@ -3,7 +3,8 @@
  * NO_REPLY, environment versions and steering, deduplication, bursts, sources.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { HookRegistry, SENSE_JOB, type RunDocument, type SessionView } from '@tetraloop/core';
+import { Redis } from 'ioredis';
+import { HookRegistry, SENSE_JOB, tenantRunsKey, type RunDocument, type SessionView } from '@tetraloop/core';
 import {
   startModelServer,
   type ChatRequest,
@@ -16,6 +17,7 @@ import {
   post,
   postWebhook,
   startStack,
+  untilEvent,
   waitFor,
   type Stack,
 } from './support/stack.js';
@@ -52,6 +54,7 @@ beforeAll(async () => {
       TETRALOOP_MODEL_MAX_RETRIES: '0',
       TETRALOOP_COLLECT_DEBOUNCE_MS: '150',
       TETRALOOP_COLLECT_CAP: '3',
+      TETRALOOP_FOLLOWUP_CAP: '2',
       TETRALOOP_LANE_SWEEP_MS: '500',
       TETRALOOP_ENV_CHECK_MS: '200',
       TETRALOOP_BURST_WINDOW_MS: '300',
@@ -171,6 +174,51 @@ describe('lanes', () => {
         ],
       },
     });
+  });
+
+  it('refuses a followup message past TETRALOOP_FOLLOWUP_CAP with 429 lane_full, storing nothing', async () => {
+    answer = echo(1500);
+    const redis = new Redis(stack.env.REDIS_URL!);
+    const runIndex = tenantRunsKey(stack.prefix, 'default');
+    try {
+      const first = await say('full', 'work');
+      const one = await say('full', 'one', { mode: 'followup' });
+      await say('full', 'two', { mode: 'followup' });
+      const lines = (await transcript('full')).length;
+      const runs = await redis.zcard(runIndex);
+
+      const refused = await post(stack.url, '/v1/sessions/full/messages', {
+        text: 'three',
+        mode: 'followup',
+        eventId: 'full-3',
+      });
+      expect(refused.status).toBe(429);
+      expect(refused.body).toEqual({
+        error: {
+          code: 'lane_full',
+          message: expect.stringMatching(
+            /^session "full" has 2 runs waiting in its lane, its most \(TETRALOOP_FOLLOWUP_CAP = 2\)/,
+          ),
+          issues: [{ path: 'mode', message: 'limit: 2' }],
+        },
+      });
+      // Nothing of it was kept: no transcript line, no run, no place in the lane.
+      expect((await transcript('full')).slice(lines)).toEqual([]);
+      expect(await redis.zcard(runIndex)).toBe(runs);
+      expect((await session('full')).queued).toHaveLength(2);
+      // Other modes are not held to the cap.
+      expect(await say('full', 'and this', { mode: 'collect' })).toMatchObject({ queued: true });
+
+      // Once a waiting run has started there is room: the same message, its eventId not taken, goes in.
+      await waitFor(stack.url, first.runId!);
+      await untilEvent(stack.url, one.runId!, (e) => e.data.type === 'run.started');
+      const taken = await say('full', 'three', { mode: 'followup', eventId: 'full-3' });
+      // Behind "two" and the collected message.
+      expect(taken).toMatchObject({ queued: true, position: 3 });
+    } finally {
+      redis.disconnect();
+      await say('full', '/stop');
+    }
   });
 
   it('interrupt cancels the running run and starts the newest message', async () => {

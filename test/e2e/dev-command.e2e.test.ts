@@ -1,6 +1,6 @@
 /** `tetraloop dev`: embedded Redis it starts and stops itself, API and every pool in one process tree. */
-import { execFileSync } from 'node:child_process';
-import { mkdtempSync } from 'node:fs';
+import { execFileSync, spawnSync } from 'node:child_process';
+import { mkdtempSync, symlinkSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { expect, it } from 'vitest';
@@ -54,9 +54,25 @@ it('starts an embedded Redis, runs a graph, and leaves no redis-server behind on
   expect(isAlive(redisPid)).toBe(false);
 });
 
-it('says how to get Redis when redis-server is missing and REDIS_URL is unset', async () => {
+it('says how to get Redis when neither redis-server nor docker is installed and REDIS_URL is unset', async () => {
   const proc = spawnTetraloop(['dev'], { PATH: '/nonexistent' });
   const { code } = await proc.exited;
   expect(code).toBe(2);
-  expect(proc.stderr()).toMatch(/redis-server is not installed.*apt-get install -y redis-server.*REDIS_URL/s);
+  expect(proc.stderr()).toMatch(
+    /no Redis to start: redis-server is not installed, and docker is not installed\..*apt-get install -y redis-server.*start Docker.*REDIS_URL=/s,
+  );
+});
+
+const dockerClient = spawnSync('sh', ['-c', 'command -v docker']).stdout?.toString().trim() ?? '';
+
+it.skipIf(!dockerClient)('says so when the docker client is there but no engine answers', async () => {
+  // The real docker client alone on PATH (no redis-server), pointed at a socket nobody serves.
+  const bin = mkdtempSync(join(tmpdir(), 'tetraloop-bin-'));
+  symlinkSync(dockerClient, join(bin, 'docker'));
+  const proc = spawnTetraloop(['dev'], { PATH: bin, DOCKER_HOST: `unix://${join(bin, 'no-engine.sock')}` });
+  const { code } = await proc.exited;
+  expect(code).toBe(2);
+  expect(proc.stderr()).toMatch(
+    /no Redis to start: redis-server is not installed, and no Docker engine answers \(docker version: .+\)\. Do one of:/,
+  );
 });

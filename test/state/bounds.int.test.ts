@@ -56,7 +56,7 @@ describe('sessions: idle TTL', () => {
     fresh(await pttls([meta, transcript]));
     // The lane: held by r1, r2 queued, two collected messages, an environment event.
     const message = { text: 'x', receivedAt: T };
-    const lane = { message, collectCap: 5, drop: 'old' as const, envCap: 5 };
+    const lane = { message, collectCap: 5, drop: 'old' as const, envCap: 5, followupCap: 100 };
     await sessions.admit(session, { ...lane, mode: 'followup', runId: 'r1' });
     await sessions.admit(session, { ...lane, mode: 'followup', runId: 'r2' });
     await sessions.admit(session, { ...lane, mode: 'collect', runId: 'c' });
@@ -90,6 +90,7 @@ describe('sessions: idle TTL', () => {
       collectCap: 5,
       drop: 'old',
       envCap: 5,
+      followupCap: 100,
     });
     expect(await redis.sismember(busySessionsKey(prefix), session)).toBe(1);
     // The idle TTL ran out.

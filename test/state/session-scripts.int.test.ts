@@ -29,7 +29,7 @@ function admit(
   session: string,
   mode: LaneMode,
   runId: string,
-  options: { collectCap?: number; drop?: DropPolicy; envCap?: number } = {},
+  options: { collectCap?: number; drop?: DropPolicy; envCap?: number; followupCap?: number } = {},
 ): ReturnType<SessionStore['admit']> {
   return sessions.admit(session, {
     mode,
@@ -38,6 +38,7 @@ function admit(
     collectCap: options.collectCap ?? 3,
     drop: options.drop ?? 'old',
     envCap: options.envCap ?? 5,
+    followupCap: options.followupCap ?? 100,
   });
 }
 
@@ -75,6 +76,23 @@ describe('lane-admit', () => {
     expect(await admit(session, 'followup', 'r3')).toEqual({ kind: 'queued', runId: 'r3', position: 2 });
     expect(await lane(session)).toEqual({ running: 'r1', queue: ['r2', 'r3'], buffer: [] });
     expect(await sessions.position(session, 'r3')).toBe(2);
+  });
+
+  it('refuses a followup run past the cap of waiting runs, changing nothing; the collect marker does not count', async () => {
+    const session = await busySession();
+    await admit(session, 'followup', 'r2', { followupCap: 2 });
+    await admit(session, 'collect', 'm1', { followupCap: 2 });
+    expect(await admit(session, 'followup', 'r3', { followupCap: 2 })).toMatchObject({ kind: 'queued' });
+    expect(await sessions.followupFull(session, 2)).toBe(true);
+    expect(await sessions.followupFull(session, 3)).toBe(false);
+    const before = await lane(session);
+    expect(await admit(session, 'followup', 'r4', { followupCap: 2 })).toEqual({ kind: 'full', cap: 2 });
+    expect(await lane(session)).toEqual(before);
+    expect(before.queue).toEqual(['r2', 'collect', 'r3']);
+    // Other modes are not held to it.
+    expect(await admit(session, 'collect', 'm2', { followupCap: 2 })).toMatchObject({ kind: 'collected' });
+    // An idle lane is never full.
+    expect(await sessions.followupFull(randomUUID(), 1)).toBe(false);
   });
 
   it('collects messages into the buffer behind one collect marker', async () => {

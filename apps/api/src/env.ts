@@ -1,5 +1,13 @@
 /** Configuration of the API process, parsed once at boot. */
-import { BaseEnv, ConfigError, WebhookSources, jsonEnv, parseEnv } from '@tetraloop/core';
+import {
+  ACCEPT_WAITAOF_MODES,
+  BaseEnv,
+  ConfigError,
+  WebhookSources,
+  jsonEnv,
+  parseEnv,
+  type AcceptDurability,
+} from '@tetraloop/core';
 import { z } from 'zod';
 import { DEFAULT_JSON_MAX_DEPTH } from './json-depth.js';
 
@@ -63,8 +71,30 @@ export const ApiEnv = BaseEnv.extend({
   TETRALOOP_EVENT_READERS: z.coerce.number().int().min(1).max(64).default(2),
   /** Most run streams one blocking read names; a reader following more reads them in turns. */
   TETRALOOP_EVENT_READ_KEYS: z.coerce.number().int().min(1).max(10_000).default(500),
+  /**
+   * Replicas that must acknowledge an accepted run's writes (`WAIT`) before `POST /v1/runs` answers
+   * `202`; fewer within TETRALOOP_ACCEPT_WAIT_MS answer `503 not_replicated`. 0: not waited for.
+   */
+  TETRALOOP_ACCEPT_WAIT_REPLICAS: z.coerce.number().int().min(0).max(64).default(0),
+  /**
+   * `local`: `POST /v1/runs` waits until Redis fsynced the run to its AOF (`WAITAOF 1 0`, Redis 7.2
+   * and later, AOF on; the API refuses to start otherwise); not within TETRALOOP_ACCEPT_WAIT_MS:
+   * `503 not_persisted`. `off`: not waited for.
+   */
+  TETRALOOP_ACCEPT_WAITAOF: z.enum(ACCEPT_WAITAOF_MODES).default('off'),
+  /** The longest each of those waits may take. */
+  TETRALOOP_ACCEPT_WAIT_MS: z.coerce.number().int().min(1).max(60_000).default(1000),
 });
 export type ApiEnv = z.infer<typeof ApiEnv>;
+
+/** What `POST /v1/runs` waits for before it answers. */
+export function acceptDurabilityOf(env: ApiEnv): AcceptDurability {
+  return {
+    replicas: env.TETRALOOP_ACCEPT_WAIT_REPLICAS,
+    waitAof: env.TETRALOOP_ACCEPT_WAITAOF,
+    waitMs: env.TETRALOOP_ACCEPT_WAIT_MS,
+  };
+}
 
 const LOOPBACK = new Set(['127.0.0.1', '::1', 'localhost']);
 

@@ -4,7 +4,10 @@
  */
 import type { Request, RequestHandler, Response } from 'express';
 import {
+  metrics,
   RunRequest,
+  type AcceptBarrier,
+  type AcceptShortfall,
   unscopeName,
   SIGNAL_NAME_PATTERN,
   type SignalLimits,
@@ -47,6 +50,30 @@ export interface RunsRouterDeps extends EventStreamDeps {
   readonly signalLimits: SignalLimits;
   /** Caps on open event streams and waits, per process and per tenant. */
   readonly longRequests: LongRequests;
+  /** What an accepted run waits for (replicas, the AOF) before `202`; nothing when absent. */
+  readonly acceptBarrier?: AcceptBarrier;
+}
+
+/** Seconds a client is told to wait before it retries an accept that was not confirmed. */
+const UNCONFIRMED_RETRY_AFTER_SECONDS = 1;
+
+/** The `503` of an accepted run whose durability was not confirmed in time. */
+function unconfirmed(runId: string, shortfall: AcceptShortfall, waitMs: number): HttpError {
+  const retry = 'retry with the same Idempotency-Key to confirm it (the retry finds this run)';
+  switch (shortfall.code) {
+    case 'not_replicated':
+      return new HttpError(
+        503,
+        shortfall.code,
+        `run ${runId} is stored and queued, but ${shortfall.acknowledged} of the ${shortfall.wanted} replicas TETRALOOP_ACCEPT_WAIT_REPLICAS asks for acknowledged it within ${waitMs} ms; ${retry}`,
+      );
+    case 'not_persisted':
+      return new HttpError(
+        503,
+        shortfall.code,
+        `run ${runId} is stored and queued, but Redis did not confirm it fsynced to its AOF (TETRALOOP_ACCEPT_WAITAOF) within ${waitMs} ms; ${retry}`,
+      );
+  }
 }
 
 const notFound = (): HttpError => new HttpError(404, 'run_not_found', 'no such run');
@@ -91,6 +118,13 @@ export function runHandlers(deps: RunsRouterDeps): Partial<Record<RouteName, Req
     const key = IdempotencyKey.safeParse(req.get('idempotency-key'));
     if (!key.success) throw zodToHttp(key.error, ['headers', 'idempotency-key']);
     const result = await deps.runs.submit(body.data, key.data, { tenant: callerOf(res).tenant });
+    // After the create and the enqueue: every write of this accept is before the barrier's.
+    const shortfall = await deps.acceptBarrier?.confirm();
+    if (shortfall) {
+      metrics.acceptsUnconfirmed.inc({ code: shortfall.code });
+      res.set('Retry-After', String(UNCONFIRMED_RETRY_AFTER_SECONDS)).location(`/v1/runs/${result.runId}`);
+      throw unconfirmed(result.runId, shortfall, deps.acceptBarrier!.durability.waitMs);
+    }
     res
       .status(202)
       .location(`/v1/runs/${result.runId}`)

@@ -3,6 +3,7 @@ import type { AddressInfo } from 'node:net';
 import { setTimeout as delay } from 'node:timers/promises';
 import { QueueEvents } from 'bullmq';
 import {
+  AcceptBarrier,
   ApiKeyStore,
   QUEUE_NAMES,
   QueueWatch,
@@ -11,6 +12,7 @@ import {
   RunEventHub,
   RunWaiter,
   type DestinationStream,
+  type Logger,
   type RunService,
   buildServices,
   builtinTools,
@@ -21,10 +23,12 @@ import {
   openQueues,
   parseAllowHosts,
   purgeTenant,
+  waitsForDurability,
 } from '@tetraloop/core';
+import type { Redis } from 'ioredis';
 import { adminBoard } from './admin.js';
 import { createApp } from './app.js';
-import type { ApiEnv } from './env.js';
+import { acceptDurabilityOf, type ApiEnv } from './env.js';
 import { refreshLessonGauge } from './lesson-metrics.js';
 import { LongRequests } from './long-requests.js';
 
@@ -48,6 +52,8 @@ export async function startApi(env: ApiEnv, options: StartApiOptions = {}): Prom
     { level: env.LOG_LEVEL, layer: 'api', redact: env.TETRALOOP_LOG_REDACT },
     options.logDestination,
   );
+  // First, so a Redis that cannot give the accept durability asked for stops the API before it opens anything else.
+  const barrier = await openAcceptBarrier(env, logger);
   const redis = connectRedis(env.REDIS_URL, 'client', `tetraloop-api-${process.pid}`);
   const subscriber = connectRedis(env.REDIS_URL, 'subscriber', `tetraloop-api-sub-${process.pid}`);
   const eventsConnection = connectRedis(env.REDIS_URL, 'worker', `tetraloop-api-qe-${process.pid}`);
@@ -123,6 +129,7 @@ export async function startApi(env: ApiEnv, options: StartApiOptions = {}): Prom
     hub,
     longRequests,
     runs: services.runs,
+    ...(barrier ? { acceptBarrier: barrier.barrier } : {}),
     sessionStore: services.sessionStore,
     ...(services.memory ? { memory: services.memory } : {}),
     sources: services.sources,
@@ -175,7 +182,31 @@ export async function startApi(env: ApiEnv, options: StartApiOptions = {}): Prom
       await Promise.race([senseEvents.close(), delay(1000)]).catch(() => undefined);
       eventsConnection.disconnect();
       await waiter.close();
+      barrier?.connection.disconnect();
       await redis.quit().catch(() => redis.disconnect());
     },
   };
+}
+
+/**
+ * The accept barrier on a connection of its own (its waits block the connection), when
+ * `POST /v1/runs` is to wait for replicas or the AOF; throws AcceptDurabilityError when Redis
+ * cannot give what is asked.
+ */
+async function openAcceptBarrier(
+  env: ApiEnv,
+  logger: Logger,
+): Promise<{ barrier: AcceptBarrier; connection: Redis } | undefined> {
+  const durability = acceptDurabilityOf(env);
+  if (!waitsForDurability(durability)) return undefined;
+  const connection = connectRedis(env.REDIS_URL, 'client', `tetraloop-api-barrier-${process.pid}`);
+  connection.on('error', (err) => logger.warn({ err: err.message }, 'redis connection error'));
+  try {
+    const barrier = await AcceptBarrier.open(connection, env.TETRALOOP_PREFIX, durability);
+    logger.info({ durability }, 'accepted runs wait for replicas or the AOF');
+    return barrier && { barrier, connection };
+  } catch (err) {
+    connection.disconnect();
+    throw err;
+  }
 }

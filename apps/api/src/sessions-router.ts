@@ -86,6 +86,15 @@ export function sessionHandlers(deps: SessionsRouterDeps): Partial<Record<RouteN
         throw new HttpError(422, 'message_failed', failed?.failedReason ?? 'the message could not be placed');
       }
     }
+    if (placed?.refused) {
+      const { limit } = placed.refused;
+      throw new HttpError(
+        429,
+        'lane_full',
+        `session "${name}" has ${limit} runs waiting in its lane, its most (TETRALOOP_FOLLOWUP_CAP = ${limit}); nothing was stored: send it again once one has started, or with mode "collect" or "steer"`,
+        [{ path: 'mode', message: `limit: ${limit}` }],
+      );
+    }
     res.status(202).json(placed ? outward(placed) : { sessionKey: name, queued: true });
   };
 

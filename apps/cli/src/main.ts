@@ -5,7 +5,15 @@
  * `keys` manages API keys through the API with the root token, or in Redis directly.
  */
 import { parseArgs } from 'node:util';
-import { ConfigError, DataDirLockedError, POOLS, RedisServerMissingError, type Pool } from '@tetraloop/core';
+import {
+  AcceptDurabilityError,
+  ConfigError,
+  DataDirLockedError,
+  DockerCommandError,
+  NoRedisError,
+  POOLS,
+  type Pool,
+} from '@tetraloop/core';
 import { keysCommand } from './keys-command.js';
 import { lessonsCommand } from './lessons-command.js';
 import { runApi, runDev, runWorker } from './processes.js';
@@ -14,6 +22,7 @@ import { runGraphFile } from './run-command.js';
 const USAGE = `usage: tetraloop <command>
 
   dev                                   API + every worker pool; embedded Redis when REDIS_URL is unset
+                                        (redis-server, or a redis:7 container with Docker)
   api                                   the HTTP API alone
   worker --pool <${POOLS.join('|')}|all> [--concurrency N] [--metrics-port P]
                                         one worker pool (or all of them)
@@ -87,7 +96,9 @@ export async function main(argv: string[]): Promise<void> {
   } catch (err) {
     if (
       err instanceof ConfigError ||
-      err instanceof RedisServerMissingError ||
+      err instanceof AcceptDurabilityError ||
+      err instanceof NoRedisError ||
+      err instanceof DockerCommandError ||
       err instanceof DataDirLockedError
     )
       return fail(err.message);

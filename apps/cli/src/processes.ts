@@ -1,8 +1,9 @@
 /** Long-running process types, each stopping cleanly on SIGINT/SIGTERM. */
 import { join, resolve } from 'node:path';
 import { startApi, parseApiEnv } from '@tetraloop/api';
-import { startRedisServer, type Pool } from '@tetraloop/core';
+import { startEmbeddedRedis, type Pool } from '@tetraloop/core';
 import { parseWorkerEnv, startHealthServer, startPools } from '@tetraloop/workers';
+import { parseDevEnv } from './dev-env.js';
 
 type Closer = () => Promise<void>;
 
@@ -44,7 +45,10 @@ export async function runWorker(
   closeOnSignal(closers);
 }
 
-/** Everything in one process tree for a laptop: embedded Redis (unless REDIS_URL), API, all pools. */
+/**
+ * Everything in one process tree for a laptop: embedded Redis (unless REDIS_URL: a redis-server, or
+ * a container when only Docker is there), API, all pools.
+ */
 export async function runDev(): Promise<void> {
   const closers: Closer[] = [];
   closeOnSignal(closers);
@@ -59,12 +63,19 @@ export async function runDev(): Promise<void> {
 
 async function startDev(closers: Closer[]): Promise<void> {
   const env: Record<string, string | undefined> = { ...process.env };
-  if (!env.REDIS_URL) {
-    const dataDir = join(env.TETRALOOP_DATA_DIR ?? '.tetraloop', 'redis');
-    const redis = await startRedisServer({ dataDir: resolve(dataDir) });
+  const dev = parseDevEnv(env);
+  if (!dev.REDIS_URL) {
+    const dataDir = join(dev.TETRALOOP_DATA_DIR, 'redis');
+    const redis = await startEmbeddedRedis({
+      dataDir: resolve(dataDir),
+      appendfsync: dev.TETRALOOP_REDIS_APPENDFSYNC,
+      onDocker: () => process.stderr.write('redis-server is not installed: starting Redis with Docker…\n'),
+    });
     closers.push(redis.stop);
     env.REDIS_URL = redis.url;
-    process.stderr.write(`embedded Redis: ${redis.url} (data in ${dataDir}, AOF on)\n`);
+    process.stderr.write(
+      `embedded Redis: ${redis.url} (${redis.runs}; data in ${dataDir}, AOF on, appendfsync ${dev.TETRALOOP_REDIS_APPENDFSYNC})\n`,
+    );
   }
   const port = env.PORT ?? '3000';
   // A laptop: no keys to make first, and nothing reachable from elsewhere unless asked for.

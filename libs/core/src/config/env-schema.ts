@@ -169,6 +169,8 @@ export const BaseEnv = z.object({
   TETRALOOP_COLLECT_DEBOUNCE_MS: z.coerce.number().int().min(0).default(1000),
   TETRALOOP_COLLECT_CAP: z.coerce.number().int().min(1).default(20),
   TETRALOOP_COLLECT_DROP: z.enum(['summarize', 'old', 'new']).default('summarize'),
+  /** Most runs waiting in one session's lane; a `followup` message past it is refused (`429 lane_full`). */
+  TETRALOOP_FOLLOWUP_CAP: z.coerce.number().int().min(1).max(100_000).default(100),
   /** How session runs work: the agent loop (conversational) or a planned DAG. */
   TETRALOOP_SESSION_RUN_MODE: z.enum(['loop', 'dag']).default('loop'),
   /**

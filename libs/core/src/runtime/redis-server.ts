@@ -1,6 +1,7 @@
 /**
  * Starts a private `redis-server` on a free loopback port: the embedded Redis of `tetraloop dev`
- * and the test suite's fallback when there is no `REDIS_URL` and no Docker engine.
+ * (see `embedded-redis.ts` for its Docker fallback) and the test suite's fallback when there is no
+ * `REDIS_URL` and no Docker engine.
  */
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { mkdirSync, readFileSync, unlinkSync, writeFileSync } from 'node:fs';
@@ -14,9 +15,15 @@ export interface RedisServer {
   readonly stop: () => Promise<void>;
 }
 
+/** When Redis fsyncs its AOF: once a second, or before it answers each write. */
+export const APPENDFSYNC_POLICIES = ['everysec', 'always'] as const;
+export type Appendfsync = (typeof APPENDFSYNC_POLICIES)[number];
+
 export interface RedisServerOptions {
   /** Data directory; with it, AOF persistence is on. Without it, nothing is persisted. */
   readonly dataDir?: string;
+  /** With a data directory: the AOF's fsync policy. @defaultValue "everysec" */
+  readonly appendfsync?: Appendfsync;
   readonly binary?: string;
   /** Loopback port to listen on (default: a free one), e.g. to restart a server where it was. */
   readonly port?: number;
@@ -122,7 +129,14 @@ export async function startRedisServer(options: RedisServerOptions = {}): Promis
   if (options.dataDir) {
     mkdirSync(options.dataDir, { recursive: true });
     unlock = lockDataDir(options.dataDir);
-    args.push('--dir', options.dataDir, '--appendonly', 'yes', '--appendfsync', 'everysec');
+    args.push(
+      '--dir',
+      options.dataDir,
+      '--appendonly',
+      'yes',
+      '--appendfsync',
+      options.appendfsync ?? 'everysec',
+    );
   } else {
     args.push('--appendonly', 'no');
   }
@@ -130,7 +144,7 @@ export async function startRedisServer(options: RedisServerOptions = {}): Promis
   const url = `redis://127.0.0.1:${port}`;
   const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
   void exited.then(unlock);
-  await waitForPing(url, exited).catch((err: unknown) => {
+  await waitForPing(url, { exited, what: 'redis-server' }).catch((err: unknown) => {
     unlock();
     throw err;
   });
@@ -145,14 +159,22 @@ export async function startRedisServer(options: RedisServerOptions = {}): Promis
   };
 }
 
-async function waitForPing(url: string, exited: Promise<void>): Promise<void> {
+/**
+ * Resolves once the Redis at `url` answers PING; rejects when `exited` resolves first (the
+ * server's process ended) or after `timeoutMs`.
+ */
+export async function waitForPing(
+  url: string,
+  options: { exited?: Promise<void>; what: string; timeoutMs?: number },
+): Promise<void> {
   const client = new Redis(url, { lazyConnect: true, maxRetriesPerRequest: 0, retryStrategy: () => 50 });
   // Refused connections are expected until the server listens.
   client.on('error', () => undefined);
   let dead = false;
-  void exited.then(() => (dead = true));
+  void options.exited?.then(() => (dead = true));
+  const deadline = Date.now() + (options.timeoutMs ?? 5000);
   try {
-    for (let i = 0; i < 200 && !dead; i++) {
+    while (Date.now() < deadline && !dead) {
       try {
         if (client.status === 'wait') await client.connect();
         await client.ping();
@@ -161,7 +183,9 @@ async function waitForPing(url: string, exited: Promise<void>): Promise<void> {
         await new Promise((r) => setTimeout(r, 25));
       }
     }
-    throw new Error(dead ? 'redis-server exited during startup' : 'redis-server did not answer PING in time');
+    throw new Error(
+      dead ? `${options.what} exited during startup` : `${options.what} did not answer PING in time`,
+    );
   } finally {
     client.disconnect();
   }

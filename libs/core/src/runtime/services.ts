@@ -133,6 +133,7 @@ export function buildServices(
       collectDebounceMs: env.TETRALOOP_COLLECT_DEBOUNCE_MS,
       collectCap: env.TETRALOOP_COLLECT_CAP,
       collectDrop: env.TETRALOOP_COLLECT_DROP,
+      followupCap: env.TETRALOOP_FOLLOWUP_CAP,
       runMode: env.TETRALOOP_SESSION_RUN_MODE,
       environmentCap: 100,
       dedupeWindowSeconds: env.TETRALOOP_DEDUPE_WINDOW_SECONDS,

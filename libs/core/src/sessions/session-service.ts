@@ -57,6 +57,8 @@ export interface SessionConfig {
   readonly collectCap: number;
   /** @defaultValue "summarize" */
   readonly collectDrop: DropPolicy;
+  /** Most runs waiting in one lane; a `followup` message past it is refused. @defaultValue 100 */
+  readonly followupCap: number;
   /** How session runs work: the classic agent loop (conversational) or a planned DAG. @defaultValue "loop" */
   readonly runMode: 'loop' | 'dag';
   /** Recent events kept in a session's environment. @defaultValue 100 */
@@ -109,6 +111,8 @@ export interface MessageResult {
   command?: string;
   /** After `/queue`: the session's default mode from now on. */
   mode?: LaneMode;
+  /** The message was refused and nothing of it kept: `lane_full`, at `limit` waiting runs. */
+  refused?: { code: 'lane_full'; limit: number };
 }
 
 const SESSION_BASE = `You are an agent run by Tetraloop. Answer the user's latest message; use tools when they help.
@@ -135,6 +139,11 @@ export class SessionService {
     if (queue === 'invalid') throw new Error(`/queue takes one of: ${QUEUE_ARGUMENTS.join(', ')}`);
     if (queue) return this.setQueueMode(sessionKey, queue.mode);
 
+    const mode = input.mode ?? (await sessions.mode(sessionKey)) ?? config.defaultMode;
+    // A followup message to a full lane is refused before anything of it is written.
+    if (mode === 'followup' && (await sessions.followupFull(sessionKey, config.followupCap))) {
+      return this.laneFull(sessionKey, input);
+    }
     await hooks?.emit('message_received', {
       sessionKey,
       text: input.text,
@@ -147,7 +156,6 @@ export class SessionService {
       receivedAt,
       ...(input.eventId ? { eventId: input.eventId } : {}),
     });
-    const mode = input.mode ?? (await sessions.mode(sessionKey)) ?? config.defaultMode;
     const message: LaneMessage = {
       text: input.text,
       receivedAt,
@@ -162,6 +170,7 @@ export class SessionService {
       collectCap: config.collectCap,
       drop: config.collectDrop,
       envCap: config.environmentCap,
+      followupCap: config.followupCap,
     });
     switch (admitted.kind) {
       case 'start':
@@ -169,6 +178,18 @@ export class SessionService {
         return { sessionKey, runId, queued: false };
       case 'queued':
         return { sessionKey, runId, queued: true, position: admitted.position };
+      case 'full':
+        // Another message took the lane's last place after the check above: this one's run goes,
+        // and its transcript line, written already, is followed by the refusal.
+        await this.deps.store.delete(runId);
+        await sessions.appendTranscript(sessionKey, {
+          type: 'refused',
+          code: 'lane_full',
+          limit: admitted.cap,
+          receivedAt,
+          at: new Date().toISOString(),
+        });
+        return this.laneFull(sessionKey, input);
       case 'interrupt':
         await this.cancel(admitted.cancel, 'interrupted by a newer message');
         await this.deps.runs.start(runId);
@@ -183,6 +204,17 @@ export class SessionService {
         await this.deps.store.delete(runId);
         return { sessionKey, runId: admitted.runId, queued: false };
     }
+  }
+
+  /**
+   * The answer to a followup message its lane has no room for. Its event id is forgotten, so the
+   * same message sent again once a run has started is taken, not ignored as a duplicate.
+   */
+  private async laneFull(sessionKey: string, input: MessageInput): Promise<MessageResult> {
+    if (input.eventId !== undefined) {
+      await this.deps.redis.del(dedupeKey(this.deps.prefix, `session:${sessionKey}`, input.eventId));
+    }
+    return { sessionKey, queued: false, refused: { code: 'lane_full', limit: this.deps.config.followupCap } };
   }
 
   /** A session run settled: write its reply and transcript entries (once), then move the lane on. */

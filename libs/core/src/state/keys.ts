@@ -46,6 +46,12 @@ export function runKeyList(keys: RunKeys): string[] {
  */
 export const queuedRunsKey = (prefix: string): string => `${prefix}:runs:queued`;
 
+/**
+ * A key each API process writes (with a short TTL) just before it waits for replicas or the
+ * AOF (see `durability/accept-barrier.ts`): the write that makes the wait cover every write before it.
+ */
+export const acceptBarrierKey = (prefix: string): string => `${prefix}:accept:barrier`;
+
 /** Sorted set of one tenant's run ids by creation time (ms), trimmed to the retention window. */
 export const tenantRunsKey = (prefix: string, tenant: string): string => `${prefix}:tenant:${tenant}:runs`;
 

@@ -26,6 +26,8 @@ export interface LaneMessage {
 export type AdmitResult =
   | { kind: 'start'; runId: string }
   | { kind: 'queued'; runId: string; position: number }
+  /** followup: the lane holds `cap` waiting runs already; nothing changed. */
+  | { kind: 'full'; cap: number }
   | { kind: 'collected'; position: number }
   | { kind: 'dropped' }
   | { kind: 'steered'; runId: string; version: number }
@@ -144,6 +146,8 @@ export class SessionStore {
       collectCap: number;
       drop: DropPolicy;
       envCap: number;
+      /** Most runs a `followup` message may find waiting in the lane. */
+      followupCap: number;
     },
   ): Promise<AdmitResult> {
     const raw = (await this.script('lane-admit-5', sessionKey, [
@@ -154,6 +158,7 @@ export class SessionStore {
       args.collectCap,
       args.drop,
       args.envCap,
+      args.followupCap,
     ])) as (string | number)[];
     const [kind, a, b] = raw;
     switch (kind) {
@@ -162,6 +167,8 @@ export class SessionStore {
         return { kind, runId: String(a) };
       case 'queued':
         return { kind, runId: String(a), position: Number(b) };
+      case 'full':
+        return { kind, cap: Number(a) };
       case 'collected':
         return { kind, position: Number(a) };
       case 'dropped':
@@ -243,6 +250,27 @@ export class SessionStore {
   async running(sessionKey: string): Promise<string | null> {
     const running = await this.redis.hget(sessionKeys(this.prefix, sessionKey).meta, 'running');
     return running ? running : null;
+  }
+
+  /**
+   * Whether a `followup` message would find its lane full: a run holds the lane and `cap` runs
+   * wait in it. A read only (one MULTI), so a message refused here leaves nothing behind; the
+   * admission checks again in the same step as it queues.
+   */
+  async followupFull(sessionKey: string, cap: number): Promise<boolean> {
+    const k = sessionKeys(this.prefix, sessionKey);
+    const replies = await this.redis
+      .multi()
+      .hget(k.meta, 'running')
+      .llen(k.queue)
+      .lpos(k.queue, 'collect')
+      .exec();
+    const [running, length, collect] = (replies ?? []).map(([err, value]) => {
+      if (err) throw err;
+      return value;
+    });
+    if (typeof running !== 'string' || running === '') return false;
+    return Number(length) - (collect === null ? 0 : 1) >= cap;
   }
 
   /** 1-based place of `runId` among the lane's waiting items, or null. */

@@ -106,6 +106,12 @@ export const metrics = {
     buckets: SECONDS,
     registers: [registry],
   }),
+  acceptsUnconfirmed: new Counter({
+    name: 'tetraloop_accepts_unconfirmed_total',
+    help: 'Accepted runs answered 503 because replicas (not_replicated) or the AOF fsync (not_persisted) did not confirm them in time.',
+    labelNames: ['code'] as const,
+    registers: [registry],
+  }),
   laneFailures: new Counter({
     name: 'tetraloop_lane_failures_total',
     help: 'Session lanes the sweep could not move on, and freed.',

@@ -2,11 +2,12 @@
   Admits a message to a session's lane. KEYS: meta, queue, buffer, transcript, env.
   ARGV[1] now (epoch ms), ARGV[2] mode (followup|collect|steer|interrupt), ARGV[3] run id prepared
   for this message, ARGV[4] message JSON, ARGV[5] collect cap, ARGV[6] drop policy
-  (summarize|old|new), ARGV[7] environment cap
+  (summarize|old|new), ARGV[7] environment cap, ARGV[8] followup cap (runs waiting in the lane)
   Then the idle TTL and the transcript cap (see session.lib.lua).
   Returns one of:
     { 'start', runId }              the lane was idle: the message's run starts now
     { 'queued', runId, position }   followup: the run waits its turn
+    { 'full', cap }                 followup with the followup cap of runs waiting: nothing changed
     { 'collected', position }       collect: merged into the next collected run
     { 'dropped' }                   collect with policy new and a full buffer
     { 'steered', runningRunId, version }  steer: written into the running run's environment
@@ -21,6 +22,10 @@ if not running or running == '' then
   return { 'start', runId }
 end
 if mode == 'followup' then
+  -- The queue holds waiting runs and at most one collect marker.
+  local waiting = redis.call('LLEN', KEYS[2])
+  if redis.call('LPOS', KEYS[2], 'collect') then waiting = waiting - 1 end
+  if waiting >= tonumber(ARGV[8]) then return { 'full', tonumber(ARGV[8]) } end
   local position = redis.call('RPUSH', KEYS[2], runId)
   return { 'queued', runId, position }
 end
