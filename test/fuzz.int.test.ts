@@ -69,6 +69,9 @@ const VALID_BODIES: Partial<Record<RouteName, unknown>> = {
   'lessons.patch': { status: 'retired' },
   'secrets.put': { value: 'hunter2' },
   'keys.create': { scopes: ['runs:read'], name: 'fuzz' },
+  'limits.put': {
+    limits: [{ name: 'fuzz', key: 'host', concurrency: 1000, rate: { requests: 1000, intervalMs: 1000 } }],
+  },
 };
 
 /** A JSON value with one field replaced, removed or given a surprising value. */
