@@ -41,6 +41,54 @@ describe('/metrics', () => {
   });
 });
 
+describe('API and run-action metrics', () => {
+  it('counts requests by route name and status, refusals by error code, and cancels', async () => {
+    const scrape = async (name: string) =>
+      samples(await fetch(`${stack.url}/metrics`).then((r) => r.text()), name);
+    const before = await scrape('tetraloop_http_errors_total');
+    const bad = await fetch(`${stack.url}/v1/runs`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ graph: { nodes: [{ id: 'a', kind: 'tool', tool: 'nope' }] } }),
+    });
+    expect(bad.status).toBe(400);
+    // Refused by the body parser, before any handler: still labelled with its route.
+    const huge = await fetch(`${stack.url}/v1/runs`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ task: 'x'.repeat(2_000_000) }),
+    });
+    expect(huge.status).toBe(413);
+    const posted = await fetch(`${stack.url}/v1/runs`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({
+        graph: { nodes: [{ id: 'w', kind: 'wait', signal: 'never', timeoutSeconds: 60 }] },
+      }),
+    });
+    const { runId } = (await posted.json()) as { runId: string };
+    expect((await fetch(`${stack.url}/v1/runs/${runId}/cancel`, { method: 'POST' })).status).toBe(202);
+    await fetch(`${stack.url}/v1/runs/${runId}`);
+
+    const errors = await scrape('tetraloop_http_errors_total');
+    const grew = (key: string) => (errors.get(key) ?? 0) - (before.get(key) ?? 0);
+    expect(grew('code=invalid_graph,route=runs.submit')).toBe(1);
+    expect(grew('code=body_too_large,route=runs.submit')).toBe(1);
+    const requests = await scrape('tetraloop_http_requests_total');
+    expect(requests.get('method=POST,route=runs.cancel,status=202')).toBeGreaterThanOrEqual(1);
+    expect(requests.get('method=GET,route=runs.get,status=200')).toBeGreaterThanOrEqual(1);
+    // No path, no id: route names only.
+    for (const key of requests.keys()) expect(key).not.toContain(runId);
+    expect((await scrape('tetraloop_run_actions_total')).get('action=cancel')).toBeGreaterThanOrEqual(1);
+    const text = await fetch(`${stack.url}/metrics`).then((r) => r.text());
+    expect(text).toMatch(/^tetraloop_lanes_busy \d+$/m);
+    expect(text).toMatch(/^tetraloop_lane_waiting_items \d+$/m);
+    expect(text).toMatch(
+      /tetraloop_http_request_duration_seconds_bucket\{le="[^"]+",route="runs.submit",method="POST"\}/,
+    );
+  });
+});
+
 /** The samples of one metric in a scrape, as `label=value,…` → value. */
 function samples(text: string, name: string): Map<string, number> {
   const found = new Map<string, number>();

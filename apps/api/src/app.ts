@@ -28,6 +28,7 @@ import { JsonTooDeepError, nestsDeeperThan } from './json-depth.js';
 import type { LongRequests } from './long-requests.js';
 import { keyHandlers, type KeysRouterDeps } from './keys-router.js';
 import { limitHandlers } from './limits-router.js';
+import { httpMetrics } from './http-metrics.js';
 import { memoryHandlers } from './memory-router.js';
 import { ROUTES, type RouteName } from './route-table.js';
 import { runHandlers } from './runs-router.js';
@@ -81,6 +82,7 @@ export function createApp(deps: AppDeps): express.Express {
   app.disable('x-powered-by');
   app.set('query parser', 'simple');
   const redisReady = (): boolean => deps.redis.status === 'ready';
+  app.use(httpMetrics());
 
   app.get('/healthz', (_req, res) => {
     res.json({ status: 'ok' });

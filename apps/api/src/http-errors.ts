@@ -10,6 +10,7 @@ import {
 } from '@tetraloop/core';
 import type { Logger } from 'pino';
 import { z } from 'zod';
+import { noteErrorCode } from './http-metrics.js';
 
 export interface ApiIssue {
   readonly path: string;
@@ -29,6 +30,7 @@ export class HttpError extends Error {
 }
 
 export const sendError = (res: Response, err: HttpError): void => {
+  noteErrorCode(res, err.code);
   res.status(err.status).json({
     error: { code: err.code, message: err.message, ...(err.issues.length > 0 ? { issues: err.issues } : {}) },
   });

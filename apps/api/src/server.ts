@@ -4,6 +4,7 @@ import { setTimeout as delay } from 'node:timers/promises';
 import { QueueEvents } from 'bullmq';
 import {
   AcceptBarrier,
+  metrics,
   ApiKeyStore,
   QUEUE_NAMES,
   QueueWatch,
@@ -92,6 +93,13 @@ export async function startApi(env: ApiEnv, options: StartApiOptions = {}): Prom
   const refreshMetrics = async (): Promise<void> => {
     await Promise.all([
       watch.refresh(),
+      services.sessionStore.laneLoad().then(
+        ({ busy, waiting }) => {
+          metrics.lanesBusy.set(busy);
+          metrics.laneWaiting.set(waiting);
+        },
+        (err: Error) => logger.debug({ err: err.message }, 'lane gauges not refreshed'),
+      ),
       memory &&
         refreshLessonGauge(memory.store).catch((err: Error) =>
           logger.debug({ err: err.message }, 'lessons gauge not refreshed'),

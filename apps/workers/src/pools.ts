@@ -14,6 +14,7 @@ import {
   PlanCacheStore,
   TenantSlots,
   QUEUE_NAMES,
+  metrics,
   RetryNodeError,
   RunAborts,
   SENSE_JOB,
@@ -248,6 +249,11 @@ export async function startPools(env: WorkerEnv, options: StartPoolsOptions): Pr
     });
     const poolLog = loggerFor(pool);
     worker.on('error', (err) => poolLog.error({ err }, 'worker error'));
+    // A job whose worker died (or missed its lock) goes back to run again elsewhere.
+    worker.on('stalled', (jobId) => {
+      metrics.jobsStalled.inc({ queue: QUEUE_NAMES[pool] });
+      poolLog.warn({ jobId }, 'job stalled: moved back to run again');
+    });
     worker.on('failed', (job, err) => {
       if (!(err instanceof RetryNodeError)) poolLog.warn({ jobId: job?.id, err }, 'job failed');
     });

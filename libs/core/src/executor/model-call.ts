@@ -9,7 +9,7 @@ import { MODEL_CALL_TOOL } from '../memory/lesson-rules.js';
 import { MODEL_VARIABLES } from '../model/model-config.js';
 import type { ModelOutcome, RunUsageSoFar } from '../nodes/index.js';
 import { lessonsForModelCall } from '../reflect/lesson-effects.js';
-import { observeModelCall } from '../telemetry/metrics.js';
+import { metrics, observeModelCall } from '../telemetry/metrics.js';
 import { failedCallEnd, passFlow } from './flow-gate.js';
 import { limitFor, type NodeContext } from './node-context.js';
 
@@ -84,7 +84,7 @@ export async function callModel(
       usedTokens: result.usage.promptTokens + result.usage.completionTokens,
       ...(result.holdOffMs !== undefined ? { holdOffMs: result.holdOffMs } : {}),
     });
-    observeModelCall(result);
+    observeModelCall(result, ctx.plan.agentId);
     await store.appendEvent(ctx.plan.runId, 'usage', ctx.node.id, {
       model: result.model,
       promptTokens: result.usage.promptTokens,
@@ -95,6 +95,7 @@ export async function callModel(
   } catch (err) {
     const error = err instanceof ToolError ? err.toData() : toErrorData(err);
     await flow.pass?.end(failedCallEnd(error));
+    if (error.code !== 'aborted') metrics.modelCallErrors.inc({ model: modelName, code: error.code });
     if (ctx.runSignal.aborted) return { ok: false, error: { code: 'aborted', message: 'run aborted' } };
     if (timeout.aborted) return { ok: false, error: limitError(limit, 'model call') };
     return { ok: false, error };

@@ -268,6 +268,7 @@ async function replanIfRequested(
     drop,
   );
   if (next === 0) return false;
+  metrics.runActions.inc({ action: 'replan' });
   await removeDeadline(deps.queues, plan.runId, generation);
   await enqueueRunRoot(deps.queues, plan.runId, next);
   deps.logger.info({ runId: plan.runId, generation: next, kept: kept.size }, 'task replanned');

@@ -2,6 +2,7 @@
  * What a client can do with runs: submit (validated, idempotent), read, cancel, resume, signal,
  * wait and follow events. Used by the HTTP API; holds no process state besides its connections.
  */
+import { metrics } from '../telemetry/metrics.js';
 import { randomUUID } from 'node:crypto';
 import type { Ceilings } from '../ceilings/ceilings.js';
 import { validateGraph } from '../compile/validate.js';
@@ -232,6 +233,7 @@ export class RunService {
     const after = (await this.deps.store.status(runId)) ?? 'cancelled';
     if (after !== 'cancelled')
       throw new RunStateConflictError('run_finished', `the run already ended as ${after}`);
+    if (!isTerminal(status)) metrics.runActions.inc({ action: 'cancel' });
     return { status: after };
   }
 
@@ -253,6 +255,7 @@ export class RunService {
           : `only failed or timed_out runs can be resumed; this one is ${result.status}`,
       );
     }
+    metrics.runActions.inc({ action: 'resume' });
     // The blobs of the kept snapshots live at least as long as the reopened run's keys.
     const again = new Set(rerun);
     const kept = [...snapshots].filter(([id]) => !again.has(id)).map(([, s]) => s.output);

@@ -190,6 +190,7 @@ export class SourceService {
         const sessionKey = event.sessionKey ?? source.sessionKey;
         await this.ingest(source.name, { ...event, ...(sessionKey ? { sessionKey } : {}) }, 'poll');
       }
+      metrics.sourcePolls.inc({ source: source.name, outcome: 'ok' });
       await this.setStatus(source.name, 'poll', {
         status: 'ok',
         lastSuccessAt: new Date().toISOString(),
@@ -197,6 +198,7 @@ export class SourceService {
         nextAttemptAt: null,
       });
     } catch (err) {
+      metrics.sourcePolls.inc({ source: source.name, outcome: 'error' });
       const failures = (status?.failures ?? 0) + 1;
       const delay = retryDelay(failures, {});
       await this.setStatus(source.name, 'poll', {

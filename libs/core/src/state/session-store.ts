@@ -247,6 +247,24 @@ export class SessionStore {
     return this.redis.smembers(busySessionsKey(this.prefix));
   }
 
+  /**
+   * Lanes running a run, and the items waiting in them (queued runs plus collected messages), over
+   * at most `sample` busy lanes: what the API's lane gauges show at a scrape.
+   */
+  async laneLoad(sample = 1000): Promise<{ busy: number; waiting: number }> {
+    const key = busySessionsKey(this.prefix);
+    const [busy, lanes] = await Promise.all([this.redis.scard(key), this.redis.srandmember(key, sample)]);
+    if (lanes.length === 0) return { busy, waiting: 0 };
+    const pipeline = this.redis.pipeline();
+    for (const lane of lanes) {
+      const k = sessionKeys(this.prefix, lane);
+      pipeline.llen(k.queue).llen(k.buffer);
+    }
+    const replies = (await pipeline.exec()) ?? [];
+    const waiting = replies.reduce((n, [, count]) => n + (typeof count === 'number' ? count : 0), 0);
+    return { busy, waiting };
+  }
+
   async running(sessionKey: string): Promise<string | null> {
     const running = await this.redis.hget(sessionKeys(this.prefix, sessionKey).meta, 'running');
     return running ? running : null;

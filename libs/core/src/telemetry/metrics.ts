@@ -77,6 +77,72 @@ export const metrics = {
     labelNames: ['limit'] as const,
     registers: [registry],
   }),
+  httpRequests: new Counter({
+    name: 'tetraloop_http_requests_total',
+    help: 'API requests answered, by route (its name in the route table), method and status.',
+    labelNames: ['route', 'method', 'status'] as const,
+    registers: [registry],
+  }),
+  httpDuration: new Histogram({
+    name: 'tetraloop_http_request_duration_seconds',
+    help: 'From an API request arriving to its answer ending (event streams and waits included), by route.',
+    labelNames: ['route', 'method'] as const,
+    buckets: SECONDS,
+    registers: [registry],
+  }),
+  httpErrors: new Counter({
+    name: 'tetraloop_http_errors_total',
+    help: 'API requests answered with an error, by route and error code (invalid_graph, body_too_large, …).',
+    labelNames: ['route', 'code'] as const,
+    registers: [registry],
+  }),
+  modelCallDuration: new Histogram({
+    name: 'tetraloop_model_call_duration_seconds',
+    help: 'Latency of successful model calls (node calls and planner calls), by model.',
+    labelNames: ['model'] as const,
+    buckets: SECONDS,
+    registers: [registry],
+  }),
+  modelCallErrors: new Counter({
+    name: 'tetraloop_model_call_errors_total',
+    help: 'Model calls of nodes that failed, by model and error code.',
+    labelNames: ['model', 'code'] as const,
+    registers: [registry],
+  }),
+  agentTokens: new Counter({
+    name: 'tetraloop_agent_tokens_total',
+    help: 'Model tokens of node calls by agent (the first 200 agent ids a process sees; then "other") and type.',
+    labelNames: ['agent', 'type'] as const,
+    registers: [registry],
+  }),
+  runActions: new Counter({
+    name: 'tetraloop_run_actions_total',
+    help: 'Runs replanned, resumed and cancelled (action: replan, resume, cancel).',
+    labelNames: ['action'] as const,
+    registers: [registry],
+  }),
+  jobsStalled: new Counter({
+    name: 'tetraloop_jobs_stalled_total',
+    help: 'Jobs a worker found stalled (their worker died or missed its lock) and moved back to run again, by queue.',
+    labelNames: ['queue'] as const,
+    registers: [registry],
+  }),
+  sourcePolls: new Counter({
+    name: 'tetraloop_source_polls_total',
+    help: 'Polls of configured sources, by source and outcome (ok, error).',
+    labelNames: ['source', 'outcome'] as const,
+    registers: [registry],
+  }),
+  lanesBusy: new Gauge({
+    name: 'tetraloop_lanes_busy',
+    help: 'Session lanes running a run (read by the API at each scrape).',
+    registers: [registry],
+  }),
+  laneWaiting: new Gauge({
+    name: 'tetraloop_lane_waiting_items',
+    help: 'Runs and messages waiting in busy session lanes (read by the API at each scrape, up to 1,000 lanes).',
+    registers: [registry],
+  }),
   queueJobs: new Gauge({
     name: 'tetraloop_queue_jobs',
     help: 'Jobs in each loop queue, by state.',
@@ -206,12 +272,35 @@ export async function metricsText(): Promise<{ contentType: string; body: string
   return { contentType: registry.contentType, body: await registry.metrics() };
 }
 
-/** Counts a model call's requests and tokens by model. */
-export function observeModelCall(result: {
-  model: string;
-  calls: number;
-  usage: { promptTokens: number; completionTokens: number };
-}): void {
+/**
+ * A label value from a set callers choose (agent ids): the first `max` distinct values a process
+ * sees keep their name, later ones are counted as "other", so a series count stays bounded.
+ */
+export function cappedLabel(seen: Set<string>, value: string, max = 200): string {
+  if (seen.has(value)) return value;
+  if (seen.size >= max) return 'other';
+  seen.add(value);
+  return value;
+}
+const agentsSeen = new Set<string>();
+
+/** Counts a model call's requests, tokens and latency by model (and its tokens by agent, for node calls). */
+export function observeModelCall(
+  result: {
+    model: string;
+    calls: number;
+    usage: { promptTokens: number; completionTokens: number };
+    latencyMs?: number;
+  },
+  agent?: string,
+): void {
+  if (result.latencyMs !== undefined)
+    metrics.modelCallDuration.observe({ model: result.model }, result.latencyMs / 1000);
+  if (agent !== undefined) {
+    const label = cappedLabel(agentsSeen, agent);
+    metrics.agentTokens.inc({ agent: label, type: 'prompt' }, result.usage.promptTokens);
+    metrics.agentTokens.inc({ agent: label, type: 'completion' }, result.usage.completionTokens);
+  }
   metrics.modelCalls.inc({ model: result.model }, result.calls);
   metrics.modelTokens.inc({ model: result.model, type: 'prompt' }, result.usage.promptTokens);
   metrics.modelTokens.inc({ model: result.model, type: 'completion' }, result.usage.completionTokens);
