@@ -129,6 +129,8 @@ const SHARED_GAUGES = new Set([
   'tetraloop_queue_stalled',
   'tetraloop_redis_up',
   'tetraloop_lessons',
+  'tetraloop_lanes_busy',
+  'tetraloop_lane_waiting_items',
 ]);
 
 /** The shared gauges `expr` reads other than straight through a `max` or `max by (…)`. */
