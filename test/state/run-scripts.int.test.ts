@@ -322,7 +322,7 @@ describe('begin-node', () => {
     await store.completeNode(runId, 'a', snapshot('succeeded', { x: 1 }), {
       release: true,
       children: ['c'],
-      charge: { toolTimeMs: 7, promptTokens: 3, completionTokens: 4 },
+      charge: { toolTimeMs: 7, promptTokens: 3, completionTokens: 4, costNanoUsd: 1_234_567 },
     });
     const options = {
       generation: 0,
@@ -343,6 +343,7 @@ describe('begin-node', () => {
       deadlineAt: DEADLINE,
       budget: { toolCalls: 10 },
       tokens: 7,
+      costNanoUsd: 1_234_567,
       reads: new Map([['a', snapshot('succeeded', { x: 1 })]]),
     });
     expect(JSON.parse((await redis.hget(keysOf(runId).live, 'c'))!)).toEqual(running);
@@ -431,7 +432,7 @@ describe('record-attempt', () => {
 });
 
 describe('record-iteration', () => {
-  const charge = { toolCalls: 2, toolTimeMs: 5, promptTokens: 1, completionTokens: 2 };
+  const charge = { toolCalls: 2, toolTimeMs: 5, promptTokens: 1, completionTokens: 2, costNanoUsd: 40 };
   const live = (iterations: number): { status: 'running'; iterations: number } => ({
     status: 'running',
     iterations,
@@ -442,12 +443,18 @@ describe('record-iteration', () => {
     const { result, events } = await withEvents(runId, () =>
       store.recordIteration(runId, 'a', 1, { i: 1 }, charge, live(1)),
     );
-    expect(result).toEqual({ iterations: 1, toolCalls: 2, toolTimeMs: 5, tokens: 3 });
+    expect(result).toEqual({ iterations: 1, toolCalls: 2, toolTimeMs: 5, tokens: 3, costNanoUsd: 40 });
     expect(brief(events)).toEqual([{ type: 'node.iteration', nodeId: 'a', data: { i: 1 } }]);
     const repeated = await withEvents(runId, () =>
       store.recordIteration(runId, 'a', 1, { i: 9 }, charge, live(9)),
     );
-    expect(repeated.result).toEqual({ iterations: 1, toolCalls: 2, toolTimeMs: 5, tokens: 3 });
+    expect(repeated.result).toEqual({
+      iterations: 1,
+      toolCalls: 2,
+      toolTimeMs: 5,
+      tokens: 3,
+      costNanoUsd: 40,
+    });
     expect(repeated.events).toEqual([]);
     await store.recordIteration(runId, 'a', 2, { i: 2 }, charge, live(2));
     const k = keysOf(runId);
@@ -1501,6 +1508,7 @@ describe('guards against ended and vanished runs', () => {
       toolCalls: 0,
       toolTimeMs: 0,
       tokens: 0,
+      costNanoUsd: 0,
     });
     expect(await store.waitState(runId, waitFor('w', 'go'), DEADLINE, { status: 'waiting' })).toEqual({
       payload: null,

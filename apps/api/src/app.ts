@@ -6,6 +6,7 @@ import type { Queue, QueueEvents } from 'bullmq';
 import {
   metricsText,
   type Ceilings,
+  type CostLedger,
   type RateLimitStore,
   type MemoryServices,
   type RunEventHub,
@@ -31,6 +32,7 @@ import { runHandlers } from './runs-router.js';
 import { secretHandlers } from './secrets-router.js';
 import { sessionHandlers, type RawBodyRequest } from './sessions-router.js';
 import { rateLimit } from './rate-limit.js';
+import { usageHandlers } from './usage-router.js';
 
 export interface AppDeps {
   /** Brings scrape-time gauges (queue depths) up to date before /metrics answers. */
@@ -55,6 +57,8 @@ export interface AppDeps {
   readonly sources: SourceService;
   /** Each tenant's secrets (write-only over HTTP). */
   readonly secrets: SecretStore;
+  /** Each tenant's daily model spending. */
+  readonly costs: CostLedger;
   readonly senseQueue: Queue;
   readonly senseEvents: QueueEvents;
   readonly waiter: RunWaiter;
@@ -125,6 +129,7 @@ export function createApp(deps: AppDeps): express.Express {
     ...sessionHandlers(deps),
     ...memoryHandlers(deps),
     ...secretHandlers(deps),
+    ...usageHandlers(deps),
     ...keyHandlers({ keys: deps.auth.keys, purgeTenant: deps.purgeTenant }),
   });
   app.use((_req, res) => sendError(res, new HttpError(404, 'not_found', 'no such route')));

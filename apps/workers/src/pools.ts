@@ -20,6 +20,7 @@ import {
   allowedToolsOf,
   buildServices,
   ceilingsOf,
+  priceTableOf,
   builtinTools,
   closeQueues,
   connectRedis,
@@ -127,6 +128,8 @@ export async function startPools(env: WorkerEnv, options: StartPoolsOptions): Pr
   const callKey = await loadCallKey(state, prefix, secretStoreOptionsOf(env).key);
   const ceilings = ceilingsOf(env);
   const slots = new TenantSlots(state, prefix);
+  // Model calls are priced once per process from the same table, and booked per tenant and day.
+  const cost = { prices: priceTableOf(env), ledger: services.costs };
 
   // One set of executor dependencies per pool: each gets its own plan cache and logger layer.
   const depsFor = (layer: Pool): ExecutorDeps => ({
@@ -156,6 +159,7 @@ export async function startPools(env: WorkerEnv, options: StartPoolsOptions): Pr
       cache: planCache,
     },
     admission: { ceilings, slots },
+    cost,
     sessions: {
       onRunSettled: (runId: string) => services.sessions.onRunSettled(runId),
       environmentVersion: async (sessionKey: string) =>

@@ -4,6 +4,7 @@
  */
 import { z } from 'zod';
 import { AgentCeiling, AgentId, Ceilings, TenantCeiling } from '../ceilings/ceilings.js';
+import { ModelPrices, PriceTable } from '../cost/price-table.js';
 import { TenantId } from '../domain/tenant.js';
 import { DEFAULT_LIFECYCLE, type LifecycleSettings } from '../memory/lesson-lifecycle.js';
 import { DEFAULT_RULE_SETTINGS, type RuleSettings } from '../memory/lesson-rules.js';
@@ -130,6 +131,13 @@ export const BaseEnv = z.object({
   TETRALOOP_BUDGET_TOOL_TIME_MS: z.coerce.number().int().positive().default(600_000),
   /** Default per-run budget: model tokens (prompt plus completion). */
   TETRALOOP_BUDGET_TOKENS: z.coerce.number().int().positive().default(1_000_000),
+  /**
+   * Model prices, as JSON `{"model": {"input", "output", "cachedInput"?}}` in USD per million
+   * tokens, merged over the built-in list prices model by model (`null` removes one).
+   */
+  TETRALOOP_MODEL_PRICES: jsonEnv(ModelPrices, '{}'),
+  /** Days a tenant's daily cost totals are kept (UTC days, one hash each). */
+  TETRALOOP_COST_LEDGER_DAYS: z.coerce.number().int().min(2).max(3660).default(35),
   /** What a message to a busy session does unless it says: followup, collect, steer, interrupt. */
   TETRALOOP_SESSION_MODE: z.enum(['followup', 'collect', 'steer', 'interrupt']).default('collect'),
   TETRALOOP_COLLECT_DEBOUNCE_MS: z.coerce.number().int().min(0).default(1000),
@@ -251,6 +259,9 @@ export function ceilingsOf(env: BaseEnv): Ceilings {
     ...(env.TETRALOOP_RATE_LIMIT_PER_TENANT ? { ratePerTenant: env.TETRALOOP_RATE_LIMIT_PER_TENANT } : {}),
   });
 }
+
+/** The price table the env describes: the built-in list prices with TETRALOOP_MODEL_PRICES over them. */
+export const priceTableOf = (env: BaseEnv): PriceTable => new PriceTable(env.TETRALOOP_MODEL_PRICES);
 
 /** The model configuration the env describes. */
 export function modelConfigOf(env: BaseEnv): ModelConfig {

@@ -26,12 +26,16 @@ export const AttemptRecord = z.object({
 });
 export type AttemptRecord = z.infer<typeof AttemptRecord>;
 
-/** Tokens and calls of one model-using node. */
+/** Tokens, calls and cost of one model-using node. */
 export const NodeUsage = z.object({
   promptTokens: z.number().int().nonnegative(),
   completionTokens: z.number().int().nonnegative(),
   totalTokens: z.number().int().nonnegative(),
   modelCalls: z.number().int().nonnegative(),
+  /** Of the prompt tokens, those the provider served from its prompt cache (when it said). */
+  cachedPromptTokens: z.number().int().nonnegative().optional(),
+  /** What its priced calls cost, in USD; absent when none of its calls had a price. */
+  costUsd: z.number().nonnegative().optional(),
 });
 export type NodeUsage = z.infer<typeof NodeUsage>;
 
@@ -81,4 +85,8 @@ export interface UsageCharge {
   promptTokens?: number;
   completionTokens?: number;
   modelCalls?: number;
+  /** What the priced model calls cost, in integer nano-dollars (10⁻⁹ USD). */
+  costNanoUsd?: number;
+  /** Model calls whose model has no price. */
+  unpricedModelCalls?: number;
 }

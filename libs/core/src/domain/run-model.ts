@@ -42,6 +42,10 @@ export interface RunUsage {
   completionTokens: number;
   totalTokens: number;
   modelCalls: number;
+  /** What the priced model calls cost, in USD (exact sums of nano-dollars, shown as dollars). */
+  costUsd: number;
+  /** Model calls whose model has no price: not in `costUsd`. */
+  unpricedModelCalls: number;
 }
 
 /** The stream families clients follow: each event type belongs to one, with a phase. */

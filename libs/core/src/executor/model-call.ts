@@ -1,6 +1,6 @@
 /**
  * Calls the model for a node: under the node's time limit and the run's abort signal, with
- * streamed text appended to the run's events (batched) and usage reported as an event.
+ * streamed text appended to the run's events (batched), and usage and cost reported as an event.
  */
 import { limitError } from '../errors/limit-error.js';
 import { ToolError, toErrorData } from '../errors/node-error.js';
@@ -10,6 +10,7 @@ import { MODEL_VARIABLES } from '../model/model-config.js';
 import type { ModelOutcome, RunUsageSoFar } from '../nodes/index.js';
 import { lessonsForModelCall } from '../reflect/lesson-effects.js';
 import { observeModelCall } from '../telemetry/metrics.js';
+import { costFields, recordModelCost } from './model-cost.js';
 import { limitFor, type NodeContext } from './node-context.js';
 
 /** How often streamed text is flushed to the event stream. */
@@ -72,13 +73,16 @@ export async function callModel(
   try {
     const result = await model.chat({ ...call, signal, onDelta: (text) => (pending += text) });
     observeModelCall(result);
+    const costNanoUsd = await recordModelCost(ctx.deps, ctx.plan, result.model, result.usage, result.calls);
     await store.appendEvent(ctx.plan.runId, 'usage', ctx.node.id, {
       model: result.model,
       promptTokens: result.usage.promptTokens,
       completionTokens: result.usage.completionTokens,
+      ...(result.usage.cachedPromptTokens ? { cachedPromptTokens: result.usage.cachedPromptTokens } : {}),
+      ...costFields(costNanoUsd),
       latencyMs: result.latencyMs,
     });
-    return { ok: true, result };
+    return { ok: true, result, ...(costNanoUsd !== undefined ? { costNanoUsd } : {}) };
   } catch (err) {
     if (ctx.runSignal.aborted) return { ok: false, error: { code: 'aborted', message: 'run aborted' } };
     if (timeout.aborted) return { ok: false, error: limitError(limit, 'model call') };

@@ -16,6 +16,8 @@ export interface CompiledPlan {
   readonly tenant: string;
   /** Whose lessons apply to its calls: the agent, within its tenant. */
   readonly memoryAgent: string;
+  /** A session run's session, as stored (tenant-scoped): whose daily cost its calls add to. */
+  readonly sessionKey: string | null;
   readonly input: unknown;
   readonly timeoutSeconds: number;
   readonly nodes: ReadonlyMap<string, ExecutableNode>;
@@ -71,6 +73,7 @@ export class PlanCache {
       agentId: stored.agentId,
       tenant: stored.tenant,
       memoryAgent: scopedName(stored.tenant, stored.agentId),
+      sessionKey: stored.sessionKey,
       input: stored.input,
       timeoutSeconds: stored.timeoutSeconds,
       nodes,

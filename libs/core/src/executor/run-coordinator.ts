@@ -19,6 +19,7 @@ import { retainBlobs } from './blob-reads.js';
 import { admitRun, releaseRun } from './run-admission.js';
 import type { ExecutorDeps } from './deps.js';
 import { continuesOnFailure, enqueueReady } from './node-executor.js';
+import { plannerCharge } from './model-cost.js';
 import { nowIso } from './node-context.js';
 import type { CompiledPlan } from './plan-cache.js';
 
@@ -135,11 +136,11 @@ async function ensurePlanned(
     return rejectPlan(deps, runId, { code: 'plan_rejected', message: result.error });
   }
   const { outcome, planning, cache } = result;
-  const charge = {
-    promptTokens: outcome.usage.promptTokens,
-    completionTokens: outcome.usage.completionTokens,
-    modelCalls: outcome.calls,
-  };
+  const charge = await plannerCharge(
+    deps,
+    { tenant: header.tenant, agentId: task.agentId, sessionKey: header.sessionKey },
+    outcome,
+  );
   if (!outcome.ok) {
     await store.charge(runId, charge);
     return rejectPlan(deps, runId, {
@@ -222,14 +223,8 @@ async function replanIfRequested(
         ...nodeId,
       };
     } else {
-      if (!('error' in result)) {
-        const { usage, calls } = result.outcome;
-        await store.charge(plan.runId, {
-          promptTokens: usage.promptTokens,
-          completionTokens: usage.completionTokens,
-          modelCalls: calls,
-        });
-      }
+      if (!('error' in result))
+        await store.charge(plan.runId, await plannerCharge(deps, plan, result.outcome));
       const issues = 'error' in result || result.outcome.ok ? [] : [...result.outcome.issues];
       error = { code: 'plan_rejected', message: 'the replan was rejected', issues, ...nodeId };
     }
@@ -260,11 +255,7 @@ async function replanIfRequested(
     generation,
     { graph: outcome.graph, plan: outcome.plan, pending },
     planning,
-    {
-      promptTokens: outcome.usage.promptTokens,
-      completionTokens: outcome.usage.completionTokens,
-      modelCalls: outcome.calls,
-    },
+    await plannerCharge(deps, plan, outcome),
     drop,
   );
   if (next === 0) return false;

@@ -6,13 +6,15 @@ describe('childBudget', () => {
     expect(
       childBudget(
         { toolCalls: 10, toolTimeMs: 1000, tokens: 500 },
-        { toolCalls: 4, toolTimeMs: 250, tokens: 450 },
+        { toolCalls: 4, toolTimeMs: 250, tokens: 450, costNanoUsd: 0 },
       ),
     ).toEqual({ toolCalls: 6, toolTimeMs: 750, tokens: 50 });
   });
 
   it('leaves out what the parent does not limit, and goes to zero or below once spent', () => {
-    expect(childBudget({ tokens: 100 }, { toolCalls: 3, toolTimeMs: 9, tokens: 120 })).toEqual({
+    expect(
+      childBudget({ tokens: 100 }, { toolCalls: 3, toolTimeMs: 9, tokens: 120, costNanoUsd: 5 }),
+    ).toEqual({
       tokens: -20,
     });
   });

@@ -105,7 +105,12 @@ export interface ExecutableKindSpec<N extends NodeBase> extends NodeKindSpec<N> 
   run(run: NodeRun<N>): Promise<NodeSnapshot>;
 }
 
-export type ModelOutcome = { ok: true; result: ChatResult } | { ok: false; error: NodeErrorData };
+/**
+ * A model call's outcome; a successful one with what it cost in integer nano-dollars (absent when
+ * its model has no price).
+ */
+export type ModelOutcome =
+  { ok: true; result: ChatResult; costNanoUsd?: number } | { ok: false; error: NodeErrorData };
 export type BeforeToolCall = { ok: true; args: unknown } | { ok: false; error: NodeErrorData };
 
 /** Which call of an execution a tool call is, and the secrets its declared args reference. */
@@ -128,6 +133,8 @@ export interface RunUsageSoFar {
   readonly toolCalls: number;
   readonly toolTimeMs: number;
   readonly tokens: number;
+  /** What the run's priced model calls cost, in nano-dollars. */
+  readonly costNanoUsd: number;
 }
 
 /** What a loop iteration over a nested graph asks for: a child run of its own. */
@@ -152,6 +159,8 @@ export interface ChildRunState {
     promptTokens: number;
     completionTokens: number;
     modelCalls: number;
+    costUsd: number;
+    unpricedModelCalls: number;
   };
 }
 

@@ -6,6 +6,7 @@
  * iterations, and while a child run works, the job parks and holds no worker slot.
  */
 import { z } from 'zod';
+import { nanoFromUsd, usdFromNano } from '../cost/price-table.js';
 import type { Budget, NodeSnapshot, NodeUsage } from '../domain/node-snapshot.js';
 import { literalText } from '../graph/references.js';
 import { Args, CallNodeFields, Condition, type GraphOf } from '../graph/schema.js';
@@ -201,6 +202,8 @@ function graphIteration(run: NodeRun<LoopNode>, body: GraphBody): IterationRunne
         promptTokens: settled?.usage.promptTokens ?? 0,
         completionTokens: settled?.usage.completionTokens ?? 0,
         modelCalls: settled?.usage.modelCalls ?? 0,
+        costNanoUsd: nanoFromUsd(settled?.usage.costUsd ?? 0),
+        unpricedModelCalls: settled?.usage.unpricedModelCalls ?? 0,
       },
     };
   };
@@ -233,19 +236,25 @@ function finished(run: NodeRun<LoopNode>, iterations: Iteration[], stoppedBy: St
   });
 }
 
-/** Tokens and calls of an agent loop, for its snapshot (already charged to the run per iteration). */
+/** Tokens, calls and cost of an agent loop, for its snapshot (already charged to the run per iteration). */
 function agentUsage(iterations: readonly Iteration[]): NodeUsage | undefined {
   const turns = iterations.filter((i) => i.turn);
   if (turns.length === 0) return undefined;
-  const sum = (k: 'promptTokens' | 'completionTokens'): number =>
+  const sum = (k: 'promptTokens' | 'completionTokens' | 'cachedPromptTokens'): number =>
     turns.reduce((t, i) => t + (i.turn?.usage[k] ?? 0), 0);
   const promptTokens = sum('promptTokens');
   const completionTokens = sum('completionTokens');
+  const cachedPromptTokens = sum('cachedPromptTokens');
+  const priced = turns.filter((i) => i.turn?.costUsd !== undefined);
+  // Summed in nano-dollars, as the run's usage is.
+  const costNano = priced.reduce((t, i) => t + nanoFromUsd(i.turn?.costUsd ?? 0), 0);
   return {
     promptTokens,
     completionTokens,
     totalTokens: promptTokens + completionTokens,
     modelCalls: turns.length,
+    ...(cachedPromptTokens > 0 ? { cachedPromptTokens } : {}),
+    ...(priced.length > 0 ? { costUsd: usdFromNano(costNano) } : {}),
   };
 }
 

@@ -203,3 +203,11 @@ export function tenantSlotKeys(prefix: string, tenant: string): TenantSlotKeys {
   const base = `${prefix}:slots:{t:${tenant}}`;
   return { running: `${base}:running`, waiting: `${base}:waiting` };
 }
+
+/**
+ * One tenant's model spending on one UTC day (`YYYY-MM-DD`): a hash of nano-dollar totals and call
+ * counts, for the tenant and per agent, session and model. Keys of one tenant share the hash tag
+ * `{t:<tenant>}`; each expires `TETRALOOP_COST_LEDGER_DAYS` after its day.
+ */
+export const costDayKey = (prefix: string, tenant: string, day: string): string =>
+  `${prefix}:cost:{t:${tenant}}:${day}`;

@@ -25,6 +25,7 @@ import {
 } from '../domain/run-model.js';
 import type { ExecutableGraph, Graph } from '../nodes/index.js';
 import { RUN_ERROR_STATUS, cancelledError } from '../errors/run-error.js';
+import { usdFromNano } from '../cost/price-table.js';
 import { BlobStore } from './blob-store.js';
 import { DEFAULT_TENANT } from '../domain/tenant.js';
 import { channels, queuedRunsKey, tenantRunsKey, runKeyList, runKeys, type Channels } from './keys.js';
@@ -81,6 +82,8 @@ export interface NewRun {
 export interface RunPlan {
   readonly agentId: string;
   readonly tenant: string;
+  /** A session run's session, as stored (tenant-scoped). */
+  readonly sessionKey: string | null;
   readonly plan: ExecutableGraph;
   readonly input: unknown;
   readonly timeoutSeconds: number;
@@ -101,6 +104,8 @@ export interface BeginNodeResult {
   readonly budget: Budget;
   /** Model tokens (prompt + completion) used so far. */
   readonly tokens: number;
+  /** What the run's priced model calls cost so far, in nano-dollars. */
+  readonly costNanoUsd: number;
   readonly reads: ReadonlyMap<string, NodeSnapshot>;
 }
 
@@ -417,18 +422,20 @@ export class RunStore {
 
   /** The run's current executable plan, or null when it has none yet (an unplanned task run). */
   async plan(runId: string): Promise<RunPlan | null> {
-    const [plan, input, timeoutSeconds, agentId, tenant] = await this.redis.hmget(
+    const [plan, input, timeoutSeconds, agentId, tenant, sessionKey] = await this.redis.hmget(
       runKeys(this.options.prefix, runId).meta,
       'plan',
       'input',
       'timeoutSeconds',
       'agentId',
       'tenant',
+      'sessionKey',
     );
     if (plan === null) return null;
     return {
       agentId: agentId ?? 'main',
       tenant: tenant ?? DEFAULT_TENANT,
+      sessionKey: sessionKey ?? null,
       plan: parseJson(plan) as ExecutableGraph,
       input: parseJson(input),
       timeoutSeconds: Number(timeoutSeconds),
@@ -627,6 +634,7 @@ export class RunStore {
       deadlineAt,
       budget,
       tokens,
+      costNanoUsd,
       ...snapshots
     ] = raw;
     const reads = new Map<string, NodeSnapshot>();
@@ -645,6 +653,7 @@ export class RunStore {
       deadlineAt: str(deadlineAt) ? Number(deadlineAt) : null,
       budget: (parseJson(str(budget)) as Budget | null) ?? {},
       tokens: Number(tokens ?? 0),
+      costNanoUsd: Number(costNanoUsd ?? 0),
       reads,
     };
   }
@@ -675,13 +684,19 @@ export class RunStore {
     iteration: unknown,
     charge: UsageCharge,
     live: LiveNodeState,
-  ): Promise<{ iterations: number; toolCalls: number; toolTimeMs: number; tokens: number }> {
-    const [iterations, toolCalls, toolTimeMs, tokens] = (await this.script(
+  ): Promise<{
+    iterations: number;
+    toolCalls: number;
+    toolTimeMs: number;
+    tokens: number;
+    costNanoUsd: number;
+  }> {
+    const [iterations, toolCalls, toolTimeMs, tokens, costNanoUsd] = (await this.script(
       'record-iteration-6',
       this.keys(runId),
       [nodeId, n, JSON.stringify(iteration), chargeJson(charge), JSON.stringify(live)],
-    )) as [number, number, number, number];
-    return { iterations, toolCalls, toolTimeMs, tokens: tokens };
+    )) as [number, number, number, number, number];
+    return { iterations, toolCalls, toolTimeMs, tokens, costNanoUsd: Number(costNanoUsd ?? 0) };
   }
 
   async completeNode(
@@ -1014,6 +1029,8 @@ function usageOf(aux: Record<string, string>): RunDocument['usage'] {
     completionTokens: n('completionTokens'),
     totalTokens: n('promptTokens') + n('completionTokens'),
     modelCalls: n('modelCalls'),
+    costUsd: usdFromNano(n('costNanoUsd')),
+    unpricedModelCalls: n('unpricedModelCalls'),
   };
 }
 

@@ -1,6 +1,7 @@
 /**
  * Tetraloop's Prometheus metrics: one `tetraloop_` prefix, base units, `_total` only on counters,
- * and labels with bounded values only (never run, node or session ids). One registry per process;
+ * and labels with bounded values only (never run, node or session ids; agent and tenant ids only on
+ * the cost counter, each held to {@link COST_LABEL_VALUES} values per process). One registry per process;
  * every process exposes it (`/metrics` on the API, `--metrics-port` on workers) with the default
  * process metrics, and Prometheus sums across processes.
  */
@@ -104,6 +105,18 @@ export const metrics = {
     labelNames: ['model', 'type'] as const,
     registers: [registry],
   }),
+  modelCost: new Counter({
+    name: 'tetraloop_model_cost_usd_total',
+    help: 'What model calls cost in USD, priced by the price table, by model, agent and tenant (past 100 values per label in a process: other).',
+    labelNames: ['model', 'agent', 'tenant'] as const,
+    registers: [registry],
+  }),
+  modelUnpricedCalls: new Counter({
+    name: 'tetraloop_model_unpriced_calls_total',
+    help: 'Model calls of models without a price (not in tetraloop_model_cost_usd_total), by model.',
+    labelNames: ['model'] as const,
+    registers: [registry],
+  }),
   planRejections: new Counter({
     name: 'tetraloop_plan_rejections_total',
     help: 'Plans that were rejected, by reason.',
@@ -179,6 +192,43 @@ export const metrics = {
 /** The Prometheus text exposition of this process's metrics. */
 export async function metricsText(): Promise<{ contentType: string; body: string }> {
   return { contentType: registry.contentType, body: await registry.metrics() };
+}
+
+/** Distinct values a process gives each label of the cost counters; later ones are counted as `other`. */
+export const COST_LABEL_VALUES = 100;
+
+/** A label whose values are ids: the first `max` seen keep their name, the rest share `other`. */
+class BoundedLabel {
+  private readonly seen = new Set<string>();
+  constructor(private readonly max: number) {}
+  of(value: string): string {
+    if (this.seen.has(value)) return value;
+    if (this.seen.size >= this.max) return 'other';
+    this.seen.add(value);
+    return value;
+  }
+}
+const costLabels = {
+  model: new BoundedLabel(COST_LABEL_VALUES),
+  agent: new BoundedLabel(COST_LABEL_VALUES),
+  tenant: new BoundedLabel(COST_LABEL_VALUES),
+};
+
+/** Counts what a model call cost (`usd`), or, when its model has no price (`usd` undefined), the call. */
+export function observeModelCost(
+  labels: { model: string; agent: string; tenant: string },
+  usd: number | undefined,
+  calls = 1,
+): void {
+  const model = costLabels.model.of(labels.model);
+  if (usd === undefined) {
+    metrics.modelUnpricedCalls.inc({ model }, calls);
+    return;
+  }
+  metrics.modelCost.inc(
+    { model, agent: costLabels.agent.of(labels.agent), tenant: costLabels.tenant.of(labels.tenant) },
+    usd,
+  );
 }
 
 /** Counts a model call's requests and tokens by model. */
