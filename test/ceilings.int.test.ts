@@ -101,6 +101,7 @@ describe('ceilings', () => {
       maxIterations: 10,
       maxReplans: 2,
       timeoutSeconds: 60,
+      onBudget: 'fail',
     });
     const refused = stack.api.runs.submit(request('writer'), undefined, { tenant: 'acme' });
     await expect(refused).rejects.toBeInstanceOf(RequestRefusedError);
@@ -153,6 +154,7 @@ describe('ceilings', () => {
         maxIterations: 10,
         maxReplans: 2,
         timeoutSeconds: 60,
+        onBudget: 'fail',
       },
       undefined,
       { tenant: 'acme' },

@@ -129,7 +129,7 @@ export async function startPools(env: WorkerEnv, options: StartPoolsOptions): Pr
   const ceilings = ceilingsOf(env);
   const slots = new TenantSlots(state, prefix);
   // Model calls are priced once per process from the same table, and booked per tenant and day.
-  const cost = { prices: priceTableOf(env), ledger: services.costs };
+  const cost = { prices: priceTableOf(env), ledger: services.costs, ceilings };
 
   // One set of executor dependencies per pool: each gets its own plan cache and logger layer.
   const depsFor = (layer: Pool): ExecutorDeps => ({

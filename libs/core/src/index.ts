@@ -10,6 +10,7 @@ export * from './domain/run-id.js';
 export * from './ceilings/ceilings.js';
 export * from './ceilings/open-slots.js';
 export * from './cost/price-table.js';
+export * from './cost/budget-rules.js';
 export * from './graph/index.js';
 export * from './nodes/index.js';
 export * from './compile/validate.js';

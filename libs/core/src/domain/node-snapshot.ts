@@ -67,6 +67,9 @@ export const LiveNodeState = z.object({
 });
 export type LiveNodeState = z.infer<typeof LiveNodeState>;
 
+/** The largest money budget a run may have (USD): its nano-dollars stay exact integers. */
+export const MAX_BUDGET_COST_USD = 1_000_000;
+
 /** Per-run execution budget. @defaultValue from the API's configuration */
 export const Budget = z.strictObject({
   /** Tool calls (each attempt and each loop iteration counts). */
@@ -75,8 +78,17 @@ export const Budget = z.strictObject({
   toolTimeMs: z.number().int().positive().optional(),
   /** Model tokens, prompt plus completion. */
   tokens: z.number().int().positive().optional(),
+  /** Money spent on model calls, in USD, priced by the price table (`TETRALOOP_MODEL_PRICES`). */
+  costUsd: z.number().positive().max(MAX_BUDGET_COST_USD).optional(),
 });
 export type Budget = z.infer<typeof Budget>;
+
+/**
+ * What a run does when a model call finds its money budget (`budget.costUsd`) spent: `fail` the
+ * node (`budget_exhausted`), or `pause` it until a signal raises the budget or stops it.
+ */
+export const OnBudget = z.enum(['fail', 'pause']);
+export type OnBudget = z.infer<typeof OnBudget>;
 
 /** What a node or iteration used, charged to the run's usage counters. */
 export interface UsageCharge {

@@ -5,7 +5,7 @@
 import { z } from 'zod';
 import { RunError } from '../errors/run-error.js';
 import type { GraphOf } from '../graph/schema.js';
-import type { AttemptRecord, Budget, LiveNodeState, NodeSnapshot } from './node-snapshot.js';
+import type { AttemptRecord, Budget, LiveNodeState, NodeSnapshot, OnBudget } from './node-snapshot.js';
 import type { WaitRecord } from './signal.js';
 
 export * from './node-snapshot.js';
@@ -49,7 +49,8 @@ export interface RunUsage {
 }
 
 /** The stream families clients follow: each event type belongs to one, with a phase. */
-export type EventFamily = 'lifecycle' | 'plan' | 'node' | 'tool' | 'assistant' | 'usage' | 'environment';
+export type EventFamily =
+  'lifecycle' | 'plan' | 'node' | 'tool' | 'assistant' | 'usage' | 'budget' | 'environment';
 
 /** Family and phase of an event type (`run.finished` → lifecycle/end or error, `tool.start` → tool/start…). */
 export function familyOf(type: string, data: unknown): { family: EventFamily; phase: string } {
@@ -71,6 +72,8 @@ export function familyOf(type: string, data: unknown): { family: EventFamily; ph
       return { family: 'assistant', phase: tail };
     case 'usage':
       return { family: 'usage', phase: 'update' };
+    case 'budget':
+      return { family: 'budget', phase: tail };
     case 'node':
       return { family: 'node', phase: tail };
     default:
@@ -116,6 +119,8 @@ export interface RunDocument {
   input: unknown;
   timeoutSeconds: number;
   budget: Budget;
+  /** What a model call does when the money budget is spent: fail, or pause for a decision. */
+  onBudget: OnBudget;
   usage: RunUsage;
   /** Bumped by every resume; node jobs of older generations are discarded. */
   generation: number;

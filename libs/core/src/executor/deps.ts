@@ -35,10 +35,12 @@ export interface ExecutorHooks {
   readonly registry?: HookRegistry;
 }
 
-/** What prices model calls and counts their cost: the price table and the daily ledger. */
+/** What prices model calls and counts their cost: the price table, the daily ledger, the caps. */
 export interface CostDeps {
   readonly prices: PriceTable;
   readonly ledger: CostLedger;
+  /** Tenants' daily caps (`dailyCostUsd`) and the ceiling of money budgets. */
+  readonly ceilings: Ceilings;
 }
 
 /** What the run loop tells the session layer, when runs belong to session lanes. */

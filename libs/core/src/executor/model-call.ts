@@ -10,7 +10,7 @@ import { MODEL_VARIABLES } from '../model/model-config.js';
 import type { ModelOutcome, RunUsageSoFar } from '../nodes/index.js';
 import { lessonsForModelCall } from '../reflect/lesson-effects.js';
 import { observeModelCall } from '../telemetry/metrics.js';
-import { costFields, recordModelCost } from './model-cost.js';
+import { costFields, costGate, recordModelCost } from './model-cost.js';
 import { limitFor, type NodeContext } from './node-context.js';
 
 /** How often streamed text is flushed to the event stream. */
@@ -19,7 +19,7 @@ const DELTA_FLUSH_MS = 50;
 export async function callModel(
   ctx: NodeContext,
   call: Omit<ChatCall, 'signal' | 'onDelta'>,
-  used: Pick<RunUsageSoFar, 'tokens' | 'toolTimeMs'> = ctx.begin,
+  used: Pick<RunUsageSoFar, 'tokens' | 'toolTimeMs' | 'costNanoUsd'> = ctx.begin,
 ): Promise<ModelOutcome> {
   const model = ctx.deps.model;
   if (!model)
@@ -38,6 +38,9 @@ export async function callModel(
       },
     };
   }
+  // The tenant's daily cap and the money budget (spent: fail, or park for a budget decision).
+  const overBudget = await costGate(ctx, used.costNanoUsd);
+  if (overBudget) return { ok: false, error: overBudget };
   const modelName = call.model ?? model.config.model;
   ctx.call.tool = MODEL_CALL_TOOL;
   ctx.call.target = modelName;

@@ -3,6 +3,7 @@
  * worker parses it and builds its topology once, not once per node. Each pool of a process has a
  * cache of its own (1,000 plans by default).
  */
+import type { OnBudget } from '../domain/run-model.js';
 import { scopedName } from '../domain/tenant.js';
 import { findReferences } from '../graph/references.js';
 import { buildTopology, type Topology } from '../graph/topology.js';
@@ -20,6 +21,8 @@ export interface CompiledPlan {
   readonly sessionKey: string | null;
   readonly input: unknown;
   readonly timeoutSeconds: number;
+  /** What a model call does when the money budget is spent. */
+  readonly onBudget: OnBudget;
   readonly nodes: ReadonlyMap<string, ExecutableNode>;
   readonly topology: Topology;
   /** Per node: the node ids its fields reference (whose snapshots it must read). */
@@ -76,6 +79,7 @@ export class PlanCache {
       sessionKey: stored.sessionKey,
       input: stored.input,
       timeoutSeconds: stored.timeoutSeconds,
+      onBudget: stored.onBudget,
       nodes,
       topology: buildTopology([...nodes.keys()], stored.plan.edges),
       reads,

@@ -19,7 +19,7 @@ import { retainBlobs } from './blob-reads.js';
 import { admitRun, releaseRun } from './run-admission.js';
 import type { ExecutorDeps } from './deps.js';
 import { continuesOnFailure, enqueueReady } from './node-executor.js';
-import { plannerCharge } from './model-cost.js';
+import { dailyCapReached, plannerCharge } from './model-cost.js';
 import { nowIso } from './node-context.js';
 import type { CompiledPlan } from './plan-cache.js';
 
@@ -101,6 +101,10 @@ async function ensurePlanned(
   if (status === null) return 'gone';
   if (status !== 'queued') return settleUnplanned(deps, runId);
   if (!deps.planning) throw new Error('this process cannot plan task runs');
+  // A tenant past its daily cap on model spending gets no planner call either.
+  const capped = await dailyCapReached(deps, header.tenant);
+  if (capped)
+    return rejectPlan(deps, runId, { code: 'budget_exhausted', message: capped.message, cause: capped });
   const stored = await store.plan(runId);
   const input = stored ? stored.input : (await store.document(runId))?.input;
   let result: Awaited<ReturnType<typeof planRun>>;
@@ -195,6 +199,12 @@ async function replanIfRequested(
   const failure = task.replanRequest as RunError;
   const planner = deps.planning;
   if (!planner) throw new Error('this process cannot plan task runs');
+  const capped = await dailyCapReached(deps, plan.tenant);
+  if (capped) {
+    const error: RunError = { code: 'budget_exhausted', message: capped.message, cause: capped };
+    await store.decideError(plan.runId, error, nowIso(), generation);
+    return false;
+  }
   // Tracked before the status is read: a cancel or the deadline, published while the planner is
   // asked, aborts the call (the decision then stands and the run settles as decided).
   const tracked = deps.aborts.track(plan.runId);

@@ -206,7 +206,10 @@ export interface NodeRun<N extends NodeBase> {
    */
   beforeToolCall(tool: string, args: unknown, request?: string): Promise<BeforeToolCall>;
   afterToolCall(tool: string, args: unknown, outcome: ToolOutcome): Promise<void>;
-  /** Calls the model under the node's limits and the token budget, streaming text to the run's events. */
+  /**
+   * Calls the model under the node's limits, the token and money budgets and the tenant's daily cap
+   * (a spent money budget may park the job for a budget decision), streaming text to the run's events.
+   */
   callModel(call: Omit<ChatCall, 'signal' | 'onDelta'>, used?: RunUsageSoFar): Promise<ModelOutcome>;
   /** The signal's payload once it arrived, or `delivered: false` after the timeout; parks meanwhile. */
   awaitSignal(signal: string, timeoutSeconds: number): Promise<{ delivered: boolean; payload: unknown }>;

@@ -164,7 +164,9 @@ function graphIteration(run: NodeRun<LoopNode>, body: GraphBody): IterationRunne
     let childId = child?.runId;
     if (!child) {
       const budget = childBudget(run.budget, usage);
-      const spent = (['toolCalls', 'toolTimeMs', 'tokens'] as const).find((k) => (budget[k] ?? 1) < 1);
+      const spent =
+        (['toolCalls', 'toolTimeMs', 'tokens'] as const).find((k) => (budget[k] ?? 1) < 1) ??
+        (budget.costUsd !== undefined && budget.costUsd <= 0 ? 'costUsd' : undefined);
       if (spent) {
         throw new NodeEnded({ code: 'budget_exhausted', message: 'the run used its budget', budget: spent });
       }
@@ -210,14 +212,17 @@ function graphIteration(run: NodeRun<LoopNode>, body: GraphBody): IterationRunne
 }
 
 /**
- * A child run's budget: what is left of the parent's (tool calls, tool time and tokens), so a
- * child never spends more than its parent still may.
+ * A child run's budget: what is left of the parent's (tool calls, tool time, tokens and money), so
+ * a child never spends more than its parent still may.
  */
 export function childBudget(limit: Budget, used: RunUsageSoFar): Budget {
   return {
     ...(limit.toolCalls !== undefined ? { toolCalls: limit.toolCalls - used.toolCalls } : {}),
     ...(limit.toolTimeMs !== undefined ? { toolTimeMs: limit.toolTimeMs - used.toolTimeMs } : {}),
     ...(limit.tokens !== undefined ? { tokens: limit.tokens - used.tokens } : {}),
+    ...(limit.costUsd !== undefined
+      ? { costUsd: usdFromNano(nanoFromUsd(limit.costUsd) - used.costNanoUsd) }
+      : {}),
   };
 }
 

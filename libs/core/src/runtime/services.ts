@@ -114,6 +114,7 @@ export function buildServices(
       toolCalls: env.TETRALOOP_BUDGET_TOOL_CALLS,
       toolTimeMs: env.TETRALOOP_BUDGET_TOOL_TIME_MS,
       tokens: env.TETRALOOP_BUDGET_TOKENS,
+      ...(env.TETRALOOP_BUDGET_COST_USD ? { costUsd: env.TETRALOOP_BUDGET_COST_USD } : {}),
     },
     lanePosition: (sessionKey, runId) => sessionStore.position(sessionKey, runId),
   });

@@ -10,6 +10,7 @@ import {
   Budget,
   LiveNodeState,
   NodeSnapshot,
+  type OnBudget,
   RunError,
   RunStatus,
   SignalDecision,
@@ -33,7 +34,7 @@ import { loadScripts, type ScriptRunner } from './scripts.js';
 
 /** What `signal-6.lua` answers. */
 export type SignalDelivery =
-  'delivered' | 'duplicate' | 'unknown_run' | 'run_finished' | 'not_awaited' | 'too_many';
+  'delivered' | 'duplicate' | 'unknown_run' | 'run_finished' | 'not_awaited' | 'too_many' | 'not_raised';
 
 /** One wait of a node, as `waitState` takes it. */
 export interface WaitSpec {
@@ -45,6 +46,8 @@ export interface WaitSpec {
   /** An approval's nonce candidate: kept on the first call, then always the same. */
   readonly nonce?: string;
   readonly approval?: { readonly tool: string; readonly reason: string };
+  /** A model call paused over the run's money budget: the budget and what was spent (USD). */
+  readonly budget?: { readonly costUsd: number; readonly spentUsd: number };
 }
 
 export interface WaitState {
@@ -72,6 +75,8 @@ export interface NewRun {
   readonly input: unknown;
   readonly timeoutSeconds: number;
   readonly budget: Budget;
+  /** What a spent money budget does. @defaultValue "fail" */
+  readonly onBudget?: OnBudget;
   readonly metadata: Record<string, unknown> | undefined;
   readonly createdAt: string;
   /** Dependencies per node; nodes with none may be left out. */
@@ -87,6 +92,7 @@ export interface RunPlan {
   readonly plan: ExecutableGraph;
   readonly input: unknown;
   readonly timeoutSeconds: number;
+  readonly onBudget: OnBudget;
 }
 
 export interface BeginNodeResult {
@@ -253,6 +259,7 @@ export class RunStore {
       input: JSON.stringify(run.input ?? null),
       timeoutSeconds: String(run.timeoutSeconds),
       budget: JSON.stringify(run.budget),
+      ...(run.onBudget === 'pause' ? { onBudget: run.onBudget } : {}),
       metadata: JSON.stringify(run.metadata ?? null),
       generation: '0',
       eventsMax: String(this.options.eventsMax ?? 10_000),
@@ -422,7 +429,7 @@ export class RunStore {
 
   /** The run's current executable plan, or null when it has none yet (an unplanned task run). */
   async plan(runId: string): Promise<RunPlan | null> {
-    const [plan, input, timeoutSeconds, agentId, tenant, sessionKey] = await this.redis.hmget(
+    const [plan, input, timeoutSeconds, agentId, tenant, sessionKey, onBudget] = await this.redis.hmget(
       runKeys(this.options.prefix, runId).meta,
       'plan',
       'input',
@@ -430,6 +437,7 @@ export class RunStore {
       'agentId',
       'tenant',
       'sessionKey',
+      'onBudget',
     );
     if (plan === null) return null;
     return {
@@ -439,7 +447,14 @@ export class RunStore {
       plan: parseJson(plan) as ExecutableGraph,
       input: parseJson(input),
       timeoutSeconds: Number(timeoutSeconds),
+      onBudget: onBudget === 'pause' ? 'pause' : 'fail',
     };
+  }
+
+  /** The run's budget now (a budget decision may have raised it since a node began). */
+  async budget(runId: string): Promise<Budget> {
+    const raw = await this.redis.hget(runKeys(this.options.prefix, runId).meta, 'budget');
+    return Budget.parse(parseJson(raw) ?? {});
   }
 
   /**
@@ -875,6 +890,7 @@ export class RunStore {
     payload: unknown,
     decision: SignalDecision,
     maxPerRun: number,
+    raise?: { readonly costUsd: number },
   ): Promise<SignalDelivery> {
     const result = (await this.script('signal-6', this.keys(runId), [
       name,
@@ -882,6 +898,7 @@ export class RunStore {
       JSON.stringify(decision),
       maxPerRun,
       Date.now(),
+      raise ? JSON.stringify(raise) : '',
     ])) as SignalDelivery;
     return result;
   }
@@ -908,6 +925,7 @@ export class RunStore {
       JSON.stringify({
         since: new Date().toISOString(),
         ...(wait.approval ? { approval: wait.approval } : {}),
+        ...(wait.budget ? { budget: wait.budget } : {}),
       }),
     ])) as [string | null, number, string, string | null];
     return {
@@ -1010,6 +1028,7 @@ export class RunStore {
       input: parseJson(meta.input),
       timeoutSeconds: Number(meta.timeoutSeconds),
       budget: Budget.parse(parseJson(meta.budget) ?? {}),
+      onBudget: meta.onBudget === 'pause' ? 'pause' : 'fail',
       usage: usageOf(aux),
       generation: Number(meta.generation ?? 0),
       metadata: parseJson(meta.metadata) as Record<string, unknown> | null,
