@@ -102,6 +102,7 @@ describe('ceilings', () => {
       maxReplans: 2,
       timeoutSeconds: 60,
       priority: 5,
+      onBudget: 'fail',
     });
     const refused = stack.api.runs.submit(request('writer'), undefined, { tenant: 'acme' });
     await expect(refused).rejects.toBeInstanceOf(RequestRefusedError);
@@ -155,6 +156,7 @@ describe('ceilings', () => {
         maxReplans: 2,
         timeoutSeconds: 60,
         priority: 5,
+        onBudget: 'fail',
       },
       undefined,
       { tenant: 'acme' },

@@ -587,6 +587,9 @@ describe('deployment files', () => {
         /Lesson applications \/ s by kind/,
         /Lessons by status/,
         /Blob bytes \/ s, stored and deduplicated/,
+        /Model cost USD \/ h by model/,
+        /Model cost USD \/ h by tenant/,
+        /Model cost USD \/ h, top 10 agents/,
       ]) {
         expect(titles).toMatch(t);
       }
@@ -600,6 +603,8 @@ describe('deployment files', () => {
         'tetraloop_blob_bytes_total',
         'tetraloop_long_requests_open',
         'tetraloop_long_requests_refused_total',
+        'tetraloop_model_cost_usd_total',
+        'tetraloop_model_unpriced_calls_total',
       ]) {
         expect(exprs).toMatch(new RegExp(`\\b${metric}\\b`));
       }

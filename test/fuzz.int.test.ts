@@ -130,7 +130,7 @@ const caseArb: fc.Arbitrary<Case> = fc.constantFrom(...names).chain((name) =>
     params: fc.array(param(), { minLength: 3, maxLength: 3 }),
     query: fc.array(
       fc.tuple(
-        fc.constantFrom('timeoutMs', 'expand', 'status', 'limit', 'after', fc.string() as never),
+        fc.constantFrom('timeoutMs', 'expand', 'status', 'limit', 'after', 'day', fc.string() as never),
         fc.string({ maxLength: 40 }),
       ),
       { maxLength: 3 },

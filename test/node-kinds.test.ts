@@ -165,11 +165,16 @@ describe('the node-kind table', () => {
     };
     expect(executionOf(SAMPLES.loop).charge(snapshot)).toEqual({});
     expect(executionOf(SAMPLES.tool).charge(snapshot)).toEqual({ toolTimeMs: 7 });
+    // A call without a price is counted as one; a priced one charges its cost in nano-dollars.
     expect(executionOf(SAMPLES.llm).charge(snapshot)).toEqual({
       promptTokens: 3,
       completionTokens: 4,
       modelCalls: 1,
+      unpricedModelCalls: 1,
     });
+    expect(
+      executionOf(SAMPLES.llm).charge({ ...snapshot, usage: { ...snapshot.usage, costUsd: 0.0000123 } }),
+    ).toEqual({ promptTokens: 3, completionTokens: 4, modelCalls: 1, costNanoUsd: 12_300 });
     expect(executionOf(SAMPLES.wait).charge(snapshot)).toEqual({});
     expect(
       executionOf({ ...SAMPLES.tool, timeoutMs: 500 }).timeoutMs({ ...SAMPLES.tool, timeoutMs: 500 }),

@@ -11,9 +11,11 @@ import {
   runKeyList,
   runKeys,
   type AttemptRecord,
+  type Budget,
   type ExecutableGraph,
   type Graph,
   type NodeSnapshot,
+  type OnBudget,
   type PlanningRecord,
   type RunError,
   type RunEvent,
@@ -84,7 +86,7 @@ const keysOf = (runId: string): RunKeys => runKeys(prefix, runId);
 const allKeys = (runId: string): string[] => runKeyList(keysOf(runId));
 
 async function createRun(
-  options: { runId?: string; task?: TaskSpec; input?: unknown } = {},
+  options: { runId?: string; task?: TaskSpec; input?: unknown; budget?: Budget; onBudget?: OnBudget } = {},
 ): Promise<string> {
   const runId = options.runId ?? randomUUID();
   await store.create({
@@ -92,7 +94,8 @@ async function createRun(
     ...(options.task ? { task: options.task } : { graph, plan }),
     input: options.input ?? { q: 1 },
     timeoutSeconds: TIMEOUT,
-    budget: { toolCalls: 10 },
+    budget: options.budget ?? { toolCalls: 10 },
+    ...(options.onBudget ? { onBudget: options.onBudget } : {}),
     metadata: { m: 1 },
     createdAt: T,
     pending: options.task
@@ -107,8 +110,8 @@ async function createRun(
 }
 
 /** A fixed-graph run, started: a and b queued. */
-async function runningRun(): Promise<string> {
-  const runId = await createRun();
+async function runningRun(options: { budget?: Budget; onBudget?: OnBudget } = {}): Promise<string> {
+  const runId = await createRun(options);
   await store.start(runId, 0, ['a', 'b'], DEADLINE, T);
   return runId;
 }
@@ -322,7 +325,7 @@ describe('begin-node', () => {
     await store.completeNode(runId, 'a', snapshot('succeeded', { x: 1 }), {
       release: true,
       children: ['c'],
-      charge: { toolTimeMs: 7, promptTokens: 3, completionTokens: 4 },
+      charge: { toolTimeMs: 7, promptTokens: 3, completionTokens: 4, costNanoUsd: 1_234_567 },
     });
     const options = {
       generation: 0,
@@ -343,6 +346,7 @@ describe('begin-node', () => {
       deadlineAt: DEADLINE,
       budget: { toolCalls: 10 },
       tokens: 7,
+      costNanoUsd: 1_234_567,
       reads: new Map([['a', snapshot('succeeded', { x: 1 })]]),
     });
     expect(JSON.parse((await redis.hget(keysOf(runId).live, 'c'))!)).toEqual(running);
@@ -431,7 +435,7 @@ describe('record-attempt', () => {
 });
 
 describe('record-iteration', () => {
-  const charge = { toolCalls: 2, toolTimeMs: 5, promptTokens: 1, completionTokens: 2 };
+  const charge = { toolCalls: 2, toolTimeMs: 5, promptTokens: 1, completionTokens: 2, costNanoUsd: 40 };
   const live = (iterations: number): { status: 'running'; iterations: number } => ({
     status: 'running',
     iterations,
@@ -442,12 +446,18 @@ describe('record-iteration', () => {
     const { result, events } = await withEvents(runId, () =>
       store.recordIteration(runId, 'a', 1, { i: 1 }, charge, live(1)),
     );
-    expect(result).toEqual({ iterations: 1, toolCalls: 2, toolTimeMs: 5, tokens: 3 });
+    expect(result).toEqual({ iterations: 1, toolCalls: 2, toolTimeMs: 5, tokens: 3, costNanoUsd: 40 });
     expect(brief(events)).toEqual([{ type: 'node.iteration', nodeId: 'a', data: { i: 1 } }]);
     const repeated = await withEvents(runId, () =>
       store.recordIteration(runId, 'a', 1, { i: 9 }, charge, live(9)),
     );
-    expect(repeated.result).toEqual({ iterations: 1, toolCalls: 2, toolTimeMs: 5, tokens: 3 });
+    expect(repeated.result).toEqual({
+      iterations: 1,
+      toolCalls: 2,
+      toolTimeMs: 5,
+      tokens: 3,
+      costNanoUsd: 40,
+    });
     expect(repeated.events).toEqual([]);
     await store.recordIteration(runId, 'a', 2, { i: 2 }, charge, live(2));
     const k = keysOf(runId);
@@ -954,6 +964,90 @@ describe('wait-state', () => {
       decidedBy: BY,
     });
     expect(await redis.hget(keysOf(runId).live, 'a')).toBe('{"status":"queued"}');
+  });
+});
+
+describe('budget decisions', () => {
+  const paused = (nodeId: string, nonce: string) => ({
+    nodeId,
+    key: 'budget#g0#500000000',
+    signal: 'budget.',
+    nonce,
+    budget: { costUsd: 0.5, spentUsd: 0.61 },
+  });
+
+  it('pause every node at one budget under one name, each with its wait and budget.paused', async () => {
+    const runId = await runningRun({ budget: { toolCalls: 10, costUsd: 0.5 }, onBudget: 'pause' });
+    const a = await withEvents(runId, () =>
+      store.waitState(runId, paused('a', 'n1'), NOW + 60_000, waiting('x')),
+    );
+    const b = await withEvents(runId, () =>
+      store.waitState(runId, paused('b', 'n2'), NOW + 90_000, waiting('x')),
+    );
+    expect([a.result.signal, b.result.signal]).toEqual(['budget.n1', 'budget.n1']);
+    // One deadline per pause: the first call's.
+    expect(b.result.deadlineAt).toBe(NOW + 60_000);
+    const until = new Date(NOW + 60_000).toISOString();
+    for (const [node, { events }] of [
+      ['a', a],
+      ['b', b],
+    ] as const) {
+      expect(brief(events)).toEqual([
+        {
+          type: 'signal.awaited',
+          nodeId: node,
+          data: { signal: 'budget.n1', until: expect.any(String), budget: { costUsd: 0.5, spentUsd: 0.61 } },
+        },
+        {
+          type: 'budget.paused',
+          nodeId: node,
+          data: { budget: 'costUsd', costUsd: 0.5, spentUsd: 0.61, signal: 'budget.n1', until },
+        },
+      ]);
+    }
+    // Again from a re-entering job: no new wait, no new event.
+    const again = await withEvents(runId, () => store.waitState(runId, paused('a', 'n3'), NOW, waiting('x')));
+    expect(again.events).toEqual([]);
+    const doc = await store.document(runId);
+    for (const node of ['a', 'b']) {
+      expect(doc!.nodes[node]).toMatchObject({ status: 'waiting', signal: 'budget.n1' });
+      expect(doc!.nodes[node]!.waits).toEqual([
+        expect.objectContaining({ signal: 'budget.n1', budget: { costUsd: 0.5, spentUsd: 0.61 } }),
+      ]);
+    }
+    expect(doc!.onBudget).toBe('pause');
+  });
+
+  it('raise the budget in the step that delivers the decision, and only upwards', async () => {
+    const runId = await runningRun({ budget: { toolCalls: 10, costUsd: 0.5 }, onBudget: 'pause' });
+    await store.waitState(runId, paused('a', 'n1'), NOW + 60_000, waiting('x'));
+    const low = await withEvents(runId, () =>
+      store.signal(runId, 'budget.n1', { costUsd: 0.5 }, BY, 10, { costUsd: 0.5 }),
+    );
+    expect(low).toEqual({ result: 'not_raised', events: [] });
+    expect(await redis.hexists(keysOf(runId).aux, 'signal:budget.n1')).toBe(0);
+    const raised = await withEvents(runId, () =>
+      store.signal(runId, 'budget.n1', { costUsd: 2 }, BY, 10, { costUsd: 2 }),
+    );
+    expect(raised.result).toBe('delivered');
+    expect(brief(raised.events)).toEqual([
+      { type: 'signal.received', data: { name: 'budget.n1', payload: { costUsd: 2 }, decidedBy: BY } },
+      {
+        type: 'budget.raised',
+        data: { budget: 'costUsd', from: 0.5, to: 2, signal: 'budget.n1', decidedBy: BY },
+      },
+    ]);
+    expect(await store.budget(runId)).toEqual({ toolCalls: 10, costUsd: 2 });
+    expect(raised.events.map((e) => e.family)).toEqual(['environment', 'budget']);
+  });
+
+  it('deliver a stop without touching the budget', async () => {
+    const runId = await runningRun({ budget: { toolCalls: 10, costUsd: 0.5 }, onBudget: 'pause' });
+    await store.waitState(runId, paused('a', 'n1'), NOW + 60_000, waiting('x'));
+    const stopped = await withEvents(runId, () => store.signal(runId, 'budget.n1', { stop: true }, BY, 10));
+    expect(stopped.result).toBe('delivered');
+    expect(stopped.events.map((e) => e.type)).toEqual(['signal.received']);
+    expect(await store.budget(runId)).toEqual({ toolCalls: 10, costUsd: 0.5 });
   });
 });
 
@@ -1501,6 +1595,7 @@ describe('guards against ended and vanished runs', () => {
       toolCalls: 0,
       toolTimeMs: 0,
       tokens: 0,
+      costNanoUsd: 0,
     });
     expect(await store.waitState(runId, waitFor('w', 'go'), DEADLINE, { status: 'waiting' })).toEqual({
       payload: null,

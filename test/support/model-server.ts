@@ -40,7 +40,8 @@ export type ScriptedReply =
   | {
       content: string;
       toolCalls?: { name: string; arguments: unknown }[];
-      usage?: { promptTokens?: number; completionTokens?: number };
+      /** `cachedPromptTokens`: reported as `prompt_tokens_details.cached_tokens`, as OpenAI does. */
+      usage?: { promptTokens?: number; completionTokens?: number; cachedPromptTokens?: number };
       latencyMs?: number;
     }
   /** An HTTP error answer (e.g. 429 with retry-after, 500). */
@@ -213,6 +214,9 @@ export async function startModelServer(options: ModelServerOptions): Promise<Mod
       prompt_tokens: promptTokens,
       completion_tokens: completionTokens,
       total_tokens: promptTokens + completionTokens,
+      ...(reply.usage?.cachedPromptTokens !== undefined
+        ? { prompt_tokens_details: { cached_tokens: reply.usage.cachedPromptTokens } }
+        : {}),
     };
 
     if (!request.stream) {

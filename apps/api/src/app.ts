@@ -8,6 +8,7 @@ import {
   type LimitsDocument,
   metricsText,
   type Ceilings,
+  type CostLedger,
   type RateLimitStore,
   type MemoryServices,
   type RunEventHub,
@@ -35,6 +36,7 @@ import { runHandlers } from './runs-router.js';
 import { secretHandlers } from './secrets-router.js';
 import { sessionHandlers, type RawBodyRequest } from './sessions-router.js';
 import { rateLimit } from './rate-limit.js';
+import { usageHandlers } from './usage-router.js';
 
 export interface AppDeps {
   /** Brings scrape-time gauges (queue depths) up to date before /metrics answers. */
@@ -59,6 +61,8 @@ export interface AppDeps {
   readonly sources: SourceService;
   /** Each tenant's secrets (write-only over HTTP). */
   readonly secrets: SecretStore;
+  /** Each tenant's daily model spending. */
+  readonly costs: CostLedger;
   readonly senseQueue: Queue;
   readonly senseEvents: QueueEvents;
   readonly waiter: RunWaiter;
@@ -133,6 +137,7 @@ export function createApp(deps: AppDeps): express.Express {
     ...sessionHandlers(deps),
     ...memoryHandlers(deps),
     ...secretHandlers(deps),
+    ...usageHandlers(deps),
     ...keyHandlers({ keys: deps.auth.keys, purgeTenant: deps.purgeTenant }),
     ...limitHandlers(deps),
   });

@@ -5,7 +5,9 @@
 import type { Request, RequestHandler, Response } from 'express';
 import {
   metrics,
+  BudgetDecision,
   RunRequest,
+  isBudgetSignal,
   type AcceptBarrier,
   type AcceptShortfall,
   unscopeName,
@@ -32,6 +34,7 @@ function refusalStatus(code: SignalRefusal): number {
   switch (code) {
     case 'signal_not_awaited':
     case 'run_finished':
+    case 'budget_not_raised':
       return 409;
     case 'signal_too_large':
       return 413;
@@ -197,6 +200,11 @@ export function runHandlers(deps: RunsRouterDeps): Partial<Record<RouteName, Req
       req.get('content-length') !== '0'
     ) {
       throw new HttpError(415, 'unsupported_media_type', 'send the body as application/json');
+    }
+    // A budget decision raises the run's money budget or stops it; anything else is refused here.
+    if (isBudgetSignal(name.data)) {
+      const budget = BudgetDecision.safeParse(req.body ?? null);
+      if (!budget.success) throw zodToHttp(budget.error, ['body']);
     }
     const caller = callerOf(res);
     const decision = { keyId: caller.keyId, tenant: caller.tenant, at: new Date().toISOString() };

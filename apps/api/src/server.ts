@@ -142,6 +142,7 @@ export async function startApi(env: ApiEnv, options: StartApiOptions = {}): Prom
     ...(services.memory ? { memory: services.memory } : {}),
     sources: services.sources,
     secrets: services.secrets,
+    costs: services.costs,
     senseQueue: queues.sense,
     senseEvents,
     waiter,

@@ -21,6 +21,7 @@ import {
   allowedToolsOf,
   buildServices,
   ceilingsOf,
+  priceTableOf,
   builtinTools,
   closeQueues,
   connectRedis,
@@ -140,6 +141,8 @@ export async function startPools(env: WorkerEnv, options: StartPoolsOptions): Pr
     queues.node,
     log.child({ layer: 'flow' }),
   );
+  // Model calls are priced once per process from the same table, and booked per tenant and day.
+  const cost = { prices: priceTableOf(env), ledger: services.costs, ceilings };
 
   // One set of executor dependencies per pool: each gets its own plan cache and logger layer.
   const depsFor = (layer: Pool): ExecutorDeps => ({
@@ -169,6 +172,7 @@ export async function startPools(env: WorkerEnv, options: StartPoolsOptions): Pr
       cache: planCache,
     },
     admission: { ceilings, slots },
+    cost,
     sessions: {
       onRunSettled: (runId: string) => services.sessions.onRunSettled(runId),
       environmentVersion: async (sessionKey: string) =>

@@ -100,6 +100,24 @@ describe('budget, deadline, caps and rates', () => {
     expect(c.clampTimeout(30)).toBe(30);
   });
 
+  it('clamps the money budget, and gives a run without one the ceiling', () => {
+    const base = { toolCalls: 1, toolTimeMs: 1, tokens: 1 };
+    const capped = new Ceilings(settings({ budget: { costUsd: 2 } }));
+    expect(capped.clampBudget({ ...base, costUsd: 5 }).costUsd).toBe(2);
+    expect(capped.clampBudget({ ...base, costUsd: 0.5 }).costUsd).toBe(0.5);
+    expect(capped.clampBudget(base).costUsd).toBe(2);
+    expect(capped.maxCostUsd()).toBe(2);
+    const open = new Ceilings(settings());
+    expect(open.clampBudget(base)).toEqual(base);
+    expect(open.maxCostUsd()).toBeUndefined();
+  });
+
+  it("reads a tenant's daily money cap", () => {
+    const c = new Ceilings(settings({ tenants: { acme: { dailyCostUsd: 25 } } }));
+    expect(c.dailyCostUsd('acme')).toBe(25);
+    expect(c.dailyCostUsd('other')).toBeUndefined();
+  });
+
   it("takes a tenant's own cap and rate over the deployment's", () => {
     const c = new Ceilings(
       settings({

@@ -6,7 +6,7 @@
  * adapters (`state/rate-limit-store.ts`, `state/tenant-slots.ts`) count.
  */
 import { z } from 'zod';
-import type { Budget } from '../domain/node-snapshot.js';
+import { MAX_BUDGET_COST_USD, type Budget } from '../domain/node-snapshot.js';
 
 /** An agent id as the run request spells it. */
 export const AgentId = z.string().regex(/^[A-Za-z0-9_-]{1,64}$/, 'must match [A-Za-z0-9_-]{1,64}');
@@ -24,6 +24,8 @@ export const TenantCeiling = z.strictObject({
   models: z.array(z.string().min(1).max(200)).optional(),
   maxConcurrentRuns: z.number().int().positive().optional(),
   requestsPerMinute: z.number().int().positive().optional(),
+  /** USD the tenant's model calls may cost per day (UTC); calls past it fail `budget_exhausted`. */
+  dailyCostUsd: z.number().positive().max(MAX_BUDGET_COST_USD).optional(),
 });
 export type TenantCeiling = z.infer<typeof TenantCeiling>;
 
@@ -32,8 +34,14 @@ export interface BudgetCeiling {
   readonly toolCalls?: number;
   readonly toolTimeMs?: number;
   readonly tokens?: number;
+  /** USD; a run without a money budget gets this one. */
+  readonly costUsd?: number;
   readonly timeoutSeconds?: number;
 }
+
+/** The budget fields every run has; `costUsd` only when asked for, defaulted or capped. */
+export type RunBudget = Required<Pick<Budget, 'toolCalls' | 'toolTimeMs' | 'tokens'>> &
+  Pick<Budget, 'costUsd'>;
 
 /** Everything the ceilings are compiled from: the parsed configuration. */
 export interface CeilingSettings {
@@ -122,14 +130,29 @@ export class Ceilings {
     };
   }
 
-  /** `budget` with each field clamped to its ceiling (a request asking more gets the ceiling). */
-  clampBudget(budget: Required<Budget>): Required<Budget> {
+  /**
+   * `budget` with each field clamped to its ceiling (a request asking more gets the ceiling). No
+   * money budget is more than any: under a `costUsd` ceiling a run without one gets the ceiling.
+   */
+  clampBudget(budget: RunBudget): RunBudget {
     const max = this.settings.budget;
+    const costUsd = budget.costUsd === undefined ? max.costUsd : clamp(budget.costUsd, max.costUsd);
     return {
       toolCalls: clamp(budget.toolCalls, max.toolCalls),
       toolTimeMs: clamp(budget.toolTimeMs, max.toolTimeMs),
       tokens: clamp(budget.tokens, max.tokens),
+      ...(costUsd !== undefined ? { costUsd } : {}),
     };
+  }
+
+  /** The most a run's money budget may be raised to (a budget decision's signal); undefined: no ceiling. */
+  maxCostUsd(): number | undefined {
+    return this.settings.budget.costUsd;
+  }
+
+  /** What `tenant`'s model calls may cost per UTC day, in USD; undefined: no cap. */
+  dailyCostUsd(tenant: string): number | undefined {
+    return this.tenant(tenant)?.dailyCostUsd;
   }
 
   /** A run's deadline clamped to the ceiling. */

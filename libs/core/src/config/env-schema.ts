@@ -7,6 +7,8 @@ import { z } from 'zod';
 import { DEFAULT_FLOW_SETTINGS, type FlowSettings } from '../executor/flow-gate.js';
 import { LimitsDocument, parseLimitsSetting } from '../flow/limits.js';
 import { AgentCeiling, AgentId, Ceilings, TenantCeiling } from '../ceilings/ceilings.js';
+import { ModelPrices, PriceTable } from '../cost/price-table.js';
+import { MAX_BUDGET_COST_USD } from '../domain/node-snapshot.js';
 import { TenantId } from '../domain/tenant.js';
 import { DEFAULT_LIFECYCLE, type LifecycleSettings } from '../memory/lesson-lifecycle.js';
 import { DEFAULT_RULE_SETTINGS, type RuleSettings } from '../memory/lesson-rules.js';
@@ -111,7 +113,7 @@ export const BaseEnv = z.object({
   TETRALOOP_AGENTS: jsonEnv(z.record(AgentId, AgentCeiling), '{}'),
   /**
    * Tenants' restrictions, as JSON `{"tenant": {"agents", "models", "maxConcurrentRuns",
-   * "requestsPerMinute"}}` (each optional).
+   * "requestsPerMinute", "dailyCostUsd"}}` (each optional).
    */
   TETRALOOP_TENANTS: jsonEnv(z.record(TenantId, TenantCeiling), '{}'),
   /**
@@ -151,6 +153,8 @@ export const BaseEnv = z.object({
   TETRALOOP_BUDGET_MAX_TOOL_CALLS: z.coerce.number().int().positive().optional(),
   TETRALOOP_BUDGET_MAX_TOOL_TIME_MS: z.coerce.number().int().positive().optional(),
   TETRALOOP_BUDGET_MAX_TOKENS: z.coerce.number().int().positive().optional(),
+  /** The largest money budget (USD); also what a run without one gets, and the most a raise gives. */
+  TETRALOOP_BUDGET_MAX_COST_USD: z.coerce.number().positive().max(MAX_BUDGET_COST_USD).optional(),
   /** The longest deadline (`timeoutSeconds`) a run may ask for; longer ones are clamped to it. */
   TETRALOOP_MAX_TIMEOUT_SECONDS: z.coerce.number().int().positive().max(86_400).optional(),
   /** Runs of one tenant running at once (tenants without `maxConcurrentRuns`); unset: no cap. */
@@ -164,6 +168,15 @@ export const BaseEnv = z.object({
   TETRALOOP_BUDGET_TOOL_TIME_MS: z.coerce.number().int().positive().default(600_000),
   /** Default per-run budget: model tokens (prompt plus completion). */
   TETRALOOP_BUDGET_TOKENS: z.coerce.number().int().positive().default(1_000_000),
+  /** Default per-run budget: USD of model calls, priced by the price table. Unset: no limit. */
+  TETRALOOP_BUDGET_COST_USD: z.coerce.number().positive().max(MAX_BUDGET_COST_USD).optional(),
+  /**
+   * Model prices, as JSON `{"model": {"input", "output", "cachedInput"?}}` in USD per million
+   * tokens, merged over the built-in list prices model by model (`null` removes one).
+   */
+  TETRALOOP_MODEL_PRICES: jsonEnv(ModelPrices, '{}'),
+  /** Days a tenant's daily cost totals are kept (UTC days, one hash each). */
+  TETRALOOP_COST_LEDGER_DAYS: z.coerce.number().int().min(2).max(3660).default(35),
   /** What a message to a busy session does unless it says: followup, collect, steer, interrupt. */
   TETRALOOP_SESSION_MODE: z.enum(['followup', 'collect', 'steer', 'interrupt']).default('collect'),
   TETRALOOP_COLLECT_DEBOUNCE_MS: z.coerce.number().int().min(0).default(1000),
@@ -291,6 +304,7 @@ export function ceilingsOf(env: BaseEnv): Ceilings {
       ...(env.TETRALOOP_BUDGET_MAX_TOOL_CALLS ? { toolCalls: env.TETRALOOP_BUDGET_MAX_TOOL_CALLS } : {}),
       ...(env.TETRALOOP_BUDGET_MAX_TOOL_TIME_MS ? { toolTimeMs: env.TETRALOOP_BUDGET_MAX_TOOL_TIME_MS } : {}),
       ...(env.TETRALOOP_BUDGET_MAX_TOKENS ? { tokens: env.TETRALOOP_BUDGET_MAX_TOKENS } : {}),
+      ...(env.TETRALOOP_BUDGET_MAX_COST_USD ? { costUsd: env.TETRALOOP_BUDGET_MAX_COST_USD } : {}),
       ...(env.TETRALOOP_MAX_TIMEOUT_SECONDS ? { timeoutSeconds: env.TETRALOOP_MAX_TIMEOUT_SECONDS } : {}),
     },
     ...(env.TETRALOOP_TENANT_MAX_RUNNING ? { maxRunning: env.TETRALOOP_TENANT_MAX_RUNNING } : {}),
@@ -298,6 +312,9 @@ export function ceilingsOf(env: BaseEnv): Ceilings {
     ...(env.TETRALOOP_RATE_LIMIT_PER_TENANT ? { ratePerTenant: env.TETRALOOP_RATE_LIMIT_PER_TENANT } : {}),
   });
 }
+
+/** The price table the env describes: the built-in list prices with TETRALOOP_MODEL_PRICES over them. */
+export const priceTableOf = (env: BaseEnv): PriceTable => new PriceTable(env.TETRALOOP_MODEL_PRICES);
 
 /** The model configuration the env describes. */
 export function modelConfigOf(env: BaseEnv): ModelConfig {

@@ -26,12 +26,16 @@ export const AttemptRecord = z.object({
 });
 export type AttemptRecord = z.infer<typeof AttemptRecord>;
 
-/** Tokens and calls of one model-using node. */
+/** Tokens, calls and cost of one model-using node. */
 export const NodeUsage = z.object({
   promptTokens: z.number().int().nonnegative(),
   completionTokens: z.number().int().nonnegative(),
   totalTokens: z.number().int().nonnegative(),
   modelCalls: z.number().int().nonnegative(),
+  /** Of the prompt tokens, those the provider served from its prompt cache (when it said). */
+  cachedPromptTokens: z.number().int().nonnegative().optional(),
+  /** What its priced calls cost, in USD; absent when none of its calls had a price. */
+  costUsd: z.number().nonnegative().optional(),
 });
 export type NodeUsage = z.infer<typeof NodeUsage>;
 
@@ -68,6 +72,9 @@ export const LiveNodeState = z.object({
 });
 export type LiveNodeState = z.infer<typeof LiveNodeState>;
 
+/** The largest money budget a run may have (USD): its nano-dollars stay exact integers. */
+export const MAX_BUDGET_COST_USD = 1_000_000;
+
 /** Per-run execution budget. @defaultValue from the API's configuration */
 export const Budget = z.strictObject({
   /** Tool calls (each attempt and each loop iteration counts). */
@@ -76,8 +83,17 @@ export const Budget = z.strictObject({
   toolTimeMs: z.number().int().positive().optional(),
   /** Model tokens, prompt plus completion. */
   tokens: z.number().int().positive().optional(),
+  /** Money spent on model calls, in USD, priced by the price table (`TETRALOOP_MODEL_PRICES`). */
+  costUsd: z.number().positive().max(MAX_BUDGET_COST_USD).optional(),
 });
 export type Budget = z.infer<typeof Budget>;
+
+/**
+ * What a run does when a model call finds its money budget (`budget.costUsd`) spent: `fail` the
+ * node (`budget_exhausted`), or `pause` it until a signal raises the budget or stops it.
+ */
+export const OnBudget = z.enum(['fail', 'pause']);
+export type OnBudget = z.infer<typeof OnBudget>;
 
 /** What a node or iteration used, charged to the run's usage counters. */
 export interface UsageCharge {
@@ -86,4 +102,8 @@ export interface UsageCharge {
   promptTokens?: number;
   completionTokens?: number;
   modelCalls?: number;
+  /** What the priced model calls cost, in integer nano-dollars (10⁻⁹ USD). */
+  costNanoUsd?: number;
+  /** Model calls whose model has no price. */
+  unpricedModelCalls?: number;
 }

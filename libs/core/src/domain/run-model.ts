@@ -5,7 +5,7 @@
 import { z } from 'zod';
 import { RunError } from '../errors/run-error.js';
 import type { GraphOf } from '../graph/schema.js';
-import type { AttemptRecord, Budget, LiveNodeState, NodeSnapshot } from './node-snapshot.js';
+import type { AttemptRecord, Budget, LiveNodeState, NodeSnapshot, OnBudget } from './node-snapshot.js';
 import type { WaitRecord } from './signal.js';
 
 export * from './node-snapshot.js';
@@ -47,10 +47,15 @@ export interface RunUsage {
   completionTokens: number;
   totalTokens: number;
   modelCalls: number;
+  /** What the priced model calls cost, in USD (exact sums of nano-dollars, shown as dollars). */
+  costUsd: number;
+  /** Model calls whose model has no price: not in `costUsd`. */
+  unpricedModelCalls: number;
 }
 
 /** The stream families clients follow: each event type belongs to one, with a phase. */
-export type EventFamily = 'lifecycle' | 'plan' | 'node' | 'tool' | 'assistant' | 'usage' | 'environment';
+export type EventFamily =
+  'lifecycle' | 'plan' | 'node' | 'tool' | 'assistant' | 'usage' | 'budget' | 'environment';
 
 /** Family and phase of an event type (`run.finished` → lifecycle/end or error, `tool.start` → tool/start…). */
 export function familyOf(type: string, data: unknown): { family: EventFamily; phase: string } {
@@ -72,6 +77,8 @@ export function familyOf(type: string, data: unknown): { family: EventFamily; ph
       return { family: 'assistant', phase: tail };
     case 'usage':
       return { family: 'usage', phase: 'update' };
+    case 'budget':
+      return { family: 'budget', phase: tail };
     case 'node':
       return { family: 'node', phase: tail };
     default:
@@ -117,6 +124,8 @@ export interface RunDocument {
   input: unknown;
   timeoutSeconds: number;
   budget: Budget;
+  /** What a model call does when the money budget is spent: fail, or pause for a decision. */
+  onBudget: OnBudget;
   usage: RunUsage;
   /** Bumped by every resume; node jobs of older generations are discarded. */
   generation: number;

@@ -43,10 +43,14 @@ export const NodeErrorData = z.discriminatedUnion('code', [
   }),
   /** Stopped by a cancel, a failure elsewhere in the run, or the run deadline. */
   z.object({ code: z.literal('aborted'), message }),
+  /**
+   * A run budget spent (`toolCalls`, `toolTimeMs`, `tokens`, `costUsd`), or the tenant's daily
+   * cap on model spending (`dailyCostUsd`).
+   */
   z.object({
     code: z.literal('budget_exhausted'),
     message,
-    budget: z.enum(['toolCalls', 'toolTimeMs', 'tokens']),
+    budget: z.enum(['toolCalls', 'toolTimeMs', 'tokens', 'costUsd', 'dailyCostUsd']),
   }),
   /** Executed more often than a node may be in one run (retries plus redeliveries). */
   z.object({ code: z.literal('suspected_loop'), message, executions: z.number().int() }),

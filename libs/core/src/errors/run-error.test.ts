@@ -38,6 +38,10 @@ describe('run errors', () => {
       'budget_exhausted',
       'suspected_loop',
     ]);
+    // Money spent stays spent across a replan: another plan would only fail again.
+    for (const budget of ['costUsd', 'dailyCostUsd'] as const) {
+      expect(failureReplans({ code: 'budget_exhausted', message: 'spent', budget })).toBe(false);
+    }
   });
 
   it('give every run error code the status it ends a run with, and reject unknown codes', () => {

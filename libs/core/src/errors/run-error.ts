@@ -85,10 +85,13 @@ export function runErrorForNode(nodeId: string, error: NodeErrorData | undefined
 
 /**
  * Whether a node failure of this class hands a task run back to the planner rather than ending it:
- * a spent budget or a suspected loop is a plan problem, not a tool problem.
+ * a spent budget or a suspected loop is a plan problem, not a tool problem. Money is the exception:
+ * a replan does not give it back (spending survives replans), so another plan would only pay a
+ * planner call to fail again.
  */
 export const failureReplans = (error: NodeErrorData): boolean =>
-  error.code === 'budget_exhausted' || error.code === 'suspected_loop';
+  (error.code === 'budget_exhausted' && error.budget !== 'costUsd' && error.budget !== 'dailyCostUsd') ||
+  error.code === 'suspected_loop';
 
 export const deadlineError = (timeoutSeconds: number): RunError => ({
   code: 'timed_out',

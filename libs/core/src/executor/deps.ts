@@ -4,6 +4,7 @@
  */
 import type { Logger } from 'pino';
 import type { Ceilings } from '../ceilings/ceilings.js';
+import type { PriceTable } from '../cost/price-table.js';
 import type { NodeErrorData } from '../errors/node-error.js';
 import type { HookRegistry } from '../hooks/hook-registry.js';
 import type { ModelClient } from '../model/model-client.js';
@@ -12,6 +13,7 @@ import type { BackoffPolicy, RetryTable } from '../policy/retry-policy.js';
 import type { RunQueues } from '../queues/run-jobs.js';
 import type { CallLessonDeps } from '../reflect/lesson-effects.js';
 import type { MemoryService } from '../reflect/memory-service.js';
+import type { CostLedger } from '../state/cost-ledger.js';
 import type { RunStore } from '../state/run-store.js';
 import type { SecretStore } from '../state/secret-store.js';
 import type { TenantSlots } from '../state/tenant-slots.js';
@@ -32,6 +34,14 @@ export interface ExecutorHooks {
   readonly refreshCredentials?: CredentialRefreshHook;
   /** Plugin hooks (before/after tool calls, session hooks). */
   readonly registry?: HookRegistry;
+}
+
+/** What prices model calls and counts their cost: the price table, the daily ledger, the caps. */
+export interface CostDeps {
+  readonly prices: PriceTable;
+  readonly ledger: CostLedger;
+  /** Tenants' daily caps (`dailyCostUsd`) and the ceiling of money budgets. */
+  readonly ceilings: Ceilings;
 }
 
 /** What the run loop tells the session layer, when runs belong to session lanes. */
@@ -80,6 +90,8 @@ export interface ExecutorDeps {
   readonly flow?: FlowGate;
   /** Where settled runs are recorded for the reflect loop (the plan pool). */
   readonly memory?: MemoryService;
+  /** Prices model calls and books their cost. Absent: calls are neither priced nor booked. */
+  readonly cost?: CostDeps;
   readonly logger: Logger;
 }
 

@@ -14,8 +14,8 @@ import { NO_LIMITS, flowKeysFor, reservedTokens, type FlowKey, type LimitsDocume
 import type { FlowStore } from '../state/flow-store.js';
 import { metrics } from '../telemetry/metrics.js';
 import { NodeJobData } from '../queues/catalog.js';
-import type { ExecutorDeps } from './deps.js';
-import type { NodeContext } from './node-context.js';
+import type { RunStore } from '../state/run-store.js';
+import type { CompiledPlan } from './plan-cache.js';
 
 export interface FlowSettings {
   /** `TETRALOOP_LIMITS`; limits set with `PUT /v1/limits` replace them. */
@@ -169,6 +169,19 @@ export function failedCallEnd(error: NodeErrorData): CallEnd {
   };
 }
 
+/** The execution a call belongs to, as the gate needs it (a `NodeContext` is one). */
+export interface FlowContext {
+  readonly deps: { readonly flow?: FlowGate; readonly store: Pick<RunStore, 'recordThrottle'> };
+  readonly job: Job;
+  readonly token: string | undefined;
+  readonly plan: Pick<CompiledPlan, 'runId' | 'tenant' | 'agentId' | 'metadata' | 'priority'>;
+  readonly node: { readonly id: string };
+  readonly attempt: number;
+  readonly startedAt: string;
+  readonly runSignal: AbortSignal;
+  readonly call: { flowCalls?: number };
+}
+
 /** What a call is, as the gate needs it. */
 export interface GatedCall {
   readonly tool: string;
@@ -186,7 +199,7 @@ export interface GatedCall {
  * wait parks the job instead: this throws BullMQ's DelayedError, which the worker understands.
  */
 export async function passFlow(
-  ctx: NodeContext,
+  ctx: FlowContext,
   call: GatedCall,
 ): Promise<{ ok: true; pass?: FlowPass } | { ok: false; error: NodeErrorData }> {
   const gate = ctx.deps.flow;
@@ -288,7 +301,7 @@ function passOf(gate: FlowGate, member: string, keys: readonly FlowKey[], leaseM
 }
 
 /** A job whose held-back call will not be made: its place (or grant) goes to the next waiter. */
-export async function leaveFlow(deps: Pick<ExecutorDeps, 'flow'>, job: Job): Promise<void> {
+export async function leaveFlow(deps: { readonly flow?: FlowGate }, job: Job): Promise<void> {
   const gate = deps.flow;
   if (!gate || job.id === undefined) return;
   gate.wake(await gate.store.release(job.id, { succeeded: false, leaseMs: gate.leaseFor(0) }));

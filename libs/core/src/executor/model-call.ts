@@ -1,6 +1,6 @@
 /**
  * Calls the model for a node: under the node's time limit and the run's abort signal, with
- * streamed text appended to the run's events (batched) and usage reported as an event.
+ * streamed text appended to the run's events (batched), and usage and cost reported as an event.
  */
 import { limitError } from '../errors/limit-error.js';
 import { ToolError, toErrorData } from '../errors/node-error.js';
@@ -11,6 +11,7 @@ import type { ModelOutcome, RunUsageSoFar } from '../nodes/index.js';
 import { lessonsForModelCall } from '../reflect/lesson-effects.js';
 import { metrics, observeModelCall } from '../telemetry/metrics.js';
 import { failedCallEnd, passFlow } from './flow-gate.js';
+import { costFields, costGate, recordModelCost } from './model-cost.js';
 import { limitFor, type NodeContext } from './node-context.js';
 
 /** How often streamed text is flushed to the event stream. */
@@ -19,7 +20,7 @@ const DELTA_FLUSH_MS = 50;
 export async function callModel(
   ctx: NodeContext,
   call: Omit<ChatCall, 'signal' | 'onDelta'>,
-  used: Pick<RunUsageSoFar, 'tokens' | 'toolTimeMs'> = ctx.begin,
+  used: Pick<RunUsageSoFar, 'tokens' | 'toolTimeMs' | 'costNanoUsd'> = ctx.begin,
 ): Promise<ModelOutcome> {
   const model = ctx.deps.model;
   if (!model)
@@ -38,6 +39,9 @@ export async function callModel(
       },
     };
   }
+  // The tenant's daily cap and the money budget (spent: fail, or park for a budget decision).
+  const overBudget = await costGate(ctx, used.costNanoUsd);
+  if (overBudget) return { ok: false, error: overBudget };
   const modelName = call.model ?? model.config.model;
   ctx.call.tool = MODEL_CALL_TOOL;
   ctx.call.target = modelName;
@@ -85,13 +89,16 @@ export async function callModel(
       ...(result.holdOffMs !== undefined ? { holdOffMs: result.holdOffMs } : {}),
     });
     observeModelCall(result, ctx.plan.agentId);
+    const costNanoUsd = await recordModelCost(ctx.deps, ctx.plan, result.model, result.usage, result.calls);
     await store.appendEvent(ctx.plan.runId, 'usage', ctx.node.id, {
       model: result.model,
       promptTokens: result.usage.promptTokens,
       completionTokens: result.usage.completionTokens,
+      ...(result.usage.cachedPromptTokens ? { cachedPromptTokens: result.usage.cachedPromptTokens } : {}),
+      ...costFields(costNanoUsd),
       latencyMs: result.latencyMs,
     });
-    return { ok: true, result };
+    return { ok: true, result, ...(costNanoUsd !== undefined ? { costNanoUsd } : {}) };
   } catch (err) {
     const error = err instanceof ToolError ? err.toData() : toErrorData(err);
     await flow.pass?.end(failedCallEnd(error));

@@ -29,7 +29,12 @@ export function nodeRun<N extends ExecutableNode>(
     timeoutSeconds: plan.timeoutSeconds,
     attempt: ctx.attempt,
     startedAt: ctx.startedAt,
-    usage: { toolCalls: begin.toolCalls, toolTimeMs: begin.toolTimeMs, tokens: begin.tokens },
+    usage: {
+      toolCalls: begin.toolCalls,
+      toolTimeMs: begin.toolTimeMs,
+      tokens: begin.tokens,
+      costNanoUsd: begin.costNanoUsd,
+    },
     budget: begin.budget,
     deadlineAt: begin.deadlineAt,
     progress: begin.progress,
@@ -54,7 +59,12 @@ export function nodeRun<N extends ExecutableNode>(
         attempt: ctx.attempt,
         iterations: n,
       });
-      return { toolCalls: recorded.toolCalls, toolTimeMs: recorded.toolTimeMs, tokens: recorded.tokens };
+      return {
+        toolCalls: recorded.toolCalls,
+        toolTimeMs: recorded.toolTimeMs,
+        tokens: recorded.tokens,
+        costNanoUsd: recorded.costNanoUsd,
+      };
     },
     steering: () => deps.store.steering(runId),
     event: (type, data) => deps.store.appendEvent(runId, type, node.id, data),

@@ -3,6 +3,7 @@
  * worker parses it and builds its topology once, not once per node. Each pool of a process has a
  * cache of its own (1,000 plans by default).
  */
+import type { OnBudget } from '../domain/run-model.js';
 import { scopedName } from '../domain/tenant.js';
 import { findReferences } from '../graph/references.js';
 import { buildTopology, type Topology } from '../graph/topology.js';
@@ -16,12 +17,16 @@ export interface CompiledPlan {
   readonly tenant: string;
   /** Whose lessons apply to its calls: the agent, within its tenant. */
   readonly memoryAgent: string;
+  /** A session run's session, as stored (tenant-scoped): whose daily cost its calls add to. */
+  readonly sessionKey: string | null;
   readonly input: unknown;
   readonly timeoutSeconds: number;
   /** 1 (lowest) to 10: which of a flow counter's waiting calls goes first. */
   readonly priority: number;
   /** What flow limits keyed by `run.metadata.<field>` read. */
   readonly metadata: Readonly<Record<string, unknown>> | null;
+  /** What a model call does when the money budget is spent. */
+  readonly onBudget: OnBudget;
   readonly nodes: ReadonlyMap<string, ExecutableNode>;
   readonly topology: Topology;
   /** Per node: the node ids its fields reference (whose snapshots it must read). */
@@ -75,10 +80,12 @@ export class PlanCache {
       agentId: stored.agentId,
       tenant: stored.tenant,
       memoryAgent: scopedName(stored.tenant, stored.agentId),
+      sessionKey: stored.sessionKey,
       input: stored.input,
       timeoutSeconds: stored.timeoutSeconds,
       priority: stored.priority,
       metadata: stored.metadata,
+      onBudget: stored.onBudget,
       nodes,
       topology: buildTopology([...nodes.keys()], stored.plan.edges),
       reads,

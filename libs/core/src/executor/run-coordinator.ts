@@ -19,6 +19,7 @@ import { retainBlobs } from './blob-reads.js';
 import { admitRun, releaseRun } from './run-admission.js';
 import type { ExecutorDeps } from './deps.js';
 import { continuesOnFailure, enqueueReady } from './node-executor.js';
+import { dailyCapReached, plannerCharge } from './model-cost.js';
 import { nowIso } from './node-context.js';
 import type { CompiledPlan } from './plan-cache.js';
 
@@ -100,6 +101,10 @@ async function ensurePlanned(
   if (status === null) return 'gone';
   if (status !== 'queued') return settleUnplanned(deps, runId);
   if (!deps.planning) throw new Error('this process cannot plan task runs');
+  // A tenant past its daily cap on model spending gets no planner call either.
+  const capped = await dailyCapReached(deps, header.tenant);
+  if (capped)
+    return rejectPlan(deps, runId, { code: 'budget_exhausted', message: capped.message, cause: capped });
   const stored = await store.plan(runId);
   const input = stored ? stored.input : (await store.document(runId))?.input;
   let result: Awaited<ReturnType<typeof planRun>>;
@@ -135,11 +140,11 @@ async function ensurePlanned(
     return rejectPlan(deps, runId, { code: 'plan_rejected', message: result.error });
   }
   const { outcome, planning, cache } = result;
-  const charge = {
-    promptTokens: outcome.usage.promptTokens,
-    completionTokens: outcome.usage.completionTokens,
-    modelCalls: outcome.calls,
-  };
+  const charge = await plannerCharge(
+    deps,
+    { tenant: header.tenant, agentId: task.agentId, sessionKey: header.sessionKey },
+    outcome,
+  );
   if (!outcome.ok) {
     await store.charge(runId, charge);
     return rejectPlan(deps, runId, {
@@ -194,6 +199,12 @@ async function replanIfRequested(
   const failure = task.replanRequest as RunError;
   const planner = deps.planning;
   if (!planner) throw new Error('this process cannot plan task runs');
+  const capped = await dailyCapReached(deps, plan.tenant);
+  if (capped) {
+    const error: RunError = { code: 'budget_exhausted', message: capped.message, cause: capped };
+    await store.decideError(plan.runId, error, nowIso(), generation);
+    return false;
+  }
   // Tracked before the status is read: a cancel or the deadline, published while the planner is
   // asked, aborts the call (the decision then stands and the run settles as decided).
   const tracked = deps.aborts.track(plan.runId);
@@ -222,14 +233,8 @@ async function replanIfRequested(
         ...nodeId,
       };
     } else {
-      if (!('error' in result)) {
-        const { usage, calls } = result.outcome;
-        await store.charge(plan.runId, {
-          promptTokens: usage.promptTokens,
-          completionTokens: usage.completionTokens,
-          modelCalls: calls,
-        });
-      }
+      if (!('error' in result))
+        await store.charge(plan.runId, await plannerCharge(deps, plan, result.outcome));
       const issues = 'error' in result || result.outcome.ok ? [] : [...result.outcome.issues];
       error = { code: 'plan_rejected', message: 'the replan was rejected', issues, ...nodeId };
     }
@@ -260,11 +265,7 @@ async function replanIfRequested(
     generation,
     { graph: outcome.graph, plan: outcome.plan, pending },
     planning,
-    {
-      promptTokens: outcome.usage.promptTokens,
-      completionTokens: outcome.usage.completionTokens,
-      modelCalls: outcome.calls,
-    },
+    await plannerCharge(deps, plan, outcome),
     drop,
   );
   if (next === 0) return false;

@@ -42,6 +42,8 @@ export interface ChatCall {
 export interface ModelUsage {
   promptTokens: number;
   completionTokens: number;
+  /** Of the prompt tokens, those served from the provider's prompt cache (`prompt_tokens_details.cached_tokens`). */
+  cachedPromptTokens?: number;
 }
 
 export interface ChatResult {
@@ -135,6 +137,8 @@ export class ModelClient {
       if (chunk.usage) {
         usage.promptTokens = chunk.usage.prompt_tokens;
         usage.completionTokens = chunk.usage.completion_tokens;
+        const cached = chunk.usage.prompt_tokens_details?.cached_tokens;
+        if (typeof cached === 'number' && cached > 0) usage.cachedPromptTokens = cached;
       }
       const delta = chunk.choices[0]?.delta;
       if (!delta) continue;

@@ -105,7 +105,12 @@ export interface ExecutableKindSpec<N extends NodeBase> extends NodeKindSpec<N> 
   run(run: NodeRun<N>): Promise<NodeSnapshot>;
 }
 
-export type ModelOutcome = { ok: true; result: ChatResult } | { ok: false; error: NodeErrorData };
+/**
+ * A model call's outcome; a successful one with what it cost in integer nano-dollars (absent when
+ * its model has no price).
+ */
+export type ModelOutcome =
+  { ok: true; result: ChatResult; costNanoUsd?: number } | { ok: false; error: NodeErrorData };
 export type BeforeToolCall = { ok: true; args: unknown } | { ok: false; error: NodeErrorData };
 
 /** Which call of an execution a tool call is, and the secrets its declared args reference. */
@@ -128,6 +133,8 @@ export interface RunUsageSoFar {
   readonly toolCalls: number;
   readonly toolTimeMs: number;
   readonly tokens: number;
+  /** What the run's priced model calls cost, in nano-dollars. */
+  readonly costNanoUsd: number;
 }
 
 /** What a loop iteration over a nested graph asks for: a child run of its own. */
@@ -152,6 +159,8 @@ export interface ChildRunState {
     promptTokens: number;
     completionTokens: number;
     modelCalls: number;
+    costUsd: number;
+    unpricedModelCalls: number;
   };
 }
 
@@ -197,7 +206,10 @@ export interface NodeRun<N extends NodeBase> {
    */
   beforeToolCall(tool: string, args: unknown, request?: string): Promise<BeforeToolCall>;
   afterToolCall(tool: string, args: unknown, outcome: ToolOutcome): Promise<void>;
-  /** Calls the model under the node's limits and the token budget, streaming text to the run's events. */
+  /**
+   * Calls the model under the node's limits, the token and money budgets and the tenant's daily cap
+   * (a spent money budget may park the job for a budget decision), streaming text to the run's events.
+   */
   callModel(call: Omit<ChatCall, 'signal' | 'onDelta'>, used?: RunUsageSoFar): Promise<ModelOutcome>;
   /** The signal's payload once it arrived, or `delivered: false` after the timeout; parks meanwhile. */
   awaitSignal(signal: string, timeoutSeconds: number): Promise<{ delivered: boolean; payload: unknown }>;

@@ -4,6 +4,7 @@
  * With `schema` (a JSON schema) the answer is structured and validated; without, the output is `{text}`.
  */
 import { z } from 'zod';
+import { nanoFromUsd, usdFromNano } from '../cost/price-table.js';
 import type { NodeSnapshot, NodeUsage } from '../domain/node-snapshot.js';
 import { CallNodeFields } from '../graph/schema.js';
 import { compileSchema, schemaProblems } from '../model/json-schema.js';
@@ -34,12 +35,14 @@ async function runLlmNode(run: NodeRun<LlmNode>): Promise<NodeSnapshot> {
     ...(node.schema ? { schema: { name: 'answer', schema: node.schema } } : {}),
   });
   if (!outcome.ok) return run.fail(outcome.error);
-  const { result } = outcome;
+  const { result, costNanoUsd } = outcome;
   const usage: NodeUsage = {
     promptTokens: result.usage.promptTokens,
     completionTokens: result.usage.completionTokens,
     totalTokens: result.usage.promptTokens + result.usage.completionTokens,
     modelCalls: result.calls,
+    ...(result.usage.cachedPromptTokens ? { cachedPromptTokens: result.usage.cachedPromptTokens } : {}),
+    ...(costNanoUsd !== undefined ? { costUsd: usdFromNano(costNanoUsd) } : {}),
   };
   if (!node.schema) return run.snapshot('succeeded', { output: { text: result.text }, usage });
 
@@ -107,6 +110,10 @@ export const llmKind: ExecutableKindSpec<LlmNode> = {
           promptTokens: snapshot.usage.promptTokens,
           completionTokens: snapshot.usage.completionTokens,
           modelCalls: snapshot.usage.modelCalls,
+          // Its one call is priced (costUsd, exact in nano-dollars) or not.
+          ...(snapshot.usage.costUsd !== undefined
+            ? { costNanoUsd: nanoFromUsd(snapshot.usage.costUsd) }
+            : { unpricedModelCalls: snapshot.usage.modelCalls }),
         }
       : {},
   run: runLlmNode,

@@ -4,6 +4,7 @@
  * when an answer asks for no tool, or at maxIterations. Each iteration's messages are recorded,
  * so a redelivered job rebuilds the conversation instead of asking the model again.
  */
+import { usdFromNano } from '../cost/price-table.js';
 import { isUntrustedData } from '../model/untrusted-data.js';
 import { z } from 'zod';
 import type { NodeBase } from '../graph/schema.js';
@@ -92,7 +93,7 @@ export function agentIteration(
       usage,
     );
     if (!outcome.ok) throw new NodeEnded(outcome.error);
-    const { result } = outcome;
+    const { result, costNanoUsd } = outcome;
     const assistant: ChatMessage = {
       role: 'assistant',
       content: result.text || null,
@@ -158,6 +159,7 @@ export function agentIteration(
       assistant,
       toolResults,
       usage: result.usage,
+      ...(costNanoUsd !== undefined ? { costUsd: usdFromNano(costNanoUsd) } : {}),
       ...(steering.length ? { steered: steering } : {}),
     };
     messages.push(assistant);
@@ -179,6 +181,7 @@ export function agentIteration(
         promptTokens: result.usage.promptTokens,
         completionTokens: result.usage.completionTokens,
         modelCalls: result.calls,
+        ...(costNanoUsd !== undefined ? { costNanoUsd } : { unpricedModelCalls: result.calls }),
       },
       final: result.toolCalls.length === 0,
     };

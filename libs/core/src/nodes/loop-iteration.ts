@@ -8,7 +8,9 @@ import type { RunUsageSoFar } from './kind.js';
 export interface AgentTurn {
   assistant: ChatMessage;
   toolResults: { tool_call_id: string; name: string; content: string }[];
-  usage: { promptTokens: number; completionTokens: number };
+  usage: { promptTokens: number; completionTokens: number; cachedPromptTokens?: number };
+  /** What the turn's model call cost, in USD; absent when its model has no price. */
+  costUsd?: number;
   /** Steering messages that joined the conversation before this turn. */
   steered?: string[];
 }

@@ -6,6 +6,7 @@
  * iterations, and while a child run works, the job parks and holds no worker slot.
  */
 import { z } from 'zod';
+import { nanoFromUsd, usdFromNano } from '../cost/price-table.js';
 import type { Budget, NodeSnapshot, NodeUsage } from '../domain/node-snapshot.js';
 import { literalText } from '../graph/references.js';
 import { Args, CallNodeFields, Condition, type GraphOf } from '../graph/schema.js';
@@ -163,7 +164,9 @@ function graphIteration(run: NodeRun<LoopNode>, body: GraphBody): IterationRunne
     let childId = child?.runId;
     if (!child) {
       const budget = childBudget(run.budget, usage);
-      const spent = (['toolCalls', 'toolTimeMs', 'tokens'] as const).find((k) => (budget[k] ?? 1) < 1);
+      const spent =
+        (['toolCalls', 'toolTimeMs', 'tokens'] as const).find((k) => (budget[k] ?? 1) < 1) ??
+        (budget.costUsd !== undefined && budget.costUsd <= 0 ? 'costUsd' : undefined);
       if (spent) {
         throw new NodeEnded({ code: 'budget_exhausted', message: 'the run used its budget', budget: spent });
       }
@@ -201,20 +204,25 @@ function graphIteration(run: NodeRun<LoopNode>, body: GraphBody): IterationRunne
         promptTokens: settled?.usage.promptTokens ?? 0,
         completionTokens: settled?.usage.completionTokens ?? 0,
         modelCalls: settled?.usage.modelCalls ?? 0,
+        costNanoUsd: nanoFromUsd(settled?.usage.costUsd ?? 0),
+        unpricedModelCalls: settled?.usage.unpricedModelCalls ?? 0,
       },
     };
   };
 }
 
 /**
- * A child run's budget: what is left of the parent's (tool calls, tool time and tokens), so a
- * child never spends more than its parent still may.
+ * A child run's budget: what is left of the parent's (tool calls, tool time, tokens and money), so
+ * a child never spends more than its parent still may.
  */
 export function childBudget(limit: Budget, used: RunUsageSoFar): Budget {
   return {
     ...(limit.toolCalls !== undefined ? { toolCalls: limit.toolCalls - used.toolCalls } : {}),
     ...(limit.toolTimeMs !== undefined ? { toolTimeMs: limit.toolTimeMs - used.toolTimeMs } : {}),
     ...(limit.tokens !== undefined ? { tokens: limit.tokens - used.tokens } : {}),
+    ...(limit.costUsd !== undefined
+      ? { costUsd: usdFromNano(nanoFromUsd(limit.costUsd) - used.costNanoUsd) }
+      : {}),
   };
 }
 
@@ -233,19 +241,25 @@ function finished(run: NodeRun<LoopNode>, iterations: Iteration[], stoppedBy: St
   });
 }
 
-/** Tokens and calls of an agent loop, for its snapshot (already charged to the run per iteration). */
+/** Tokens, calls and cost of an agent loop, for its snapshot (already charged to the run per iteration). */
 function agentUsage(iterations: readonly Iteration[]): NodeUsage | undefined {
   const turns = iterations.filter((i) => i.turn);
   if (turns.length === 0) return undefined;
-  const sum = (k: 'promptTokens' | 'completionTokens'): number =>
+  const sum = (k: 'promptTokens' | 'completionTokens' | 'cachedPromptTokens'): number =>
     turns.reduce((t, i) => t + (i.turn?.usage[k] ?? 0), 0);
   const promptTokens = sum('promptTokens');
   const completionTokens = sum('completionTokens');
+  const cachedPromptTokens = sum('cachedPromptTokens');
+  const priced = turns.filter((i) => i.turn?.costUsd !== undefined);
+  // Summed in nano-dollars, as the run's usage is.
+  const costNano = priced.reduce((t, i) => t + nanoFromUsd(i.turn?.costUsd ?? 0), 0);
   return {
     promptTokens,
     completionTokens,
     totalTokens: promptTokens + completionTokens,
     modelCalls: turns.length,
+    ...(cachedPromptTokens > 0 ? { cachedPromptTokens } : {}),
+    ...(priced.length > 0 ? { costUsd: usdFromNano(costNano) } : {}),
   };
 }
 

@@ -94,6 +94,9 @@ export async function planTask(
     observeModelCall(answer);
     usage.promptTokens += answer.usage.promptTokens;
     usage.completionTokens += answer.usage.completionTokens;
+    if (answer.usage.cachedPromptTokens) {
+      usage.cachedPromptTokens = (usage.cachedPromptTokens ?? 0) + answer.usage.cachedPromptTokens;
+    }
     calls += answer.calls;
     let raw: unknown;
     try {

@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { Budget, MAX_RUN_SECONDS } from '../domain/run-model.js';
+import { Budget, MAX_RUN_SECONDS, OnBudget } from '../domain/run-model.js';
 import { DEFAULT_PRIORITY, Priority } from '../flow/limits.js';
 
 /** Longest `task` (and `overrides`) a run request may have, in characters. */
@@ -31,6 +31,11 @@ export const RunRequest = z
     timeoutSeconds: z.number().int().positive().max(MAX_RUN_SECONDS).default(600),
     /** Execution budget; unset fields take the deployment's defaults. */
     budget: Budget.optional(),
+    /**
+     * What a model call does when the money budget (`budget.costUsd`) is spent: `fail`, or `pause`
+     * for a budget decision (a signal that raises the budget or stops). @defaultValue "fail"
+     */
+    onBudget: OnBudget.default('fail'),
     metadata: z.record(z.string(), z.unknown()).optional(),
     /** 1 (lowest) to 10: which of a flow counter's waiting calls goes first. @defaultValue 5 */
     priority: Priority.default(DEFAULT_PRIORITY),

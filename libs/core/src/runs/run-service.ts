@@ -4,11 +4,13 @@
  */
 import { metrics } from '../telemetry/metrics.js';
 import { randomUUID } from 'node:crypto';
-import type { Ceilings } from '../ceilings/ceilings.js';
+import type { Ceilings, RunBudget } from '../ceilings/ceilings.js';
 import { validateGraph } from '../compile/validate.js';
+import { raisedBudget } from '../cost/budget-rules.js';
 import {
+  BudgetDecision,
+  isBudgetSignal,
   isTerminal,
-  type Budget,
   type RunDocument,
   type RunStatus,
   type SignalDecision,
@@ -79,7 +81,7 @@ export interface RunServiceDeps {
   readonly queues: RunQueues;
   readonly tools: ToolRegistry;
   readonly limits: GraphLimits;
-  readonly defaultBudget: Required<Budget>;
+  readonly defaultBudget: RunBudget;
   /** Whether llm nodes, agents and task runs can run here. */
   readonly modelConfigured: boolean;
   readonly allowedTools: (agentId: string) => ReadonlySet<string>;
@@ -159,6 +161,7 @@ export class RunService {
       input: request.input,
       timeoutSeconds: ceilings.clampTimeout(request.timeoutSeconds),
       budget: ceilings.clampBudget({ ...this.deps.defaultBudget, ...request.budget }),
+      onBudget: request.onBudget,
       metadata: request.metadata,
       priority: request.priority,
       createdAt: new Date().toISOString(),
@@ -266,9 +269,11 @@ export class RunService {
 
   /**
    * Delivers a named signal to a run, if something may take it: a wait that has begun and is not
-   * over (a wait node, a held tool call's approval), or a wait node that declares the name with
-   * `acceptEarly`. Waiting nodes for that name are woken at once. `decision` (who decided, when) is
-   * recorded with it; `limits` cap the payload's size and how many signals the run keeps.
+   * over (a wait node, a held tool call's approval, a budget decision), or a wait node that
+   * declares the name with `acceptEarly`. Waiting nodes for that name are woken at once. `decision`
+   * (who decided, when) is recorded with it; `limits` cap the payload's size and how many signals
+   * the run keeps. A budget decision's payload must be a {@link BudgetDecision} (a ZodError
+   * otherwise); a raise, held to the money budget ceiling, is applied in the same step.
    */
   async signal(
     runId: string,
@@ -286,7 +291,19 @@ export class RunService {
         limit: limits.maxBytes,
       };
     }
-    const result = await this.deps.store.signal(runId, name, payload, decision, limits.maxPerRun);
+    const budget = isBudgetSignal(name) ? BudgetDecision.parse(payload) : undefined;
+    const raiseTo =
+      budget?.costUsd === undefined
+        ? undefined
+        : raisedBudget(undefined, budget.costUsd, this.deps.ceilings.maxCostUsd());
+    const result = await this.deps.store.signal(
+      runId,
+      name,
+      payload,
+      decision,
+      limits.maxPerRun,
+      raiseTo === undefined ? undefined : { costUsd: raiseTo },
+    );
     switch (result) {
       case 'delivered':
         // Waiting nodes wake and look for their signal; those waiting for another name park again.
@@ -312,6 +329,17 @@ export class RunService {
           message: `the run has accepted its ${limits.maxPerRun} signals`,
           limit: limits.maxPerRun,
         };
+      case 'not_raised': {
+        const now = (await this.deps.store.budget(runId)).costUsd;
+        const ceiling = this.deps.ceilings.maxCostUsd();
+        return {
+          outcome: 'refused',
+          code: 'budget_not_raised',
+          message:
+            `the run's money budget is $${now} already: a raise must be above it` +
+            (ceiling === undefined ? '' : ` (raises are held to $${ceiling}, TETRALOOP_BUDGET_MAX_COST_USD)`),
+        };
+      }
     }
   }
 }

@@ -23,6 +23,7 @@ import { RunService } from '../runs/run-service.js';
 import { modelSummarizer } from '../sessions/compaction.js';
 import { SESSION_AGENT, SessionService } from '../sessions/session-service.js';
 import { SourceService } from '../sessions/source-service.js';
+import { CostLedger } from '../state/cost-ledger.js';
 import { RunStore } from '../state/run-store.js';
 import { MemoryStore } from '../state/memory-store.js';
 import { SecretStore } from '../state/secret-store.js';
@@ -50,6 +51,8 @@ export interface Services {
   readonly secrets: SecretStore;
   /** Where a run's jobs go, with their retention. */
   readonly runQueues: RunQueues;
+  /** What each tenant's model calls cost per day, per agent, session and model. */
+  readonly costs: CostLedger;
   readonly memory?: MemoryServices;
 }
 
@@ -111,6 +114,7 @@ export function buildServices(
       toolCalls: env.TETRALOOP_BUDGET_TOOL_CALLS,
       toolTimeMs: env.TETRALOOP_BUDGET_TOOL_TIME_MS,
       tokens: env.TETRALOOP_BUDGET_TOKENS,
+      ...(env.TETRALOOP_BUDGET_COST_USD ? { costUsd: env.TETRALOOP_BUDGET_COST_USD } : {}),
     },
     lanePosition: (sessionKey, runId) => sessionStore.position(sessionKey, runId),
   });
@@ -158,6 +162,7 @@ export function buildServices(
     logger,
   });
   const secrets = new SecretStore(redis, secretStoreOptionsOf(env));
+  const costs = new CostLedger(redis, { prefix, days: env.TETRALOOP_COST_LEDGER_DAYS });
   return {
     store,
     sessionStore,
@@ -166,6 +171,7 @@ export function buildServices(
     sources,
     secrets,
     runQueues,
+    costs,
     ...(memory ? { memory } : {}),
   };
 }

@@ -218,3 +218,11 @@ export const flowBaseKey = (prefix: string): string => `${prefix}:flow:{f}`;
 
 /** The limits an admin set with `PUT /v1/limits` (JSON with its version), over the configured ones. */
 export const flowLimitsKey = (prefix: string): string => `${prefix}:flow:limits`;
+
+/**
+ * One tenant's model spending on one UTC day (`YYYY-MM-DD`): a hash of nano-dollar totals and call
+ * counts, for the tenant and per agent, session and model. Keys of one tenant share the hash tag
+ * `{t:<tenant>}`; each expires `TETRALOOP_COST_LEDGER_DAYS` after its day.
+ */
+export const costDayKey = (prefix: string, tenant: string, day: string): string =>
+  `${prefix}:cost:{t:${tenant}}:${day}`;

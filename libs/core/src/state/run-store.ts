@@ -10,6 +10,7 @@ import {
   Budget,
   LiveNodeState,
   NodeSnapshot,
+  type OnBudget,
   RunError,
   RunStatus,
   SignalDecision,
@@ -25,6 +26,7 @@ import {
 } from '../domain/run-model.js';
 import type { ExecutableGraph, Graph } from '../nodes/index.js';
 import { RUN_ERROR_STATUS, cancelledError } from '../errors/run-error.js';
+import { usdFromNano } from '../cost/price-table.js';
 import { BlobStore } from './blob-store.js';
 import { DEFAULT_TENANT } from '../domain/tenant.js';
 import { DEFAULT_PRIORITY } from '../flow/limits.js';
@@ -33,7 +35,7 @@ import { loadScripts, type ScriptRunner } from './scripts.js';
 
 /** What `signal-6.lua` answers. */
 export type SignalDelivery =
-  'delivered' | 'duplicate' | 'unknown_run' | 'run_finished' | 'not_awaited' | 'too_many';
+  'delivered' | 'duplicate' | 'unknown_run' | 'run_finished' | 'not_awaited' | 'too_many' | 'not_raised';
 
 /** One wait of a node, as `waitState` takes it. */
 export interface WaitSpec {
@@ -45,6 +47,8 @@ export interface WaitSpec {
   /** An approval's nonce candidate: kept on the first call, then always the same. */
   readonly nonce?: string;
   readonly approval?: { readonly tool: string; readonly reason: string };
+  /** A model call paused over the run's money budget: the budget and what was spent (USD). */
+  readonly budget?: { readonly costUsd: number; readonly spentUsd: number };
 }
 
 export interface WaitState {
@@ -72,6 +76,8 @@ export interface NewRun {
   readonly input: unknown;
   readonly timeoutSeconds: number;
   readonly budget: Budget;
+  /** What a spent money budget does. @defaultValue "fail" */
+  readonly onBudget?: OnBudget;
   readonly metadata: Record<string, unknown> | undefined;
   /** @defaultValue DEFAULT_PRIORITY */
   readonly priority?: number;
@@ -87,9 +93,12 @@ export interface RunPlan {
   /** 1 (lowest) to 10: which of a counter's waiting calls goes first (flow control). */
   readonly priority: number;
   readonly metadata: Record<string, unknown> | null;
+  /** A session run's session, as stored (tenant-scoped). */
+  readonly sessionKey: string | null;
   readonly plan: ExecutableGraph;
   readonly input: unknown;
   readonly timeoutSeconds: number;
+  readonly onBudget: OnBudget;
 }
 
 export interface BeginNodeResult {
@@ -107,6 +116,8 @@ export interface BeginNodeResult {
   readonly budget: Budget;
   /** Model tokens (prompt + completion) used so far. */
   readonly tokens: number;
+  /** What the run's priced model calls cost so far, in nano-dollars. */
+  readonly costNanoUsd: number;
   readonly reads: ReadonlyMap<string, NodeSnapshot>;
 }
 
@@ -254,6 +265,7 @@ export class RunStore {
       input: JSON.stringify(run.input ?? null),
       timeoutSeconds: String(run.timeoutSeconds),
       budget: JSON.stringify(run.budget),
+      ...(run.onBudget === 'pause' ? { onBudget: run.onBudget } : {}),
       metadata: JSON.stringify(run.metadata ?? null),
       priority: String(run.priority ?? DEFAULT_PRIORITY),
       generation: '0',
@@ -424,26 +436,37 @@ export class RunStore {
 
   /** The run's current executable plan, or null when it has none yet (an unplanned task run). */
   async plan(runId: string): Promise<RunPlan | null> {
-    const [plan, input, timeoutSeconds, agentId, tenant, priority, metadata] = await this.redis.hmget(
-      runKeys(this.options.prefix, runId).meta,
-      'plan',
-      'input',
-      'timeoutSeconds',
-      'agentId',
-      'tenant',
-      'priority',
-      'metadata',
-    );
+    const [plan, input, timeoutSeconds, agentId, tenant, priority, metadata, sessionKey, onBudget] =
+      await this.redis.hmget(
+        runKeys(this.options.prefix, runId).meta,
+        'plan',
+        'input',
+        'timeoutSeconds',
+        'agentId',
+        'tenant',
+        'priority',
+        'metadata',
+        'sessionKey',
+        'onBudget',
+      );
     if (plan === null) return null;
     return {
       agentId: agentId ?? 'main',
       tenant: tenant ?? DEFAULT_TENANT,
       priority: priority === null ? DEFAULT_PRIORITY : Number(priority),
       metadata: parseJson(metadata) as Record<string, unknown> | null,
+      sessionKey: sessionKey ?? null,
       plan: parseJson(plan) as ExecutableGraph,
       input: parseJson(input),
       timeoutSeconds: Number(timeoutSeconds),
+      onBudget: onBudget === 'pause' ? 'pause' : 'fail',
     };
+  }
+
+  /** The run's budget now (a budget decision may have raised it since a node began). */
+  async budget(runId: string): Promise<Budget> {
+    const raw = await this.redis.hget(runKeys(this.options.prefix, runId).meta, 'budget');
+    return Budget.parse(parseJson(raw) ?? {});
   }
 
   /**
@@ -638,6 +661,7 @@ export class RunStore {
       deadlineAt,
       budget,
       tokens,
+      costNanoUsd,
       ...snapshots
     ] = raw;
     const reads = new Map<string, NodeSnapshot>();
@@ -656,6 +680,7 @@ export class RunStore {
       deadlineAt: str(deadlineAt) ? Number(deadlineAt) : null,
       budget: (parseJson(str(budget)) as Budget | null) ?? {},
       tokens: Number(tokens ?? 0),
+      costNanoUsd: Number(costNanoUsd ?? 0),
       reads,
     };
   }
@@ -703,13 +728,19 @@ export class RunStore {
     iteration: unknown,
     charge: UsageCharge,
     live: LiveNodeState,
-  ): Promise<{ iterations: number; toolCalls: number; toolTimeMs: number; tokens: number }> {
-    const [iterations, toolCalls, toolTimeMs, tokens] = (await this.script(
+  ): Promise<{
+    iterations: number;
+    toolCalls: number;
+    toolTimeMs: number;
+    tokens: number;
+    costNanoUsd: number;
+  }> {
+    const [iterations, toolCalls, toolTimeMs, tokens, costNanoUsd] = (await this.script(
       'record-iteration-6',
       this.keys(runId),
       [nodeId, n, JSON.stringify(iteration), chargeJson(charge), JSON.stringify(live)],
-    )) as [number, number, number, number];
-    return { iterations, toolCalls, toolTimeMs, tokens: tokens };
+    )) as [number, number, number, number, number];
+    return { iterations, toolCalls, toolTimeMs, tokens, costNanoUsd: Number(costNanoUsd ?? 0) };
   }
 
   async completeNode(
@@ -888,6 +919,7 @@ export class RunStore {
     payload: unknown,
     decision: SignalDecision,
     maxPerRun: number,
+    raise?: { readonly costUsd: number },
   ): Promise<SignalDelivery> {
     const result = (await this.script('signal-6', this.keys(runId), [
       name,
@@ -895,6 +927,7 @@ export class RunStore {
       JSON.stringify(decision),
       maxPerRun,
       Date.now(),
+      raise ? JSON.stringify(raise) : '',
     ])) as SignalDelivery;
     return result;
   }
@@ -921,6 +954,7 @@ export class RunStore {
       JSON.stringify({
         since: new Date().toISOString(),
         ...(wait.approval ? { approval: wait.approval } : {}),
+        ...(wait.budget ? { budget: wait.budget } : {}),
       }),
     ])) as [string | null, number, string, string | null];
     return {
@@ -1025,6 +1059,7 @@ export class RunStore {
       input: parseJson(meta.input),
       timeoutSeconds: Number(meta.timeoutSeconds),
       budget: Budget.parse(parseJson(meta.budget) ?? {}),
+      onBudget: meta.onBudget === 'pause' ? 'pause' : 'fail',
       usage: usageOf(aux),
       generation: Number(meta.generation ?? 0),
       metadata: parseJson(meta.metadata) as Record<string, unknown> | null,
@@ -1045,6 +1080,8 @@ function usageOf(aux: Record<string, string>): RunDocument['usage'] {
     completionTokens: n('completionTokens'),
     totalTokens: n('promptTokens') + n('completionTokens'),
     modelCalls: n('modelCalls'),
+    costUsd: usdFromNano(n('costNanoUsd')),
+    unpricedModelCalls: n('unpricedModelCalls'),
   };
 }
 

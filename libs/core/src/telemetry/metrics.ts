@@ -1,6 +1,7 @@
 /**
  * Tetraloop's Prometheus metrics: one `tetraloop_` prefix, base units, `_total` only on counters,
- * and labels with bounded values only (never run, node or session ids). One registry per process;
+ * and labels with bounded values only (never run, node or session ids; agent and tenant ids only on
+ * the cost counter, each held to {@link COST_LABEL_VALUES} values per process). One registry per process;
  * every process exposes it (`/metrics` on the API, `--metrics-port` on workers) with the default
  * process metrics, and Prometheus sums across processes.
  */
@@ -195,6 +196,18 @@ export const metrics = {
     labelNames: ['model', 'type'] as const,
     registers: [registry],
   }),
+  modelCost: new Counter({
+    name: 'tetraloop_model_cost_usd_total',
+    help: 'What model calls cost in USD, priced by the price table, by model, agent and tenant (past 100 values per label in a process: other).',
+    labelNames: ['model', 'agent', 'tenant'] as const,
+    registers: [registry],
+  }),
+  modelUnpricedCalls: new Counter({
+    name: 'tetraloop_model_unpriced_calls_total',
+    help: 'Model calls of models without a price (not in tetraloop_model_cost_usd_total), by model.',
+    labelNames: ['model'] as const,
+    registers: [registry],
+  }),
   planRejections: new Counter({
     name: 'tetraloop_plan_rejections_total',
     help: 'Plans that were rejected, by reason.',
@@ -283,6 +296,30 @@ export function cappedLabel(seen: Set<string>, value: string, max = 200): string
   return value;
 }
 const agentsSeen = new Set<string>();
+
+/** Distinct values a process gives each label of the cost counters; later ones are counted as `other`. */
+export const COST_LABEL_VALUES = 100;
+
+const costLabels = { model: new Set<string>(), agent: new Set<string>(), tenant: new Set<string>() };
+const costLabel = (label: keyof typeof costLabels, value: string): string =>
+  cappedLabel(costLabels[label], value, COST_LABEL_VALUES);
+
+/** Counts what a model call cost (`usd`), or, when its model has no price (`usd` undefined), the call. */
+export function observeModelCost(
+  labels: { model: string; agent: string; tenant: string },
+  usd: number | undefined,
+  calls = 1,
+): void {
+  const model = costLabel('model', labels.model);
+  if (usd === undefined) {
+    metrics.modelUnpricedCalls.inc({ model }, calls);
+    return;
+  }
+  metrics.modelCost.inc(
+    { model, agent: costLabel('agent', labels.agent), tenant: costLabel('tenant', labels.tenant) },
+    usd,
+  );
+}
 
 /** Counts a model call's requests, tokens and latency by model (and its tokens by agent, for node calls). */
 export function observeModelCall(

@@ -5,7 +5,7 @@
   ARGV[6..] ids whose snapshots to read
   Returns { run status | 'stale' | false, own snapshot | false, executions, tool calls so far,
   tool time so far (ms), attempts JSON | false, progress JSON | false, deadline (epoch ms) | false,
-  budget JSON | false, tokens so far, snapshot of each ARGV[6..] | false ... }.
+  budget JSON | false, tokens so far, cost so far (nano-dollars), snapshot of each ARGV[6..] | false ... }.
   Counting and charging happen only when the run is running and the node has no snapshot.
 ]]
 local id = ARGV[1]
@@ -32,6 +32,7 @@ local result = {
   redis.call('HGET', KEYS[1], 'deadlineAt') or false,
   redis.call('HGET', KEYS[1], 'budget') or false,
   tokens(),
+  tonumber(redis.call('HGET', KEYS[6], 'usage:costNanoUsd') or '0'),
 }
 for i = 6, #ARGV do
   result[#result + 1] = redis.call('HGET', KEYS[3], ARGV[i]) or false

@@ -2,11 +2,11 @@
   Records one iteration of a loop node, once: iteration n is written only when n - 1 are recorded.
   ARGV[1] node id, ARGV[2] iteration number (1-based), ARGV[3] iteration JSON,
   ARGV[4] usage to charge (JSON object of integers), ARGV[5] live JSON
-  Returns { iterations recorded, tool calls so far, tool time so far (ms), tokens so far }; all 0,
-  writing nothing, for an unknown run.
+  Returns { iterations recorded, tool calls so far, tool time so far (ms), tokens so far, cost so far
+  (nano-dollars) }; all 0, writing nothing, for an unknown run.
 ]]
 -- A run that expired or was deleted gets no keys back from a late node.
-if redis.call('EXISTS', KEYS[1]) == 0 then return { 0, 0, 0, 0 } end
+if redis.call('EXISTS', KEYS[1]) == 0 then return { 0, 0, 0, 0, 0 } end
 local field = 'progress:' .. ARGV[1]
 local countField = 'iterations:' .. ARGV[1]
 local count = tonumber(redis.call('HGET', KEYS[6], countField) or '0')
@@ -24,4 +24,5 @@ return {
   tonumber(redis.call('HGET', KEYS[6], 'usage:toolCalls') or '0'),
   tonumber(redis.call('HGET', KEYS[6], 'usage:toolTimeMs') or '0'),
   tokens(),
+  tonumber(redis.call('HGET', KEYS[6], 'usage:costNanoUsd') or '0'),
 }

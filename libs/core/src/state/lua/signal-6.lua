@@ -5,11 +5,14 @@
   check and the delivery are one step, so nothing can slip a signal in before its wait exists.
   The first delivery of a name wins; each accepted signal counts against the run's cap. The
   decision (who, when) goes into the signal's record, each waiting node's wait record and the
-  `signal.received` event.
+  `signal.received` event. A budget decision that raises the run's money budget raises it in the
+  same step (and appends `budget.raised`), so the paused calls find the new budget when they wake.
   ARGV[1] signal name, ARGV[2] payload JSON, ARGV[3] decision JSON {keyId, tenant, at},
-  ARGV[4] most signals the run accepts, ARGV[5] now (epoch ms)
+  ARGV[4] most signals the run accepts, ARGV[5] now (epoch ms),
+  ARGV[6] '' or the budget a budget decision raises to, JSON {costUsd} (already held to the ceiling)
   Returns 'delivered'; 'duplicate' (delivered before); or, writing nothing, 'unknown_run',
-  'run_finished' (its outcome is decided), 'not_awaited', 'too_many'.
+  'run_finished' (its outcome is decided), 'not_awaited', 'too_many', 'not_raised' (the raise is not
+  above the run's budget).
 ]]
 local name = ARGV[1]
 local status = redis.call('HGET', KEYS[1], 'status')
@@ -45,6 +48,19 @@ end
 if #waiting == 0 and not declaredEarly() then return 'not_awaited' end
 if tonumber(redis.call('HGET', KEYS[6], 'signals') or '0') >= tonumber(ARGV[4]) then return 'too_many' end
 
+local budget, raisedFrom
+if ARGV[6] ~= '' then
+  local raise = cjson.decode(ARGV[6])
+  budget = cjson.decode(redis.call('HGET', KEYS[1], 'budget') or '{}')
+  raisedFrom = budget.costUsd
+  -- Compared in nano-dollars, as the harness compares spending.
+  if raisedFrom and math.floor(raise.costUsd * 1e9 + 0.5) <= math.floor(raisedFrom * 1e9 + 0.5) then
+    return 'not_raised'
+  end
+  budget.costUsd = raise.costUsd
+  redis.call('HSET', KEYS[1], 'budget', cjson.encode(budget))
+end
+
 redis.call('HSET', KEYS[6], 'signal:' .. name, ARGV[2], 'signalBy:' .. name, ARGV[3])
 redis.call('HINCRBY', KEYS[6], 'signals', 1)
 local decision = cjson.decode(ARGV[3])
@@ -64,4 +80,8 @@ for _, node in ipairs(waiting) do
 end
 emit('signal.received', '', '{"name":' .. cjson.encode(name) .. ',"payload":' .. ARGV[2]
   .. ',"decidedBy":' .. ARGV[3] .. '}')
+if budget then
+  emit('budget.raised', '', cjson.encode({ budget = 'costUsd', from = raisedFrom or cjson.null,
+    to = budget.costUsd, signal = name, decidedBy = decision }))
+end
 return 'delivered'

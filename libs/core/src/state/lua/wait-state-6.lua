@@ -1,10 +1,13 @@
 --[[
-  Where one wait of a node stands — a wait node's signal, or the approval of a held tool call:
-  the signal's payload if it was delivered, its deadline (set once), its signal name, and who
-  decided it. The first call begins the wait: it registers the node as awaiting the name (which
-  is what lets `signal.lua` accept it), appends the node's wait record and a `signal.awaited`
-  event. An approval's name ends in a nonce, drawn once per wait and kept, so a redelivered or
-  re-entering job waits for the same name, and no one can post the approval before it is asked.
+  Where one wait of a node stands — a wait node's signal, the approval of a held tool call, or a
+  budget decision of a model call paused over the run's money budget: the signal's payload if it
+  was delivered, its deadline (set once per wait key), its signal name, and who decided it. A
+  node's first call begins its wait: it registers the node as awaiting the name (which is what
+  lets `signal.lua` accept it), appends the node's wait record and a `signal.awaited` event (and
+  `budget.paused` for a budget decision). An approval's or a budget decision's name ends in a
+  nonce, drawn once per wait key and kept, so a redelivered or re-entering job waits for the same
+  name, and no one can post the decision before it is asked. Several nodes may share a wait key (a
+  budget decision: one per generation and budget): each begins its own wait under the one name.
   ARGV[1] node id
   ARGV[2] wait key: names the deadline (`waitUntil:<key>`) and an approval's nonce (`hold:<key>`);
           a wait node's is its node id
@@ -12,7 +15,7 @@
   ARGV[4] nonce to keep on the first call ('' for a wait node: the name is the signal)
   ARGV[5] deadline to set if none (epoch ms), ARGV[6] the same as an ISO string
   ARGV[7] live state JSON (the script adds `signal`) while the signal has not arrived
-  ARGV[8] wait record JSON without `signal`, `until` and `generation` ({since, approval?})
+  ARGV[8] wait record JSON without `signal`, `until` and `generation` ({since, approval?, budget?})
   Returns { payload JSON | false, deadline (epoch ms), signal name, decision JSON | false };
   { false, 0, '', false }, writing nothing, for an unknown run.
 ]]
@@ -26,25 +29,53 @@ if ARGV[4] ~= '' then
 end
 local first = redis.call('HSETNX', KEYS[6], 'waitUntil:' .. key, ARGV[5]) == 1
 local deadline = tonumber(redis.call('HGET', KEYS[6], 'waitUntil:' .. key))
+
+-- Epoch ms as an ISO-8601 UTC time (days to civil date: H. Hinnant's algorithm).
+local function iso(ms)
+  local s = math.floor(ms / 1000)
+  local days = math.floor(s / 86400)
+  local rem = s - days * 86400
+  local z = days + 719468
+  local era = math.floor(z / 146097)
+  local doe = z - era * 146097
+  local yoe = math.floor((doe - math.floor(doe / 1460) + math.floor(doe / 36524) - math.floor(doe / 146096)) / 365)
+  local doy = doe - (365 * yoe + math.floor(yoe / 4) - math.floor(yoe / 100))
+  local mp = math.floor((5 * doy + 2) / 153)
+  local d = doy - math.floor((153 * mp + 2) / 5) + 1
+  local m = mp < 10 and mp + 3 or mp - 9
+  local y = yoe + era * 400 + (m <= 2 and 1 or 0)
+  return string.format('%04d-%02d-%02dT%02d:%02d:%02d.%03dZ', y, m, d, math.floor(rem / 3600),
+    math.floor(rem % 3600 / 60), rem % 60, ms % 1000)
+end
+-- The wait's deadline as the caller wrote it, or, under a key another node set, as that one's.
+local untilIso = deadline == tonumber(ARGV[5]) and ARGV[6] or iso(deadline)
 local payload = redis.call('HGET', KEYS[6], 'signal:' .. name)
 local decision = redis.call('HGET', KEYS[6], 'signalBy:' .. name)
-if first then
+local awaiting = cjson.decode(redis.call('HGET', KEYS[6], 'awaiting:' .. name) or '{}')
+-- The key's first call begins a wait; so does another node's first call under a shared key.
+if first or awaiting[node] == nil then
   local gen = generation()
-  local awaiting = cjson.decode(redis.call('HGET', KEYS[6], 'awaiting:' .. name) or '{}')
   awaiting[node] = { u = deadline, g = gen }
   redis.call('HSET', KEYS[6], 'awaiting:' .. name, cjson.encode(awaiting))
   local record = cjson.decode(ARGV[8])
   record.signal = name
-  record['until'] = ARGV[6]
+  record['until'] = untilIso
   record.generation = gen
   if decision then record.decidedBy = cjson.decode(decision) end
   local records = cjson.decode(redis.call('HGET', KEYS[6], 'waits:' .. node) or '[]')
   records[#records + 1] = record
   redis.call('HSET', KEYS[6], 'waits:' .. node, cjson.encode(records))
   local event = { signal = name }
-  event['until'] = ARGV[6]
+  event['until'] = untilIso
   if record.approval then event.approval = record.approval end
+  if record.budget then event.budget = record.budget end
   emit('signal.awaited', node, cjson.encode(event))
+  if record.budget and not payload then
+    local paused = { budget = 'costUsd', costUsd = record.budget.costUsd, spentUsd = record.budget.spentUsd,
+      signal = name }
+    paused['until'] = untilIso
+    emit('budget.paused', node, cjson.encode(paused))
+  end
 end
 if not payload then
   local live = cjson.decode(ARGV[7])
