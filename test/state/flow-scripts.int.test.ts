@@ -2,7 +2,14 @@
 import { randomUUID } from 'node:crypto';
 import { Redis } from 'ioredis';
 import { afterAll, describe, expect, inject, it } from 'vitest';
-import { FlowStore, LimitsDocument, flowKeysFor, type FlowCall, type FlowKey } from '@tetraloop/core';
+import {
+  FlowStore,
+  LimitsDocument,
+  flowKeysFor,
+  type FlowCall,
+  type FlowKey,
+  type HeldCall,
+} from '@tetraloop/core';
 
 const redis = new Redis(inject('redisUrl'));
 const freshStore = (): FlowStore => new FlowStore(redis, `test-${randomUUID()}`);
@@ -23,14 +30,23 @@ const call = (over: Partial<FlowCall> = {}): FlowCall => ({
 });
 const keysOf = (limits: unknown[], c: FlowCall = call()): FlowKey[] =>
   flowKeysFor(LimitsDocument.parse({ limits }), c);
-const take = (store: FlowStore, member: string, keys: FlowKey[], priority = 5, tokens = 0) =>
-  store.acquire(member, keys, { priority, tokens, leaseMs: LEASE });
-const end = (store: FlowStore, member: string, usedTokens?: number) =>
-  store.release(member, {
+/** What calls that went at once hold: Redis keeps no record of them, their release hands it in. */
+const held = new Map<string, HeldCall>();
+const take = async (store: FlowStore, member: string, keys: FlowKey[], priority = 5, tokens = 0) => {
+  const decision = await store.acquire(member, keys, { priority, tokens, leaseMs: LEASE });
+  if (decision.ok && decision.held) held.set(member, decision.held);
+  return decision;
+};
+const end = (store: FlowStore, member: string, usedTokens?: number) => {
+  const call = held.get(member);
+  held.delete(member);
+  return store.release(member, {
     succeeded: true,
     leaseMs: LEASE,
     ...(usedTokens !== undefined ? { usedTokens } : {}),
+    ...(call ? { held: call } : {}),
   });
+};
 
 describe('flow limits (pure)', () => {
   it('matches calls by key expression and value, and names each counter by limit and value', () => {

@@ -11,7 +11,7 @@ import { DelayedError, type Job, type Queue } from 'bullmq';
 import type { Logger } from 'pino';
 import type { NodeErrorData } from '../errors/node-error.js';
 import { NO_LIMITS, flowKeysFor, reservedTokens, type FlowKey, type LimitsDocument } from '../flow/limits.js';
-import type { FlowStore } from '../state/flow-store.js';
+import type { FlowStore, HeldCall } from '../state/flow-store.js';
 import { metrics } from '../telemetry/metrics.js';
 import { NodeJobData } from '../queues/catalog.js';
 import type { RunStore } from '../state/run-store.js';
@@ -238,7 +238,7 @@ export async function passFlow(
           waitedMs: decision.waitedMs,
         });
       }
-      return { ok: true, pass: passOf(gate, member, keys, leaseMs) };
+      return { ok: true, pass: passOf(gate, member, keys, leaseMs, decision.held) };
     }
     const delay = Math.min(Math.max(decision.waitMs ?? gate.settings.recheckMs, 20), gate.settings.recheckMs);
     const until = Date.now() + delay;
@@ -269,7 +269,13 @@ export async function passFlow(
   }
 }
 
-function passOf(gate: FlowGate, member: string, keys: readonly FlowKey[], leaseMs: number): FlowPass {
+function passOf(
+  gate: FlowGate,
+  member: string,
+  keys: readonly FlowKey[],
+  leaseMs: number,
+  held: HeldCall | undefined,
+): FlowPass {
   return {
     keys,
     // Sent, not awaited: the node's next step need not wait for it. Commands of one connection run
@@ -293,6 +299,7 @@ function passOf(gate: FlowGate, member: string, keys: readonly FlowKey[], leaseM
           ...(outcome.usedTokens !== undefined ? { usedTokens: outcome.usedTokens } : {}),
           succeeded: outcome.succeeded,
           leaseMs,
+          ...(held ? { held } : {}),
         }),
       );
       return Promise.resolve();

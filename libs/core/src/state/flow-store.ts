@@ -16,6 +16,8 @@ export type FlowDecision =
       readonly waitedMs: number;
       /** Other calls granted capacity meanwhile: their jobs are woken. */
       readonly granted: readonly string[];
+      /** A call that went at once: its reservations, handed in again at its release. */
+      readonly held?: HeldCall;
     }
   | {
       readonly ok: false;
@@ -25,6 +27,13 @@ export type FlowDecision =
       readonly key: string;
       readonly granted: readonly string[];
     };
+
+/** What a call that went at once holds: Redis keeps no record of it, its release hands this in. */
+export interface HeldCall {
+  readonly keys: readonly string[];
+  /** JSON: counter → reservation id. */
+  readonly reservations: string;
+}
 
 /** How adaptive counters react to a `429`: see docs/flow-control.md. */
 export interface AdaptiveSettings {
@@ -100,11 +109,15 @@ export class FlowStore {
       'flow-acquire-1',
       [this.base],
       [member, call.priority, Math.max(0, Math.ceil(call.tokens)), call.leaseMs, JSON.stringify(defs)],
-    )) as [number, number, string, ...string[]];
-    const [ok, ms, key, ...granted] = reply;
-    return ok === 1
-      ? { ok: true, waitedMs: ms, granted }
-      : { ok: false, waitMs: ms < 0 ? null : ms, key, granted };
+    )) as [number, number, string, string, ...string[]];
+    const [ok, ms, key, reservations, ...granted] = reply;
+    if (ok !== 1) return { ok: false, waitMs: ms < 0 ? null : ms, key, granted };
+    return {
+      ok: true,
+      waitedMs: ms,
+      granted,
+      ...(reservations !== '' ? { held: { keys: keys.map((k) => k.id), reservations } } : {}),
+    };
   }
 
   /**
@@ -113,7 +126,7 @@ export class FlowStore {
    */
   async release(
     member: string,
-    outcome: { usedTokens?: number; succeeded: boolean; leaseMs: number },
+    outcome: { usedTokens?: number; succeeded: boolean; leaseMs: number; held?: HeldCall },
   ): Promise<string[]> {
     return (await this.script(
       'flow-release-1',
@@ -124,6 +137,8 @@ export class FlowStore {
         outcome.succeeded ? '1' : '0',
         outcome.leaseMs,
         this.adaptive.increase,
+        outcome.held ? JSON.stringify(outcome.held.keys) : '',
+        outcome.held?.reservations ?? '',
       ],
     )) as string[];
   }

@@ -4,8 +4,10 @@
   ARGV[5] JSON [{id, c, r, t, i, a, g}]: each counter with its limit and the call's fair-share group.
   A call takes capacity at once only when nobody waits on its counters; else it joins the queue of
   the first counter with waiters (or without room) and is granted in turn.
-  Returns { 1, ms it waited in all, '', members granted meanwhile... } when it may go, or
-  { 0, ms until it may (-1: unknown, when a call ends), the counter it waits on, members granted... }.
+  Returns { 1, ms it waited in all, '', reservations, members granted meanwhile... } when it may go,
+  or { 0, ms until it may (-1: unknown, when a call ends), the counter it waits on, '', members
+  granted... }. A call that goes at once is not remembered: its reservations (JSON, counter →
+  reservation id) come back for the release to hand in; otherwise they are kept with the member.
 ]]
 local now = clock()
 local m, prio, w, lease = ARGV[1], ARGV[2], tonumber(ARGV[3]), tonumber(ARGV[4])
@@ -36,7 +38,7 @@ local function go(since)
   for _, k in ipairs(ids) do
     if redis.call('ZSCORE', kk(k, ':inflight'), m) then redis.call('ZADD', kk(k, ':inflight'), now + lease, m) end
   end
-  return { 1, now - (since or now), '', unpack(others()) }
+  return { 1, now - (since or now), '', '', unpack(others()) }
 end
 local function wait(k)
   local c = cfgOf(k)
@@ -44,7 +46,7 @@ local function wait(k)
   local ms = -1
   if head == m then ms = blocked(k, c, w, now) end
   if ms == 0 then ms = -1 end
-  return { 0, ms, k, unpack(others()) }
+  return { 0, ms, k, '', unpack(others()) }
 end
 
 local rec = redis.call('HMGET', mk(m), 'state', 'since', 'on', 'keys')
@@ -60,10 +62,13 @@ if state and rec[4] == idsJson then
 end
 -- Another call of the same job: what the last one held is given back first.
 if state then drop(m) end
-redis.call('HSET', mk(m), 'keys', idsJson, 'groups', cjson.encode(groups), 'w', w, 'prio', prio, 'since', now)
-redis.call('PEXPIRE', mk(m), DAY)
+local function remember()
+  redis.call('HSET', mk(m), 'keys', idsJson, 'groups', cjson.encode(groups), 'w', w, 'prio', prio, 'since', now)
+  redis.call('PEXPIRE', mk(m), DAY)
+end
 for _, k in ipairs(ids) do
   if redis.call('SISMEMBER', WAITING, k) == 1 then
+    remember()
     enqueue(k, m, groups[k], prio)
     grantOn(k, now, lease, out, 50)
     if redis.call('HGET', mk(m), 'state') == 'granted' then return go(now) end
@@ -73,13 +78,15 @@ end
 for _, k in ipairs(ids) do
   local c = cfgOf(k)
   expire(k, c, now)
-  local ms = blocked(k, c, w, now)
+  local ms = blocked(k, c, w, now, m)
   if ms ~= 0 then
+    remember()
     enqueue(k, m, groups[k], prio)
-    return { 0, ms, k }
+    return { 0, ms, k, '' }
   end
 end
+-- Nobody waits and every counter has room: the call goes, and nothing about it is kept but its
+-- capacity (a lease and reservations that end by themselves).
 local resv = {}
 for _, k in ipairs(ids) do resv[k] = take(k, cfgOf(k), m, w, now, lease) end
-redis.call('HSET', mk(m), 'state', 'held', 'resv', cjson.encode(resv))
-return { 1, 0, '' }
+return { 1, 0, '', cjson.encode(resv) }

@@ -1,16 +1,18 @@
 --[[
   A call ended (or its job gave up waiting). ARGV[1] member, ARGV[2] tokens it really used (-1:
   keep the reservation), ARGV[3] '1' when it succeeded (adaptive counters climb back by ARGV[5]),
-  ARGV[4] lease ms for members granted now.
+  ARGV[4] lease ms for members granted now, ARGV[6] and ARGV[7] the call's counters and
+  reservations (JSON) when it went at once and so was not remembered.
   Settles its token reservations to what it used, frees its slots, and grants the next waiters.
   Returns the members granted.
 ]]
 local now = clock()
 local m = ARGV[1]
 local rec = redis.call('HMGET', mk(m), 'keys', 'resv')
-if not rec[1] then return {} end
-local ids = cjson.decode(rec[1])
-local resv = rec[2] and cjson.decode(rec[2]) or {}
+local remembered = rec[1] ~= false and rec[1] ~= nil
+if not remembered and (ARGV[6] or '') == '' then return {} end
+local ids = cjson.decode(remembered and rec[1] or ARGV[6])
+local resv = cjson.decode((remembered and rec[2]) or ARGV[7] or '{}')
 local actual = tonumber(ARGV[2])
 for _, k in ipairs(ids) do
   local id = resv[k]
@@ -26,7 +28,15 @@ for _, k in ipairs(ids) do
     if f < 1 then redis.call('HSET', kk(k), 'factor', tostring(math.min(1, f + tonumber(ARGV[5])))) end
   end
 end
-drop(m)
+if remembered then
+  drop(m)
+else
+  for _, k in ipairs(ids) do
+    redis.call('ZREM', kk(k, ':inflight'), m)
+    local id = resv[k]
+    if id and id ~= '' then redis.call('ZADD', kk(k, ':log'), 'XX', now, id) end
+  end
+end
 local out = {}
 for _, k in ipairs(ids) do grantOn(k, now, tonumber(ARGV[4]), out, 20) end
 return out

@@ -69,10 +69,15 @@ local function expire(k, c, now)
   end
 end
 
--- 0 when a call of w tokens fits counter k now; else ms until it may (-1: when a call ends).
-local function blocked(k, c, w, now)
+-- 0 when a call of w tokens (of member m, when given) fits counter k now; else ms until it may
+-- (-1: when a call ends). A member's own slot (its job redelivered mid-call) does not hold it back.
+local function blocked(k, c, w, now, m)
   if c.p > now then return c.p - now end
-  if c.c > 0 and redis.call('ZCARD', kk(k, ':inflight')) >= scaled(c.c, c.f) then return -1 end
+  if c.c > 0 then
+    local n = redis.call('ZCARD', kk(k, ':inflight'))
+    if m and redis.call('ZSCORE', kk(k, ':inflight'), m) then n = n - 1 end
+    if n >= scaled(c.c, c.f) then return -1 end
+  end
   local log = kk(k, ':log')
   if c.r > 0 then
     local cap = scaled(c.r, c.f)
