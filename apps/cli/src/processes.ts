@@ -4,6 +4,7 @@ import { startApi, parseApiEnv } from '@tetraloop/api';
 import { startEmbeddedRedis, type Pool } from '@tetraloop/core';
 import { parseWorkerEnv, startHealthServer, startPools } from '@tetraloop/workers';
 import { parseDevEnv } from './dev-env.js';
+import { stopTracing } from './tracing.js';
 
 type Closer = () => Promise<void>;
 
@@ -16,6 +17,7 @@ function closeOnSignal(closers: Closer[]): void {
     process.stderr.write(`\n${signal}: shutting down\n`);
     void (async () => {
       for (const close of [...closers].reverse()) await close().catch(() => undefined);
+      await stopTracing().catch(() => undefined);
       process.exit(0);
     })();
   };

@@ -21,6 +21,7 @@ import { fillSecrets, scrubSecrets, type SecretRef } from '../secrets/secret-ref
 import { SECRETS_OFF_MESSAGE, SecretStoreError } from '../state/secret-store.js';
 import type { ExecutorDeps } from './deps.js';
 import { lessonsForCall, probed, type RateLimitFix } from '../reflect/lesson-effects.js';
+import { failSpan, inSpan } from '../telemetry/tracing.js';
 import { failedCallEnd, passFlow } from './flow-gate.js';
 import { invokeTool } from './invoke-tool.js';
 import type { CompiledPlan } from './plan-cache.js';
@@ -167,7 +168,20 @@ export async function callTool(
     limitMs: limit.ms,
   });
   if (!flow.ok) return flow;
-  const outcome = await callWithin(ctx, tool, args, limit, call);
+  const outcome = await inSpan(
+    `tool ${tool.name}`,
+    {
+      attributes: {
+        'tetraloop.tool.name': tool.name,
+        ...(target !== undefined ? { 'server.address': target } : {}),
+      },
+    },
+    async (span) => {
+      const result = await callWithin(ctx, tool, args, limit, call);
+      if (!result.ok) failSpan(span, result.error.code, result.error.message);
+      return result;
+    },
+  );
   await flow.pass?.end(outcome.ok ? { succeeded: true } : failedCallEnd(outcome.error));
   if (lessons?.probe && ctx.deps.lessons) {
     await probed(ctx.deps.lessons, ctx.plan.memoryAgent, lessons.probe, outcome.ok);

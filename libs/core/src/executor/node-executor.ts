@@ -4,7 +4,7 @@
  * ready dependents. A retry is handed back to BullMQ's backoff; a waiting node parks itself in the
  * delayed set; neither holds a worker slot.
  */
-import type { Job } from 'bullmq';
+import { DelayedError, WaitingChildrenError, type Job } from 'bullmq';
 import type { NodeSnapshot, NodeUsage, RunStatus } from '../domain/run-model.js';
 import type { NodeErrorData } from '../errors/node-error.js';
 import { deadlineError, failureReplans, runErrorForNode } from '../errors/run-error.js';
@@ -14,6 +14,7 @@ import { rateLimitFixUsed } from '../reflect/lesson-effects.js';
 import { NodeJobData } from '../queues/catalog.js';
 import { enqueueNodes, nodeJobAttempts, wakeParkedNodes } from '../queues/run-jobs.js';
 import { metrics } from '../telemetry/metrics.js';
+import { failSpan, inSpan } from '../telemetry/tracing.js';
 import { readBlobs, withOutputBlob } from './blob-reads.js';
 import { retryTableFor, type ExecutorDeps } from './deps.js';
 import { attemptRecord, nowIso, scopeOf, snapshotOf, type NodeContext } from './node-context.js';
@@ -34,17 +35,57 @@ export class RetryNodeError extends Error {
 
 export interface NodeJobResult {
   readonly status: NodeSnapshot['status'] | 'gone' | 'stale';
+  /** A failed node's error class. */
+  readonly code?: string;
+}
+
+/** A job parking itself, waiting for its children, or handing a retry to BullMQ: not a crash. */
+const controlFlow = (err: unknown): boolean =>
+  err instanceof DelayedError || err instanceof WaitingChildrenError || err instanceof RetryNodeError;
+
+/**
+ * Executes one node job in its span (a child of whatever released the node, from the job's data):
+ * one span per execution, so attempts are spans; a failed attempt or node carries its error class.
+ */
+export async function executeNodeJob(
+  deps: ExecutorDeps,
+  job: Job,
+  token: string | undefined,
+): Promise<NodeJobResult> {
+  const data = NodeJobData.parse(job.data);
+  return inSpan(
+    `node ${data.nodeId}`,
+    {
+      ...(data.trace ? { parent: data.trace } : {}),
+      attributes: {
+        'tetraloop.run.id': data.runId,
+        'tetraloop.node.id': data.nodeId,
+        'tetraloop.attempt': job.attemptsMade + 1,
+        'tetraloop.generation': data.generation,
+      },
+      expected: controlFlow,
+    },
+    async (span) => {
+      try {
+        const result = await runNodeJob(deps, job, token);
+        span.setAttribute('tetraloop.node.status', result.status);
+        if (result.code !== undefined) failSpan(span, result.code);
+        return result;
+      } catch (err) {
+        if (err instanceof RetryNodeError) failSpan(span, err.error.code, err.error.message);
+        else if (err instanceof DelayedError || err instanceof WaitingChildrenError)
+          span.setAttribute('tetraloop.node.parked', true);
+        throw err;
+      }
+    },
+  );
 }
 
 /** Whether a failure of this node is data for its dependents rather than the end of the run. */
 export const continuesOnFailure = (node: ExecutableNode): boolean =>
   executionOf(node).continuesOnFailure(node);
 
-export async function executeNodeJob(
-  deps: ExecutorDeps,
-  job: Job,
-  token: string | undefined,
-): Promise<NodeJobResult> {
+async function runNodeJob(deps: ExecutorDeps, job: Job, token: string | undefined): Promise<NodeJobResult> {
   const data = NodeJobData.parse(job.data);
   const plan = await deps.plans.get(data.runId, data.generation);
   const node = plan?.nodes.get(data.nodeId);
@@ -95,7 +136,7 @@ export async function executeNodeJob(
         : notRunSnapshot(begin.status, begin.attempts));
     if (!begin.existing && begin.status === 'running') observeNode(node, snapshot);
     await complete(ctx, snapshot, begin.existing !== null);
-    return { status: snapshot.status };
+    return { status: snapshot.status, ...(snapshot.error ? { code: snapshot.error.code } : {}) };
   } finally {
     tracked.release();
   }

@@ -4,7 +4,7 @@
  * once every child is done: replan if a node asked for it, else decide the outcome from the
  * snapshots and settle the run. A deadline job ends a run that runs too long.
  */
-import { WaitingChildrenError, type Job } from 'bullmq';
+import { DelayedError, WaitingChildrenError, type Job } from 'bullmq';
 import { isDeepStrictEqual } from 'node:util';
 import type { NodeSnapshot, RunStatus } from '../domain/run-model.js';
 import { toErrorData, type NodeErrorData } from '../errors/node-error.js';
@@ -15,6 +15,7 @@ import { DeadlineJobData, JOB, RunJobData, type RunJobData as RunJobInput } from
 import { enqueueDeadline, enqueueRunRoot, removeDeadline, wakeParkedNodes } from '../queues/run-jobs.js';
 import type { OutcomeState, RunHeader } from '../state/run-store.js';
 import { metrics } from '../telemetry/metrics.js';
+import { inSpan } from '../telemetry/tracing.js';
 import { retainBlobs } from './blob-reads.js';
 import { admitRun, releaseRun } from './run-admission.js';
 import type { ExecutorDeps } from './deps.js';
@@ -34,7 +35,22 @@ export async function executePlanJob(
   token: string | undefined,
 ): Promise<RunJobResult> {
   if (job.name === JOB.deadline) return fireDeadline(deps, job);
-  return executeRunJob(deps, job, token);
+  const data = RunJobData.parse(job.data);
+  // The run's own span, a child of the request (or job) that made the run: each pass of its root
+  // job is one (`start`, then `finalize` once every node is done).
+  return inSpan(
+    `run ${data.step}`,
+    {
+      ...(data.trace ? { parent: data.trace } : {}),
+      attributes: {
+        'tetraloop.run.id': data.runId,
+        'tetraloop.generation': data.generation,
+        'tetraloop.run.step': data.step,
+      },
+      expected: (err) => err instanceof DelayedError || err instanceof WaitingChildrenError,
+    },
+    () => executeRunJob(deps, job, token),
+  );
 }
 
 async function executeRunJob(deps: ExecutorDeps, job: Job, token: string | undefined): Promise<RunJobResult> {

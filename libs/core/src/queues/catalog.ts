@@ -3,6 +3,7 @@
  * producers derive their types from here.
  */
 import { z } from 'zod';
+import { TraceCarrier } from '../telemetry/tracing.js';
 
 /**
  * The four loops, each its own queue and worker pool, named alike. The `tool` pool's queue holds
@@ -28,6 +29,8 @@ export const RunJobData = z.object({
   generation: Generation,
   /** `start` until the run's ready nodes are enqueued, then `finalize`. */
   step: z.enum(['start', 'finalize']).default('start'),
+  /** The trace context of what made the run (tracing on). */
+  trace: TraceCarrier.optional(),
 });
 export type RunJobData = z.input<typeof RunJobData>;
 
@@ -44,6 +47,8 @@ export const NodeJobData = z.object({
   continuation: z.boolean().default(false),
   /** Set when the job re-enters after flow control held its call back: the call is not charged again. */
   throttled: z.boolean().default(false),
+  /** The trace context of what released the node (tracing on). */
+  trace: TraceCarrier.optional(),
 });
 export type NodeJobData = z.input<typeof NodeJobData>;
 

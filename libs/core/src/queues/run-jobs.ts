@@ -18,6 +18,7 @@ import {
   type RunJobData,
 } from './catalog.js';
 import { keepJobs, type JobRetention } from './retention.js';
+import { traceCarrier } from '../telemetry/tracing.js';
 
 /** The queues a run's jobs go to: root and deadline jobs to `plan`, node jobs to the node queue. */
 export interface RunQueues {
@@ -34,11 +35,15 @@ const ROOT_JOB_ATTEMPTS = { attempts: 5, backoff: { type: 'exponential', delay: 
 
 /** Adds the root job of a run's generation to the plan queue (a no-op when it exists). */
 export async function enqueueRunRoot(queues: RunQueues, runId: string, generation: number): Promise<void> {
-  await queues.plan.add(JOB.run, { runId, generation, step: 'start' } satisfies RunJobData, {
-    jobId: runJobId(runId, generation),
-    ...ROOT_JOB_ATTEMPTS,
-    ...keepJobs(queues.retention),
-  });
+  await queues.plan.add(
+    JOB.run,
+    { runId, generation, step: 'start', ...traceCarrier() } satisfies RunJobData,
+    {
+      jobId: runJobId(runId, generation),
+      ...ROOT_JOB_ATTEMPTS,
+      ...keepJobs(queues.retention),
+    },
+  );
 }
 
 /**
@@ -59,14 +64,18 @@ export async function wakeRunRoot(
  * waiting-children, holding no slot, until the child run settles.
  */
 export async function enqueueChildRunRoot(queues: RunQueues, runId: string, parent: Job): Promise<void> {
-  await queues.plan.add(JOB.run, { runId, generation: 0, step: 'start' } satisfies RunJobData, {
-    jobId: runJobId(runId),
-    parent: { id: parent.id!, queue: parent.queueQualifiedName },
-    ...ROOT_JOB_ATTEMPTS,
-    // If the child's root job dies for good, the loop still resumes and records the failure.
-    ignoreDependencyOnFailure: true,
-    ...keepJobs(queues.retention),
-  });
+  await queues.plan.add(
+    JOB.run,
+    { runId, generation: 0, step: 'start', ...traceCarrier() } satisfies RunJobData,
+    {
+      jobId: runJobId(runId),
+      parent: { id: parent.id!, queue: parent.queueQualifiedName },
+      ...ROOT_JOB_ATTEMPTS,
+      // If the child's root job dies for good, the loop still resumes and records the failure.
+      ignoreDependencyOnFailure: true,
+      ...keepJobs(queues.retention),
+    },
+  );
 }
 
 /** Arms the job that ends a run's generation when its deadline passes. */
@@ -112,9 +121,11 @@ export async function enqueueNodes(
 ): Promise<void> {
   if (nodes.length === 0) return;
   const parent = { id: runJobId(runId, generation), queue: queues.plan.qualifiedName };
+  // The span of what released these nodes (the root job, or the node completing) is their parent.
+  const traced = traceCarrier();
   const jobs = nodes.map((node) => ({
     name: JOB.node,
-    data: { runId, nodeId: node.id, generation } satisfies NodeJobData,
+    data: { runId, nodeId: node.id, generation, ...traced } satisfies NodeJobData,
     opts: {
       jobId: nodeJobId(runId, node.id, generation),
       parent,

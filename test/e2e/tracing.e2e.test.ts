@@ -1,0 +1,244 @@
+/**
+ * One trace per run, across processes: a `tetraloop api` and a separate `tetraloop worker --pool
+ * all`, both exporting over OTLP/HTTP to a receiver this test runs. The run is submitted with a W3C
+ * `traceparent`; every span of it lands in that trace, and the span tree follows the graph: the
+ * run's root job under the request, each node under the node (or root job) that released it, the
+ * tool and model calls under their node, the HTTP and Redis calls they make under them.
+ */
+import { createServer, type Server } from 'node:http';
+import { setTimeout as delay } from 'node:timers/promises';
+import type { AddressInfo } from 'node:net';
+import { randomBytes, randomUUID } from 'node:crypto';
+import { afterAll, beforeAll, expect, inject, it } from 'vitest';
+import { freePort } from '@tetraloop/core';
+import { startModelServer, type ModelServer } from '../support/model-server.js';
+import { spawnTetraloop, stderrMatches, type Spawned } from '../support/processes.js';
+import { startToolServer, type ToolServer } from '../support/tool-server.js';
+
+interface OtlpValue {
+  stringValue?: string;
+  intValue?: string | number;
+  boolValue?: boolean;
+}
+interface ReceivedSpan {
+  service: string;
+  traceId: string;
+  spanId: string;
+  parentSpanId: string;
+  name: string;
+  attributes: Record<string, string | number | boolean | undefined>;
+  status: number;
+}
+
+const spans: ReceivedSpan[] = [];
+let receiver: Server;
+let receiverUrl: string;
+let tools: ToolServer;
+let model: ModelServer;
+let api: Spawned;
+let worker: Spawned;
+let apiUrl: string;
+
+const valueOf = (v: OtlpValue): string | number | boolean | undefined =>
+  v.stringValue ?? (v.intValue !== undefined ? Number(v.intValue) : v.boolValue);
+
+/** An OTLP/HTTP JSON trace receiver (`POST /v1/traces`), keeping every span it is sent. */
+async function startReceiver(): Promise<void> {
+  receiver = createServer((req, res) => {
+    let body = '';
+    req.on('data', (c: Buffer) => (body += c.toString()));
+    req.on('end', () => {
+      const request = JSON.parse(body) as {
+        resourceSpans: {
+          resource: { attributes: { key: string; value: OtlpValue }[] };
+          scopeSpans: {
+            spans: {
+              traceId: string;
+              spanId: string;
+              parentSpanId?: string;
+              name: string;
+              attributes?: { key: string; value: OtlpValue }[];
+              status?: { code?: number };
+            }[];
+          }[];
+        }[];
+      };
+      for (const rs of request.resourceSpans) {
+        const service = String(
+          valueOf(rs.resource.attributes.find((a) => a.key === 'service.name')?.value ?? {}),
+        );
+        for (const ss of rs.scopeSpans)
+          for (const s of ss.spans)
+            spans.push({
+              service,
+              traceId: s.traceId,
+              spanId: s.spanId,
+              parentSpanId: s.parentSpanId ?? '',
+              name: s.name,
+              attributes: Object.fromEntries((s.attributes ?? []).map((a) => [a.key, valueOf(a.value)])),
+              status: s.status?.code ?? 0,
+            });
+      }
+      res.writeHead(200, { 'content-type': 'application/json' }).end('{}');
+    });
+  });
+  await new Promise<void>((resolve) => receiver.listen(0, '127.0.0.1', resolve));
+  receiverUrl = `http://127.0.0.1:${(receiver.address() as AddressInfo).port}`;
+}
+
+beforeAll(async () => {
+  await startReceiver();
+  tools = await startToolServer();
+  model = await startModelServer({
+    script: () => ({ content: 'traced', usage: { promptTokens: 12, completionTokens: 3 } }),
+  });
+  const port = await freePort();
+  apiUrl = `http://127.0.0.1:${port}`;
+  const env = {
+    REDIS_URL: inject('redisUrl'),
+    TETRALOOP_PREFIX: `test-${randomUUID()}`,
+    TETRALOOP_AUTH: 'off',
+    HOST: '127.0.0.1',
+    PORT: String(port),
+    TETRALOOP_HTTP_ALLOW_HOSTS: '127.0.0.1',
+    OPENAI_BASE_URL: model.url,
+    TETRALOOP_MODEL_MAX_RETRIES: '0',
+    OTEL_EXPORTER_OTLP_ENDPOINT: receiverUrl,
+    OTEL_BSP_SCHEDULE_DELAY: '100',
+    LOG_LEVEL: 'warn',
+  };
+  api = spawnTetraloop(['api'], env);
+  worker = spawnTetraloop(['worker', '--pool', 'all'], env);
+  await stderrMatches(worker, /worker ready/);
+  // The API answers once it listens: poll its health until then (its port is chosen here).
+  const deadline = Date.now() + 30_000;
+  while (
+    !(await fetch(`${apiUrl}/healthz`).then(
+      (r) => r.ok,
+      () => false,
+    ))
+  ) {
+    if (Date.now() > deadline) throw new Error(`the API did not start:\n${api.stderr()}`);
+    await delay(100);
+  }
+}, 60_000);
+
+afterAll(async () => {
+  await Promise.all([api?.kill(), worker?.kill()]);
+  await tools?.close();
+  await model?.close();
+  await new Promise((resolve) => receiver?.close(resolve));
+});
+
+it('makes one trace of a run, across the API and a worker process, whose span tree follows the graph', async () => {
+  const traceId = randomBytes(16).toString('hex');
+  const callerSpan = randomBytes(8).toString('hex');
+  const graph = {
+    nodes: [
+      { id: 'a', kind: 'tool', tool: 'http', args: { url: `${tools.url}/work?node=a&ms=20` } },
+      { id: 'b', kind: 'llm', prompt: 'say {{a.output.body.node}}' },
+      { id: 'c', kind: 'tool', tool: 'http', args: { url: `${tools.url}/work?node=c&ms=20` } },
+      { id: 'd', kind: 'tool', tool: 'json', args: { value: { b: '{{b.output.text}}', c: '{{c.output.status}}' } } },
+    ],
+    edges: [
+      ['a', 'b'],
+      ['a', 'c'],
+      ['b', 'd'],
+      ['c', 'd'],
+    ],
+  };
+  const posted = await fetch(`${apiUrl}/v1/runs`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json', traceparent: `00-${traceId}-${callerSpan}-01` },
+    body: JSON.stringify({ graph }),
+  });
+  const answer = (await posted.json()) as { runId: string };
+  expect(posted.status, JSON.stringify(answer)).toBe(202);
+  const { runId } = answer;
+  const done = await fetch(`${apiUrl}/v1/runs/${runId}/wait?timeoutMs=30000`).then(
+    (r) => r.json() as Promise<{ status: string }>,
+  );
+  expect(done.status).toBe('succeeded');
+
+  const ofTrace = (): ReceivedSpan[] => spans.filter((s) => s.traceId === traceId);
+  const named = (name: string): ReceivedSpan | undefined => ofTrace().find((s) => s.name === name);
+  // Spans arrive in batches: wait until the last node's and the run's finalize pass are in.
+  await expect
+    .poll(() => ['node d', 'run finalize'].every((n) => named(n) !== undefined), {
+      timeout: 20_000,
+      interval: 100,
+    })
+    .toBe(true);
+
+  const trace = ofTrace();
+  expect(new Set(trace.map((s) => s.service))).toEqual(new Set(['tetraloop-api', 'tetraloop-worker']));
+  const byId = new Map(trace.map((s) => [s.spanId, s]));
+  const parentOf = (s: ReceivedSpan): ReceivedSpan | undefined => byId.get(s.parentSpanId);
+
+  // The request continues the caller's trace; the run's root job continues the request.
+  const request = trace.find((s) => s.service === 'tetraloop-api' && s.parentSpanId === callerSpan);
+  expect(request?.attributes['http.request.method'] ?? request?.attributes['http.method']).toBe('POST');
+  const start = named('run start')!;
+  expect(start.service).toBe('tetraloop-worker');
+  expect(start.attributes['tetraloop.run.id']).toBe(runId);
+  let up: ReceivedSpan | undefined = start;
+  while (up && up !== request) up = parentOf(up);
+  expect(up, 'run start descends from the request').toBe(request);
+
+  // Each node under what released it: a by the root job, b and c by a, d by b or c.
+  const node = (id: string): ReceivedSpan => named(`node ${id}`)!;
+  expect(parentOf(node('a'))).toBe(start);
+  expect(parentOf(node('b'))).toBe(node('a'));
+  expect(parentOf(node('c'))).toBe(node('a'));
+  expect([node('b'), node('c')]).toContain(parentOf(node('d')));
+  for (const id of ['a', 'b', 'c', 'd'])
+    expect(node(id).attributes['tetraloop.node.status']).toBe('succeeded');
+
+  // A tool call under its node, naming tool and host, with the HTTP call it made under it.
+  const toolA = trace.find((s) => s.name === 'tool http' && parentOf(s) === node('a'))!;
+  expect(toolA.attributes['server.address']).toBe(new URL(tools.url).host);
+  expect(trace.some((s) => parentOf(s) === toolA && s.attributes['http.request.method'] === 'GET')).toBe(
+    true,
+  );
+
+  // The model call, with the GenAI semantic conventions.
+  const chat = trace.find((s) => s.name.startsWith('chat ') && parentOf(s) === node('b'))!;
+  expect(chat.attributes).toMatchObject({
+    'gen_ai.operation.name': 'chat',
+    'gen_ai.usage.input_tokens': 12,
+    'gen_ai.usage.output_tokens': 3,
+  });
+  expect(chat.attributes['gen_ai.request.model']).toBeTypeOf('string');
+
+  // Redis commands made for the run are in its trace (ioredis instrumentation).
+  expect(
+    trace.some((s) => s.attributes['db.system'] === 'redis' || s.attributes['db.system.name'] === 'redis'),
+  ).toBe(true);
+}, 60_000);
+
+it('marks a failed node with its error class', async () => {
+  const traceId = randomBytes(16).toString('hex');
+  const posted = await fetch(`${apiUrl}/v1/runs`, {
+    method: 'POST',
+    headers: {
+      'content-type': 'application/json',
+      traceparent: `00-${traceId}-${randomBytes(8).toString('hex')}-01`,
+    },
+    body: JSON.stringify({
+      graph: {
+        nodes: [{ id: 'x', kind: 'tool', tool: 'http', args: { url: `${tools.url}/status/404?node=x` } }],
+      },
+    }),
+  });
+  const { runId } = (await posted.json()) as { runId: string };
+  await fetch(`${apiUrl}/v1/runs/${runId}/wait?timeoutMs=30000`);
+  await expect
+    .poll(() => spans.find((s) => s.traceId === traceId && s.name === 'node x'), {
+      timeout: 20_000,
+      interval: 100,
+    })
+    .toBeDefined();
+  const failed = spans.find((s) => s.traceId === traceId && s.name === 'node x')!;
+  expect(failed.attributes['error.type']).toBe('validation');
+  expect(failed.status).toBe(2);
+}, 60_000);
