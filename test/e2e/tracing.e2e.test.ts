@@ -138,7 +138,12 @@ it('makes one trace of a run, across the API and a worker process, whose span tr
       { id: 'a', kind: 'tool', tool: 'http', args: { url: `${tools.url}/work?node=a&ms=20` } },
       { id: 'b', kind: 'llm', prompt: 'say {{a.output.body.node}}' },
       { id: 'c', kind: 'tool', tool: 'http', args: { url: `${tools.url}/work?node=c&ms=20` } },
-      { id: 'd', kind: 'tool', tool: 'json', args: { value: { b: '{{b.output.text}}', c: '{{c.output.status}}' } } },
+      {
+        id: 'd',
+        kind: 'tool',
+        tool: 'json',
+        args: { value: { b: '{{b.output.text}}', c: '{{c.output.status}}' } },
+      },
     ],
     edges: [
       ['a', 'b'],

@@ -12,6 +12,7 @@ import type { Topology } from '../graph/topology.js';
 import type { ChatMessage, ModelClient, ModelUsage } from '../model/model-client.js';
 import { NODE_KINDS, type ExecutableGraph, type Graph } from '../nodes/index.js';
 import { observeModelCall } from '../telemetry/metrics.js';
+import { inChatSpan } from '../telemetry/tracing.js';
 import type { ToolRegistry } from '../tools/tool.js';
 import { plannerMessages, repairMessage, type PlannerPromptInput } from './planner-prompt.js';
 
@@ -84,13 +85,15 @@ export async function planTask(
   let issues: readonly ValidationIssue[] = [];
   // One plan, and at most one repair of it.
   for (let round = 0; round < 2; round++) {
-    const answer = await deps.model.chat({
-      model,
-      messages,
-      schema: { name: 'graph', schema: PLANNER_SCHEMA },
-      retries: deps.model.config.maxRetries,
-      ...(signal ? { signal } : {}),
-    });
+    const answer = await inChatSpan(model, () =>
+      deps.model.chat({
+        model,
+        messages,
+        schema: { name: 'graph', schema: PLANNER_SCHEMA },
+        retries: deps.model.config.maxRetries,
+        ...(signal ? { signal } : {}),
+      }),
+    );
     observeModelCall(answer);
     usage.promptTokens += answer.usage.promptTokens;
     usage.completionTokens += answer.usage.completionTokens;

@@ -83,3 +83,32 @@ export async function inSpan<T>(
 }
 
 export { SpanKind };
+
+/**
+ * A model call in a span with the OpenTelemetry GenAI semantic conventions (`chat <model>`): the
+ * request's model, the answer's model and token usage, the error class when it fails.
+ */
+export function inChatSpan<
+  T extends { model: string; usage: { promptTokens: number; completionTokens: number } },
+>(model: string, work: () => Promise<T>): Promise<T> {
+  return inSpan(
+    `chat ${model}`,
+    {
+      kind: SpanKind.CLIENT,
+      attributes: {
+        'gen_ai.operation.name': 'chat',
+        'gen_ai.provider.name': 'openai',
+        'gen_ai.request.model': model,
+      },
+    },
+    async (span) => {
+      const result = await work();
+      span.setAttributes({
+        'gen_ai.response.model': result.model,
+        'gen_ai.usage.input_tokens': result.usage.promptTokens,
+        'gen_ai.usage.output_tokens': result.usage.completionTokens,
+      });
+      return result;
+    },
+  );
+}
