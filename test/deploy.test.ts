@@ -85,7 +85,7 @@ interface Dashboard {
   title: string;
   schemaVersion: number;
   panels: Panel[];
-  templating: { list: { name: string; query: string | { query: string } }[] };
+  templating: { list: { name: string; type?: string; query: string | { query: string } }[] };
 }
 
 interface AlertRules {
@@ -235,10 +235,16 @@ describe('deployment files', () => {
       return Array.isArray(c) ? c.join(' ') : (c ?? '');
     };
 
-    it('has Redis, the API, one service per pool, Prometheus and Grafana', () => {
+    it('has Redis, the API, one service per pool, Prometheus, Grafana and Jaeger', () => {
       expect(Object.keys(services).sort()).toEqual(
-        ['api', 'grafana', 'prometheus', 'redis', ...POOLS.map((p) => `worker-${p}`)].sort(),
+        ['api', 'grafana', 'jaeger', 'prometheus', 'redis', ...POOLS.map((p) => `worker-${p}`)].sort(),
       );
+    });
+
+    it("sends every Tetraloop process's spans to Jaeger over OTLP/HTTP", () => {
+      for (const name of ['api', ...POOLS.map((p) => `worker-${p}`)])
+        expect(composeEnv(services[name]!).OTEL_EXPORTER_OTLP_ENDPOINT, name).toBe('http://jaeger:4318');
+      expect(services.jaeger!.environment).toMatchObject({ COLLECTOR_OTLP_ENABLED: 'true' });
     });
 
     it('runs Redis with AOF every second and no eviction, on a volume', () => {
@@ -622,7 +628,8 @@ describe('deployment files', () => {
       for (const p of panels) {
         for (const t of p.targets ?? []) expectKnownMetrics(`panel ${p.title}`, t.expr);
       }
-      for (const v of dashboard.templating.list) {
+      // Query variables read metrics; a textbox (the run id for the trace link) is typed in.
+      for (const v of dashboard.templating.list.filter((t) => t.type !== 'textbox')) {
         expectKnownMetrics(`variable ${v.name}`, typeof v.query === 'string' ? v.query : v.query.query);
       }
     });
