@@ -10,11 +10,7 @@ import {
 } from '@tetraloop/core';
 import type { Logger } from 'pino';
 import { z } from 'zod';
-
-export interface ApiIssue {
-  readonly path: string;
-  readonly message: string;
-}
+import type { ApiError, ApiIssue } from './answers.js';
 
 export class HttpError extends Error {
   constructor(
@@ -30,8 +26,12 @@ export class HttpError extends Error {
 
 export const sendError = (res: Response, err: HttpError): void => {
   res.status(err.status).json({
-    error: { code: err.code, message: err.message, ...(err.issues.length > 0 ? { issues: err.issues } : {}) },
-  });
+    error: {
+      code: err.code,
+      message: err.message,
+      ...(err.issues.length > 0 ? { issues: [...err.issues] } : {}),
+    },
+  } satisfies ApiError);
 };
 
 /** Seconds a client is told to wait before retrying while Redis is unavailable. */
