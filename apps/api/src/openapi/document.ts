@@ -5,6 +5,7 @@
  */
 import { SCOPES } from '@tetraloop/core';
 import { z } from 'zod';
+import { DEFAULT_MAX_WAIT_MS } from '../requests.js';
 import { ROUTES, type RouteAccess, type RouteName } from '../route-table.js';
 import { TENANT_HEADER } from '../auth.js';
 import { ANSWER_SCHEMAS, REQUEST_SCHEMAS, SHOWN_AS, componentRef, registryOf } from './components.js';
@@ -253,8 +254,11 @@ function componentSchemas(schemas: Record<string, z.ZodType>, io: 'input' | 'out
   );
 }
 
-/** The OpenAPI 3.1 document of this deployment (its settings show in a few limits). */
-export function openApiDocument(settings: OperationSettings): Json {
+/**
+ * The OpenAPI 3.1 document of a deployment (its settings show in a few limits).
+ * @defaultValue the settings' defaults: what `libs/client` is generated from
+ */
+export function openApiDocument(settings: OperationSettings = { maxWaitMs: DEFAULT_MAX_WAIT_MS }): Json {
   const overlap = Object.keys(ANSWER_SCHEMAS).filter((n) => n in REQUEST_SCHEMAS);
   if (overlap.length > 0) throw new Error(`component names used twice: ${overlap.join(', ')}`);
   const ops = routeOperations(settings);
