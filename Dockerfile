@@ -17,6 +17,7 @@ WORKDIR /app
 # npm links workspace bins and wants their targets to exist.
 COPY package.json package-lock.json ./
 COPY libs/core/package.json libs/core/
+COPY libs/client/package.json libs/client/
 COPY apps/api/package.json apps/api/
 COPY apps/workers/package.json apps/workers/
 COPY apps/cli/package.json apps/cli/

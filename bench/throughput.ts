@@ -14,10 +14,10 @@ import { once } from 'node:events';
 import { fileURLToPath } from 'node:url';
 import { Queue } from 'bullmq';
 import { Redis } from 'ioredis';
-import type { RunDocument } from '@tetraloop/core';
+import type { RunRequest } from '@tetraloop/client';
 import { commandCounts, cpuDuring, profiled } from './support/cpu.js';
 import { libraryDriver, type LibraryDriver } from './support/library-driver.js';
-import { startBenchStack, type BenchStack } from './support/stack.js';
+import { clientOf, startBenchStack, type BenchStack } from './support/stack.js';
 
 const RUNS = 500;
 const NODES_PER_RUN = 10;
@@ -142,23 +142,10 @@ interface Submitter {
 }
 
 function httpSubmitter(url: string): Submitter {
+  const client = clientOf(url);
   return {
-    async submit(body) {
-      const res = await fetch(`${url}/v1/runs`, {
-        method: 'POST',
-        headers: { 'content-type': 'application/json' },
-        body: JSON.stringify(body),
-      });
-      if (res.status !== 202) throw new Error(`submit answered ${res.status}: ${await res.text()}`);
-      return ((await res.json()) as { runId: string }).runId;
-    },
-    async settle(runId) {
-      for (;;) {
-        const res = await fetch(`${url}/v1/runs/${runId}/wait?timeoutMs=60000`);
-        const doc = (await res.json()) as RunDocument;
-        if (res.status === 200) return doc.status;
-      }
-    },
+    submit: async (body) => (await client.submit(body as RunRequest)).runId,
+    settle: async (runId) => (await client.wait(runId, Infinity, { sliceMs: 60_000 })).status,
   };
 }
 

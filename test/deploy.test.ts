@@ -207,6 +207,13 @@ describe('deployment files', () => {
       expect(existsSync(join(ROOT, 'apps/cli/bin/tetraloop.mjs'))).toBe(true);
     });
 
+    it('copies every workspace manifest before npm ci (the lockfile names each workspace)', () => {
+      const { workspaces } = JSON.parse(read('package.json')) as { workspaces: string[] };
+      for (const workspace of workspaces) {
+        expect(dockerfile, workspace).toContain(`COPY ${workspace}/package.json ${workspace}/\n`);
+      }
+    });
+
     it('needs no dev dependency at run time: tsx is a production dependency of the cli', () => {
       const cli = JSON.parse(read('apps/cli/package.json')) as { dependencies?: Record<string, string> };
       expect(cli.dependencies).toHaveProperty('tsx');

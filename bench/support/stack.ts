@@ -1,7 +1,8 @@
 /** Tetraloop for a benchmark: a private redis-server, the worker pools and the API, in this process. */
 import { randomUUID } from 'node:crypto';
 import { parseApiEnv, startApi, type ApiHandle } from '@tetraloop/api';
-import { startRedisServer, type RedisServer, type RunDocument } from '@tetraloop/core';
+import { TetraloopClient, type RunDocument, type RunRequest } from '@tetraloop/client';
+import { startRedisServer, type RedisServer } from '@tetraloop/core';
 import { parseWorkerEnv, startPools, type PoolsHandle } from '@tetraloop/workers';
 import type { ExecutorHooks, Pool } from '@tetraloop/core';
 
@@ -52,20 +53,25 @@ export async function startBenchStack(
   };
 }
 
-/** Submits a run and waits until it settles; returns the document and the wall time in ms. */
+const clients = new Map<string, TetraloopClient>();
+
+/** The API client of a bench stack's URL (one per URL). */
+export function clientOf(url: string): TetraloopClient {
+  let client = clients.get(url);
+  if (!client) clients.set(url, (client = new TetraloopClient({ baseUrl: url })));
+  return client;
+}
+
+/**
+ * Submits a run and waits until it settles; returns the document and the wall time in ms. The body
+ * is any run request a benchmark builds: the API checks it.
+ */
 export async function timedRun(url: string, body: unknown): Promise<{ doc: RunDocument; wallMs: number }> {
   const started = performance.now();
-  const res = await fetch(`${url}/v1/runs`, {
-    method: 'POST',
-    headers: { 'content-type': 'application/json' },
-    body: JSON.stringify(body),
-  });
-  const { runId } = (await res.json()) as { runId: string };
-  for (;;) {
-    const wait = await fetch(`${url}/v1/runs/${runId}/wait?timeoutMs=60000`);
-    const doc = (await wait.json()) as RunDocument;
-    if (wait.status === 200) return { doc, wallMs: performance.now() - started };
-  }
+  const client = clientOf(url);
+  const { runId } = await client.submit(body as RunRequest);
+  const doc = await client.wait(runId, Infinity, { sliceMs: 60_000 });
+  return { doc, wallMs: performance.now() - started };
 }
 
 export const median = (values: readonly number[]): number => {

@@ -93,8 +93,13 @@ export async function runToEnd(url: string, body: unknown): Promise<RunDocument>
   return waitFor(url, posted.body.runId as string);
 }
 
-export async function waitFor(url: string, runId: string, timeoutMs = 20_000): Promise<RunDocument> {
-  const res = await fetch(`${url}/v1/runs/${runId}/wait?timeoutMs=${timeoutMs}`);
+export async function waitFor(
+  url: string,
+  runId: string,
+  timeoutMs = 20_000,
+  headers: Record<string, string> = {},
+): Promise<RunDocument> {
+  const res = await fetch(`${url}/v1/runs/${runId}/wait?timeoutMs=${timeoutMs}`, { headers });
   const doc = (await res.json()) as RunDocument;
   if (res.status !== 200) throw new Error(`run ${runId} did not settle: ${JSON.stringify(doc.nodes)}`);
   return doc;
@@ -419,20 +424,28 @@ const movesLane =
  * the lane is looked at again each time a job that may have moved it ends (see `movesLane`).
  * Fails after `timeoutMs`.
  */
-export async function laneIdle(stack: StackRef, sessionKey: string, timeoutMs = 20_000): Promise<void> {
+export async function laneIdle(
+  stack: StackRef,
+  sessionKey: string,
+  timeoutMs = 20_000,
+  /** Sent with every request (a bearer key, with auth on). */
+  headers: Record<string, string> = {},
+): Promise<void> {
   const deadline = Date.now() + timeoutMs;
   const jobs = await followJobEvents(stack, ['plan', 'sense']);
   const settled = new Set<string>();
   try {
     for (;;) {
-      const view = (await fetch(`${stack.url}/v1/sessions/${sessionKey}`).then((r) => r.json())) as {
+      const view = (await fetch(`${stack.url}/v1/sessions/${sessionKey}`, { headers }).then((r) =>
+        r.json(),
+      )) as {
         running: string | null;
         queued: unknown[];
       };
       if (!view.running && view.queued.length === 0) return;
       const run = view.running && view.running !== 'collect' ? view.running : null;
       if (run && !settled.has(run)) {
-        await waitFor(stack.url, run, Math.max(1, deadline - Date.now()));
+        await waitFor(stack.url, run, Math.max(1, deadline - Date.now()), headers);
         settled.add(run);
         continue;
       }

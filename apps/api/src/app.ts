@@ -22,6 +22,7 @@ import {
   type SourceService,
 } from '@tetraloop/core';
 import type { AdminBoard } from './admin.js';
+import type { Liveness, Readiness } from './answers.js';
 import { authenticate, authorize, type AuthSettings } from './auth.js';
 import { blobHandlers } from './blobs-router.js';
 import { errorHandler, HttpError, sendError, sendUnavailable } from './http-errors.js';
@@ -31,6 +32,7 @@ import { keyHandlers, type KeysRouterDeps } from './keys-router.js';
 import { limitHandlers } from './limits-router.js';
 import { httpMetrics } from './http-metrics.js';
 import { memoryHandlers } from './memory-router.js';
+import { mountApiReference } from './openapi/reference-page.js';
 import { ROUTES, type RouteName } from './route-table.js';
 import { runHandlers } from './runs-router.js';
 import { secretHandlers } from './secrets-router.js';
@@ -89,7 +91,7 @@ export function createApp(deps: AppDeps): express.Express {
   app.use(httpMetrics());
 
   app.get('/healthz', (_req, res) => {
-    res.json({ status: 'ok' });
+    res.json({ status: 'ok' } satisfies Liveness);
   });
   app.get('/readyz', async (_req, res) => {
     const ok =
@@ -98,7 +100,9 @@ export function createApp(deps: AppDeps): express.Express {
         () => true,
         () => false,
       ));
-    res.status(ok ? 200 : 503).json({ status: ok ? 'ready' : 'unavailable', redis: ok ? 'up' : 'down' });
+    res
+      .status(ok ? 200 : 503)
+      .json({ status: ok ? 'ready' : 'unavailable', redis: ok ? 'up' : 'down' } satisfies Readiness);
   });
 
   // Fail fast when Redis is away: a 503 at once, never a hanging request.
@@ -116,6 +120,8 @@ export function createApp(deps: AppDeps): express.Express {
     res.type(contentType).send(body);
   });
   if (deps.admin) deps.admin.mount(app);
+  // The OpenAPI document and its reference page: open, like /healthz.
+  mountApiReference(app, { maxWaitMs: deps.maxWaitMs });
 
   // The raw body stays on the request: a webhook's signature is over its exact bytes. A body
   // nested too deep is refused before it is parsed: nothing after the parser walks it.
@@ -167,4 +173,21 @@ function mountRoutes(
     const who: RequestHandler[] = route.access === 'signature' ? [] : caller;
     app[route.method](route.path, ...who, authorize(route.access), handler);
   }
+}
+
+/** A route the app answers: its method and its Express path. */
+export interface RegisteredRoute {
+  readonly method: string;
+  readonly path: string;
+}
+
+/** Every route registered on the app itself (middleware mounted with `use`, such as Bull Board, is not). */
+export function registeredRoutes(app: express.Express): RegisteredRoute[] {
+  const stack = (app as unknown as { router: { stack: { route?: { path: unknown; methods: object } }[] } })
+    .router.stack;
+  return stack.flatMap((layer) =>
+    layer.route && typeof layer.route.path === 'string'
+      ? Object.keys(layer.route.methods).map((method) => ({ method, path: layer.route!.path as string }))
+      : [],
+  );
 }

@@ -2,7 +2,8 @@
 import type { RequestHandler } from 'express';
 import { blobHexOf, type RunStore } from '@tetraloop/core';
 import { callerOf } from './auth.js';
-import { HttpError } from './http-errors.js';
+import { HttpError, zodToHttp } from './http-errors.js';
+import { BlobHash } from './requests.js';
 import type { RouteName } from './route-table.js';
 
 export interface BlobsRouterDeps {
@@ -12,12 +13,9 @@ export interface BlobsRouterDeps {
 export function blobHandlers(deps: BlobsRouterDeps): Partial<Record<RouteName, RequestHandler>> {
   const get: RequestHandler = async (req, res) => {
     // The stub's `$blob` as it is (`sha256:<hex>`), or the bare hex.
-    const hex = blobHexOf(String(req.params.hash));
-    if (hex === null) {
-      throw new HttpError(400, 'invalid_request', 'the request is invalid', [
-        { path: 'params.hash', message: 'must be sha256:<64 lowercase hex digits> or the 64 hex digits' },
-      ]);
-    }
+    const hash = BlobHash.safeParse(req.params.hash);
+    if (!hash.success) throw zodToHttp(hash.error, ['params', 'hash']);
+    const hex = blobHexOf(hash.data)!;
     const text = await deps.store.blobs.text(callerOf(res).tenant, hex);
     if (text === null) throw new HttpError(404, 'blob_not_found', 'no such blob');
     // The stored JSON text, sent as it is; it never changes under its hash.

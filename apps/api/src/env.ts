@@ -10,6 +10,7 @@ import {
 } from '@tetraloop/core';
 import { z } from 'zod';
 import { DEFAULT_JSON_MAX_DEPTH } from './json-depth.js';
+import { DEFAULT_MAX_WAIT_MS } from './requests.js';
 
 export const ApiEnv = BaseEnv.extend({
   PORT: z.coerce.number().int().min(0).max(65_535).default(3000),
@@ -58,7 +59,7 @@ export const ApiEnv = BaseEnv.extend({
   /** How far a webhook signature's timestamp may be from now, and how long a signature is remembered. */
   TETRALOOP_WEBHOOK_TOLERANCE_SECONDS: z.coerce.number().int().min(1).max(3600).default(300),
   /** Longest `wait` a client may ask for. */
-  TETRALOOP_MAX_WAIT_MS: z.coerce.number().int().positive().default(300_000),
+  TETRALOOP_MAX_WAIT_MS: z.coerce.number().int().positive().default(DEFAULT_MAX_WAIT_MS),
   /** Event streams (`GET /v1/runs/:id/events`) this process holds open at once; more answer 503. */
   TETRALOOP_MAX_STREAMS: z.coerce.number().int().min(1).default(1000),
   /** Event streams one tenant holds open at once in this process; more answer 429. */

@@ -10,12 +10,8 @@ import {
 } from '@tetraloop/core';
 import type { Logger } from 'pino';
 import { z } from 'zod';
+import type { ApiError, ApiIssue } from './answers.js';
 import { noteErrorCode } from './http-metrics.js';
-
-export interface ApiIssue {
-  readonly path: string;
-  readonly message: string;
-}
 
 export class HttpError extends Error {
   constructor(
@@ -32,8 +28,12 @@ export class HttpError extends Error {
 export const sendError = (res: Response, err: HttpError): void => {
   noteErrorCode(res, err.code);
   res.status(err.status).json({
-    error: { code: err.code, message: err.message, ...(err.issues.length > 0 ? { issues: err.issues } : {}) },
-  });
+    error: {
+      code: err.code,
+      message: err.message,
+      ...(err.issues.length > 0 ? { issues: [...err.issues] } : {}),
+    },
+  } satisfies ApiError);
 };
 
 /** Seconds a client is told to wait before retrying while Redis is unavailable. */

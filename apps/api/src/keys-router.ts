@@ -3,24 +3,12 @@
  * (within it) or by the root token (for any tenant), and a tenant deleted with all its data (root).
  */
 import type { RequestHandler } from 'express';
-import { SCOPES, TenantId, type ApiKeyStore } from '@tetraloop/core';
-import { z } from 'zod';
+import type { ApiKeyStore } from '@tetraloop/core';
+import type { KeyCreated, KeyList, TenantDeleted } from './answers.js';
 import { callerOf } from './auth.js';
 import { HttpError, zodToHttp } from './http-errors.js';
+import { KeyBody, KeyIdParam, TenantId } from './requests.js';
 import type { RouteName } from './route-table.js';
-
-export const KeyBody = z.strictObject({
-  /** The key's tenant; an admin key may only name its own (the default). */
-  tenant: TenantId.optional(),
-  scopes: z.array(z.enum(SCOPES)).min(1).max(SCOPES.length),
-  name: z.string().min(1).max(100).optional(),
-  expiresAt: z.iso
-    .datetime({ offset: true })
-    .refine((at) => Date.parse(at) > Date.now(), 'must be in the future')
-    .optional(),
-});
-
-const KeyIdParam = z.string().regex(/^[0-9a-f]{16}$/);
 
 export interface KeysRouterDeps {
   readonly keys: ApiKeyStore;
@@ -45,12 +33,12 @@ export function keyHandlers(deps: KeysRouterDeps): Partial<Record<RouteName, Req
       throw new HttpError(403, 'forbidden', `the API key lacks the scope ${beyond[0]}`);
     }
     const { record, key } = await deps.keys.create({ ...body.data, tenant });
-    res.status(201).json({ ...record, key });
+    res.status(201).json({ ...record, key } satisfies KeyCreated);
   };
 
   const list: RequestHandler = async (_req, res) => {
     const caller = callerOf(res);
-    res.json({ keys: await deps.keys.list(caller.root ? undefined : caller.tenant) });
+    res.json({ keys: await deps.keys.list(caller.root ? undefined : caller.tenant) } satisfies KeyList);
   };
 
   const revoke: RequestHandler = async (req, res) => {
@@ -72,7 +60,7 @@ export function keyHandlers(deps: KeysRouterDeps): Partial<Record<RouteName, Req
       keys: purged.keys,
       runs: purged.runs,
       redisKeys: purged.deleted,
-    });
+    } satisfies TenantDeleted);
   };
 
   return { 'keys.create': create, 'keys.list': list, 'keys.revoke': revoke, 'tenants.delete': deleteTenant };

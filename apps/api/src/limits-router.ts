@@ -6,7 +6,9 @@
  */
 import type { RequestHandler } from 'express';
 import { LimitsDocument, type FlowStore } from '@tetraloop/core';
+import type { LimitsView } from './answers.js';
 import { zodToHttp } from './http-errors.js';
+import { limitsDocumentOf } from './requests.js';
 import type { RouteName } from './route-table.js';
 
 export interface LimitsRouterDeps {
@@ -20,11 +22,11 @@ export function limitHandlers(deps: LimitsRouterDeps): Partial<Record<RouteName,
     const stored = await deps.flow.storedLimits();
     return {
       ...(stored ?? { document: deps.configuredLimits }),
-      source: stored ? 'api' : 'configuration',
+      source: stored ? ('api' as const) : ('configuration' as const),
       counters: await deps.flow.counters(),
     };
   };
-  const show = (doc: Awaited<ReturnType<typeof view>>) => ({
+  const show = (doc: Awaited<ReturnType<typeof view>>): LimitsView => ({
     limits: doc.document.limits,
     source: doc.source,
     ...('version' in doc ? { version: doc.version, updatedAt: doc.updatedAt } : {}),
@@ -37,8 +39,7 @@ export function limitHandlers(deps: LimitsRouterDeps): Partial<Record<RouteName,
 
   const put: RequestHandler = async (req, res) => {
     // A bare list is the list of limits, as in TETRALOOP_LIMITS.
-    const body: unknown = Array.isArray(req.body) ? { limits: req.body as unknown[] } : req.body;
-    const parsed = LimitsDocument.safeParse(body);
+    const parsed = LimitsDocument.safeParse(limitsDocumentOf(req.body));
     if (!parsed.success) throw zodToHttp(parsed.error);
     await deps.flow.putLimits(parsed.data);
     res.json(show(await view()));

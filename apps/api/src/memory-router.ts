@@ -3,38 +3,14 @@
  * agent's lessons, read its memory (the hot set and the per-service counters).
  */
 import type { Request, RequestHandler, Response } from 'express';
-import {
-  LESSON_STATUSES,
-  scopedName,
-  unscopeName,
-  type MemoryServices,
-  type RunStore,
-} from '@tetraloop/core';
-import { z } from 'zod';
+import { scopedName, unscopeName, type MemoryServices, type RunStore } from '@tetraloop/core';
+import type { z } from 'zod';
+import type { AgentLessons, AgentMemory, FeedbackAccepted, ReflectAccepted } from './answers.js';
 import { callerOf } from './auth.js';
 import { HttpError, zodToHttp } from './http-errors.js';
+import { AgentId, FeedbackBody, LessonId, LessonPatch, LessonsQuery, MemoryQuery } from './requests.js';
 import type { RouteName } from './route-table.js';
 import { ownRunId } from './runs-router.js';
-
-const AgentId = z.string().regex(/^[A-Za-z0-9_-]{1,64}$/, 'must match [A-Za-z0-9_-]{1,64}');
-/**
- * `[<tenant>~]<agentId>.<12 hex>`: the agent a lesson belongs to, within its tenant, is part of its
- * id.
- */
-const LessonId = z
-  .string()
-  .regex(
-    /^([a-z0-9][a-z0-9-]{0,39}~)?[A-Za-z0-9_-]{1,64}\.[0-9a-f]{12}$/,
-    'must be [<tenant>~]<agentId>.<12 hex digits>',
-  );
-
-export const FeedbackBody = z.strictObject({
-  score: z.number().min(-1).max(1),
-  comment: z.string().max(2000).optional(),
-});
-export const LessonPatch = z.strictObject({ status: z.enum(['active', 'retired', 'pinned']) });
-const LessonsQuery = z.strictObject({ status: z.enum(LESSON_STATUSES).optional() });
-const MemoryQuery = z.strictObject({ limit: z.coerce.number().int().min(1).max(10_000).default(200) });
 
 export interface MemoryRouterDeps {
   /** Absent with `TETRALOOP_REFLECT=off`: every route then answers 409 `reflect_off`. */
@@ -69,13 +45,13 @@ export function memoryHandlers(deps: MemoryRouterDeps): Partial<Record<RouteName
     if (!(await m.service.feedback(runId, body.data.score, body.data.comment))) {
       throw new HttpError(404, 'run_not_found', 'no such run');
     }
-    res.status(202).json({ runId, score: body.data.score });
+    res.status(202).json({ runId, score: body.data.score } satisfies FeedbackAccepted);
   };
 
   const reflect: RequestHandler = async (req, res) => {
     const { agentId, stored } = agentOf(req, res);
     const jobId = await memory().service.reflect(stored, 'request');
-    res.status(202).json({ agentId, jobId });
+    res.status(202).json({ agentId, jobId } satisfies ReflectAccepted);
   };
 
   const lessonsOf: RequestHandler = async (req, res) => {
@@ -84,7 +60,11 @@ export function memoryHandlers(deps: MemoryRouterDeps): Partial<Record<RouteName
     if (!query.success) throw zodToHttp(query.error, ['query']);
     const { version, lessons } = await memory().store.lessons(stored);
     const status = query.data.status;
-    res.json({ agentId, version, lessons: status ? lessons.filter((l) => l.status === status) : lessons });
+    res.json({
+      agentId,
+      version,
+      lessons: status ? lessons.filter((l) => l.status === status) : lessons,
+    } satisfies AgentLessons);
   };
 
   const patch: RequestHandler = async (req, res) => {
@@ -113,7 +93,7 @@ export function memoryHandlers(deps: MemoryRouterDeps): Partial<Record<RouteName
       m.store.stats(stored),
       m.store.reflectionState(stored),
     ]);
-    res.json({ agentId, runs, services, reflection });
+    res.json({ agentId, runs, services, reflection } satisfies AgentMemory);
   };
 
   return {

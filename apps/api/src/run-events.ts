@@ -5,6 +5,7 @@
  */
 import type { Request, Response } from 'express';
 import type { RunEvent, RunEventHub, RunStore } from '@tetraloop/core';
+import type { EventsTruncated } from './answers.js';
 
 export interface EventStreamDeps {
   readonly store: RunStore;
@@ -27,7 +28,7 @@ const truncatedEvent = (runId: string, after: number, next: number): string =>
     phase: 'update',
     runId,
     data: { after, next },
-  })}\n\n`;
+  } satisfies EventsTruncated)}\n\n`;
 
 export async function streamRunEvents(
   deps: EventStreamDeps,

@@ -11,7 +11,6 @@ import {
   type AcceptBarrier,
   type AcceptShortfall,
   unscopeName,
-  SIGNAL_NAME_PATTERN,
   type SignalLimits,
   type SignalRefusal,
   type RunDocument,
@@ -19,15 +18,22 @@ import {
   type RunStore,
   type RunWaiter,
 } from '@tetraloop/core';
-import { z } from 'zod';
+import type { RunAccepted, RunCancelled, RunResumed, SignalDelivered, SignalRepeated } from './answers.js';
 import { streamRunEvents, type EventStreamDeps } from './run-events.js';
 import { callerOf } from './auth.js';
 import { HttpError, zodToHttp } from './http-errors.js';
 import type { LongRequests } from './long-requests.js';
+import {
+  EventCursor,
+  EventsQuery,
+  IdempotencyKey,
+  ReadQuery,
+  RunIdParam,
+  SignalName,
+  SignalPayload,
+  waitQuery,
+} from './requests.js';
 import type { RouteName } from './route-table.js';
-
-const RunIdParam = z.uuid();
-const SignalName = z.string().regex(SIGNAL_NAME_PATTERN, 'must match [A-Za-z0-9_.-]{1,256}');
 
 /** The status each refusal of a signal answers with. */
 function refusalStatus(code: SignalRefusal): number {
@@ -94,22 +100,13 @@ export async function ownRunId(store: RunStore, req: Request, res: Response): Pr
   return runId;
 }
 
-/** `?expand=blobs`: the document with each stub in `output` and `nodes.*.output` replaced by its content. */
-const Expand = z.literal('blobs').optional();
-
 export function runHandlers(deps: RunsRouterDeps): Partial<Record<RouteName, RequestHandler>> {
-  const WaitQuery = z.strictObject({
-    timeoutMs: z.coerce.number().int().min(0).max(deps.maxWaitMs).default(30_000),
-    expand: Expand,
-  });
-  const ReadQuery = z.object({ expand: Expand });
+  const WaitQuery = waitQuery(deps.maxWaitMs);
   // A session run names its session as the client does (it is stored tenant-scoped).
   const answer = async (doc: RunDocument, expand: 'blobs' | undefined): Promise<RunDocument> => {
     const shown = doc.sessionKey ? { ...doc, sessionKey: unscopeName(doc.sessionKey).name } : doc;
     return expand === 'blobs' ? deps.store.blobs.expandDocument(shown) : shown;
   };
-  const IdempotencyKey = z.string().min(1).max(255).optional();
-
   const ownRun = (req: Request, res: Response): Promise<string> => ownRunId(deps.store, req, res);
 
   const submit: RequestHandler = async (req, res) => {
@@ -131,7 +128,11 @@ export function runHandlers(deps: RunsRouterDeps): Partial<Record<RouteName, Req
     res
       .status(202)
       .location(`/v1/runs/${result.runId}`)
-      .json({ runId: result.runId, status: result.status, acceptedAt: result.acceptedAt });
+      .json({
+        runId: result.runId,
+        status: result.status,
+        acceptedAt: result.acceptedAt,
+      } satisfies RunAccepted);
   };
 
   const get: RequestHandler = async (req, res) => {
@@ -177,7 +178,7 @@ export function runHandlers(deps: RunsRouterDeps): Partial<Record<RouteName, Req
     const runId = await ownRun(req, res);
     const result = await deps.runs.cancel(runId);
     if (!result) throw notFound();
-    res.status(202).json({ runId, status: result.status });
+    res.status(202).json({ runId, status: result.status } satisfies RunCancelled);
   };
 
   const resume: RequestHandler = async (req, res) => {
@@ -187,7 +188,7 @@ export function runHandlers(deps: RunsRouterDeps): Partial<Record<RouteName, Req
     res
       .status(202)
       .location(`/v1/runs/${runId}`)
-      .json({ runId, ...result });
+      .json({ runId, ...result } satisfies RunResumed);
   };
 
   const signal: RequestHandler = async (req, res) => {
@@ -208,26 +209,25 @@ export function runHandlers(deps: RunsRouterDeps): Partial<Record<RouteName, Req
     }
     const caller = callerOf(res);
     const decision = { keyId: caller.keyId, tenant: caller.tenant, at: new Date().toISOString() };
-    const result = await deps.runs.signal(runId, name.data, req.body ?? null, decision, deps.signalLimits);
+    const payload = SignalPayload.parse(req.body ?? null);
+    const result = await deps.runs.signal(runId, name.data, payload, decision, deps.signalLimits);
     if (result.outcome === 'unknown_run') throw notFound();
     if (result.outcome === 'refused') {
       const issues = result.limit === undefined ? [] : [{ path: 'body', message: `limit: ${result.limit}` }];
       throw new HttpError(refusalStatus(result.code), result.code, result.message, issues);
     }
-    const delivered = result.outcome === 'delivered';
-    res
-      .status(delivered ? 202 : 200)
-      .json({ runId, signal: name.data, delivered, ...(delivered ? { decidedBy: decision } : {}) });
+    if (result.outcome === 'delivered') {
+      res
+        .status(202)
+        .json({ runId, signal: name.data, delivered: true, decidedBy: decision } satisfies SignalDelivered);
+    } else {
+      res.status(200).json({ runId, signal: name.data, delivered: false } satisfies SignalRepeated);
+    }
   };
 
   const events: RequestHandler = async (req, res) => {
     const runId = await ownRun(req, res);
-    const from = z.coerce
-      .number()
-      .int()
-      .min(0)
-      .catch(0)
-      .parse(req.get('last-event-id') ?? req.query.after ?? 0);
+    const from = EventCursor.parse(req.get('last-event-id') ?? EventsQuery.parse(req.query).after);
     const release = deps.longRequests.admit('events', res);
     await streamRunEvents(deps, runId, from, req, res, release);
   };

@@ -5,12 +5,11 @@
  */
 import type { Request, RequestHandler } from 'express';
 import { SecretName, SecretStoreError, type SecretErrorCode, type SecretStore } from '@tetraloop/core';
-import { z } from 'zod';
+import type { SecretList } from './answers.js';
 import { callerOf } from './auth.js';
 import { HttpError, zodToHttp } from './http-errors.js';
+import { SecretBody } from './requests.js';
 import type { RouteName } from './route-table.js';
-
-export const SecretBody = z.strictObject({ value: z.string().min(1, 'a secret is not empty') });
 
 export interface SecretsRouterDeps {
   readonly secrets: SecretStore;
@@ -50,7 +49,9 @@ export function secretHandlers(deps: SecretsRouterDeps): Partial<Record<RouteNam
   };
 
   const list: RequestHandler = async (_req, res) => {
-    res.json({ secrets: await answering(() => deps.secrets.list(callerOf(res).tenant)) });
+    res.json({
+      secrets: await answering(() => deps.secrets.list(callerOf(res).tenant)),
+    } satisfies SecretList);
   };
 
   const remove: RequestHandler = async (req, res) => {

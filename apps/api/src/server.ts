@@ -28,7 +28,7 @@ import {
 } from '@tetraloop/core';
 import type { Redis } from 'ioredis';
 import { adminBoard } from './admin.js';
-import { createApp } from './app.js';
+import { createApp, registeredRoutes, type RegisteredRoute } from './app.js';
 import { acceptDurabilityOf, type ApiEnv } from './env.js';
 import { refreshLessonGauge } from './lesson-metrics.js';
 import { LongRequests } from './long-requests.js';
@@ -40,6 +40,8 @@ export interface ApiHandle {
   readonly runs: RunService;
   /** Wakes on settled runs, as `GET /v1/runs/:id/wait` does. */
   readonly waiter: RunWaiter;
+  /** The method and path of every route the app registers (what the OpenAPI contract test checks). */
+  readonly routes: readonly RegisteredRoute[];
   readonly close: () => Promise<void>;
 }
 
@@ -171,6 +173,7 @@ export async function startApi(env: ApiEnv, options: StartApiOptions = {}): Prom
     port,
     runs: services.runs,
     waiter,
+    routes: registeredRoutes(app),
     async close() {
       stopWatch();
       // Stop accepting; give open requests and event streams the grace period, then cut them.

@@ -4,7 +4,6 @@
  * show it as the client named it.
  */
 import type { Request, RequestHandler, Response } from 'express';
-import { z } from 'zod';
 import type { Queue, QueueEvents } from 'bullmq';
 import {
   InboundEvent,
@@ -22,19 +21,11 @@ import {
   type SessionStore,
   type SourceService,
 } from '@tetraloop/core';
-import { MessageBody, SessionKey, SourceName } from './bodies.js';
+import type { MessageAnswer, SourceEventAccepted, SourceList, TranscriptHeader } from './answers.js';
+import { MessageBody, SessionKey, SourceName, TranscriptQuery } from './requests.js';
 import { callerOf } from './auth.js';
 import { HttpError, zodToHttp } from './http-errors.js';
 import type { RouteName } from './route-table.js';
-
-/**
- * A transcript page: the lines after line number `after` (from the oldest kept without it), at
- * most `limit` of them.
- */
-const TranscriptQuery = z.strictObject({
-  after: z.coerce.number().int().min(0).max(Number.MAX_SAFE_INTEGER).optional(),
-  limit: z.coerce.number().int().min(1).max(10_000).default(1000),
-});
 
 export interface SessionsRouterDeps {
   readonly sessionStore: SessionStore;
@@ -95,7 +86,8 @@ export function sessionHandlers(deps: SessionsRouterDeps): Partial<Record<RouteN
         [{ path: 'mode', message: `limit: ${limit}` }],
       );
     }
-    res.status(202).json(placed ? outward(placed) : { sessionKey: name, queued: true });
+    const answer: MessageAnswer = placed ? outward(placed) : { sessionKey: name, queued: true };
+    res.status(202).json(answer);
   };
 
   const get: RequestHandler = async (req, res) => {
@@ -115,7 +107,7 @@ export function sessionHandlers(deps: SessionsRouterDeps): Partial<Record<RouteN
     const page = await deps.sessionStore.transcriptPage(stored, after === undefined ? 0 : after + 1, limit);
     const last = page.from + page.lines.length - 1;
     // Lines are numbered for the session's life; `first` > 0 when the oldest were dropped by the cap.
-    const header = {
+    const header: TranscriptHeader = {
       type: 'session',
       id: name,
       createdAt: view.createdAt,
@@ -172,7 +164,7 @@ export function sessionHandlers(deps: SessionsRouterDeps): Partial<Record<RouteN
       >,
       { removeOnComplete: { age: 60 }, removeOnFail: { age: 3600 } },
     );
-    res.status(202).json({ source: source.name, accepted: true });
+    res.status(202).json({ source: source.name, accepted: true } satisfies SourceEventAccepted);
   };
 
   // A webhook source is its configured tenant's; polled sources are the deployment's, the default
@@ -181,7 +173,7 @@ export function sessionHandlers(deps: SessionsRouterDeps): Partial<Record<RouteN
   const sources: RequestHandler = async (_req, res) => {
     const tenant = callerOf(res).tenant;
     const all = await deps.sources.statuses();
-    res.json({ sources: all.filter((s) => tenantOfSource(s.name) === tenant) });
+    res.json({ sources: all.filter((s) => tenantOfSource(s.name) === tenant) } satisfies SourceList);
   };
 
   return {

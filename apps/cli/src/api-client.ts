@@ -1,20 +1,21 @@
 /**
- * The one way the `tetraloop` client commands (`run`, `lessons`, `keys`) call the API: JSON in and
- * out, with `Authorization: Bearer <token>` when a token is given — `TETRALOOP_API_KEY` for `run` and
- * `lessons`, the root token for `keys`. Failures to connect and answers that are not JSON become
- * errors that say what to set.
+ * How the `tetraloop` client commands (`run`, `lessons`, `keys`) reach the API: through
+ * @tetraloop/client, with `Authorization: Bearer <token>` when a token is given — `TETRALOOP_API_KEY`
+ * for `run` and `lessons`, the root token for `keys`. The client's failures become messages for a
+ * person that say what to set.
  */
+import {
+  TetraloopApiError,
+  TetraloopClient,
+  TetraloopNotJsonError,
+  TetraloopUnreachableError,
+} from '@tetraloop/client';
 
 /** Where the API is and what to present to it. */
 export interface ApiTarget {
   readonly url: string;
   /** Sent as `Authorization: Bearer <token>` when set. */
   readonly token?: string | undefined;
-}
-
-export interface ApiAnswer {
-  readonly status: number;
-  readonly body: unknown;
 }
 
 export const DEFAULT_API_URL = 'http://localhost:3000';
@@ -25,88 +26,30 @@ export function apiTargetFromEnv(env: NodeJS.ProcessEnv = process.env): ApiTarge
   return { url: env.TETRALOOP_API_URL ?? DEFAULT_API_URL, ...(token ? { token } : {}) };
 }
 
-/** The API could not be reached at all (refused, unknown host, reset). */
-export class ApiUnreachableError extends Error {
-  constructor(
-    readonly url: string,
-    readonly why: string,
-  ) {
-    super(`cannot reach the API at ${url} (${why}); set TETRALOOP_API_URL`);
-    this.name = 'ApiUnreachableError';
-  }
-}
-
-/** The API answered something that is not JSON (a proxy's page, another server). */
-export class ApiNotJsonError extends Error {
-  constructor(url: string, status: number, text: string) {
-    super(`the API at ${url} answered ${status} with no JSON: ${text.slice(0, 200)}`);
-    this.name = 'ApiNotJsonError';
-  }
-}
-
-const baseOf = (target: ApiTarget): string => target.url.replace(/\/+$/, '');
-
-/** The headers of a request: the bearer token when there is one, and the body's type. */
-export function apiHeaders(
-  target: ApiTarget,
-  json: boolean,
-  extra: Record<string, string> = {},
-): Record<string, string> {
-  return {
-    ...(json ? { 'content-type': 'application/json' } : {}),
-    ...(target.token ? { authorization: `Bearer ${target.token}` } : {}),
-    ...extra,
-  };
-}
-
-/** One request; the body of the answer parsed as JSON (`null` for an empty answer such as 204). */
-export async function apiRequest(
-  target: ApiTarget,
-  method: 'GET' | 'POST' | 'PATCH' | 'PUT' | 'DELETE',
-  path: string,
-  body?: unknown,
-): Promise<ApiAnswer> {
-  const base = baseOf(target);
-  let res: Response;
-  try {
-    res = await fetch(`${base}${path}`, {
-      method,
-      headers: apiHeaders(target, body !== undefined),
-      ...(body === undefined ? {} : { body: JSON.stringify(body) }),
-    });
-  } catch (err) {
-    const cause = (err as { cause?: { code?: string; message?: string } }).cause;
-    throw new ApiUnreachableError(base, cause?.code ?? cause?.message ?? (err as Error).message);
-  }
-  const text = await res.text();
-  if (text === '') return { status: res.status, body: null };
-  try {
-    return { status: res.status, body: JSON.parse(text) as unknown };
-  } catch {
-    throw new ApiNotJsonError(base, res.status, text);
-  }
-}
-
-interface ErrorBody {
-  error?: { code?: string; message?: string; issues?: { path: string; message: string }[] };
-}
-
-/** The `code` of the API's error answer (`{error: {code, message, issues?}}`). */
-export const errorCodeOf = (body: unknown): string | undefined => (body as ErrorBody | null)?.error?.code;
+/** The client of a target. */
+export const clientOf = (target: ApiTarget): TetraloopClient =>
+  new TetraloopClient({ baseUrl: target.url, token: target.token });
 
 /**
  * The API's error answer as a message for a person, with what to do about a 401 or a 403 —
  * `credential` names what the command sends (e.g. `TETRALOOP_API_KEY`).
  */
-export function describeApiError(answer: ApiAnswer, credential: string): string {
-  const error = (answer.body as ErrorBody | null)?.error;
-  const said = error
-    ? `the API answered ${answer.status} ${error.code ?? ''}: ${error.message ?? ''}${(error.issues ?? [])
-        .map((i) => `\n  ${i.path}: ${i.message}`)
-        .join('')}`
-    : `the API answered ${answer.status}: ${JSON.stringify(answer.body)}`;
-  const hint = authHint(answer.status, credential);
+export function describeApiError(err: TetraloopApiError, credential: string): string {
+  const said = `${err.message}${err.issues.map((i) => `\n  ${i.path}: ${i.message}`).join('')}`;
+  const hint = authHint(err.status, credential);
   return hint ? `${said}\n${hint}` : said;
+}
+
+/**
+ * What a command says when a call failed: the API's refusal (see `describeApiError`), or that the
+ * API is not there (unreachable: set TETRALOOP_API_URL; not JSON: something else answered).
+ * Undefined for any other error, which is a bug to let through.
+ */
+export function describeFailure(err: unknown, credential: string): string | undefined {
+  if (err instanceof TetraloopApiError) return describeApiError(err, credential);
+  if (err instanceof TetraloopUnreachableError) return `${err.message}; set TETRALOOP_API_URL`;
+  if (err instanceof TetraloopNotJsonError) return err.message;
+  return undefined;
 }
 
 /** What to do about a refused credential, for a 401 or a 403; undefined otherwise. */

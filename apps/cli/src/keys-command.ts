@@ -23,13 +23,17 @@ import {
   parseEnv,
 } from '@tetraloop/core';
 import {
-  ApiNotJsonError,
-  ApiUnreachableError,
+  TetraloopApiError,
+  TetraloopNotJsonError,
+  TetraloopUnreachableError,
+  unwrap,
+} from '@tetraloop/client';
+import {
   DEFAULT_API_URL,
-  apiRequest,
   authHint,
+  clientOf,
   describeApiError,
-  type ApiAnswer,
+  describeFailure,
   type ApiTarget,
 } from './api-client.js';
 
@@ -251,54 +255,50 @@ async function withBackend<T>(
 }
 
 function apiBackend(target: ApiTarget): KeysBackend {
-  const where = `the API at ${target.url.replace(/\/+$/, '')}`;
-  const call = async (
-    method: 'GET' | 'POST' | 'DELETE',
-    path: string,
-    body?: unknown,
-  ): Promise<ApiAnswer> => {
-    let answer: ApiAnswer;
+  const client = clientOf(target);
+  const where = `the API at ${client.baseUrl}`;
+  /** Asks the API; a refused root token is exit 3, an API that is not there exit 4, a refusal exit 1. */
+  const call = async <T>(ask: () => Promise<T>): Promise<T> => {
     try {
-      answer = await apiRequest(target, method, path, body);
+      return await ask();
     } catch (err) {
-      if (err instanceof ApiUnreachableError) throw new UnreachableError(err.message);
-      if (err instanceof ApiNotJsonError) throw new RefusedError(err.message);
-      throw err;
+      if (err instanceof TetraloopUnreachableError)
+        throw new UnreachableError(describeFailure(err, 'TETRALOOP_ADMIN_TOKEN'));
+      if (err instanceof TetraloopNotJsonError) throw new RefusedError(err.message);
+      if (!(err instanceof TetraloopApiError)) throw err;
+      if (err.status === 401 || err.status === 403) {
+        const said = describeApiError(err, 'TETRALOOP_ADMIN_TOKEN').split('\n')[0];
+        throw new AuthError(
+          `${said}\n${authHint(err.status, 'TETRALOOP_ADMIN_TOKEN')}` +
+            (err.status === 401
+              ? ' — the root token the API runs with; or unset it and use --redis with REDIS_URL'
+              : ''),
+        );
+      }
+      throw new RefusedError(describeApiError(err, 'TETRALOOP_ADMIN_TOKEN'));
     }
-    if (answer.status === 401 || answer.status === 403) {
-      const said = describeApiError(answer, 'TETRALOOP_ADMIN_TOKEN').split('\n')[0];
-      throw new AuthError(
-        `${said}\n${authHint(answer.status, 'TETRALOOP_ADMIN_TOKEN')}` +
-          (answer.status === 401
-            ? ' — the root token the API runs with; or unset it and use --redis with REDIS_URL'
-            : ''),
-      );
-    }
-    return answer;
   };
-  const refused = (answer: ApiAnswer): RefusedError =>
-    new RefusedError(describeApiError(answer, 'TETRALOOP_ADMIN_TOKEN'));
   return {
     where,
     async create(input) {
-      const answer = await call('POST', '/v1/keys', input);
-      if (answer.status !== 201) throw refused(answer);
-      const { key, ...record } = answer.body as ApiKeyRecord & { key: string };
+      const { key, ...record } = await call(async () =>
+        unwrap(await client.api.POST('/v1/keys', { body: input })),
+      );
       return { record: ApiKeyRecord.parse(record), key };
     },
     async list(tenant) {
-      const answer = await call('GET', '/v1/keys');
-      if (answer.status !== 200) throw refused(answer);
       // The root token sees every tenant's keys.
-      const keys = ApiKeyRecord.array().parse((answer.body as { keys?: unknown }).keys);
-      return tenant === undefined ? keys : keys.filter((k) => k.tenant === tenant);
+      const { keys } = await call(async () => unwrap(await client.api.GET('/v1/keys')));
+      const parsed = ApiKeyRecord.array().parse(keys);
+      return tenant === undefined ? parsed : parsed.filter((k) => k.tenant === tenant);
     },
-    async revoke(keyId) {
-      const answer = await call('DELETE', `/v1/keys/${keyId}`);
-      if (answer.status === 204) return true;
-      if (answer.status === 404) return false;
-      throw refused(answer);
-    },
+    revoke: (keyId) =>
+      call(async () => {
+        const answer = await client.api.DELETE('/v1/keys/{keyId}', { params: { path: { keyId } } });
+        if (answer.response.status === 404) return false;
+        unwrap(answer);
+        return true;
+      }),
     close: () => Promise.resolve(),
   };
 }

@@ -5,16 +5,15 @@
  */
 import { UsageError, parsing } from './cli-args.js';
 import { parseArgs } from 'node:util';
-import { LESSON_STATUSES, type Lesson, type LessonStatus } from '@tetraloop/core';
+import { LESSON_STATUSES, type LessonStatus } from '@tetraloop/core';
 import {
-  ApiNotJsonError,
-  ApiUnreachableError,
-  apiRequest,
-  apiTargetFromEnv,
-  describeApiError,
-  errorCodeOf,
-  type ApiAnswer,
-} from './api-client.js';
+  TetraloopApiError,
+  unwrap,
+  type AgentLessons,
+  type Lesson,
+  type TetraloopClient,
+} from '@tetraloop/client';
+import { apiTargetFromEnv, clientOf, describeFailure } from './api-client.js';
 
 export const LESSONS_USAGE = `usage: tetraloop lessons <command>
 
@@ -57,12 +56,6 @@ const processIo = (): LessonsIo => ({
 
 /** The API could not be asked or said no: exit code 1. */
 class CommandError extends Error {}
-
-interface AgentLessons {
-  readonly agentId: string;
-  readonly version: number;
-  readonly lessons: Lesson[];
-}
 
 /** Runs `tetraloop lessons <args>`; answers the exit code. */
 export async function lessonsCommand(args: readonly string[], io: LessonsIo = processIo()): Promise<number> {
@@ -131,8 +124,8 @@ async function list(args: readonly string[], io: LessonsIo): Promise<number> {
   if (extra.length > 0) throw new UsageError(`lessons list takes one agent id, got ${positionals.length}`);
   if (!AGENT_ID.test(agentId))
     throw new UsageError(`lessons list: '${agentId}' is not an agent id ([A-Za-z0-9_-]{1,64})`);
-  const status = values.status;
-  if (status !== undefined && !(LESSON_STATUSES as readonly string[]).includes(status)) {
+  const status = values.status as LessonStatus | undefined;
+  if (status !== undefined && !LESSON_STATUSES.includes(status)) {
     throw new UsageError(`lessons list: --status must be one of ${LESSON_STATUSES.join(', ')}`);
   }
   const answer = await lessonsOf(io, agentId, status);
@@ -171,42 +164,43 @@ async function override(
   io: LessonsIo,
 ): Promise<number> {
   const status = OVERRIDES[command];
-  const res = await request(io, 'PATCH', `/v1/lessons/${encodeURIComponent(lesson.id)}`, { status });
-  if (res.status === 404 && errorCodeOf(res.body) === 'lesson_not_found') {
-    throw new CommandError(`no lesson ${lesson.id} (tetraloop lessons list ${lesson.agentId})`);
-  }
-  if (res.status !== 200) throw apiError(res);
-  const after = res.body as Lesson;
+  const after = await asking(io, async (client) => {
+    try {
+      return unwrap(
+        await client.api.PATCH('/v1/lessons/{id}', { params: { path: { id: lesson.id } }, body: { status } }),
+      );
+    } catch (err) {
+      if (err instanceof TetraloopApiError && err.code === 'lesson_not_found') {
+        throw new CommandError(`no lesson ${lesson.id} (tetraloop lessons list ${lesson.agentId})`);
+      }
+      throw err;
+    }
+  });
   io.stdout(`${JSON.stringify(after, null, 2)}\n`);
   io.stderr(`lesson ${after.id} is ${after.status}\n`);
   return 0;
 }
 
-async function lessonsOf(io: LessonsIo, agentId: string, status?: string): Promise<AgentLessons> {
-  const query = status ? `?status=${encodeURIComponent(status)}` : '';
-  const res = await request(io, 'GET', `/v1/agents/${encodeURIComponent(agentId)}/lessons${query}`);
-  if (res.status !== 200) throw apiError(res);
-  return res.body as AgentLessons;
+async function lessonsOf(io: LessonsIo, agentId: string, status?: LessonStatus): Promise<AgentLessons> {
+  return asking(io, async (client) =>
+    unwrap(
+      await client.api.GET('/v1/agents/{agentId}/lessons', {
+        params: { path: { agentId }, query: status ? { status } : {} },
+      }),
+    ),
+  );
 }
 
-async function request(
-  io: LessonsIo,
-  method: 'GET' | 'PATCH',
-  path: string,
-  body?: unknown,
-): Promise<ApiAnswer> {
+/** Asks the API; its refusals, and an API that is not there, end the command (exit 1). */
+async function asking<T>(io: LessonsIo, ask: (client: TetraloopClient) => Promise<T>): Promise<T> {
   try {
-    return await apiRequest({ url: io.apiUrl, token: io.apiKey }, method, path, body);
+    return await ask(clientOf({ url: io.apiUrl, token: io.apiKey }));
   } catch (err) {
-    if (err instanceof ApiUnreachableError || err instanceof ApiNotJsonError)
-      throw new CommandError(err.message);
+    const said = describeFailure(err, 'TETRALOOP_API_KEY');
+    if (said !== undefined) throw new CommandError(said);
     throw err;
   }
 }
-
-/** The API's error (`{error: {code, message, issues?}}`) as a message for the operator. */
-const apiError = (res: ApiAnswer): CommandError =>
-  new CommandError(describeApiError(res, 'TETRALOOP_API_KEY'));
 
 const scopeOf = (lesson: Lesson): string =>
   Object.entries(lesson.scope)

@@ -2,7 +2,8 @@
  * `tetraloop <command>`: dev | api | worker | run | lessons | keys. Each process type also runs
  * alone against a shared REDIS_URL, so pools scale as separate processes; `run` and `lessons` are
  * clients of the API at TETRALOOP_API_URL (with TETRALOOP_API_KEY as their bearer key when set);
- * `keys` manages API keys through the API with the root token, or in Redis directly.
+ * `keys` manages API keys through the API with the root token, or in Redis directly; `openapi`
+ * prints the API's OpenAPI document.
  */
 import { parseArgs } from 'node:util';
 import {
@@ -17,6 +18,7 @@ import {
 import { keysCommand } from './keys-command.js';
 import { lessonsCommand } from './lessons-command.js';
 import { runApi, runDev, runWorker } from './processes.js';
+import { writeOpenApiDocument } from './openapi-command.js';
 import { runGraphFile } from './run-command.js';
 
 const USAGE = `usage: tetraloop <command>
@@ -37,6 +39,8 @@ const USAGE = `usage: tetraloop <command>
   keys list [--tenant <tenant>] [--json]
                                         API keys and their scopes (never their secrets)
   keys revoke <keyId>                   revoke an API key at once
+  openapi [--out <file>]                the API's OpenAPI 3.1 document (the defaults' limits), on stdout
+                                        or into a file
 
 run and lessons send TETRALOOP_API_KEY as their bearer key when it is set. keys uses the API at
 TETRALOOP_API_URL with TETRALOOP_ADMIN_TOKEN (the root token) when that is set, else (or with
@@ -90,6 +94,11 @@ export async function main(argv: string[]): Promise<void> {
       case 'keys':
         process.exitCode = await keysCommand(rest);
         return;
+      case 'openapi': {
+        const { values } = parseArgs({ args: rest, options: { out: { type: 'string' } } });
+        await writeOpenApiDocument(values.out);
+        return;
+      }
       default:
         return fail(USAGE);
     }

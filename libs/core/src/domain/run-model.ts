@@ -4,9 +4,9 @@
  */
 import { z } from 'zod';
 import { RunError } from '../errors/run-error.js';
-import type { GraphOf } from '../graph/schema.js';
-import type { AttemptRecord, Budget, LiveNodeState, NodeSnapshot, OnBudget } from './node-snapshot.js';
-import type { WaitRecord } from './signal.js';
+import { Edge } from '../graph/schema.js';
+import { AttemptRecord, Budget, LiveNodeState, NodeSnapshot, OnBudget } from './node-snapshot.js';
+import { WaitRecord } from './signal.js';
 
 export * from './node-snapshot.js';
 export * from './signal.js';
@@ -27,35 +27,50 @@ export const TERMINAL_RUN_STATUSES: ReadonlySet<RunStatus> = new Set([
 ]);
 export const isTerminal = (status: RunStatus): boolean => TERMINAL_RUN_STATUSES.has(status);
 
-/** A node in the run document; `waits` lists the signals and approvals it waited for, oldest first. */
-export type NodeView = {
-  id: string;
-  waits?: WaitRecord[];
+/** Fields every node of the run document has beside its state. */
+const NodeViewFields = {
+  id: z.string(),
+  /** The signals and approvals it waited for, oldest first. */
+  waits: z.array(WaitRecord).optional(),
   /** Time its calls spent held back by flow control, in all. */
-  throttledMs?: number;
-} & (
-  | NodeSnapshot
-  | (LiveNodeState & { attempts: AttemptRecord[] })
-  | { status: 'pending'; attempts: AttemptRecord[] }
-);
+  throttledMs: z.number().nonnegative().optional(),
+};
+
+/** A node in the run document: its snapshot once final, its live state before, `pending` until queued. */
+export const NodeView = z.union([
+  NodeSnapshot.extend(NodeViewFields),
+  LiveNodeState.extend({ ...NodeViewFields, attempts: z.array(AttemptRecord) }),
+  z.object({ ...NodeViewFields, status: z.literal('pending'), attempts: z.array(AttemptRecord) }),
+]);
+export type NodeView = z.infer<typeof NodeView>;
 
 /** What a run has used so far. */
-export interface RunUsage {
-  toolCalls: number;
-  toolTimeMs: number;
-  promptTokens: number;
-  completionTokens: number;
-  totalTokens: number;
-  modelCalls: number;
+export const RunUsage = z.object({
+  toolCalls: z.number().int().nonnegative(),
+  toolTimeMs: z.number().nonnegative(),
+  promptTokens: z.number().int().nonnegative(),
+  completionTokens: z.number().int().nonnegative(),
+  totalTokens: z.number().int().nonnegative(),
+  modelCalls: z.number().int().nonnegative(),
   /** What the priced model calls cost, in USD (exact sums of nano-dollars, shown as dollars). */
-  costUsd: number;
+  costUsd: z.number().nonnegative(),
   /** Model calls whose model has no price: not in `costUsd`. */
-  unpricedModelCalls: number;
-}
+  unpricedModelCalls: z.number().int().nonnegative(),
+});
+export type RunUsage = z.infer<typeof RunUsage>;
 
 /** The stream families clients follow: each event type belongs to one, with a phase. */
-export type EventFamily =
-  'lifecycle' | 'plan' | 'node' | 'tool' | 'assistant' | 'usage' | 'budget' | 'environment';
+export const EVENT_FAMILIES = [
+  'lifecycle',
+  'plan',
+  'node',
+  'tool',
+  'assistant',
+  'usage',
+  'budget',
+  'environment',
+] as const;
+export type EventFamily = (typeof EVENT_FAMILIES)[number];
 
 /** Family and phase of an event type (`run.finished` → lifecycle/end or error, `tool.start` → tool/start…). */
 export function familyOf(type: string, data: unknown): { family: EventFamily; phase: string } {
@@ -87,57 +102,91 @@ export function familyOf(type: string, data: unknown): { family: EventFamily; ph
 }
 
 /** One entry of a run's event stream. */
-export interface RunEvent {
-  seq: number;
-  type: string;
-  family?: EventFamily;
-  phase?: string;
-  ts: number;
-  runId: string;
-  nodeId?: string;
-  data?: unknown;
-}
+export const RunEvent = z.object({
+  /** Its place in the run's stream (1, 2, 3, …): the SSE id. */
+  seq: z.number().int().nonnegative(),
+  type: z.string(),
+  family: z.enum(EVENT_FAMILIES).optional(),
+  phase: z.string().optional(),
+  /** Epoch milliseconds (Redis server time). */
+  ts: z.number(),
+  runId: z.string(),
+  nodeId: z.string().optional(),
+  data: z.unknown().optional(),
+});
+export type RunEvent = z.infer<typeof RunEvent>;
+
+/** How a plan was made, recorded with the run so it can be replayed. */
+export const PlanningRecord = z.object({
+  plannerModel: z.string(),
+  promptVersion: z.string(),
+  toolCatalogVersion: z.string(),
+  /** The run generation the plan was made for. */
+  planVersion: z.number().int().nonnegative(),
+  /** The session environment version the plan was made from (0 outside sessions). */
+  environmentVersion: z.number().int().nonnegative(),
+  /** The agent's lessons version the plan was made with, and the lessons its prompt stated. */
+  lessonsVersion: z.number().int().nonnegative().optional(),
+  lessons: z.array(z.string()).optional(),
+  /**
+   * A first plan with the plan cache on: `hit` when it came from the cache (no planner call),
+   * `miss` when the planner was asked. Absent for replans and with the cache off.
+   */
+  cache: z.enum(['hit', 'miss']).optional(),
+  /** On a hit: the run the cached plan was made for. */
+  cachedFrom: z.string().optional(),
+});
+export type PlanningRecord = z.infer<typeof PlanningRecord>;
+
+/**
+ * A run's graph as the document shows it: as submitted or planned, nested graphs unexpanded. It
+ * was validated before it was stored (`Graph` in `nodes/` names its kinds); here a node is any kind.
+ */
+export const DocumentGraph = z.object({
+  nodes: z.array(z.looseObject({ id: z.string(), kind: z.string() })),
+  edges: z.array(Edge),
+});
 
 /** What the API returns for a run. */
-export interface RunDocument {
-  runId: string;
-  status: RunStatus;
-  createdAt: string;
-  startedAt: string | null;
+export const RunDocument = z.object({
+  runId: z.string(),
+  status: RunStatus,
+  createdAt: z.string(),
+  startedAt: z.string().nullable(),
   /** Set once the run has settled: its outcome is decided and every node is final. */
-  finishedAt: string | null;
+  finishedAt: z.string().nullable(),
   /** The graph as submitted or planned; null while a task run waits for its plan. */
-  /** Validated before it was stored: its nodes are of the kinds in `nodes/` (`Graph` there). */
-  graph: GraphOf | null;
+  graph: DocumentGraph.nullable(),
   /** The task of a task run. */
-  task: string | null;
-  agentId: string;
+  task: z.string().nullable(),
+  agentId: z.string(),
   /** The tenant the run belongs to (the tenant of the key that made it). */
-  tenant: string;
+  tenant: z.string(),
   /** The session whose lane the run belongs to. */
-  sessionKey: string | null;
+  sessionKey: z.string().nullable(),
   /** While a session run waits for its turn: its place in the lane (1 = next). */
-  lanePosition: number | null;
+  lanePosition: z.number().int().positive().nullable(),
   /** How the current plan was made (task runs). */
-  planning: PlanningRecord | null;
-  replans: number;
-  input: unknown;
-  timeoutSeconds: number;
-  budget: Budget;
+  planning: PlanningRecord.nullable(),
+  replans: z.number().int().nonnegative(),
+  input: z.unknown(),
+  timeoutSeconds: z.number().int().positive(),
+  budget: Budget,
   /** What a model call does when the money budget is spent: fail, or pause for a decision. */
-  onBudget: OnBudget;
-  usage: RunUsage;
+  onBudget: OnBudget,
+  usage: RunUsage,
   /** Bumped by every resume; node jobs of older generations are discarded. */
-  generation: number;
-  metadata: Record<string, unknown> | null;
+  generation: z.number().int().nonnegative(),
+  metadata: z.record(z.string(), z.unknown()).nullable(),
   /** 1 (lowest) to 10: which waiting calls flow control serves first. */
-  priority: number;
+  priority: z.number().int().min(1).max(10),
   /** Every executable node (nested graphs expanded), by id. */
-  nodes: Record<string, NodeView>;
+  nodes: z.record(z.string(), NodeView),
   /** Sink node outputs keyed by node id, once the run succeeded. */
-  output: Record<string, unknown> | null;
-  error: RunError | null;
-}
+  output: z.record(z.string(), z.unknown()).nullable(),
+  error: RunError.nullable(),
+});
+export type RunDocument = z.infer<typeof RunDocument>;
 
 /** What a task run asks for, kept with the run so the plan loop can plan and replan it. */
 export interface TaskSpec {
@@ -149,25 +198,4 @@ export interface TaskSpec {
   readonly tenant?: string;
   readonly overrides?: string;
   readonly maxReplans: number;
-}
-
-/** How a plan was made, recorded with the run so it can be replayed. */
-export interface PlanningRecord {
-  readonly plannerModel: string;
-  readonly promptVersion: string;
-  readonly toolCatalogVersion: string;
-  /** The run generation the plan was made for. */
-  readonly planVersion: number;
-  /** The session environment version the plan was made from (0 outside sessions). */
-  readonly environmentVersion: number;
-  /** The agent's lessons version the plan was made with, and the lessons its prompt stated. */
-  readonly lessonsVersion?: number;
-  readonly lessons?: readonly string[];
-  /**
-   * A first plan with the plan cache on: `hit` when it came from the cache (no planner call),
-   * `miss` when the planner was asked. Absent for replans and with the cache off.
-   */
-  readonly cache?: 'hit' | 'miss';
-  /** On a hit: the run the cached plan was made for. */
-  readonly cachedFrom?: string;
 }

@@ -4,8 +4,9 @@
  * (the compiler points at each), and a sample in `test/node-kinds.test.ts`. Everything that
  * depends on a node's kind reads it from here.
  */
+import { z } from 'zod';
 import { getPath } from '../graph/references.js';
-import type { GraphOf } from '../graph/schema.js';
+import { Edge, type GraphOf } from '../graph/schema.js';
 import { graphKind, type SubgraphNode } from './graph.js';
 import type { ExecutableKindSpec, ExpandingKindSpec } from './kind.js';
 import { llmKind, type LlmNode } from './llm.js';
@@ -39,6 +40,19 @@ export const NODE_KINDS: { readonly [K in NodeKind]: SpecOf<K> } = {
   loop: loopKind,
   graph: graphKind,
 };
+
+/**
+ * A graph as a client submits it, as one schema: nodes of the table's kinds (each kind's own
+ * `schema`) and `[from, to]` edges. It describes the graph in the API's OpenAPI document;
+ * validation (`compile/validate.ts`) checks with the same kind schemas one node at a time, so each
+ * problem gets its path, and checks nested graphs (`{}` here) by the same rules.
+ */
+export const SubmittedGraph = z.strictObject({
+  nodes: z
+    .array(z.union(Object.values(NODE_KINDS).map((kind) => kind.schema) as [z.ZodType, ...z.ZodType[]]))
+    .min(1),
+  edges: z.array(Edge).default([]),
+});
 
 export const isNodeKind = (kind: unknown): kind is NodeKind =>
   typeof kind === 'string' && Object.hasOwn(NODE_KINDS, kind);

@@ -21,14 +21,16 @@ import { BOOTSTRAP_FILES, readWorkspace } from '../workspace/workspace.js';
 import { MAX_TASK_CHARS, RunRequest } from '../runs/run-request.js';
 import type { RunService } from '../runs/run-service.js';
 import type { RunStore } from '../state/run-store.js';
-import type {
-  DropPolicy,
-  HistoryWindow,
-  LaneMessage,
-  LaneMode,
-  SessionStore,
+import {
+  LANE_MODES,
+  type DropPolicy,
+  type HistoryWindow,
+  type LaneMessage,
+  type LaneMode,
+  type SessionStore,
 } from '../state/session-store.js';
 import type { Redis } from 'ioredis';
+import { z } from 'zod';
 import { dedupeKey } from '../state/keys.js';
 import { metrics } from '../telemetry/metrics.js';
 import { QUEUE_ARGUMENTS, parseQueueCommand } from './commands.js';
@@ -101,19 +103,25 @@ export interface SessionDeps {
   readonly logger: Logger;
 }
 
-export interface MessageResult {
-  sessionKey: string;
-  runId?: string;
-  queued: boolean;
-  position?: number;
-  duplicate?: boolean;
-  dropped?: boolean;
-  command?: string;
+export const MessageResult = z.object({
+  sessionKey: z.string(),
+  /** The run the message made, or (`steer`) the running run it went to. */
+  runId: z.string().optional(),
+  queued: z.boolean(),
+  /** Its place among the lane's waiting items (1 = next). */
+  position: z.number().int().positive().optional(),
+  /** The `eventId` was seen before. */
+  duplicate: z.literal(true).optional(),
+  /** `collect` with a full buffer and the drop policy `new`. */
+  dropped: z.literal(true).optional(),
+  /** `/stop`, `/new`, `/reset` or `/queue` was carried out. */
+  command: z.string().optional(),
   /** After `/queue`: the session's default mode from now on. */
-  mode?: LaneMode;
+  mode: z.enum(LANE_MODES).optional(),
   /** The message was refused and nothing of it kept: `lane_full`, at `limit` waiting runs. */
-  refused?: { code: 'lane_full'; limit: number };
-}
+  refused: z.object({ code: z.literal('lane_full'), limit: z.number().int().positive() }).optional(),
+});
+export type MessageResult = z.infer<typeof MessageResult>;
 
 const SESSION_BASE = `You are an agent run by Tetraloop. Answer the user's latest message; use tools when they help.
 Reply with exactly NO_REPLY when no reply is needed.

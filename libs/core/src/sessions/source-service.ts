@@ -47,19 +47,23 @@ export interface SenseEvent {
   tenant?: string;
 }
 
-export interface SourceStatus {
-  name: string;
-  kind: 'webhook' | 'poll';
-  status: 'ok' | 'degraded' | 'down';
-  lastError: string | null;
-  lastSuccessAt: string | null;
-  lastEventAt: string | null;
-  events: number;
-  duplicates: number;
-  failures: number;
+/** A source's health as `GET /v1/sources` shows it. */
+export const SourceStatus = z.object({
+  name: z.string(),
+  kind: z.enum(['webhook', 'poll']),
+  /** `degraded`: 1 or 2 consecutive failed polls; `down`: 3 or more. */
+  status: z.enum(['ok', 'degraded', 'down']),
+  lastError: z.string().nullable(),
+  lastSuccessAt: z.string().nullable(),
+  lastEventAt: z.string().nullable(),
+  events: z.number().int().nonnegative(),
+  duplicates: z.number().int().nonnegative(),
+  /** Consecutive failed polls. */
+  failures: z.number().int().nonnegative(),
   /** While backing off after failures: when the next poll may go out. */
-  nextAttemptAt: string | null;
-}
+  nextAttemptAt: z.string().nullable(),
+});
+export type SourceStatus = z.infer<typeof SourceStatus>;
 
 export interface SourceDeps {
   readonly redis: Redis;

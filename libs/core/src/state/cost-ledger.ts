@@ -5,6 +5,7 @@
  * that also gives the key its TTL. The prices and the rules are the cost module's
  * (`cost/price-table.ts`, `cost/budget-rules.ts`).
  */
+import { z } from 'zod';
 import type { Redis } from 'ioredis';
 import { usdFromNano } from '../cost/price-table.js';
 import { costDayKey } from './keys.js';
@@ -31,23 +32,25 @@ export interface CostEntry {
 }
 
 /** Spending of one agent, session or model on a day. */
-export interface CostTotal {
-  readonly costUsd: number;
-  readonly modelCalls: number;
-}
+export const CostTotal = z.object({
+  costUsd: z.number().nonnegative(),
+  modelCalls: z.number().int().nonnegative(),
+});
+export type CostTotal = z.infer<typeof CostTotal>;
 
-/** One tenant's spending on one UTC day. */
-export interface DailyCost {
-  readonly tenant: string;
-  readonly day: string;
-  readonly costUsd: number;
-  readonly modelCalls: number;
+/** One tenant's spending on one UTC day (`GET /v1/usage`). */
+export const DailyCost = z.object({
+  tenant: z.string(),
+  day: z.string(),
+  costUsd: z.number().nonnegative(),
+  modelCalls: z.number().int().nonnegative(),
   /** Calls of models without a price: counted, not in `costUsd`. */
-  readonly unpricedModelCalls: number;
-  readonly agents: Record<string, CostTotal>;
-  readonly sessions: Record<string, CostTotal>;
-  readonly models: Record<string, CostTotal>;
-}
+  unpricedModelCalls: z.number().int().nonnegative(),
+  agents: z.record(z.string(), CostTotal),
+  sessions: z.record(z.string(), CostTotal),
+  models: z.record(z.string(), CostTotal),
+});
+export type DailyCost = z.infer<typeof DailyCost>;
 
 const SCOPES = ['agent', 'session', 'model'] as const;
 type Scope = (typeof SCOPES)[number];

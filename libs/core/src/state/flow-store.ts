@@ -5,6 +5,7 @@
  * is decided in one place. Also keeps the limits an admin set over the configured ones.
  */
 import type { Redis } from 'ioredis';
+import { z } from 'zod';
 import { LimitsDocument, type FlowKey } from '../flow/limits.js';
 import { flowBaseKey, flowLimitsKey } from './keys.js';
 import { loadScripts, type ScriptRunner } from './scripts.js';
@@ -55,17 +56,18 @@ export const DEFAULT_ADAPTIVE: AdaptiveSettings = {
 };
 
 /** One counter as `GET /v1/limits` shows it. */
-export interface CounterState {
-  readonly key: string;
-  readonly inFlight: number;
+export const CounterState = z.object({
+  key: z.string(),
+  inFlight: z.number().int().nonnegative(),
   /** Calls reserved inside the rate's interval, and their tokens. */
-  readonly requests: number;
-  readonly tokens: number;
+  requests: z.number().int().nonnegative(),
+  tokens: z.number().int().nonnegative(),
   /** Adaptive scale of the limit (1: as declared). */
-  readonly factor: number;
-  readonly pausedUntil: string | null;
-  readonly lastUsed: string;
-}
+  factor: z.number().nonnegative(),
+  pausedUntil: z.string().nullable(),
+  lastUsed: z.string(),
+});
+export type CounterState = z.infer<typeof CounterState>;
 
 /** The limits set through the API, with when and by whom. */
 export interface StoredLimits {

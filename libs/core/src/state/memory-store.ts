@@ -6,6 +6,7 @@
  * by rules × services.
  */
 import type { Redis } from 'ioredis';
+import { z } from 'zod';
 import { LATENCY_BUCKETS_MS, bucketOf, quantile } from '../memory/latency.js';
 import { Lesson, type LessonStatus } from '../memory/lesson.js';
 import { RunSummary } from '../memory/run-summary.js';
@@ -34,14 +35,23 @@ export interface RecordedRun {
 }
 
 /** A service's counters as reported: calls, failures by class, latency percentiles (bucket bounds). */
-export interface ServiceStats {
-  readonly tool: string;
-  readonly target: string;
-  readonly calls: number;
-  readonly failures: Record<string, number>;
-  readonly p50Ms: number | undefined;
-  readonly p95Ms: number | undefined;
-}
+export const ServiceStats = z.object({
+  tool: z.string(),
+  target: z.string(),
+  calls: z.number().int().nonnegative(),
+  failures: z.record(z.string(), z.number().int().nonnegative()),
+  /** Absent until a call was timed. */
+  p50Ms: z.number().nonnegative().optional(),
+  p95Ms: z.number().nonnegative().optional(),
+});
+export type ServiceStats = z.infer<typeof ServiceStats>;
+
+/** Where an agent stands with reflection: runs recorded since the last one, and when that was. */
+export const ReflectionState = z.object({
+  sinceReflection: z.number().int().nonnegative(),
+  lastReflectAt: z.string().nullable(),
+});
+export type ReflectionState = z.infer<typeof ReflectionState>;
 
 export class MemoryStore {
   private readonly runner: ScriptRunner;
@@ -212,7 +222,7 @@ export class MemoryStore {
   }
 
   /** Counters since the last reflection and when it was. */
-  async reflectionState(agentId: string): Promise<{ sinceReflection: number; lastReflectAt: string | null }> {
+  async reflectionState(agentId: string): Promise<ReflectionState> {
     const [since, last] = await this.redis.hmget(
       memoryKeys(this.options.prefix, agentId).meta,
       'sinceReflect',

@@ -5,6 +5,7 @@
  */
 import { randomBytes } from 'node:crypto';
 import type { Redis } from 'ioredis';
+import { z } from 'zod';
 import { SECRET_KEY_FORMAT, decryptSecret, deriveKey, encryptSecret } from '../secrets/secret-cipher.js';
 import { SecretName } from '../secrets/secret-ref.js';
 import { callKeyKey, secretKeyList, secretKeys } from './keys.js';
@@ -42,10 +43,9 @@ export class SecretStoreError extends Error {
 
 export const SECRETS_OFF_MESSAGE = `secrets need TETRALOOP_SECRET_KEY (${SECRET_KEY_FORMAT})`;
 
-export interface SecretEntry {
-  readonly name: string;
-  readonly updatedAt: string;
-}
+/** A secret as the list shows it: its name and when it was last written, never its value. */
+export const SecretEntry = z.object({ name: z.string(), updatedAt: z.string() });
+export type SecretEntry = z.infer<typeof SecretEntry>;
 
 export class SecretStore {
   private readonly script: ScriptRunner;

@@ -6,6 +6,7 @@
  * a session's storage is bounded and an abandoned one goes away.
  */
 import type { ChainableCommander, Redis } from 'ioredis';
+import { z } from 'zod';
 import type { WorkspaceFile } from '../workspace/workspace.js';
 import { busySessionsKey, sessionKeyList, sessionKeys } from './keys.js';
 import { loadScripts, type ScriptName, type ScriptRunner } from './scripts.js';
@@ -96,16 +97,26 @@ export interface TranscriptPage {
   readonly lines: unknown[];
 }
 
-export interface SessionView {
-  sessionKey: string;
-  createdAt: string | null;
-  contextId: number;
+/** A session's lane as `GET /v1/sessions/:sessionKey` shows it. */
+export const SessionView = z.object({
+  sessionKey: z.string(),
+  /** When the session was first seen. */
+  createdAt: z.string().nullable(),
+  /** 1, incremented by each `/new` and `/reset`. */
+  contextId: z.number().int().nonnegative(),
   /** The run holding the lane, `collect` while collected messages are being turned into one. */
-  running: string | null;
-  queued: { kind: 'run'; runId: string }[] | { kind: 'collect'; messages: number }[];
-  mode: LaneMode | null;
-  environmentVersion: number;
-}
+  running: z.string().nullable(),
+  /** The waiting items in order: runs, and the collected messages. */
+  queued: z.union([
+    z.array(z.object({ kind: z.literal('run'), runId: z.string() })),
+    z.array(z.object({ kind: z.literal('collect'), messages: z.number().int().nonnegative() })),
+  ]),
+  /** The session's own mode (`/queue <mode>`); null when unset. */
+  mode: z.enum(LANE_MODES).nullable(),
+  /** One more for every event written into the environment and every `steer` message. */
+  environmentVersion: z.number().int().nonnegative(),
+});
+export type SessionView = z.infer<typeof SessionView>;
 
 export class SessionStore {
   private readonly runner: ScriptRunner;

@@ -1,0 +1,160 @@
+/**
+ * The named schemas of the OpenAPI document (`components.schemas`): the zod schemas the handlers
+ * answer with (converted as their output) and the bodies they validate (converted as their input,
+ * where defaults make fields optional). A schema used inside another named one becomes a `$ref`.
+ */
+import {
+  ApiKeyRecord,
+  AttemptRecord,
+  CostTotal,
+  CounterState,
+  DailyCost,
+  DocumentGraph,
+  GraphBody,
+  InboundEvent,
+  Lesson,
+  LimitDefinition,
+  LimitsDocument,
+  NodeErrorData,
+  NodeView,
+  PlanningRecord,
+  RunDocument,
+  RunError,
+  RunEvent,
+  RunRequest,
+  RunSummary,
+  RunUsage,
+  ReflectionState,
+  SecretEntry,
+  ServiceStats,
+  SessionView,
+  SignalDecision,
+  SourceStatus,
+  SubgraphNode,
+  SubmittedGraph,
+  WaitRecord,
+} from '@tetraloop/core';
+import { z } from 'zod';
+import {
+  AgentLessons,
+  AgentMemory,
+  ApiError,
+  ApiIssue,
+  EventsTruncated,
+  FeedbackAccepted,
+  KeyCreated,
+  KeyList,
+  Liveness,
+  LimitsView,
+  MessageAnswer,
+  Readiness,
+  ReflectAccepted,
+  RunAccepted,
+  RunCancelled,
+  RunResumed,
+  SecretList,
+  SignalDelivered,
+  SignalRepeated,
+  SourceEventAccepted,
+  SourceList,
+  TenantDeleted,
+  TranscriptEntry,
+  TranscriptHeader,
+} from '../answers.js';
+import {
+  FeedbackBody,
+  KeyBody,
+  LessonPatch,
+  LimitsBody,
+  LimitsList,
+  MessageBody,
+  SecretBody,
+  SignalPayload,
+} from '../requests.js';
+
+/** What the API answers with, by component name. */
+export const ANSWER_SCHEMAS = {
+  ApiError,
+  ApiIssue,
+  RunAccepted,
+  RunCancelled,
+  RunResumed,
+  SignalDelivered,
+  SignalRepeated,
+  FeedbackAccepted,
+  RunDocument,
+  DocumentGraph,
+  NodeView,
+  AttemptRecord,
+  WaitRecord,
+  SignalDecision,
+  NodeError: NodeErrorData,
+  RunError,
+  PlanningRecord,
+  RunUsage,
+  RunEvent,
+  EventsTruncated,
+  MessageAnswer,
+  SessionView,
+  TranscriptHeader,
+  TranscriptEntry,
+  SourceList,
+  SourceStatus,
+  SourceEventAccepted,
+  ReflectAccepted,
+  AgentLessons,
+  Lesson,
+  AgentMemory,
+  RunSummary,
+  ServiceStats,
+  ReflectionState,
+  SecretList,
+  SecretEntry,
+  KeyCreated,
+  KeyList,
+  ApiKeyRecord,
+  TenantDeleted,
+  LimitsView,
+  LimitDefinition,
+  CounterState,
+  DailyCost,
+  CostTotal,
+  Liveness,
+  Readiness,
+} as const satisfies Record<string, z.ZodType>;
+
+/** What the API reads from request bodies, by component name. */
+export const REQUEST_SCHEMAS = {
+  RunRequest,
+  Graph: SubmittedGraph,
+  MessageBody,
+  SourceEvent: InboundEvent,
+  FeedbackBody,
+  LessonPatch,
+  SecretBody,
+  KeyBody,
+  LimitsDocument,
+  LimitsList,
+  LimitsBody,
+  SignalPayload,
+} as const satisfies Record<string, z.ZodType>;
+
+/**
+ * Schemas the routes take as any JSON and validate apart (a graph is checked node by node, so
+ * each problem gets its path), shown in the document as the component that describes them: a run
+ * request's graph, and the nested graphs of `graph` nodes and loop bodies (recursively).
+ */
+export const SHOWN_AS: ReadonlyMap<z.core.$ZodType, keyof typeof REQUEST_SCHEMAS> = new Map([
+  [RunRequest.shape.graph.unwrap(), 'Graph'],
+  [SubgraphNode.shape.graph, 'Graph'],
+  [GraphBody.shape.graph, 'Graph'],
+]);
+
+export const componentRef = (name: string): { $ref: string } => ({ $ref: `#/components/schemas/${name}` });
+
+/** A registry naming each schema of `schemas`, for `z.toJSONSchema`. */
+export function registryOf(schemas: Record<string, z.ZodType>): z.core.$ZodRegistry<{ id: string }> {
+  const registry = z.registry<{ id: string }>();
+  for (const [id, schema] of Object.entries(schemas)) registry.add(schema, { id });
+  return registry;
+}

@@ -1,0 +1,459 @@
+/**
+ * What each route takes and answers, for the OpenAPI document: one entry per route of the route
+ * table (the compiler refuses a route without one, the contract test a registered route missing
+ * from the document), plus the open routes outside `/v1`. Parameters and bodies are the schemas the
+ * handlers validate with (`requests.ts`, the core's), answers the schemas they answer with
+ * (`answers.ts`, the core's records); error codes are listed by status.
+ */
+import {
+  CostDay,
+  DailyCost,
+  InboundEvent,
+  Lesson,
+  RunDocument,
+  RunRequest,
+  SecretName,
+  SessionView,
+} from '@tetraloop/core';
+import { z } from 'zod';
+import {
+  AgentLessons,
+  AgentMemory,
+  FeedbackAccepted,
+  KeyCreated,
+  KeyList,
+  LimitsView,
+  MessageAnswer,
+  ReflectAccepted,
+  RunAccepted,
+  RunCancelled,
+  RunResumed,
+  SecretList,
+  SignalDelivered,
+  SignalRepeated,
+  SourceEventAccepted,
+  SourceList,
+  TenantDeleted,
+} from '../answers.js';
+import {
+  AgentId,
+  BlobHash,
+  EventCursor,
+  EventsQuery,
+  FeedbackBody,
+  IdempotencyKey,
+  KeyBody,
+  KeyIdParam,
+  LessonId,
+  LessonPatch,
+  LessonsQuery,
+  LimitsBody,
+  MemoryQuery,
+  MessageBody,
+  ReadQuery,
+  RunIdParam,
+  SecretBody,
+  SessionKey,
+  SignalName,
+  SignalPayload,
+  SignatureHeader,
+  SourceName,
+  TenantId,
+  TranscriptQuery,
+  waitQuery,
+} from '../requests.js';
+import type { RouteName } from '../route-table.js';
+
+/** A path, query or header parameter. */
+export interface ParameterSpec {
+  readonly schema: z.ZodType;
+  readonly description: string;
+  /** Query and header parameters; path parameters are always required. @defaultValue false */
+  readonly required?: boolean;
+}
+
+/** A successful answer: its body (JSON by default) and the headers it sets. */
+export interface AnswerSpec {
+  readonly description: string;
+  /** A JSON body described by this schema (named in `components.schemas`, or inline). */
+  readonly json?: z.ZodType;
+  /** A body of another media type, a string. */
+  readonly media?:
+    'text/event-stream' | 'application/x-ndjson' | 'text/plain' | 'text/html' | 'text/javascript';
+  /** Any JSON at all (a blob's content, the document itself). */
+  readonly anyJson?: true;
+  readonly headers?: Readonly<Record<string, string>>;
+}
+
+export interface OperationSpec {
+  readonly summary: string;
+  readonly description?: string;
+  readonly tag: string;
+  readonly params?: Readonly<Record<string, ParameterSpec>>;
+  /** An object schema whose fields are the query parameters, with what each is for. */
+  readonly query?: { readonly schema: z.ZodObject; readonly describe: Readonly<Record<string, string>> };
+  readonly headers?: Readonly<Record<string, ParameterSpec>>;
+  /** The JSON body the handler validates. */
+  readonly body?: { readonly schema: z.ZodType; readonly required: boolean; readonly description?: string };
+  readonly answers: Readonly<Record<number, AnswerSpec>>;
+  /** Error codes by status, beyond those every route of its kind can answer (see `document.ts`). */
+  readonly errors: Readonly<Record<number, readonly string[]>>;
+}
+
+/** What the document needs to know of the deployment. */
+export interface OperationSettings {
+  /** `TETRALOOP_MAX_WAIT_MS`: the largest `timeoutMs` of `/wait`. */
+  readonly maxWaitMs: number;
+}
+
+const runId: ParameterSpec = { schema: RunIdParam, description: 'The run id (a UUID).' };
+const sessionKey: ParameterSpec = {
+  schema: SessionKey,
+  description: 'The session key: it names a lane of the caller’s tenant.',
+};
+const agentId: ParameterSpec = { schema: AgentId, description: 'The agent.' };
+const expand = '`blobs`: each blob stub in `output` and `nodes.*.output` replaced by the output itself.';
+
+/** Every `/v1` route of the route table. */
+export function routeOperations(settings: OperationSettings): { readonly [K in RouteName]: OperationSpec } {
+  return {
+    'runs.submit': {
+      tag: 'runs',
+      summary: 'Submit a run',
+      description:
+        'A fixed `graph`, or a `task` planned into one (`mode: "dag"`) or worked on by the tool-calling loop (`mode: "loop"`). A graph is validated in full before anything is stored. A repeated `Idempotency-Key` answers the first request’s run.',
+      headers: {
+        'Idempotency-Key': {
+          schema: IdempotencyKey.unwrap(),
+          description:
+            'Names the run: every request with the same key (in the same tenant) gets the same run.',
+        },
+      },
+      body: { schema: RunRequest, required: true },
+      answers: {
+        202: {
+          description: 'Accepted (or found, for a repeated Idempotency-Key).',
+          json: RunAccepted,
+          headers: { Location: 'The run: `/v1/runs/<runId>`.' },
+        },
+      },
+      errors: {
+        400: ['invalid_request', 'invalid_graph'],
+        415: ['unsupported_media_type'],
+        503: ['not_replicated', 'not_persisted'],
+      },
+    },
+    'runs.get': {
+      tag: 'runs',
+      summary: 'Read a run',
+      params: { id: runId },
+      query: { schema: ReadQuery, describe: { expand } },
+      answers: { 200: { description: 'The run document.', json: RunDocument } },
+      errors: { 400: ['invalid_request'], 404: ['run_not_found'] },
+    },
+    'runs.wait': {
+      tag: 'runs',
+      summary: 'Wait until a run settles',
+      description:
+        'Long-polls: `200` with the run document once the run has settled (`finishedAt` set), `202` with the current document when `timeoutMs` passes first. A wait on a run still going holds a slot of the tenant’s and the process’s caps.',
+      params: { id: runId },
+      query: {
+        schema: waitQuery(settings.maxWaitMs),
+        describe: {
+          timeoutMs: `How long to wait, in ms (at most TETRALOOP_MAX_WAIT_MS, here ${settings.maxWaitMs}).`,
+          expand,
+        },
+      },
+      answers: {
+        200: { description: 'The run has settled.', json: RunDocument },
+        202: { description: 'Still going when `timeoutMs` passed: the current document.', json: RunDocument },
+      },
+      errors: {
+        400: ['invalid_request'],
+        404: ['run_not_found'],
+        429: ['too_many_waits'],
+        503: ['waits_at_capacity'],
+      },
+    },
+    'runs.events': {
+      tag: 'runs',
+      summary: 'Follow a run’s events (server-sent events)',
+      description:
+        'Replays the stored events after `Last-Event-ID` (or `?after`), then follows new ones, and closes after the current generation’s `run.finished`. Each event: `id: <seq>`, `event: <family>`, `data: <RunEvent as JSON>` (`#/components/schemas/RunEvent`). Events trimmed from the stream are announced by one `EventsTruncated` event without an id. A `: keep-alive` comment comes after 15 s without events.',
+      params: { id: runId },
+      query: {
+        schema: EventsQuery,
+        describe: { after: 'Start after this sequence number, when no `Last-Event-ID` is sent.' },
+      },
+      headers: {
+        'Last-Event-ID': {
+          schema: EventCursor,
+          description: 'Start after this sequence number: the id of the last event received.',
+        },
+      },
+      answers: { 200: { description: 'The event stream.', media: 'text/event-stream' } },
+      errors: { 404: ['run_not_found'], 429: ['too_many_streams'], 503: ['streams_at_capacity'] },
+    },
+    'runs.cancel': {
+      tag: 'runs',
+      summary: 'Cancel a run',
+      params: { id: runId },
+      answers: { 202: { description: 'Cancelled (also when it already was).', json: RunCancelled } },
+      errors: { 404: ['run_not_found'], 409: ['run_finished'] },
+    },
+    'runs.resume': {
+      tag: 'runs',
+      summary: 'Resume a failed or timed-out run from its snapshots',
+      params: { id: runId },
+      answers: {
+        202: {
+          description: 'Queued again in a new generation.',
+          json: RunResumed,
+          headers: { Location: 'The run: `/v1/runs/<runId>`.' },
+        },
+      },
+      errors: { 404: ['run_not_found'], 409: ['not_resumable'] },
+    },
+    'runs.signal': {
+      tag: 'runs',
+      summary: 'Deliver a signal to a run',
+      description:
+        'The JSON body (any JSON; `null` without a body) becomes the output of the wait nodes waiting for the signal, or answers a tool call held for approval (`{"approved": true}` lets it go).',
+      params: {
+        id: runId,
+        name: { schema: SignalName, description: 'The signal’s name (an approval’s carries its nonce).' },
+      },
+      body: { schema: SignalPayload, required: false },
+      answers: {
+        202: { description: 'Delivered now.', json: SignalDelivered },
+        200: {
+          description: 'A signal of that name was delivered before; the first body is kept.',
+          json: SignalRepeated,
+        },
+      },
+      errors: {
+        400: ['invalid_request'],
+        404: ['run_not_found'],
+        409: ['signal_not_awaited', 'run_finished'],
+        413: ['signal_too_large'],
+        415: ['unsupported_media_type'],
+        429: ['too_many_signals'],
+      },
+    },
+    'runs.feedback': {
+      tag: 'memory',
+      summary: 'Rate a run',
+      params: { id: runId },
+      body: { schema: FeedbackBody, required: true },
+      answers: { 202: { description: 'Recorded.', json: FeedbackAccepted } },
+      errors: { 400: ['invalid_request'], 404: ['run_not_found'], 409: ['reflect_off'] },
+    },
+    'blobs.get': {
+      tag: 'runs',
+      summary: 'Read a large node output',
+      params: {
+        hash: { schema: BlobHash, description: 'The stub’s `$blob` (`sha256:<hex>`), or the hex alone.' },
+      },
+      answers: {
+        200: {
+          description: 'The output as JSON, byte for byte the text that was hashed.',
+          anyJson: true,
+          headers: { ETag: '`"sha256:<hex>"`' },
+        },
+      },
+      errors: { 400: ['invalid_request'], 404: ['blob_not_found'] },
+    },
+    'sessions.message': {
+      tag: 'sessions',
+      summary: 'Send a message to a session',
+      description: 'The API waits up to 5 s for the lane’s decision and answers with it.',
+      params: { sessionKey },
+      body: { schema: MessageBody, required: true },
+      answers: {
+        202: {
+          description: 'The lane’s decision (or `queued: true` when none came in time).',
+          json: MessageAnswer,
+        },
+      },
+      errors: { 400: ['invalid_request'], 422: ['message_failed'], 429: ['lane_full'] },
+    },
+    'sessions.get': {
+      tag: 'sessions',
+      summary: 'Read a session’s lane',
+      params: { sessionKey },
+      answers: { 200: { description: 'The lane.', json: SessionView } },
+      errors: { 400: ['invalid_request'], 404: ['session_not_found'] },
+    },
+    'sessions.transcript': {
+      tag: 'sessions',
+      summary: 'Read a session’s transcript (JSON lines)',
+      description:
+        'One JSON object per line: a `TranscriptHeader` (`#/components/schemas/TranscriptHeader`), then up to `limit` `TranscriptEntry` lines.',
+      params: { sessionKey },
+      query: {
+        schema: TranscriptQuery,
+        describe: {
+          after: 'The lines after this line number (without it: from the oldest kept).',
+          limit: 'At most this many lines.',
+        },
+      },
+      answers: { 200: { description: 'The page.', media: 'application/x-ndjson' } },
+      errors: { 400: ['invalid_request'], 404: ['session_not_found'] },
+    },
+    'sources.event': {
+      tag: 'sessions',
+      summary: 'Deliver a signed webhook event',
+      description:
+        'No API key: the body is signed with the source’s secret (`X-Tetraloop-Signature: t=<unix seconds>,v1=<hex HMAC-SHA256(secret, "<t>.<raw body>")>`). Checked in this order: source, media type, signature, body, session, replay.',
+      params: { name: { schema: SourceName, description: 'A source of `TETRALOOP_WEBHOOKS`.' } },
+      headers: {
+        'X-Tetraloop-Signature': {
+          schema: SignatureHeader,
+          description: '`t=<unix seconds>,v1=<64 hex digits>`.',
+          required: true,
+        },
+      },
+      body: { schema: InboundEvent, required: true },
+      answers: { 202: { description: 'Accepted (a duplicate too).', json: SourceEventAccepted } },
+      errors: {
+        400: ['invalid_request'],
+        401: ['signature_missing', 'signature_malformed', 'signature_expired', 'signature_mismatch'],
+        403: ['session_not_allowed'],
+        404: ['source_not_found'],
+        409: ['webhook_replayed'],
+        415: ['unsupported_media_type'],
+      },
+    },
+    'sources.list': {
+      tag: 'sessions',
+      summary: 'List the tenant’s event sources and their health',
+      answers: { 200: { description: 'The sources, by name.', json: SourceList } },
+      errors: {},
+    },
+    'agents.reflect': {
+      tag: 'memory',
+      summary: 'Ask for a reflection on an agent',
+      params: { agentId },
+      answers: {
+        202: { description: 'Queued (a pending reflection is not doubled).', json: ReflectAccepted },
+      },
+      errors: { 400: ['invalid_request'], 409: ['reflect_off'] },
+    },
+    'agents.lessons': {
+      tag: 'memory',
+      summary: 'List an agent’s lessons',
+      params: { agentId },
+      query: { schema: LessonsQuery, describe: { status: 'Only lessons of this status.' } },
+      answers: { 200: { description: 'Most confident first.', json: AgentLessons } },
+      errors: { 400: ['invalid_request'], 409: ['reflect_off'] },
+    },
+    'agents.memory': {
+      tag: 'memory',
+      summary: 'Read an agent’s memory',
+      params: { agentId },
+      query: { schema: MemoryQuery, describe: { limit: 'Run summaries to show, newest first.' } },
+      answers: {
+        200: { description: 'The hot set, the services and the reflection state.', json: AgentMemory },
+      },
+      errors: { 400: ['invalid_request'], 409: ['reflect_off'] },
+    },
+    'lessons.patch': {
+      tag: 'memory',
+      summary: 'Override a lesson’s status',
+      params: { id: { schema: LessonId, description: 'The lesson id: `[<tenant>~]<agentId>.<12 hex>`.' } },
+      body: { schema: LessonPatch, required: true },
+      answers: { 200: { description: 'The lesson after the change.', json: Lesson } },
+      errors: { 400: ['invalid_request'], 404: ['lesson_not_found'], 409: ['reflect_off'] },
+    },
+    'secrets.put': {
+      tag: 'secrets',
+      summary: 'Store or replace a secret',
+      params: { name: { schema: SecretName, description: 'The secret’s name.' } },
+      body: { schema: SecretBody, required: true },
+      answers: { 204: { description: 'Stored.' } },
+      errors: {
+        400: ['invalid_request'],
+        409: ['secrets_off', 'too_many_secrets'],
+        413: ['secret_too_large'],
+      },
+    },
+    'secrets.list': {
+      tag: 'secrets',
+      summary: 'List the tenant’s secrets (names only)',
+      answers: { 200: { description: 'Names and update times, by name.', json: SecretList } },
+      errors: { 409: ['secrets_off'] },
+    },
+    'secrets.delete': {
+      tag: 'secrets',
+      summary: 'Delete a secret',
+      params: { name: { schema: SecretName, description: 'The secret’s name.' } },
+      answers: { 204: { description: 'Deleted.' } },
+      errors: { 400: ['invalid_request'], 404: ['secret_not_found'], 409: ['secrets_off'] },
+    },
+    'keys.create': {
+      tag: 'keys',
+      summary: 'Make an API key',
+      description:
+        'An `admin` key makes keys of its own tenant with at most its own scopes; the root token of any tenant. The key itself is in this answer only.',
+      body: { schema: KeyBody, required: true },
+      answers: { 201: { description: 'Made.', json: KeyCreated } },
+      errors: { 400: ['invalid_request'], 409: ['key_limit'] },
+    },
+    'keys.list': {
+      tag: 'keys',
+      summary: 'List API keys',
+      description: 'The admin key’s tenant’s, or every tenant’s for the root token; never a secret.',
+      answers: { 200: { description: 'Oldest first.', json: KeyList } },
+      errors: {},
+    },
+    'keys.revoke': {
+      tag: 'keys',
+      summary: 'Revoke an API key',
+      params: { keyId: { schema: KeyIdParam, description: 'The key’s id (16 hex digits).' } },
+      answers: { 204: { description: 'Revoked: refused from the next request on.' } },
+      errors: { 404: ['key_not_found'] },
+    },
+    'tenants.delete': {
+      tag: 'keys',
+      summary: 'Delete a tenant with all its data',
+      params: { tenant: { schema: TenantId, description: 'The tenant.' } },
+      answers: { 200: { description: 'What was removed.', json: TenantDeleted } },
+      errors: { 400: ['invalid_request'], 409: ['default_tenant'] },
+    },
+    'usage.get': {
+      tag: 'usage',
+      summary: "What the caller's tenant spent on model calls on one UTC day",
+      description:
+        'From the cost ledger: the day’s total and per agent, session and model, in USD priced by the price table (docs/flow-control.md#cost-ledger-and-budgets-in-money).',
+      query: {
+        schema: z.strictObject({ day: CostDay.optional() }),
+        describe: { day: 'The UTC day, `YYYY-MM-DD`; today when absent.' },
+      },
+      answers: { 200: { description: 'The day’s spending.', json: DailyCost } },
+      errors: { 400: ['invalid_request'] },
+    },
+    'limits.get': {
+      tag: 'limits',
+      summary: 'Read the flow limits in force and their counters',
+      answers: { 200: { description: 'The limits and counters.', json: LimitsView } },
+      errors: {},
+    },
+    'limits.put': {
+      tag: 'limits',
+      summary: 'Replace the flow limits',
+      body: {
+        schema: LimitsBody,
+        required: true,
+        description: '`{"limits": [...]}`, or the bare list as in `TETRALOOP_LIMITS`.',
+      },
+      answers: { 200: { description: 'The limits now in force.', json: LimitsView } },
+      errors: { 400: ['invalid_request'] },
+    },
+    'limits.delete': {
+      tag: 'limits',
+      summary: 'Go back to the configured flow limits',
+      answers: { 200: { description: 'The limits now in force.', json: LimitsView } },
+      errors: {},
+    },
+  };
+}

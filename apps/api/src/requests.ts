@@ -1,0 +1,154 @@
+/**
+ * What the API reads from a request beyond the run request and the core's own schemas: path
+ * parameters, queries, headers and bodies. The handlers validate with these, and the OpenAPI
+ * document is generated from them (`openapi.ts`), so the two cannot disagree.
+ */
+import {
+  LESSON_STATUSES,
+  LANE_MODES,
+  LimitDefinition,
+  LimitsDocument,
+  MAX_LIMITS,
+  QUEUE_ARGUMENTS,
+  SCOPES,
+  SessionKey,
+  SIGNAL_NAME_PATTERN,
+  TenantId,
+  parseQueueCommand,
+} from '@tetraloop/core';
+import { z } from 'zod';
+
+export { SessionKey };
+
+/** A run's id: a UUID. Any other id names no run (`404 run_not_found`, not `400`). */
+export const RunIdParam = z.uuid();
+
+/** A signal's name: wait nodes' own (64 characters at most) and approvals' longer ones. */
+export const SignalName = z.string().regex(SIGNAL_NAME_PATTERN, 'must match [A-Za-z0-9_.-]{1,256}');
+
+/** A blob as its stub names it (`sha256:<hex>`), or the bare hex. */
+export const BlobHash = z
+  .string()
+  .regex(/^(sha256:)?[0-9a-f]{64}$/, 'must be sha256:<64 lowercase hex digits> or the 64 hex digits');
+
+export const SourceName = z.string().regex(/^[A-Za-z0-9_.-]{1,64}$/, 'must match [A-Za-z0-9_.-]{1,64}');
+
+export const AgentId = z.string().regex(/^[A-Za-z0-9_-]{1,64}$/, 'must match [A-Za-z0-9_-]{1,64}');
+
+/**
+ * `[<tenant>~]<agentId>.<12 hex>`: the agent a lesson belongs to, within its tenant, is part of its
+ * id.
+ */
+export const LessonId = z
+  .string()
+  .regex(
+    /^([a-z0-9][a-z0-9-]{0,39}~)?[A-Za-z0-9_-]{1,64}\.[0-9a-f]{12}$/,
+    'must be [<tenant>~]<agentId>.<12 hex digits>',
+  );
+
+/** A key's id: the 16 hex digits after `tl_` in the key. */
+export const KeyIdParam = z.string().regex(/^[0-9a-f]{16}$/);
+
+export { TenantId };
+
+/** `Idempotency-Key` of `POST /v1/runs`: names the run the request makes. */
+export const IdempotencyKey = z.string().min(1).max(255).optional();
+
+/** `?expand=blobs`: the document with each stub in `output` and `nodes.*.output` replaced by its content. */
+const Expand = z.literal('blobs').optional();
+
+/** `GET /v1/runs/:id`: other query parameters are ignored. */
+export const ReadQuery = z.object({ expand: Expand });
+
+/** Largest `timeoutMs` of `/wait` unless `TETRALOOP_MAX_WAIT_MS` says otherwise. */
+export const DEFAULT_MAX_WAIT_MS = 300_000;
+
+/** `GET /v1/runs/:id/wait`: how long to wait, at most the deployment's `TETRALOOP_MAX_WAIT_MS`. */
+export const waitQuery = (maxWaitMs: number) =>
+  z.strictObject({
+    timeoutMs: z.coerce.number().int().min(0).max(maxWaitMs).default(30_000),
+    expand: Expand,
+  });
+
+/**
+ * Where an event stream starts: after this sequence number (`Last-Event-ID`, else `?after`); a
+ * value that is not a non-negative integer starts at the first event.
+ */
+export const EventCursor = z.coerce.number().int().min(0).catch(0);
+
+/** `GET /v1/runs/:id/events`: `after` when no `Last-Event-ID` is sent; other parameters are ignored. */
+export const EventsQuery = z.object({ after: EventCursor });
+
+/**
+ * `X-Tetraloop-Signature` of a webhook: `t=<unix seconds>,v1=<hex HMAC-SHA256>` (several `v1` may
+ * be given); `verifyWebhookSignature` reads it, refusing it missing, malformed, expired or wrong.
+ */
+export const SignatureHeader = z.string();
+
+/**
+ * A transcript page: the lines after line number `after` (from the oldest kept without it), at
+ * most `limit` of them.
+ */
+export const TranscriptQuery = z.strictObject({
+  after: z.coerce.number().int().min(0).max(Number.MAX_SAFE_INTEGER).optional(),
+  limit: z.coerce.number().int().min(1).max(10_000).default(1000),
+});
+
+export const LessonsQuery = z.strictObject({ status: z.enum(LESSON_STATUSES).optional() });
+
+export const MemoryQuery = z.strictObject({ limit: z.coerce.number().int().min(1).max(10_000).default(200) });
+
+/** Body of `POST /v1/sessions/:sessionKey/messages`. */
+export const MessageBody = z.strictObject({
+  text: z
+    .string()
+    .min(1)
+    .max(20_000)
+    .refine((text) => parseQueueCommand(text) !== 'invalid', {
+      message: `/queue takes one of: ${QUEUE_ARGUMENTS.join(', ')}`,
+    }),
+  mode: z.enum(LANE_MODES).optional(),
+  eventId: z.string().min(1).max(256).optional(),
+  metadata: z.record(z.string(), z.unknown()).optional(),
+});
+export type MessageBody = z.infer<typeof MessageBody>;
+
+/** Body of `POST /v1/runs/:id/signals/:name`: any JSON, the signal's payload (`null` without a body). */
+export const SignalPayload = z.unknown();
+
+/** Body of `POST /v1/runs/:id/feedback`. */
+export const FeedbackBody = z.strictObject({
+  score: z.number().min(-1).max(1),
+  comment: z.string().max(2000).optional(),
+});
+
+/** Body of `PATCH /v1/lessons/:id`. */
+export const LessonPatch = z.strictObject({ status: z.enum(['active', 'retired', 'pinned']) });
+
+/** Body of `PUT /v1/secrets/:name`: the value, never shown again. */
+export const SecretBody = z.strictObject({ value: z.string().min(1, 'a secret is not empty') });
+
+/** Body of `POST /v1/keys`. */
+export const KeyBody = z.strictObject({
+  /** The key's tenant; an admin key may only name its own (the default). */
+  tenant: TenantId.optional(),
+  scopes: z.array(z.enum(SCOPES)).min(1).max(SCOPES.length),
+  name: z.string().min(1).max(100).optional(),
+  expiresAt: z.iso
+    .datetime({ offset: true })
+    .refine((at) => Date.parse(at) > Date.now(), 'must be in the future')
+    .optional(),
+});
+
+/**
+ * What `PUT /v1/limits` takes besides `{"limits": [...]}`: the bare list, as in `TETRALOOP_LIMITS`.
+ * It is read as `{"limits": <the list>}` (`limitsDocumentOf`) and checked as a `LimitsDocument`.
+ */
+export const LimitsList = z.array(LimitDefinition).max(MAX_LIMITS);
+
+/** The body of `PUT /v1/limits` as a `LimitsDocument` to check: a bare list is its `limits`. */
+export const limitsDocumentOf = (body: unknown): unknown =>
+  Array.isArray(body) ? { limits: body as unknown[] } : body;
+
+/** What `PUT /v1/limits` takes: a limits document or the bare list. */
+export const LimitsBody = z.union([LimitsDocument, LimitsList]);
