@@ -258,14 +258,16 @@ export type BaseEnv = z.infer<typeof BaseEnv>;
 
 /**
  * The tools `agentId` may use: the registered tools its lists in TETRALOOP_AGENTS and
- * TETRALOOP_AGENT_TOOLS allow (every registered tool when neither lists it).
+ * TETRALOOP_AGENT_TOOLS allow (every registered tool when neither lists it). The registry is read
+ * on each call: MCP servers' tools come and go. A tool the registry has without listing it (of an
+ * MCP server whose tools are not known yet) is allowed too when the lists allow it.
  */
 export function allowedToolsOf(
   env: BaseEnv,
   registry: ToolRegistry,
 ): (agentId: string) => ReadonlySet<string> {
   const ceilings = ceilingsOf(env);
-  return (agentId) => ceilings.toolsOf(agentId, registry.keys());
+  return (agentId) => ceilings.toolSetOf(agentId, registry);
 }
 
 /** The ceilings the env describes. */
