@@ -23,6 +23,7 @@ import {
   ceilingsOf,
   builtinTools,
   closeQueues,
+  connectMcpServers,
   connectRedis,
   createLogger,
   executeNodeJob,
@@ -34,6 +35,7 @@ import {
   loadCallKey,
   isModelConfigured,
   loadPlugins,
+  McpCatalogStore,
   modelConfigOf,
   openQueues,
   QueueWatch,
@@ -47,6 +49,7 @@ import {
   type DestinationStream,
   type ExecutorDeps,
   type ExecutorHooks,
+  type McpTools,
   type Pool,
   type RetryTable,
 } from '@tetraloop/core';
@@ -59,6 +62,8 @@ export interface PoolsHandle {
   readonly ready: () => Promise<boolean>;
   /** Flow control of the tool pool's calls (the limits this process has in force). */
   readonly flow: FlowGate;
+  /** The process's tools: the built-in ones and its MCP servers', with their connections. */
+  readonly mcp: McpTools;
   /**
    * Stops taking jobs, lets active ones finish for up to the shutdown grace
    * (TETRALOOP_SHUTDOWN_GRACE_MS), then closes anyway; closes connections.
@@ -105,7 +110,20 @@ export async function startPools(env: WorkerEnv, options: StartPoolsOptions): Pr
 
   const queues = openQueues(connection, prefix, log);
   const egress = parseAllowHosts(env.TETRALOOP_HTTP_ALLOW_HOSTS, env.TETRALOOP_HTTP_MAX_BYTES);
-  const tools = builtinTools({ egress });
+  // Every MCP server's tools join the built-in ones; a server that cannot be reached is retried
+  // in the background and never stops the process.
+  const mcp = await connectMcpServers({
+    servers: env.TETRALOOP_MCP_SERVERS,
+    builtins: builtinTools({ egress }),
+    store: new McpCatalogStore(state, prefix),
+    settings: {
+      connectTimeoutMs: env.TETRALOOP_MCP_CONNECT_TIMEOUT_MS,
+      reconnectMinMs: env.TETRALOOP_MCP_RECONNECT_MIN_MS,
+      reconnectMaxMs: env.TETRALOOP_MCP_RECONNECT_MAX_MS,
+    },
+    logger: log.child({ component: 'mcp' }),
+  });
+  const tools = mcp.tools;
   const registry = options.hooks?.registry ?? (await loadPlugins(env.TETRALOOP_PLUGINS, process.env, log));
   const hooks = { ...options.hooks, registry };
   const retries = { ...DEFAULT_RETRIES, ...env.TETRALOOP_RETRIES } as RetryTable;
@@ -310,6 +328,7 @@ export async function startPools(env: WorkerEnv, options: StartPoolsOptions): Pr
     pools: options.pools,
     workers,
     flow,
+    mcp,
     async ready() {
       if (closing || connection.status !== 'ready' || state.status !== 'ready') return false;
       await Promise.all([connection.ping(), state.ping()]);
@@ -335,6 +354,8 @@ export async function startPools(env: WorkerEnv, options: StartPoolsOptions): Pr
         );
         await Promise.all([...workers.values()].map((w) => w.close(true)));
       }
+      // After the workers: active jobs may still be calling MCP tools.
+      await mcp.close();
       await closeQueues(queues);
       await aborts.close();
       await Promise.all([connection, state].map((c) => c.quit().catch(() => c.disconnect())));
