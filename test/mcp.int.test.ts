@@ -14,6 +14,7 @@ import {
   McpCatalogStore,
   builtinTools,
   connectRedis,
+  createLogger,
   followMcpCatalog,
   loadPlugins,
   parseAllowHosts,
@@ -27,6 +28,7 @@ import {
   type ScriptedReply,
 } from './support/model-server.js';
 import { postRun, readEvents, runToEnd, startStack, type Stack } from './support/stack.js';
+import { parseWorkerEnv, startPools } from '@tetraloop/workers';
 
 /** server-everything's executable (its package's `bin`), run with this Node over stdio. */
 function everythingBin(): string {
@@ -278,6 +280,17 @@ describe('the planner', () => {
 });
 
 describe('the tool lists in Redis', () => {
+  it('give a worker without the tool pool the tools, without a connection of its own', async () => {
+    const planOnly = await startPools(parseWorkerEnv(stack.env), { pools: ['plan'] });
+    try {
+      expect(planOnly.mcp.connections.size).toBe(0);
+      expect(planOnly.mcp.tools.version('everything')).toBe(stack.pools!.mcp.tools.version('everything'));
+      expect(toolCatalog(planOnly.mcp.tools).version).toBe(toolCatalog(stack.pools!.mcp.tools).version);
+    } finally {
+      await planOnly.close();
+    }
+  });
+
   it('hold what the workers listed, and the API follows each change a worker publishes', async () => {
     const redis = new Redis(stack.env.REDIS_URL!);
     const subscriber = connectRedis(stack.env.REDIS_URL!, 'subscriber', 'tetraloop-test-mcp-follow');
@@ -290,7 +303,7 @@ describe('the tool lists in Redis', () => {
         builtins: builtinTools({ egress: parseAllowHosts('') }),
         store,
         subscriber,
-        logger: (await import('@tetraloop/core')).createLogger({ level: 'silent', layer: 'api', redact: [] }),
+        logger: createLogger({ level: 'silent', layer: 'api', redact: [] }),
       });
       expect(followed.tools.version('everything')).toBe(workerTools.version('everything'));
       expect(toolCatalog(followed.tools).version).toBe(toolCatalog(workerTools).version);

@@ -25,6 +25,7 @@ import {
   closeQueues,
   connectMcpServers,
   connectRedis,
+  followMcpCatalog,
   createLogger,
   executeNodeJob,
   executePlanJob,
@@ -110,19 +111,26 @@ export async function startPools(env: WorkerEnv, options: StartPoolsOptions): Pr
 
   const queues = openQueues(connection, prefix, log);
   const egress = parseAllowHosts(env.TETRALOOP_HTTP_ALLOW_HOSTS, env.TETRALOOP_HTTP_MAX_BYTES);
-  // Every MCP server's tools join the built-in ones; a server that cannot be reached is retried
-  // in the background and never stops the process.
-  const mcp = await connectMcpServers({
+  // Every MCP server's tools join the built-in ones. A process that runs the tool pool calls
+  // tools: it connects to each server (a stdio server is its child process; one that cannot be
+  // reached is retried in the background and never stops the process) and publishes the lists.
+  // The other pools only validate and plan: they read the lists from Redis, as the API does.
+  const mcpOptions = {
     servers: env.TETRALOOP_MCP_SERVERS,
     builtins: builtinTools({ egress }),
     store: new McpCatalogStore(state, prefix),
-    settings: {
-      connectTimeoutMs: env.TETRALOOP_MCP_CONNECT_TIMEOUT_MS,
-      reconnectMinMs: env.TETRALOOP_MCP_RECONNECT_MIN_MS,
-      reconnectMaxMs: env.TETRALOOP_MCP_RECONNECT_MAX_MS,
-    },
     logger: log.child({ component: 'mcp' }),
-  });
+  };
+  const mcp = options.pools.includes('tool')
+    ? await connectMcpServers({
+        ...mcpOptions,
+        settings: {
+          connectTimeoutMs: env.TETRALOOP_MCP_CONNECT_TIMEOUT_MS,
+          reconnectMinMs: env.TETRALOOP_MCP_RECONNECT_MIN_MS,
+          reconnectMaxMs: env.TETRALOOP_MCP_RECONNECT_MAX_MS,
+        },
+      })
+    : await followMcpCatalog({ ...mcpOptions, subscriber });
   const tools = mcp.tools;
   const registry = options.hooks?.registry ?? (await loadPlugins(env.TETRALOOP_PLUGINS, process.env, log));
   const hooks = { ...options.hooks, registry };
