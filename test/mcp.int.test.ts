@@ -17,6 +17,7 @@ import {
   createLogger,
   followMcpCatalog,
   loadPlugins,
+  metrics,
   parseAllowHosts,
   serverCatalog,
   toolCatalog,
@@ -219,6 +220,13 @@ describe('a server that cannot be reached', () => {
     // TETRALOOP_RETRIES gives network one retry.
     expect(doc.nodes.down!.attempts).toHaveLength(2);
     expect(await stack.pools!.ready()).toBe(true);
+    const connected = (await metrics.mcpServerConnected.get()).values;
+    expect(connected).toEqual(
+      expect.arrayContaining([
+        expect.objectContaining({ labels: { server: 'everything' }, value: 1 }),
+        expect.objectContaining({ labels: { server: 'broken' }, value: 0 }),
+      ]),
+    );
     const after = await runToEnd(stack.url, {
       graph: { nodes: [call('echo', 'echo', { message: 'still here' })] },
     });

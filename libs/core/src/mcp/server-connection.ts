@@ -15,6 +15,7 @@ import type { Transport } from '@modelcontextprotocol/sdk/shared/transport.js';
 import type { CallToolResult, Tool as ListedTool } from '@modelcontextprotocol/sdk/types.js';
 import { ToolError } from '../errors/node-error.js';
 import type { Logger } from '../logging/logger.js';
+import { metrics } from '../telemetry/metrics.js';
 import { callError } from './call-result.js';
 import type { McpCaller } from './mcp-tool.js';
 import { serverCatalog, type ServerCatalog } from './server-catalog.js';
@@ -147,6 +148,7 @@ export class McpServerConnection implements McpCaller {
       this.client = client;
       this.state = 'connected';
       this.failures = 0;
+      metrics.mcpServerConnected.set({ server: this.name }, 1);
       client.onclose = () => this.lost(client, 'the connection closed');
       this.logger.info({ server: this.name, tools: tools.length }, 'MCP server connected');
       this.onTools(serverCatalog(tools));
@@ -180,6 +182,7 @@ export class McpServerConnection implements McpCaller {
   private down(why: string): void {
     if (this.state === 'closed') return;
     this.state = 'down';
+    metrics.mcpServerConnected.set({ server: this.name }, 0);
     this.lastError = why;
     this.failures++;
     const exponential = this.settings.reconnectMinMs * 2 ** Math.min(this.failures - 1, 30);
@@ -225,6 +228,7 @@ export class McpServerConnection implements McpCaller {
   /** Closes the connection (a stdio server's process ends) and stops reconnecting. */
   async close(): Promise<void> {
     this.state = 'closed';
+    metrics.mcpServerConnected.remove({ server: this.name });
     clearTimeout(this.timer);
     const client = this.client;
     this.client = undefined;
