@@ -5,13 +5,16 @@
  * schemas (by the API, which knows them from the lists workers publish to Redis); a server that
  * cannot be reached fails its tools with `network` and leaves the worker up.
  */
+import { spawn, type ChildProcess } from 'node:child_process';
 import { readFileSync } from 'node:fs';
+import { createServer } from 'node:net';
 import { createRequire } from 'node:module';
 import { dirname, join } from 'node:path';
 import { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import {
   McpCatalogStore,
+  McpServers,
   builtinTools,
   connectRedis,
   createLogger,
@@ -39,7 +42,43 @@ function everythingBin(): string {
   const { bin } = JSON.parse(readFileSync(manifest, 'utf8')) as { bin: Record<string, string> };
   return join(dirname(manifest), bin['mcp-server-everything']!);
 }
-const servers = [
+
+/** A free loopback port (free when asked: the HTTP server takes it again after a restart). */
+async function freePort(): Promise<number> {
+  const probe = createServer();
+  await new Promise<void>((resolve) => probe.listen(0, '127.0.0.1', resolve));
+  const { port } = probe.address() as { port: number };
+  await new Promise((resolve) => probe.close(resolve));
+  return port;
+}
+
+/** server-everything over streamable HTTP on `port`, once it listens. */
+async function startHttpServer(port: number): Promise<ChildProcess> {
+  const child = spawn(process.execPath, [everythingBin(), 'streamableHttp'], {
+    env: { PATH: process.env.PATH, PORT: String(port) },
+    stdio: ['ignore', 'ignore', 'pipe'],
+  });
+  await new Promise<void>((resolve, reject) => {
+    let said = '';
+    child.stderr.on('data', (chunk: Buffer) => {
+      said += chunk.toString();
+      if (said.includes('listening on port')) resolve();
+    });
+    child.once('exit', (code) => reject(new Error(`server-everything exited (${code}): ${said}`)));
+  });
+  return child;
+}
+
+async function stop(child: ChildProcess | undefined): Promise<void> {
+  if (!child || child.exitCode !== null) return;
+  const exited = new Promise((resolve) => child.once('exit', resolve));
+  child.kill('SIGTERM');
+  await exited;
+}
+
+let httpPort: number;
+let httpServer: ChildProcess | undefined;
+const servers: Record<string, unknown>[] = [
   { name: 'everything', command: process.execPath, args: [everythingBin(), 'stdio'] },
   // Exits at once: never reachable.
   { name: 'broken', command: process.execPath, args: ['-e', 'process.exit(3)'] },
@@ -55,6 +94,13 @@ const isPlannerCall = (r: ChatRequest): boolean =>
   (r.response_format as { json_schema?: { name?: string } } | undefined)?.json_schema?.name === 'graph';
 
 beforeAll(async () => {
+  httpPort = await freePort();
+  httpServer = await startHttpServer(httpPort);
+  servers.push({
+    name: 'remote',
+    url: `http://127.0.0.1:${httpPort}/mcp`,
+    headers: { 'x-from': 'tetraloop' },
+  });
   model = await startModelServer({ script: (r) => (isPlannerCall(r) ? planner(r) : agent(r)) });
   const registry = await loadPlugins([], {});
   // The same hooks as any tool's: a rewrite of one node's args, and a record of every call.
@@ -68,8 +114,8 @@ beforeAll(async () => {
     hooks: { registry },
     env: {
       TETRALOOP_MCP_SERVERS: JSON.stringify(servers),
-      // The broken server is tried again only after the tests.
-      TETRALOOP_MCP_RECONNECT_MIN_MS: '600000',
+      TETRALOOP_MCP_RECONNECT_MIN_MS: '200',
+      TETRALOOP_MCP_RECONNECT_MAX_MS: '1000',
       OPENAI_BASE_URL: model.url,
       TETRALOOP_MODEL: 'scripted-node',
       TETRALOOP_PLANNER_MODEL: 'scripted-planner',
@@ -79,15 +125,17 @@ beforeAll(async () => {
         any: ['mcp.everything.*'],
       }),
       TETRALOOP_RETRIES: JSON.stringify({ network: 1, timeout: 0 }),
-      TETRALOOP_BACKOFF_BASE_MS: '20',
-      TETRALOOP_BACKOFF_MIN_MS: '10',
-      TETRALOOP_BACKOFF_MAX_MS: '50',
+      TETRALOOP_BACKOFF_BASE_MS: '100',
+      TETRALOOP_BACKOFF_MIN_MS: '100',
+      TETRALOOP_BACKOFF_MAX_MS: '400',
+      TETRALOOP_BACKOFF_JITTER: '0',
     },
   });
 });
 afterAll(async () => {
   await stack?.close();
   await model?.close();
+  await stop(httpServer);
 });
 
 const call = (
@@ -208,7 +256,8 @@ describe('the allowlists', () => {
 
 describe('a server that cannot be reached', () => {
   it('fails its tools with network, retried as network is, and the worker stays up', async () => {
-    expect(stack.pools!.mcp.connections.get('broken')!.status).toBe('down');
+    // Tried again every second at most: down, or connecting for a moment.
+    expect(stack.pools!.mcp.connections.get('broken')!.status).not.toBe('connected');
     const doc = await runToEnd(stack.url, {
       graph: { nodes: [{ id: 'down', kind: 'tool', tool: 'mcp.broken.echo', args: { message: 'x' } }] },
     });
@@ -231,6 +280,37 @@ describe('a server that cannot be reached', () => {
       graph: { nodes: [call('echo', 'echo', { message: 'still here' })] },
     });
     expect(after.nodes.echo).toMatchObject({ output: { text: 'Echo: still here' } });
+  });
+});
+
+describe('a streamable HTTP server', () => {
+  it('is called like a stdio one, and connected again after it restarts', async () => {
+    const sum = {
+      id: 'sum',
+      kind: 'tool',
+      tool: 'mcp.remote.get-sum',
+      args: { a: 1, b: 1 },
+      retry: { network: 3 },
+    };
+    const first = await runToEnd(stack.url, { graph: { nodes: [sum] } });
+    expect(first.nodes.sum).toMatchObject({
+      status: 'succeeded',
+      output: { text: 'The sum of 1 and 1 is 2.' },
+    });
+
+    // The restarted server knows nothing of the worker's session: the next call is refused, the
+    // worker connects again, and the node's network retries find the new connection.
+    await stop(httpServer);
+    httpServer = await startHttpServer(httpPort);
+    const again = await runToEnd(stack.url, { graph: { nodes: [sum] } });
+    expect(again.nodes.sum).toMatchObject({
+      status: 'succeeded',
+      output: { text: 'The sum of 1 and 1 is 2.' },
+    });
+    const attempts = again.nodes.sum!.attempts as { error?: { code: string } }[];
+    expect(attempts.length).toBeGreaterThan(1);
+    expect(attempts[0]!.error).toMatchObject({ code: 'network' });
+    expect(stack.pools!.mcp.connections.get('remote')!.status).toBe('connected');
   });
 });
 
@@ -307,7 +387,7 @@ describe('the tool lists in Redis', () => {
     try {
       expect((await store.read('everything'))?.version).toBe(workerTools.version('everything'));
       const followed = await followMcpCatalog({
-        servers: [...servers, { name: 'later', command: 'unused' }].map((s) => ({ args: [], env: {}, ...s })),
+        servers: McpServers.parse([...servers, { name: 'later', command: 'unused' }]),
         builtins: builtinTools({ egress: parseAllowHosts('') }),
         store,
         subscriber,

@@ -67,6 +67,7 @@ describe('what an MCP call throws', () => {
     expect(code(new StreamableHTTPError(429, 'slow down'))).toBe('rate_limited');
     expect(code(new StreamableHTTPError(503, 'down'))).toBe('server');
     expect(code(new StreamableHTTPError(404, 'session gone'))).toBe('network');
+    expect(code(new StreamableHTTPError(400, 'no valid session id'))).toBe('network');
     expect(code(new TypeError('fetch failed'))).toBe('network');
     expect(code(new ToolError('timeout', 'kept'))).toBe('timeout');
   });

@@ -94,8 +94,8 @@ export function callOutput(tool: string, result: CallToolResult): McpOutput {
  * What the SDK threw, as an error class: a closed connection or anything the transport threw is
  * `network`, the SDK's own request timeout `timeout`, a refused request (bad params, unknown
  * method or tool, output that misses the tool's output schema) `validation`, the server's
- * internal error `server`; HTTP statuses as the http tool maps them (but a 404, a session the
- * server lost, is `network`).
+ * internal error `server`; an HTTP 401/403, 429 or 5xx as the http tool maps them, any other
+ * status (a session the server lost) `network`.
  */
 export function callError(err: unknown): ToolError {
   if (err instanceof ToolError) return err as ToolError;
@@ -120,9 +120,15 @@ export function callError(err: unknown): ToolError {
     }
   }
   if (err instanceof UnauthorizedError) return new ToolError('auth', message);
-  // A 404 is a session the server no longer knows (it restarted): the connection is gone.
-  if (err instanceof StreamableHTTPError && err.code !== undefined && err.code >= 400 && err.code !== 404) {
-    const mapped = statusError(err.code, {});
+  // 401/403, 429 and 5xx as the http tool reads them. Any other status refuses the HTTP exchange
+  // itself, not the call's args (those come back as JSON-RPC errors): most often a session the
+  // server no longer knows because it restarted (404, or 400 from servers that answer so), so the
+  // connection is gone.
+  if (
+    err instanceof StreamableHTTPError &&
+    (err.code === 401 || err.code === 403 || err.code === 429 || (err.code ?? 0) >= 500)
+  ) {
+    const mapped = statusError(err.code!, {});
     return new ToolError(mapped.code, message, mapped.extra);
   }
   return new ToolError('network', message);
