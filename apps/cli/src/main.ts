@@ -1,5 +1,5 @@
 /**
- * `tetraloop <command>`: dev | api | worker | run | lessons | keys. Each process type also runs
+ * `tetraloop <command>`: dev | api | worker | run | lessons | keys | mcp. Each process type also runs
  * alone against a shared REDIS_URL, so pools scale as separate processes; `run` and `lessons` are
  * clients of the API at TETRALOOP_API_URL (with TETRALOOP_API_KEY as their bearer key when set);
  * `keys` manages API keys through the API with the root token, or in Redis directly.
@@ -16,6 +16,7 @@ import {
 } from '@tetraloop/core';
 import { keysCommand } from './keys-command.js';
 import { lessonsCommand } from './lessons-command.js';
+import { runMcpServer } from './mcp-command.js';
 import { runApi, runDev, runWorker } from './processes.js';
 import { runGraphFile } from './run-command.js';
 
@@ -37,8 +38,10 @@ const USAGE = `usage: tetraloop <command>
   keys list [--tenant <tenant>] [--json]
                                         API keys and their scopes (never their secrets)
   keys revoke <keyId>                   revoke an API key at once
+  mcp                                   Tetraloop as an MCP server on stdio (run_graph, run_task,
+                                        get_run), a client of TETRALOOP_API_URL
 
-run and lessons send TETRALOOP_API_KEY as their bearer key when it is set. keys uses the API at
+run, lessons and mcp send TETRALOOP_API_KEY as their bearer key when it is set. keys uses the API at
 TETRALOOP_API_URL with TETRALOOP_ADMIN_TOKEN (the root token) when that is set, else (or with
 --redis) Redis directly at REDIS_URL under TETRALOOP_PREFIX, to make the first key.`;
 
@@ -90,6 +93,8 @@ export async function main(argv: string[]): Promise<void> {
       case 'keys':
         process.exitCode = await keysCommand(rest);
         return;
+      case 'mcp':
+        return await runMcpServer();
       default:
         return fail(USAGE);
     }
