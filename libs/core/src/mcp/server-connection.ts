@@ -139,13 +139,14 @@ export class McpServerConnection implements McpCaller {
       this.logger.debug({ server: this.name, err: err.message }, 'MCP transport error');
     try {
       await client.connect(this.transport(), { timeout: this.settings.connectTimeoutMs });
+      // Held from here, so a list change the server announces during the first listing is not lost.
+      this.client = client;
       const tools = await listAllTools(client, this.settings.connectTimeoutMs);
       // close() may have come while this attempt was under way.
       if (this.status === 'closed') {
         await client.close().catch(() => undefined);
         return false;
       }
-      this.client = client;
       this.state = 'connected';
       this.failures = 0;
       metrics.mcpServerConnected.set({ server: this.name }, 1);
@@ -154,6 +155,7 @@ export class McpServerConnection implements McpCaller {
       this.onTools(serverCatalog(tools));
       return true;
     } catch (err) {
+      if (this.client === client) this.client = undefined;
       await client.close().catch(() => undefined);
       this.down(`could not connect: ${messageOf(err)}`);
       return false;
