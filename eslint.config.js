@@ -21,6 +21,7 @@ const LAYERS = [
     'policy',
     'model',
     'tools',
+    'mcp',
     'workspace',
     'hooks',
     'telemetry',

@@ -10,6 +10,7 @@ import {
   QueueWatch,
   RateLimitStore,
   FlowStore,
+  McpCatalogStore,
   RunEventHub,
   RunWaiter,
   type DestinationStream,
@@ -21,6 +22,7 @@ import {
   closeQueues,
   connectRedis,
   createLogger,
+  followMcpCatalog,
   openQueues,
   parseAllowHosts,
   purgeTenant,
@@ -68,9 +70,16 @@ export async function startApi(env: ApiEnv, options: StartApiOptions = {}): Prom
   // Finished sense jobs answer session messages; one listener per API process.
   const senseEvents = new QueueEvents(QUEUE_NAMES.sense, { connection: eventsConnection, prefix });
   senseEvents.on('error', (err) => logger.warn({ err: err.message }, 'queue events error'));
-  // The API validates graphs against the tools' schemas; egress is the workers' concern.
-  const tools = builtinTools({ egress: parseAllowHosts('') });
-  const services = buildServices(env, redis, queues, tools, undefined, logger);
+  // The API validates graphs against the tools' schemas; egress is the workers' concern. MCP
+  // servers' tools it knows from the lists workers publish to Redis: it starts no server.
+  const mcp = await followMcpCatalog({
+    servers: env.TETRALOOP_MCP_SERVERS,
+    builtins: builtinTools({ egress: parseAllowHosts('') }),
+    store: new McpCatalogStore(redis, prefix),
+    subscriber,
+    logger,
+  });
+  const services = buildServices(env, redis, queues, mcp.tools, undefined, logger);
   const waiter = await RunWaiter.listen(subscriber, services.store.channels.settled);
   // Every event stream of the process is fed from these few blocking connections.
   const hub = new RunEventHub(services.store, {
@@ -193,6 +202,7 @@ export async function startApi(env: ApiEnv, options: StartApiOptions = {}): Prom
       // A blocking reader's close waits for Redis; with Redis gone it would wait forever.
       await Promise.race([senseEvents.close(), delay(1000)]).catch(() => undefined);
       eventsConnection.disconnect();
+      await mcp.close();
       await waiter.close();
       barrier?.connection.disconnect();
       await redis.quit().catch(() => redis.disconnect());

@@ -3,3 +3,4 @@ export * from './lessons-command.js';
 export { runGraphFile } from './run-command.js';
 export * from './keys-command.js';
 export * from './api-client.js';
+export { tetraloopMcpServer } from './mcp-command.js';

@@ -1,5 +1,5 @@
 /**
- * `tetraloop <command>`: dev | api | worker | run | lessons | keys. Each process type also runs
+ * `tetraloop <command>`: dev | api | worker | run | lessons | keys | mcp. Each process type also runs
  * alone against a shared REDIS_URL, so pools scale as separate processes; `run` and `lessons` are
  * clients of the API at TETRALOOP_API_URL (with TETRALOOP_API_KEY as their bearer key when set);
  * `keys` manages API keys through the API with the root token, or in Redis directly; `openapi`
@@ -17,6 +17,7 @@ import {
 } from '@tetraloop/core';
 import { keysCommand } from './keys-command.js';
 import { lessonsCommand } from './lessons-command.js';
+import { runMcpServer } from './mcp-command.js';
 import { runApi, runDev, runWorker } from './processes.js';
 import { writeOpenApiDocument } from './openapi-command.js';
 import { runGraphFile } from './run-command.js';
@@ -41,8 +42,10 @@ const USAGE = `usage: tetraloop <command>
   keys revoke <keyId>                   revoke an API key at once
   openapi [--out <file>]                the API's OpenAPI 3.1 document (the defaults' limits), on stdout
                                         or into a file
+  mcp                                   Tetraloop as an MCP server on stdio (run_graph, run_task,
+                                        get_run), a client of TETRALOOP_API_URL
 
-run and lessons send TETRALOOP_API_KEY as their bearer key when it is set. keys uses the API at
+run, lessons and mcp send TETRALOOP_API_KEY as their bearer key when it is set. keys uses the API at
 TETRALOOP_API_URL with TETRALOOP_ADMIN_TOKEN (the root token) when that is set, else (or with
 --redis) Redis directly at REDIS_URL under TETRALOOP_PREFIX, to make the first key.`;
 
@@ -99,6 +102,8 @@ export async function main(argv: string[]): Promise<void> {
         await writeOpenApiDocument(values.out);
         return;
       }
+      case 'mcp':
+        return await runMcpServer();
       default:
         return fail(USAGE);
     }

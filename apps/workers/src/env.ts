@@ -3,6 +3,7 @@ import {
   BaseEnv,
   DEFAULT_BACKOFF,
   DEFAULT_BLOB_MIN_BYTES,
+  DEFAULT_CONNECTION_SETTINGS,
   DEFAULT_HTTP_MAX_BYTES,
   DEFAULT_RETRY_AFTER_MAX_MS,
   ERROR_CODES,
@@ -55,6 +56,25 @@ export const WorkerEnv = BaseEnv.extend({
   TETRALOOP_MODEL_INPUT_CHARS: z.coerce.number().int().positive().default(8000),
   /** A node output whose JSON text has more bytes than this is stored once as a blob; the snapshot holds a stub. */
   TETRALOOP_BLOB_MIN_BYTES: z.coerce.number().int().min(MIN_BLOB_MIN_BYTES).default(DEFAULT_BLOB_MIN_BYTES),
+  /** The longest an MCP server's handshake (and each page of its tool list) may take. */
+  TETRALOOP_MCP_CONNECT_TIMEOUT_MS: z.coerce
+    .number()
+    .int()
+    .min(100)
+    .max(600_000)
+    .default(DEFAULT_CONNECTION_SETTINGS.connectTimeoutMs),
+  /** The first delay before reconnecting to an MCP server; each failed attempt doubles it. */
+  TETRALOOP_MCP_RECONNECT_MIN_MS: z.coerce
+    .number()
+    .int()
+    .min(10)
+    .default(DEFAULT_CONNECTION_SETTINGS.reconnectMinMs),
+  /** The longest delay between reconnect attempts. */
+  TETRALOOP_MCP_RECONNECT_MAX_MS: z.coerce
+    .number()
+    .int()
+    .min(10)
+    .default(DEFAULT_CONNECTION_SETTINGS.reconnectMaxMs),
 });
 export type WorkerEnv = z.infer<typeof WorkerEnv>;
 

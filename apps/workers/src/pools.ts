@@ -24,7 +24,9 @@ import {
   priceTableOf,
   builtinTools,
   closeQueues,
+  connectMcpServers,
   connectRedis,
+  followMcpCatalog,
   createLogger,
   executeNodeJob,
   executePlanJob,
@@ -35,6 +37,7 @@ import {
   loadCallKey,
   isModelConfigured,
   loadPlugins,
+  McpCatalogStore,
   modelConfigOf,
   openQueues,
   QueueWatch,
@@ -48,6 +51,7 @@ import {
   type DestinationStream,
   type ExecutorDeps,
   type ExecutorHooks,
+  type McpTools,
   type Pool,
   type RetryTable,
 } from '@tetraloop/core';
@@ -60,6 +64,8 @@ export interface PoolsHandle {
   readonly ready: () => Promise<boolean>;
   /** Flow control of the tool pool's calls (the limits this process has in force). */
   readonly flow: FlowGate;
+  /** The process's tools: the built-in ones and its MCP servers', with their connections. */
+  readonly mcp: McpTools;
   /**
    * Stops taking jobs, lets active ones finish for up to the shutdown grace
    * (TETRALOOP_SHUTDOWN_GRACE_MS), then closes anyway; closes connections.
@@ -106,7 +112,27 @@ export async function startPools(env: WorkerEnv, options: StartPoolsOptions): Pr
 
   const queues = openQueues(connection, prefix, log);
   const egress = parseAllowHosts(env.TETRALOOP_HTTP_ALLOW_HOSTS, env.TETRALOOP_HTTP_MAX_BYTES);
-  const tools = builtinTools({ egress });
+  // Every MCP server's tools join the built-in ones. A process that runs the tool pool calls
+  // tools: it connects to each server (a stdio server is its child process; one that cannot be
+  // reached is retried in the background and never stops the process) and publishes the lists.
+  // The other pools only validate and plan: they read the lists from Redis, as the API does.
+  const mcpOptions = {
+    servers: env.TETRALOOP_MCP_SERVERS,
+    builtins: builtinTools({ egress }),
+    store: new McpCatalogStore(state, prefix),
+    logger: log.child({ component: 'mcp' }),
+  };
+  const mcp = options.pools.includes('tool')
+    ? await connectMcpServers({
+        ...mcpOptions,
+        settings: {
+          connectTimeoutMs: env.TETRALOOP_MCP_CONNECT_TIMEOUT_MS,
+          reconnectMinMs: env.TETRALOOP_MCP_RECONNECT_MIN_MS,
+          reconnectMaxMs: env.TETRALOOP_MCP_RECONNECT_MAX_MS,
+        },
+      })
+    : await followMcpCatalog({ ...mcpOptions, subscriber });
+  const tools = mcp.tools;
   const registry = options.hooks?.registry ?? (await loadPlugins(env.TETRALOOP_PLUGINS, process.env, log));
   const hooks = { ...options.hooks, registry };
   const retries = { ...DEFAULT_RETRIES, ...env.TETRALOOP_RETRIES } as RetryTable;
@@ -314,6 +340,7 @@ export async function startPools(env: WorkerEnv, options: StartPoolsOptions): Pr
     pools: options.pools,
     workers,
     flow,
+    mcp,
     async ready() {
       if (closing || connection.status !== 'ready' || state.status !== 'ready') return false;
       await Promise.all([connection.ping(), state.ping()]);
@@ -339,6 +366,8 @@ export async function startPools(env: WorkerEnv, options: StartPoolsOptions): Pr
         );
         await Promise.all([...workers.values()].map((w) => w.close(true)));
       }
+      // After the workers: active jobs may still be calling MCP tools.
+      await mcp.close();
       await closeQueues(queues);
       await aborts.close();
       await Promise.all([connection, state].map((c) => c.quit().catch(() => c.disconnect())));

@@ -58,6 +58,32 @@ describe('tools', () => {
     );
     expect([...c.toolsOf('a', all)]).toEqual(['json']);
   });
+
+  it('lets an entry ending in .* allow every tool its prefix starts', () => {
+    const c = new Ceilings(settings({ agents: { a: { tools: ['json', 'mcp.everything.*'] } } }));
+    const listed = [
+      ...all,
+      'mcp.everything.echo',
+      'mcp.everything.get-sum',
+      'mcp.other.echo',
+      'mcp.everythingelse.x',
+    ];
+    expect([...c.toolsOf('a', listed)]).toEqual(['json', 'mcp.everything.echo', 'mcp.everything.get-sum']);
+  });
+
+  it('holds tools a registry has without listing them, when the lists allow them', () => {
+    // A registry that has every `mcp.late.*` name but lists none (its server's tools are not known yet).
+    const tools = { keys: () => all, has: (n: string) => all.includes(n) || n.startsWith('mcp.late.') };
+    const open = new Ceilings(settings()).toolSetOf('main', tools);
+    expect([...open]).toEqual(all);
+    expect(open.has('mcp.late.x')).toBe(true);
+    expect(open.has('mcp.other.x')).toBe(false);
+    const c = new Ceilings(settings({ agentTools: { a: ['json', 'mcp.late.x'], b: ['mcp.late.*'] } }));
+    expect([...c.toolSetOf('a', tools)]).toEqual(['json']);
+    expect(c.toolSetOf('a', tools).has('mcp.late.x')).toBe(true);
+    expect(c.toolSetOf('a', tools).has('mcp.late.y')).toBe(false);
+    expect(c.toolSetOf('b', tools).has('mcp.late.y')).toBe(true);
+  });
 });
 
 describe('models', () => {

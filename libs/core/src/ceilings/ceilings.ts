@@ -76,6 +76,52 @@ export interface RequestRates {
   readonly perTenant: number;
 }
 
+/** Whether a tool-list entry allows `tool`: the same name, or a prefix ending in `.*`. */
+const allows = (entry: string, tool: string): boolean =>
+  entry === tool || (entry.endsWith('.*') && tool.startsWith(entry.slice(0, -1)));
+
+/** What `toolSetOf` reads of a tool registry. */
+export interface KnownTools {
+  keys(): Iterable<string>;
+  has(name: string): boolean;
+}
+
+/** The listed tools, and beyond them whatever `allowed` accepts. */
+class AllowedTools implements ReadonlySet<string> {
+  constructor(
+    private readonly listed: ReadonlySet<string>,
+    private readonly allowed: (name: string) => boolean,
+  ) {}
+
+  has(name: string): boolean {
+    return this.listed.has(name) || this.allowed(name);
+  }
+
+  get size(): number {
+    return this.listed.size;
+  }
+
+  keys(): SetIterator<string> {
+    return this.listed.keys();
+  }
+
+  values(): SetIterator<string> {
+    return this.listed.values();
+  }
+
+  entries(): SetIterator<[string, string]> {
+    return this.listed.entries();
+  }
+
+  [Symbol.iterator](): SetIterator<string> {
+    return this.listed.values();
+  }
+
+  forEach(callback: (value: string, key: string, set: ReadonlySet<string>) => void): void {
+    for (const name of this.listed) callback(name, name, this);
+  }
+}
+
 export class Ceilings {
   private readonly modelsAllow: ReadonlySet<string> | undefined;
 
@@ -101,12 +147,32 @@ export class Ceilings {
     return undefined;
   }
 
-  /** The tools `agentId` may use: those of `all` that each list naming the agent allows. */
+  /**
+   * The tools `agentId` may use: those of `all` that each list naming the agent allows. A list
+   * entry ending in `.*` allows every tool whose name starts with what is before the `*`:
+   * `mcp.github.*` allows each tool of MCP server `github`, whatever it lists.
+   */
   toolsOf(agentId: string, all: Iterable<string>): ReadonlySet<string> {
-    const lists = [this.agent(agentId)?.tools, this.settings.agentTools[agentId]].filter(
+    const lists = this.toolLists(agentId);
+    return new Set([...all].filter((tool) => lists.every((l) => l.some((entry) => allows(entry, tool)))));
+  }
+
+  /**
+   * The tools `agentId` may use among those `tools` has: a set that lists the tools `tools` lists,
+   * and also holds each name `tools` has without listing it (a tool of an MCP server whose tools
+   * are not known yet) when the agent's lists allow it. Read when asked: tools come and go.
+   */
+  toolSetOf(agentId: string, tools: KnownTools): ReadonlySet<string> {
+    return new AllowedTools(this.toolsOf(agentId, tools.keys()), (name) => {
+      const lists = this.toolLists(agentId);
+      return tools.has(name) && lists.every((l) => l.some((entry) => allows(entry, name)));
+    });
+  }
+
+  private toolLists(agentId: string): (readonly string[])[] {
+    return [this.agent(agentId)?.tools, this.settings.agentTools[agentId]].filter(
       (l): l is readonly string[] => l !== undefined,
     );
-    return new Set([...all].filter((tool) => lists.every((l) => l.includes(tool))));
   }
 
   /** The models a run of `agentId` in `tenant` may call: the deployment's, the tenant's and the agent's lists together. */

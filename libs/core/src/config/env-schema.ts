@@ -15,6 +15,7 @@ import { DEFAULT_RULE_SETTINGS, type RuleSettings } from '../memory/lesson-rules
 import type { ModelConfig } from '../model/model-config.js';
 import type { PlanCacheOptions } from '../state/plan-cache-store.js';
 import { SECRET_KEY_FORMAT, parseSecretKey } from '../secrets/secret-cipher.js';
+import { McpServers } from '../mcp/server-config.js';
 import { PolledSource } from '../sessions/source-service.js';
 import type { SecretStoreOptions } from '../state/secret-store.js';
 import type { ToolRegistry } from '../tools/tool.js';
@@ -206,6 +207,12 @@ export const BaseEnv = z.object({
   TETRALOOP_BURST_WINDOW_MS: z.coerce.number().int().min(0).default(500),
   /** Polled HTTP sources, as JSON: [{"name", "url", "intervalMs" (≥ 200), "timeoutMs", "sessionKey", "type"}]. */
   TETRALOOP_SOURCES: jsonEnv(z.array(PolledSource), '[]'),
+  /**
+   * MCP servers whose tools join the tool registry as `mcp.<server>.<tool>`, as JSON:
+   * `[{"name", "command", "args"?, "env"?}]` (stdio) or `[{"name", "url", "headers"?}]`
+   * (streamable HTTP). Workers connect to them; the API reads their tool lists from Redis.
+   */
+  TETRALOOP_MCP_SERVERS: jsonEnv(McpServers, '[]'),
   /** How often the plan loop checks session environments for changes. */
   TETRALOOP_ENV_CHECK_MS: z.coerce.number().int().min(100).default(1500),
   /** How often lanes a dead process left behind are moved on. */
@@ -271,14 +278,16 @@ export type BaseEnv = z.infer<typeof BaseEnv>;
 
 /**
  * The tools `agentId` may use: the registered tools its lists in TETRALOOP_AGENTS and
- * TETRALOOP_AGENT_TOOLS allow (every registered tool when neither lists it).
+ * TETRALOOP_AGENT_TOOLS allow (every registered tool when neither lists it). The registry is read
+ * on each call: MCP servers' tools come and go. A tool the registry has without listing it (of an
+ * MCP server whose tools are not known yet) is allowed too when the lists allow it.
  */
 export function allowedToolsOf(
   env: BaseEnv,
   registry: ToolRegistry,
 ): (agentId: string) => ReadonlySet<string> {
   const ceilings = ceilingsOf(env);
-  return (agentId) => ceilings.toolsOf(agentId, registry.keys());
+  return (agentId) => ceilings.toolSetOf(agentId, registry);
 }
 
 /** The ceilings the env describes. */

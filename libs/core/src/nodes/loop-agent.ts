@@ -10,6 +10,7 @@ import { z } from 'zod';
 import type { NodeBase } from '../graph/schema.js';
 import type { ChatMessage } from '../model/model-client.js';
 import { renderPrompt, truncate } from '../model/prompt-render.js';
+import { functionNames } from '../tools/function-names.js';
 import { toolCatalog } from '../tools/tool-catalog.js';
 import type { ToolOutcome } from '../tools/tool.js';
 import type { NodeRun } from './kind.js';
@@ -23,8 +24,11 @@ export const AgentBody = z.strictObject({
   agent: z.strictObject({
     prompt: z.string().min(1).max(200_000),
     system: z.string().max(200_000).optional(),
-    /** Tools the agent may call; all the agent's allowed tools when omitted. */
-    tools: z.array(z.string().min(1).max(128)).max(64).optional(),
+    /**
+     * Tools the agent may call; all the agent's allowed tools when omitted. At most 128, what
+     * OpenAI's API takes in one request (MCP servers bring many).
+     */
+    tools: z.array(z.string().min(1).max(128)).max(128).optional(),
     model: z.string().min(1).max(200).optional(),
   }),
 });
@@ -77,6 +81,9 @@ export function agentIteration(
   let steered = history.reduce((n, it) => n + (it.turn?.steered?.length ?? 0), 0);
   const allowed = body.agent.tools ? new Set(body.agent.tools) : undefined;
   const catalog = toolCatalog(run.tools, allowed);
+  // Tools go by function names a model's API accepts (`mcp.a.b` as `mcp__a__b`); calls map back.
+  const names = functionNames(catalog.tools.map((t) => t.name));
+  const functions = catalog.tools.map((t) => ({ ...t, name: names.toFunction(t.name) }));
 
   return async (n, usage) => {
     const startedAt = nowIso();
@@ -88,7 +95,7 @@ export function agentIteration(
       {
         ...(body.agent.model ? { model: body.agent.model } : {}),
         messages,
-        tools: catalog.tools,
+        tools: functions,
       },
       usage,
     );
@@ -119,9 +126,10 @@ export function agentIteration(
     const toolStarted = performance.now();
     const toolResults = await Promise.all(
       result.toolCalls.map(async (c, i) => {
-        const tool = run.tools.get(c.name);
+        const name = names.toTool(c.name);
+        const tool = run.tools.get(name);
         let content: string;
-        if (!tool || (allowed && !allowed.has(c.name))) {
+        if (!tool || (allowed && !allowed.has(name))) {
           content = JSON.stringify({
             error: { code: 'validation', message: `tool "${c.name}" is not available` },
           });
@@ -132,8 +140,8 @@ export function agentIteration(
           } catch {
             args = undefined;
           }
-          await run.event('tool.start', { tool: c.name, callId: c.id });
-          const before = args === undefined ? undefined : await run.beforeToolCall(c.name, args, `turn-${n}`);
+          await run.event('tool.start', { tool: name, callId: c.id });
+          const before = args === undefined ? undefined : await run.beforeToolCall(name, args, `turn-${n}`);
           const out: ToolOutcome =
             before === undefined
               ? { ok: false, error: { code: 'validation', message: 'arguments are not JSON' } }
@@ -141,9 +149,9 @@ export function agentIteration(
                 ? before
                 : // An agent's args come from the model: they never get secrets filled in.
                   await run.callTool(tool, before.args, usage.toolTimeMs, { index: `${n}.${i}` });
-          if (before?.ok) await run.afterToolCall(c.name, before.args, out);
+          if (before?.ok) await run.afterToolCall(name, before.args, out);
           await run.event('tool.result', {
-            tool: c.name,
+            tool: name,
             callId: c.id,
             ok: out.ok,
             ...(out.ok ? {} : { error: out.error }),
@@ -169,7 +177,7 @@ export function agentIteration(
       iteration: {
         iteration: n,
         status: 'succeeded',
-        output: { text: result.text, toolCalls: result.toolCalls.map((c) => c.name) },
+        output: { text: result.text, toolCalls: result.toolCalls.map((c) => names.toTool(c.name)) },
         turn,
         startedAt,
         finishedAt: nowIso(),

@@ -66,6 +66,15 @@ export function channels(prefix: string): Channels {
   return { abort: `${prefix}:runs:abort`, settled: `${prefix}:runs:settled` };
 }
 
+/**
+ * Hash server name → its tool list as a worker last listed it (`ServerCatalog` JSON): how the API
+ * (and a worker that cannot reach a server) knows MCP tools' schemas. One key for the deployment.
+ */
+export const mcpCatalogKey = (prefix: string): string => `${prefix}:mcp:catalog`;
+
+/** Published with a server's name when its entry in `mcpCatalogKey` was written. */
+export const mcpCatalogChannel = (prefix: string): string => `${prefix}:mcp:catalog:changed`;
+
 export interface SessionKeys {
   /**
    * Hash: createdAt, contextId, contextFrom (where the context's transcript lines start), mode,

@@ -272,6 +272,12 @@ export const metrics = {
     labelNames: ['kind', 'scope'] as const,
     registers: [registry],
   }),
+  mcpServerConnected: new Gauge({
+    name: 'tetraloop_mcp_server_connected',
+    help: "1 while this process's connection to an MCP server is up, 0 while it is down and being retried; only processes that run the tool pool connect.",
+    labelNames: ['server'] as const,
+    registers: [registry],
+  }),
   blobBytes: new Counter({
     name: 'tetraloop_blob_bytes_total',
     help: 'Bytes of large node outputs kept as blobs: stored anew, or deduplicated (already stored).',

@@ -1,6 +1,7 @@
 /**
  * The tool catalog a model sees: each allowed tool's name, description and input as JSON schema
- * (generated from its zod schema). Its version is a hash of its content, recorded with every plan.
+ * (generated from its zod schema, or the one it was given: an MCP tool's). Its version is a hash of
+ * its content, recorded with every plan: it changes when an MCP server's tool list does.
  */
 import { createHash } from 'node:crypto';
 import { z } from 'zod';
@@ -19,7 +20,9 @@ export function toolCatalog(registry: ToolRegistry, allowed?: ReadonlySet<string
     .map((t) => ({
       name: t.name,
       description: t.description,
-      parameters: z.toJSONSchema(t.input, { io: 'input', unrepresentable: 'any' }),
+      parameters: t.inputJsonSchema
+        ? { ...t.inputJsonSchema }
+        : z.toJSONSchema(t.input, { io: 'input', unrepresentable: 'any' }),
     }));
   const version = createHash('sha256').update(JSON.stringify(tools)).digest('hex').slice(0, 12);
   return { tools, version };

@@ -18,6 +18,12 @@ export interface Tool<I = unknown, O = unknown> {
   readonly name: string;
   readonly description: string;
   readonly input: z.ZodType<I>;
+  /**
+   * The input as JSON Schema, when the tool was given one rather than defined by `input` (an MCP
+   * server's tool: `input` then checks args against it): what the tool catalog shows. Absent, the
+   * catalog's schema is generated from `input`.
+   */
+  readonly inputJsonSchema?: Readonly<Record<string, unknown>>;
   readonly output: z.ZodType<O>;
   run(args: I, ctx: ToolContext): Promise<O>;
   /**
