@@ -35,9 +35,10 @@ export async function startTracing(service: string): Promise<void> {
     import('@opentelemetry/instrumentation-undici'),
     import('@opentelemetry/instrumentation-ioredis'),
   ]);
-  // ESM imports (ioredis is imported, not required) are patched through import-in-the-middle's hook.
+  // ESM imports (ioredis is imported, not required) are patched through import-in-the-middle's hook,
+  // for ioredis alone: wrapping every module breaks re-exports of Tetraloop's own packages.
   const { register } = await import('node:module');
-  register('@opentelemetry/instrumentation/hook.mjs', import.meta.url);
+  register('@opentelemetry/instrumentation/hook.mjs', import.meta.url, { data: { include: ['ioredis'] } });
   const provider = new NodeTracerProvider({
     resource: resourceFromAttributes({
       'service.name': process.env.OTEL_SERVICE_NAME ?? `tetraloop-${service}`,
