@@ -60,9 +60,7 @@ async function submit(
   const accepted = await client.submit(request);
   if (!options.wait) return answer(accepted);
   try {
-    return answer(
-      await client.wait(accepted.runId, options.timeoutMs),
-    );
+    return answer(await client.wait(accepted.runId, options.timeoutMs));
   } catch (err) {
     // Still going when the wait ends: the document as it is, to read later with get_run.
     if (err instanceof RunWaitTimeoutError) return answer(err.last);
@@ -112,8 +110,7 @@ export function tetraloopMcpServer(target: ApiTarget): McpServer {
       description: "A run's document: its status, every node's status and output, usage, error.",
       inputSchema: { runId: z.string().min(1).max(200) },
     },
-    ({ runId }) =>
-      reaching(async () => answer(await clientOf(target).get(runId))),
+    ({ runId }) => reaching(async () => answer(await clientOf(target).get(runId))),
   );
   return server;
 }
