@@ -4,6 +4,9 @@ import { z } from 'zod';
 
 export { SessionKey };
 
+/** The `Idempotency-Key` header of `POST /v1/runs` and of session messages. */
+export const IdempotencyKey = z.string().min(1).max(255).optional();
+
 /** Body of `POST /v1/sessions/:sessionKey/messages`. */
 export const MessageBody = z.strictObject({
   text: z

@@ -15,6 +15,7 @@ import {
   type RunWaiter,
 } from '@tetraloop/core';
 import { z } from 'zod';
+import { IdempotencyKey } from './bodies.js';
 import { streamRunEvents, type EventStreamDeps } from './run-events.js';
 import { callerOf } from './auth.js';
 import { HttpError, zodToHttp } from './http-errors.js';
@@ -78,7 +79,6 @@ export function runHandlers(deps: RunsRouterDeps): Partial<Record<RouteName, Req
     const shown = doc.sessionKey ? { ...doc, sessionKey: unscopeName(doc.sessionKey).name } : doc;
     return expand === 'blobs' ? deps.store.blobs.expandDocument(shown) : shown;
   };
-  const IdempotencyKey = z.string().min(1).max(255).optional();
 
   const ownRun = (req: Request, res: Response): Promise<string> => ownRunId(deps.store, req, res);
 

@@ -3,6 +3,7 @@
  * A session key names a session of the caller's tenant: it is stored tenant-scoped, and answers
  * show it as the client named it.
  */
+import { randomUUID } from 'node:crypto';
 import type { Request, RequestHandler, Response } from 'express';
 import { z } from 'zod';
 import type { Queue, QueueEvents } from 'bullmq';
@@ -22,7 +23,7 @@ import {
   type SessionStore,
   type SourceService,
 } from '@tetraloop/core';
-import { MessageBody, SessionKey, SourceName } from './bodies.js';
+import { IdempotencyKey, MessageBody, SessionKey, SourceName } from './bodies.js';
 import { callerOf } from './auth.js';
 import { HttpError, zodToHttp } from './http-errors.js';
 import type { RouteName } from './route-table.js';
@@ -69,11 +70,25 @@ export function sessionHandlers(deps: SessionsRouterDeps): Partial<Record<RouteN
     const { name, stored: sessionKey } = sessionOf(req.params.sessionKey, res);
     const body = MessageBody.safeParse(req.body);
     if (!body.success) throw zodToHttp(body.error);
+    // An Idempotency-Key is the message's id, as its eventId is: a retry with it is seen as one.
+    const key = IdempotencyKey.safeParse(req.get('idempotency-key'));
+    if (!key.success) throw zodToHttp(key.error, ['headers', 'idempotency-key']);
+    if (key.data !== undefined && body.data.eventId !== undefined && key.data !== body.data.eventId) {
+      throw new HttpError(400, 'invalid_request', 'the request is invalid', [
+        { path: 'headers.idempotency-key', message: 'differs from the eventId of the body' },
+      ]);
+    }
+    const eventId = body.data.eventId ?? key.data;
     // Messages name no agent: they run the session agent, which must be one the caller may run.
     await deps.runs.checkAgent(callerOf(res).tenant, SESSION_AGENT);
     const job = await deps.senseQueue.add(
       SENSE_JOB.message,
-      { sessionKey, message: body.data } satisfies SensePayload<typeof SENSE_JOB.message>,
+      {
+        sessionKey,
+        message: { ...body.data, ...(eventId === undefined ? {} : { eventId }) },
+        // Every handling of this job (a redelivery after a crash) finds the run the first stored.
+        deliveryId: randomUUID(),
+      } satisfies SensePayload<typeof SENSE_JOB.message>,
       { removeOnComplete: { age: 60 }, removeOnFail: { age: 3600 } },
     );
     let placed: MessageResult | undefined;

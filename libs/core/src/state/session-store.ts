@@ -24,6 +24,7 @@ export interface LaneMessage {
 }
 
 export type AdmitResult =
+  | { kind: 'duplicate' }
   | { kind: 'start'; runId: string }
   | { kind: 'queued'; runId: string; position: number }
   | { kind: 'collected'; position: number }
@@ -135,6 +136,11 @@ export class SessionStore {
     return tx;
   }
 
+  /**
+   * Admits a message to the lane (see lane-admit-6.lua). With `once`, a message whose id was
+   * admitted within the window is answered `duplicate` and changes nothing; `line` is the
+   * message's transcript line, appended in the same step.
+   */
   async admit(
     sessionKey: string,
     args: {
@@ -144,19 +150,33 @@ export class SessionStore {
       collectCap: number;
       drop: DropPolicy;
       envCap: number;
+      once?: { readonly id: string; readonly windowMs: number };
+      line?: unknown;
     },
   ): Promise<AdmitResult> {
-    const raw = (await this.script('lane-admit-5', sessionKey, [
-      Date.now(),
-      args.mode,
-      args.runId,
-      JSON.stringify(args.message),
-      args.collectCap,
-      args.drop,
-      args.envCap,
-    ])) as (string | number)[];
+    const k = sessionKeys(this.prefix, sessionKey);
+    const raw = (await this.runner(
+      'lane-admit-6',
+      [...sessionKeyList(k), k.seen],
+      [
+        Date.now(),
+        args.mode,
+        args.runId,
+        JSON.stringify(args.message),
+        args.collectCap,
+        args.drop,
+        args.envCap,
+        args.once?.id ?? '',
+        args.once?.windowMs ?? 0,
+        args.line === undefined ? '' : JSON.stringify(args.line),
+        this.idleTtlMs,
+        this.transcriptMaxLines,
+      ],
+    )) as (string | number)[];
     const [kind, a, b] = raw;
     switch (kind) {
+      case 'duplicate':
+        return { kind };
       case 'start':
         await this.redis.sadd(busySessionsKey(this.prefix), sessionKey);
         return { kind, runId: String(a) };
@@ -243,6 +263,12 @@ export class SessionStore {
   async running(sessionKey: string): Promise<string | null> {
     const running = await this.redis.hget(sessionKeys(this.prefix, sessionKey).meta, 'running');
     return running ? running : null;
+  }
+
+  /** Whether a message with this id was admitted within the last `windowMs` (see `admit`). */
+  async admitted(sessionKey: string, id: string, windowMs: number): Promise<boolean> {
+    const at = await this.redis.zscore(sessionKeys(this.prefix, sessionKey).seen, id);
+    return at !== null && Number(at) >= Date.now() - windowMs;
   }
 
   /** 1-based place of `runId` among the lane's waiting items, or null. */

@@ -1,20 +1,38 @@
 --[[
-  Admits a message to a session's lane. KEYS: meta, queue, buffer, transcript, env.
+  Admits a message to a session's lane, once. KEYS: meta, queue, buffer, transcript, env, seen (the
+  ids of the messages admitted within the dedupe window: a sorted set, member the id, score when it
+  was admitted; not among the keys every session script touches, it lives the window).
   ARGV[1] now (epoch ms), ARGV[2] mode (followup|collect|steer|interrupt), ARGV[3] run id prepared
   for this message, ARGV[4] message JSON, ARGV[5] collect cap, ARGV[6] drop policy
-  (summarize|old|new), ARGV[7] environment cap
+  (summarize|old|new), ARGV[7] environment cap, ARGV[8] the message's id ('' for none), ARGV[9] the
+  dedupe window (ms), ARGV[10] the message's transcript line (JSON; '' for none)
   Then the idle TTL and the transcript cap (see session.lib.lua).
   Returns one of:
+    { 'duplicate' }                 a message with this id was admitted within the window: nothing
+                                    changes (a client's retry, a redelivered sense job, a command
+                                    the Redis client re-sent after a reconnect)
     { 'start', runId }              the lane was idle: the message's run starts now
     { 'queued', runId, position }   followup: the run waits its turn
     { 'collected', position }       collect: merged into the next collected run
     { 'dropped' }                   collect with policy new and a full buffer
     { 'steered', runningRunId, version }  steer: written into the running run's environment
     { 'interrupt', oldRunId, runId }      interrupt: the old run is to be cancelled, this one starts
+  The id, the transcript line and the lane's move are one step: a message is in the transcript and
+  the lane together, or in neither, and whoever admits it a second time is told so.
 ]]
 local now, mode, runId = ARGV[1], ARGV[2], ARGV[3]
+local messageId, window, line = ARGV[8], tonumber(ARGV[9]), ARGV[10]
+if messageId ~= '' then
+  redis.call('ZREMRANGEBYSCORE', KEYS[6], '-inf', '(' .. (tonumber(now) - window))
+  if redis.call('ZSCORE', KEYS[6], messageId) then return { 'duplicate' } end
+  redis.call('ZADD', KEYS[6], now, messageId)
+  -- As many ids as transcript lines are kept: the newest.
+  redis.call('ZREMRANGEBYRANK', KEYS[6], 0, -MAX_LINES - 1)
+  redis.call('PEXPIRE', KEYS[6], window)
+end
 redis.call('HSETNX', KEYS[1], 'createdAt', now)
 redis.call('HSETNX', KEYS[1], 'contextId', '1')
+if line ~= '' then appendLines({ line }) end
 local running = redis.call('HGET', KEYS[1], 'running')
 if not running or running == '' then
   redis.call('HSET', KEYS[1], 'running', runId)
