@@ -26,6 +26,7 @@ import {
   createLogger,
   executeNodeJob,
   executePlanJob,
+  settleAfterRootFailure,
   executeReflectJob,
   lifecycleOf,
   executeSenseJob,
@@ -218,6 +219,19 @@ export async function startPools(env: WorkerEnv, options: StartPoolsOptions): Pr
     },
   };
 
+  // A root job that failed for good leaves its run to be settled here (see settleAfterRootFailure).
+  const settleDeps = depsFor('plan');
+  const settleAbandoned = async (job: Job): Promise<void> => {
+    try {
+      if ((await job.getState()) !== 'failed') return;
+      const status = await settleAfterRootFailure(settleDeps, job);
+      if (status !== null)
+        settleDeps.logger.error({ jobId: job.id, status }, 'run settled after its root job failed for good');
+    } catch (err) {
+      settleDeps.logger.error({ jobId: job.id, err }, 'run of a failed root job not settled');
+    }
+  };
+
   const workers = new Map<Pool, Worker>();
   for (const pool of options.pools) {
     const worker = new Worker(QUEUE_NAMES[pool], processors[pool](), {
@@ -237,6 +251,7 @@ export async function startPools(env: WorkerEnv, options: StartPoolsOptions): Pr
     worker.on('error', (err) => poolLog.error({ err }, 'worker error'));
     worker.on('failed', (job, err) => {
       if (!(err instanceof RetryNodeError)) poolLog.warn({ jobId: job?.id, err }, 'job failed');
+      if (pool === 'plan' && job) void settleAbandoned(job);
     });
     workers.set(pool, worker);
   }

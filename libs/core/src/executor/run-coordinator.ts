@@ -36,6 +36,28 @@ export async function executePlanJob(
   return executeRunJob(deps, job, token);
 }
 
+/**
+ * Settles the run of a root job that failed for good — it stalled more often than
+ * TETRALOOP_MAX_STALLED_COUNT allows, or threw on every attempt — as its finalize pass would have:
+ * from its snapshots, nodes that never completed making it `node_lost`. Nothing else would settle
+ * it: its deadline only decides it. A run that is still queued is left to the reconciler, which
+ * replaces a failed root job; any other job is ignored. Returns the run's status, or null when it
+ * did nothing. Safe to repeat.
+ */
+export async function settleAfterRootFailure(deps: ExecutorDeps, job: Job): Promise<RunStatus | null> {
+  if (job.name !== JOB.run) return null;
+  const data = RunJobData.safeParse(job.data);
+  if (!data.success) return null;
+  const { runId, generation } = data.data;
+  const status = await deps.store.status(runId);
+  if (status === null || status === 'queued') return null;
+  // A root job of an older generation (the run was resumed since) speaks for nothing now.
+  if ((await deps.store.generation(runId)) !== generation) return null;
+  const plan = await deps.plans.get(runId, generation);
+  if (!plan) return null;
+  return finalize(deps, plan, generation, await deps.store.outcomeState(runId));
+}
+
 async function executeRunJob(deps: ExecutorDeps, job: Job, token: string | undefined): Promise<RunJobResult> {
   const data = RunJobData.parse(job.data);
   // Read once in the start pass: status, session and task.
@@ -72,10 +94,11 @@ async function executeRunJob(deps: ExecutorDeps, job: Job, token: string | undef
       if (data.generation === 0) metrics.runsStarted.inc({ kind: header?.task?.mode ?? 'graph' });
     }
     await job.updateData({ ...data, step: 'finalize' } satisfies RunJobInput);
-    if (started.status === 'running' && token !== undefined && (await job.moveToWaitingChildren(token))) {
-      throw new WaitingChildrenError();
-    }
   }
+  // Every pass waits while node jobs are pending, the finalize pass too: one that runs again after
+  // a crash or a stall (the job's step already `finalize`, its nodes still queued or running)
+  // would otherwise settle the run with those nodes `node_lost`. With none pending, it goes on.
+  if (token !== undefined && (await job.moveToWaitingChildren(token))) throw new WaitingChildrenError();
   let state = await deps.store.outcomeState(plan.runId);
   if (state.replanRequested) {
     if (await replanIfRequested(deps, plan, data.generation, state.snapshots)) return { status: 'replanned' };
