@@ -5,9 +5,9 @@
  * server, the loopback scripted model server, one `tetraloop api` and three
  * `tetraloop worker --pool all` processes; submits runs (fan-out and diamond graphs of `http`
  * nodes) spread over a window, and sends sessions their messages (see support/chaos-sessions.ts),
- * while it SIGKILLs a random worker every 2 s (and starts a replacement), SIGKILLs the API once and
- * Redis once (both restarted where they were). Then it waits for every accepted run to settle and
- * every session's lane to go idle, and gates on:
+ * while it SIGKILLs a random worker every 2 s (and starts a replacement; never the last ready one),
+ * SIGKILLs the API once and Redis once (both restarted where they were). Then it waits for every
+ * accepted run to settle and every session's lane to go idle, and gates on:
  *
  * - 0 lost: every run acknowledged (202) more than 1 s before the Redis kill is found and settled;
  * - 0 stuck: every found run settled within 5 minutes of the last fault;
@@ -16,8 +16,9 @@
  *   session one after the other in the order its messages were sent, and 0 stuck lanes (none
  *   still holding a run or queued items 5 minutes after the last fault).
  *
- * It reports the re-executed tool calls and the recovery time after a worker kill, prints a table,
- * writes bench/results/<timestamp>-chaos.json and .md, and exits 1 when a gate fails.
+ * It reports the re-executed tool calls, the recovery time after a worker kill, the jobs BullMQ
+ * took back from a worker (stalled) and what came before each, prints a table, writes
+ * bench/results/<timestamp>-chaos.json and .md, and exits 1 when a gate fails.
  *
  *   npm run chaos                              1,000 runs and 50 sessions × 10 messages over 60 s,
  *                                              with the workers' default lock settings
@@ -47,6 +48,7 @@ import {
   type SessionsSummary,
 } from './support/chaos-sessions.js';
 import { mulberry32 } from './support/dag.js';
+import { watchStalls } from './support/stall-watch.js';
 import { machine, median, percentile } from './support/stack.js';
 
 const { values: flags } = parseArgs({
@@ -307,12 +309,18 @@ async function main(): Promise<number> {
     };
     const workers: Spawned[] = [];
     const ready = new Set<Spawned>();
+    /** How long each worker took from its spawn to `worker ready`. */
+    const workerStartMs: number[] = [];
     const spawnWorker = (): Spawned => {
+      const spawnedAt = now();
       const p = spawnTetraloop(['worker', '--pool', 'all'], env);
       processes.add(p);
       workers.push(p);
       void stderrMatches(p, /worker ready/).then(
-        () => ready.add(p),
+        () => {
+          ready.add(p);
+          workerStartMs.push(now() - spawnedAt);
+        },
         () => undefined,
       );
       return p;
@@ -322,6 +330,7 @@ async function main(): Promise<number> {
     for (let i = 0; i < WORKERS; i++) spawnWorker();
     while (ready.size < WORKERS) await sleep(50);
     log(`stack up: redis ${redis.url} (AOF everysec in ${dataDir}), api ${api}, ${WORKERS} workers`);
+    const stallWatch = watchStalls(redis.url, env.TETRALOOP_PREFIX!, ['tool', 'plan', 'sense']);
 
     const rand = mulberry32(SEED);
     const stamp = Date.now().toString(36);
@@ -359,12 +368,20 @@ async function main(): Promise<number> {
       faults.push({ kind: 'redis', at: redisKilledAt, downMs: round(now() - redisKilledAt) });
       log(`redis killed and restarted from its AOF in ${round(now() - redisKilledAt)} ms`);
     })();
+    let skippedKills = 0;
     const killWorkers = (async () => {
       for (let due = t0 + KILL_EVERY_MS; due < end; due += KILL_EVERY_MS) {
         await sleep(due - now());
+        // A worker crashes while others work: the last ready worker is not killed (replacements
+        // take seconds to start on a loaded machine, and killing each one as it comes up is an
+        // outage of the whole pool, not a worker crash); that kill is skipped and counted.
         const candidates = workers.filter((w) => ready.has(w));
-        const victim = candidates[Math.floor(Math.random() * candidates.length)];
-        if (!victim) continue;
+        const victim =
+          candidates.length >= 2 ? candidates[Math.floor(Math.random() * candidates.length)] : undefined;
+        if (!victim) {
+          skippedKills += 1;
+          continue;
+        }
         const at = now();
         const pid = victim.child.pid ?? -1;
         await victim.kill('SIGKILL');
@@ -426,6 +443,7 @@ async function main(): Promise<number> {
       model!.requests.filter((r) => lastUser(r) === text).length;
     const sessionChecks = await pool(sessions, 8, (s) => checkSession(api, s, modelCallsFor));
     const settleEnded = now();
+    await stallWatch.stop();
     const failedJobs = await failedJobReasons(redis.url, env.TETRALOOP_PREFIX!).catch((err: unknown) => ({
       [`could not read: ${String(err)}`]: 0,
     }));
@@ -521,6 +539,33 @@ async function main(): Promise<number> {
       lastFault,
       fsyncWindowMs: FSYNC_WINDOW_MS,
     });
+    // Jobs BullMQ took back from a worker: after a worker kill or the Redis restart (within a
+    // lock, two stalled checks and 5 s), or else from a live worker that did not renew its lock.
+    const stallWindow =
+      Number(LOCKS.TETRALOOP_LOCK_DURATION_MS) + 2 * Number(LOCKS.TETRALOOP_STALLED_INTERVAL_MS) + 5000;
+    const redisDown = faults.find((f) => f.kind === 'redis')?.downMs ?? 0;
+    const stallEvents = stallWatch.events.filter((e) => e.event === 'stalled');
+    // A worker kill first (it takes its jobs' locks with it for sure), then the Redis restart.
+    const causeOf = (at: number): 'workerKill' | 'redisRestart' | 'noFault' =>
+      workerKills.some((k) => at >= k.at && at <= k.at + stallWindow)
+        ? 'workerKill'
+        : redisKilledAt > 0 && at >= redisKilledAt && at <= redisKilledAt + redisDown + stallWindow
+          ? 'redisRestart'
+          : 'noFault';
+    const stallCount = (pick: (e: (typeof stallEvents)[number]) => string): Record<string, number> => {
+      const out: Record<string, number> = {};
+      for (const e of stallEvents) out[pick(e)] = (out[pick(e)] ?? 0) + 1;
+      return out;
+    };
+    const stalls = {
+      note: `BullMQ 'stalled' events: a job whose lock expired, moved back to wait; by queue, and by what came within ${stallWindow} ms before (a worker kill, the Redis kill and restart, or no fault)`,
+      total: stallEvents.length,
+      byQueue: stallCount((e) => e.queue),
+      byCause: stallCount((e) => causeOf(e.at)),
+      noFaultAtMs: stallEvents.filter((e) => causeOf(e.at) === 'noFault').map((e) => round(e.at - t0)),
+      distinctJobs: new Set(stallEvents.map((e) => `${e.queue}:${e.jobId}`)).size,
+      timeline: stallEvents.map((e) => [round(e.at - t0), e.queue] as const),
+    };
     const gates = {
       noneLost: lost.length === 0,
       noneStuck: stuck.length === 0,
@@ -554,6 +599,8 @@ async function main(): Promise<number> {
       distinctRunIds,
       faults: {
         workerKills: workerKills.length,
+        /** Kill times skipped because fewer than two workers were ready. */
+        workerKillsSkipped: skippedKills,
         api: faults.filter((f) => f.kind === 'api').map((f) => ({ at: round(f.at - t0), downMs: f.downMs })),
         redis: faults
           .filter((f) => f.kind === 'redis')
@@ -597,6 +644,8 @@ async function main(): Promise<number> {
         kills: perKill,
       },
       sessions: sessionsResult,
+      stalls,
+      workerStartMs: stats(workerStartMs),
       gates,
       wallMs: round(settleEnded - started),
     };
@@ -644,6 +693,7 @@ type ChaosResult = {
   distinctRunIds: number;
   faults: {
     workerKills: number;
+    workerKillsSkipped: number;
     api: { at: number; downMs: number }[];
     redis: { at: number; downMs: number }[];
     lastFaultAt: number;
@@ -662,6 +712,13 @@ type ChaosResult = {
     perNodeMs: ReturnType<typeof stats>;
   };
   sessions: SessionsSummary;
+  stalls: {
+    total: number;
+    distinctJobs: number;
+    byQueue: Record<string, number>;
+    byCause: Record<string, number>;
+  };
+  workerStartMs: ReturnType<typeof stats>;
   gates: Record<string, boolean>;
 };
 
@@ -676,7 +733,7 @@ function chaosTable(r: ChaosResult): string {
     ],
     [
       'faults',
-      `${r.faults.workerKills} worker SIGKILLs; API SIGKILL at ${r.faults.api.map((f) => `${f.at} ms (down ${f.downMs} ms)`).join(', ')}; Redis SIGKILL at ${r.faults.redis.map((f) => `${f.at} ms (down ${f.downMs} ms)`).join(', ')}`,
+      `${r.faults.workerKills} worker SIGKILLs (${r.faults.workerKillsSkipped} more skipped: fewer than 2 workers ready); API SIGKILL at ${r.faults.api.map((f) => `${f.at} ms (down ${f.downMs} ms)`).join(', ')}; Redis SIGKILL at ${r.faults.redis.map((f) => `${f.at} ms (down ${f.downMs} ms)`).join(', ')}`,
     ],
     [
       'accepted',
@@ -708,6 +765,15 @@ function chaosTable(r: ChaosResult): string {
       fmt(r.workerKillRecovery.perKillIncludingRedisOverlapMs),
     ],
     ['worker-kill recovery, per node', fmt(r.workerKillRecovery.perNodeMs)],
+    [
+      'jobs taken back from a worker (BullMQ stalled)',
+      `${r.stalls.total} (${r.stalls.distinctJobs} jobs; ${Object.entries(r.stalls.byQueue)
+        .map(([k, v]) => `${k} ${v}`)
+        .join(
+          ', ',
+        )}; after a worker kill ${r.stalls.byCause.workerKill ?? 0}, after the Redis restart and no worker kill ${r.stalls.byCause.redisRestart ?? 0}, with no fault before ${r.stalls.byCause.noFault ?? 0})`,
+    ],
+    ['worker start (spawn → ready)', fmt(r.workerStartMs)],
     ...sessionRows(r.sessions),
     [
       'gates',
@@ -725,7 +791,7 @@ function sessionRows(x: SessionsSummary): [string, string][] {
   return [
     [
       'session messages accepted',
-      `${x.accepted}/${x.sent} sent (${x.sessions} sessions × ${x.messagesPerSession}; ${x.messagesPostedMoreThanOnce} needed a retried POST, ${x.postsRetried} retries; ${x.answeredDuplicate} answered as duplicates, ${x.answeredWithoutRunId} without a run id; ${x.refused.length} refused)`,
+      `${x.accepted}/${x.sent} sent (${x.sessions} sessions × ${x.messagesPerSession}; ${x.messagesPostedMoreThanOnce} needed a retried POST, ${x.postsRetried} retries, ${x.answeredNotYetPlaced} of them after a 202 not yet placed; ${x.answeredDuplicate} answered as duplicates; ${x.refused.length} refused)`,
     ],
     [
       'session messages answered',

@@ -5,8 +5,9 @@
  * anything.
  *
  * A client of a session sends its messages one after the other, each once the previous one was
- * answered `202`, and re-POSTs a message with the same `Idempotency-Key` on a connection error or
- * a 5xx/429, as the run submissions do. Session runs are loop runs of the agent `main`; the model
+ * placed (answered `202` with its run id, or `duplicate` for a retry), and re-POSTs a message with
+ * the same `Idempotency-Key` on a connection error, a 5xx/429, or a `202 {queued: true}` that says
+ * the sense pool has not placed it yet (its job may be on a worker that was just killed). Session runs are loop runs of the agent `main`; the model
  * is the loopback scripted server, answering `echo: <message>` after a delay.
  */
 import type { ChatRequest, ScriptedReply } from '../../test/support/model-server.js';
@@ -19,6 +20,8 @@ export interface SessionMessage {
   /** Pause before it is sent, after the previous one was answered. */
   readonly gapMs: number;
   posts: number;
+  /** Answers `202 {queued: true}` without a run id: not placed within the API's wait. */
+  unplaced: number;
   /** The answer that accepted it. */
   placed?: Placed;
   acceptedAt?: number;
@@ -81,6 +84,7 @@ export function planSessions(
         key: `${key}-m${index}`,
         gapMs: Math.round(rand() * 800),
         posts: 0,
+        unplaced: 0,
       })),
     };
   });
@@ -124,12 +128,16 @@ export async function driveSession(
           signal: AbortSignal.timeout(10_000),
         });
         const answer = (await res.json()) as Placed;
-        if (res.status === 202) {
+        // Placed: its run (or, for a retry, the word that it is in already). `{queued: true}`
+        // alone says the sense pool has not placed it within the API's 5 s: not yet in the
+        // lane, so the next message could overtake it; it is sent again with the same key.
+        if (res.status === 202 && (answer.runId !== undefined || answer.duplicate === true)) {
           m.placed = answer;
           m.acceptedAt = now();
           break;
         }
-        if (res.status < 500 && res.status !== 429) {
+        if (res.status === 202) m.unplaced += 1;
+        else if (res.status < 500 && res.status !== 429) {
           m.refused = `${res.status} ${JSON.stringify(answer)}`;
           break;
         }
@@ -360,8 +368,7 @@ export function summarizeSessions(
     messagesPostedMoreThanOnce: sent.filter(({ m }) => m.posts > 1).length,
     postsRetried: sent.reduce((n, { m }) => n + m.posts - 1, 0),
     answeredDuplicate: sent.filter(({ m }) => m.placed?.duplicate === true).length,
-    answeredWithoutRunId: sent.filter(({ m }) => m.placed !== undefined && m.placed.runId === undefined)
-      .length,
+    answeredNotYetPlaced: sent.reduce((n, { m }) => n + m.unplaced, 0),
     refused,
     statuses,
     replies: checks.reduce((n, c) => n + c.replies, 0),
