@@ -3,3 +3,4 @@ export * from './app.js';
 export * from './server.js';
 export * from './route-table.js';
 export { KeyBody } from './keys-router.js';
+export { waitForJob, type JobOutcome } from './job-wait.js';

@@ -26,6 +26,7 @@ import {
 import { IdempotencyKey, MessageBody, SessionKey, SourceName } from './bodies.js';
 import { callerOf } from './auth.js';
 import { HttpError, zodToHttp } from './http-errors.js';
+import { waitForJob } from './job-wait.js';
 import type { RouteName } from './route-table.js';
 
 /**
@@ -91,17 +92,17 @@ export function sessionHandlers(deps: SessionsRouterDeps): Partial<Record<RouteN
       } satisfies SensePayload<typeof SENSE_JOB.message>,
       { removeOnComplete: { age: 60 }, removeOnFail: { age: 3600 } },
     );
-    let placed: MessageResult | undefined;
-    try {
-      placed = (await job.waitUntilFinished(deps.senseEvents, PLACE_TIMEOUT_MS)) as MessageResult;
-    } catch {
-      // Either the sense loop failed the message, or it has not answered yet.
-      if ((await job.getState()) === 'failed') {
-        const failed = await deps.senseQueue.getJob(job.id!);
-        throw new HttpError(422, 'message_failed', failed?.failedReason ?? 'the message could not be placed');
-      }
+    const outcome = await waitForJob(deps.senseQueue, deps.senseEvents, job.id!, PLACE_TIMEOUT_MS);
+    if (outcome.state === 'failed') {
+      throw new HttpError(422, 'message_failed', outcome.reason || 'the message could not be placed');
     }
-    res.status(202).json(placed ? outward(placed) : { sessionKey: name, queued: true });
+    res
+      .status(202)
+      .json(
+        outcome.state === 'completed'
+          ? outward(outcome.value as MessageResult)
+          : { sessionKey: name, queued: true },
+      );
   };
 
   const get: RequestHandler = async (req, res) => {
