@@ -25,10 +25,18 @@ export const WorkerEnv = BaseEnv.extend({
   TETRALOOP_HTTP_MAX_BYTES: z.coerce.number().int().min(1024).default(DEFAULT_HTTP_MAX_BYTES),
   /** Per-node timeout when the node sets none. */
   TETRALOOP_TOOL_TIMEOUT_MS: z.coerce.number().int().positive().default(10_000),
-  /** How long a job's lock lives without renewal; a crashed worker's job is recovered after this. */
-  TETRALOOP_LOCK_DURATION_MS: z.coerce.number().int().min(1000).default(30_000),
-  /** How often workers look for jobs whose lock expired (stalled). */
-  TETRALOOP_STALLED_INTERVAL_MS: z.coerce.number().int().min(1000).default(30_000),
+  /**
+   * How long a job's lock lives without renewal; a crashed worker's job is recovered after this.
+   * A live worker renews it about every half of it, so a worker whose event loop or Redis stalls
+   * for longer than about half of it loses the job to another worker (a false stall).
+   */
+  TETRALOOP_LOCK_DURATION_MS: z.coerce.number().int().min(1000).default(10_000),
+  /**
+   * How often workers look for jobs whose lock expired (stalled). A job is moved back to the queue
+   * at the first check that finds it without a lock after a check saw it active, so a crashed
+   * worker's job is taken again within about lock duration + 2 × this.
+   */
+  TETRALOOP_STALLED_INTERVAL_MS: z.coerce.number().int().min(1000).default(5_000),
   /** Stalls a job survives before it is failed. */
   TETRALOOP_MAX_STALLED_COUNT: z.coerce.number().int().min(0).default(2),
   /** A node executed more often than this in one run (retries plus redeliveries) is stopped as a suspected loop. */
