@@ -37,8 +37,12 @@ export const WorkerEnv = BaseEnv.extend({
    * worker's job is taken again within about lock duration + 2 × this.
    */
   TETRALOOP_STALLED_INTERVAL_MS: z.coerce.number().int().min(1000).default(5_000),
-  /** Stalls a job survives before it is failed. */
-  TETRALOOP_MAX_STALLED_COUNT: z.coerce.number().int().min(0).default(2),
+  /**
+   * Stalls a job survives before it is failed. A stall is a worker's crash or a Redis restart
+   * under the job, not the job's doing; a node that crashes its workers is stopped by
+   * TETRALOOP_MAX_NODE_EXECUTIONS as well (its 1 + 4 executions are that limit's 5).
+   */
+  TETRALOOP_MAX_STALLED_COUNT: z.coerce.number().int().min(0).default(4),
   /** A node executed more often than this in one run (retries plus redeliveries) is stopped as a suspected loop. */
   TETRALOOP_MAX_NODE_EXECUTIONS: z.coerce.number().int().min(1).default(5),
   /** Retries per error class, overriding the defaults, as JSON: `{"server": 3, "network": 1}`. */
