@@ -2,7 +2,8 @@
  * A session message is taken in once, however often it is handled: a sense job redelivered after
  * its worker died, a client's retry with the same Idempotency-Key, a handling that died half way.
  * Found by `npm run chaos`: a message was marked seen before it was admitted, so a handling that
- * died in between left a message that every retry answered `duplicate` and no run ever answered.
+ * died in between left a message that every retry answered `duplicate` and no run ever answered;
+ * and a run's reply was claimed before it was written, so a writer that died in between lost it.
  */
 import { randomUUID } from 'node:crypto';
 import { Queue, QueueEvents } from 'bullmq';
@@ -13,8 +14,11 @@ import {
   RunRequest,
   SENSE_JOB,
   SessionStore,
+  busySessionsKey,
   connectRedis,
   derivedRunId,
+  runKeys,
+  sessionKeys,
   type MessageResult,
   type SensePayload,
 } from '@tetraloop/core';
@@ -174,4 +178,27 @@ it('takes the Idempotency-Key header as the message’s id, and refuses one that
   expect((await waitFor(stack.url, placed.runId!)).status).toBe('succeeded');
   await laneIdle(stack, sessionKey);
   expect(await userLines(sessionKey)).toEqual(['hello']);
+});
+
+it('writes a run’s reply once when its writer comes again (it died after writing, before marking the run)', async () => {
+  const sessionKey = `reply-${randomUUID()}`;
+  const placed = await post(stack.url, `/v1/sessions/${sessionKey}/messages`, { text: 'reply once' });
+  const runId = placed.body.runId as string;
+  expect((await waitFor(stack.url, runId)).status).toBe('succeeded');
+  await laneIdle(stack, sessionKey);
+  const replies = async (): Promise<number> =>
+    (await fetch(`${stack.url}/v1/sessions/${sessionKey}/transcript`).then((r) => r.text()))
+      .trim()
+      .split('\n')
+      .map((l) => JSON.parse(l) as { type: string; role?: string; runId?: string })
+      .filter((l) => l.runId === runId && (l.type === 'run' || l.role === 'assistant')).length;
+  expect(await replies()).toBe(2);
+  // As a writer that died after the transcript lines, before it marked the run replied, leaves it;
+  // and the lane still on the run, so the sweep moves it on and writes the reply again.
+  await redis.hdel(runKeys(stack.prefix, runId).meta, 'sessionReplied');
+  await redis.hset(sessionKeys(stack.prefix, sessionKey).meta, 'running', runId);
+  await redis.sadd(busySessionsKey(stack.prefix), sessionKey);
+  await laneIdle(stack, sessionKey);
+  expect(await replies()).toBe(2);
+  expect(await redis.hget(runKeys(stack.prefix, runId).meta, 'sessionReplied')).toBe('1');
 });

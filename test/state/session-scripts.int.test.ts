@@ -176,12 +176,12 @@ describe('lane-admit', () => {
       { type: 'message', role: 'user', text: 'r1' },
       { type: 'message', role: 'user', text: 'r2' },
     ]);
-    expect(await sessions.admitted(session, 'event:b', 60_000)).toBe(true);
-    expect(await sessions.admitted(session, 'event:c', 60_000)).toBe(false);
+    expect(await sessions.seen(session, 'event:b', 60_000)).toBe(true);
+    expect(await sessions.seen(session, 'event:c', 60_000)).toBe(false);
     // The ids live for the window: the key expires with it, and an id older than it is admitted again.
     expect(await redis.pttl(k.seen)).toBeGreaterThan(50_000);
     await redis.zadd(k.seen, Date.now() - 120_000, 'event:old');
-    expect(await sessions.admitted(session, 'event:old', 60_000)).toBe(false);
+    expect(await sessions.seen(session, 'event:old', 60_000)).toBe(false);
     expect(await once('r3', 'event:old')).toEqual({ kind: 'queued', runId: 'r3', position: 2 });
     expect(Number(await redis.zscore(k.seen, 'event:old'))).toBeGreaterThan(Date.now() - 60_000);
   });

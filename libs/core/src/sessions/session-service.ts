@@ -158,7 +158,7 @@ export class SessionService {
       deliveryId !== undefined ? derivedRunId('session-message', sessionKey, deliveryId) : randomUUID();
     const windowMs = config.dedupeWindowSeconds * 1000;
     // Seen already: nothing more to prepare (the admission below is what decides).
-    if (messageId !== undefined && (await sessions.admitted(sessionKey, messageId, windowMs)))
+    if (messageId !== undefined && (await sessions.seen(sessionKey, messageId, windowMs)))
       return this.duplicate(sessionKey, runId);
 
     await hooks?.emit('message_received', {
@@ -236,15 +236,29 @@ export class SessionService {
     return answer;
   }
 
-  /** A session run settled: write its reply and transcript entries (once), then move the lane on. */
+  /**
+   * A session run settled: write its reply and transcript entries (once), then move the lane on.
+   * The reply is written before the run is marked replied, and written once however many passes
+   * come (the root job handed out again, the lane sweep): a pass that dies half way leaves the
+   * reply to the next one instead of losing it.
+   */
   async onRunSettled(runId: string): Promise<void> {
-    const sessionKey = await this.deps.store.sessionOf(runId);
+    const { store, sessions, config } = this.deps;
+    const sessionKey = await store.sessionOf(runId);
     if (!sessionKey) return;
-    if (await this.deps.store.claimSessionReply(runId)) {
-      const doc = await this.deps.store.document(runId);
+    if (!(await store.sessionReplied(runId))) {
+      const id = `reply:${runId}`;
+      const windowMs = config.dedupeWindowSeconds * 1000;
+      const doc = (await sessions.seen(sessionKey, id, windowMs)) ? null : await store.document(runId);
       // The reply is the run's output: a sink's output kept as a blob is read back for it.
       if (doc)
-        await this.writeReply(sessionKey, await this.deps.store.blobs.expandDocument(doc, { nodes: false }));
+        await this.writeReply(
+          sessionKey,
+          await store.blobs.expandDocument(doc, { nodes: false }),
+          id,
+          windowMs,
+        );
+      await store.markSessionReplied(runId);
     }
     await this.advance(sessionKey, runId);
   }
@@ -595,7 +609,12 @@ export class SessionService {
     return summary;
   }
 
-  private async writeReply(sessionKey: string, doc: RunDocument): Promise<void> {
+  private async writeReply(
+    sessionKey: string,
+    doc: RunDocument,
+    id: string,
+    windowMs: number,
+  ): Promise<void> {
     const events = await this.deps.store.events(doc.runId, 0, 10_000);
     const reply = replyOf(doc, events);
     const entries: unknown[] = [...reply.toolEntries];
@@ -621,7 +640,7 @@ export class SessionService {
       });
     }
     entries.push({ type: 'run', runId: doc.runId, status: doc.status, usage: doc.usage, at: doc.finishedAt });
-    await this.deps.sessions.appendTranscript(sessionKey, ...entries);
+    if (!(await this.deps.sessions.appendOnce(sessionKey, id, windowMs, ...entries))) return;
     await this.deps.hooks?.emit('agent_end', { runId: doc.runId, status: doc.status, sessionKey });
   }
 }

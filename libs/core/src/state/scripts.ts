@@ -38,6 +38,7 @@ const SESSION_SCRIPTS = [
   'session-append-5',
   'session-transcript-5',
   'lane-admit-6',
+  'session-reply-6',
   'lane-advance-5',
   'lane-commit-collect-5',
   'lane-stop-5',

@@ -265,8 +265,34 @@ export class SessionStore {
     return running ? running : null;
   }
 
-  /** Whether a message with this id was admitted within the last `windowMs` (see `admit`). */
-  async admitted(sessionKey: string, id: string, windowMs: number): Promise<boolean> {
+  /**
+   * Appends transcript lines once per `id` within `windowMs` (see session-reply-6.lua): true when
+   * they were appended, false when lines with this id were.
+   */
+  async appendOnce(
+    sessionKey: string,
+    id: string,
+    windowMs: number,
+    ...entries: unknown[]
+  ): Promise<boolean> {
+    const k = sessionKeys(this.prefix, sessionKey);
+    const appended = await this.runner(
+      'session-reply-6',
+      [...sessionKeyList(k), k.seen],
+      [
+        Date.now(),
+        id,
+        windowMs,
+        ...entries.map((e) => JSON.stringify(e)),
+        this.idleTtlMs,
+        this.transcriptMaxLines,
+      ],
+    );
+    return appended === 1;
+  }
+
+  /** Whether `id` (a message admitted, a reply written) was noted within the last `windowMs` (see `admit`, `appendOnce`). */
+  async seen(sessionKey: string, id: string, windowMs: number): Promise<boolean> {
     const at = await this.redis.zscore(sessionKeys(this.prefix, sessionKey).seen, id);
     return at !== null && Number(at) >= Date.now() - windowMs;
   }

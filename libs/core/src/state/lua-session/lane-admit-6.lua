@@ -22,14 +22,7 @@
 ]]
 local now, mode, runId = ARGV[1], ARGV[2], ARGV[3]
 local messageId, window, line = ARGV[8], tonumber(ARGV[9]), ARGV[10]
-if messageId ~= '' then
-  redis.call('ZREMRANGEBYSCORE', KEYS[6], '-inf', '(' .. (tonumber(now) - window))
-  if redis.call('ZSCORE', KEYS[6], messageId) then return { 'duplicate' } end
-  redis.call('ZADD', KEYS[6], now, messageId)
-  -- As many ids as transcript lines are kept: the newest.
-  redis.call('ZREMRANGEBYRANK', KEYS[6], 0, -MAX_LINES - 1)
-  redis.call('PEXPIRE', KEYS[6], window)
-end
+if messageId ~= '' and not once(KEYS[6], messageId, now, window) then return { 'duplicate' } end
 redis.call('HSETNX', KEYS[1], 'createdAt', now)
 redis.call('HSETNX', KEYS[1], 'contextId', '1')
 if line ~= '' then appendLines({ line }) end
