@@ -301,9 +301,16 @@ async function main(): Promise<number> {
       ...(flags['fast-locks'] ? FAST_LOCKS : {}),
     };
 
+    /** API processes that ended without being killed here: how, and the end of their stderr. */
+    const apiExits: { at: number; code: number | null; signal: string | null; stderr: string }[] = [];
     const spawnApi = async (): Promise<Spawned> => {
       const p = spawnTetraloop(['api'], env);
       processes.add(p);
+      void p.exited.then(({ code, signal }) => {
+        if (!processes.has(p)) return;
+        apiExits.push({ at: round(now() - started), code, signal, stderr: p.stderr().slice(-4000) });
+        log(`api exited by itself (code ${code}, signal ${signal})`);
+      });
       await waitUntilAnswering(api, p);
       return p;
     };
@@ -354,6 +361,7 @@ async function main(): Promise<number> {
     const killApi = (async () => {
       await sleep(t0 + windowMs * 0.4 - now());
       apiKilledAt = now();
+      processes.delete(apiProcess);
       await apiProcess.kill('SIGKILL');
       apiProcess = await spawnApi();
       faults.push({ kind: 'api', at: apiKilledAt, downMs: round(now() - apiKilledAt) });
@@ -557,6 +565,13 @@ async function main(): Promise<number> {
       for (const e of stallEvents) out[pick(e)] = (out[pick(e)] ?? 0) + 1;
       return out;
     };
+    // How long BullMQ took to hand a killed worker's jobs back (lock expiry, then a stalled check):
+    // each stall after a kill, from the latest kill before it; per kill, the last of them.
+    const handBack = new Map<WorkerKill, number[]>();
+    for (const e of stallEvents) {
+      const kill = workerKills.filter((k) => k.at <= e.at && e.at <= k.at + stallWindow).at(-1);
+      if (kill) handBack.set(kill, [...(handBack.get(kill) ?? []), e.at - kill.at]);
+    }
     const stalls = {
       note: `BullMQ 'stalled' events: a job whose lock expired, moved back to wait; by queue, and by what came within ${stallWindow} ms before (a worker kill, the Redis kill and restart, or no fault)`,
       total: stallEvents.length,
@@ -564,6 +579,8 @@ async function main(): Promise<number> {
       byCause: stallCount((e) => causeOf(e.at)),
       noFaultAtMs: stallEvents.filter((e) => causeOf(e.at) === 'noFault').map((e) => round(e.at - t0)),
       distinctJobs: new Set(stallEvents.map((e) => `${e.queue}:${e.jobId}`)).size,
+      /** Per worker kill: from the kill until BullMQ had handed the last of its jobs back. */
+      handedBackAfterKillMs: stats([...handBack.values()].map((ms) => Math.max(...ms))),
       timeline: stallEvents.map((e) => [round(e.at - t0), e.queue] as const),
     };
     const gates = {
@@ -644,6 +661,7 @@ async function main(): Promise<number> {
         kills: perKill,
       },
       sessions: sessionsResult,
+      apiExits,
       stalls,
       workerStartMs: stats(workerStartMs),
       gates,
@@ -666,7 +684,9 @@ async function main(): Promise<number> {
     log(`wrote ${base}.json and .md`);
     return Object.values(gates).every(Boolean) ? 0 : 1;
   } finally {
-    await Promise.all([...processes].map((p) => p.kill('SIGKILL')));
+    const left = [...processes];
+    processes.clear();
+    await Promise.all(left.map((p) => p.kill('SIGKILL')));
     await redis?.stop().catch(() => undefined);
     await tools?.close().catch(() => undefined);
     await model?.close().catch(() => undefined);
@@ -717,6 +737,7 @@ type ChaosResult = {
     distinctJobs: number;
     byQueue: Record<string, number>;
     byCause: Record<string, number>;
+    handedBackAfterKillMs: ReturnType<typeof stats>;
   };
   workerStartMs: ReturnType<typeof stats>;
   gates: Record<string, boolean>;
@@ -773,6 +794,7 @@ function chaosTable(r: ChaosResult): string {
           ', ',
         )}; after a worker kill ${r.stalls.byCause.workerKill ?? 0}, after the Redis restart and no worker kill ${r.stalls.byCause.redisRestart ?? 0}, with no fault before ${r.stalls.byCause.noFault ?? 0})`,
     ],
+    ["a killed worker's jobs handed back (kill → stalled), per kill", fmt(r.stalls.handedBackAfterKillMs)],
     ['worker start (spawn → ready)', fmt(r.workerStartMs)],
     ...sessionRows(r.sessions),
     [
@@ -799,7 +821,7 @@ function sessionRows(x: SessionsSummary): [string, string][] {
         .map(([k, v]) => `${k} ${v}`)
         .join(
           ', ',
-        )}; ${count(x.replies, 'replies in transcripts')}; ${count(x.unanswered.length, 'unanswered')} (${x.unanswered.filter((u) => u.inFsyncWindow).length} acked within 1 s of the Redis kill), ${count(x.answeredTwice.length, 'answered twice')}`,
+        )}; ${count(x.replies, 'replies in transcripts')} (${x.repliesMissing.length} succeeded runs without one, ${x.repliesRepeated.length} with more than one); ${count(x.unanswered.length, 'unanswered')} (${x.unanswered.filter((u) => u.inFsyncWindow).length} acked within 1 s of the Redis kill), ${count(x.answeredTwice.length, 'answered twice')}`,
     ],
     [
       'session order',

@@ -228,6 +228,8 @@ export interface SessionCheck {
   readonly transcriptOrderOk: boolean;
   /** Replies (`echo: …`) in the transcript. */
   readonly replies: number;
+  /** Succeeded runs whose reply is missing from the transcript (0) or there more than once. */
+  readonly replyCounts: { runId: string; replies: number }[];
   /** Milliseconds each run waited in its lane after the previous one settled. */
   readonly handoverMs: number[];
   /** When its last run settled (epoch ms), if any did. */
@@ -295,9 +297,17 @@ export async function checkSession(
   const finished = docs.flatMap((d) => (d.finishedAt ? [Date.parse(d.finishedAt)] : []));
 
   const transcriptOrderOk = said.length === accepted.length && accepted.every((m, i) => said[i] === m.text);
-  const replies = lines.filter(
+  const replyLines = lines.filter(
     (l) => l.type === 'message' && l.role === 'assistant' && String(l.text).startsWith('echo: '),
-  ).length;
+  );
+  const replies = replyLines.length;
+  // Each succeeded run of a message writes one reply: none is a lost answer, two a repeated one.
+  const repliesOf = (runId: string): number => replyLines.filter((l) => l.runId === runId).length;
+  const replyCounts = [...runsOf.values()]
+    .flat()
+    .filter((d) => d.status === 'succeeded')
+    .map((d) => ({ runId: d.runId, replies: repliesOf(d.runId) }))
+    .filter((r) => r.replies !== 1);
   return {
     sessionKey: session.key,
     accepted: accepted.length,
@@ -307,6 +317,7 @@ export async function checkSession(
     outOfOrder,
     transcriptOrderOk,
     replies,
+    replyCounts,
     handoverMs,
     lastFinishedAt: finished.length ? Math.max(...finished) : null,
   };
@@ -372,6 +383,8 @@ export function summarizeSessions(
     refused,
     statuses,
     replies: checks.reduce((n, c) => n + c.replies, 0),
+    repliesMissing: checks.flatMap((c) => c.replyCounts.filter((r) => r.replies === 0)),
+    repliesRepeated: checks.flatMap((c) => c.replyCounts.filter((r) => r.replies > 1)),
     unanswered,
     answeredTwice,
     outOfOrder,
@@ -384,6 +397,7 @@ export function summarizeSessions(
     gates: {
       everyMessageAnsweredOnce:
         refused.length === 0 && unanswered.every((u) => u.inFsyncWindow) && answeredTwice.length === 0,
+      everyReplyOnce: checks.every((c) => c.replyCounts.length === 0),
       messagesInOrder: outOfOrder.length === 0 && transcriptOutOfOrder.length === 0,
       noStuckLanes: lanes.busy.length === 0,
     },
