@@ -2,21 +2,29 @@
  * `npm run chaos`: the whole deployment under faults, on loopback, bounded in count and time.
  *
  * Starts its own redis-server (AOF, `appendfsync everysec`, in a temp data dir), the loopback tool
- * server, one `tetraloop api` and three `tetraloop worker --pool all` processes; submits runs
- * (fan-out and diamond graphs of `http` nodes) spread over a window while it SIGKILLs a random
- * worker every 2 s (and starts a replacement), SIGKILLs the API once and Redis once (both restarted
- * where they were). Then it waits for every accepted run to settle and gates on:
+ * server, the loopback scripted model server, one `tetraloop api` and three
+ * `tetraloop worker --pool all` processes; submits runs (fan-out and diamond graphs of `http`
+ * nodes) spread over a window, and sends sessions their messages (see support/chaos-sessions.ts),
+ * while it SIGKILLs a random worker every 2 s (and starts a replacement; never the last ready one),
+ * SIGKILLs the API once and Redis once (both restarted where they were). Then it waits for every
+ * accepted run to settle and every session's lane to go idle, and gates on:
  *
  * - 0 lost: every run acknowledged (202) more than 1 s before the Redis kill is found and settled;
  * - 0 stuck: every found run settled within 5 minutes of the last fault;
- * - duplicates only as retries: every tool call made again carried its first attempt's Idempotency-Key.
+ * - duplicates only as retries: every tool call made again carried its first attempt's Idempotency-Key;
+ * - sessions: every accepted message answered by exactly one run that settled, the runs of a
+ *   session one after the other in the order its messages were sent, and 0 stuck lanes (none
+ *   still holding a run or queued items 5 minutes after the last fault).
  *
- * It reports the re-executed tool calls and the recovery time after a worker kill, prints a table,
- * writes bench/results/<timestamp>-chaos.json and .md, and exits 1 when a gate fails.
+ * It reports the re-executed tool calls, the recovery time after a worker kill, the jobs BullMQ
+ * took back from a worker (stalled) and what came before each, prints a table, writes
+ * bench/results/<timestamp>-chaos.json and .md, and exits 1 when a gate fails.
  *
- *   npm run chaos                              1,000 runs over 60 s, locks 2 s + stalled check 1 s
+ *   npm run chaos                              1,000 runs and 50 sessions × 10 messages over 60 s,
+ *                                              with the workers' default lock settings
  *   npm run chaos -- --runs 200 --seconds 15   a shorter one
- *   npm run chaos -- --defaults                the workers' default lock settings (30 s + 30 s)
+ *   npm run chaos -- --fast-locks              locks of 2 s and a stalled check every 1 s
+ *   npm run chaos -- --sessions 0              runs only
  *
  * Flags also read from the environment: TETRALOOP_CHAOS_RUNS, TETRALOOP_CHAOS_SECONDS.
  */
@@ -26,23 +34,39 @@ import { join } from 'node:path';
 import { parseArgs } from 'node:util';
 import { Redis } from 'ioredis';
 import { freePort, startRedisServer, type RedisServer } from '@tetraloop/core';
+import { parseWorkerEnv } from '@tetraloop/workers';
+import { startModelServer, type ChatRequest, type ModelServer } from '../test/support/model-server.js';
 import { spawnTetraloop, stderrMatches, type Spawned } from '../test/support/processes.js';
 import { startToolServer, type ToolServer } from '../test/support/tool-server.js';
+import {
+  checkSession,
+  driveSession,
+  echoModel,
+  planSessions,
+  summarizeSessions,
+  waitForIdleLanes,
+  type SessionsSummary,
+} from './support/chaos-sessions.js';
 import { mulberry32 } from './support/dag.js';
+import { watchStalls } from './support/stall-watch.js';
 import { machine, median, percentile } from './support/stack.js';
 
 const { values: flags } = parseArgs({
   options: {
     runs: { type: 'string' },
     seconds: { type: 'string' },
+    sessions: { type: 'string' },
+    messages: { type: 'string' },
     'kill-every': { type: 'string' },
-    defaults: { type: 'boolean', default: false },
+    'fast-locks': { type: 'boolean', default: false },
     seed: { type: 'string' },
   },
 });
 
 const RUNS = Number(flags.runs ?? process.env.TETRALOOP_CHAOS_RUNS ?? 1000);
 const SECONDS = Number(flags.seconds ?? process.env.TETRALOOP_CHAOS_SECONDS ?? 60);
+const SESSIONS = Number(flags.sessions ?? 50);
+const MESSAGES = Number(flags.messages ?? 10);
 const KILL_EVERY_MS = Number(flags['kill-every'] ?? 2000);
 const SEED = Number(flags.seed ?? 14);
 const WORKERS = 3;
@@ -50,10 +74,16 @@ const WORKERS = 3;
 const SETTLE_MS = 5 * 60_000;
 /** Runs acknowledged this close to the Redis kill may be lost by `appendfsync everysec`. */
 const FSYNC_WINDOW_MS = 1000;
-const DEFAULT_LOCKS = { TETRALOOP_LOCK_DURATION_MS: '30000', TETRALOOP_STALLED_INTERVAL_MS: '30000' };
-const LOCKS = flags.defaults
-  ? DEFAULT_LOCKS
-  : { TETRALOOP_LOCK_DURATION_MS: '2000', TETRALOOP_STALLED_INTERVAL_MS: '1000' };
+/** The workers' own defaults: what a run without `--fast-locks` uses (it sets none of these). */
+const WORKER_DEFAULTS = parseWorkerEnv({ REDIS_URL: 'redis://127.0.0.1:6379' });
+const DEFAULT_LOCKS = {
+  TETRALOOP_LOCK_DURATION_MS: String(WORKER_DEFAULTS.TETRALOOP_LOCK_DURATION_MS),
+  TETRALOOP_STALLED_INTERVAL_MS: String(WORKER_DEFAULTS.TETRALOOP_STALLED_INTERVAL_MS),
+  TETRALOOP_MAX_STALLED_COUNT: String(WORKER_DEFAULTS.TETRALOOP_MAX_STALLED_COUNT),
+};
+const FAST_LOCKS = { TETRALOOP_LOCK_DURATION_MS: '2000', TETRALOOP_STALLED_INTERVAL_MS: '1000' };
+/** The settings in effect; only `--fast-locks` passes any to the workers. */
+const LOCKS = flags['fast-locks'] ? { ...DEFAULT_LOCKS, ...FAST_LOCKS } : DEFAULT_LOCKS;
 
 const SETTLED = new Set(['succeeded', 'failed', 'cancelled', 'timed_out']);
 const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
@@ -247,10 +277,12 @@ async function main(): Promise<number> {
   const dataDir = mkdtempSync(join(tmpdir(), 'tetraloop-chaos-'));
   const processes = new Set<Spawned>();
   let tools: ToolServer | undefined;
+  let model: ModelServer | undefined;
   let redis: RedisServer | undefined;
   const started = now();
   try {
     tools = await startToolServer();
+    model = await startModelServer({ script: echoModel });
     redis = await startRedisServer({ dataDir: join(dataDir, 'redis') });
     const redisPort = Number(new URL(redis.url).port);
     const apiPort = await freePort();
@@ -263,23 +295,39 @@ async function main(): Promise<number> {
       HOST: '127.0.0.1',
       PORT: String(apiPort),
       TETRALOOP_HTTP_ALLOW_HOSTS: '127.0.0.1',
-      ...LOCKS,
+      // Session runs: loop runs of the agent `main`, whose model is the scripted server.
+      OPENAI_BASE_URL: model.url,
+      TETRALOOP_WORKSPACE_DIR: join(dataDir, 'workspace'),
+      ...(flags['fast-locks'] ? FAST_LOCKS : {}),
     };
 
+    /** API processes that ended without being killed here: how, and the end of their stderr. */
+    const apiExits: { at: number; code: number | null; signal: string | null; stderr: string }[] = [];
     const spawnApi = async (): Promise<Spawned> => {
       const p = spawnTetraloop(['api'], env);
       processes.add(p);
+      void p.exited.then(({ code, signal }) => {
+        if (!processes.has(p)) return;
+        apiExits.push({ at: round(now() - started), code, signal, stderr: p.stderr().slice(-4000) });
+        log(`api exited by itself (code ${code}, signal ${signal})`);
+      });
       await waitUntilAnswering(api, p);
       return p;
     };
     const workers: Spawned[] = [];
     const ready = new Set<Spawned>();
+    /** How long each worker took from its spawn to `worker ready`. */
+    const workerStartMs: number[] = [];
     const spawnWorker = (): Spawned => {
+      const spawnedAt = now();
       const p = spawnTetraloop(['worker', '--pool', 'all'], env);
       processes.add(p);
       workers.push(p);
       void stderrMatches(p, /worker ready/).then(
-        () => ready.add(p),
+        () => {
+          ready.add(p);
+          workerStartMs.push(now() - spawnedAt);
+        },
         () => undefined,
       );
       return p;
@@ -289,6 +337,7 @@ async function main(): Promise<number> {
     for (let i = 0; i < WORKERS; i++) spawnWorker();
     while (ready.size < WORKERS) await sleep(50);
     log(`stack up: redis ${redis.url} (AOF everysec in ${dataDir}), api ${api}, ${WORKERS} workers`);
+    const stallWatch = watchStalls(redis.url, env.TETRALOOP_PREFIX!, ['tool', 'plan', 'sense']);
 
     const rand = mulberry32(SEED);
     const stamp = Date.now().toString(36);
@@ -298,6 +347,7 @@ async function main(): Promise<number> {
       posts: 0,
       ...graphOf(index, rand),
     }));
+    const sessions = planSessions(SESSIONS, MESSAGES, SECONDS * 1000, rand, stamp);
 
     const windowMs = SECONDS * 1000;
     const t0 = now();
@@ -311,6 +361,7 @@ async function main(): Promise<number> {
     const killApi = (async () => {
       await sleep(t0 + windowMs * 0.4 - now());
       apiKilledAt = now();
+      processes.delete(apiProcess);
       await apiProcess.kill('SIGKILL');
       apiProcess = await spawnApi();
       faults.push({ kind: 'api', at: apiKilledAt, downMs: round(now() - apiKilledAt) });
@@ -325,12 +376,20 @@ async function main(): Promise<number> {
       faults.push({ kind: 'redis', at: redisKilledAt, downMs: round(now() - redisKilledAt) });
       log(`redis killed and restarted from its AOF in ${round(now() - redisKilledAt)} ms`);
     })();
+    let skippedKills = 0;
     const killWorkers = (async () => {
       for (let due = t0 + KILL_EVERY_MS; due < end; due += KILL_EVERY_MS) {
         await sleep(due - now());
+        // A worker crashes while others work: the last ready worker is not killed (replacements
+        // take seconds to start on a loaded machine, and killing each one as it comes up is an
+        // outage of the whole pool, not a worker crash); that kill is skipped and counted.
         const candidates = workers.filter((w) => ready.has(w));
-        const victim = candidates[Math.floor(Math.random() * candidates.length)];
-        if (!victim) continue;
+        const victim =
+          candidates.length >= 2 ? candidates[Math.floor(Math.random() * candidates.length)] : undefined;
+        if (!victim) {
+          skippedKills += 1;
+          continue;
+        }
         const at = now();
         const pid = victim.child.pid ?? -1;
         await victim.kill('SIGKILL');
@@ -349,7 +408,8 @@ async function main(): Promise<number> {
       await sleep(Math.max(0, t0 + (s.index * windowMs) / RUNS - now()));
       await submit(api, s, tools!.url, t0 + windowMs + 60_000);
     });
-    await Promise.all(posting);
+    const talking = sessions.map((s) => driveSession(api, s, t0, t0 + windowMs + 60_000, now));
+    await Promise.all([...posting, ...talking]);
     await chaos;
     const lastFault = Math.max(...faults.map((f) => f.at + f.downMs));
     const accepted = submissions.filter((s) => s.runId !== undefined);
@@ -382,7 +442,16 @@ async function main(): Promise<number> {
       if (pending.length > 0 && allMissing) break;
       if (pending.length > 0) await sleep(1000);
     }
+    // Sessions: every lane idle by the same deadline, then each looked at.
+    const lanes = await waitForIdleLanes(api, sessions, deadline, now);
+    if (sessions.length > 0) log(`session lanes: ${lanes.busy.length} of ${sessions.length} still busy`);
+    const lastUser = (r: ChatRequest): string | null | undefined =>
+      [...r.messages].reverse().find((m) => m.role === 'user')?.content;
+    const modelCallsFor = (text: string): number =>
+      model!.requests.filter((r) => lastUser(r) === text).length;
+    const sessionChecks = await pool(sessions, 8, (s) => checkSession(api, s, modelCallsFor));
     const settleEnded = now();
+    await stallWatch.stop();
     const failedJobs = await failedJobReasons(redis.url, env.TETRALOOP_PREFIX!).catch((err: unknown) => ({
       [`could not read: ${String(err)}`]: 0,
     }));
@@ -473,12 +542,54 @@ async function main(): Promise<number> {
       }),
     );
 
+    const sessionsResult = summarizeSessions(sessions, sessionChecks, lanes, {
+      redisKilledAt,
+      lastFault,
+      fsyncWindowMs: FSYNC_WINDOW_MS,
+    });
+    // Jobs BullMQ took back from a worker: after a worker kill or the Redis restart (within a
+    // lock, two stalled checks and 5 s), or else from a live worker that did not renew its lock.
+    const stallWindow =
+      Number(LOCKS.TETRALOOP_LOCK_DURATION_MS) + 2 * Number(LOCKS.TETRALOOP_STALLED_INTERVAL_MS) + 5000;
+    const redisDown = faults.find((f) => f.kind === 'redis')?.downMs ?? 0;
+    const stallEvents = stallWatch.events.filter((e) => e.event === 'stalled');
+    // A worker kill first (it takes its jobs' locks with it for sure), then the Redis restart.
+    const causeOf = (at: number): 'workerKill' | 'redisRestart' | 'noFault' =>
+      workerKills.some((k) => at >= k.at && at <= k.at + stallWindow)
+        ? 'workerKill'
+        : redisKilledAt > 0 && at >= redisKilledAt && at <= redisKilledAt + redisDown + stallWindow
+          ? 'redisRestart'
+          : 'noFault';
+    const stallCount = (pick: (e: (typeof stallEvents)[number]) => string): Record<string, number> => {
+      const out: Record<string, number> = {};
+      for (const e of stallEvents) out[pick(e)] = (out[pick(e)] ?? 0) + 1;
+      return out;
+    };
+    // How long BullMQ took to hand a killed worker's jobs back (lock expiry, then a stalled check):
+    // each stall after a kill, from the latest kill before it; per kill, the last of them.
+    const handBack = new Map<WorkerKill, number[]>();
+    for (const e of stallEvents) {
+      const kill = workerKills.filter((k) => k.at <= e.at && e.at <= k.at + stallWindow).at(-1);
+      if (kill) handBack.set(kill, [...(handBack.get(kill) ?? []), e.at - kill.at]);
+    }
+    const stalls = {
+      note: `BullMQ 'stalled' events: a job whose lock expired, moved back to wait; by queue, and by what came within ${stallWindow} ms before (a worker kill, the Redis kill and restart, or no fault)`,
+      total: stallEvents.length,
+      byQueue: stallCount((e) => e.queue),
+      byCause: stallCount((e) => causeOf(e.at)),
+      noFaultAtMs: stallEvents.filter((e) => causeOf(e.at) === 'noFault').map((e) => round(e.at - t0)),
+      distinctJobs: new Set(stallEvents.map((e) => `${e.queue}:${e.jobId}`)).size,
+      /** Per worker kill: from the kill until BullMQ had handed the last of its jobs back. */
+      handedBackAfterKillMs: stats([...handBack.values()].map((ms) => Math.max(...ms))),
+      timeline: stallEvents.map((e) => [round(e.at - t0), e.queue] as const),
+    };
     const gates = {
       noneLost: lost.length === 0,
       noneStuck: stuck.length === 0,
       duplicatesAreRetries: keyMismatches.length === 0,
       oneRunPerKey: distinctRunIds === accepted.length,
       everySucceededNodeCalled: succeededNotCalled.length === 0,
+      ...(sessions.length > 0 ? sessionsResult.gates : {}),
     };
     const result = {
       command: ['npm run chaos', ...(process.argv.length > 2 ? ['--', ...process.argv.slice(2)] : [])].join(
@@ -488,8 +599,11 @@ async function main(): Promise<number> {
         runs: RUNS,
         seconds: SECONDS,
         workers: WORKERS,
+        sessions: SESSIONS,
+        messagesPerSession: MESSAGES,
         workerKillEveryMs: KILL_EVERY_MS,
         ...LOCKS,
+        locks: flags['fast-locks'] ? 'fast (--fast-locks)' : "the workers' defaults",
         defaults: DEFAULT_LOCKS,
         redis: 'AOF appendfsync everysec',
         seed: SEED,
@@ -502,6 +616,8 @@ async function main(): Promise<number> {
       distinctRunIds,
       faults: {
         workerKills: workerKills.length,
+        /** Kill times skipped because fewer than two workers were ready. */
+        workerKillsSkipped: skippedKills,
         api: faults.filter((f) => f.kind === 'api').map((f) => ({ at: round(f.at - t0), downMs: f.downMs })),
         redis: faults
           .filter((f) => f.kind === 'redis')
@@ -544,6 +660,10 @@ async function main(): Promise<number> {
         perNodeMs: stats(nodeRecoveries),
         kills: perKill,
       },
+      sessions: sessionsResult,
+      apiExits,
+      stalls,
+      workerStartMs: stats(workerStartMs),
       gates,
       wallMs: round(settleEnded - started),
     };
@@ -564,9 +684,12 @@ async function main(): Promise<number> {
     log(`wrote ${base}.json and .md`);
     return Object.values(gates).every(Boolean) ? 0 : 1;
   } finally {
-    await Promise.all([...processes].map((p) => p.kill('SIGKILL')));
+    const left = [...processes];
+    processes.clear();
+    await Promise.all(left.map((p) => p.kill('SIGKILL')));
     await redis?.stop().catch(() => undefined);
     await tools?.close().catch(() => undefined);
+    await model?.close().catch(() => undefined);
     rmSync(dataDir, { recursive: true, force: true });
   }
 }
@@ -576,8 +699,12 @@ type ChaosResult = {
     runs: number;
     seconds: number;
     workers: number;
+    sessions: number;
+    messagesPerSession: number;
     TETRALOOP_LOCK_DURATION_MS: string;
     TETRALOOP_STALLED_INTERVAL_MS: string;
+    TETRALOOP_MAX_STALLED_COUNT: string;
+    locks: string;
   };
   submitted: number;
   accepted: number;
@@ -586,6 +713,7 @@ type ChaosResult = {
   distinctRunIds: number;
   faults: {
     workerKills: number;
+    workerKillsSkipped: number;
     api: { at: number; downMs: number }[];
     redis: { at: number; downMs: number }[];
     lastFaultAt: number;
@@ -603,6 +731,15 @@ type ChaosResult = {
     perKillIncludingRedisOverlapMs: ReturnType<typeof stats>;
     perNodeMs: ReturnType<typeof stats>;
   };
+  sessions: SessionsSummary;
+  stalls: {
+    total: number;
+    distinctJobs: number;
+    byQueue: Record<string, number>;
+    byCause: Record<string, number>;
+    handedBackAfterKillMs: ReturnType<typeof stats>;
+  };
+  workerStartMs: ReturnType<typeof stats>;
   gates: Record<string, boolean>;
 };
 
@@ -613,11 +750,11 @@ function chaosTable(r: ChaosResult): string {
   const rows: [string, string][] = [
     [
       'settings',
-      `${s.runs} runs over ${s.seconds} s, ${s.workers} workers, lock ${s.TETRALOOP_LOCK_DURATION_MS} ms, stalled check ${s.TETRALOOP_STALLED_INTERVAL_MS} ms`,
+      `${s.runs} runs and ${s.sessions} sessions × ${s.messagesPerSession} messages over ${s.seconds} s, ${s.workers} workers, lock ${s.TETRALOOP_LOCK_DURATION_MS} ms, stalled check ${s.TETRALOOP_STALLED_INTERVAL_MS} ms, max stalled count ${s.TETRALOOP_MAX_STALLED_COUNT} (${s.locks})`,
     ],
     [
       'faults',
-      `${r.faults.workerKills} worker SIGKILLs; API SIGKILL at ${r.faults.api.map((f) => `${f.at} ms (down ${f.downMs} ms)`).join(', ')}; Redis SIGKILL at ${r.faults.redis.map((f) => `${f.at} ms (down ${f.downMs} ms)`).join(', ')}`,
+      `${r.faults.workerKills} worker SIGKILLs (${r.faults.workerKillsSkipped} more skipped: fewer than 2 workers ready); API SIGKILL at ${r.faults.api.map((f) => `${f.at} ms (down ${f.downMs} ms)`).join(', ')}; Redis SIGKILL at ${r.faults.redis.map((f) => `${f.at} ms (down ${f.downMs} ms)`).join(', ')}`,
     ],
     [
       'accepted',
@@ -650,6 +787,17 @@ function chaosTable(r: ChaosResult): string {
     ],
     ['worker-kill recovery, per node', fmt(r.workerKillRecovery.perNodeMs)],
     [
+      'jobs taken back from a worker (BullMQ stalled)',
+      `${r.stalls.total} (${r.stalls.distinctJobs} jobs; ${Object.entries(r.stalls.byQueue)
+        .map(([k, v]) => `${k} ${v}`)
+        .join(
+          ', ',
+        )}; after a worker kill ${r.stalls.byCause.workerKill ?? 0}, after the Redis restart and no worker kill ${r.stalls.byCause.redisRestart ?? 0}, with no fault before ${r.stalls.byCause.noFault ?? 0})`,
+    ],
+    ["a killed worker's jobs handed back (kill → stalled), per kill", fmt(r.stalls.handedBackAfterKillMs)],
+    ['worker start (spawn → ready)', fmt(r.workerStartMs)],
+    ...sessionRows(r.sessions),
+    [
       'gates',
       Object.entries(r.gates)
         .map(([k, v]) => `${k} ${v ? 'pass' : 'FAIL'}`)
@@ -657,6 +805,40 @@ function chaosTable(r: ChaosResult): string {
     ],
   ];
   return ['| | |', '|---|---|', ...rows.map(([a, b]) => `| ${a} | ${b} |`)].join('\n');
+}
+
+function sessionRows(x: SessionsSummary): [string, string][] {
+  if (x.sessions === 0) return [];
+  const count = (n: number, what: string): string => `${n} ${what}`;
+  return [
+    [
+      'session messages accepted',
+      `${x.accepted}/${x.sent} sent (${x.sessions} sessions × ${x.messagesPerSession}; ${x.messagesPostedMoreThanOnce} needed a retried POST, ${x.postsRetried} retries, ${x.answeredNotYetPlaced} of them after a 202 not yet placed; ${x.answeredDuplicate} answered as duplicates; ${x.refused.length} refused)`,
+    ],
+    [
+      'session messages answered',
+      `${Object.entries(x.statuses)
+        .map(([k, v]) => `${k} ${v}`)
+        .join(
+          ', ',
+        )}; ${count(x.replies, 'replies in transcripts')} (${x.repliesMissing.length} succeeded runs without one, ${x.repliesRepeated.length} with more than one); ${count(x.unanswered.length, 'unanswered')} (${x.unanswered.filter((u) => u.inFsyncWindow).length} acked within 1 s of the Redis kill), ${count(x.answeredTwice.length, 'answered twice')}`,
+    ],
+    [
+      'session order',
+      `${count(x.outOfOrder.length, "runs started before the previous message's run settled")}; ${count(x.transcriptOutOfOrder.length, 'transcripts not in the order sent')}`,
+    ],
+    ['stuck lanes (busy 5 min after the last fault)', String(x.stuckLanes.length)],
+    [
+      'session lane handover (a run settled → the next one started)',
+      x.handoverMs.n === 0
+        ? 'none measured'
+        : `median ${x.handoverMs.median} ms, p95 ${x.handoverMs.p95} ms, max ${x.handoverMs.max} ms (n = ${x.handoverMs.n})`,
+    ],
+    [
+      'last session run settled after the last fault',
+      x.lastRunSettledMsAfterLastFault === null ? 'none' : `${x.lastRunSettledMsAfterLastFault} ms`,
+    ],
+  ];
 }
 
 main().then(

@@ -3,8 +3,10 @@
  * with 500 — also for requests Redis dies under, when the connection's status may still say
  * `ready`.
  */
+import { randomUUID } from 'node:crypto';
+import { Queue, QueueEvents } from 'bullmq';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { parseApiEnv, startApi, type ApiHandle } from '@tetraloop/api';
+import { parseApiEnv, startApi, waitForJob, type ApiHandle } from '@tetraloop/api';
 import {
   connectRedis,
   isRedisUnavailable,
@@ -115,5 +117,42 @@ describe('isRedisUnavailable', () => {
     clients.push(refused);
     refused.on('error', () => undefined);
     expect(isRedisUnavailable(await failure(refused.get('k')))).toBe(true);
+  });
+});
+
+describe('waiting for a sense job', () => {
+  let redis: RedisServer;
+  beforeAll(async () => {
+    redis = await startRedisServer();
+  });
+  afterAll(async () => {
+    await redis?.stop();
+  });
+
+  it('rejects the wait when Redis is gone as it looks at the job, and leaves nothing unhandled', async () => {
+    // BullMQ's job.waitUntilFinished looks at the job inside an async Promise executor: a Redis
+    // error there was an unhandled rejection, and it ended the API process (npm run chaos: every
+    // request after a Redis kill was refused). The session message route now waits with
+    // waitForJob, whose look rejects the wait itself; the route answers it 503.
+    const prefix = `test-${randomUUID()}`;
+    const connection = connectRedis(redis.url, 'client', 'job-wait-test');
+    const eventsConnection = connectRedis(redis.url, 'worker', 'job-wait-events');
+    for (const c of [connection, eventsConnection]) c.on('error', () => undefined);
+    const events = new QueueEvents('sense', { connection: eventsConnection, prefix });
+    events.on('error', () => undefined);
+    const queue = new Queue('sense', { connection, prefix });
+    queue.on('error', () => undefined);
+    await events.waitUntilReady();
+    const job = await queue.add('message', {});
+    expect(await waitForJob(queue, events, job.id!, 50)).toEqual({ state: 'pending' });
+
+    process.kill(redis.pid, 'SIGKILL');
+    const failure = await waitForJob(queue, events, job.id!, 5000).then(
+      () => undefined,
+      (err: unknown) => err,
+    );
+    expect(isRedisUnavailable(failure)).toBe(true);
+    connection.disconnect();
+    eventsConnection.disconnect();
   });
 });

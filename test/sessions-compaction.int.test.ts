@@ -11,6 +11,7 @@ import {
   type ModelServer,
   type ScriptedReply,
 } from './support/model-server.js';
+import { SessionStore, connectRedis } from '@tetraloop/core';
 import { laneIdle, post, startStack, waitFor, type Stack } from './support/stack.js';
 
 let stack: Stack;
@@ -124,9 +125,10 @@ describe('compaction', () => {
     expect(system).toContain(`user: ${text(key, 4)}\nassistant: echo: ${text(key, 4)}`);
     for (let i = 1; i <= 3; i++) expect(system).not.toContain(text(key, i));
 
-    // The transcript keeps every message; the compaction line comes after the message that
-    // triggered it (index 12: 4 exchanges of user, assistant and run lines) and stands for the
-    // lines before the first kept one (the 4th user message, at 9).
+    // The transcript keeps every message; the compaction line is written as the run of the message
+    // that triggered it is prepared, just before that message's line, which goes in with its
+    // admission (index 12: after 4 exchanges of user, assistant and run lines), and stands for
+    // the lines before the first kept one (the 4th user message, at 9).
     const lines = await transcript(stack.url, key);
     expect(messages(lines)).toEqual(
       Array.from({ length: 5 }, (_, i) => [
@@ -134,8 +136,9 @@ describe('compaction', () => {
         `assistant: echo: ${text(key, i + 1)}`,
       ]).flat(),
     );
-    expect(lines.findIndex((l) => l.type === 'compaction')).toBe(13);
-    expect(lines[13]).toEqual({
+    expect(lines.findIndex((l) => l.type === 'compaction')).toBe(12);
+    expect(lines[13]).toMatchObject({ type: 'message', role: 'user', text: text(key, 5) });
+    expect(lines[12]).toEqual({
       type: 'compaction',
       summary,
       covers: { fromIndex: 0, toIndex: 8, messages: 6 },
@@ -228,20 +231,25 @@ describe('compaction', () => {
 
 describe('compaction without a model', () => {
   it('is a deterministic truncation with a marker', async () => {
-    // A sense pool without a model: no run can be made, but the messages and their history are kept.
+    // A sense pool without a model: no run can be made, so a message is refused and not kept; the
+    // history is written directly, and the refused message's run is prepared (and compacts)
+    // before it is refused.
     const bare = await startStack({
       pools: ['sense'],
       env: { TETRALOOP_SESSION_COMPACT_TOKENS: '400', TETRALOOP_WORKSPACE_DIR: workspace },
     });
+    const redis = connectRedis(bare.env.REDIS_URL!, 'worker', 'compaction-test');
     try {
       const key = 'bare';
+      const store = new SessionStore(redis, bare.prefix);
       // User lines of 52 tokens: the ninth message's history is 8 × 52 = 416 > 400.
-      for (let i = 1; i <= 9; i++) {
-        const res = await post(bare.url, `/v1/sessions/${key}/messages`, { text: text(key, i) });
-        expect(res.body).toMatchObject({ error: { code: 'message_failed' } });
+      for (let i = 1; i <= 8; i++) {
+        await store.appendTranscript(key, { type: 'message', role: 'user', text: text(key, i) });
       }
+      const res = await post(bare.url, `/v1/sessions/${key}/messages`, { text: text(key, 9) });
+      expect(res.body).toMatchObject({ error: { code: 'message_failed' } });
       const lines = await transcript(bare.url, key);
-      expect(messages(lines)).toHaveLength(9);
+      expect(messages(lines)).toHaveLength(8);
       const compactions = lines.filter((l) => l.type === 'compaction');
       expect(compactions).toHaveLength(1);
       const [compaction] = compactions;
@@ -260,6 +268,7 @@ describe('compaction without a model', () => {
       expect(folded.startsWith(summary.slice(0, marker.index))).toBe(true);
       expect(folded.endsWith(summary.slice(marker.index + marker[0].length))).toBe(true);
     } finally {
+      redis.disconnect();
       await bare.close();
     }
   });

@@ -222,9 +222,9 @@ describe('lanes', () => {
   });
 
   it('interrupt cancels the running run and starts the newest message', async () => {
-    answer = echo(1500);
+    // Slow for the first message whenever its model call comes (it may come after the answer).
+    answer = (r) => echo(lastUser(r) === 'slow one' ? 1500 : 0)(r);
     const first = await say('interrupt', 'slow one');
-    answer = echo(0);
     const second = await say('interrupt', 'urgent', { mode: 'interrupt' });
     expect(second).toMatchObject({ queued: false });
     expect((await waitFor(stack.url, first.runId!)).status).toBe('cancelled');

@@ -167,6 +167,65 @@ describe('lane-admit', () => {
     expect(await admit(session, 'interrupt', 'r3')).toEqual({ kind: 'interrupt', cancel: 'r1', runId: 'r3' });
     expect(await lane(session)).toEqual({ running: 'r3', queue: ['r2'], buffer: [] });
   });
+
+  it('admits a message id once within the window, with its transcript line, and changes nothing the second time', async () => {
+    const session = randomUUID();
+    const k = sessionKeys(prefix, session);
+    const once = (runId: string, id: string, windowMs = 60_000) =>
+      sessions.admit(session, {
+        mode: 'followup',
+        runId,
+        message: message(runId),
+        collectCap: 3,
+        drop: 'old',
+        envCap: 5,
+        followupCap: 100,
+        once: { id, windowMs },
+        line: { type: 'message', role: 'user', text: runId },
+      });
+    const lines = async (): Promise<unknown[]> =>
+      (await redis.lrange(k.transcript, 0, -1)).map((l) => JSON.parse(l) as unknown);
+    expect(await once('r1', 'event:a')).toEqual({ kind: 'start', runId: 'r1' });
+    expect(await once('r2', 'event:b')).toEqual({ kind: 'queued', runId: 'r2', position: 1 });
+    // A retry of b (another run prepared for it) and a second handling of a: nothing moves.
+    expect(await once('r2-again', 'event:b')).toEqual({ kind: 'duplicate' });
+    expect(await once('r1', 'event:a')).toEqual({ kind: 'duplicate' });
+    expect(await lane(session)).toEqual({ running: 'r1', queue: ['r2'], buffer: [] });
+    expect(await lines()).toEqual([
+      { type: 'message', role: 'user', text: 'r1' },
+      { type: 'message', role: 'user', text: 'r2' },
+    ]);
+    expect(await sessions.seen(session, 'event:b', 60_000)).toBe(true);
+    expect(await sessions.seen(session, 'event:c', 60_000)).toBe(false);
+    // The ids live for the window: the key expires with it, and an id older than it is admitted again.
+    expect(await redis.pttl(k.seen)).toBeGreaterThan(50_000);
+    await redis.zadd(k.seen, Date.now() - 120_000, 'event:old');
+    expect(await sessions.seen(session, 'event:old', 60_000)).toBe(false);
+    expect(await once('r3', 'event:old')).toEqual({ kind: 'queued', runId: 'r3', position: 2 });
+    expect(Number(await redis.zscore(k.seen, 'event:old'))).toBeGreaterThan(Date.now() - 60_000);
+  });
+
+  it('keeps as many message ids as transcript lines, the newest', async () => {
+    const capped = new SessionStore(redis, prefix, { transcriptMaxLines: 3 });
+    const session = randomUUID();
+    for (let i = 0; i < 5; i++) {
+      await capped.admit(session, {
+        mode: 'followup',
+        runId: `r${i}`,
+        message: message(`r${i}`),
+        collectCap: 3,
+        drop: 'old',
+        envCap: 5,
+        followupCap: 100,
+        once: { id: `event:${i}`, windowMs: 60_000 },
+      });
+    }
+    expect(await redis.zrange(sessionKeys(prefix, session).seen, '0', '-1')).toEqual([
+      'event:2',
+      'event:3',
+      'event:4',
+    ]);
+  });
 });
 
 describe('lane-advance', () => {

@@ -107,6 +107,7 @@ export function runHandlers(deps: RunsRouterDeps): Partial<Record<RouteName, Req
     const shown = doc.sessionKey ? { ...doc, sessionKey: unscopeName(doc.sessionKey).name } : doc;
     return expand === 'blobs' ? deps.store.blobs.expandDocument(shown) : shown;
   };
+
   const ownRun = (req: Request, res: Response): Promise<string> => ownRunId(deps.store, req, res);
 
   const submit: RequestHandler = async (req, res) => {

@@ -3,6 +3,7 @@
  * A session key names a session of the caller's tenant: it is stored tenant-scoped, and answers
  * show it as the client named it.
  */
+import { randomUUID } from 'node:crypto';
 import type { Request, RequestHandler, Response } from 'express';
 import type { Queue, QueueEvents } from 'bullmq';
 import {
@@ -22,9 +23,10 @@ import {
   type SourceService,
 } from '@tetraloop/core';
 import type { MessageAnswer, SourceEventAccepted, SourceList, TranscriptHeader } from './answers.js';
-import { MessageBody, SessionKey, SourceName, TranscriptQuery } from './requests.js';
+import { IdempotencyKey, MessageBody, SessionKey, SourceName, TranscriptQuery } from './requests.js';
 import { callerOf } from './auth.js';
 import { HttpError, zodToHttp } from './http-errors.js';
+import { waitForJob } from './job-wait.js';
 import type { RouteName } from './route-table.js';
 
 export interface SessionsRouterDeps {
@@ -60,23 +62,32 @@ export function sessionHandlers(deps: SessionsRouterDeps): Partial<Record<RouteN
     const { name, stored: sessionKey } = sessionOf(req.params.sessionKey, res);
     const body = MessageBody.safeParse(req.body);
     if (!body.success) throw zodToHttp(body.error);
+    // An Idempotency-Key is the message's id, as its eventId is: a retry with it is seen as one.
+    const key = IdempotencyKey.safeParse(req.get('idempotency-key'));
+    if (!key.success) throw zodToHttp(key.error, ['headers', 'idempotency-key']);
+    if (key.data !== undefined && body.data.eventId !== undefined && key.data !== body.data.eventId) {
+      throw new HttpError(400, 'invalid_request', 'the request is invalid', [
+        { path: 'headers.idempotency-key', message: 'differs from the eventId of the body' },
+      ]);
+    }
+    const eventId = body.data.eventId ?? key.data;
     // Messages name no agent: they run the session agent, which must be one the caller may run.
     await deps.runs.checkAgent(callerOf(res).tenant, SESSION_AGENT);
     const job = await deps.senseQueue.add(
       SENSE_JOB.message,
-      { sessionKey, message: body.data } satisfies SensePayload<typeof SENSE_JOB.message>,
+      {
+        sessionKey,
+        message: { ...body.data, ...(eventId === undefined ? {} : { eventId }) },
+        // Every handling of this job (a redelivery after a crash) finds the run the first stored.
+        deliveryId: randomUUID(),
+      } satisfies SensePayload<typeof SENSE_JOB.message>,
       { removeOnComplete: { age: 60 }, removeOnFail: { age: 3600 } },
     );
-    let placed: MessageResult | undefined;
-    try {
-      placed = (await job.waitUntilFinished(deps.senseEvents, PLACE_TIMEOUT_MS)) as MessageResult;
-    } catch {
-      // Either the sense loop failed the message, or it has not answered yet.
-      if ((await job.getState()) === 'failed') {
-        const failed = await deps.senseQueue.getJob(job.id!);
-        throw new HttpError(422, 'message_failed', failed?.failedReason ?? 'the message could not be placed');
-      }
+    const outcome = await waitForJob(deps.senseQueue, deps.senseEvents, job.id!, PLACE_TIMEOUT_MS);
+    if (outcome.state === 'failed') {
+      throw new HttpError(422, 'message_failed', outcome.reason || 'the message could not be placed');
     }
+    const placed = outcome.state === 'completed' ? (outcome.value as MessageResult) : undefined;
     if (placed?.refused) {
       const { limit } = placed.refused;
       throw new HttpError(

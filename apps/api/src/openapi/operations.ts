@@ -268,6 +268,13 @@ export function routeOperations(settings: OperationSettings): { readonly [K in R
       summary: 'Send a message to a session',
       description: 'The API waits up to 5 s for the lane’s decision and answers with it.',
       params: { sessionKey },
+      headers: {
+        'Idempotency-Key': {
+          schema: IdempotencyKey.unwrap(),
+          description:
+            'The message’s id, as its `eventId` (they must agree when both are given): a message sent again with it is taken in once.',
+        },
+      },
       body: { schema: MessageBody, required: true },
       answers: {
         202: {

@@ -2880,6 +2880,8 @@ export interface operations {
         parameters: {
             query?: never;
             header?: {
+                /** @description The message’s id, as its `eventId` (they must agree when both are given): a message sent again with it is taken in once. */
+                "Idempotency-Key"?: string;
                 /** @description Root token only: the tenant to act for (default `default`); a key acts for its own tenant. */
                 "x-tetraloop-tenant"?: components["parameters"]["Tenant"];
             };

@@ -46,7 +46,15 @@ export type MessageInput = z.infer<typeof MessageInput>;
 
 /** Payload of each sense job. */
 export const SENSE_PAYLOADS = {
-  [SENSE_JOB.message]: z.object({ sessionKey: ScopedSessionKey, message: MessageInput }),
+  /**
+   * `deliveryId`: the API's name for this request, the same for every handling of this job (see
+   * `SessionService.handleMessage`); jobs from before it have none.
+   */
+  [SENSE_JOB.message]: z.object({
+    sessionKey: ScopedSessionKey,
+    message: MessageInput,
+    deliveryId: z.string().min(1).max(64).optional(),
+  }),
   /** A webhook event; `tenant` is its source's (events from before tenancy have none). */
   [SENSE_JOB.event]: z.object({ source: z.string(), event: InboundEvent, tenant: TenantId.optional() }),
   [SENSE_JOB.burstFlush]: z.object({ key: z.string() }),

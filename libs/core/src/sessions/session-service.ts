@@ -8,6 +8,7 @@
 import { unscopeName } from '../domain/tenant.js';
 import { UNTRUSTED_DATA_NOTE, untrustedData } from '../model/untrusted-data.js';
 import { createHash, randomUUID } from 'node:crypto';
+import { derivedRunId } from '../domain/run-id.js';
 import type { Queue } from 'bullmq';
 import type { Logger } from 'pino';
 import type { RunDocument } from '../domain/run-model.js';
@@ -130,22 +131,47 @@ ${UNTRUSTED_DATA_NOTE}`;
 export class SessionService {
   constructor(private readonly deps: SessionDeps) {}
 
-  async handleMessage(sessionKey: string, input: MessageInput): Promise<MessageResult> {
+  /**
+   * Takes a message in: a command is carried out; any other message is stored with its run and
+   * admitted to the lane in one step with its transcript line (see lane-admit-6.lua).
+   *
+   * Handling a message again is safe. `deliveryId` names this delivery (the API gives each request
+   * one; a sense job redelivered after its worker died carries it again), and the message's run id
+   * derives from it, so a second handling finds the run the first one stored. The message's id —
+   * its `eventId`, else the delivery — is admitted once within the dedupe window: a retry of the
+   * same message (same `eventId`) or a second handling of the same delivery is answered
+   * `duplicate`, leaving one transcript line and one run, which is started if its turn came
+   * while nobody started it.
+   */
+  async handleMessage(sessionKey: string, input: MessageInput, deliveryId?: string): Promise<MessageResult> {
     const { sessions, config, hooks } = this.deps;
     this.deps.logger.debug({ sessionKey, mode: input.mode }, 'message received');
     const receivedAt = new Date().toISOString();
     metrics.eventsIngested.inc({ kind: 'message' });
-    if (input.eventId !== undefined && !(await this.firstSighting(`session:${sessionKey}`, input.eventId))) {
-      metrics.eventsDeduplicated.inc({ kind: 'message' });
-      return { sessionKey, queued: false, duplicate: true };
-    }
     const command = input.text.trim().toLowerCase();
-    if (command === '/stop') return this.stop(sessionKey);
-    if (command === '/new' || command === '/reset')
-      return this.reset(sessionKey, command.slice(1) as 'new' | 'reset');
     const queue = parseQueueCommand(command);
-    if (queue === 'invalid') throw new Error(`/queue takes one of: ${QUEUE_ARGUMENTS.join(', ')}`);
-    if (queue) return this.setQueueMode(sessionKey, queue.mode);
+    if (command === '/stop' || command === '/new' || command === '/reset' || queue) {
+      if (input.eventId !== undefined && !(await this.firstSighting(`session:${sessionKey}`, input.eventId)))
+        return this.duplicate(sessionKey, undefined);
+      if (command === '/stop') return this.stop(sessionKey);
+      if (command === '/new' || command === '/reset')
+        return this.reset(sessionKey, command.slice(1) as 'new' | 'reset');
+      if (queue === 'invalid') throw new Error(`/queue takes one of: ${QUEUE_ARGUMENTS.join(', ')}`);
+      if (queue) return this.setQueueMode(sessionKey, queue.mode);
+    }
+
+    const messageId =
+      input.eventId !== undefined
+        ? `event:${input.eventId}`
+        : deliveryId !== undefined
+          ? `delivery:${deliveryId}`
+          : undefined;
+    const runId =
+      deliveryId !== undefined ? derivedRunId('session-message', sessionKey, deliveryId) : randomUUID();
+    const windowMs = config.dedupeWindowSeconds * 1000;
+    // Seen already: nothing more to prepare (the admission below is what decides).
+    if (messageId !== undefined && (await sessions.seen(sessionKey, messageId, windowMs)))
+      return this.duplicate(sessionKey, runId);
 
     const mode = input.mode ?? (await sessions.mode(sessionKey)) ?? config.defaultMode;
     // A followup message to a full lane is refused before anything of it is written.
@@ -157,20 +183,13 @@ export class SessionService {
       text: input.text,
       ...(input.eventId ? { eventId: input.eventId } : {}),
     });
-    await sessions.appendTranscript(sessionKey, {
-      type: 'message',
-      role: 'user',
-      text: input.text,
-      receivedAt,
-      ...(input.eventId ? { eventId: input.eventId } : {}),
-    });
     const message: LaneMessage = {
       text: input.text,
       receivedAt,
       ...(input.eventId ? { eventId: input.eventId } : {}),
     };
     // The run is stored before the lane sees it, so a lane never points at a run that does not exist.
-    const runId = await this.prepareRun(sessionKey, input.text, input.metadata);
+    await this.prepareRun(sessionKey, input.text, input.metadata, runId, input.text);
     const admitted = await sessions.admit(sessionKey, {
       mode,
       runId,
@@ -179,24 +198,21 @@ export class SessionService {
       drop: config.collectDrop,
       envCap: config.environmentCap,
       followupCap: config.followupCap,
+      ...(messageId !== undefined ? { once: { id: messageId, windowMs } } : {}),
+      line: { type: 'message', role: 'user', ...message },
     });
     switch (admitted.kind) {
+      case 'duplicate':
+        return this.duplicate(sessionKey, runId);
       case 'start':
         await this.deps.runs.start(runId);
         return { sessionKey, runId, queued: false };
       case 'queued':
         return { sessionKey, runId, queued: true, position: admitted.position };
       case 'full':
-        // Another message took the lane's last place after the check above: this one's run goes,
-        // and its transcript line, written already, is followed by the refusal.
+        // Another message took the lane's last place after the check above: this one's run goes;
+        // the admission wrote nothing of it (no transcript line, no record of its id).
         await this.deps.store.delete(runId);
-        await sessions.appendTranscript(sessionKey, {
-          type: 'refused',
-          code: 'lane_full',
-          limit: admitted.cap,
-          receivedAt,
-          at: new Date().toISOString(),
-        });
         return this.laneFull(sessionKey, input);
       case 'interrupt':
         await this.cancel(admitted.cancel, 'interrupted by a newer message');
@@ -225,15 +241,57 @@ export class SessionService {
     return { sessionKey, queued: false, refused: { code: 'lane_full', limit: this.deps.config.followupCap } };
   }
 
-  /** A session run settled: write its reply and transcript entries (once), then move the lane on. */
+  /**
+   * The answer to a message admitted before, given `runId`, the run this handling prepared. A run
+   * of this id that started, or that its lane holds, is the message's own (the same delivery
+   * handled again) and is answered; one its lane holds unstarted is started first (the first
+   * handling died between the admission and the start). One no lane holds was prepared for
+   * nothing (another delivery of the message was admitted, or the message was collected, steered
+   * or dropped) and is deleted.
+   */
+  private async duplicate(sessionKey: string, runId: string | undefined): Promise<MessageResult> {
+    metrics.eventsDeduplicated.inc({ kind: 'message' });
+    const answer = { sessionKey, queued: false, duplicate: true as const };
+    const status = runId === undefined ? null : await this.deps.store.status(runId);
+    if (runId === undefined || status === null) return answer;
+    if (status !== 'queued') return { ...answer, runId };
+    // Read in the order the lane moves a run (queue, then running, then settled), so a run the lane
+    // moves on meanwhile is still seen held.
+    const { sessions } = this.deps;
+    const position = await sessions.position(sessionKey, runId);
+    if (position !== null) return { ...answer, runId, queued: true, position };
+    if ((await sessions.running(sessionKey)) === runId) {
+      await this.deps.runs.start(runId);
+      return { ...answer, runId };
+    }
+    if ((await this.deps.store.status(runId)) !== 'queued') return { ...answer, runId };
+    await this.deps.store.delete(runId);
+    return answer;
+  }
+
+  /**
+   * A session run settled: write its reply and transcript entries (once), then move the lane on.
+   * The reply is written before the run is marked replied, and written once however many passes
+   * come (the root job handed out again, the lane sweep): a pass that dies half way leaves the
+   * reply to the next one instead of losing it.
+   */
   async onRunSettled(runId: string): Promise<void> {
-    const sessionKey = await this.deps.store.sessionOf(runId);
+    const { store, sessions, config } = this.deps;
+    const sessionKey = await store.sessionOf(runId);
     if (!sessionKey) return;
-    if (await this.deps.store.claimSessionReply(runId)) {
-      const doc = await this.deps.store.document(runId);
+    if (!(await store.sessionReplied(runId))) {
+      const id = `reply:${runId}`;
+      const windowMs = config.dedupeWindowSeconds * 1000;
+      const doc = (await sessions.seen(sessionKey, id, windowMs)) ? null : await store.document(runId);
       // The reply is the run's output: a sink's output kept as a blob is read back for it.
       if (doc)
-        await this.writeReply(sessionKey, await this.deps.store.blobs.expandDocument(doc, { nodes: false }));
+        await this.writeReply(
+          sessionKey,
+          await store.blobs.expandDocument(doc, { nodes: false }),
+          id,
+          windowMs,
+        );
+      await store.markSessionReplied(runId);
     }
     await this.advance(sessionKey, runId);
   }
@@ -264,7 +322,7 @@ export class SessionService {
           return;
         case 'collect': {
           const messages = await sessions.collected(sessionKey, next.count);
-          const runId = await this.prepareRun(sessionKey, collectedText(messages), undefined);
+          const runId = await this.prepareRun(sessionKey, collectedText(messages), undefined, randomUUID());
           if (await sessions.commitCollect(sessionKey, runId, next.count)) {
             await this.deps.runs.start(runId);
             return;
@@ -447,11 +505,18 @@ export class SessionService {
     }
   }
 
-  /** Stores (without starting) the run that will answer `text` in this session's context. */
+  /**
+   * Stores (without starting) the run `runId` that will answer `text` in this session's context; a
+   * run with that id stored before is kept as it is. `newest`: the message the run answers, when
+   * its transcript line is not written yet (it is written when the message is admitted); without
+   * it, the newest message line is taken as that message.
+   */
   private async prepareRun(
     sessionKey: string,
     text: string,
     metadata: Record<string, unknown> | undefined,
+    runId: string,
+    newest?: string,
   ): Promise<string> {
     const { config, sessions, hooks } = this.deps;
     const { files, fresh } = await sessions.bootstrap(sessionKey, () =>
@@ -461,8 +526,7 @@ export class SessionService {
       const view = await sessions.view(sessionKey);
       await hooks?.emit('session_start', { sessionKey, contextId: view?.contextId ?? 1 });
     }
-    const runId = randomUUID();
-    const extra: string[] = await this.history(sessionKey);
+    const extra: string[] = await this.history(sessionKey, newest);
     for (const name of ['before_prompt_build', 'before_agent_start'] as const) {
       if (!hooks?.has(name)) continue;
       const ctx =
@@ -502,19 +566,29 @@ export class SessionService {
 
   /**
    * What the run sees of the current context: the summary of its earlier conversation (after a
-   * compaction) and the messages after it, oldest first, leaving out the newest message line (for
-   * a single message, the one the run answers). When that history has grown past the compaction
-   * limits, its older turns are compacted first.
+   * compaction) and the messages after it, oldest first, leaving out the message the run answers:
+   * `newest`, whose line is not written yet, or else the newest message line. When that history
+   * has grown past the compaction limits, its older turns are compacted first.
    */
-  private async history(sessionKey: string): Promise<string[]> {
+  private async history(sessionKey: string, newest?: string): Promise<string[]> {
     const read = await this.deps.sessions.history(sessionKey);
-    const state = {
-      summary: read.compaction?.summary ?? null,
-      turns: read.messages.slice(0, -1),
-      newest: read.messages.at(-1),
-      start: read.start,
-      length: read.length,
-    };
+    const state =
+      newest === undefined
+        ? {
+            summary: read.compaction?.summary ?? null,
+            turns: read.messages.slice(0, -1),
+            newest: read.messages.at(-1),
+            start: read.start,
+            length: read.length,
+          }
+        : {
+            summary: read.compaction?.summary ?? null,
+            turns: read.messages,
+            // Where its line would go if it were written now.
+            newest: { index: read.length, role: 'user', text: newest },
+            start: read.start,
+            length: read.length + 1,
+          };
     const { compactTokens: tokens, compactLines: lines } = this.deps.config;
     const plan = planCompaction(state, { tokens, lines });
     if (!plan) return historyParts(state.summary, state.turns);
@@ -568,7 +642,12 @@ export class SessionService {
     return summary;
   }
 
-  private async writeReply(sessionKey: string, doc: RunDocument): Promise<void> {
+  private async writeReply(
+    sessionKey: string,
+    doc: RunDocument,
+    id: string,
+    windowMs: number,
+  ): Promise<void> {
     const events = await this.deps.store.events(doc.runId, 0, 10_000);
     const reply = replyOf(doc, events);
     const entries: unknown[] = [...reply.toolEntries];
@@ -594,7 +673,7 @@ export class SessionService {
       });
     }
     entries.push({ type: 'run', runId: doc.runId, status: doc.status, usage: doc.usage, at: doc.finishedAt });
-    await this.deps.sessions.appendTranscript(sessionKey, ...entries);
+    if (!(await this.deps.sessions.appendOnce(sessionKey, id, windowMs, ...entries))) return;
     await this.deps.hooks?.emit('agent_end', { runId: doc.runId, status: doc.status, sessionKey });
   }
 }

@@ -89,6 +89,11 @@ export interface SessionKeys {
   readonly transcript: string;
   /** List of the environment's recent events (JSON), newest last. */
   readonly env: string;
+  /**
+   * Sorted set of the ids of the messages admitted within the dedupe window (score: when). Not
+   * among the keys every session script refreshes (`sessionKeyList`): it lives for the window.
+   */
+  readonly seen: string;
 }
 
 /** Keys of one session share the hash tag `{s:<sessionKey>}`. */
@@ -100,9 +105,11 @@ export function sessionKeys(prefix: string, sessionKey: string): SessionKeys {
     buffer: `${base}:buffer`,
     transcript: `${base}:transcript`,
     env: `${base}:env`,
+    seen: `${base}:seen`,
   };
 }
 
+/** The keys every session script takes, in order, and gives the idle TTL. */
 export const sessionKeyList = (k: SessionKeys): string[] => [k.meta, k.queue, k.buffer, k.transcript, k.env];
 
 /** Sessions whose lane holds a run (or is about to), for the sweep that keeps lanes moving. */

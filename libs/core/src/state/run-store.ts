@@ -405,9 +405,17 @@ export class RunStore {
     return this.redis.hget(runKeys(this.options.prefix, runId).meta, 'sessionKey');
   }
 
-  /** True the first time it is called for a run: who writes its session reply. */
-  async claimSessionReply(runId: string): Promise<boolean> {
-    return (await this.redis.hsetnx(runKeys(this.options.prefix, runId).meta, 'sessionReplied', '1')) === 1;
+  /** Whether the session reply of a run was written (see `markSessionReplied`). */
+  async sessionReplied(runId: string): Promise<boolean> {
+    return (await this.redis.hexists(runKeys(this.options.prefix, runId).meta, 'sessionReplied')) === 1;
+  }
+
+  /**
+   * Marks a run's session reply written, after it was: a writer that dies in between leaves it
+   * to the next pass, whose write the session's once-check makes a no-op if it had happened.
+   */
+  async markSessionReplied(runId: string): Promise<void> {
+    await this.redis.hset(runKeys(this.options.prefix, runId).meta, 'sessionReplied', '1');
   }
 
   /** Whether the run has settled (its current generation is final). */

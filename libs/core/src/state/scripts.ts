@@ -38,7 +38,8 @@ const SCRIPTS = [
 const SESSION_SCRIPTS = [
   'session-append-5',
   'session-transcript-5',
-  'lane-admit-5',
+  'lane-admit-6',
+  'session-reply-6',
   'lane-advance-5',
   'lane-commit-collect-5',
   'lane-stop-5',

@@ -25,6 +25,7 @@ export interface LaneMessage {
 }
 
 export type AdmitResult =
+  | { kind: 'duplicate' }
   | { kind: 'start'; runId: string }
   | { kind: 'queued'; runId: string; position: number }
   /** followup: the lane holds `cap` waiting runs already; nothing changed. */
@@ -148,6 +149,11 @@ export class SessionStore {
     return tx;
   }
 
+  /**
+   * Admits a message to the lane (see lane-admit-6.lua). With `once`, a message whose id was
+   * admitted within the window is answered `duplicate` and changes nothing; `line` is the
+   * message's transcript line, appended in the same step.
+   */
   async admit(
     sessionKey: string,
     args: {
@@ -159,20 +165,34 @@ export class SessionStore {
       envCap: number;
       /** Most runs a `followup` message may find waiting in the lane. */
       followupCap: number;
+      once?: { readonly id: string; readonly windowMs: number };
+      line?: unknown;
     },
   ): Promise<AdmitResult> {
-    const raw = (await this.script('lane-admit-5', sessionKey, [
-      Date.now(),
-      args.mode,
-      args.runId,
-      JSON.stringify(args.message),
-      args.collectCap,
-      args.drop,
-      args.envCap,
-      args.followupCap,
-    ])) as (string | number)[];
+    const k = sessionKeys(this.prefix, sessionKey);
+    const raw = (await this.runner(
+      'lane-admit-6',
+      [...sessionKeyList(k), k.seen],
+      [
+        Date.now(),
+        args.mode,
+        args.runId,
+        JSON.stringify(args.message),
+        args.collectCap,
+        args.drop,
+        args.envCap,
+        args.once?.id ?? '',
+        args.once?.windowMs ?? 0,
+        args.line === undefined ? '' : JSON.stringify(args.line),
+        args.followupCap,
+        this.idleTtlMs,
+        this.transcriptMaxLines,
+      ],
+    )) as (string | number)[];
     const [kind, a, b] = raw;
     switch (kind) {
+      case 'duplicate':
+        return { kind };
       case 'start':
         await this.redis.sadd(busySessionsKey(this.prefix), sessionKey);
         return { kind, runId: String(a) };
@@ -300,6 +320,38 @@ export class SessionStore {
     });
     if (typeof running !== 'string' || running === '') return false;
     return Number(length) - (collect === null ? 0 : 1) >= cap;
+  }
+
+  /**
+   * Appends transcript lines once per `id` within `windowMs` (see session-reply-6.lua): true when
+   * they were appended, false when lines with this id were.
+   */
+  async appendOnce(
+    sessionKey: string,
+    id: string,
+    windowMs: number,
+    ...entries: unknown[]
+  ): Promise<boolean> {
+    const k = sessionKeys(this.prefix, sessionKey);
+    const appended = await this.runner(
+      'session-reply-6',
+      [...sessionKeyList(k), k.seen],
+      [
+        Date.now(),
+        id,
+        windowMs,
+        ...entries.map((e) => JSON.stringify(e)),
+        this.idleTtlMs,
+        this.transcriptMaxLines,
+      ],
+    );
+    return appended === 1;
+  }
+
+  /** Whether `id` (a message admitted, a reply written) was noted within the last `windowMs` (see `admit`, `appendOnce`). */
+  async seen(sessionKey: string, id: string, windowMs: number): Promise<boolean> {
+    const at = await this.redis.zscore(sessionKeys(this.prefix, sessionKey).seen, id);
+    return at !== null && Number(at) >= Date.now() - windowMs;
   }
 
   /** 1-based place of `runId` among the lane's waiting items, or null. */

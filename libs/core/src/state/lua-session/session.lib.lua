@@ -35,6 +35,18 @@ local function appendLines(lines)
   end
 end
 
+-- Notes `id` in the sorted set `seen` (score: now) unless it is there from within the last `window`
+-- ms: true when it was not (the caller goes on), false when it was (a repeat). Ids older than the
+-- window are dropped, at most MAX_LINES ids are kept (the newest), and the set lives the window.
+local function once(seen, id, now, window)
+  redis.call('ZREMRANGEBYSCORE', seen, '-inf', '(' .. (tonumber(now) - window))
+  if redis.call('ZSCORE', seen, id) then return false end
+  redis.call('ZADD', seen, now, id)
+  redis.call('ZREMRANGEBYRANK', seen, 0, -MAX_LINES - 1)
+  redis.call('PEXPIRE', seen, window)
+  return true
+end
+
 -- Gives every existing key of the session the idle TTL.
 local function touch()
   for i = 1, 5 do redis.call('PEXPIRE', KEYS[i], IDLE_TTL_MS) end

@@ -1,0 +1,205 @@
+/**
+ * A session message is taken in once, however often it is handled: a sense job redelivered after
+ * its worker died, a client's retry with the same Idempotency-Key, a handling that died half way.
+ * Found by `npm run chaos`: a message was marked seen before it was admitted, so a handling that
+ * died in between left a message that every retry answered `duplicate` and no run ever answered;
+ * and a run's reply was claimed before it was written, so a writer that died in between lost it.
+ */
+import { randomUUID } from 'node:crypto';
+import { Queue, QueueEvents } from 'bullmq';
+import type { Redis } from 'ioredis';
+import { afterAll, beforeAll, expect, it } from 'vitest';
+import {
+  QUEUE_NAMES,
+  RunRequest,
+  SENSE_JOB,
+  SessionStore,
+  busySessionsKey,
+  connectRedis,
+  derivedRunId,
+  runKeys,
+  sessionKeys,
+  type MessageResult,
+  type SensePayload,
+} from '@tetraloop/core';
+import { startModelServer, type ModelServer } from './support/model-server.js';
+import { laneIdle, post, startStack, waitFor, type Stack } from './support/stack.js';
+
+let stack: Stack;
+let model: ModelServer;
+let redis: Redis;
+let sense: Queue;
+let senseEvents: QueueEvents;
+let sessions: SessionStore;
+
+beforeAll(async () => {
+  model = await startModelServer({
+    script: (r) => ({
+      content: `echo: ${[...r.messages].reverse().find((m) => m.role === 'user')?.content}`,
+    }),
+  });
+  stack = await startStack({
+    pools: ['sense', 'plan', 'tool'],
+    env: { OPENAI_BASE_URL: model.url, TETRALOOP_MODEL_MAX_RETRIES: '0', TETRALOOP_LANE_SWEEP_MS: '500' },
+  });
+  redis = connectRedis(stack.env.REDIS_URL!, 'worker', 'sessions-once-test');
+  sense = new Queue(QUEUE_NAMES.sense, { connection: redis, prefix: stack.prefix });
+  senseEvents = new QueueEvents(QUEUE_NAMES.sense, {
+    connection: connectRedis(stack.env.REDIS_URL!, 'worker', 'sessions-once-events'),
+    prefix: stack.prefix,
+  });
+  await senseEvents.waitUntilReady();
+  sessions = new SessionStore(redis, stack.prefix);
+});
+afterAll(async () => {
+  await senseEvents?.close();
+  await sense?.close();
+  redis?.disconnect();
+  await stack?.close();
+  await model?.close();
+});
+
+/** Hands the sense pool a message job, as the API does, and waits for what it answered. */
+async function deliver(payload: SensePayload<typeof SENSE_JOB.message>): Promise<MessageResult> {
+  const job = await sense.add(SENSE_JOB.message, payload);
+  return (await job.waitUntilFinished(senseEvents, 20_000)) as MessageResult;
+}
+
+const userLines = async (sessionKey: string): Promise<string[]> =>
+  (await fetch(`${stack.url}/v1/sessions/${sessionKey}/transcript`).then((r) => r.text()))
+    .trim()
+    .split('\n')
+    .map((l) => JSON.parse(l) as { type: string; role?: string; text?: string })
+    .filter((l) => l.type === 'message' && l.role === 'user')
+    .map((l) => l.text!);
+
+it('answers a delivery handled twice (a redelivered job) with its one run and one transcript line', async () => {
+  const sessionKey = `twice-${randomUUID()}`;
+  const payload = {
+    sessionKey,
+    message: { text: 'only once', mode: 'followup' as const },
+    deliveryId: randomUUID(),
+  };
+  const first = await deliver(payload);
+  expect(first).toMatchObject({ queued: false, runId: expect.any(String) });
+  const again = await deliver(payload);
+  expect(again).toMatchObject({ duplicate: true, runId: first.runId });
+  expect((await waitFor(stack.url, first.runId!)).status).toBe('succeeded');
+  await laneIdle(stack, sessionKey);
+  expect(await userLines(sessionKey)).toEqual(['only once']);
+});
+
+it('starts the run of a message admitted by a handling that died before starting it', async () => {
+  const sessionKey = `unstarted-${randomUUID()}`;
+  const deliveryId = randomUUID();
+  const runId = derivedRunId('session-message', sessionKey, deliveryId);
+  // What the first handling left: the run stored, the message admitted to the idle lane, no start.
+  await stack.api.runs.submit(
+    RunRequest.parse({ graph: { nodes: [{ id: 'a', kind: 'tool', tool: 'json', args: { value: 1 } }] } }),
+    undefined,
+    { sessionKey, start: false, runId },
+  );
+  const admitted = await sessions.admit(sessionKey, {
+    mode: 'followup',
+    runId,
+    message: { text: 'left behind', receivedAt: new Date().toISOString() },
+    collectCap: 20,
+    drop: 'summarize',
+    envCap: 100,
+    followupCap: 100,
+    once: { id: `delivery:${deliveryId}`, windowMs: 600_000 },
+    line: { type: 'message', role: 'user', text: 'left behind' },
+  });
+  expect(admitted).toEqual({ kind: 'start', runId });
+  const again = await deliver({
+    sessionKey,
+    message: { text: 'left behind', mode: 'followup' },
+    deliveryId,
+  });
+  expect(again).toMatchObject({ duplicate: true, runId });
+  expect((await waitFor(stack.url, runId)).status).toBe('succeeded');
+  await laneIdle(stack, sessionKey);
+  expect(await userLines(sessionKey)).toEqual(['left behind']);
+});
+
+it('admits the retry of a message whose first handling died before admitting it, and drops that handling’s run', async () => {
+  const sessionKey = `retried-${randomUUID()}`;
+  const first = randomUUID();
+  const orphan = derivedRunId('session-message', sessionKey, first);
+  // The first handling stored its run and died: nothing admitted, nothing in the transcript.
+  await stack.api.runs.submit(
+    RunRequest.parse({ graph: { nodes: [{ id: 'a', kind: 'tool', tool: 'json', args: { value: 1 } }] } }),
+    undefined,
+    { sessionKey, start: false, runId: orphan },
+  );
+  // The client's retry, with the same key: a new delivery, taken in and answered.
+  const retry = await post(stack.url, `/v1/sessions/${sessionKey}/messages`, {
+    text: 'say it again',
+    mode: 'followup',
+    eventId: 'key-1',
+  });
+  expect(retry.status).toBe(202);
+  const runId = retry.body.runId as string;
+  expect(runId).not.toBe(orphan);
+  expect((await waitFor(stack.url, runId)).status).toBe('succeeded');
+  // The first delivery, redelivered: the message is in; the run it had prepared is dropped.
+  const redelivered = await deliver({
+    sessionKey,
+    message: { text: 'say it again', mode: 'followup', eventId: 'key-1' },
+    deliveryId: first,
+  });
+  expect(redelivered).toEqual({ sessionKey, queued: false, duplicate: true });
+  expect((await fetch(`${stack.url}/v1/runs/${orphan}`)).status).toBe(404);
+  await laneIdle(stack, sessionKey);
+  expect(await userLines(sessionKey)).toEqual(['say it again']);
+});
+
+it('takes the Idempotency-Key header as the message’s id, and refuses one that differs from its eventId', async () => {
+  const sessionKey = `keyed-${randomUUID()}`;
+  const send = (headers: Record<string, string>, body: object) =>
+    fetch(`${stack.url}/v1/sessions/${sessionKey}/messages`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', ...headers },
+      body: JSON.stringify(body),
+    });
+  const first = await send({ 'idempotency-key': 'k-1' }, { text: 'hello', mode: 'followup' });
+  expect(first.status).toBe(202);
+  const placed = (await first.json()) as MessageResult;
+  const again = await send({ 'idempotency-key': 'k-1' }, { text: 'hello', mode: 'followup' });
+  expect(again.status).toBe(202);
+  expect(await again.json()).toMatchObject({ duplicate: true });
+  // The key and the eventId name the same thing.
+  const asEventId = await send({}, { text: 'hello', mode: 'followup', eventId: 'k-1' });
+  expect(await asEventId.json()).toMatchObject({ duplicate: true });
+  const conflicting = await send({ 'idempotency-key': 'k-2' }, { text: 'hello', eventId: 'k-3' });
+  expect(conflicting.status).toBe(400);
+  expect(await conflicting.json()).toMatchObject({
+    error: { code: 'invalid_request', issues: [{ path: 'headers.idempotency-key' }] },
+  });
+  expect((await waitFor(stack.url, placed.runId!)).status).toBe('succeeded');
+  await laneIdle(stack, sessionKey);
+  expect(await userLines(sessionKey)).toEqual(['hello']);
+});
+
+it('writes a run’s reply once when its writer comes again (it died after writing, before marking the run)', async () => {
+  const sessionKey = `reply-${randomUUID()}`;
+  const placed = await post(stack.url, `/v1/sessions/${sessionKey}/messages`, { text: 'reply once' });
+  const runId = placed.body.runId as string;
+  expect((await waitFor(stack.url, runId)).status).toBe('succeeded');
+  await laneIdle(stack, sessionKey);
+  const replies = async (): Promise<number> =>
+    (await fetch(`${stack.url}/v1/sessions/${sessionKey}/transcript`).then((r) => r.text()))
+      .trim()
+      .split('\n')
+      .map((l) => JSON.parse(l) as { type: string; role?: string; runId?: string })
+      .filter((l) => l.runId === runId && (l.type === 'run' || l.role === 'assistant')).length;
+  expect(await replies()).toBe(2);
+  // As a writer that died after the transcript lines, before it marked the run replied, leaves it;
+  // and the lane still on the run, so the sweep moves it on and writes the reply again.
+  await redis.hdel(runKeys(stack.prefix, runId).meta, 'sessionReplied');
+  await redis.hset(sessionKeys(stack.prefix, sessionKey).meta, 'running', runId);
+  await redis.sadd(busySessionsKey(stack.prefix), sessionKey);
+  await laneIdle(stack, sessionKey);
+  expect(await replies()).toBe(2);
+  expect(await redis.hget(runKeys(stack.prefix, runId).meta, 'sessionReplied')).toBe('1');
+});
