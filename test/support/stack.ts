@@ -2,6 +2,7 @@
 import { randomUUID } from 'node:crypto';
 import { inject } from 'vitest';
 import { parseApiEnv, startApi, type ApiHandle } from '@tetraloop/api';
+import { parseSseBlock } from '@tetraloop/client';
 import {
   connectRedis,
   isTerminal,
@@ -112,22 +113,15 @@ export interface StreamedEvent {
   data: RunEvent;
 }
 
-/** Parses one SSE block (the lines between blank lines); comments such as `: keep-alive` give none. */
+/** One SSE block as a run event (the client's parser); comments such as `: keep-alive` give none. */
 function parseEventBlock(block: string): StreamedEvent | undefined {
-  let id: string | undefined;
-  let event = 'message';
-  const data: string[] = [];
-  for (const line of block.split('\n')) {
-    if (line === '' || line.startsWith(':')) continue;
-    const colon = line.indexOf(':');
-    const name = colon < 0 ? line : line.slice(0, colon);
-    const value = colon < 0 ? '' : line.slice(colon + 1).replace(/^ /, '');
-    if (name === 'id') id = value;
-    else if (name === 'event') event = value;
-    else if (name === 'data') data.push(value);
-  }
-  if (id === undefined || data.length === 0) return undefined;
-  return { id: Number(id), event, data: JSON.parse(data.join('\n')) as RunEvent };
+  const message = parseSseBlock(block);
+  if (message?.id === undefined) return undefined;
+  return {
+    id: Number(message.id),
+    event: message.event ?? 'message',
+    data: JSON.parse(message.data) as RunEvent,
+  };
 }
 
 const describeEvent = (e: StreamedEvent | undefined): string =>

@@ -10,10 +10,9 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { DelayedError, type Job, type Queue } from 'bullmq';
 import type { Logger } from 'pino';
 import type { NodeErrorData } from '../errors/node-error.js';
-import { NO_LIMITS, flowKeysFor, reservedTokens, type FlowKey, type LimitsDocument } from '../flow/limits.js';
+import { flowKeysFor, reservedTokens, type FlowKey, type LimitsDocument } from '../flow/limits.js';
 import type { FlowStore, HeldCall } from '../state/flow-store.js';
 import { metrics } from '../telemetry/metrics.js';
-import { NodeJobData } from '../queues/catalog.js';
 import type { RunStore } from '../state/run-store.js';
 import type { CompiledPlan } from './plan-cache.js';
 
@@ -205,7 +204,7 @@ export async function passFlow(
   const gate = ctx.deps.flow;
   if (!gate) return { ok: true };
   const doc = await gate.limits();
-  if (doc === NO_LIMITS || doc.limits.length === 0) return { ok: true };
+  if (doc.limits.length === 0) return { ok: true };
   const tokens = call.model ? reservedTokens(call.promptChars ?? 0, gate.settings.completionTokens) : 0;
   const keys = flowKeysFor(doc, {
     tool: call.tool,
@@ -222,7 +221,8 @@ export async function passFlow(
   const first = ctx.call.flowCalls === undefined;
   ctx.call.flowCalls = (ctx.call.flowCalls ?? 0) + 1;
   const limitOf = (key: string): string => keys.find((k) => k.id === key)?.limit ?? 'unknown';
-  let announced = NodeJobData.parse(ctx.job.data).throttled;
+  // A job re-entering after being held back has announced its wait already.
+  let announced = (ctx.job.data as { throttled?: boolean }).throttled === true;
   for (;;) {
     const decision = await gate.store.acquire(member, keys, {
       priority: ctx.plan.priority,
