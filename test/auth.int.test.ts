@@ -212,6 +212,8 @@ async function exampleOf(name: RouteName): Promise<Example> {
         body: { graph: { nodes: [{ id: 'a', kind: 'tool', tool: 'json', args: { value: 1 } }] } },
         ok: 202,
       };
+    case 'runs.list':
+      return { path: '/v1/runs?status=succeeded&since=1h', ok: 200 };
     case 'runs.get':
       return { path: `/v1/runs/${f.doneRun}`, ok: 200 };
     case 'runs.wait':

@@ -26,6 +26,7 @@ export interface RouteSpec {
 
 export const ROUTES = {
   'runs.submit': { method: 'post', path: '/v1/runs', access: 'runs:write' },
+  'runs.list': { method: 'get', path: '/v1/runs', access: 'runs:read' },
   'runs.get': { method: 'get', path: '/v1/runs/:id', access: 'runs:read', owned: 'run' },
   'runs.wait': { method: 'get', path: '/v1/runs/:id/wait', access: 'runs:read', owned: 'run' },
   'runs.events': { method: 'get', path: '/v1/runs/:id/events', access: 'runs:read', owned: 'run' },

@@ -26,6 +26,8 @@ export * from './queues/run-jobs.js';
 export * from './queues/loop-queues.js';
 export * from './state/keys.js';
 export * from './state/run-store.js';
+export * from './state/run-index.js';
+export * from './insight/run-search.js';
 export * from './state/blob-store.js';
 export * from './state/plan-cache-store.js';
 export * from './state/session-store.js';

@@ -49,6 +49,42 @@ export interface RunUsage {
   modelCalls: number;
 }
 
+/** Most tags a run may carry. */
+export const MAX_RUN_TAGS = 10;
+
+/** A run's tag: a label to find it by (`GET /v1/runs?tag=`); part of a Redis key name. */
+export const RunTag = z
+  .string()
+  .regex(/^[A-Za-z0-9_.:=\/-]{1,64}$/, 'a tag is 1–64 letters, digits or _ . : = / -');
+export type RunTag = z.infer<typeof RunTag>;
+
+/** A rerun's origin: the run it forked from and the node it ran again from. */
+export interface RerunOf {
+  readonly runId: string;
+  readonly from: string;
+}
+
+/** A run as a search lists it (`GET /v1/runs`): what it is, where it stands, what it used. */
+export interface RunListing {
+  runId: string;
+  status: RunStatus;
+  agentId: string;
+  /** As stored (tenant-scoped); the API shows it as the client named it. */
+  sessionKey: string | null;
+  /** The first 200 characters of a task run's task. */
+  task: string | null;
+  createdAt: string;
+  startedAt: string | null;
+  finishedAt: string | null;
+  /** From `startedAt` (`createdAt` for a run that never started) to `finishedAt`; null until settled. */
+  durationMs: number | null;
+  /** Nodes of its plan (0 while a task run waits for its plan), and how many of them succeeded and failed. */
+  nodes: { total: number; succeeded: number; failed: number };
+  usage: RunUsage;
+  tags: string[];
+  rerunOf: RerunOf | null;
+}
+
 /** The stream families clients follow: each event type belongs to one, with a phase. */
 export type EventFamily = 'lifecycle' | 'plan' | 'node' | 'tool' | 'assistant' | 'usage' | 'environment';
 
@@ -123,6 +159,10 @@ export interface RunDocument {
   metadata: Record<string, unknown> | null;
   /** 1 (lowest) to 10: which waiting calls flow control serves first. */
   priority: number;
+  /** Labels given at creation, to find the run by. */
+  tags: string[];
+  /** For a rerun: the run it forked from and the node it ran again from. */
+  rerunOf: RerunOf | null;
   /** Every executable node (nested graphs expanded), by id. */
   nodes: Record<string, NodeView>;
   /** Sink node outputs keyed by node id, once the run succeeded. */

@@ -23,7 +23,9 @@ import { buildTopology } from '../graph/topology.js';
 import { MODEL_VARIABLES } from '../model/model-config.js';
 import { loopModeGraph, type ExecutableGraph } from '../nodes/index.js';
 import { enqueueRunRoot, wakeParkedNodes, wakeRunRoot, type RunQueues } from '../queues/run-jobs.js';
+import type { RunSearchPage } from '../state/run-index.js';
 import type { RunStore } from '../state/run-store.js';
+import type { RunSearch } from '../insight/run-search.js';
 import type { ToolRegistry } from '../tools/tool.js';
 import type { RunRequest } from './run-request.js';
 
@@ -160,6 +162,7 @@ export class RunService {
       budget: ceilings.clampBudget({ ...this.deps.defaultBudget, ...request.budget }),
       metadata: request.metadata,
       priority: request.priority,
+      ...(request.tags ? { tags: request.tags } : {}),
       createdAt: new Date().toISOString(),
       pending: new Map(topology?.ids.map((id) => [id, topology.parents.get(id)?.length ?? 0]) ?? []),
     });
@@ -199,6 +202,11 @@ export class RunService {
       doc.lanePosition = await this.deps.lanePosition(doc.sessionKey, runId);
     }
     return doc;
+  }
+
+  /** One page of the tenant's runs that pass every filter of `search`, newest first. */
+  search(tenant: string, search: RunSearch): Promise<RunSearchPage> {
+    return this.deps.store.index.search(tenant, search);
   }
 
   /** Starts a stored run that was held back (a session run whose turn has come). */

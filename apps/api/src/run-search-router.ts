@@ -1,0 +1,88 @@
+/**
+ * `GET /v1/runs`: the caller's tenant's runs, newest first, filtered by status, agent, session, tag
+ * and creation time, a page at a time. Only the tenant's own indexes are read, so another tenant's
+ * run is never listed.
+ */
+import type { RequestHandler } from 'express';
+import {
+  AgentId,
+  RUN_SEARCH_DEFAULT_LIMIT,
+  RUN_SEARCH_MAX_LIMIT,
+  RunStatus,
+  RunTag,
+  SessionKey,
+  decodeCursor,
+  encodeCursor,
+  parseTimeBound,
+  scopedName,
+  unscopeName,
+  type RunSearch,
+  type RunService,
+} from '@tetraloop/core';
+import { z } from 'zod';
+import { callerOf } from './auth.js';
+import { HttpError, zodToHttp } from './http-errors.js';
+import type { RouteName } from './route-table.js';
+
+const TIME_BOUND =
+  'an ISO time with its zone (2026-11-30T05:00:00Z) or a duration before now (90s, 15m, 1h, 7d)';
+
+const ListQuery = z.strictObject({
+  status: RunStatus.optional(),
+  agentId: AgentId.optional(),
+  sessionKey: SessionKey.optional(),
+  tag: RunTag.optional(),
+  since: z.string().max(64).optional(),
+  until: z.string().max(64).optional(),
+  limit: z.coerce.number().int().min(1).max(RUN_SEARCH_MAX_LIMIT).default(RUN_SEARCH_DEFAULT_LIMIT),
+  cursor: z.string().max(200).optional(),
+});
+
+export interface RunSearchRouterDeps {
+  readonly runs: RunService;
+}
+
+export function runSearchHandlers(deps: RunSearchRouterDeps): Partial<Record<RouteName, RequestHandler>> {
+  const list: RequestHandler = async (req, res) => {
+    const query = ListQuery.safeParse(req.query);
+    if (!query.success) throw zodToHttp(query.error, ['query']);
+    const { tenant } = callerOf(res);
+    const now = Date.now();
+    const time = (name: 'since' | 'until'): number | undefined => {
+      const text = query.data[name];
+      if (text === undefined) return undefined;
+      const at = parseTimeBound(text, now);
+      if (at === undefined) throw invalid(`query.${name}`, `must be ${TIME_BOUND}`);
+      return at;
+    };
+    const cursor = query.data.cursor === undefined ? undefined : decodeCursor(query.data.cursor);
+    if (query.data.cursor !== undefined && cursor === undefined) {
+      throw invalid('query.cursor', 'not a cursor this API handed out (nextCursor of an earlier page)');
+    }
+    const since = time('since');
+    const until = time('until');
+    const search: RunSearch = {
+      ...(query.data.status ? { status: query.data.status } : {}),
+      ...(query.data.agentId ? { agentId: query.data.agentId } : {}),
+      // Stored tenant-scoped, as the run's session is.
+      ...(query.data.sessionKey ? { sessionKey: scopedName(tenant, query.data.sessionKey) } : {}),
+      ...(query.data.tag ? { tag: query.data.tag } : {}),
+      ...(since !== undefined ? { since } : {}),
+      ...(until !== undefined ? { until } : {}),
+      limit: query.data.limit,
+      ...(cursor ? { cursor } : {}),
+    };
+    const page = await deps.runs.search(tenant, search);
+    res.json({
+      runs: page.runs.map((run) =>
+        run.sessionKey ? { ...run, sessionKey: unscopeName(run.sessionKey).name } : run,
+      ),
+      nextCursor: page.nextCursor ? encodeCursor(page.nextCursor) : null,
+    });
+  };
+
+  return { 'runs.list': list };
+}
+
+const invalid = (path: string, message: string): HttpError =>
+  new HttpError(400, 'invalid_request', 'the request is invalid', [{ path, message }]);
