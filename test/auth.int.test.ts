@@ -218,6 +218,8 @@ async function exampleOf(name: RouteName): Promise<Example> {
       return { path: `/v1/runs/${f.doneRun}`, ok: 200 };
     case 'runs.wait':
       return { path: `/v1/runs/${f.doneRun}/wait?timeoutMs=0`, ok: 200 };
+    case 'runs.explain':
+      return { path: `/v1/runs/${f.doneRun}/explain`, ok: 200 };
     case 'runs.events':
       return { path: `/v1/runs/${f.doneRun}/events`, ok: 200 };
     case 'runs.cancel':

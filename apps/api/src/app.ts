@@ -31,7 +31,7 @@ import { limitHandlers } from './limits-router.js';
 import { memoryHandlers } from './memory-router.js';
 import { ROUTES, type RouteName } from './route-table.js';
 import { runHandlers } from './runs-router.js';
-import { runSearchHandlers } from './run-search-router.js';
+import { runInsightHandlers } from './run-insight-router.js';
 import { secretHandlers } from './secrets-router.js';
 import { sessionHandlers, type RawBodyRequest } from './sessions-router.js';
 import { rateLimit } from './rate-limit.js';
@@ -128,7 +128,7 @@ export function createApp(deps: AppDeps): express.Express {
   );
   mountRoutes(app, [authenticate(deps.auth), rateLimit(deps)], {
     ...runHandlers(deps),
-    ...runSearchHandlers(deps),
+    ...runInsightHandlers(deps),
     ...blobHandlers(deps),
     ...sessionHandlers(deps),
     ...memoryHandlers(deps),

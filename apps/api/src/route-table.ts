@@ -30,6 +30,7 @@ export const ROUTES = {
   'runs.get': { method: 'get', path: '/v1/runs/:id', access: 'runs:read', owned: 'run' },
   'runs.wait': { method: 'get', path: '/v1/runs/:id/wait', access: 'runs:read', owned: 'run' },
   'runs.events': { method: 'get', path: '/v1/runs/:id/events', access: 'runs:read', owned: 'run' },
+  'runs.explain': { method: 'get', path: '/v1/runs/:id/explain', access: 'runs:read', owned: 'run' },
   'runs.cancel': { method: 'post', path: '/v1/runs/:id/cancel', access: 'runs:write', owned: 'run' },
   'runs.resume': { method: 'post', path: '/v1/runs/:id/resume', access: 'runs:write', owned: 'run' },
   'runs.signal': {

@@ -28,6 +28,7 @@ export * from './state/keys.js';
 export * from './state/run-store.js';
 export * from './state/run-index.js';
 export * from './insight/run-search.js';
+export * from './insight/explain.js';
 export * from './state/blob-store.js';
 export * from './state/plan-cache-store.js';
 export * from './state/session-store.js';

@@ -49,7 +49,16 @@ describe('time bounds', () => {
   });
 
   it('refuse anything else', () => {
-    for (const text of ['', '1', '1w', '-1h', 'yesterday', '2026-11-30', '2026-11-30T05:00:00', '2026-13-45T99:00:00Z'])
+    for (const text of [
+      '',
+      '1',
+      '1w',
+      '-1h',
+      'yesterday',
+      '2026-11-30',
+      '2026-11-30T05:00:00',
+      '2026-13-45T99:00:00Z',
+    ])
       expect(parseTimeBound(text, NOW), text).toBeUndefined();
   });
 });
@@ -68,7 +77,10 @@ describe('filters', () => {
   it('pass a run only when every filter holds', () => {
     expect(matchesSearch({ limit: 5 }, fields)).toBe(true);
     expect(
-      matchesSearch({ limit: 5, status: 'failed', agentId: 'scout', sessionKey: 'acme~alice', tag: 'x' }, fields),
+      matchesSearch(
+        { limit: 5, status: 'failed', agentId: 'scout', sessionKey: 'acme~alice', tag: 'x' },
+        fields,
+      ),
     ).toBe(true);
     expect(matchesSearch({ limit: 5, status: 'succeeded' }, fields)).toBe(false);
     expect(matchesSearch({ limit: 5, agentId: 'main' }, fields)).toBe(false);
@@ -78,7 +90,9 @@ describe('filters', () => {
   });
 
   it('pass no run whose hash is gone', () => {
-    expect(matchesSearch({ limit: 5 }, { status: null, agentId: null, sessionKey: null, tags: null })).toBe(false);
+    expect(matchesSearch({ limit: 5 }, { status: null, agentId: null, sessionKey: null, tags: null })).toBe(
+      false,
+    );
   });
 });
 

@@ -149,8 +149,13 @@ export function listingOf(runId: string, fields: ListingFields): RunListing | nu
     createdAt: fields.createdAt,
     startedAt: fields.startedAt,
     finishedAt: fields.finishedAt,
-    durationMs: fields.finishedAt === null ? null : Math.max(0, Date.parse(fields.finishedAt) - Date.parse(from)),
-    nodes: { total: Number(fields.nodeCount ?? 0), succeeded: n('count:succeeded'), failed: n('count:failed') },
+    durationMs:
+      fields.finishedAt === null ? null : Math.max(0, Date.parse(fields.finishedAt) - Date.parse(from)),
+    nodes: {
+      total: Number(fields.nodeCount ?? 0),
+      succeeded: n('count:succeeded'),
+      failed: n('count:failed'),
+    },
     usage,
     tags: parseTags(fields.tags),
     rerunOf: fields.rerunOf ? (JSON.parse(fields.rerunOf) as RerunOf) : null,

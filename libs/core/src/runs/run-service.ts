@@ -26,6 +26,8 @@ import { enqueueRunRoot, wakeParkedNodes, wakeRunRoot, type RunQueues } from '..
 import type { RunSearchPage } from '../state/run-index.js';
 import type { RunStore } from '../state/run-store.js';
 import type { RunSearch } from '../insight/run-search.js';
+import { explainRun, readyTimes, type RunExplain } from '../insight/explain.js';
+import type { RunEvent } from '../domain/run-model.js';
 import type { ToolRegistry } from '../tools/tool.js';
 import type { RunRequest } from './run-request.js';
 
@@ -209,6 +211,31 @@ export class RunService {
     return this.deps.store.index.search(tenant, search);
   }
 
+  /**
+   * Where the run's time went (see `insight/explain.ts`): its document, its plan's edges and when
+   * each node became ready (its `node.queued` events). Null for an unknown run.
+   */
+  async explain(runId: string, now = Date.now()): Promise<RunExplain | null> {
+    const [document, stored] = await Promise.all([
+      this.deps.store.document(runId),
+      this.deps.store.plan(runId),
+    ]);
+    if (!document) return null;
+    const events: RunEvent[] = [];
+    for (let after = 0; ;) {
+      const page = await this.deps.store.events(runId, after, EVENT_PAGE);
+      events.push(...page.filter((e) => e.type === 'node.queued'));
+      if (page.length < EVENT_PAGE) break;
+      after = page.at(-1)!.seq;
+    }
+    return explainRun({
+      document,
+      plan: { ids: stored?.plan.nodes.map((n) => n.id) ?? [], edges: stored?.plan.edges ?? [] },
+      readyAt: readyTimes(events),
+      now,
+    });
+  }
+
   /** Starts a stored run that was held back (a session run whose turn has come). */
   start(runId: string): Promise<void> {
     return this.enqueueRoot(runId, 0);
@@ -346,5 +373,8 @@ export function rerunSet(
   );
   return { rerun: [...rerun], pending };
 }
+
+/** Events read at a time when a run's stream is read whole. */
+const EVENT_PAGE = 1000;
 
 const join = (head: string, tail: string): string => (tail ? `${head}.${tail}` : head);

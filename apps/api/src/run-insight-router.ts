@@ -1,7 +1,7 @@
 /**
- * `GET /v1/runs`: the caller's tenant's runs, newest first, filtered by status, agent, session, tag
- * and creation time, a page at a time. Only the tenant's own indexes are read, so another tenant's
- * run is never listed.
+ * Looking at runs: `GET /v1/runs`, the caller's tenant's runs, newest first, filtered by status,
+ * agent, session, tag and creation time, a page at a time (only the tenant's own indexes are read,
+ * so another tenant's run is never listed); and `GET /v1/runs/:id/explain`, where a run's time went.
  */
 import type { RequestHandler } from 'express';
 import {
@@ -18,11 +18,13 @@ import {
   unscopeName,
   type RunSearch,
   type RunService,
+  type RunStore,
 } from '@tetraloop/core';
 import { z } from 'zod';
 import { callerOf } from './auth.js';
 import { HttpError, zodToHttp } from './http-errors.js';
 import type { RouteName } from './route-table.js';
+import { ownRunId } from './runs-router.js';
 
 const TIME_BOUND =
   'an ISO time with its zone (2026-11-30T05:00:00Z) or a duration before now (90s, 15m, 1h, 7d)';
@@ -38,11 +40,12 @@ const ListQuery = z.strictObject({
   cursor: z.string().max(200).optional(),
 });
 
-export interface RunSearchRouterDeps {
+export interface RunInsightRouterDeps {
   readonly runs: RunService;
+  readonly store: RunStore;
 }
 
-export function runSearchHandlers(deps: RunSearchRouterDeps): Partial<Record<RouteName, RequestHandler>> {
+export function runInsightHandlers(deps: RunInsightRouterDeps): Partial<Record<RouteName, RequestHandler>> {
   const list: RequestHandler = async (req, res) => {
     const query = ListQuery.safeParse(req.query);
     if (!query.success) throw zodToHttp(query.error, ['query']);
@@ -81,7 +84,14 @@ export function runSearchHandlers(deps: RunSearchRouterDeps): Partial<Record<Rou
     });
   };
 
-  return { 'runs.list': list };
+  const explain: RequestHandler = async (req, res) => {
+    const runId = await ownRunId(deps.store, req, res);
+    const explained = await deps.runs.explain(runId);
+    if (!explained) throw new HttpError(404, 'run_not_found', 'no such run');
+    res.json(explained);
+  };
+
+  return { 'runs.list': list, 'runs.explain': explain };
 }
 
 const invalid = (path: string, message: string): HttpError =>
