@@ -226,6 +226,8 @@ async function exampleOf(name: RouteName): Promise<Example> {
       return { path: `/v1/runs/${f.cancelRun}/cancel`, ok: 202 };
     case 'runs.resume':
       return { path: `/v1/runs/${f.failedRun}/resume`, ok: 202 };
+    case 'runs.rerun':
+      return { path: `/v1/runs/${f.doneRun}/rerun`, body: { from: 'big' }, ok: 202 };
     case 'runs.signal':
       return { path: `/v1/runs/${f.signalRun}/signals/go`, body: { ok: true }, ok: 202 };
     case 'runs.feedback':

@@ -33,6 +33,7 @@ export const ROUTES = {
   'runs.explain': { method: 'get', path: '/v1/runs/:id/explain', access: 'runs:read', owned: 'run' },
   'runs.cancel': { method: 'post', path: '/v1/runs/:id/cancel', access: 'runs:write', owned: 'run' },
   'runs.resume': { method: 'post', path: '/v1/runs/:id/resume', access: 'runs:write', owned: 'run' },
+  'runs.rerun': { method: 'post', path: '/v1/runs/:id/rerun', access: 'runs:write', owned: 'run' },
   'runs.signal': {
     method: 'post',
     path: '/v1/runs/:id/signals/:name',

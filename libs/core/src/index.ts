@@ -38,6 +38,7 @@ export * from './secrets/secret-cipher.js';
 export * from './secrets/call-key.js';
 export * from './runs/run-request.js';
 export * from './runs/run-service.js';
+export * from './runs/rerun-set.js';
 export * from './runs/run-waiter.js';
 export * from './runs/reconcile.js';
 export * from './runs/run-event-hub.js';
