@@ -237,6 +237,8 @@ async function exampleOf(name: RouteName): Promise<Example> {
     case 'sessions.message':
       // Another name than the session read below: another tenant's message makes its own session.
       return { path: '/v1/sessions/inbox/messages', body: { text: 'again' }, ok: 202 };
+    case 'sessions.list':
+      return { path: '/v1/sessions?limit=5', ok: 200 };
     case 'sessions.get':
       return { path: '/v1/sessions/alice', ok: 200 };
     case 'sessions.transcript':

@@ -47,6 +47,7 @@ export const ROUTES = {
     path: '/v1/sessions/:sessionKey/messages',
     access: 'sessions:write',
   },
+  'sessions.list': { method: 'get', path: '/v1/sessions', access: 'sessions:read' },
   'sessions.get': {
     method: 'get',
     path: '/v1/sessions/:sessionKey',

@@ -11,7 +11,7 @@ import {
   RunStatus,
   RunTag,
   SessionKey,
-  decodeCursor,
+  decodeRunCursor,
   encodeCursor,
   parseTimeBound,
   scopedName,
@@ -58,7 +58,7 @@ export function runInsightHandlers(deps: RunInsightRouterDeps): Partial<Record<R
       if (at === undefined) throw invalid(`query.${name}`, `must be ${TIME_BOUND}`);
       return at;
     };
-    const cursor = query.data.cursor === undefined ? undefined : decodeCursor(query.data.cursor);
+    const cursor = query.data.cursor === undefined ? undefined : decodeRunCursor(query.data.cursor);
     if (query.data.cursor !== undefined && cursor === undefined) {
       throw invalid('query.cursor', 'not a cursor this API handed out (nextCursor of an earlier page)');
     }

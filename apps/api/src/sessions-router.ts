@@ -1,5 +1,6 @@
 /**
- * `/v1/sessions` and `/v1/sources`: messages into session lanes, lanes, transcripts, source events.
+ * `/v1/sessions` and `/v1/sources`: messages into session lanes, the tenant's sessions, lanes,
+ * transcripts, source events.
  * A session key names a session of the caller's tenant: it is stored tenant-scoped, and answers
  * show it as the client named it.
  */
@@ -9,6 +10,10 @@ import type { Queue, QueueEvents } from 'bullmq';
 import {
   InboundEvent,
   DEFAULT_TENANT,
+  RUN_SEARCH_DEFAULT_LIMIT,
+  RUN_SEARCH_MAX_LIMIT,
+  decodeCursor,
+  encodeCursor,
   SENSE_JOB,
   WEBHOOK_SIGNATURE_HEADER,
   scopedName,
@@ -35,6 +40,14 @@ const TranscriptQuery = z.strictObject({
   after: z.coerce.number().int().min(0).max(Number.MAX_SAFE_INTEGER).optional(),
   limit: z.coerce.number().int().min(1).max(10_000).default(1000),
 });
+
+/** A page of the tenant's sessions, most recently written first. */
+const ListQuery = z.strictObject({
+  limit: z.coerce.number().int().min(1).max(RUN_SEARCH_MAX_LIMIT).default(RUN_SEARCH_DEFAULT_LIMIT),
+  cursor: z.string().max(400).optional(),
+});
+/** What a cursor of the session list names: a session key as stored (tenant-scoped). */
+const STORED_SESSION = /^(?:[a-z0-9][a-z0-9-]{0,39}~)?[A-Za-z0-9:_.@-]{1,128}$/;
 
 export interface SessionsRouterDeps {
   readonly sessionStore: SessionStore;
@@ -96,6 +109,22 @@ export function sessionHandlers(deps: SessionsRouterDeps): Partial<Record<RouteN
       );
     }
     res.status(202).json(placed ? outward(placed) : { sessionKey: name, queued: true });
+  };
+
+  const list: RequestHandler = async (req, res) => {
+    const query = ListQuery.safeParse(req.query);
+    if (!query.success) throw zodToHttp(query.error, ['query']);
+    const cursor = query.data.cursor === undefined ? null : decodeCursor(query.data.cursor, STORED_SESSION);
+    if (cursor === undefined) {
+      throw new HttpError(400, 'invalid_request', 'the request is invalid', [
+        { path: 'query.cursor', message: 'not a cursor this API handed out (nextCursor of an earlier page)' },
+      ]);
+    }
+    const page = await deps.sessionStore.list(callerOf(res).tenant, query.data.limit, cursor);
+    res.json({
+      sessions: page.sessions.map(outward),
+      nextCursor: page.nextCursor ? encodeCursor(page.nextCursor) : null,
+    });
   };
 
   const get: RequestHandler = async (req, res) => {
@@ -186,6 +215,7 @@ export function sessionHandlers(deps: SessionsRouterDeps): Partial<Record<RouteN
 
   return {
     'sessions.message': message,
+    'sessions.list': list,
     'sessions.get': get,
     'sessions.transcript': transcript,
     'sources.event': sourceEvent,

@@ -27,6 +27,7 @@ export * from './queues/loop-queues.js';
 export * from './state/keys.js';
 export * from './state/run-store.js';
 export * from './state/run-index.js';
+export * from './insight/index-cursor.js';
 export * from './insight/run-search.js';
 export * from './insight/explain.js';
 export * from './state/blob-store.js';

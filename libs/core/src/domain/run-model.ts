@@ -55,7 +55,7 @@ export const MAX_RUN_TAGS = 10;
 /** A run's tag: a label to find it by (`GET /v1/runs?tag=`); part of a Redis key name. */
 export const RunTag = z
   .string()
-  .regex(/^[A-Za-z0-9_.:=\/-]{1,64}$/, 'a tag is 1–64 letters, digits or _ . : = / -');
+  .regex(/^[A-Za-z0-9_.:=/-]{1,64}$/, 'a tag is 1–64 letters, digits or _ . : = / -');
 export type RunTag = z.infer<typeof RunTag>;
 
 /** A rerun's origin: the run it forked from and the node it ran again from. */

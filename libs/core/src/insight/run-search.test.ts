@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
+import { encodeCursor } from './index-cursor.js';
 import {
-  decodeCursor,
-  encodeCursor,
+  decodeRunCursor,
   listingOf,
   matchesSearch,
   parseTimeBound,
@@ -14,10 +14,10 @@ const NOW = Date.parse('2026-11-30T06:00:00.000Z');
 
 describe('cursors', () => {
   it('round-trip, opaque and URL-safe', () => {
-    const text = encodeCursor({ score: 1_796_012_448_028, runId: RUN });
+    const text = encodeCursor({ score: 1_796_012_448_028, id: RUN });
     expect(text).toMatch(/^[A-Za-z0-9_-]+$/);
     expect(text).not.toContain(RUN);
-    expect(decodeCursor(text)).toEqual({ score: 1_796_012_448_028, runId: RUN });
+    expect(decodeRunCursor(text)).toEqual({ score: 1_796_012_448_028, id: RUN });
   });
 
   it('refuse what this API did not hand out', () => {
@@ -28,9 +28,10 @@ describe('cursors', () => {
       Buffer.from(`-1:${RUN}`).toString('base64url'),
       Buffer.from(`99999999999999999:${RUN}`).toString('base64url'),
       Buffer.from(`12:../../etc`).toString('base64url'),
-      'A'.repeat(101),
+      Buffer.from(`12:${RUN.toUpperCase()}`).toString('base64url'),
+      'A'.repeat(401),
     ]) {
-      expect(decodeCursor(text), text).toBeUndefined();
+      expect(decodeRunCursor(text), text).toBeUndefined();
     }
   });
 });

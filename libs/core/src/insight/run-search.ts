@@ -5,6 +5,7 @@
  * indexes the run scripts keep and hands the fields here.
  */
 import { RunStatus, type RerunOf, type RunListing, type RunUsage } from '../domain/run-model.js';
+import { decodeCursor, type IndexCursor } from './index-cursor.js';
 
 /** Runs a search answers when it names no `limit`. */
 export const RUN_SEARCH_DEFAULT_LIMIT = 50;
@@ -12,13 +13,6 @@ export const RUN_SEARCH_DEFAULT_LIMIT = 50;
 export const RUN_SEARCH_MAX_LIMIT = 200;
 /** Characters of a task a listing shows. */
 export const LISTING_TASK_CHARS = 200;
-
-/** Where a page ends: the last run listed (its creation time and id); the next page starts after it. */
-export interface RunCursor {
-  /** Creation time of the last run listed (epoch ms): its score in the indexes. */
-  readonly score: number;
-  readonly runId: string;
-}
 
 /** A search of one tenant's runs, newest first. Every filter given must hold. */
 export interface RunSearch {
@@ -32,8 +26,8 @@ export interface RunSearch {
   /** Created at or before (epoch ms). */
   readonly until?: number;
   readonly limit: number;
-  /** Continue after this run (the previous page's `nextCursor`). */
-  readonly cursor?: RunCursor;
+  /** Continue after this run (its creation time and id: the previous page's `nextCursor`). */
+  readonly cursor?: IndexCursor;
 }
 
 /** A filter of a search that has an index of its own. */
@@ -77,21 +71,9 @@ export function matchesSearch(search: RunSearch, fields: CandidateFields): boole
 
 const parseTags = (raw: string | null): string[] => (raw ? (JSON.parse(raw) as string[]) : []);
 
-const CURSOR = /^(\d{1,16}):([0-9a-f-]{36})$/;
-
-/** A cursor as the API hands it out: opaque, URL-safe. */
-export function encodeCursor(cursor: RunCursor): string {
-  return Buffer.from(`${cursor.score}:${cursor.runId}`).toString('base64url');
-}
-
-/** The cursor `text` stands for, or undefined when it is not one this API handed out. */
-export function decodeCursor(text: string): RunCursor | undefined {
-  if (!/^[A-Za-z0-9_-]{1,100}$/.test(text)) return undefined;
-  const match = CURSOR.exec(Buffer.from(text, 'base64url').toString());
-  if (!match) return undefined;
-  const score = Number(match[1]);
-  return Number.isSafeInteger(score) ? { score, runId: match[2]! } : undefined;
-}
+/** The cursor of a page of runs `text` stands for (`nextCursor`), or undefined. */
+export const decodeRunCursor = (text: string): IndexCursor | undefined =>
+  decodeCursor(text, /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/);
 
 const UNIT_MS = { s: 1000, m: 60_000, h: 3_600_000, d: 86_400_000 } as const;
 const DURATION = /^(\d{1,6})(s|m|h|d)$/;

@@ -12,11 +12,12 @@ import {
   listingOf,
   matchesSearch,
   searchFilters,
-  type RunCursor,
   type RunSearch,
   type SearchFilter,
 } from '../insight/run-search.js';
+import type { IndexCursor } from '../insight/index-cursor.js';
 import { runKeys, runSearchKeys, type RunSearchKeys } from './keys.js';
+import { entriesAfter } from './sorted-page.js';
 
 /** Most runs one search looks at before it answers what it found, with a cursor to go on from. */
 export const RUN_SEARCH_SCAN_MAX = 5000;
@@ -24,12 +25,7 @@ export const RUN_SEARCH_SCAN_MAX = 5000;
 export interface RunSearchPage {
   readonly runs: RunListing[];
   /** Where the next page starts; null when the search has nothing after this page. */
-  readonly nextCursor: RunCursor | null;
-}
-
-interface Entry {
-  readonly runId: string;
-  readonly score: number;
+  readonly nextCursor: IndexCursor | null;
 }
 
 const keyOf = (keys: RunSearchKeys, filter: SearchFilter): string => {
@@ -79,14 +75,20 @@ export class RunIndex {
     const key = await this.smallest(keys, search);
     const min = search.since ?? -Infinity;
     const max = search.until ?? Infinity;
-    const found: Entry[] = [];
+    const found: IndexCursor[] = [];
     const gone: string[] = [];
-    let after: RunCursor | null = search.cursor ?? null;
+    let after: IndexCursor | null = search.cursor ?? null;
     let examined = 0;
     let exhausted = false;
     // One more than a page: whether a next page exists is known without asking again.
     while (found.length <= search.limit && examined < this.scanMax) {
-      const batch = await this.after(key, min, max, after, Math.min(500, (search.limit + 1) * 2));
+      const batch = await entriesAfter(
+        this.redis,
+        key,
+        { min, max },
+        after,
+        Math.min(500, (search.limit + 1) * 2),
+      );
       if (batch.length === 0) {
         exhausted = true;
         break;
@@ -94,8 +96,7 @@ export class RunIndex {
       const fields = replies(
         await batch
           .reduce(
-            (tx, e) =>
-              tx.hmget(runKeys(this.prefix, e.runId).meta, 'status', 'agentId', 'sessionKey', 'tags'),
+            (tx, e) => tx.hmget(runKeys(this.prefix, e.id).meta, 'status', 'agentId', 'sessionKey', 'tags'),
             this.redis.multi(),
           )
           .exec(),
@@ -104,7 +105,7 @@ export class RunIndex {
         const [status = null, agentId = null, sessionKey = null, tags = null] = fields[i] ?? [];
         examined += 1;
         after = entry;
-        if (status === null) gone.push(entry.runId);
+        if (status === null) gone.push(entry.id);
         else if (matchesSearch(search, { status, agentId, sessionKey, tags })) found.push(entry);
         if (found.length > search.limit || examined >= this.scanMax) break;
       }
@@ -113,7 +114,7 @@ export class RunIndex {
     const page = found.slice(0, search.limit);
     const nextCursor =
       found.length > search.limit ? page.at(-1)! : exhausted || after === null ? null : after;
-    return { runs: await this.listings(page.map((e) => e.runId)), nextCursor };
+    return { runs: await this.listings(page.map((e) => e.id)), nextCursor };
   }
 
   /** The listings of these runs, in this order; a run that is gone is left out. */
@@ -163,59 +164,4 @@ export class RunIndex {
     });
     return candidates[best]!;
   }
-
-  /**
-   * Up to `count` entries of `key` with scores in [min, max] that come after `cursor` in the
-   * search's order (score descending, then id descending: how Redis orders a reversed range).
-   * Runs created in the same millisecond as the cursor's are read apart, so a page never skips or
-   * repeats one.
-   */
-  private async after(
-    key: string,
-    min: number,
-    max: number,
-    cursor: RunCursor | null,
-    count: number,
-  ): Promise<Entry[]> {
-    const entries: Entry[] = [];
-    let top = bound(max, false);
-    if (cursor !== null) {
-      if (cursor.score < min) return [];
-      if (cursor.score <= max) {
-        const ties = await this.redis.zrangebyscore(key, cursor.score, cursor.score);
-        entries.push(
-          ...ties
-            .filter((id) => id < cursor.runId)
-            .sort()
-            .reverse()
-            .slice(0, count)
-            .map((runId) => ({ runId, score: cursor.score })),
-        );
-      }
-      if (cursor.score <= max) top = bound(cursor.score, true);
-    }
-    if (entries.length >= count) return entries;
-    const rest = await this.redis.zrange(
-      key,
-      top,
-      bound(min, false),
-      'BYSCORE',
-      'REV',
-      'LIMIT',
-      0,
-      count - entries.length,
-      'WITHSCORES',
-    );
-    for (let i = 0; i + 1 < rest.length; i += 2) {
-      entries.push({ runId: rest[i]!, score: Number(rest[i + 1]) });
-    }
-    return entries;
-  }
-}
-
-/** A score bound for ZRANGE BYSCORE: infinities as Redis writes them, `(` for an exclusive one. */
-function bound(score: number, exclusive: boolean): string {
-  if (score === Infinity) return '+inf';
-  if (score === -Infinity) return '-inf';
-  return `${exclusive ? '(' : ''}${score}`;
 }
