@@ -1,8 +1,9 @@
 /**
- * The one way the `tetraloop` client commands (`run`, `lessons`, `keys`) call the API: JSON in and
- * out, with `Authorization: Bearer <token>` when a token is given — `TETRALOOP_API_KEY` for `run` and
- * `lessons`, the root token for `keys`. Failures to connect and answers that are not JSON become
- * errors that say what to set.
+ * The one way the `tetraloop` client commands (`run`, `runs`, `explain`, `lessons`, `keys`) call the
+ * API: JSON in and out, with `Authorization: Bearer <token>` when a token is given —
+ * `TETRALOOP_API_KEY` for `run`, `runs`, `explain` and `lessons`, the root token for `keys` — and a
+ * run's event stream read as server-sent events. Failures to connect and answers that are not JSON
+ * become errors that say what to set.
  */
 
 /** Where the API is and what to present to it. */
@@ -117,4 +118,128 @@ export function authHint(status: number, credential: string): string | undefined
   if (status === 403)
     return `forbidden: the credential in ${credential} may not do this (a scope is missing)`;
   return undefined;
+}
+
+/** The API refused a request the caller cannot go on without (its answer says why). */
+export class ApiRefusedError extends Error {
+  constructor(readonly answer: ApiAnswer) {
+    super(`the API answered ${answer.status}`);
+    this.name = 'ApiRefusedError';
+  }
+}
+
+/** The query of `GET /v1/runs`: each filter given is sent. */
+export interface RunsQuery {
+  readonly status?: string | undefined;
+  readonly agentId?: string | undefined;
+  readonly sessionKey?: string | undefined;
+  readonly tag?: string | undefined;
+  /** An ISO time or a duration before now (`1h`). */
+  readonly since?: string | undefined;
+  readonly until?: string | undefined;
+  readonly limit?: number | undefined;
+  readonly cursor?: string | undefined;
+}
+
+/** `POST /v1/runs`. */
+export const submitRun = (target: ApiTarget, body: unknown): Promise<ApiAnswer> =>
+  apiRequest(target, 'POST', '/v1/runs', body);
+
+/** `GET /v1/runs/:id`. */
+export const getRun = (target: ApiTarget, runId: string): Promise<ApiAnswer> =>
+  apiRequest(target, 'GET', `/v1/runs/${encodeURIComponent(runId)}`);
+
+/** `GET /v1/runs/:id/wait`: 200 once the run settled, 202 when `timeoutMs` passed first. */
+export const waitForRun = (target: ApiTarget, runId: string, timeoutMs: number): Promise<ApiAnswer> =>
+  apiRequest(target, 'GET', `/v1/runs/${encodeURIComponent(runId)}/wait?timeoutMs=${timeoutMs}`);
+
+/** `GET /v1/runs/:id/explain`. */
+export const explainRun = (target: ApiTarget, runId: string): Promise<ApiAnswer> =>
+  apiRequest(target, 'GET', `/v1/runs/${encodeURIComponent(runId)}/explain`);
+
+/** `GET /v1/runs` with the filters given. */
+export function listRuns(target: ApiTarget, query: RunsQuery): Promise<ApiAnswer> {
+  const params = new URLSearchParams();
+  for (const [name, value] of Object.entries(query) as [string, string | number | undefined][]) {
+    if (value !== undefined) params.set(name, String(value));
+  }
+  const text = params.toString();
+  return apiRequest(target, 'GET', `/v1/runs${text ? `?${text}` : ''}`);
+}
+
+/** One event of a run's stream, as the API sends it (see docs/api.md, `GET /v1/runs/:id/events`). */
+export interface StreamedRunEvent {
+  /** Absent on `events.truncated`, which says events were trimmed. */
+  readonly seq?: number;
+  readonly type: string;
+  readonly ts?: number;
+  readonly nodeId?: string;
+  readonly data?: unknown;
+}
+
+/**
+ * A run's events after `after` (its `seq`), from `GET /v1/runs/:id/events`, as they come: replayed,
+ * then live. Ends when the API closes the stream (after the run finished) or `signal` aborts.
+ * Throws ApiUnreachableError when the API cannot be reached, ApiRefusedError when it says no.
+ */
+export async function* runEvents(
+  target: ApiTarget,
+  runId: string,
+  after: number,
+  signal?: AbortSignal,
+): AsyncGenerator<StreamedRunEvent> {
+  const base = baseOf(target);
+  let res: Response;
+  try {
+    res = await fetch(`${base}/v1/runs/${encodeURIComponent(runId)}/events`, {
+      headers: apiHeaders(target, false, { accept: 'text/event-stream', 'last-event-id': String(after) }),
+      ...(signal ? { signal } : {}),
+    });
+  } catch (err) {
+    if (signal?.aborted) return;
+    const cause = (err as { cause?: { code?: string; message?: string } }).cause;
+    throw new ApiUnreachableError(base, cause?.code ?? cause?.message ?? (err as Error).message);
+  }
+  if (res.status !== 200 || !res.body) {
+    const text = await res.text();
+    let body: unknown = text;
+    try {
+      body = JSON.parse(text) as unknown;
+    } catch {
+      // Not JSON: the text itself says what went wrong.
+    }
+    throw new ApiRefusedError({ status: res.status, body });
+  }
+  const decoder = new TextDecoder();
+  let buffer = '';
+  try {
+    for await (const chunk of res.body as unknown as AsyncIterable<Uint8Array>) {
+      buffer += decoder.decode(chunk, { stream: true });
+      let end: number;
+      while ((end = buffer.indexOf('\n\n')) >= 0) {
+        const block = buffer.slice(0, end);
+        buffer = buffer.slice(end + 2);
+        const event = parseSseBlock(block);
+        if (event) yield event;
+      }
+    }
+  } catch (err) {
+    if (signal?.aborted) return;
+    throw new ApiUnreachableError(base, (err as Error).message);
+  }
+}
+
+/** The run event of one SSE block (the lines between blank lines); none for a comment. */
+export function parseSseBlock(block: string): StreamedRunEvent | undefined {
+  const data = block
+    .split('\n')
+    .filter((line) => line.startsWith('data:'))
+    .map((line) => line.slice(5).trimStart())
+    .join('\n');
+  if (data === '') return undefined;
+  try {
+    return JSON.parse(data) as StreamedRunEvent;
+  } catch {
+    return undefined;
+  }
 }

@@ -1,8 +1,9 @@
 /**
- * `tetraloop <command>`: dev | api | worker | run | lessons | keys. Each process type also runs
- * alone against a shared REDIS_URL, so pools scale as separate processes; `run` and `lessons` are
- * clients of the API at TETRALOOP_API_URL (with TETRALOOP_API_KEY as their bearer key when set);
- * `keys` manages API keys through the API with the root token, or in Redis directly.
+ * `tetraloop <command>`: dev | api | worker | run | runs | explain | lessons | keys. Each process
+ * type also runs alone against a shared REDIS_URL, so pools scale as separate processes; `run`,
+ * `runs`, `explain` and `lessons` are clients of the API at TETRALOOP_API_URL (with
+ * TETRALOOP_API_KEY as their bearer key when set); `keys` manages API keys through the API with the
+ * root token, or in Redis directly.
  */
 import { parseArgs } from 'node:util';
 import {
@@ -18,6 +19,7 @@ import { keysCommand } from './keys-command.js';
 import { lessonsCommand } from './lessons-command.js';
 import { runApi, runDev, runWorker } from './processes.js';
 import { runGraphFile } from './run-command.js';
+import { explainCommand, runsCommand } from './runs-command.js';
 
 const USAGE = `usage: tetraloop <command>
 
@@ -26,7 +28,13 @@ const USAGE = `usage: tetraloop <command>
   api                                   the HTTP API alone
   worker --pool <${POOLS.join('|')}|all> [--concurrency N] [--metrics-port P]
                                         one worker pool (or all of them)
-  run <graph.json> [--follow]           submit a run to TETRALOOP_API_URL and wait for it
+  run <graph.json> [--follow]           submit a run to TETRALOOP_API_URL and wait for it; --follow
+                                        shows each node's status and elapsed time as it runs
+  runs list [--status <status>] [--since <1h|ISO time>] [--until …] [--agent <id>] [--session <key>]
+            [--tag <tag>] [--limit N] [--cursor <c>] [--json]
+                                        the runs, newest first, as a table
+  runs show <runId> [--json]            one run and its nodes
+  explain <runId> [--json]              where a run's time went, its critical path marked
   lessons list <agentId> [--status probation|active|pinned|retired] [--json]
                                         an agent's lessons, as a table (from TETRALOOP_API_URL)
   lessons show <lessonId>               one lesson, as JSON
@@ -38,7 +46,7 @@ const USAGE = `usage: tetraloop <command>
                                         API keys and their scopes (never their secrets)
   keys revoke <keyId>                   revoke an API key at once
 
-run and lessons send TETRALOOP_API_KEY as their bearer key when it is set. keys uses the API at
+run, runs, explain and lessons send TETRALOOP_API_KEY as their bearer key when it is set. keys uses the API at
 TETRALOOP_API_URL with TETRALOOP_ADMIN_TOKEN (the root token) when that is set, else (or with
 --redis) Redis directly at REDIS_URL under TETRALOOP_PREFIX, to make the first key.`;
 
@@ -84,6 +92,12 @@ export async function main(argv: string[]): Promise<void> {
         process.exitCode = await runGraphFile(file, { follow: values.follow ?? false });
         return;
       }
+      case 'runs':
+        process.exitCode = await runsCommand(rest);
+        return;
+      case 'explain':
+        process.exitCode = await explainCommand(rest);
+        return;
       case 'lessons':
         process.exitCode = await lessonsCommand(rest);
         return;
