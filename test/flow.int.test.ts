@@ -36,10 +36,10 @@ async function setLimits(limits: unknown[]): Promise<void> {
   expect(put.status).toBe(200);
   // Workers read limits set through the API within TETRALOOP_LIMITS_REFRESH_MS (100 ms here):
   // wait for the tool pool's gate to see this version before submitting.
-  const gate = stack.pools!.flow!;
+  const gate = stack.pools!.flow;
   await expect
     .poll(async () => (await gate.limits()).limits, { timeout: 5000, interval: 50 })
-    .toEqual(put.body.limits as unknown[]);
+    .toEqual(put.body.limits);
 }
 
 /** One run of one http node calling `/work` on the tool server; answers its run id. */

@@ -12,10 +12,26 @@ import type { Logger } from 'pino';
 import type { NodeErrorData } from '../errors/node-error.js';
 import { NO_LIMITS, flowKeysFor, reservedTokens, type FlowKey, type LimitsDocument } from '../flow/limits.js';
 import type { FlowStore } from '../state/flow-store.js';
+import type { RunStore } from '../state/run-store.js';
 import { metrics } from '../telemetry/metrics.js';
 import { NodeJobData } from '../queues/catalog.js';
-import type { ExecutorDeps } from './deps.js';
-import type { NodeContext } from './node-context.js';
+import type { CompiledPlan } from './plan-cache.js';
+
+/**
+ * What passing the gate reads of a node's execution (the executor's `NodeContext` is one), spelled
+ * out so this module imports neither the context nor the executor's dependencies, which import it.
+ */
+export interface FlowContext {
+  readonly deps: { readonly flow?: FlowGate; readonly store: Pick<RunStore, 'recordThrottle'> };
+  readonly job: Job;
+  readonly token: string | undefined;
+  readonly plan: Pick<CompiledPlan, 'runId' | 'tenant' | 'agentId' | 'metadata' | 'priority'>;
+  readonly node: { readonly id: string };
+  readonly attempt: number;
+  readonly startedAt: string;
+  readonly runSignal: AbortSignal;
+  readonly call: { flowCalls?: number };
+}
 
 export interface FlowSettings {
   /** `TETRALOOP_LIMITS`; limits set with `PUT /v1/limits` replace them. */
@@ -186,7 +202,7 @@ export interface GatedCall {
  * wait parks the job instead: this throws BullMQ's DelayedError, which the worker understands.
  */
 export async function passFlow(
-  ctx: NodeContext,
+  ctx: FlowContext,
   call: GatedCall,
 ): Promise<{ ok: true; pass?: FlowPass } | { ok: false; error: NodeErrorData }> {
   const gate = ctx.deps.flow;
@@ -288,7 +304,7 @@ function passOf(gate: FlowGate, member: string, keys: readonly FlowKey[], leaseM
 }
 
 /** A job whose held-back call will not be made: its place (or grant) goes to the next waiter. */
-export async function leaveFlow(deps: Pick<ExecutorDeps, 'flow'>, job: Job): Promise<void> {
+export async function leaveFlow(deps: { readonly flow?: FlowGate }, job: Job): Promise<void> {
   const gate = deps.flow;
   if (!gate || job.id === undefined) return;
   gate.wake(await gate.store.release(job.id, { succeeded: false, leaseMs: gate.leaseFor(0) }));
