@@ -119,10 +119,14 @@ describe('GET /v1/sessions', () => {
     const key = tenantSessionsKey(stack.prefix, tenant);
     expect(await redis.pttl(key)).toBeGreaterThan((IDLE_SECONDS - 60) * 1000);
     expect(await redis.pttl(key)).toBeLessThanOrEqual(IDLE_SECONDS * 1000);
-    // What the idle TTL does when it runs out.
+    // What the idle TTL does when it runs out; the entry is a minute old.
     await redis.del(...sessionKeyList(sessionKeys(stack.prefix, scopedName(tenant, 'gone'))));
+    await redis.zadd(key, Date.now() - 61_000, scopedName(tenant, 'gone'));
+    // An entry written just before its session's first write is left out, not dropped.
+    await redis.zadd(key, Date.now(), scopedName(tenant, 'coming'));
     expect(names((await list(tenant)).body)).toEqual(['kept']);
     expect(await redis.zscore(key, scopedName(tenant, 'gone'))).toBeNull();
+    expect(await redis.zscore(key, scopedName(tenant, 'coming'))).not.toBeNull();
     // A session idle for longer than the TTL is trimmed at the next write of any of the tenant's.
     await redis.zadd(key, Date.now() - IDLE_SECONDS * 1000 - 1, scopedName(tenant, 'old'));
     await sessions.appendTranscript(scopedName(tenant, 'kept'), { type: 'message', role: 'user', text: 'c' });

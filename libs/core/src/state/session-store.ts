@@ -121,6 +121,12 @@ export interface SessionPage {
   readonly nextCursor: IndexCursor | null;
 }
 
+/**
+ * How long an entry of a tenant's list of sessions whose session has no keys is kept: the entry is
+ * written just before the session's first write, which may still be on its way.
+ */
+const LIST_GRACE_MS = 60_000;
+
 /** Session scripts that write nothing: they keep no session alive, and list none. */
 const READ_SCRIPTS: ReadonlySet<ScriptName> = new Set(['session-transcript-5']);
 
@@ -168,8 +174,8 @@ export class SessionStore {
    * Marks a session written now in its tenant's list of sessions (by last write), trimmed of the
    * sessions whose idle TTL has passed. The list is one key per tenant while a session script
    * touches only its session's keys (one hash tag), so it is written by its own command beside the
-   * write, sent first on the same connection; an entry whose session is gone is dropped when a
-   * listing meets it.
+   * write, sent first on the same connection; an entry whose session is gone (expired, or a write
+   * that never came) is left out of a listing, and dropped by one once it is a minute old.
    */
   private async noteActive(sessionKey: string): Promise<void> {
     const key = tenantSessionsKey(this.prefix, unscopeName(sessionKey).tenant);
@@ -203,10 +209,11 @@ export class SessionStore {
       );
       if (batch.length === 0) break;
       const views = await this.views(batch.map((e) => e.id));
+      const settled = Date.now() - LIST_GRACE_MS;
       batch.forEach((entry, i) => {
         const view = views[i];
         if (view) found.push({ entry, view });
-        else gone.push(entry.id);
+        else if (entry.score < settled) gone.push(entry.id);
       });
       cursor = batch.at(-1)!;
     }
