@@ -86,8 +86,9 @@ export async function runGraphFile(
 }
 
 /**
- * Shows the run's progress until its event stream closes (the run finished). A stream that breaks
- * is opened again after the last event seen.
+ * Shows the run's progress until its event stream closes after the run finished. A stream that
+ * breaks, or closes before that (an API process shutting down), is opened again after the last
+ * event seen.
  */
 async function follow(target: ApiTarget, runId: string, io: RunIo): Promise<void> {
   const progress = new RunProgress(runId);
@@ -101,9 +102,11 @@ async function follow(target: ApiTarget, runId: string, io: RunIo): Promise<void
   let after = 0;
   try {
     for (let attempt = 0; ; attempt++) {
+      let finished = false;
       try {
         for await (const event of runEvents(target, runId, after)) {
           if (event.seq !== undefined) after = event.seq;
+          finished = event.type === 'run.finished';
           // A (re)plan names its nodes: they show as pending from then on.
           if (event.type === 'plan') await seed();
           const changed = progress.apply(event);
@@ -111,11 +114,12 @@ async function follow(target: ApiTarget, runId: string, io: RunIo): Promise<void
           else if (changed === 'run') io.stderr(`${progress.headline(Date.now())}\n`);
           else if (changed) io.stderr(`${progress.line(changed, Date.now())}\n`);
         }
-        return;
+        // The stream ends after the run's run.finished; otherwise its API process went away.
+        if (finished || attempt >= RECONNECTS) return;
       } catch (err) {
         if (!(err instanceof ApiUnreachableError) || attempt >= RECONNECTS) throw err;
-        await new Promise((resolve) => setTimeout(resolve, 500));
       }
+      await new Promise((resolve) => setTimeout(resolve, 500));
     }
   } finally {
     if (timer) clearInterval(timer);
