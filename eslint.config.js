@@ -31,6 +31,7 @@ const LAYERS = [
     'ceilings',
     'cost',
     'flow',
+    'insight',
   ],
   ['nodes'],
   ['compile'],

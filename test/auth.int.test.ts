@@ -212,16 +212,22 @@ async function exampleOf(name: RouteName): Promise<Example> {
         body: { graph: { nodes: [{ id: 'a', kind: 'tool', tool: 'json', args: { value: 1 } }] } },
         ok: 202,
       };
+    case 'runs.list':
+      return { path: '/v1/runs?status=succeeded&since=1h', ok: 200 };
     case 'runs.get':
       return { path: `/v1/runs/${f.doneRun}`, ok: 200 };
     case 'runs.wait':
       return { path: `/v1/runs/${f.doneRun}/wait?timeoutMs=0`, ok: 200 };
+    case 'runs.explain':
+      return { path: `/v1/runs/${f.doneRun}/explain`, ok: 200 };
     case 'runs.events':
       return { path: `/v1/runs/${f.doneRun}/events`, ok: 200 };
     case 'runs.cancel':
       return { path: `/v1/runs/${f.cancelRun}/cancel`, ok: 202 };
     case 'runs.resume':
       return { path: `/v1/runs/${f.failedRun}/resume`, ok: 202 };
+    case 'runs.rerun':
+      return { path: `/v1/runs/${f.doneRun}/rerun`, body: { from: 'big' }, ok: 202 };
     case 'runs.signal':
       return { path: `/v1/runs/${f.signalRun}/signals/go`, body: { ok: true }, ok: 202 };
     case 'runs.feedback':
@@ -233,6 +239,8 @@ async function exampleOf(name: RouteName): Promise<Example> {
     case 'sessions.message':
       // Another name than the session read below: another tenant's message makes its own session.
       return { path: '/v1/sessions/inbox/messages', body: { text: 'again' }, ok: 202 };
+    case 'sessions.list':
+      return { path: '/v1/sessions?limit=5', ok: 200 };
     case 'sessions.get':
       return { path: '/v1/sessions/alice', ok: 200 };
     case 'sessions.transcript':

@@ -64,6 +64,7 @@ const deep = (depth: number): string => '['.repeat(depth) + ']'.repeat(depth);
 const VALID_BODIES: Partial<Record<RouteName, unknown>> = {
   'runs.submit': { graph: { nodes: [{ id: 'a', kind: 'tool', tool: 'json', args: { value: 1 } }] } },
   'runs.signal': { ok: true },
+  'runs.rerun': { from: 'a' },
   'runs.feedback': { score: -1, comment: 'bad' },
   'sessions.message': { text: 'hello', mode: 'followup' },
   'lessons.patch': { status: 'retired' },

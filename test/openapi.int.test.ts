@@ -273,6 +273,21 @@ describe('real answers match the documented schemas', () => {
     expect((await api('post', `/v1/runs/${runId}/resume`)).status).toBe(409);
     expect(((await wait(failed)).body as RunDocument).status).toBe('failed');
 
+    // Search, explain, rerun from a node.
+    expect((await api('get', '/v1/runs?limit=5')).status).toBe(200);
+    expect((await api('get', '/v1/runs?status=finished')).status).toBe(400);
+    expect((await api('get', `/v1/runs/${runId}/explain`)).status).toBe(200);
+    const node = Object.keys(((await wait(runId)).body as RunDocument).nodes)[0]!;
+    const rerun = await api('post', `/v1/runs/${runId}/rerun`, { body: { from: node } });
+    expect(rerun.status).toBe(202);
+    expect(((await wait((rerun.body as { runId: string }).runId)).body as RunDocument).status).toBe(
+      'succeeded',
+    );
+    expect((await api('post', `/v1/runs/${runId}/rerun`, { body: { from: 'no-such-node' } })).status).toBe(
+      400,
+    );
+    expect((await api('post', `/v1/runs/${waiting}/rerun`, { body: {} })).status).toBe(400);
+
     expect((await api('post', `/v1/runs/${runId}/feedback`, { body: { score: 1 } })).status).toBe(202);
     expect((await api('post', `/v1/runs/${runId}/feedback`, { body: { score: 3 } })).status).toBe(400);
   });
@@ -328,6 +343,8 @@ describe('real answers match the documented schemas', () => {
       (await api('post', '/v1/sessions/alice/messages', { body: { text: '/queue steer' } })).status,
     ).toBe(202);
     expect((await api('post', '/v1/sessions/alice/messages', { body: { text: '' } })).status).toBe(400);
+    expect((await api('get', '/v1/sessions?limit=10')).status).toBe(200);
+    expect((await api('get', '/v1/sessions?cursor=nope')).status).toBe(400);
     expect((await api('get', '/v1/sessions/alice')).status).toBe(200);
     expect((await api('get', '/v1/sessions/nobody')).status).toBe(404);
     expect((await api('get', '/v1/sessions/bad key!')).status).toBe(400);

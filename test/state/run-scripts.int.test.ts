@@ -10,6 +10,7 @@ import {
   RunStore,
   runKeyList,
   runKeys,
+  runSearchKeys,
   type AttemptRecord,
   type Budget,
   type ExecutableGraph,
@@ -1606,5 +1607,153 @@ describe('guards against ended and vanished runs', () => {
     });
     await store.addChild(runId, randomUUID());
     expect(await redis.exists(...allKeys(runId))).toBe(0);
+  });
+});
+
+describe('search indexes and node counts', () => {
+  const search = runSearchKeys(prefix, 'default');
+  const KEEP_MS = (86_400 + RETENTION) * 1000;
+  const inIndex = async (key: string, runId: string): Promise<boolean> =>
+    (await redis.zscore(key, runId)) !== null;
+  const counts = async (runId: string): Promise<Record<string, string>> =>
+    Object.fromEntries(
+      Object.entries(await redis.hgetall(keysOf(runId).aux)).filter(([f]) => f.startsWith('count:')),
+    );
+
+  it('create-run lists a run under all, its status, agent, session and tags, by creation time', async () => {
+    const runId = randomUUID();
+    await store.create({
+      runId,
+      graph,
+      plan,
+      agentId: 'scout',
+      sessionKey: 'acme~alice',
+      tags: ['nightly', 'env=prod'],
+      input: null,
+      timeoutSeconds: TIMEOUT,
+      budget: {},
+      metadata: undefined,
+      createdAt: T,
+      pending: new Map([['c', 2]]),
+    });
+    for (const key of [
+      search.all,
+      search.status('queued'),
+      search.agent('scout'),
+      search.session('acme~alice'),
+      search.tag('nightly'),
+      search.tag('env=prod'),
+    ]) {
+      expect(await redis.zscore(key, runId), key).toBe(String(Date.parse(T)));
+      // A set lives as long as the runs it can hold, from its last write.
+      expect(await redis.pttl(key)).toBeGreaterThan(KEEP_MS - 60_000);
+    }
+    const meta = await redis.hgetall(keysOf(runId).meta);
+    expect(JSON.parse(meta.tags!)).toEqual(['nightly', 'env=prod']);
+    expect(meta.nodeCount).toBe('3');
+  });
+
+  it('lists no child run', async () => {
+    const runId = randomUUID();
+    await store.create({
+      runId,
+      graph,
+      plan,
+      parentRunId: randomUUID(),
+      input: null,
+      timeoutSeconds: TIMEOUT,
+      budget: {},
+      metadata: undefined,
+      createdAt: T,
+      pending: new Map(),
+    });
+    expect(await inIndex(search.all, runId)).toBe(false);
+    expect(await redis.hget(keysOf(runId).meta, 'index')).toBeNull();
+  });
+
+  it('trims each index of the runs created too long before to still exist', async () => {
+    const old = await createRun({ runId: randomUUID() });
+    // Moved back in time past what any run can live (its longest deadline plus the retention).
+    await redis.zadd(search.all, Date.parse(T) - KEEP_MS - 1, old);
+    expect(await inIndex(search.all, old)).toBe(true);
+    const fresh = await createRun();
+    expect(await inIndex(search.all, old)).toBe(false);
+    expect(await inIndex(search.all, fresh)).toBe(true);
+  });
+
+  it('moves a run between the status indexes as its status changes', async () => {
+    const runId = await createRun();
+    const where = async (): Promise<string[]> => {
+      const found: string[] = [];
+      for (const status of ['queued', 'running', 'succeeded', 'failed', 'cancelled', 'timed_out']) {
+        if (await inIndex(search.status(status), runId)) found.push(status);
+      }
+      return found;
+    };
+    expect(await where()).toEqual(['queued']);
+    await store.start(runId, 0, ['a', 'b'], DEADLINE, T);
+    expect(await where()).toEqual(['running']);
+    await store.decide(runId, 'failed', failure, T);
+    expect(await where()).toEqual(['failed']);
+    await store.settle(runId, 0, new Map(), null, { status: 'failed', error: failure, generation: 0 }, T);
+    await store.resume(runId, ['a', 'b', 'c'], new Map([['c', 2]]), TIMEOUT);
+    expect(await where()).toEqual(['queued']);
+  });
+
+  it('counts snapshots by status where they are written and dropped', async () => {
+    const runId = await settledFailedRun();
+    expect(await counts(runId)).toEqual({
+      'count:succeeded': '1',
+      'count:failed': '1',
+      'count:skipped': '1',
+    });
+    // Stored status first, so a script reads it without decoding the output.
+    expect(await redis.hget(keysOf(runId).nodes, 'a')).toMatch(/^\{"status":"succeeded",/);
+    await store.resume(runId, ['b', 'c'], new Map([['c', 1]]), TIMEOUT);
+    expect(await counts(runId)).toEqual({
+      'count:succeeded': '1',
+      'count:failed': '0',
+      'count:skipped': '0',
+    });
+  });
+
+  it('counts the nodes a run ended without running', async () => {
+    const runId = await createRun();
+    await store.endUnstarted(runId, { code: 'cancelled', message: 'stopped' }, T);
+    expect(await counts(runId)).toEqual({ 'count:cancelled': '3' });
+    expect(JSON.parse((await redis.hget(keysOf(runId).nodes, 'a'))!)).toEqual(notRun('cancelled'));
+  });
+
+  it('starts a rerun with its origin’s snapshots, marked, counted and announced', async () => {
+    const origin = randomUUID();
+    const runId = randomUUID();
+    const { events } = await withEvents(runId, () =>
+      store.create({
+        runId,
+        graph,
+        plan,
+        input: null,
+        timeoutSeconds: TIMEOUT,
+        budget: {},
+        metadata: undefined,
+        createdAt: T,
+        pending: new Map([['c', 1]]),
+        rerun: {
+          of: { runId: origin, from: 'b' },
+          reused: new Map([['a', snapshot('succeeded', { x: 1 })]]),
+        },
+      }),
+    );
+    expect(brief(events)).toEqual([
+      { type: 'run.queued' },
+      { type: 'node.reused', nodeId: 'a', data: { status: 'succeeded', from: origin } },
+    ]);
+    const doc = (await store.document(runId))!;
+    expect(doc.rerunOf).toEqual({ runId: origin, from: 'b' });
+    expect(doc.nodes.a).toMatchObject({ status: 'succeeded', output: { x: 1 }, reusedFrom: origin });
+    expect(doc.nodes.b).toMatchObject({ status: 'pending' });
+    expect(await counts(runId)).toEqual({ 'count:succeeded': '1' });
+    expect((await store.plan(runId))!.reusesSnapshots).toBe(true);
+    for (const ttl of await ttls(allKeys(runId))) expect(ttl).toBeGreaterThan(RETENTION);
   });
 });

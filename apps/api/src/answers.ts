@@ -11,9 +11,11 @@ import {
   Lesson,
   MessageResult,
   ReflectionState,
+  RunListing,
   RunStatus,
   RunSummary,
   SecretEntry,
+  SessionListing,
   ServiceStats,
   SignalDecision,
   SourceStatus,
@@ -42,6 +44,28 @@ export const RunAccepted = z.object({
   acceptedAt: z.string(),
 });
 export type RunAccepted = z.infer<typeof RunAccepted>;
+
+/** `202` of `POST /v1/runs/:id/rerun`: the new run, and where it forked from. */
+export const RerunAccepted = RunAccepted.extend({
+  rerunOf: z.object({ runId: z.uuid(), from: z.string() }),
+});
+export type RerunAccepted = z.infer<typeof RerunAccepted>;
+
+/** `200` of `GET /v1/runs`: a page of the tenant's runs, newest first. */
+export const RunPage = z.object({
+  runs: z.array(RunListing),
+  /** Pass as `cursor` for the next page; null on the last. */
+  nextCursor: z.string().nullable(),
+});
+export type RunPage = z.infer<typeof RunPage>;
+
+/** `200` of `GET /v1/sessions`: a page of the tenant's sessions, most recently written first. */
+export const SessionPage = z.object({
+  sessions: z.array(SessionListing),
+  /** Pass as `cursor` for the next page; null on the last. */
+  nextCursor: z.string().nullable(),
+});
+export type SessionPage = z.infer<typeof SessionPage>;
 
 /** `202` of `POST /v1/runs/:id/cancel`. */
 export const RunCancelled = z.object({ runId: z.uuid(), status: RunStatus });

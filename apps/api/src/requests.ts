@@ -10,6 +10,10 @@ import {
   LimitsDocument,
   MAX_LIMITS,
   QUEUE_ARGUMENTS,
+  RUN_SEARCH_DEFAULT_LIMIT,
+  RUN_SEARCH_MAX_LIMIT,
+  RunStatus,
+  RunTag,
   SCOPES,
   SessionKey,
   SIGNAL_NAME_PATTERN,
@@ -92,6 +96,27 @@ export const SignatureHeader = z.string();
 export const TranscriptQuery = z.strictObject({
   after: z.coerce.number().int().min(0).max(Number.MAX_SAFE_INTEGER).optional(),
   limit: z.coerce.number().int().min(1).max(10_000).default(1000),
+});
+
+/** `GET /v1/runs`: filters, newest first, a page at a time. */
+export const RunSearchQuery = z.strictObject({
+  status: RunStatus.optional(),
+  agentId: AgentId.optional(),
+  sessionKey: SessionKey.optional(),
+  tag: RunTag.optional(),
+  since: z.string().max(64).optional(),
+  until: z.string().max(64).optional(),
+  limit: z.coerce.number().int().min(1).max(RUN_SEARCH_MAX_LIMIT).default(RUN_SEARCH_DEFAULT_LIMIT),
+  cursor: z.string().max(200).optional(),
+});
+
+/** Body of `POST /v1/runs/:id/rerun`: the node (an id of the run document's `nodes`) to run again from. */
+export const RerunBody = z.strictObject({ from: z.string().min(1).max(1000) });
+
+/** A page of the tenant's sessions, most recently written first. */
+export const SessionListQuery = z.strictObject({
+  limit: z.coerce.number().int().min(1).max(RUN_SEARCH_MAX_LIMIT).default(RUN_SEARCH_DEFAULT_LIMIT),
+  cursor: z.string().max(400).optional(),
 });
 
 export const LessonsQuery = z.strictObject({ status: z.enum(LESSON_STATUSES).optional() });

@@ -26,11 +26,14 @@ export interface RouteSpec {
 
 export const ROUTES = {
   'runs.submit': { method: 'post', path: '/v1/runs', access: 'runs:write' },
+  'runs.list': { method: 'get', path: '/v1/runs', access: 'runs:read' },
   'runs.get': { method: 'get', path: '/v1/runs/:id', access: 'runs:read', owned: 'run' },
   'runs.wait': { method: 'get', path: '/v1/runs/:id/wait', access: 'runs:read', owned: 'run' },
   'runs.events': { method: 'get', path: '/v1/runs/:id/events', access: 'runs:read', owned: 'run' },
+  'runs.explain': { method: 'get', path: '/v1/runs/:id/explain', access: 'runs:read', owned: 'run' },
   'runs.cancel': { method: 'post', path: '/v1/runs/:id/cancel', access: 'runs:write', owned: 'run' },
   'runs.resume': { method: 'post', path: '/v1/runs/:id/resume', access: 'runs:write', owned: 'run' },
+  'runs.rerun': { method: 'post', path: '/v1/runs/:id/rerun', access: 'runs:write', owned: 'run' },
   'runs.signal': {
     method: 'post',
     path: '/v1/runs/:id/signals/:name',
@@ -45,6 +48,7 @@ export const ROUTES = {
     path: '/v1/sessions/:sessionKey/messages',
     access: 'sessions:write',
   },
+  'sessions.list': { method: 'get', path: '/v1/sessions', access: 'sessions:read' },
   'sessions.get': {
     method: 'get',
     path: '/v1/sessions/:sessionKey',

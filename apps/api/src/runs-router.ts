@@ -1,6 +1,6 @@
 /**
- * `/v1/runs`: submit, read, wait for, cancel, resume and signal runs, and follow their events. A
- * run of another tenant is answered as no run at all.
+ * `/v1/runs`: submit, read, wait for, cancel, resume, rerun and signal runs, and follow their
+ * events. A run of another tenant is answered as no run at all.
  */
 import type { Request, RequestHandler, Response } from 'express';
 import {
@@ -18,7 +18,14 @@ import {
   type RunStore,
   type RunWaiter,
 } from '@tetraloop/core';
-import type { RunAccepted, RunCancelled, RunResumed, SignalDelivered, SignalRepeated } from './answers.js';
+import type {
+  RerunAccepted,
+  RunAccepted,
+  RunCancelled,
+  RunResumed,
+  SignalDelivered,
+  SignalRepeated,
+} from './answers.js';
 import { streamRunEvents, type EventStreamDeps } from './run-events.js';
 import { callerOf } from './auth.js';
 import { HttpError, zodToHttp } from './http-errors.js';
@@ -28,6 +35,7 @@ import {
   EventsQuery,
   IdempotencyKey,
   ReadQuery,
+  RerunBody,
   RunIdParam,
   SignalName,
   SignalPayload,
@@ -110,22 +118,34 @@ export function runHandlers(deps: RunsRouterDeps): Partial<Record<RouteName, Req
 
   const ownRun = (req: Request, res: Response): Promise<string> => ownRunId(deps.store, req, res);
 
+  const idempotencyKeyOf = (req: Request): string | undefined => {
+    const key = IdempotencyKey.safeParse(req.get('idempotency-key'));
+    if (!key.success) throw zodToHttp(key.error, ['headers', 'idempotency-key']);
+    return key.data;
+  };
+
+  /**
+   * Waits for what an accepted run must wait for (replicas, the AOF) before `202`; a `503` with
+   * `Location` when it is not confirmed. Called after the create and the enqueue: every write of
+   * the accept is before the barrier's.
+   */
+  const confirmAccepted = async (res: Response, runId: string): Promise<void> => {
+    const shortfall = await deps.acceptBarrier?.confirm();
+    if (!shortfall) return;
+    metrics.acceptsUnconfirmed.inc({ code: shortfall.code });
+    res.set('Retry-After', String(UNCONFIRMED_RETRY_AFTER_SECONDS)).location(`/v1/runs/${runId}`);
+    throw unconfirmed(runId, shortfall, deps.acceptBarrier!.durability.waitMs);
+  };
+
   const submit: RequestHandler = async (req, res) => {
     if (!req.is('application/json')) {
       throw new HttpError(415, 'unsupported_media_type', 'send the body as application/json');
     }
     const body = RunRequest.safeParse(req.body);
     if (!body.success) throw zodToHttp(body.error);
-    const key = IdempotencyKey.safeParse(req.get('idempotency-key'));
-    if (!key.success) throw zodToHttp(key.error, ['headers', 'idempotency-key']);
-    const result = await deps.runs.submit(body.data, key.data, { tenant: callerOf(res).tenant });
-    // After the create and the enqueue: every write of this accept is before the barrier's.
-    const shortfall = await deps.acceptBarrier?.confirm();
-    if (shortfall) {
-      metrics.acceptsUnconfirmed.inc({ code: shortfall.code });
-      res.set('Retry-After', String(UNCONFIRMED_RETRY_AFTER_SECONDS)).location(`/v1/runs/${result.runId}`);
-      throw unconfirmed(result.runId, shortfall, deps.acceptBarrier!.durability.waitMs);
-    }
+    const key = idempotencyKeyOf(req);
+    const result = await deps.runs.submit(body.data, key, { tenant: callerOf(res).tenant });
+    await confirmAccepted(res, result.runId);
     res
       .status(202)
       .location(`/v1/runs/${result.runId}`)
@@ -134,6 +154,30 @@ export function runHandlers(deps: RunsRouterDeps): Partial<Record<RouteName, Req
         status: result.status,
         acceptedAt: result.acceptedAt,
       } satisfies RunAccepted);
+  };
+
+  const rerun: RequestHandler = async (req, res) => {
+    const runId = await ownRun(req, res);
+    if (!req.is('application/json')) {
+      throw new HttpError(415, 'unsupported_media_type', 'send the body as application/json');
+    }
+    const body = RerunBody.safeParse(req.body);
+    if (!body.success) throw zodToHttp(body.error);
+    const result = await deps.runs.rerun(runId, body.data.from, {
+      tenant: callerOf(res).tenant,
+      idempotencyKey: idempotencyKeyOf(req),
+    });
+    if (!result) throw notFound();
+    await confirmAccepted(res, result.runId);
+    res
+      .status(202)
+      .location(`/v1/runs/${result.runId}`)
+      .json({
+        runId: result.runId,
+        status: result.status,
+        acceptedAt: result.acceptedAt,
+        rerunOf: result.rerunOf,
+      } satisfies RerunAccepted);
   };
 
   const get: RequestHandler = async (req, res) => {
@@ -239,6 +283,7 @@ export function runHandlers(deps: RunsRouterDeps): Partial<Record<RouteName, Req
     'runs.wait': wait,
     'runs.cancel': cancel,
     'runs.resume': resume,
+    'runs.rerun': rerun,
     'runs.signal': signal,
     'runs.events': events,
   };

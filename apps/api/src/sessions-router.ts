@@ -1,5 +1,6 @@
 /**
- * `/v1/sessions` and `/v1/sources`: messages into session lanes, lanes, transcripts, source events.
+ * `/v1/sessions` and `/v1/sources`: messages into session lanes, the tenant's sessions, lanes,
+ * transcripts, source events.
  * A session key names a session of the caller's tenant: it is stored tenant-scoped, and answers
  * show it as the client named it.
  */
@@ -9,6 +10,8 @@ import type { Queue, QueueEvents } from 'bullmq';
 import {
   InboundEvent,
   DEFAULT_TENANT,
+  decodeCursor,
+  encodeCursor,
   SENSE_JOB,
   WEBHOOK_SIGNATURE_HEADER,
   scopedName,
@@ -22,12 +25,28 @@ import {
   type SessionStore,
   type SourceService,
 } from '@tetraloop/core';
-import type { MessageAnswer, SourceEventAccepted, SourceList, TranscriptHeader } from './answers.js';
-import { IdempotencyKey, MessageBody, SessionKey, SourceName, TranscriptQuery } from './requests.js';
+import type {
+  MessageAnswer,
+  SessionPage,
+  SourceEventAccepted,
+  SourceList,
+  TranscriptHeader,
+} from './answers.js';
+import {
+  IdempotencyKey,
+  MessageBody,
+  SessionKey,
+  SessionListQuery,
+  SourceName,
+  TranscriptQuery,
+} from './requests.js';
 import { callerOf } from './auth.js';
 import { HttpError, zodToHttp } from './http-errors.js';
 import { waitForJob } from './job-wait.js';
 import type { RouteName } from './route-table.js';
+
+/** What a cursor of the session list names: a session key as stored (tenant-scoped). */
+const STORED_SESSION = /^(?:[a-z0-9][a-z0-9-]{0,39}~)?[A-Za-z0-9:_.@-]{1,128}$/;
 
 export interface SessionsRouterDeps {
   readonly sessionStore: SessionStore;
@@ -99,6 +118,23 @@ export function sessionHandlers(deps: SessionsRouterDeps): Partial<Record<RouteN
     }
     const answer: MessageAnswer = placed ? outward(placed) : { sessionKey: name, queued: true };
     res.status(202).json(answer);
+  };
+
+  const list: RequestHandler = async (req, res) => {
+    const query = SessionListQuery.safeParse(req.query);
+    if (!query.success) throw zodToHttp(query.error, ['query']);
+    const cursor = query.data.cursor === undefined ? null : decodeCursor(query.data.cursor, STORED_SESSION);
+    if (cursor === undefined) {
+      throw new HttpError(400, 'invalid_request', 'the request is invalid', [
+        { path: 'query.cursor', message: 'not a cursor this API handed out (nextCursor of an earlier page)' },
+      ]);
+    }
+    const page = await deps.sessionStore.list(callerOf(res).tenant, query.data.limit, cursor);
+    const answer: SessionPage = {
+      sessions: page.sessions.map(outward),
+      nextCursor: page.nextCursor ? encodeCursor(page.nextCursor) : null,
+    };
+    res.json(answer);
   };
 
   const get: RequestHandler = async (req, res) => {
@@ -189,6 +225,7 @@ export function sessionHandlers(deps: SessionsRouterDeps): Partial<Record<RouteN
 
   return {
     'sessions.message': message,
+    'sessions.list': list,
     'sessions.get': get,
     'sessions.transcript': transcript,
     'sources.event': sourceEvent,

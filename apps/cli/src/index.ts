@@ -1,6 +1,8 @@
 /** What the `tetraloop` command's client subcommands do, for programs and tests that call them in-process. */
 export * from './lessons-command.js';
-export { runGraphFile } from './run-command.js';
+export { runGraphFile, type RunIo } from './run-command.js';
+export * from './runs-command.js';
+export { RunProgress } from './run-progress.js';
 export * from './keys-command.js';
 export * from './api-client.js';
 export { tetraloopMcpServer } from './mcp-command.js';

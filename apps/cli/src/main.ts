@@ -1,9 +1,9 @@
 /**
- * `tetraloop <command>`: dev | api | worker | run | lessons | keys | mcp. Each process type also runs
- * alone against a shared REDIS_URL, so pools scale as separate processes; `run` and `lessons` are
- * clients of the API at TETRALOOP_API_URL (with TETRALOOP_API_KEY as their bearer key when set);
- * `keys` manages API keys through the API with the root token, or in Redis directly; `openapi`
- * prints the API's OpenAPI document.
+ * `tetraloop <command>`: dev | api | worker | run | runs | explain | lessons | keys | mcp | openapi.
+ * Each process type also runs alone against a shared REDIS_URL, so pools scale as separate
+ * processes; `run`, `runs`, `explain` and `lessons` are clients of the API at TETRALOOP_API_URL
+ * (with TETRALOOP_API_KEY as their bearer key when set); `keys` manages API keys through the API
+ * with the root token, or in Redis directly; `openapi` prints the API's OpenAPI document.
  */
 import { parseArgs } from 'node:util';
 import {
@@ -21,6 +21,7 @@ import { runMcpServer } from './mcp-command.js';
 import { runApi, runDev, runWorker } from './processes.js';
 import { writeOpenApiDocument } from './openapi-command.js';
 import { runGraphFile } from './run-command.js';
+import { explainCommand, runsCommand } from './runs-command.js';
 
 const USAGE = `usage: tetraloop <command>
 
@@ -29,7 +30,13 @@ const USAGE = `usage: tetraloop <command>
   api                                   the HTTP API alone
   worker --pool <${POOLS.join('|')}|all> [--concurrency N] [--metrics-port P]
                                         one worker pool (or all of them)
-  run <graph.json> [--follow]           submit a run to TETRALOOP_API_URL and wait for it
+  run <graph.json> [--follow]           submit a run to TETRALOOP_API_URL and wait for it; --follow
+                                        shows each node's status and elapsed time as it runs
+  runs list [--status <status>] [--since <1h|ISO time>] [--until …] [--agent <id>] [--session <key>]
+            [--tag <tag>] [--limit N] [--cursor <c>] [--json]
+                                        the runs, newest first, as a table
+  runs show <runId> [--json]            one run and its nodes
+  explain <runId> [--json]              where a run's time went, its critical path marked
   lessons list <agentId> [--status probation|active|pinned|retired] [--json]
                                         an agent's lessons, as a table (from TETRALOOP_API_URL)
   lessons show <lessonId>               one lesson, as JSON
@@ -45,7 +52,7 @@ const USAGE = `usage: tetraloop <command>
   mcp                                   Tetraloop as an MCP server on stdio (run_graph, run_task,
                                         get_run), a client of TETRALOOP_API_URL
 
-run, lessons and mcp send TETRALOOP_API_KEY as their bearer key when it is set. keys uses the API at
+run, runs, explain, lessons and mcp send TETRALOOP_API_KEY as their bearer key when it is set. keys uses the API at
 TETRALOOP_API_URL with TETRALOOP_ADMIN_TOKEN (the root token) when that is set, else (or with
 --redis) Redis directly at REDIS_URL under TETRALOOP_PREFIX, to make the first key.`;
 
@@ -91,6 +98,12 @@ export async function main(argv: string[]): Promise<void> {
         process.exitCode = await runGraphFile(file, { follow: values.follow ?? false });
         return;
       }
+      case 'runs':
+        process.exitCode = await runsCommand(rest);
+        return;
+      case 'explain':
+        process.exitCode = await explainCommand(rest);
+        return;
       case 'lessons':
         process.exitCode = await lessonsCommand(rest);
         return;

@@ -17,9 +17,14 @@ import type { paths } from './generated/openapi.js';
 import type {
   MessageAnswer,
   MessageBody,
+  RerunAccepted,
   RunAccepted,
   RunDocument,
+  RunExplain,
+  RunPage,
   RunRequest,
+  RunSearch,
+  SessionPage,
   SessionView,
   StreamEvent,
   TranscriptEntry,
@@ -152,6 +157,36 @@ export class TetraloopClient {
     return unwrap(answer) as RunDocument;
   }
 
+  /** A page of the tenant's runs, newest first, filtered by `search` (`nextCursor` → `cursor`). */
+  async list(search: RunSearch = {}): Promise<RunPage> {
+    return unwrap<RunPage>(await this.api.GET('/v1/runs', { params: { query: search } }));
+  }
+
+  /** Where the run's time went: each node's waits and execution, the critical path, the parallelism. */
+  async explain(runId: string): Promise<RunExplain> {
+    return unwrap(await this.api.GET('/v1/runs/{id}/explain', { params: { path: { id: runId } } }));
+  }
+
+  /**
+   * A new run forked from a settled one at node `from`: it reuses every snapshot not downstream of
+   * it. With `idempotencyKey`, every rerun with that key gets the same run.
+   */
+  async rerun(
+    runId: string,
+    from: string,
+    options: { idempotencyKey?: string } = {},
+  ): Promise<RerunAccepted> {
+    return unwrap(
+      await this.api.POST('/v1/runs/{id}/rerun', {
+        params: {
+          path: { id: runId },
+          ...(options.idempotencyKey ? { header: { 'Idempotency-Key': options.idempotencyKey } } : {}),
+        },
+        body: { from },
+      }),
+    );
+  }
+
   /**
    * Waits until the run settles and answers its document, long-polling `/wait` in slices of
    * `sliceMs`; a `429` or `503` (the API's caps, or Redis away) is retried after its `Retry-After`.
@@ -234,6 +269,11 @@ export class SessionsClient {
         body: message,
       }),
     );
+  }
+
+  /** A page of the tenant's sessions with their lanes, most recently written first. */
+  async list(page: { limit?: number; cursor?: string } = {}): Promise<SessionPage> {
+    return unwrap<SessionPage>(await this.api.GET('/v1/sessions', { params: { query: page } }));
   }
 
   /** The session's lane: the running run, the waiting items, the environment version. */

@@ -1,5 +1,5 @@
 /** Names for the document's schemas a client handles most; every one is in `Schemas`. */
-import type { components } from './generated/openapi.js';
+import type { components, paths } from './generated/openapi.js';
 
 /** Every named schema of the API's OpenAPI document. */
 export type Schemas = components['schemas'];
@@ -8,6 +8,13 @@ export type RunRequest = Schemas['RunRequest'];
 export type Graph = Schemas['Graph'];
 export type RunAccepted = Schemas['RunAccepted'];
 export type RunDocument = Schemas['RunDocument'];
+export type RerunAccepted = Schemas['RerunAccepted'];
+export type RunPage = Schemas['RunPage'];
+export type RunListing = Schemas['RunListing'];
+export type RunExplain = Schemas['RunExplain'];
+export type NodeExplain = Schemas['NodeExplain'];
+/** The filters and page of `GET /v1/runs`. */
+export type RunSearch = NonNullable<paths['/v1/runs']['get']['parameters']['query']>;
 export type RunStatus = RunDocument['status'];
 export type NodeView = Schemas['NodeView'];
 export type RunEvent = Schemas['RunEvent'];
@@ -17,6 +24,8 @@ export type StreamEvent = RunEvent | EventsTruncated;
 export type MessageBody = Schemas['MessageBody'];
 export type MessageAnswer = Schemas['MessageAnswer'];
 export type SessionView = Schemas['SessionView'];
+export type SessionPage = Schemas['SessionPage'];
+export type SessionListing = Schemas['SessionListing'];
 export type TranscriptHeader = Schemas['TranscriptHeader'];
 export type TranscriptEntry = Schemas['TranscriptEntry'];
 export type ApiErrorBody = Schemas['ApiError'];

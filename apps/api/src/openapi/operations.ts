@@ -11,6 +11,7 @@ import {
   InboundEvent,
   Lesson,
   RunDocument,
+  RunExplain,
   RunRequest,
   SecretName,
   SessionView,
@@ -25,10 +26,13 @@ import {
   LimitsView,
   MessageAnswer,
   ReflectAccepted,
+  RerunAccepted,
   RunAccepted,
+  RunPage,
   RunCancelled,
   RunResumed,
   SecretList,
+  SessionPage,
   SignalDelivered,
   SignalRepeated,
   SourceEventAccepted,
@@ -51,9 +55,12 @@ import {
   MemoryQuery,
   MessageBody,
   ReadQuery,
+  RerunBody,
   RunIdParam,
+  RunSearchQuery,
   SecretBody,
   SessionKey,
+  SessionListQuery,
   SignalName,
   SignalPayload,
   SignatureHeader,
@@ -143,6 +150,28 @@ export function routeOperations(settings: OperationSettings): { readonly [K in R
         503: ['not_replicated', 'not_persisted'],
       },
     },
+    'runs.list': {
+      tag: 'runs',
+      summary: 'Search the tenant’s runs',
+      description:
+        'Newest first, a page at a time, from per-tenant indexes kept by the run scripts (a run leaves them when it expires). Child runs are not listed.',
+      query: {
+        schema: RunSearchQuery,
+        describe: {
+          status: 'Only runs in this status.',
+          agentId: 'Only runs of this agent.',
+          sessionKey: 'Only runs of this session.',
+          tag: 'Only runs carrying this tag.',
+          since:
+            'Created at or after: an ISO time with its zone, or a duration before now (`90s`, `15m`, `1h`, `7d`).',
+          until: 'Created at or before: as `since`.',
+          limit: 'At most this many runs.',
+          cursor: 'The `nextCursor` of the previous page.',
+        },
+      },
+      answers: { 200: { description: 'A page of run summaries.', json: RunPage } },
+      errors: { 400: ['invalid_request'] },
+    },
     'runs.get': {
       tag: 'runs',
       summary: 'Read a run',
@@ -194,6 +223,15 @@ export function routeOperations(settings: OperationSettings): { readonly [K in R
       answers: { 200: { description: 'The event stream.', media: 'text/event-stream' } },
       errors: { 404: ['run_not_found'], 429: ['too_many_streams'], 503: ['streams_at_capacity'] },
     },
+    'runs.explain': {
+      tag: 'runs',
+      summary: 'Where a run’s time went',
+      description:
+        'For every node its queue wait (ready → started), execution, retry backoff, throttled and parked time and tokens; the critical path; the achieved parallelism (node time ÷ wall time) and wall time ÷ critical path.',
+      params: { id: runId },
+      answers: { 200: { description: 'The explanation.', json: RunExplain } },
+      errors: { 404: ['run_not_found'] },
+    },
     'runs.cancel': {
       tag: 'runs',
       summary: 'Cancel a run',
@@ -213,6 +251,34 @@ export function routeOperations(settings: OperationSettings): { readonly [K in R
         },
       },
       errors: { 404: ['run_not_found'], 409: ['not_resumable'] },
+    },
+    'runs.rerun': {
+      tag: 'runs',
+      summary: 'Rerun a settled run from a node',
+      description:
+        'A new run (a fork) with the same graph and input that reuses every snapshot of the origin not downstream of `from`, and runs `from` and everything after it again. The new run’s `rerunOf` names its origin. A repeated `Idempotency-Key` answers the first request’s run.',
+      params: { id: runId },
+      headers: {
+        'Idempotency-Key': {
+          schema: IdempotencyKey.unwrap(),
+          description: 'Names the new run: every rerun request with the same key gets the same run.',
+        },
+      },
+      body: { schema: RerunBody, required: true },
+      answers: {
+        202: {
+          description: 'The new run, accepted.',
+          json: RerunAccepted,
+          headers: { Location: 'The new run: `/v1/runs/<runId>`.' },
+        },
+      },
+      errors: {
+        400: ['invalid_request', 'invalid_graph'],
+        404: ['run_not_found'],
+        409: ['not_rerunnable'],
+        415: ['unsupported_media_type'],
+        503: ['not_replicated', 'not_persisted'],
+      },
     },
     'runs.signal': {
       tag: 'runs',
@@ -283,6 +349,18 @@ export function routeOperations(settings: OperationSettings): { readonly [K in R
         },
       },
       errors: { 400: ['invalid_request'], 422: ['message_failed'], 429: ['lane_full'] },
+    },
+    'sessions.list': {
+      tag: 'sessions',
+      summary: 'List the tenant’s sessions with their lanes',
+      query: {
+        schema: SessionListQuery,
+        describe: { limit: 'At most this many sessions.', cursor: 'The `nextCursor` of the previous page.' },
+      },
+      answers: {
+        200: { description: 'Most recently written first, each with its lane.', json: SessionPage },
+      },
+      errors: { 400: ['invalid_request'] },
     },
     'sessions.get': {
       tag: 'sessions',

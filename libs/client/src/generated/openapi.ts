@@ -11,7 +11,13 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        get?: never;
+        /**
+         * Search the tenant’s runs
+         * @description Newest first, a page at a time, from per-tenant indexes kept by the run scripts (a run leaves them when it expires). Child runs are not listed.
+         *
+         *     Needs an API key with the scope `runs:read` (or the root token).
+         */
+        get: operations["runs.list"];
         put?: never;
         /**
          * Submit a run
@@ -90,6 +96,28 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/runs/{id}/explain": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Where a run’s time went
+         * @description For every node its queue wait (ready → started), execution, retry backoff, throttled and parked time and tokens; the critical path; the achieved parallelism (node time ÷ wall time) and wall time ÷ critical path.
+         *
+         *     Needs an API key with the scope `runs:read` (or the root token).
+         */
+        get: operations["runs.explain"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v1/runs/{id}/cancel": {
         parameters: {
             query?: never;
@@ -124,6 +152,28 @@ export interface paths {
          * @description Needs an API key with the scope `runs:write` (or the root token).
          */
         post: operations["runs.resume"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/runs/{id}/rerun": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Rerun a settled run from a node
+         * @description A new run (a fork) with the same graph and input that reuses every snapshot of the origin not downstream of `from`, and runs `from` and everything after it again. The new run’s `rerunOf` names its origin. A repeated `Idempotency-Key` answers the first request’s run.
+         *
+         *     Needs an API key with the scope `runs:write` (or the root token).
+         */
+        post: operations["runs.rerun"];
         delete?: never;
         options?: never;
         head?: never;
@@ -230,6 +280,26 @@ export interface paths {
          *     Needs an API key with the scope `sessions:write` (or the root token).
          */
         post: operations["sessions.message"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/sessions": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * List the tenant’s sessions with their lanes
+         * @description Needs an API key with the scope `sessions:read` (or the root token).
+         */
+        get: operations["sessions.list"];
+        put?: never;
+        post?: never;
         delete?: never;
         options?: never;
         head?: never;
@@ -667,6 +737,18 @@ export interface components {
             status: "queued" | "running" | "succeeded" | "failed" | "cancelled" | "timed_out";
             acceptedAt: string;
         };
+        RerunAccepted: {
+            /** Format: uuid */
+            runId: string;
+            /** @enum {string} */
+            status: "queued" | "running" | "succeeded" | "failed" | "cancelled" | "timed_out";
+            acceptedAt: string;
+            rerunOf: {
+                /** Format: uuid */
+                runId: string;
+                from: string;
+            };
+        };
         RunCancelled: {
             /** Format: uuid */
             runId: string;
@@ -700,6 +782,75 @@ export interface components {
             runId: string;
             score: number;
         };
+        RunPage: {
+            runs: components["schemas"]["RunListing"][];
+            nextCursor: string | null;
+        };
+        RunListing: {
+            runId: string;
+            /** @enum {string} */
+            status: "queued" | "running" | "succeeded" | "failed" | "cancelled" | "timed_out";
+            agentId: string;
+            sessionKey: string | null;
+            task: string | null;
+            createdAt: string;
+            startedAt: string | null;
+            finishedAt: string | null;
+            durationMs: number | null;
+            nodes: {
+                total: number;
+                succeeded: number;
+                failed: number;
+            };
+            usage: components["schemas"]["RunUsage"];
+            tags: string[];
+            rerunOf: {
+                runId: string;
+                from: string;
+            } | null;
+        };
+        RunExplain: {
+            runId: string;
+            /** @enum {string} */
+            status: "queued" | "running" | "succeeded" | "failed" | "cancelled" | "timed_out";
+            startedAt: string | null;
+            finishedAt: string | null;
+            wallMs: number;
+            nodeTimeMs: number;
+            criticalPathMs: number;
+            parallelism: number | null;
+            wallOverCriticalPath: number | null;
+            criticalPath: {
+                id: string;
+                durationMs: number;
+            }[];
+            totals: {
+                queueWaitMs: number;
+                executionMs: number;
+                retryWaitMs: number;
+                throttledMs: number;
+                parkedMs: number;
+                tokens: number;
+            };
+            nodes: components["schemas"]["NodeExplain"][];
+        };
+        NodeExplain: {
+            id: string;
+            status: string;
+            critical: boolean;
+            reused: boolean;
+            readyAt: string | null;
+            startedAt: string | null;
+            finishedAt: string | null;
+            durationMs: number;
+            queueWaitMs: number;
+            executionMs: number;
+            retryWaitMs: number;
+            throttledMs: number;
+            parkedMs: number;
+            attempts: number;
+            tokens: number;
+        };
         RunDocument: {
             runId: string;
             /** @enum {string} */
@@ -731,6 +882,11 @@ export interface components {
                 [key: string]: unknown;
             } | null;
             priority: number;
+            tags: string[];
+            rerunOf: {
+                runId: string;
+                from: string;
+            } | null;
             nodes: {
                 [key: string]: components["schemas"]["NodeView"];
             };
@@ -768,6 +924,7 @@ export interface components {
                 cachedPromptTokens?: number;
                 costUsd?: number;
             };
+            reusedFrom?: string;
             id: string;
             waits?: components["schemas"]["WaitRecord"][];
             throttledMs?: number;
@@ -952,6 +1109,28 @@ export interface components {
             command?: string;
             /** @enum {string} */
             mode?: "followup" | "collect" | "steer" | "interrupt";
+        };
+        SessionPage: {
+            sessions: components["schemas"]["SessionListing"][];
+            nextCursor: string | null;
+        };
+        SessionListing: {
+            sessionKey: string;
+            createdAt: string | null;
+            contextId: number;
+            running: string | null;
+            queued: {
+                /** @constant */
+                kind: "run";
+                runId: string;
+            }[] | {
+                /** @constant */
+                kind: "collect";
+                messages: number;
+            }[];
+            mode: ("followup" | "collect" | "steer" | "interrupt") | null;
+            environmentVersion: number;
+            lastActiveAt: string;
         };
         SessionView: {
             sessionKey: string;
@@ -1217,6 +1396,7 @@ export interface components {
             };
             /** @default 5 */
             priority?: number;
+            tags?: string[];
         };
         Graph: {
             nodes: ({
@@ -1401,6 +1581,9 @@ export interface components {
             adaptive?: boolean;
         }[];
         LimitsBody: components["schemas"]["LimitsDocument"] | components["schemas"]["LimitsList"];
+        RerunBody: {
+            from: string;
+        };
         SignalPayload: unknown;
     };
     responses: never;
@@ -1414,6 +1597,136 @@ export interface components {
 }
 export type $defs = Record<string, never>;
 export interface operations {
+    "runs.list": {
+        parameters: {
+            query?: {
+                /** @description Only runs in this status. */
+                status?: "queued" | "running" | "succeeded" | "failed" | "cancelled" | "timed_out";
+                /** @description Only runs of this agent. */
+                agentId?: string;
+                /** @description Only runs of this session. */
+                sessionKey?: string;
+                /** @description Only runs carrying this tag. */
+                tag?: string;
+                /** @description Created at or after: an ISO time with its zone, or a duration before now (`90s`, `15m`, `1h`, `7d`). */
+                since?: string;
+                /** @description Created at or before: as `since`. */
+                until?: string;
+                /** @description At most this many runs. */
+                limit?: number;
+                /** @description The `nextCursor` of the previous page. */
+                cursor?: string;
+            };
+            header?: {
+                /** @description Root token only: the tenant to act for (default `default`); a key acts for its own tenant. */
+                "x-tetraloop-tenant"?: components["parameters"]["Tenant"];
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description A page of run summaries. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["RunPage"];
+                };
+            };
+            /** @description Bad request: `invalid_request`. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"] & {
+                        error?: {
+                            /** @enum {unknown} */
+                            code?: "invalid_request";
+                        };
+                    };
+                };
+            };
+            /** @description Unauthorized: `unauthorized`. */
+            401: {
+                headers: {
+                    /** @description `Bearer realm="tetraloop"` (missing or refused key). */
+                    "WWW-Authenticate"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"] & {
+                        error?: {
+                            /** @enum {unknown} */
+                            code?: "unauthorized";
+                        };
+                    };
+                };
+            };
+            /** @description Forbidden: `forbidden`. */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"] & {
+                        error?: {
+                            /** @enum {unknown} */
+                            code?: "forbidden";
+                        };
+                    };
+                };
+            };
+            /** @description Too many requests: `rate_limited`. */
+            429: {
+                headers: {
+                    /** @description Seconds until a retry may fit. */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"] & {
+                        error?: {
+                            /** @enum {unknown} */
+                            code?: "rate_limited";
+                        };
+                    };
+                };
+            };
+            /** @description Internal error: `internal`. */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"] & {
+                        error?: {
+                            /** @enum {unknown} */
+                            code?: "internal";
+                        };
+                    };
+                };
+            };
+            /** @description Unavailable: `unavailable`. */
+            503: {
+                headers: {
+                    /** @description Seconds until a retry. */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"] & {
+                        error?: {
+                            /** @enum {unknown} */
+                            code?: "unavailable";
+                        };
+                    };
+                };
+            };
+        };
+    };
     "runs.submit": {
         parameters: {
             query?: never;
@@ -1975,6 +2288,136 @@ export interface operations {
             };
         };
     };
+    "runs.explain": {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description Root token only: the tenant to act for (default `default`); a key acts for its own tenant. */
+                "x-tetraloop-tenant"?: components["parameters"]["Tenant"];
+            };
+            path: {
+                /** @description The run id (a UUID). */
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The explanation. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["RunExplain"];
+                };
+            };
+            /** @description Bad request: `invalid_request`. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"] & {
+                        error?: {
+                            /** @enum {unknown} */
+                            code?: "invalid_request";
+                        };
+                    };
+                };
+            };
+            /** @description Unauthorized: `unauthorized`. */
+            401: {
+                headers: {
+                    /** @description `Bearer realm="tetraloop"` (missing or refused key). */
+                    "WWW-Authenticate"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"] & {
+                        error?: {
+                            /** @enum {unknown} */
+                            code?: "unauthorized";
+                        };
+                    };
+                };
+            };
+            /** @description Forbidden: `forbidden`. */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"] & {
+                        error?: {
+                            /** @enum {unknown} */
+                            code?: "forbidden";
+                        };
+                    };
+                };
+            };
+            /** @description Not found: `run_not_found`. */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"] & {
+                        error?: {
+                            /** @enum {unknown} */
+                            code?: "run_not_found";
+                        };
+                    };
+                };
+            };
+            /** @description Too many requests: `rate_limited`. */
+            429: {
+                headers: {
+                    /** @description Seconds until a retry may fit. */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"] & {
+                        error?: {
+                            /** @enum {unknown} */
+                            code?: "rate_limited";
+                        };
+                    };
+                };
+            };
+            /** @description Internal error: `internal`. */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"] & {
+                        error?: {
+                            /** @enum {unknown} */
+                            code?: "internal";
+                        };
+                    };
+                };
+            };
+            /** @description Unavailable: `unavailable`. */
+            503: {
+                headers: {
+                    /** @description Seconds until a retry. */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"] & {
+                        error?: {
+                            /** @enum {unknown} */
+                            code?: "unavailable";
+                        };
+                    };
+                };
+            };
+        };
+    };
     "runs.cancel": {
         parameters: {
             query?: never;
@@ -2259,6 +2702,186 @@ export interface operations {
                         error?: {
                             /** @enum {unknown} */
                             code?: "unavailable";
+                        };
+                    };
+                };
+            };
+        };
+    };
+    "runs.rerun": {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description Names the new run: every rerun request with the same key gets the same run. */
+                "Idempotency-Key"?: string;
+                /** @description Root token only: the tenant to act for (default `default`); a key acts for its own tenant. */
+                "x-tetraloop-tenant"?: components["parameters"]["Tenant"];
+            };
+            path: {
+                /** @description The run id (a UUID). */
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["RerunBody"];
+            };
+        };
+        responses: {
+            /** @description The new run, accepted. */
+            202: {
+                headers: {
+                    /** @description The new run: `/v1/runs/<runId>`. */
+                    Location?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["RerunAccepted"];
+                };
+            };
+            /** @description Bad request: `invalid_request`, `invalid_json`, `json_too_deep`, `invalid_graph`. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"] & {
+                        error?: {
+                            /** @enum {unknown} */
+                            code?: "invalid_request" | "invalid_json" | "json_too_deep" | "invalid_graph";
+                        };
+                    };
+                };
+            };
+            /** @description Unauthorized: `unauthorized`. */
+            401: {
+                headers: {
+                    /** @description `Bearer realm="tetraloop"` (missing or refused key). */
+                    "WWW-Authenticate"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"] & {
+                        error?: {
+                            /** @enum {unknown} */
+                            code?: "unauthorized";
+                        };
+                    };
+                };
+            };
+            /** @description Forbidden: `forbidden`. */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"] & {
+                        error?: {
+                            /** @enum {unknown} */
+                            code?: "forbidden";
+                        };
+                    };
+                };
+            };
+            /** @description Not found: `run_not_found`. */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"] & {
+                        error?: {
+                            /** @enum {unknown} */
+                            code?: "run_not_found";
+                        };
+                    };
+                };
+            };
+            /** @description Conflict: `not_rerunnable`. */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"] & {
+                        error?: {
+                            /** @enum {unknown} */
+                            code?: "not_rerunnable";
+                        };
+                    };
+                };
+            };
+            /** @description Content too large: `body_too_large`. */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"] & {
+                        error?: {
+                            /** @enum {unknown} */
+                            code?: "body_too_large";
+                        };
+                    };
+                };
+            };
+            /** @description Unsupported media type: `unsupported_encoding`, `unsupported_media_type`. */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"] & {
+                        error?: {
+                            /** @enum {unknown} */
+                            code?: "unsupported_encoding" | "unsupported_media_type";
+                        };
+                    };
+                };
+            };
+            /** @description Too many requests: `rate_limited`. */
+            429: {
+                headers: {
+                    /** @description Seconds until a retry may fit. */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"] & {
+                        error?: {
+                            /** @enum {unknown} */
+                            code?: "rate_limited";
+                        };
+                    };
+                };
+            };
+            /** @description Internal error: `internal`. */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"] & {
+                        error?: {
+                            /** @enum {unknown} */
+                            code?: "internal";
+                        };
+                    };
+                };
+            };
+            /** @description Unavailable: `unavailable`, `not_replicated`, `not_persisted`. */
+            503: {
+                headers: {
+                    /** @description Seconds until a retry. */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"] & {
+                        error?: {
+                            /** @enum {unknown} */
+                            code?: "unavailable" | "not_replicated" | "not_persisted";
                         };
                     };
                 };
@@ -3004,6 +3627,124 @@ export interface operations {
                         error?: {
                             /** @enum {unknown} */
                             code?: "rate_limited" | "lane_full";
+                        };
+                    };
+                };
+            };
+            /** @description Internal error: `internal`. */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"] & {
+                        error?: {
+                            /** @enum {unknown} */
+                            code?: "internal";
+                        };
+                    };
+                };
+            };
+            /** @description Unavailable: `unavailable`. */
+            503: {
+                headers: {
+                    /** @description Seconds until a retry. */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"] & {
+                        error?: {
+                            /** @enum {unknown} */
+                            code?: "unavailable";
+                        };
+                    };
+                };
+            };
+        };
+    };
+    "sessions.list": {
+        parameters: {
+            query?: {
+                /** @description At most this many sessions. */
+                limit?: number;
+                /** @description The `nextCursor` of the previous page. */
+                cursor?: string;
+            };
+            header?: {
+                /** @description Root token only: the tenant to act for (default `default`); a key acts for its own tenant. */
+                "x-tetraloop-tenant"?: components["parameters"]["Tenant"];
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Most recently written first, each with its lane. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["SessionPage"];
+                };
+            };
+            /** @description Bad request: `invalid_request`. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"] & {
+                        error?: {
+                            /** @enum {unknown} */
+                            code?: "invalid_request";
+                        };
+                    };
+                };
+            };
+            /** @description Unauthorized: `unauthorized`. */
+            401: {
+                headers: {
+                    /** @description `Bearer realm="tetraloop"` (missing or refused key). */
+                    "WWW-Authenticate"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"] & {
+                        error?: {
+                            /** @enum {unknown} */
+                            code?: "unauthorized";
+                        };
+                    };
+                };
+            };
+            /** @description Forbidden: `forbidden`. */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"] & {
+                        error?: {
+                            /** @enum {unknown} */
+                            code?: "forbidden";
+                        };
+                    };
+                };
+            };
+            /** @description Too many requests: `rate_limited`. */
+            429: {
+                headers: {
+                    /** @description Seconds until a retry may fit. */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"] & {
+                        error?: {
+                            /** @enum {unknown} */
+                            code?: "rate_limited";
                         };
                     };
                 };

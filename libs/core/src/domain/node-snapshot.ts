@@ -51,6 +51,8 @@ export const NodeSnapshot = z.object({
   durationMs: z.number().nonnegative(),
   /** For nodes that called a model. */
   usage: NodeUsage.optional(),
+  /** A rerun's copy of its origin's snapshot: the run the node ran in (it did not run here). */
+  reusedFrom: z.string().optional(),
 });
 export type NodeSnapshot = z.infer<typeof NodeSnapshot>;
 

@@ -59,6 +59,45 @@ export const RunUsage = z.object({
 });
 export type RunUsage = z.infer<typeof RunUsage>;
 
+/** Most tags a run may carry. */
+export const MAX_RUN_TAGS = 10;
+
+/** A run's tag: a label to find it by (`GET /v1/runs?tag=`); part of a Redis key name. */
+export const RunTag = z
+  .string()
+  .regex(/^[A-Za-z0-9_.:=/-]{1,64}$/, 'a tag is 1–64 letters, digits or _ . : = / -');
+export type RunTag = z.infer<typeof RunTag>;
+
+/** A rerun's origin: the run it forked from and the node it ran again from. */
+export const RerunOf = z.object({ runId: z.string(), from: z.string() });
+export type RerunOf = z.infer<typeof RerunOf>;
+
+/** A run as a search lists it (`GET /v1/runs`): what it is, where it stands, what it used. */
+export const RunListing = z.object({
+  runId: z.string(),
+  status: RunStatus,
+  agentId: z.string(),
+  /** As stored (tenant-scoped); the API shows it as the client named it. */
+  sessionKey: z.string().nullable(),
+  /** The first 200 characters of a task run's task. */
+  task: z.string().nullable(),
+  createdAt: z.string(),
+  startedAt: z.string().nullable(),
+  finishedAt: z.string().nullable(),
+  /** From `startedAt` (`createdAt` for a run that never started) to `finishedAt`; null until settled. */
+  durationMs: z.number().nonnegative().nullable(),
+  /** Nodes of its plan (0 while a task run waits for its plan), and how many of them succeeded and failed. */
+  nodes: z.object({
+    total: z.number().int().nonnegative(),
+    succeeded: z.number().int().nonnegative(),
+    failed: z.number().int().nonnegative(),
+  }),
+  usage: RunUsage,
+  tags: z.array(z.string()),
+  rerunOf: RerunOf.nullable(),
+});
+export type RunListing = z.infer<typeof RunListing>;
+
 /** The stream families clients follow: each event type belongs to one, with a phase. */
 export const EVENT_FAMILIES = [
   'lifecycle',
@@ -180,6 +219,10 @@ export const RunDocument = z.object({
   metadata: z.record(z.string(), z.unknown()).nullable(),
   /** 1 (lowest) to 10: which waiting calls flow control serves first. */
   priority: z.number().int().min(1).max(10),
+  /** Labels given at creation, to find the run by. */
+  tags: z.array(z.string()),
+  /** For a rerun: the run it forked from and the node it ran again from. */
+  rerunOf: RerunOf.nullable(),
   /** Every executable node (nested graphs expanded), by id. */
   nodes: z.record(z.string(), NodeView),
   /** Sink node outputs keyed by node id, once the run succeeded. */

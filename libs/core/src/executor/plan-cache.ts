@@ -31,6 +31,8 @@ export interface CompiledPlan {
   readonly topology: Topology;
   /** Per node: the node ids its fields reference (whose snapshots it must read). */
   readonly reads: ReadonlyMap<string, readonly string[]>;
+  /** A rerun: it starts with its origin's snapshots of the nodes it does not run. */
+  readonly reusesSnapshots: boolean;
 }
 
 /** The nodes whose snapshots `node` reads through its references. */
@@ -89,6 +91,7 @@ export class PlanCache {
       nodes,
       topology: buildTopology([...nodes.keys()], stored.plan.edges),
       reads,
+      reusesSnapshots: stored.reusesSnapshots,
     };
   }
 }

@@ -94,8 +94,11 @@ async function executeRunJob(deps: ExecutorDeps, job: Job, token: string | undef
   if (!plan) return { status: 'gone' };
 
   if (data.step === 'start') {
+    // A new run has no snapshots yet, unless it is a rerun that starts with its origin's.
     const snapshots =
-      data.generation === 0 ? new Map<string, NodeSnapshot>() : await deps.store.snapshots(plan.runId);
+      data.generation === 0 && !plan.reusesSnapshots
+        ? new Map<string, NodeSnapshot>()
+        : await deps.store.snapshots(plan.runId);
     const ready = readyNodes(plan, snapshots);
     const started = await deps.store.start(
       plan.runId,

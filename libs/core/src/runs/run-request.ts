@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { Budget, MAX_RUN_SECONDS, OnBudget } from '../domain/run-model.js';
+import { Budget, MAX_RUN_SECONDS, MAX_RUN_TAGS, OnBudget, RunTag } from '../domain/run-model.js';
 import { DEFAULT_PRIORITY, Priority } from '../flow/limits.js';
 
 /** Longest `task` (and `overrides`) a run request may have, in characters. */
@@ -39,6 +39,12 @@ export const RunRequest = z
     metadata: z.record(z.string(), z.unknown()).optional(),
     /** 1 (lowest) to 10: which of a flow counter's waiting calls goes first. @defaultValue 5 */
     priority: Priority.default(DEFAULT_PRIORITY),
+    /** Labels to find the run by (`GET /v1/runs?tag=`); a repeated tag counts once. */
+    tags: z
+      .array(RunTag)
+      .max(MAX_RUN_TAGS)
+      .transform((tags) => [...new Set(tags)])
+      .optional(),
   })
   .superRefine((r, ctx) => {
     if ((r.graph === undefined) === (r.task === undefined)) {

@@ -12,6 +12,8 @@ import {
   isBudgetSignal,
   isTerminal,
   type RunDocument,
+  type NodeSnapshot,
+  type RerunOf,
   type RunStatus,
   type SignalDecision,
   type SignalLimits,
@@ -22,13 +24,17 @@ import { DEFAULT_TENANT } from '../domain/tenant.js';
 import { cancelledError } from '../errors/run-error.js';
 import type { GraphLimits } from '../graph/limits.js';
 import type { ValidationIssue } from '../graph/schema.js';
-import { buildTopology } from '../graph/topology.js';
 import { MODEL_VARIABLES } from '../model/model-config.js';
-import { loopModeGraph, type ExecutableGraph } from '../nodes/index.js';
+import { loopModeGraph } from '../nodes/index.js';
 import { enqueueRunRoot, wakeParkedNodes, wakeRunRoot, type RunQueues } from '../queues/run-jobs.js';
+import type { RunSearchPage } from '../state/run-index.js';
 import type { RunStore } from '../state/run-store.js';
+import type { RunSearch } from '../insight/run-search.js';
+import { explainRun, readyTimes, type RunExplain } from '../insight/explain.js';
+import type { RunEvent } from '../domain/run-model.js';
 import type { ToolRegistry } from '../tools/tool.js';
 import type { RunRequest } from './run-request.js';
+import { rerunSet, rerunStart } from './rerun-set.js';
 
 export class GraphRejectedError extends Error {
   constructor(readonly issues: readonly ValidationIssue[]) {
@@ -74,6 +80,11 @@ export interface SubmitResult {
   readonly acceptedAt: string;
   /** False when an earlier request with the same idempotency key created the run. */
   readonly created: boolean;
+}
+
+/** What a rerun answers: the new run, and where it came from. */
+export interface RerunResult extends SubmitResult {
+  readonly rerunOf: RerunOf;
 }
 
 export interface RunServiceDeps {
@@ -164,6 +175,7 @@ export class RunService {
       onBudget: request.onBudget,
       metadata: request.metadata,
       priority: request.priority,
+      ...(request.tags ? { tags: request.tags } : {}),
       createdAt: new Date().toISOString(),
       pending: new Map(topology?.ids.map((id) => [id, topology.parents.get(id)?.length ?? 0]) ?? []),
     });
@@ -205,6 +217,36 @@ export class RunService {
     return doc;
   }
 
+  /** One page of the tenant's runs that pass every filter of `search`, newest first. */
+  search(tenant: string, search: RunSearch): Promise<RunSearchPage> {
+    return this.deps.store.index.search(tenant, search);
+  }
+
+  /**
+   * Where the run's time went (see `insight/explain.ts`): its document, its plan's edges and when
+   * each node became ready (its `node.queued` events). Null for an unknown run.
+   */
+  async explain(runId: string, now = Date.now()): Promise<RunExplain | null> {
+    const [document, stored] = await Promise.all([
+      this.deps.store.document(runId),
+      this.deps.store.plan(runId),
+    ]);
+    if (!document) return null;
+    const events: RunEvent[] = [];
+    for (let after = 0; ;) {
+      const page = await this.deps.store.events(runId, after, EVENT_PAGE);
+      events.push(...page.filter((e) => e.type === 'node.queued'));
+      if (page.length < EVENT_PAGE) break;
+      after = page.at(-1)!.seq;
+    }
+    return explainRun({
+      document,
+      plan: { ids: stored?.plan.nodes.map((n) => n.id) ?? [], edges: stored?.plan.edges ?? [] },
+      readyAt: readyTimes(events),
+      now,
+    });
+  }
+
   /** Starts a stored run that was held back (a session run whose turn has come). */
   start(runId: string): Promise<void> {
     return this.enqueueRoot(runId, 0);
@@ -238,6 +280,108 @@ export class RunService {
       throw new RunStateConflictError('run_finished', `the run already ended as ${after}`);
     if (!isTerminal(status)) metrics.runActions.inc({ action: 'cancel' });
     return { status: after };
+  }
+
+  /**
+   * Forks a settled run from one of its nodes: a new run (a new id, the caller's tenant's) of the
+   * same plan, input, budget and deadline, that starts with the origin's snapshots of every node
+   * not downstream of `from` that succeeded, and runs `from`, everything downstream of it (and any
+   * node that did not succeed) again. Its document names its origin (`rerunOf`). The graph is
+   * checked again against today's ceilings. Null for an unknown run or another tenant's.
+   */
+  async rerun(
+    originId: string,
+    from: string,
+    options: { tenant: string; idempotencyKey?: string | undefined },
+  ): Promise<RerunResult | null> {
+    const { store, ceilings } = this.deps;
+    const { tenant } = options;
+    const [origin, header] = await Promise.all([store.document(originId), store.header(originId)]);
+    if (!origin || origin.tenant !== tenant) return null;
+    if (origin.graph === null) {
+      throw new RunStateConflictError(
+        'not_rerunnable',
+        'the run has no plan: it was never planned, so no node ran',
+      );
+    }
+    if (origin.finishedAt === null) {
+      throw new RunStateConflictError(
+        'not_rerunnable',
+        `the run has not settled yet (it is ${origin.status}); rerun it once it has`,
+      );
+    }
+    await this.checkAgent(tenant, origin.agentId);
+    const allowedTools = this.deps.allowedTools(origin.agentId);
+    const validation = validateGraph(origin.graph, {
+      tools: this.deps.tools,
+      limits: this.deps.limits,
+      modelConfigured: this.deps.modelConfigured,
+      allowedTools,
+      models: ceilings.models(tenant, origin.agentId),
+      input: { value: origin.input },
+    });
+    if (!validation.ok) {
+      throw new GraphRejectedError(validation.issues.map((i) => ({ ...i, path: join('graph', i.path) })));
+    }
+    const start = rerunStart(validation.plan, from);
+    if (start === undefined) {
+      throw new RequestRefusedError([
+        { path: 'from', message: `the run has no node "${from}" (its document's nodes are its ids)` },
+      ]);
+    }
+    const { rerun, pending } = rerunSet(
+      validation.plan,
+      (id) => id !== start && origin.nodes[id]?.status === 'succeeded',
+    );
+    const again = new Set(rerun);
+    const reused = new Map<string, NodeSnapshot>();
+    for (const node of validation.plan.nodes) {
+      const view = origin.nodes[node.id];
+      if (again.has(node.id) || view?.status !== 'succeeded') continue;
+      const { id: _id, waits: _waits, throttledMs: _throttled, ...snapshot } = view;
+      reused.set(node.id, snapshot);
+    }
+    const timeoutSeconds = ceilings.clampTimeout(origin.timeoutSeconds);
+    // The blobs behind the reused outputs live at least as long as the new run.
+    await store.blobs.retain(
+      tenant,
+      [...reused.values()].map((s) => s.output),
+      timeoutSeconds,
+    );
+    const runId =
+      options.idempotencyKey !== undefined ? idempotentRunId(tenant, options.idempotencyKey) : randomUUID();
+    const rerunOf: RerunOf = { runId: originId, from };
+    const task = header.task;
+    const stored = await store.create({
+      runId,
+      graph: validation.graph,
+      plan: validation.plan,
+      ...(task
+        ? {
+            task: {
+              task: task.task,
+              mode: task.mode,
+              agentId: task.agentId,
+              tenant,
+              maxReplans: task.maxReplans,
+              ...(task.overrides ? { overrides: task.overrides } : {}),
+            },
+          }
+        : {}),
+      agentId: origin.agentId,
+      tenant,
+      input: origin.input,
+      timeoutSeconds,
+      budget: ceilings.clampBudget({ ...this.deps.defaultBudget, ...origin.budget }),
+      metadata: origin.metadata ?? undefined,
+      priority: origin.priority,
+      tags: origin.tags,
+      createdAt: new Date().toISOString(),
+      pending,
+      rerun: { of: rerunOf, reused },
+    });
+    if (stored.status === 'queued') await this.enqueueRoot(runId, 0);
+    return { runId, status: stored.status, acceptedAt: stored.createdAt, created: stored.created, rerunOf };
   }
 
   /**
@@ -344,30 +488,7 @@ export class RunService {
   }
 }
 
-/** Nodes to run again (not succeeded, plus everything downstream) and their new readiness counters. */
-export function rerunSet(
-  plan: ExecutableGraph,
-  succeeded: (id: string) => boolean,
-): { rerun: string[]; pending: Map<string, number> } {
-  const topology = buildTopology(
-    plan.nodes.map((n) => n.id),
-    plan.edges,
-  );
-  const rerun = new Set(topology.ids.filter((id) => !succeeded(id)));
-  // Topological closure: a node downstream of a rerun node reruns too.
-  const stack = [...rerun];
-  while (stack.length > 0) {
-    for (const child of topology.children.get(stack.pop()!) ?? []) {
-      if (!rerun.has(child)) {
-        rerun.add(child);
-        stack.push(child);
-      }
-    }
-  }
-  const pending = new Map(
-    [...rerun].map((id) => [id, (topology.parents.get(id) ?? []).filter((p) => rerun.has(p)).length]),
-  );
-  return { rerun: [...rerun], pending };
-}
+/** Events read at a time when a run's stream is read whole. */
+const EVENT_PAGE = 1000;
 
 const join = (head: string, tail: string): string => (tail ? `${head}.${tail}` : head);

@@ -55,6 +55,43 @@ export const acceptBarrierKey = (prefix: string): string => `${prefix}:accept:ba
 /** Sorted set of one tenant's run ids by creation time (ms), trimmed to the retention window. */
 export const tenantRunsKey = (prefix: string, tenant: string): string => `${prefix}:tenant:${tenant}:runs`;
 
+/**
+ * One tenant's run search indexes: sorted sets of run ids by creation time (ms), one per value a
+ * search filters on. Written by the run scripts (`run.lib.lua`), which name them from `base` (a run
+ * records it at creation, in its hash's `index`) by the same suffixes as here; child runs are in
+ * none. Each is trimmed by score to the runs that can still exist whenever it is written.
+ */
+export interface RunSearchKeys {
+  /** What the run scripts append `:<kind>:<value>` to. */
+  readonly base: string;
+  /** Every run of the tenant that is listed. */
+  readonly all: string;
+  status(status: string): string;
+  agent(agentId: string): string;
+  /** `sessionKey` as stored (tenant-scoped). */
+  session(sessionKey: string): string;
+  tag(tag: string): string;
+}
+
+export function runSearchKeys(prefix: string, tenant: string): RunSearchKeys {
+  const base = `${prefix}:tenant:${tenant}:search`;
+  return {
+    base,
+    all: `${base}:all`,
+    status: (status) => `${base}:status:${status}`,
+    agent: (agentId) => `${base}:agent:${agentId}`,
+    session: (sessionKey) => `${base}:session:${sessionKey}`,
+    tag: (tag) => `${base}:tag:${tag}`,
+  };
+}
+
+/**
+ * Sorted set of one tenant's sessions (as stored, tenant-scoped) → when they were last written
+ * (ms): what `GET /v1/sessions` lists. Written beside each session write, trimmed to the idle TTL.
+ */
+export const tenantSessionsKey = (prefix: string, tenant: string): string =>
+  `${prefix}:tenant:${tenant}:sessions`;
+
 export interface Channels {
   /** Published with a run id when the run's outcome is decided as not succeeded: abort its nodes. */
   readonly abort: string;

@@ -14,6 +14,7 @@ import {
   RunError,
   RunStatus,
   SignalDecision,
+  type RerunOf,
   WaitRecord,
   familyOf,
   isTerminal,
@@ -28,9 +29,18 @@ import type { ExecutableGraph, Graph } from '../nodes/index.js';
 import { RUN_ERROR_STATUS, cancelledError } from '../errors/run-error.js';
 import { usdFromNano } from '../cost/price-table.js';
 import { BlobStore } from './blob-store.js';
+import { RunIndex } from './run-index.js';
 import { DEFAULT_TENANT } from '../domain/tenant.js';
 import { DEFAULT_PRIORITY } from '../flow/limits.js';
-import { channels, queuedRunsKey, tenantRunsKey, runKeyList, runKeys, type Channels } from './keys.js';
+import {
+  channels,
+  queuedRunsKey,
+  runKeyList,
+  runKeys,
+  runSearchKeys,
+  tenantRunsKey,
+  type Channels,
+} from './keys.js';
 import { loadScripts, type ScriptRunner } from './scripts.js';
 
 /** What `signal-6.lua` answers. */
@@ -81,9 +91,16 @@ export interface NewRun {
   readonly metadata: Record<string, unknown> | undefined;
   /** @defaultValue DEFAULT_PRIORITY */
   readonly priority?: number;
+  /** Labels to find the run by (its search indexes). */
+  readonly tags?: readonly string[];
   readonly createdAt: string;
   /** Dependencies per node; nodes with none may be left out. */
   readonly pending: ReadonlyMap<string, number>;
+  /**
+   * A rerun: the run it forks and the node it runs again from, with the origin's snapshots of the
+   * nodes it does not run (stored with the run, in the same step, marked `reusedFrom`).
+   */
+  readonly rerun?: { readonly of: RerunOf; readonly reused: ReadonlyMap<string, NodeSnapshot> };
 }
 
 /** What a worker needs to execute a run's nodes; immutable for the run's life, so cacheable. */
@@ -99,6 +116,8 @@ export interface RunPlan {
   readonly input: unknown;
   readonly timeoutSeconds: number;
   readonly onBudget: OnBudget;
+  /** A rerun starts with snapshots it did not write (its origin's): its first start reads them. */
+  readonly reusesSnapshots: boolean;
 }
 
 export interface BeginNodeResult {
@@ -201,6 +220,15 @@ export interface RunStoreOptions {
 
 const parseJson = (text: string | null | undefined): unknown => (text ? (JSON.parse(text) as unknown) : null);
 
+/**
+ * A snapshot as stored: its status first, so a script reads it off the front of the text (the node
+ * counts, `run.lib.lua`) without decoding outputs of any depth.
+ */
+export function snapshotJson(snapshot: NodeSnapshot): string {
+  const { status, ...rest } = snapshot;
+  return JSON.stringify({ status, ...rest });
+}
+
 /** The replies of a MULTI, in order; the first failed command's error is thrown. */
 function multiReplies(replies: [Error | null, unknown][] | null): unknown[] {
   return (replies ?? []).map(([err, value]) => {
@@ -214,6 +242,8 @@ export class RunStore {
   readonly channels: Channels;
   /** Large node outputs, stored once by content (see `blob-store.ts`). */
   readonly blobs: BlobStore;
+  /** Each tenant's runs by status, agent, session and tag (see `run-index.ts`). */
+  readonly index: RunIndex;
   private readonly script: ScriptRunner;
 
   constructor(
@@ -223,6 +253,7 @@ export class RunStore {
     this.script = loadScripts(redis);
     this.channels = channels(options.prefix);
     this.blobs = new BlobStore(redis, options);
+    this.index = new RunIndex(redis, options.prefix);
   }
 
   private keys(runId: string): string[] {
@@ -268,29 +299,50 @@ export class RunStore {
       ...(run.onBudget === 'pause' ? { onBudget: run.onBudget } : {}),
       metadata: JSON.stringify(run.metadata ?? null),
       priority: String(run.priority ?? DEFAULT_PRIORITY),
+      ...(run.tags && run.tags.length > 0 ? { tags: JSON.stringify(run.tags) } : {}),
+      ...(run.plan ? { nodeCount: String(run.plan.nodes.length) } : {}),
+      ...(run.rerun ? { rerunOf: JSON.stringify(run.rerun.of) } : {}),
       generation: '0',
       eventsMax: String(this.options.eventsMax ?? 10_000),
     };
     const pending = Object.fromEntries([...run.pending].filter(([, n]) => n > 0));
     const created = Date.parse(run.createdAt);
+    // Listed runs (not child runs: they are found through their parent) name their tenant's search
+    // indexes, which the run scripts keep (run.lib.lua).
+    const keepMs = (MAX_RUN_SECONDS + this.options.retentionSeconds) * 1000;
+    const index = run.parentRunId
+      ? {}
+      : {
+          index: JSON.stringify({
+            base: runSearchKeys(this.options.prefix, meta.tenant).base,
+            id: run.runId,
+            score: created,
+            keepMs,
+          }),
+        };
     // Indexes written ahead of the run, in one round trip (other slots in a Redis Cluster): NX keeps
     // a repeat's first time. The index of queued runs feeds the reconciler, which drops an entry
     // whose run was never made. The tenant's index of runs is trimmed of runs past any retention (a
     // run lives at most its deadline plus the retention), so it stays as large as the runs that
     // can still exist.
-    const index = tenantRunsKey(this.options.prefix, meta.tenant);
-    const oldest = created - (MAX_RUN_SECONDS + this.options.retentionSeconds) * 1000;
+    const runs = tenantRunsKey(this.options.prefix, meta.tenant);
     await this.redis
       .multi()
       .zadd(queuedRunsKey(this.options.prefix), 'NX', created, run.runId)
-      .zadd(index, 'NX', created, run.runId)
-      .zremrangebyscore(index, '-inf', oldest)
-      .expire(index, MAX_RUN_SECONDS + this.options.retentionSeconds)
+      .zadd(runs, 'NX', created, run.runId)
+      .zremrangebyscore(runs, '-inf', created - keepMs)
+      .expire(runs, MAX_RUN_SECONDS + this.options.retentionSeconds)
       .exec();
+    const reused = [...(run.rerun?.reused ?? [])].flatMap(([id, snapshot]) => [
+      id,
+      snapshotJson({ ...snapshot, reusedFrom: run.rerun!.of.runId }),
+    ]);
     const [made, status, createdAt] = (await this.script('create-run-6', this.keys(run.runId), [
-      JSON.stringify(meta),
+      JSON.stringify({ ...meta, ...index }),
       JSON.stringify(pending),
       this.safetyTtl(run.timeoutSeconds),
+      run.rerun?.of.runId ?? '',
+      ...reused,
     ])) as [number, string | null | undefined, string | null | undefined];
     const acceptedAt = made === 1 ? run.createdAt : (createdAt ?? run.createdAt);
     if (made === 1) return { created: true, status: 'queued', createdAt: run.createdAt };
@@ -444,7 +496,7 @@ export class RunStore {
 
   /** The run's current executable plan, or null when it has none yet (an unplanned task run). */
   async plan(runId: string): Promise<RunPlan | null> {
-    const [plan, input, timeoutSeconds, agentId, tenant, priority, metadata, sessionKey, onBudget] =
+    const [plan, input, timeoutSeconds, agentId, tenant, priority, metadata, sessionKey, onBudget, rerunOf] =
       await this.redis.hmget(
         runKeys(this.options.prefix, runId).meta,
         'plan',
@@ -456,6 +508,7 @@ export class RunStore {
         'metadata',
         'sessionKey',
         'onBudget',
+        'rerunOf',
       );
     if (plan === null) return null;
     return {
@@ -468,6 +521,7 @@ export class RunStore {
       input: parseJson(input),
       timeoutSeconds: Number(timeoutSeconds),
       onBudget: onBudget === 'pause' ? 'pause' : 'fail',
+      reusesSnapshots: rerunOf !== null,
     };
   }
 
@@ -768,7 +822,7 @@ export class RunStore {
     };
     const raw = (await this.script('complete-node-6', this.keys(runId), [
       nodeId,
-      JSON.stringify(snapshot),
+      snapshotJson(snapshot),
       `node.${snapshot.status}`,
       JSON.stringify(event),
       options.release ? '1' : '0',
@@ -883,7 +937,7 @@ export class RunStore {
     final: { status: RunStatus; error: RunError | null; generation: number },
     now: string,
   ): Promise<boolean> {
-    const triples = [...fill].flatMap(([id, s]) => [id, JSON.stringify(s), `node.${s.status}`]);
+    const triples = [...fill].flatMap(([id, s]) => [id, snapshotJson(s), `node.${s.status}`]);
     const settled = await this.script('settle-run-6', this.keys(runId), [
       now,
       output ? JSON.stringify(output) : '',
@@ -1072,6 +1126,8 @@ export class RunStore {
       generation: Number(meta.generation ?? 0),
       metadata: parseJson(meta.metadata) as Record<string, unknown> | null,
       priority: meta.priority === undefined ? DEFAULT_PRIORITY : Number(meta.priority),
+      tags: (parseJson(meta.tags) as string[] | null) ?? [],
+      rerunOf: parseJson(meta.rerunOf) as RerunOf | null,
       nodes,
       output: parseJson(meta.output) as Record<string, unknown> | null,
       error: meta.error ? RunError.parse(JSON.parse(meta.error)) : null,

@@ -7,9 +7,12 @@
  */
 import type { ChainableCommander, Redis } from 'ioredis';
 import { z } from 'zod';
+import { unscopeName } from '../domain/tenant.js';
+import type { IndexCursor } from '../insight/index-cursor.js';
 import type { WorkspaceFile } from '../workspace/workspace.js';
-import { busySessionsKey, sessionKeyList, sessionKeys } from './keys.js';
+import { busySessionsKey, sessionKeyList, sessionKeys, tenantSessionsKey } from './keys.js';
 import { loadScripts, type ScriptName, type ScriptRunner } from './scripts.js';
+import { entriesAfter } from './sorted-page.js';
 
 export const LANE_MODES = ['followup', 'collect', 'steer', 'interrupt'] as const;
 export type LaneMode = (typeof LANE_MODES)[number];
@@ -119,6 +122,25 @@ export const SessionView = z.object({
 });
 export type SessionView = z.infer<typeof SessionView>;
 
+/** A session as `GET /v1/sessions` lists it: its lane, and when it was last written. */
+export const SessionListing = SessionView.extend({ lastActiveAt: z.string() });
+export type SessionListing = z.infer<typeof SessionListing>;
+
+export interface SessionPage {
+  readonly sessions: SessionListing[];
+  /** Where the next page starts (the last session's activity time and key); null at the end. */
+  readonly nextCursor: IndexCursor | null;
+}
+
+/**
+ * How long an entry of a tenant's list of sessions whose session has no keys is kept: the entry is
+ * written just before the session's first write, which may still be on its way.
+ */
+const LIST_GRACE_MS = 60_000;
+
+/** Session scripts that write nothing: they keep no session alive, and list none. */
+const READ_SCRIPTS: ReadonlySet<ScriptName> = new Set(['session-transcript-5']);
+
 export class SessionStore {
   private readonly runner: ScriptRunner;
   private readonly idleTtlMs: number;
@@ -138,15 +160,113 @@ export class SessionStore {
     return sessionKeyList(sessionKeys(this.prefix, sessionKey));
   }
 
-  /** Runs a session script with the idle TTL and the transcript cap appended (see session.lib.lua). */
-  private script(name: ScriptName, sessionKey: string, args: readonly (string | number)[]): Promise<unknown> {
-    return this.runner(name, this.keys(sessionKey), [...args, this.idleTtlMs, this.transcriptMaxLines]);
+  /**
+   * Runs a session script with the idle TTL and the transcript cap appended (see session.lib.lua);
+   * a script that writes also marks the session active in its tenant's list, in the same flush.
+   */
+  private async script(
+    name: ScriptName,
+    sessionKey: string,
+    args: readonly (string | number)[],
+  ): Promise<unknown> {
+    const run = this.runner(name, this.keys(sessionKey), [...args, this.idleTtlMs, this.transcriptMaxLines]);
+    if (READ_SCRIPTS.has(name)) return run;
+    const [, result] = await Promise.all([this.noteActive(sessionKey), run]);
+    return result;
   }
 
   /** Gives every key of the session the idle TTL, inside a MULTI of a write. */
   private touch(tx: ChainableCommander, sessionKey: string): ChainableCommander {
     for (const key of this.keys(sessionKey)) tx.pexpire(key, this.idleTtlMs);
     return tx;
+  }
+
+  /**
+   * Marks a session written now in its tenant's list of sessions (by last write), trimmed of the
+   * sessions whose idle TTL has passed. The list is one key per tenant while a session script
+   * touches only its session's keys (one hash tag), so it is written by its own command beside the
+   * write, sent first on the same connection; an entry whose session is gone (expired, or a write
+   * that never came) is left out of a listing, and dropped by one once it is a minute old.
+   */
+  private async noteActive(sessionKey: string): Promise<void> {
+    const key = tenantSessionsKey(this.prefix, unscopeName(sessionKey).tenant);
+    const now = Date.now();
+    await this.redis
+      .multi()
+      .zadd(key, now, sessionKey)
+      .zremrangebyscore(key, '-inf', now - this.idleTtlMs)
+      .pexpire(key, this.idleTtlMs)
+      .exec();
+  }
+
+  /**
+   * One page of a tenant's sessions, most recently written first, each with its lane. `after`: the
+   * previous page's `nextCursor`.
+   */
+  async list(tenant: string, limit: number, after: IndexCursor | null): Promise<SessionPage> {
+    const key = tenantSessionsKey(this.prefix, tenant);
+    const found: { entry: IndexCursor; view: SessionView }[] = [];
+    const gone: string[] = [];
+    let cursor = after;
+    // One more than a page, past the entries whose session expired: whether a next page exists is
+    // known without asking again.
+    while (found.length <= limit) {
+      const batch = await entriesAfter(
+        this.redis,
+        key,
+        { min: -Infinity, max: Infinity },
+        cursor,
+        limit + 1 - found.length,
+      );
+      if (batch.length === 0) break;
+      const views = await this.views(batch.map((e) => e.id));
+      const settled = Date.now() - LIST_GRACE_MS;
+      batch.forEach((entry, i) => {
+        const view = views[i];
+        if (view) found.push({ entry, view });
+        else if (entry.score < settled) gone.push(entry.id);
+      });
+      cursor = batch.at(-1)!;
+    }
+    if (gone.length > 0) await this.redis.zrem(key, ...gone);
+    const page = found.slice(0, limit);
+    return {
+      sessions: page.map(({ entry, view }) => ({
+        ...view,
+        lastActiveAt: new Date(entry.score).toISOString(),
+      })),
+      nextCursor: found.length > limit ? page.at(-1)!.entry : null,
+    };
+  }
+
+  /** The lanes of several sessions in one round trip, in order; null for a session that is gone. */
+  private async views(sessionKeysList: readonly string[]): Promise<(SessionView | null)[]> {
+    if (sessionKeysList.length === 0) return [];
+    const tx = this.redis.multi();
+    for (const sessionKey of sessionKeysList) {
+      const k = sessionKeys(this.prefix, sessionKey);
+      tx.hmget(k.meta, 'createdAt', 'contextId', 'running', 'mode', 'envVersion')
+        .lrange(k.queue, 0, -1)
+        .llen(k.buffer);
+    }
+    const replies = ((await tx.exec()) ?? []).map(([err, value]) => {
+      if (err) throw err;
+      return value;
+    });
+    return sessionKeysList.map((sessionKey, i) => {
+      const [meta, queue, buffered] = replies.slice(3 * i, 3 * i + 3);
+      const [createdAt, contextId, running, mode, envVersion] = meta as (string | null)[];
+      if (!createdAt) return null;
+      return viewOf(sessionKey, {
+        createdAt,
+        contextId: contextId ?? null,
+        running: running ?? null,
+        mode: mode ?? null,
+        envVersion: envVersion ?? null,
+        queue: queue as string[],
+        buffered: Number(buffered),
+      });
+    });
   }
 
   /**
@@ -170,25 +290,28 @@ export class SessionStore {
     },
   ): Promise<AdmitResult> {
     const k = sessionKeys(this.prefix, sessionKey);
-    const raw = (await this.runner(
-      'lane-admit-6',
-      [...sessionKeyList(k), k.seen],
-      [
-        Date.now(),
-        args.mode,
-        args.runId,
-        JSON.stringify(args.message),
-        args.collectCap,
-        args.drop,
-        args.envCap,
-        args.once?.id ?? '',
-        args.once?.windowMs ?? 0,
-        args.line === undefined ? '' : JSON.stringify(args.line),
-        args.followupCap,
-        this.idleTtlMs,
-        this.transcriptMaxLines,
-      ],
-    )) as (string | number)[];
+    const [, raw] = (await Promise.all([
+      this.noteActive(sessionKey),
+      this.runner(
+        'lane-admit-6',
+        [...sessionKeyList(k), k.seen],
+        [
+          Date.now(),
+          args.mode,
+          args.runId,
+          JSON.stringify(args.message),
+          args.collectCap,
+          args.drop,
+          args.envCap,
+          args.once?.id ?? '',
+          args.once?.windowMs ?? 0,
+          args.line === undefined ? '' : JSON.stringify(args.line),
+          args.followupCap,
+          this.idleTtlMs,
+          this.transcriptMaxLines,
+        ],
+      ),
+    ])) as [void, (string | number)[]];
     const [kind, a, b] = raw;
     switch (kind) {
       case 'duplicate':
@@ -333,18 +456,21 @@ export class SessionStore {
     ...entries: unknown[]
   ): Promise<boolean> {
     const k = sessionKeys(this.prefix, sessionKey);
-    const appended = await this.runner(
-      'session-reply-6',
-      [...sessionKeyList(k), k.seen],
-      [
-        Date.now(),
-        id,
-        windowMs,
-        ...entries.map((e) => JSON.stringify(e)),
-        this.idleTtlMs,
-        this.transcriptMaxLines,
-      ],
-    );
+    const [, appended] = await Promise.all([
+      this.noteActive(sessionKey),
+      this.runner(
+        'session-reply-6',
+        [...sessionKeyList(k), k.seen],
+        [
+          Date.now(),
+          id,
+          windowMs,
+          ...entries.map((e) => JSON.stringify(e)),
+          this.idleTtlMs,
+          this.transcriptMaxLines,
+        ],
+      ),
+    ]);
     return appended === 1;
   }
 
@@ -440,7 +566,7 @@ export class SessionStore {
       .hsetnx(k.meta, 'createdAt', String(Date.now()))
       .rpush(k.env, JSON.stringify(event))
       .ltrim(k.env, -cap, -1);
-    const replies = await this.touch(tx, sessionKey).exec();
+    const [replies] = await Promise.all([this.touch(tx, sessionKey).exec(), this.noteActive(sessionKey)]);
     return Number(replies?.[0]?.[1] ?? 0);
   }
 
@@ -462,10 +588,10 @@ export class SessionStore {
     const known = await this.redis.hget(k.meta, 'bootstrap');
     if (known) return { files: JSON.parse(known) as WorkspaceFile[], fresh: false };
     const files = await read();
-    const replies = await this.touch(
-      this.redis.multi().hsetnx(k.meta, 'bootstrap', JSON.stringify(files)),
-      sessionKey,
-    ).exec();
+    const [replies] = await Promise.all([
+      this.touch(this.redis.multi().hsetnx(k.meta, 'bootstrap', JSON.stringify(files)), sessionKey).exec(),
+      this.noteActive(sessionKey),
+    ]);
     if (replies?.[0]?.[1] === 1) return { files, fresh: true };
     return {
       files: JSON.parse((await this.redis.hget(k.meta, 'bootstrap')) ?? '[]') as WorkspaceFile[],
@@ -481,19 +607,15 @@ export class SessionStore {
       this.redis.llen(k.buffer),
     ]);
     if (!meta.createdAt) return null;
-    return {
-      sessionKey,
-      createdAt: new Date(Number(meta.createdAt)).toISOString(),
-      contextId: Number(meta.contextId ?? 1),
-      running: meta.running ? meta.running : null,
-      queued: queue.map((item) =>
-        item === 'collect'
-          ? { kind: 'collect' as const, messages: buffered }
-          : { kind: 'run' as const, runId: item },
-      ) as SessionView['queued'],
-      mode: (meta.mode as LaneMode | undefined) ?? null,
-      environmentVersion: Number(meta.envVersion ?? 0),
-    };
+    return viewOf(sessionKey, {
+      createdAt: meta.createdAt,
+      contextId: meta.contextId ?? null,
+      running: meta.running ?? null,
+      mode: meta.mode ?? null,
+      envVersion: meta.envVersion ?? null,
+      queue,
+      buffered,
+    });
   }
 
   /**
@@ -507,4 +629,32 @@ export class SessionStore {
   async mode(sessionKey: string): Promise<LaneMode | null> {
     return (await this.redis.hget(sessionKeys(this.prefix, sessionKey).meta, 'mode')) as LaneMode | null;
   }
+}
+
+/** A session's lane from its hash's fields, its queue and the length of its collect buffer. */
+function viewOf(
+  sessionKey: string,
+  raw: {
+    createdAt: string;
+    contextId: string | null;
+    running: string | null;
+    mode: string | null;
+    envVersion: string | null;
+    queue: readonly string[];
+    buffered: number;
+  },
+): SessionView {
+  return {
+    sessionKey,
+    createdAt: new Date(Number(raw.createdAt)).toISOString(),
+    contextId: Number(raw.contextId ?? 1),
+    running: raw.running ? raw.running : null,
+    queued: raw.queue.map((item) =>
+      item === 'collect'
+        ? { kind: 'collect' as const, messages: raw.buffered }
+        : { kind: 'run' as const, runId: item },
+    ) as SessionView['queued'],
+    mode: (raw.mode as LaneMode | null) ?? null,
+    environmentVersion: Number(raw.envVersion ?? 0),
+  };
 }

@@ -1,5 +1,6 @@
 --[[
-  Records a node's snapshot (once) and releases the dependents it was the last to wait for.
+  Records a node's snapshot (once, counted under its status) and releases the dependents it was the
+  last to wait for.
   ARGV[1] node id, ARGV[2] snapshot JSON, ARGV[3] event type, ARGV[4] event data JSON,
   ARGV[5] '1' to release dependents, ARGV[6] live JSON for a queued node, ARGV[7] usage to charge
   (JSON object of integers, e.g. {"toolTimeMs":12,"promptTokens":30}), ARGV[8..] children
@@ -17,6 +18,7 @@ if not status then return { 0, false, 0 } end
 local written = redis.call('HSETNX', KEYS[3], id, ARGV[2])
 if written == 1 then
   redis.call('HDEL', KEYS[4], id)
+  countNode(snapshotStatus(ARGV[2]), 1)
   charge(ARGV[7])
   emit(ARGV[3], id, ARGV[4])
   -- A tool node's result is also a tool event.

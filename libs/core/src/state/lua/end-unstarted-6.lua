@@ -21,11 +21,15 @@ status = redis.call('HGET', KEYS[1], 'status')
 local fill = status == 'cancelled' and 'cancelled' or 'skipped'
 local plan = redis.call('HGET', KEYS[1], 'plan')
 if plan then
-  local snapshot = cjson.encode({ status = fill, attempts = {}, finishedAt = ARGV[3], durationMs = 0 })
-  -- cjson writes an empty table as {}: attempts must stay a list.
-  snapshot = string.gsub(snapshot, '"attempts":{}', '"attempts":[]')
+  -- Written as text: status first, as every snapshot is stored, and attempts a list (cjson would
+  -- write an empty table as {}).
+  local snapshot = '{"status":"' .. fill .. '","attempts":[],"finishedAt":' .. cjson.encode(ARGV[3])
+    .. ',"durationMs":0}'
   for _, node in ipairs(cjson.decode(plan).nodes) do
-    if redis.call('HSETNX', KEYS[3], node.id, snapshot) == 1 then emit('node.' .. fill, node.id, '') end
+    if redis.call('HSETNX', KEYS[3], node.id, snapshot) == 1 then
+      countNode(fill, 1)
+      emit('node.' .. fill, node.id, '')
+    end
   end
 end
 local err = redis.call('HGET', KEYS[1], 'error')

@@ -18,7 +18,7 @@ local pending = cjson.decode(ARGV[1])
 for k, v in pairs(pending) do redis.call('HSET', KEYS[2], k, v) end
 -- A replan requested before the run ended is void: the resumed run runs its own plan again.
 redis.call('HDEL', KEYS[1], 'decidedAt', 'finishedAt', 'error', 'output', 'deadlineAt', 'replan')
-redis.call('HSET', KEYS[1], 'status', 'queued')
+setStatus('queued')
 local gen = redis.call('HINCRBY', KEYS[1], 'generation', 1)
 redis.call('HSET', KEYS[4], '_', '{}')
 emit('run.resumed', '', '{"generation":' .. gen .. '}')

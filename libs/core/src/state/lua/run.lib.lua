@@ -9,6 +9,9 @@
   Each script's body runs as a function, then `keepTtl()` (see scripts.ts): a key of the run the
   script created (pending, nodes, …) gets the TTL the run's hash has, the safety TTL until the run
   settles and its retention after, so no key of a run outlives it.
+  The run's status changes only through `setStatus`, which also moves the run between its tenant's
+  search indexes (see `searchIndex`); snapshots are counted by status (`count:<status>` in aux) where
+  they are written and dropped.
 ]]
 local eventsMax
 local function emit(etype, node, data)
@@ -30,6 +33,52 @@ local function keepTtl()
   end
 end
 
+-- The run's place in its tenant's search indexes (keys.ts, runSearchKeys): sorted sets of run ids
+-- by creation time (ms), named from the base the run recorded at creation in its hash's `index`,
+-- {base, id, score, keepMs}. A child run, or a run made before the indexes, has none (nil). These
+-- are the only keys a run script writes outside the run's hash tag (Tetraloop talks to one Redis
+-- endpoint, see docs/execution-model.md).
+local function searchIndex()
+  local raw = redis.call('HGET', KEYS[1], 'index')
+  if not raw then return nil end
+  return cjson.decode(raw)
+end
+
+-- Adds the run to the index `<base><suffix>`. Every write trims it by score of the runs that can no
+-- longer exist (created more than keepMs before this one) and gives it keepMs to live, so a set
+-- holds at most the runs still kept.
+local function indexAdd(ix, suffix)
+  local key = ix.base .. suffix
+  redis.call('ZADD', key, ix.score, ix.id)
+  redis.call('ZREMRANGEBYSCORE', key, '-inf', '(' .. string.format('%d', ix.score - ix.keepMs))
+  redis.call('PEXPIRE', key, ix.keepMs)
+end
+
+-- Sets the run's status, moving it from its old status's index to the new one's.
+local function setStatus(status)
+  local old = redis.call('HGET', KEYS[1], 'status')
+  redis.call('HSET', KEYS[1], 'status', status)
+  if old == status then return end
+  local ix = searchIndex()
+  if not ix then return end
+  if old then redis.call('ZREM', ix.base .. ':status:' .. old, ix.id) end
+  indexAdd(ix, ':status:' .. status)
+end
+
+-- The status of a snapshot as stored: its JSON begins with it (run-store.ts writes it first).
+local function snapshotStatus(json)
+  return string.match(json, '^{"status":"(%a+)"')
+end
+
+-- Counts a snapshot written (by 1) or dropped (by -1) under its status, for the node counts a search
+-- lists. A count never goes below 0 (a snapshot written before the counts were kept).
+local function countNode(status, by)
+  if not status then return end
+  local field = 'count:' .. status
+  if by < 0 and tonumber(redis.call('HGET', KEYS[6], field) or '0') <= 0 then return end
+  redis.call('HINCRBY', KEYS[6], field, by)
+end
+
 local function generation()
   return tonumber(redis.call('HGET', KEYS[1], 'generation') or '0')
 end
@@ -49,6 +98,8 @@ end
 
 -- Drops what a node's earlier executions left: snapshot and per-node bookkeeping (resume, replan).
 local function forgetNode(id)
+  local snapshot = redis.call('HGET', KEYS[3], id)
+  if snapshot then countNode(snapshotStatus(snapshot), -1) end
   redis.call('HDEL', KEYS[3], id)
   redis.call('HDEL', KEYS[6], 'execs:' .. id, 'attempts:' .. id, 'progress:' .. id, 'iterations:' .. id, 'waitUntil:' .. id)
 end
@@ -59,7 +110,8 @@ end
 local function decideRun(status, errorJson, decidedAt, abortChannel, runId)
   local current = redis.call('HGET', KEYS[1], 'status')
   if current ~= 'queued' and current ~= 'running' then return false end
-  redis.call('HSET', KEYS[1], 'status', status, 'decidedAt', decidedAt)
+  setStatus(status)
+  redis.call('HSET', KEYS[1], 'decidedAt', decidedAt)
   if errorJson ~= '' then redis.call('HSET', KEYS[1], 'error', errorJson) end
   emit('run.decided', '', '{"status":"' .. status .. '"}')
   if status ~= 'succeeded' then redis.call('PUBLISH', abortChannel, runId) end

@@ -14,7 +14,10 @@ if not status or status == 'queued' or status == 'running' then return 0 end
 if redis.call('HEXISTS', KEYS[1], 'finishedAt') == 1 then return 0 end
 if tonumber(ARGV[6]) ~= generation() then return 0 end
 for i = 8, #ARGV, 3 do
-  if redis.call('HSETNX', KEYS[3], ARGV[i], ARGV[i + 1]) == 1 then emit(ARGV[i + 2], ARGV[i], '') end
+  if redis.call('HSETNX', KEYS[3], ARGV[i], ARGV[i + 1]) == 1 then
+    countNode(snapshotStatus(ARGV[i + 1]), 1)
+    emit(ARGV[i + 2], ARGV[i], '')
+  end
 end
 settleRun(ARGV[1], ARGV[2], tonumber(ARGV[3]), ARGV[4], ARGV[5], ARGV[7])
 return 1

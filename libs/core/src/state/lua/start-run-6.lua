@@ -10,7 +10,7 @@ if not status then return { false } end
 if tonumber(ARGV[3]) ~= generation() then return { 'stale' } end
 -- A redelivered root job of a run already started learns the deadline it was given.
 if status ~= 'queued' then return { status, redis.call('HGET', KEYS[1], 'deadlineAt') or false } end
-redis.call('HSET', KEYS[1], 'status', 'running')
+setStatus('running')
 -- A replanned run keeps its deadline; a new or resumed one gets one now.
 redis.call('HSETNX', KEYS[1], 'deadlineAt', ARGV[2])
 redis.call('HSETNX', KEYS[1], 'startedAt', ARGV[1])

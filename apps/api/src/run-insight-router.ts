@@ -1,0 +1,83 @@
+/**
+ * Looking at runs: `GET /v1/runs`, the caller's tenant's runs, newest first, filtered by status,
+ * agent, session, tag and creation time, a page at a time (only the tenant's own indexes are read,
+ * so another tenant's run is never listed); and `GET /v1/runs/:id/explain`, where a run's time went.
+ */
+import type { RequestHandler } from 'express';
+import {
+  decodeRunCursor,
+  encodeCursor,
+  parseTimeBound,
+  scopedName,
+  unscopeName,
+  type RunSearch,
+  type RunService,
+  type RunStore,
+} from '@tetraloop/core';
+import type { RunPage } from './answers.js';
+import { callerOf } from './auth.js';
+import { HttpError, zodToHttp } from './http-errors.js';
+import { RunSearchQuery } from './requests.js';
+import type { RouteName } from './route-table.js';
+import { ownRunId } from './runs-router.js';
+
+const TIME_BOUND =
+  'an ISO time with its zone (2026-11-30T05:00:00Z) or a duration before now (90s, 15m, 1h, 7d)';
+
+export interface RunInsightRouterDeps {
+  readonly runs: RunService;
+  readonly store: RunStore;
+}
+
+export function runInsightHandlers(deps: RunInsightRouterDeps): Partial<Record<RouteName, RequestHandler>> {
+  const list: RequestHandler = async (req, res) => {
+    const query = RunSearchQuery.safeParse(req.query);
+    if (!query.success) throw zodToHttp(query.error, ['query']);
+    const { tenant } = callerOf(res);
+    const now = Date.now();
+    const time = (name: 'since' | 'until'): number | undefined => {
+      const text = query.data[name];
+      if (text === undefined) return undefined;
+      const at = parseTimeBound(text, now);
+      if (at === undefined) throw invalid(`query.${name}`, `must be ${TIME_BOUND}`);
+      return at;
+    };
+    const cursor = query.data.cursor === undefined ? undefined : decodeRunCursor(query.data.cursor);
+    if (query.data.cursor !== undefined && cursor === undefined) {
+      throw invalid('query.cursor', 'not a cursor this API handed out (nextCursor of an earlier page)');
+    }
+    const since = time('since');
+    const until = time('until');
+    const search: RunSearch = {
+      ...(query.data.status ? { status: query.data.status } : {}),
+      ...(query.data.agentId ? { agentId: query.data.agentId } : {}),
+      // Stored tenant-scoped, as the run's session is.
+      ...(query.data.sessionKey ? { sessionKey: scopedName(tenant, query.data.sessionKey) } : {}),
+      ...(query.data.tag ? { tag: query.data.tag } : {}),
+      ...(since !== undefined ? { since } : {}),
+      ...(until !== undefined ? { until } : {}),
+      limit: query.data.limit,
+      ...(cursor ? { cursor } : {}),
+    };
+    const page = await deps.runs.search(tenant, search);
+    const answer: RunPage = {
+      runs: page.runs.map((run) =>
+        run.sessionKey ? { ...run, sessionKey: unscopeName(run.sessionKey).name } : run,
+      ),
+      nextCursor: page.nextCursor ? encodeCursor(page.nextCursor) : null,
+    };
+    res.json(answer);
+  };
+
+  const explain: RequestHandler = async (req, res) => {
+    const runId = await ownRunId(deps.store, req, res);
+    const explained = await deps.runs.explain(runId);
+    if (!explained) throw new HttpError(404, 'run_not_found', 'no such run');
+    res.json(explained);
+  };
+
+  return { 'runs.list': list, 'runs.explain': explain };
+}
+
+const invalid = (path: string, message: string): HttpError =>
+  new HttpError(400, 'invalid_request', 'the request is invalid', [{ path, message }]);
