@@ -168,6 +168,35 @@ describe('concurrency', () => {
       expect(d.usage.toolCalls).toBe(1);
     }
   });
+
+  it('gives back what a node asked for beside its start when the node does not make its call', async () => {
+    // A json node's call is known before it starts (literal arguments): it asks early.
+    await setLimits([{ name: 'json-calls', key: 'tool', match: 'json', concurrency: 1 }]);
+    const json = (id: string, value: number) => ({ id, kind: 'tool', tool: 'json', args: { value } });
+    const posted = await call('POST', '/v1/runs', keys.big!, {
+      graph: { nodes: [json('first', 1), json('second', 2)], edges: [['first', 'second']] },
+      // The second node's call is over the budget: it ends before calling.
+      budget: { toolCalls: 1 },
+    });
+    expect(posted.status).toBe(202);
+    const doc = await settled('big', posted.body.runId as string);
+    expect(doc.nodes.first).toMatchObject({ status: 'succeeded' });
+    expect(doc.nodes.second).toMatchObject({ status: 'failed', error: { code: 'budget_exhausted' } });
+    const counter = async () =>
+      ((await call('GET', '/v1/limits', ROOT)).body.counters as { key: string; inFlight: number }[]).find(
+        (c) => c.key === 'json-calls=json',
+      );
+    await expect.poll(counter, { timeout: 5000, interval: 50 }).toMatchObject({ inFlight: 0 });
+    // Nothing was kept: the next runs' calls go through one at a time.
+    const next = await Promise.all(
+      [3, 4, 5].map(async (value) => {
+        const run = await call('POST', '/v1/runs', keys.big!, { graph: { nodes: [json('only', value)] } });
+        return settled('big', run.body.runId as string);
+      }),
+    );
+    expect(next.map((d) => d.output)).toEqual([{ only: 3 }, { only: 4 }, { only: 5 }]);
+    expect((await counter())?.inFlight).toBe(0);
+  });
 });
 
 describe('fair share and priority', () => {

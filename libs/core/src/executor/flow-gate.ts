@@ -11,7 +11,7 @@ import { DelayedError, type Job, type Queue } from 'bullmq';
 import type { Logger } from 'pino';
 import type { NodeErrorData } from '../errors/node-error.js';
 import { flowKeysFor, reservedTokens, type FlowKey, type LimitsDocument } from '../flow/limits.js';
-import type { FlowStore, HeldCall } from '../state/flow-store.js';
+import type { FlowDecision, FlowStore, HeldCall } from '../state/flow-store.js';
 import { metrics } from '../telemetry/metrics.js';
 import type { RunStore } from '../state/run-store.js';
 import type { CompiledPlan } from './plan-cache.js';
@@ -71,6 +71,11 @@ export class FlowGate {
       await this.refreshing;
     }
     return this.current;
+  }
+
+  /** The limits in force when they need no refresh; undefined when they do. */
+  cachedLimits(): LimitsDocument | undefined {
+    return Date.now() - this.fetchedAt < this.settings.refreshMs ? this.current : undefined;
   }
 
   /** Lease of a call limited to `limitMs`: held that long past it at most. */
@@ -178,7 +183,7 @@ export interface FlowContext {
   readonly attempt: number;
   readonly startedAt: string;
   readonly runSignal: AbortSignal;
-  readonly call: { flowCalls?: number };
+  readonly call: { flowCalls?: number; early?: EarlyAsk };
 }
 
 /** What a call is, as the gate needs it. */
@@ -191,6 +196,66 @@ export interface GatedCall {
   /** The call's time limit, for how long its capacity is held at most. */
   readonly limitMs: number;
 }
+
+/**
+ * A node's first call asked for before the node's start was read: the ask goes out beside the
+ * start script, so a call under a limit that does not bind waits for no round trip of its own.
+ */
+export interface EarlyAsk {
+  readonly member: string;
+  readonly keys: readonly FlowKey[];
+  readonly tokens: number;
+  readonly leaseMs: number;
+  readonly decision: Promise<FlowDecision>;
+  /** Set once `passFlow` took the answer as its first. */
+  taken: boolean;
+}
+
+/**
+ * Asks early for the capacity of a call known before its node starts (a tool node whose arguments
+ * hold no references, so its tool and target are known). Undefined when no limit applies, or the
+ * limits are not at hand without a round trip.
+ */
+export function askEarly(
+  gate: FlowGate | undefined,
+  plan: FlowContext['plan'],
+  member: string,
+  call: GatedCall,
+): EarlyAsk | undefined {
+  const doc = gate?.cachedLimits();
+  if (!gate || !doc || doc.limits.length === 0) return undefined;
+  const keys = flowKeysFor(doc, {
+    tool: call.tool,
+    ...(call.host !== undefined ? { host: call.host } : {}),
+    tenant: plan.tenant,
+    agent: plan.agentId,
+    metadata: plan.metadata,
+    tokens: 0,
+  });
+  if (keys.length === 0) return undefined;
+  const leaseMs = gate.leaseFor(call.limitMs);
+  const decision = gate.store.acquire(member, keys, { priority: plan.priority, tokens: 0, leaseMs });
+  // Read by `passFlow`, or given back by `dropEarly`; never left unhandled.
+  decision.catch(() => undefined);
+  return { member, keys, tokens: 0, leaseMs, decision, taken: false };
+}
+
+/** Gives back an early ask no call took (the node did not run, or asked for something else). */
+export async function dropEarly(gate: FlowGate | undefined, early: EarlyAsk | undefined): Promise<void> {
+  if (!gate || !early || early.taken) return;
+  early.taken = true;
+  const decision = await early.decision.catch(() => undefined);
+  gate.wake(
+    await gate.store.release(early.member, {
+      succeeded: false,
+      leaseMs: early.leaseMs,
+      ...(decision?.ok && decision.held ? { held: decision.held } : {}),
+    }),
+  );
+}
+
+const sameKeys = (a: readonly FlowKey[], b: readonly FlowKey[]): boolean =>
+  a.length === b.length && a.every((k, i) => k.id === b[i]!.id);
 
 /**
  * Waits for the capacity `call` needs. Answers a pass to report the call's end with (none when no
@@ -223,12 +288,21 @@ export async function passFlow(
   const limitOf = (key: string): string => keys.find((k) => k.id === key)?.limit ?? 'unknown';
   // A job re-entering after being held back has announced its wait already.
   let announced = (ctx.job.data as { throttled?: boolean }).throttled === true;
-  for (;;) {
-    const decision = await gate.store.acquire(member, keys, {
-      priority: ctx.plan.priority,
-      tokens,
-      leaseMs,
-    });
+  // The first call's early ask is its first answer when it asked for the same counters, with a
+  // lease as long; else it is given back before asking again.
+  const early = first ? ctx.call.early : undefined;
+  const useEarly =
+    early !== undefined &&
+    !early.taken &&
+    early.tokens === tokens &&
+    early.leaseMs >= leaseMs &&
+    sameKeys(early.keys, keys);
+  if (early && !useEarly) await dropEarly(gate, early);
+  for (let ask = 0; ; ask++) {
+    const decision =
+      ask === 0 && useEarly
+        ? await takeEarly(early)
+        : await gate.store.acquire(member, keys, { priority: ctx.plan.priority, tokens, leaseMs });
     gate.wake(decision.granted);
     if (decision.ok) {
       if (decision.waitedMs > 0) {
@@ -238,7 +312,8 @@ export async function passFlow(
           waitedMs: decision.waitedMs,
         });
       }
-      return { ok: true, pass: passOf(gate, member, keys, leaseMs, decision.held) };
+      const held = useEarly && ask === 0 ? early.leaseMs : leaseMs;
+      return { ok: true, pass: passOf(gate, member, keys, held, decision.held) };
     }
     const delay = Math.min(Math.max(decision.waitMs ?? gate.settings.recheckMs, 20), gate.settings.recheckMs);
     const until = Date.now() + delay;
@@ -267,6 +342,11 @@ export async function passFlow(
       return { ok: false, error: { code: 'aborted', message: 'run aborted' } };
     }
   }
+}
+
+function takeEarly(early: EarlyAsk): Promise<FlowDecision> {
+  early.taken = true;
+  return early.decision;
 }
 
 function passOf(

@@ -8,6 +8,7 @@ import { DelayedError, WaitingChildrenError, type Job } from 'bullmq';
 import type { NodeSnapshot, NodeUsage, RunStatus } from '../domain/run-model.js';
 import type { NodeErrorData } from '../errors/node-error.js';
 import { deadlineError, failureReplans, runErrorForNode } from '../errors/run-error.js';
+import { findReferences } from '../graph/references.js';
 import { executionOf, toolOf, type ExecutableNode } from '../nodes/index.js';
 import { retriesFor, retryDelay } from '../policy/retry-policy.js';
 import { rateLimitFixUsed } from '../reflect/lesson-effects.js';
@@ -18,7 +19,7 @@ import { failSpan, inSpan } from '../telemetry/tracing.js';
 import { readBlobs, withOutputBlob } from './blob-reads.js';
 import { retryTableFor, type ExecutorDeps } from './deps.js';
 import { attemptRecord, nowIso, scopeOf, snapshotOf, type NodeContext } from './node-context.js';
-import { leaveFlow } from './flow-gate.js';
+import { askEarly, dropEarly, leaveFlow, type EarlyAsk } from './flow-gate.js';
 import { nodeRun } from './node-run.js';
 import type { CompiledPlan } from './plan-cache.js';
 
@@ -97,6 +98,8 @@ async function runNodeJob(deps: ExecutorDeps, job: Job, token: string | undefine
   const startedAt = nowIso();
   // Tracked before reading the run's status, so an abort published in between is not missed.
   const tracked = deps.aborts.track(plan.runId);
+  // Asked beside the start script, so the node's call under a limit makes no round trip of its own.
+  const early = data.throttled || data.continuation ? undefined : earlyFlowAsk(deps, plan, node, job);
   try {
     const begin = await deps.store.beginNode(plan.runId, node.id, {
       generation: data.generation,
@@ -126,7 +129,7 @@ async function runNodeJob(deps: ExecutorDeps, job: Job, token: string | undefine
       scope: scopeOf(plan.input, reads.snapshots),
       runSignal: tracked.signal,
       log: deps.logger.child({ runId: plan.runId, nodeId: node.id, attempt }),
-      call: { lessons: [] },
+      call: { lessons: [], ...(early ? { early } : {}) },
     };
     // A redelivered job whose node already has a snapshot reports it and does not run again.
     const snapshot =
@@ -139,7 +142,36 @@ async function runNodeJob(deps: ExecutorDeps, job: Job, token: string | undefine
     return { status: snapshot.status, ...(snapshot.error ? { code: snapshot.error.code } : {}) };
   } finally {
     tracked.release();
+    // The node did not run, or its call did not take the early answer: its capacity goes back.
+    await dropEarly(deps.flow, early);
   }
+}
+
+/**
+ * The early flow-control ask of a tool node whose call is known before it starts: its arguments
+ * hold no references (so hooks aside, its target is known) and its time limit is its own or the
+ * default. `passFlow` takes the answer when the call asks for the same counters.
+ */
+function earlyFlowAsk(
+  deps: ExecutorDeps,
+  plan: CompiledPlan,
+  node: ExecutableNode,
+  job: Job,
+): EarlyAsk | undefined {
+  if (!deps.flow || node.kind !== 'tool' || job.id === undefined) return undefined;
+  const tool = deps.tools.get(node.tool);
+  if (!tool || findReferences(node.args).length > 0) return undefined;
+  const parsed = tool.input.safeParse(node.args);
+  if (!parsed.success) return undefined;
+  const target = tool.target?.(parsed.data);
+  // A call a lesson may give a longer time limit asks when it is made.
+  if (target !== undefined && deps.lessons) return undefined;
+  const limitMs = node.timeoutMs ?? Math.max(deps.defaultTimeoutMs, tool.minTimeoutMs?.(parsed.data) ?? 0);
+  return askEarly(deps.flow, plan, job.id, {
+    tool: tool.name,
+    ...(target !== undefined ? { host: target } : {}),
+    limitMs,
+  });
 }
 
 async function runNode(ctx: NodeContext, blobError?: NodeErrorData): Promise<NodeSnapshot> {
