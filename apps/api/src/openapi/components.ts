@@ -33,6 +33,10 @@ import {
   SubgraphNode,
   SubmittedGraph,
   WaitRecord,
+  DeliveryAttempt,
+  RunWebhookView,
+  WebhookSubscription,
+  WebhookSubscriptionRequest,
 } from '@tetraloop/core';
 import { z } from 'zod';
 import {
@@ -60,6 +64,10 @@ import {
   TenantDeleted,
   TranscriptEntry,
   TranscriptHeader,
+  WebhookCreated,
+  WebhookDeliveries,
+  WebhookList,
+  WebhookSecret,
 } from '../answers.js';
 import {
   FeedbackBody,
@@ -110,6 +118,13 @@ export const ANSWER_SCHEMAS = {
   ReflectionState,
   SecretList,
   SecretEntry,
+  RunWebhook: RunWebhookView,
+  WebhookSubscription,
+  WebhookCreated,
+  WebhookList,
+  WebhookDeliveries,
+  DeliveryAttempt,
+  WebhookSecret,
   KeyCreated,
   KeyList,
   ApiKeyRecord,
@@ -132,6 +147,7 @@ export const REQUEST_SCHEMAS = {
   FeedbackBody,
   LessonPatch,
   SecretBody,
+  WebhookBody: WebhookSubscriptionRequest,
   KeyBody,
   LimitsDocument,
   LimitsList,

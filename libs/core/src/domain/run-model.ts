@@ -7,6 +7,7 @@ import { RunError } from '../errors/run-error.js';
 import { Edge } from '../graph/schema.js';
 import { AttemptRecord, Budget, LiveNodeState, NodeSnapshot, OnBudget } from './node-snapshot.js';
 import { WaitRecord } from './signal.js';
+import { RunWebhookView } from './webhook.js';
 
 export * from './node-snapshot.js';
 export * from './signal.js';
@@ -180,6 +181,8 @@ export const RunDocument = z.object({
   metadata: z.record(z.string(), z.unknown()).nullable(),
   /** 1 (lowest) to 10: which waiting calls flow control serves first. */
   priority: z.number().int().min(1).max(10),
+  /** Where the run's own events are posted, and its recent delivery attempts; never a secret. */
+  webhook: RunWebhookView.nullable(),
   /** Every executable node (nested graphs expanded), by id. */
   nodes: z.record(z.string(), NodeView),
   /** Sink node outputs keyed by node id, once the run succeeded. */

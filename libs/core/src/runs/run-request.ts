@@ -1,5 +1,6 @@
 import { z } from 'zod';
 import { Budget, MAX_RUN_SECONDS, OnBudget } from '../domain/run-model.js';
+import { RunWebhook } from '../domain/webhook.js';
 import { DEFAULT_PRIORITY, Priority } from '../flow/limits.js';
 
 /** Longest `task` (and `overrides`) a run request may have, in characters. */
@@ -39,6 +40,11 @@ export const RunRequest = z
     metadata: z.record(z.string(), z.unknown()).optional(),
     /** 1 (lowest) to 10: which of a flow counter's waiting calls goes first. @defaultValue 5 */
     priority: Priority.default(DEFAULT_PRIORITY),
+    /**
+     * Post the run's events (`run.finished` by default) to `url`, signed with the tenant's signing
+     * secret (`POST /v1/webhooks/secret`).
+     */
+    webhook: RunWebhook.optional(),
   })
   .superRefine((r, ctx) => {
     if ((r.graph === undefined) === (r.task === undefined)) {

@@ -26,7 +26,9 @@ import { buildTopology } from '../graph/topology.js';
 import { MODEL_VARIABLES } from '../model/model-config.js';
 import { loopModeGraph, type ExecutableGraph } from '../nodes/index.js';
 import { enqueueRunRoot, wakeParkedNodes, wakeRunRoot, type RunQueues } from '../queues/run-jobs.js';
+import type { WebhookOutbox } from '../queues/webhook-jobs.js';
 import type { RunStore } from '../state/run-store.js';
+import { WebhookStoreError, type WebhookStore } from '../state/webhook-store.js';
 import type { ToolRegistry } from '../tools/tool.js';
 import type { RunRequest } from './run-request.js';
 
@@ -91,6 +93,10 @@ export interface RunServiceDeps {
   readonly agentFolders: () => Promise<ReadonlySet<string>>;
   /** Where a queued session run stands in its lane. */
   readonly lanePosition?: (sessionKey: string, runId: string) => Promise<number | null>;
+  /** The tenants' signing secrets and delivery attempts; absent: a run's `webhook` is refused. */
+  readonly webhooks?: WebhookStore;
+  /** Announces runs settled here (cancelled before they started) to their webhooks. */
+  readonly outbox?: WebhookOutbox;
 }
 
 export class RunService {
@@ -133,6 +139,7 @@ export class RunService {
     if (validation && !validation.ok) {
       throw new GraphRejectedError(validation.issues.map((i) => ({ ...i, path: join('graph', i.path) })));
     }
+    if (request.webhook) await this.checkWebhook(tenant);
     // A request with an Idempotency-Key names its run: every repeat computes the same id, and the
     // create script makes the run once and answers it to everyone else (one tenant's key never
     // finds another tenant's run: the tenant is part of the id).
@@ -164,6 +171,7 @@ export class RunService {
       onBudget: request.onBudget,
       metadata: request.metadata,
       priority: request.priority,
+      ...(request.webhook ? { webhook: request.webhook } : {}),
       createdAt: new Date().toISOString(),
       pending: new Map(topology?.ids.map((id) => [id, topology.parents.get(id)?.length ?? 0]) ?? []),
     });
@@ -177,6 +185,21 @@ export class RunService {
    * Refuses (RequestRefusedError at `agentId`) an agent that is not declared while agents are
    * declared, or that `tenant` may not run.
    */
+  /**
+   * A run's own `webhook` is signed with its tenant's signing secret, so the tenant must have one
+   * before it asks: a run is refused rather than given deliveries no one could verify.
+   */
+  private async checkWebhook(tenant: string): Promise<void> {
+    const store = this.deps.webhooks;
+    if (!store) throw new WebhookStoreError('secrets_off', 'this deployment sends no webhooks');
+    if (!(await store.hasSigningSecret(tenant))) {
+      throw new WebhookStoreError(
+        'webhook_secret_missing',
+        'the tenant has no webhook signing secret: make one with POST /v1/webhooks/secret, then submit again',
+      );
+    }
+  }
+
   async checkAgent(tenant: string, agentId: string): Promise<void> {
     const refused = this.deps.ceilings.agentRefusal(tenant, agentId, await this.deps.agentFolders());
     if (refused !== undefined) throw new RequestRefusedError([{ path: 'agentId', message: refused }]);
@@ -202,6 +225,9 @@ export class RunService {
     if (doc?.sessionKey && doc.status === 'queued' && this.deps.lanePosition) {
       doc.lanePosition = await this.deps.lanePosition(doc.sessionKey, runId);
     }
+    // Its own webhook's delivery attempts are kept with the tenant's webhooks.
+    if (doc?.webhook && this.deps.webhooks)
+      doc.webhook.deliveries = await this.deps.webhooks.deliveries(doc.tenant, { runId });
     return doc;
   }
 
@@ -213,6 +239,8 @@ export class RunService {
   /** Ends a run that never started: cancelled, with every node marked so, settled at once. */
   async cancelUnstarted(runId: string, reason: string): Promise<void> {
     await this.deps.store.endUnstarted(runId, cancelledError(reason), new Date().toISOString());
+    // No root job will settle it: it is announced here (a repeat of this call announces again).
+    await this.deps.outbox?.runFinished(runId);
   }
 
   /**
