@@ -28,6 +28,7 @@ const LAYERS = [
     'logging',
     'memory',
     'secrets',
+    'webhooks',
     'ceilings',
     'cost',
     'flow',

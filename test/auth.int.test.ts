@@ -87,6 +87,9 @@ interface Fixture {
   signalRun: string;
   blob: string;
   lesson: string;
+  /** Two of acme's webhook subscriptions: one to read, one to delete. */
+  webhook: string;
+  doomedWebhook: string;
 }
 
 let acme: string;
@@ -187,7 +190,25 @@ beforeAll(async () => {
   expect(
     (await call('put', '/v1/secrets/TOKEN', { key: acme, body: { value: 'hunter2-hunter2' } })).status,
   ).toBe(204);
-  fixture = { doneRun, failedRun, cancelRun, signalRun, blob: stub.output.$blob, lesson };
+  const subscribe = async (): Promise<string> => {
+    const made = await call('post', '/v1/webhooks', {
+      key: acme,
+      body: { url: 'https://example.test/hook' },
+    });
+    expect(made.status).toBe(201);
+    return (made.body as { id: string }).id;
+  };
+  const [webhook, doomedWebhook] = [await subscribe(), await subscribe()];
+  fixture = {
+    doneRun,
+    failedRun,
+    cancelRun,
+    signalRun,
+    blob: stub.output.$blob,
+    lesson,
+    webhook,
+    doomedWebhook,
+  };
 }, 60_000);
 
 afterAll(async () => {
@@ -263,6 +284,16 @@ async function exampleOf(name: RouteName): Promise<Example> {
       return { path: '/v1/secrets', ok: 200 };
     case 'secrets.delete':
       return { path: '/v1/secrets/TOKEN', ok: 204 };
+    case 'webhooks.create':
+      return { path: '/v1/webhooks', body: { url: 'https://example.test/other' }, ok: 201 };
+    case 'webhooks.list':
+      return { path: '/v1/webhooks', ok: 200 };
+    case 'webhooks.secret':
+      return { path: '/v1/webhooks/secret', ok: 201 };
+    case 'webhooks.deliveries':
+      return { path: `/v1/webhooks/${f.webhook}/deliveries`, ok: 200 };
+    case 'webhooks.delete':
+      return { path: `/v1/webhooks/${f.doomedWebhook}`, ok: 204 };
     case 'keys.create':
       return { path: '/v1/keys', body: { scopes: ['runs:read'] }, ok: 201 };
     case 'keys.list':

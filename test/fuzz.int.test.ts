@@ -69,6 +69,7 @@ const VALID_BODIES: Partial<Record<RouteName, unknown>> = {
   'sessions.message': { text: 'hello', mode: 'followup' },
   'lessons.patch': { status: 'retired' },
   'secrets.put': { value: 'hunter2' },
+  'webhooks.create': { url: 'https://example.test/hook', events: ['run.finished', 'node.failed'] },
   'keys.create': { scopes: ['runs:read'], name: 'fuzz' },
   'limits.put': {
     limits: [{ name: 'fuzz', key: 'host', concurrency: 1000, rate: { requests: 1000, intervalMs: 1000 } }],

@@ -401,6 +401,16 @@ describe('real answers match the documented schemas', () => {
     expect((await api('delete', '/v1/secrets/TOKEN')).status).toBe(204);
     expect((await api('delete', '/v1/secrets/TOKEN')).status).toBe(404);
 
+    const hook = await api('post', '/v1/webhooks', { body: { url: 'https://example.test/hook' } });
+    expect(hook.status).toBe(201);
+    const hookId = (hook.body as { id: string }).id;
+    expect((await api('post', '/v1/webhooks', { body: { url: 'ftp://example.test' } })).status).toBe(400);
+    expect((await api('get', '/v1/webhooks')).status).toBe(200);
+    expect((await api('get', `/v1/webhooks/${hookId}/deliveries`)).status).toBe(200);
+    expect((await api('post', '/v1/webhooks/secret')).status).toBe(201);
+    expect((await api('delete', `/v1/webhooks/${hookId}`)).status).toBe(204);
+    expect((await api('delete', `/v1/webhooks/${hookId}`)).status).toBe(404);
+
     const limits = [{ name: 'hosts', key: 'host', concurrency: 4 }];
     expect((await api('get', '/v1/limits', { key: ROOT })).status).toBe(200);
     expect((await api('put', '/v1/limits', { key: ROOT, body: { limits } })).status).toBe(200);

@@ -7,6 +7,7 @@
 import {
   ApiKeyRecord,
   CounterState,
+  DeliveryAttempt,
   LimitDefinition,
   Lesson,
   MessageResult,
@@ -19,6 +20,7 @@ import {
   ServiceStats,
   SignalDecision,
   SourceStatus,
+  WebhookSubscription,
 } from '@tetraloop/core';
 import { z } from 'zod';
 
@@ -212,3 +214,22 @@ export const Readiness = z.object({
   redis: z.enum(['up', 'down']),
 });
 export type Readiness = z.infer<typeof Readiness>;
+
+/** A subscription just made: its signing secret is in this answer only. */
+export const WebhookCreated = WebhookSubscription.extend({
+  /** Verify deliveries with it (`X-Tetraloop-Signature`); shown once. */
+  secret: z.string(),
+});
+export type WebhookCreated = z.infer<typeof WebhookCreated>;
+
+/** The tenant's subscriptions, oldest first; never a secret. */
+export const WebhookList = z.object({ webhooks: z.array(WebhookSubscription) });
+export type WebhookList = z.infer<typeof WebhookList>;
+
+/** A subscription's recent delivery attempts, newest first. */
+export const WebhookDeliveries = z.object({ id: z.string(), deliveries: z.array(DeliveryAttempt) });
+export type WebhookDeliveries = z.infer<typeof WebhookDeliveries>;
+
+/** The tenant's new signing secret of runs' own `webhook`s; shown once. */
+export const WebhookSecret = z.object({ secret: z.string() });
+export type WebhookSecret = z.infer<typeof WebhookSecret>;

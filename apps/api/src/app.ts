@@ -16,6 +16,7 @@ import {
   type RunStore,
   type RunWaiter,
   type SecretStore,
+  type WebhookStore,
   type SessionStore,
   type SignalLimits,
   type WebhookSettings,
@@ -40,6 +41,7 @@ import { secretHandlers } from './secrets-router.js';
 import { sessionHandlers, type RawBodyRequest } from './sessions-router.js';
 import { rateLimit } from './rate-limit.js';
 import { usageHandlers } from './usage-router.js';
+import { webhookHandlers } from './webhooks-router.js';
 
 export interface AppDeps {
   /** Brings scrape-time gauges (queue depths) up to date before /metrics answers. */
@@ -64,6 +66,8 @@ export interface AppDeps {
   readonly sources: SourceService;
   /** Each tenant's secrets (write-only over HTTP). */
   readonly secrets: SecretStore;
+  /** Each tenant's outbound webhooks: subscriptions, signing secrets, delivery attempts. */
+  readonly outboundWebhooks: WebhookStore;
   /** Each tenant's daily model spending. */
   readonly costs: CostLedger;
   readonly senseQueue: Queue;
@@ -145,6 +149,7 @@ export function createApp(deps: AppDeps): express.Express {
     ...sessionHandlers(deps),
     ...memoryHandlers(deps),
     ...secretHandlers(deps),
+    ...webhookHandlers(deps),
     ...usageHandlers(deps),
     ...keyHandlers({ keys: deps.auth.keys, purgeTenant: deps.purgeTenant }),
     ...limitHandlers(deps),

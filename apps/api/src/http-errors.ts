@@ -6,6 +6,7 @@ import {
   KeyLimitError,
   RequestRefusedError,
   RunStateConflictError,
+  WebhookStoreError,
   isRedisUnavailable,
 } from '@tetraloop/core';
 import type { Logger } from 'pino';
@@ -83,6 +84,8 @@ export function errorHandler(logger: Logger, redisReady: () => boolean): ErrorRe
     if (err instanceof RunStateConflictError)
       return sendError(res, new HttpError(409, err.code, err.message));
     if (err instanceof KeyLimitError) return sendError(res, new HttpError(409, 'key_limit', err.message));
+    // A run's `webhook` refused at submit (no signing secret, or no secret key to keep one).
+    if (err instanceof WebhookStoreError) return sendError(res, new HttpError(409, err.code, err.message));
     if (err instanceof DefaultTenantError)
       return sendError(res, new HttpError(409, 'default_tenant', err.message));
     if (err instanceof z.ZodError) return sendError(res, zodToHttp(err));

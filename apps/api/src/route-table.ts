@@ -15,7 +15,7 @@ export type HttpMethod = (typeof HTTP_METHODS)[number];
 export type RouteAccess = Scope | 'root' | 'signature';
 
 /** The thing a path parameter names, when another tenant must not find it (answered `404`). */
-export type Owned = 'run' | 'session' | 'lesson' | 'blob' | 'key' | 'secret';
+export type Owned = 'run' | 'session' | 'lesson' | 'blob' | 'key' | 'secret' | 'webhook';
 
 export interface RouteSpec {
   readonly method: HttpMethod;
@@ -74,6 +74,21 @@ export const ROUTES = {
     path: '/v1/secrets/:name',
     access: 'secrets:write',
     owned: 'secret',
+  },
+  'webhooks.create': { method: 'post', path: '/v1/webhooks', access: 'webhooks:write' },
+  'webhooks.list': { method: 'get', path: '/v1/webhooks', access: 'webhooks:read' },
+  'webhooks.secret': { method: 'post', path: '/v1/webhooks/secret', access: 'webhooks:write' },
+  'webhooks.deliveries': {
+    method: 'get',
+    path: '/v1/webhooks/:id/deliveries',
+    access: 'webhooks:read',
+    owned: 'webhook',
+  },
+  'webhooks.delete': {
+    method: 'delete',
+    path: '/v1/webhooks/:id',
+    access: 'webhooks:write',
+    owned: 'webhook',
   },
   'keys.create': { method: 'post', path: '/v1/keys', access: 'admin' },
   'keys.list': { method: 'get', path: '/v1/keys', access: 'admin' },

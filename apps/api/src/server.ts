@@ -153,6 +153,7 @@ export async function startApi(env: ApiEnv, options: StartApiOptions = {}): Prom
     ...(services.memory ? { memory: services.memory } : {}),
     sources: services.sources,
     secrets: services.secrets,
+    outboundWebhooks: services.webhooks,
     costs: services.costs,
     senseQueue: queues.sense,
     senseEvents,

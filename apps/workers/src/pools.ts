@@ -16,6 +16,10 @@ import {
   QUEUE_NAMES,
   metrics,
   RetryNodeError,
+  RetryDeliveryError,
+  WEBHOOK_BACKOFF_TYPE,
+  egressClient,
+  webhookDeliveryOf,
   RunAborts,
   SENSE_JOB,
   allowedToolsOf,
@@ -200,6 +204,7 @@ export async function startPools(env: WorkerEnv, options: StartPoolsOptions): Pr
     },
     admission: { ceilings, slots },
     cost,
+    webhooks: services.outbox,
     sessions: {
       onRunSettled: (runId: string) => services.sessions.onRunSettled(runId),
       environmentVersion: async (sessionKey: string) =>
@@ -245,7 +250,19 @@ export async function startPools(env: WorkerEnv, options: StartPoolsOptions): Pr
       return (job: Job, token?: string) => executeNodeJob(deps, job, token);
     },
     sense: () => {
-      const deps = { sessions: services.sessions, sources: services.sources, polled };
+      const deps = {
+        sessions: services.sessions,
+        sources: services.sources,
+        polled,
+        // Deliveries go through the egress policy the http tool and polled sources are held to.
+        webhooks: {
+          runs: store,
+          webhooks: services.webhooks,
+          egress: egressClient(egress),
+          settings: webhookDeliveryOf(env, env.TETRALOOP_BACKOFF_JITTER),
+          logger: loggerFor('sense'),
+        },
+      };
       return (job: Job) => executeSenseJob(deps, job);
     },
     reflect: () => {
@@ -285,10 +302,15 @@ export async function startPools(env: WorkerEnv, options: StartPoolsOptions): Pr
       lockDuration: env.TETRALOOP_LOCK_DURATION_MS,
       stalledInterval: env.TETRALOOP_STALLED_INTERVAL_MS,
       maxStalledCount: env.TETRALOOP_MAX_STALLED_COUNT,
-      // The node executor computes each retry's delay (class, jitter, Retry-After) and hands it over here.
+      // The node executor (and a webhook delivery) computes each retry's delay (class, jitter,
+      // Retry-After) and hands it over here.
       settings: {
         backoffStrategy: (_attempts, type, err) =>
-          type === BACKOFF_TYPE && err instanceof RetryNodeError ? err.delayMs : 1000,
+          type === BACKOFF_TYPE && err instanceof RetryNodeError
+            ? err.delayMs
+            : type === WEBHOOK_BACKOFF_TYPE && err instanceof RetryDeliveryError
+              ? err.delayMs
+              : 1000,
       },
     });
     const poolLog = loggerFor(pool);
@@ -299,7 +321,8 @@ export async function startPools(env: WorkerEnv, options: StartPoolsOptions): Pr
       poolLog.warn({ jobId }, 'job stalled: moved back to run again');
     });
     worker.on('failed', (job, err) => {
-      if (!(err instanceof RetryNodeError)) poolLog.warn({ jobId: job?.id, err }, 'job failed');
+      if (!(err instanceof RetryNodeError) && !(err instanceof RetryDeliveryError))
+        poolLog.warn({ jobId: job?.id, err }, 'job failed');
       if (pool === 'plan' && job) void settleAbandoned(job);
     });
     workers.set(pool, worker);

@@ -37,6 +37,10 @@ import {
   SubgraphNode,
   SubmittedGraph,
   WaitRecord,
+  DeliveryAttempt,
+  RunWebhookView,
+  WebhookSubscription,
+  WebhookSubscriptionRequest,
 } from '@tetraloop/core';
 import { z } from 'zod';
 import {
@@ -67,6 +71,10 @@ import {
   TenantDeleted,
   TranscriptEntry,
   TranscriptHeader,
+  WebhookCreated,
+  WebhookDeliveries,
+  WebhookList,
+  WebhookSecret,
 } from '../answers.js';
 import {
   FeedbackBody,
@@ -125,6 +133,13 @@ export const ANSWER_SCHEMAS = {
   ReflectionState,
   SecretList,
   SecretEntry,
+  RunWebhook: RunWebhookView,
+  WebhookSubscription,
+  WebhookCreated,
+  WebhookList,
+  WebhookDeliveries,
+  DeliveryAttempt,
+  WebhookSecret,
   KeyCreated,
   KeyList,
   ApiKeyRecord,
@@ -147,6 +162,7 @@ export const REQUEST_SCHEMAS = {
   FeedbackBody,
   LessonPatch,
   SecretBody,
+  WebhookBody: WebhookSubscriptionRequest,
   KeyBody,
   LimitsDocument,
   LimitsList,

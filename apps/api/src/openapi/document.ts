@@ -291,6 +291,10 @@ export function openApiDocument(settings: OperationSettings = { maxWaitMs: DEFAU
       { name: 'sessions', description: 'Sessions, their lanes and transcripts; event sources.' },
       { name: 'memory', description: 'The reflect loop: feedback, lessons, memory.' },
       { name: 'secrets', description: 'Each tenant’s secrets, write-only.' },
+      {
+        name: 'webhooks',
+        description: 'Outbound webhooks: subscriptions to runs’ events, signing secrets, delivery attempts.',
+      },
       { name: 'keys', description: 'API keys and tenants.' },
       { name: 'limits', description: 'Flow limits (root token).' },
       { name: 'usage', description: 'What model calls cost: the cost ledger.' },

@@ -15,6 +15,8 @@ import {
   RunRequest,
   SecretName,
   SessionView,
+  WebhookId,
+  WebhookSubscriptionRequest,
 } from '@tetraloop/core';
 import { z } from 'zod';
 import {
@@ -38,6 +40,10 @@ import {
   SourceEventAccepted,
   SourceList,
   TenantDeleted,
+  WebhookCreated,
+  WebhookDeliveries,
+  WebhookList,
+  WebhookSecret,
 } from '../answers.js';
 import {
   AgentId,
@@ -119,6 +125,7 @@ const sessionKey: ParameterSpec = {
   description: 'The session key: it names a lane of the caller’s tenant.',
 };
 const agentId: ParameterSpec = { schema: AgentId, description: 'The agent.' };
+const webhookId: ParameterSpec = { schema: WebhookId, description: 'The subscription’s id (`whk_…`).' };
 const expand = '`blobs`: each blob stub in `output` and `nodes.*.output` replaced by the output itself.';
 
 /** Every `/v1` route of the route table. */
@@ -146,6 +153,7 @@ export function routeOperations(settings: OperationSettings): { readonly [K in R
       },
       errors: {
         400: ['invalid_request', 'invalid_graph'],
+        409: ['webhook_secret_missing', 'secrets_off'],
         415: ['unsupported_media_type'],
         503: ['not_replicated', 'not_persisted'],
       },
@@ -474,6 +482,55 @@ export function routeOperations(settings: OperationSettings): { readonly [K in R
       params: { name: { schema: SecretName, description: 'The secret’s name.' } },
       answers: { 204: { description: 'Deleted.' } },
       errors: { 400: ['invalid_request'], 404: ['secret_not_found'], 409: ['secrets_off'] },
+    },
+    'webhooks.create': {
+      tag: 'webhooks',
+      summary: 'Subscribe to the events of every run of the tenant',
+      description:
+        'Each event (`run.finished` by default; `run.waiting`, `node.failed`) of each of the tenant’s runs is posted to `url` as JSON `{id, type, createdAt, data}`, signed in `X-Tetraloop-Signature` with the secret in this answer (shown only here), retried with backoff on 5xx, 429 and network errors. Deliveries go through the workers’ egress policy: a private address is refused unless allowlisted.',
+      body: { schema: WebhookSubscriptionRequest, required: true },
+      answers: {
+        201: {
+          description: 'Made; its secret is in this answer only.',
+          json: WebhookCreated,
+          headers: { Location: 'The subscription: `/v1/webhooks/<id>`.' },
+        },
+      },
+      errors: { 400: ['invalid_request'], 409: ['secrets_off', 'too_many_webhooks'] },
+    },
+    'webhooks.list': {
+      tag: 'webhooks',
+      summary: 'List the tenant’s webhook subscriptions (never a secret)',
+      answers: { 200: { description: 'Oldest first.', json: WebhookList } },
+      errors: {},
+    },
+    'webhooks.secret': {
+      tag: 'webhooks',
+      summary: 'Make (or replace) the signing secret of runs’ own webhooks',
+      description:
+        'A run submitted with `webhook: {url, events?}` has its events signed with this tenant-wide secret; a tenant without one is refused such runs (`409 webhook_secret_missing`). Each call makes a new secret, replacing the one before for every attempt from now on; it is shown only here.',
+      answers: { 201: { description: 'Made; shown only here.', json: WebhookSecret } },
+      errors: { 409: ['secrets_off'] },
+    },
+    'webhooks.deliveries': {
+      tag: 'webhooks',
+      summary: 'A subscription’s recent delivery attempts',
+      params: { id: webhookId },
+      answers: {
+        200: {
+          description: 'Newest first, at most `TETRALOOP_WEBHOOK_DELIVERIES_KEPT`.',
+          json: WebhookDeliveries,
+        },
+      },
+      errors: { 404: ['webhook_not_found'] },
+    },
+    'webhooks.delete': {
+      tag: 'webhooks',
+      summary: 'Delete a webhook subscription',
+      description: 'Its deliveries still waiting for a retry are dropped at their next attempt.',
+      params: { id: webhookId },
+      answers: { 204: { description: 'Deleted, with its delivery attempts.' } },
+      errors: { 404: ['webhook_not_found'] },
     },
     'keys.create': {
       tag: 'keys',

@@ -514,6 +514,96 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/webhooks": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * List the tenant’s webhook subscriptions (never a secret)
+         * @description Needs an API key with the scope `webhooks:read` (or the root token).
+         */
+        get: operations["webhooks.list"];
+        put?: never;
+        /**
+         * Subscribe to the events of every run of the tenant
+         * @description Each event (`run.finished` by default; `run.waiting`, `node.failed`) of each of the tenant’s runs is posted to `url` as JSON `{id, type, createdAt, data}`, signed in `X-Tetraloop-Signature` with the secret in this answer (shown only here), retried with backoff on 5xx, 429 and network errors. Deliveries go through the workers’ egress policy: a private address is refused unless allowlisted.
+         *
+         *     Needs an API key with the scope `webhooks:write` (or the root token).
+         */
+        post: operations["webhooks.create"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/webhooks/secret": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Make (or replace) the signing secret of runs’ own webhooks
+         * @description A run submitted with `webhook: {url, events?}` has its events signed with this tenant-wide secret; a tenant without one is refused such runs (`409 webhook_secret_missing`). Each call makes a new secret, replacing the one before for every attempt from now on; it is shown only here.
+         *
+         *     Needs an API key with the scope `webhooks:write` (or the root token).
+         */
+        post: operations["webhooks.secret"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/webhooks/{id}/deliveries": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * A subscription’s recent delivery attempts
+         * @description Needs an API key with the scope `webhooks:read` (or the root token).
+         */
+        get: operations["webhooks.deliveries"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/webhooks/{id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        post?: never;
+        /**
+         * Delete a webhook subscription
+         * @description Its deliveries still waiting for a retry are dropped at their next attempt.
+         *
+         *     Needs an API key with the scope `webhooks:write` (or the root token).
+         */
+        delete: operations["webhooks.delete"];
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v1/keys": {
         parameters: {
             query?: never;
@@ -887,6 +977,7 @@ export interface components {
                 runId: string;
                 from: string;
             } | null;
+            webhook: components["schemas"]["RunWebhook"] | null;
             nodes: {
                 [key: string]: components["schemas"]["NodeView"];
             };
@@ -1271,10 +1362,52 @@ export interface components {
             name: string;
             updatedAt: string;
         };
+        RunWebhook: {
+            url: string;
+            events: ("run.finished" | "run.waiting" | "node.failed")[];
+            deliveries: components["schemas"]["DeliveryAttempt"][];
+        };
+        WebhookSubscription: {
+            id: string;
+            url: string;
+            events: ("run.finished" | "run.waiting" | "node.failed")[];
+            createdAt: string;
+        };
+        WebhookCreated: {
+            id: string;
+            url: string;
+            events: ("run.finished" | "run.waiting" | "node.failed")[];
+            createdAt: string;
+            secret: string;
+        };
+        WebhookList: {
+            webhooks: components["schemas"]["WebhookSubscription"][];
+        };
+        WebhookDeliveries: {
+            id: string;
+            deliveries: components["schemas"]["DeliveryAttempt"][];
+        };
+        DeliveryAttempt: {
+            deliveryId: string;
+            /** @enum {string} */
+            type: "run.finished" | "run.waiting" | "node.failed";
+            runId: string;
+            attempt: number;
+            at: string;
+            durationMs: number;
+            /** @enum {string} */
+            outcome: "delivered" | "retrying" | "exhausted" | "rejected" | "refused" | "no_secret";
+            status: number | null;
+            error: ("server" | "rate_limited" | "client" | "redirect" | "timeout" | "network" | "egress_denied" | "response_too_large" | "no_secret") | null;
+            retryAt?: string;
+        };
+        WebhookSecret: {
+            secret: string;
+        };
         KeyCreated: {
             keyId: string;
             tenant: string;
-            scopes: ("runs:read" | "runs:write" | "sessions:read" | "sessions:write" | "signals:write" | "lessons:write" | "secrets:write" | "admin")[];
+            scopes: ("runs:read" | "runs:write" | "sessions:read" | "sessions:write" | "signals:write" | "lessons:write" | "secrets:write" | "webhooks:read" | "webhooks:write" | "admin")[];
             name?: string;
             createdAt: string;
             expiresAt?: string;
@@ -1286,7 +1419,7 @@ export interface components {
         ApiKeyRecord: {
             keyId: string;
             tenant: string;
-            scopes: ("runs:read" | "runs:write" | "sessions:read" | "sessions:write" | "signals:write" | "lessons:write" | "secrets:write" | "admin")[];
+            scopes: ("runs:read" | "runs:write" | "sessions:read" | "sessions:write" | "signals:write" | "lessons:write" | "secrets:write" | "webhooks:read" | "webhooks:write" | "admin")[];
             name?: string;
             createdAt: string;
             expiresAt?: string;
@@ -1397,6 +1530,7 @@ export interface components {
             /** @default 5 */
             priority?: number;
             tags?: string[];
+            webhook?: components["schemas"]["WebhookBody"];
         };
         Graph: {
             nodes: ({
@@ -1539,9 +1673,18 @@ export interface components {
         SecretBody: {
             value: string;
         };
+        WebhookBody: {
+            url: string;
+            /**
+             * @default [
+             *       "run.finished"
+             *     ]
+             */
+            events?: ("run.finished" | "run.waiting" | "node.failed")[];
+        };
         KeyBody: {
             tenant?: string;
-            scopes: ("runs:read" | "runs:write" | "sessions:read" | "sessions:write" | "signals:write" | "lessons:write" | "secrets:write" | "admin")[];
+            scopes: ("runs:read" | "runs:write" | "sessions:read" | "sessions:write" | "signals:write" | "lessons:write" | "secrets:write" | "webhooks:read" | "webhooks:write" | "admin")[];
             name?: string;
             /** Format: date-time */
             expiresAt?: string;
@@ -1796,6 +1939,20 @@ export interface operations {
                         error?: {
                             /** @enum {unknown} */
                             code?: "forbidden";
+                        };
+                    };
+                };
+            };
+            /** @description Conflict: `webhook_secret_missing`, `secrets_off`. */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"] & {
+                        error?: {
+                            /** @enum {unknown} */
+                            code?: "webhook_secret_missing" | "secrets_off";
                         };
                     };
                 };
@@ -5268,6 +5425,665 @@ export interface operations {
                         error?: {
                             /** @enum {unknown} */
                             code?: "secrets_off";
+                        };
+                    };
+                };
+            };
+            /** @description Too many requests: `rate_limited`. */
+            429: {
+                headers: {
+                    /** @description Seconds until a retry may fit. */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"] & {
+                        error?: {
+                            /** @enum {unknown} */
+                            code?: "rate_limited";
+                        };
+                    };
+                };
+            };
+            /** @description Internal error: `internal`. */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"] & {
+                        error?: {
+                            /** @enum {unknown} */
+                            code?: "internal";
+                        };
+                    };
+                };
+            };
+            /** @description Unavailable: `unavailable`. */
+            503: {
+                headers: {
+                    /** @description Seconds until a retry. */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"] & {
+                        error?: {
+                            /** @enum {unknown} */
+                            code?: "unavailable";
+                        };
+                    };
+                };
+            };
+        };
+    };
+    "webhooks.list": {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description Root token only: the tenant to act for (default `default`); a key acts for its own tenant. */
+                "x-tetraloop-tenant"?: components["parameters"]["Tenant"];
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Oldest first. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["WebhookList"];
+                };
+            };
+            /** @description Bad request: `invalid_request`. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"] & {
+                        error?: {
+                            /** @enum {unknown} */
+                            code?: "invalid_request";
+                        };
+                    };
+                };
+            };
+            /** @description Unauthorized: `unauthorized`. */
+            401: {
+                headers: {
+                    /** @description `Bearer realm="tetraloop"` (missing or refused key). */
+                    "WWW-Authenticate"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"] & {
+                        error?: {
+                            /** @enum {unknown} */
+                            code?: "unauthorized";
+                        };
+                    };
+                };
+            };
+            /** @description Forbidden: `forbidden`. */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"] & {
+                        error?: {
+                            /** @enum {unknown} */
+                            code?: "forbidden";
+                        };
+                    };
+                };
+            };
+            /** @description Too many requests: `rate_limited`. */
+            429: {
+                headers: {
+                    /** @description Seconds until a retry may fit. */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"] & {
+                        error?: {
+                            /** @enum {unknown} */
+                            code?: "rate_limited";
+                        };
+                    };
+                };
+            };
+            /** @description Internal error: `internal`. */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"] & {
+                        error?: {
+                            /** @enum {unknown} */
+                            code?: "internal";
+                        };
+                    };
+                };
+            };
+            /** @description Unavailable: `unavailable`. */
+            503: {
+                headers: {
+                    /** @description Seconds until a retry. */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"] & {
+                        error?: {
+                            /** @enum {unknown} */
+                            code?: "unavailable";
+                        };
+                    };
+                };
+            };
+        };
+    };
+    "webhooks.create": {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description Root token only: the tenant to act for (default `default`); a key acts for its own tenant. */
+                "x-tetraloop-tenant"?: components["parameters"]["Tenant"];
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["WebhookBody"];
+            };
+        };
+        responses: {
+            /** @description Made; its secret is in this answer only. */
+            201: {
+                headers: {
+                    /** @description The subscription: `/v1/webhooks/<id>`. */
+                    Location?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["WebhookCreated"];
+                };
+            };
+            /** @description Bad request: `invalid_request`, `invalid_json`, `json_too_deep`. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"] & {
+                        error?: {
+                            /** @enum {unknown} */
+                            code?: "invalid_request" | "invalid_json" | "json_too_deep";
+                        };
+                    };
+                };
+            };
+            /** @description Unauthorized: `unauthorized`. */
+            401: {
+                headers: {
+                    /** @description `Bearer realm="tetraloop"` (missing or refused key). */
+                    "WWW-Authenticate"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"] & {
+                        error?: {
+                            /** @enum {unknown} */
+                            code?: "unauthorized";
+                        };
+                    };
+                };
+            };
+            /** @description Forbidden: `forbidden`. */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"] & {
+                        error?: {
+                            /** @enum {unknown} */
+                            code?: "forbidden";
+                        };
+                    };
+                };
+            };
+            /** @description Conflict: `secrets_off`, `too_many_webhooks`. */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"] & {
+                        error?: {
+                            /** @enum {unknown} */
+                            code?: "secrets_off" | "too_many_webhooks";
+                        };
+                    };
+                };
+            };
+            /** @description Content too large: `body_too_large`. */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"] & {
+                        error?: {
+                            /** @enum {unknown} */
+                            code?: "body_too_large";
+                        };
+                    };
+                };
+            };
+            /** @description Unsupported media type: `unsupported_encoding`. */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"] & {
+                        error?: {
+                            /** @enum {unknown} */
+                            code?: "unsupported_encoding";
+                        };
+                    };
+                };
+            };
+            /** @description Too many requests: `rate_limited`. */
+            429: {
+                headers: {
+                    /** @description Seconds until a retry may fit. */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"] & {
+                        error?: {
+                            /** @enum {unknown} */
+                            code?: "rate_limited";
+                        };
+                    };
+                };
+            };
+            /** @description Internal error: `internal`. */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"] & {
+                        error?: {
+                            /** @enum {unknown} */
+                            code?: "internal";
+                        };
+                    };
+                };
+            };
+            /** @description Unavailable: `unavailable`. */
+            503: {
+                headers: {
+                    /** @description Seconds until a retry. */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"] & {
+                        error?: {
+                            /** @enum {unknown} */
+                            code?: "unavailable";
+                        };
+                    };
+                };
+            };
+        };
+    };
+    "webhooks.secret": {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description Root token only: the tenant to act for (default `default`); a key acts for its own tenant. */
+                "x-tetraloop-tenant"?: components["parameters"]["Tenant"];
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Made; shown only here. */
+            201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["WebhookSecret"];
+                };
+            };
+            /** @description Bad request: `invalid_request`. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"] & {
+                        error?: {
+                            /** @enum {unknown} */
+                            code?: "invalid_request";
+                        };
+                    };
+                };
+            };
+            /** @description Unauthorized: `unauthorized`. */
+            401: {
+                headers: {
+                    /** @description `Bearer realm="tetraloop"` (missing or refused key). */
+                    "WWW-Authenticate"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"] & {
+                        error?: {
+                            /** @enum {unknown} */
+                            code?: "unauthorized";
+                        };
+                    };
+                };
+            };
+            /** @description Forbidden: `forbidden`. */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"] & {
+                        error?: {
+                            /** @enum {unknown} */
+                            code?: "forbidden";
+                        };
+                    };
+                };
+            };
+            /** @description Conflict: `secrets_off`. */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"] & {
+                        error?: {
+                            /** @enum {unknown} */
+                            code?: "secrets_off";
+                        };
+                    };
+                };
+            };
+            /** @description Too many requests: `rate_limited`. */
+            429: {
+                headers: {
+                    /** @description Seconds until a retry may fit. */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"] & {
+                        error?: {
+                            /** @enum {unknown} */
+                            code?: "rate_limited";
+                        };
+                    };
+                };
+            };
+            /** @description Internal error: `internal`. */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"] & {
+                        error?: {
+                            /** @enum {unknown} */
+                            code?: "internal";
+                        };
+                    };
+                };
+            };
+            /** @description Unavailable: `unavailable`. */
+            503: {
+                headers: {
+                    /** @description Seconds until a retry. */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"] & {
+                        error?: {
+                            /** @enum {unknown} */
+                            code?: "unavailable";
+                        };
+                    };
+                };
+            };
+        };
+    };
+    "webhooks.deliveries": {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description Root token only: the tenant to act for (default `default`); a key acts for its own tenant. */
+                "x-tetraloop-tenant"?: components["parameters"]["Tenant"];
+            };
+            path: {
+                /** @description The subscription’s id (`whk_…`). */
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Newest first, at most `TETRALOOP_WEBHOOK_DELIVERIES_KEPT`. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["WebhookDeliveries"];
+                };
+            };
+            /** @description Bad request: `invalid_request`. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"] & {
+                        error?: {
+                            /** @enum {unknown} */
+                            code?: "invalid_request";
+                        };
+                    };
+                };
+            };
+            /** @description Unauthorized: `unauthorized`. */
+            401: {
+                headers: {
+                    /** @description `Bearer realm="tetraloop"` (missing or refused key). */
+                    "WWW-Authenticate"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"] & {
+                        error?: {
+                            /** @enum {unknown} */
+                            code?: "unauthorized";
+                        };
+                    };
+                };
+            };
+            /** @description Forbidden: `forbidden`. */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"] & {
+                        error?: {
+                            /** @enum {unknown} */
+                            code?: "forbidden";
+                        };
+                    };
+                };
+            };
+            /** @description Not found: `webhook_not_found`. */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"] & {
+                        error?: {
+                            /** @enum {unknown} */
+                            code?: "webhook_not_found";
+                        };
+                    };
+                };
+            };
+            /** @description Too many requests: `rate_limited`. */
+            429: {
+                headers: {
+                    /** @description Seconds until a retry may fit. */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"] & {
+                        error?: {
+                            /** @enum {unknown} */
+                            code?: "rate_limited";
+                        };
+                    };
+                };
+            };
+            /** @description Internal error: `internal`. */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"] & {
+                        error?: {
+                            /** @enum {unknown} */
+                            code?: "internal";
+                        };
+                    };
+                };
+            };
+            /** @description Unavailable: `unavailable`. */
+            503: {
+                headers: {
+                    /** @description Seconds until a retry. */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"] & {
+                        error?: {
+                            /** @enum {unknown} */
+                            code?: "unavailable";
+                        };
+                    };
+                };
+            };
+        };
+    };
+    "webhooks.delete": {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description Root token only: the tenant to act for (default `default`); a key acts for its own tenant. */
+                "x-tetraloop-tenant"?: components["parameters"]["Tenant"];
+            };
+            path: {
+                /** @description The subscription’s id (`whk_…`). */
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Deleted, with its delivery attempts. */
+            204: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description Bad request: `invalid_request`. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"] & {
+                        error?: {
+                            /** @enum {unknown} */
+                            code?: "invalid_request";
+                        };
+                    };
+                };
+            };
+            /** @description Unauthorized: `unauthorized`. */
+            401: {
+                headers: {
+                    /** @description `Bearer realm="tetraloop"` (missing or refused key). */
+                    "WWW-Authenticate"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"] & {
+                        error?: {
+                            /** @enum {unknown} */
+                            code?: "unauthorized";
+                        };
+                    };
+                };
+            };
+            /** @description Forbidden: `forbidden`. */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"] & {
+                        error?: {
+                            /** @enum {unknown} */
+                            code?: "forbidden";
+                        };
+                    };
+                };
+            };
+            /** @description Not found: `webhook_not_found`. */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"] & {
+                        error?: {
+                            /** @enum {unknown} */
+                            code?: "webhook_not_found";
                         };
                     };
                 };

@@ -18,6 +18,8 @@ import { SECRET_KEY_FORMAT, parseSecretKey } from '../secrets/secret-cipher.js';
 import { McpServers } from '../mcp/server-config.js';
 import { PolledSource } from '../sessions/source-service.js';
 import type { SecretStoreOptions } from '../state/secret-store.js';
+import type { WebhookStoreOptions } from '../state/webhook-store.js';
+import { DEFAULT_WEBHOOK_DELIVERY, type WebhookDeliverySettings } from '../webhooks/delivery-rules.js';
 import type { ToolRegistry } from '../tools/tool.js';
 
 export const LogLevel = z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']);
@@ -76,6 +78,44 @@ export const BaseEnv = z.object({
   TETRALOOP_SECRET_MAX_BYTES: z.coerce.number().int().min(1).max(1_048_576).default(8192),
   /** Most secrets one tenant may hold. */
   TETRALOOP_SECRET_MAX_COUNT: z.coerce.number().int().min(1).max(100_000).default(500),
+  /** Most outbound webhook subscriptions one tenant may hold (`POST /v1/webhooks`). */
+  TETRALOOP_WEBHOOK_SUBSCRIPTIONS_MAX: z.coerce.number().int().min(1).max(1000).default(20),
+  /** Attempts of one outbound webhook delivery, the first included (set when it is enqueued). */
+  TETRALOOP_WEBHOOK_ATTEMPTS: z.coerce
+    .number()
+    .int()
+    .min(1)
+    .max(50)
+    .default(DEFAULT_WEBHOOK_DELIVERY.attempts),
+  /** Time a receiver has to answer a delivery (its headers, and between body chunks). */
+  TETRALOOP_WEBHOOK_TIMEOUT_MS: z.coerce
+    .number()
+    .int()
+    .min(100)
+    .max(60_000)
+    .default(DEFAULT_WEBHOOK_DELIVERY.timeoutMs),
+  /** Delay before a delivery's first retry; each further one doubles it (± TETRALOOP_BACKOFF_JITTER). */
+  TETRALOOP_WEBHOOK_BACKOFF_BASE_MS: z.coerce
+    .number()
+    .int()
+    .min(10)
+    .max(3_600_000)
+    .default(DEFAULT_WEBHOOK_DELIVERY.backoff.baseMs),
+  /** Longest delay between two attempts of a delivery. */
+  TETRALOOP_WEBHOOK_BACKOFF_MAX_MS: z.coerce
+    .number()
+    .int()
+    .min(10)
+    .max(86_400_000)
+    .default(DEFAULT_WEBHOOK_DELIVERY.backoff.maxMs),
+  /** Delivery attempts kept per subscription and per run. */
+  TETRALOOP_WEBHOOK_DELIVERIES_KEPT: z.coerce.number().int().min(1).max(10_000).default(100),
+  /** How long a list of delivery attempts outlives its last attempt. */
+  TETRALOOP_WEBHOOK_DELIVERIES_TTL_SECONDS: z.coerce
+    .number()
+    .int()
+    .min(60)
+    .default(7 * 24 * 3600),
   /** Retention of settled run records. */
   TETRALOOP_RUN_RETENTION_SECONDS: z.coerce
     .number()
@@ -398,5 +438,38 @@ export function secretStoreOptionsOf(env: BaseEnv): SecretStoreOptions {
     ...(key ? { key } : {}),
     maxValueBytes: env.TETRALOOP_SECRET_MAX_BYTES,
     maxCount: env.TETRALOOP_SECRET_MAX_COUNT,
+  };
+}
+
+/** The webhook store as configured: subscriptions' cap and delivery lists' bounds. */
+export function webhookStoreOptionsOf(env: BaseEnv): WebhookStoreOptions {
+  const { key } = secretStoreOptionsOf(env);
+  return {
+    prefix: env.TETRALOOP_PREFIX,
+    ...(key ? { key } : {}),
+    maxPerTenant: env.TETRALOOP_WEBHOOK_SUBSCRIPTIONS_MAX,
+    deliveriesKept: env.TETRALOOP_WEBHOOK_DELIVERIES_KEPT,
+    deliveriesTtlSeconds: env.TETRALOOP_WEBHOOK_DELIVERIES_TTL_SECONDS,
+  };
+}
+
+/**
+ * How deliveries are attempted. The jitter is the deployment's (`TETRALOOP_BACKOFF_JITTER`, read by
+ * the workers), the floor the smaller of the base and half a second.
+ */
+export function webhookDeliveryOf(
+  env: BaseEnv,
+  jitter = DEFAULT_WEBHOOK_DELIVERY.backoff.jitter,
+): WebhookDeliverySettings {
+  const baseMs = env.TETRALOOP_WEBHOOK_BACKOFF_BASE_MS;
+  return {
+    attempts: env.TETRALOOP_WEBHOOK_ATTEMPTS,
+    timeoutMs: env.TETRALOOP_WEBHOOK_TIMEOUT_MS,
+    backoff: {
+      baseMs,
+      minMs: Math.min(baseMs, 500),
+      maxMs: Math.max(baseMs, env.TETRALOOP_WEBHOOK_BACKOFF_MAX_MS),
+      jitter,
+    },
   };
 }

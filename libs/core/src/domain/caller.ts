@@ -13,6 +13,8 @@ export const SCOPES = [
   'signals:write',
   'lessons:write',
   'secrets:write',
+  'webhooks:read',
+  'webhooks:write',
   'admin',
 ] as const;
 export type Scope = (typeof SCOPES)[number];

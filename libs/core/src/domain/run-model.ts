@@ -7,6 +7,7 @@ import { RunError } from '../errors/run-error.js';
 import { Edge } from '../graph/schema.js';
 import { AttemptRecord, Budget, LiveNodeState, NodeSnapshot, OnBudget } from './node-snapshot.js';
 import { WaitRecord } from './signal.js';
+import { RunWebhookView } from './webhook.js';
 
 export * from './node-snapshot.js';
 export * from './signal.js';
@@ -223,6 +224,8 @@ export const RunDocument = z.object({
   tags: z.array(z.string()),
   /** For a rerun: the run it forked from and the node it ran again from. */
   rerunOf: RerunOf.nullable(),
+  /** Where the run's own events are posted, and its recent delivery attempts; never a secret. */
+  webhook: RunWebhookView.nullable(),
   /** Every executable node (nested graphs expanded), by id. */
   nodes: z.record(z.string(), NodeView),
   /** Sink node outputs keyed by node id, once the run succeeded. */

@@ -11,6 +11,7 @@ import type { ModelClient } from '../model/model-client.js';
 import type { PlanningDeps } from '../planning/plan-run.js';
 import type { BackoffPolicy, RetryTable } from '../policy/retry-policy.js';
 import type { RunQueues } from '../queues/run-jobs.js';
+import type { WebhookOutbox } from '../queues/webhook-jobs.js';
 import type { CallLessonDeps } from '../reflect/lesson-effects.js';
 import type { MemoryService } from '../reflect/memory-service.js';
 import type { CostLedger } from '../state/cost-ledger.js';
@@ -92,6 +93,8 @@ export interface ExecutorDeps {
   readonly memory?: MemoryService;
   /** Prices model calls and books their cost. Absent: calls are neither priced nor booked. */
   readonly cost?: CostDeps;
+  /** Where runs' events go out to their webhooks and their tenants' subscriptions. Absent: nowhere. */
+  readonly webhooks?: WebhookOutbox;
   readonly logger: Logger;
 }
 

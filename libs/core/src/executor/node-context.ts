@@ -14,6 +14,7 @@ import type { NodeErrorData } from '../errors/node-error.js';
 import { resolveReferences } from '../graph/references.js';
 import { executionOf, type ExecutableNode, type ToolCallOptions } from '../nodes/index.js';
 import { callLimit, type CallLimit } from '../policy/limits.js';
+import type { RunEventNotice } from '../queues/webhook-jobs.js';
 import type { BeginNodeResult, WaitSpec } from '../state/run-store.js';
 import type { Tool, ToolOutcome } from '../tools/tool.js';
 import { callIdempotencyKey } from '../secrets/call-key.js';
@@ -259,6 +260,19 @@ async function secretsOf(
   }
 }
 
+/**
+ * Hands a node's event to the run's webhooks, if any want it. A webhook serves its receiver, never
+ * the run: a failure to enqueue is logged and the node goes on.
+ */
+export async function announce(ctx: NodeContext, notice: RunEventNotice): Promise<void> {
+  if (!ctx.deps.webhooks) return;
+  try {
+    await ctx.deps.webhooks.nodeEvent(ctx.plan.runId, notice);
+  } catch (err) {
+    ctx.log.warn({ err, type: notice.type }, 'could not enqueue the webhook deliveries of a node event');
+  }
+}
+
 /** Parks the node job in the delayed set until `until`; it re-enters as a continuation. */
 export async function park(ctx: NodeContext, until: number): Promise<never> {
   if (ctx.token === undefined) throw new Error('parking a node job needs a worker token');
@@ -297,6 +311,19 @@ export async function awaitSignal(
   });
   const state = await store.waitState(runId, spec, proposed, live(proposed));
   if (state.delivered || Date.now() >= state.deadlineAt) return state;
+  // Announced on every entry that finds the wait open (the delivery's id is the same each time).
+  await announce(ctx, {
+    type: 'run.waiting',
+    key: state.signal,
+    data: {
+      nodeId: ctx.node.id,
+      reason: wait.budget ? 'budget' : wait.approval ? 'approval' : 'signal',
+      signal: state.signal,
+      until: new Date(state.deadlineAt).toISOString(),
+      ...(wait.approval ? { approval: wait.approval } : {}),
+      ...(wait.budget ? { budget: wait.budget } : {}),
+    },
+  });
   if (ctx.token === undefined) throw new Error('waiting for a signal needs a worker token to park');
   await ctx.job.updateData({ ...(ctx.job.data as object), continuation: true });
   await ctx.job.moveToDelayed(state.deadlineAt, ctx.token);

@@ -18,7 +18,7 @@ import { metrics } from '../telemetry/metrics.js';
 import { failSpan, inSpan } from '../telemetry/tracing.js';
 import { readBlobs, withOutputBlob } from './blob-reads.js';
 import { retryTableFor, type ExecutorDeps } from './deps.js';
-import { attemptRecord, nowIso, scopeOf, snapshotOf, type NodeContext } from './node-context.js';
+import { announce, attemptRecord, nowIso, scopeOf, snapshotOf, type NodeContext } from './node-context.js';
 import { askEarly, dropEarly, leaveFlow, type EarlyAsk } from './flow-gate.js';
 import { nodeRun } from './node-run.js';
 import type { CompiledPlan } from './plan-cache.js';
@@ -322,6 +322,14 @@ async function complete(ctx: NodeContext, snapshot: NodeSnapshot, existed: boole
   }
   if (done.status === 'running' && done.generation === ctx.generation) {
     await enqueueReady(deps, plan, done.ready, ctx.generation);
+  }
+  if (snapshot.status === 'failed' && snapshot.error) {
+    const { code, message } = snapshot.error;
+    await announce(ctx, {
+      type: 'node.failed',
+      key: `${node.id}@${ctx.generation}`,
+      data: { nodeId: node.id, error: { code, message }, attempts: snapshot.attempts.length, failsRun },
+    });
   }
 }
 

@@ -208,6 +208,7 @@ async function settleUnplanned(deps: ExecutorDeps, runId: string): Promise<RunSt
   const ended = await deps.store.endUnstarted(runId, null, nowIso());
   if (ended.settled) await remember(deps, runId);
   await releaseRun(deps, runId);
+  await deps.webhooks?.runFinished(runId);
   deps.logger.info({ runId, status: ended.status }, 'run ended before it was planned');
   return ended.status ?? 'gone';
 }
@@ -219,6 +220,7 @@ async function rejectPlan(deps: ExecutorDeps, runId: string, error: RunError): P
   const ended = await deps.store.endUnstarted(runId, error, nowIso());
   if (ended.settled) await remember(deps, runId);
   await releaseRun(deps, runId);
+  await deps.webhooks?.runFinished(runId);
   deps.logger.info({ runId, issues: error.issues?.length ?? 0 }, 'plan rejected');
   return ended.status ?? 'failed';
 }
@@ -432,6 +434,9 @@ async function finalize(
   // Given back on every pass that finds the run settled, so a crash after settling leaks nothing.
   await releaseRun(deps, plan.runId, plan.tenant);
   if (state.sessionKey) await deps.sessions?.onRunSettled(plan.runId);
+  // Announced on every such pass too, and not caught: a pass that could not enqueue the deliveries
+  // fails, and BullMQ's retry of the root job announces again (the delivery ids are the same).
+  await deps.webhooks?.runFinished(plan.runId);
   return status ?? 'failed';
 }
 

@@ -1,5 +1,6 @@
 import { z } from 'zod';
 import { Budget, MAX_RUN_SECONDS, MAX_RUN_TAGS, OnBudget, RunTag } from '../domain/run-model.js';
+import { RunWebhook } from '../domain/webhook.js';
 import { DEFAULT_PRIORITY, Priority } from '../flow/limits.js';
 
 /** Longest `task` (and `overrides`) a run request may have, in characters. */
@@ -45,6 +46,11 @@ export const RunRequest = z
       .max(MAX_RUN_TAGS)
       .transform((tags) => [...new Set(tags)])
       .optional(),
+    /**
+     * Post the run's events (`run.finished` by default) to `url`, signed with the tenant's signing
+     * secret (`POST /v1/webhooks/secret`).
+     */
+    webhook: RunWebhook.optional(),
   })
   .superRefine((r, ctx) => {
     if ((r.graph === undefined) === (r.task === undefined)) {

@@ -32,6 +32,8 @@ import type { RunStore } from '../state/run-store.js';
 import type { RunSearch } from '../insight/run-search.js';
 import { explainRun, readyTimes, type RunExplain } from '../insight/explain.js';
 import type { RunEvent } from '../domain/run-model.js';
+import type { WebhookOutbox } from '../queues/webhook-jobs.js';
+import { WebhookStoreError, type WebhookStore } from '../state/webhook-store.js';
 import type { ToolRegistry } from '../tools/tool.js';
 import type { RunRequest } from './run-request.js';
 import { rerunSet, rerunStart } from './rerun-set.js';
@@ -102,6 +104,10 @@ export interface RunServiceDeps {
   readonly agentFolders: () => Promise<ReadonlySet<string>>;
   /** Where a queued session run stands in its lane. */
   readonly lanePosition?: (sessionKey: string, runId: string) => Promise<number | null>;
+  /** The tenants' signing secrets and delivery attempts; absent: a run's `webhook` is refused. */
+  readonly webhooks?: WebhookStore;
+  /** Announces runs settled here (cancelled before they started) to their webhooks. */
+  readonly outbox?: WebhookOutbox;
 }
 
 export class RunService {
@@ -144,6 +150,7 @@ export class RunService {
     if (validation && !validation.ok) {
       throw new GraphRejectedError(validation.issues.map((i) => ({ ...i, path: join('graph', i.path) })));
     }
+    if (request.webhook) await this.checkWebhook(tenant);
     // A request with an Idempotency-Key names its run: every repeat computes the same id, and the
     // create script makes the run once and answers it to everyone else (one tenant's key never
     // finds another tenant's run: the tenant is part of the id).
@@ -176,6 +183,7 @@ export class RunService {
       metadata: request.metadata,
       priority: request.priority,
       ...(request.tags ? { tags: request.tags } : {}),
+      ...(request.webhook ? { webhook: request.webhook } : {}),
       createdAt: new Date().toISOString(),
       pending: new Map(topology?.ids.map((id) => [id, topology.parents.get(id)?.length ?? 0]) ?? []),
     });
@@ -189,6 +197,21 @@ export class RunService {
    * Refuses (RequestRefusedError at `agentId`) an agent that is not declared while agents are
    * declared, or that `tenant` may not run.
    */
+  /**
+   * A run's own `webhook` is signed with its tenant's signing secret, so the tenant must have one
+   * before it asks: a run is refused rather than given deliveries no one could verify.
+   */
+  private async checkWebhook(tenant: string): Promise<void> {
+    const store = this.deps.webhooks;
+    if (!store) throw new WebhookStoreError('secrets_off', 'this deployment sends no webhooks');
+    if (!(await store.hasSigningSecret(tenant))) {
+      throw new WebhookStoreError(
+        'webhook_secret_missing',
+        'the tenant has no webhook signing secret: make one with POST /v1/webhooks/secret, then submit again',
+      );
+    }
+  }
+
   async checkAgent(tenant: string, agentId: string): Promise<void> {
     const refused = this.deps.ceilings.agentRefusal(tenant, agentId, await this.deps.agentFolders());
     if (refused !== undefined) throw new RequestRefusedError([{ path: 'agentId', message: refused }]);
@@ -214,6 +237,9 @@ export class RunService {
     if (doc?.sessionKey && doc.status === 'queued' && this.deps.lanePosition) {
       doc.lanePosition = await this.deps.lanePosition(doc.sessionKey, runId);
     }
+    // Its own webhook's delivery attempts are kept with the tenant's webhooks.
+    if (doc?.webhook && this.deps.webhooks)
+      doc.webhook.deliveries = await this.deps.webhooks.deliveries(doc.tenant, { runId });
     return doc;
   }
 
@@ -255,6 +281,8 @@ export class RunService {
   /** Ends a run that never started: cancelled, with every node marked so, settled at once. */
   async cancelUnstarted(runId: string, reason: string): Promise<void> {
     await this.deps.store.endUnstarted(runId, cancelledError(reason), new Date().toISOString());
+    // No root job will settle it: it is announced here (a repeat of this call announces again).
+    await this.deps.outbox?.runFinished(runId);
   }
 
   /**

@@ -9,6 +9,8 @@ import {
   ceilingsOf,
   modelConfigOf,
   secretStoreOptionsOf,
+  webhookDeliveryOf,
+  webhookStoreOptionsOf,
   type BaseEnv,
 } from '../config/env-schema.js';
 import type { GraphLimits } from '../graph/limits.js';
@@ -19,6 +21,7 @@ import { isModelConfigured } from '../model/model-config.js';
 import type { LoopQueues } from '../queues/loop-queues.js';
 import type { JobRetention } from '../queues/retention.js';
 import type { RunQueues } from '../queues/run-jobs.js';
+import { WebhookOutbox } from '../queues/webhook-jobs.js';
 import { RunService } from '../runs/run-service.js';
 import { modelSummarizer } from '../sessions/compaction.js';
 import { SESSION_AGENT, SessionService } from '../sessions/session-service.js';
@@ -28,6 +31,7 @@ import { RunStore } from '../state/run-store.js';
 import { MemoryStore } from '../state/memory-store.js';
 import { SecretStore } from '../state/secret-store.js';
 import { SessionStore } from '../state/session-store.js';
+import { WebhookStore } from '../state/webhook-store.js';
 import { LessonBook } from '../reflect/lesson-book.js';
 import { DEFAULT_TRIGGERS, MemoryService } from '../reflect/memory-service.js';
 import type { EgressPolicy } from '../tools/egress-policy.js';
@@ -53,6 +57,10 @@ export interface Services {
   readonly runQueues: RunQueues;
   /** What each tenant's model calls cost per day, per agent, session and model. */
   readonly costs: CostLedger;
+  /** Each tenant's outbound webhooks: subscriptions, signing secrets, delivery attempts. */
+  readonly webhooks: WebhookStore;
+  /** Turns runs' events into delivery jobs on the `sense` queue. */
+  readonly outbox: WebhookOutbox;
   readonly memory?: MemoryServices;
 }
 
@@ -101,8 +109,18 @@ export function buildServices(
     idleTtlSeconds: env.TETRALOOP_SESSION_IDLE_TTL_SECONDS,
     transcriptMaxLines: env.TETRALOOP_TRANSCRIPT_MAX_LINES,
   });
+  const webhooks = new WebhookStore(redis, webhookStoreOptionsOf(env));
+  const outbox = new WebhookOutbox({
+    queue: queues.sense,
+    runs: store,
+    webhooks,
+    retention: runQueues.retention,
+    delivery: webhookDeliveryOf(env),
+  });
   const runs = new RunService({
     store,
+    webhooks,
+    outbox,
     queues: runQueues,
     tools,
     limits: graphLimitsOf(env),
@@ -172,6 +190,8 @@ export function buildServices(
     secrets,
     runQueues,
     costs,
+    webhooks,
+    outbox,
     ...(memory ? { memory } : {}),
   };
 }

@@ -1,6 +1,7 @@
 /** The sense queue's (L1) job catalog: each job name and the zod schema of its payload. */
 import { z } from 'zod';
 import { TenantId } from '../domain/tenant.js';
+import { WEBHOOK_JOB, WebhookJobData } from '../queues/webhook-jobs.js';
 import { LANE_MODES } from '../state/session-store.js';
 
 export const SENSE_JOB = {
@@ -16,6 +17,8 @@ export const SENSE_JOB = {
   laneSweep: 'lane-sweep',
   /** Periodic per polled source: fetch it. */
   poll: 'poll',
+  /** One attempt of an outbound webhook delivery (see `queues/webhook-jobs.ts`). */
+  webhookDelivery: WEBHOOK_JOB,
 } as const;
 
 /** An event as it enters: from a webhook body or a poll answer. */
@@ -61,6 +64,7 @@ export const SENSE_PAYLOADS = {
   [SENSE_JOB.laneAdvance]: z.object({ sessionKey: ScopedSessionKey, finished: z.string() }),
   [SENSE_JOB.laneSweep]: z.unknown(),
   [SENSE_JOB.poll]: z.object({ source: z.string() }),
+  [SENSE_JOB.webhookDelivery]: WebhookJobData,
 } as const;
 export type SenseJobName = keyof typeof SENSE_PAYLOADS;
 export type SensePayload<N extends SenseJobName> = z.input<(typeof SENSE_PAYLOADS)[N]>;

@@ -1,5 +1,9 @@
-/** The sense pool's (L1) job processor: messages, source events, bursts, lanes and polls. */
+/**
+ * The sense pool's (L1) job processor: messages, source events, bursts, lanes, polls and outbound
+ * webhook deliveries.
+ */
 import type { Job } from 'bullmq';
+import { deliverWebhook, type WebhookDeliveryDeps } from '../queues/webhook-delivery.js';
 import { SENSE_JOB, SENSE_PAYLOADS } from './sense-jobs.js';
 import type { SessionService } from './session-service.js';
 import type { PolledSource, SourceService } from './source-service.js';
@@ -9,6 +13,8 @@ export interface SenseDeps {
   readonly sources: SourceService;
   /** The configured polled sources, by name. */
   readonly polled: ReadonlyMap<string, PolledSource>;
+  /** What delivers outbound webhooks. */
+  readonly webhooks: WebhookDeliveryDeps;
 }
 
 export async function executeSenseJob(deps: SenseDeps, job: Job): Promise<unknown> {
@@ -33,6 +39,8 @@ export async function executeSenseJob(deps: SenseDeps, job: Job): Promise<unknow
       const source = deps.polled.get(SENSE_PAYLOADS[SENSE_JOB.poll].parse(job.data).source);
       return source ? deps.sources.poll(source) : undefined;
     }
+    case SENSE_JOB.webhookDelivery:
+      return deliverWebhook(deps.webhooks, job);
     default:
       throw new Error(`no handler for sense job "${job.name}"`);
   }

@@ -279,3 +279,33 @@ export const flowLimitsKey = (prefix: string): string => `${prefix}:flow:limits`
  */
 export const costDayKey = (prefix: string, tenant: string, day: string): string =>
   `${prefix}:cost:{t:${tenant}}:${day}`;
+
+export interface WebhookKeys {
+  /**
+   * Hash subscription id → its record (JSON: id, url, events, createdAt and its signing secret,
+   * encrypted). Bounded by `TETRALOOP_WEBHOOKS_MAX_PER_TENANT`.
+   */
+  readonly subscriptions: string;
+  /** The tenant's signing secret of runs' own `webhook`s, encrypted; one value. */
+  readonly signing: string;
+}
+
+/** Keys of one tenant's outbound webhooks share the hash tag `{t:<tenant>}`. */
+export function webhookKeys(prefix: string, tenant: string): WebhookKeys {
+  const base = `${prefix}:webhooks:{t:${tenant}}`;
+  return { subscriptions: base, signing: `${base}:signing` };
+}
+
+/**
+ * List of a subscription's (or of a run's own webhook's) recent delivery attempts, newest first:
+ * trimmed to `TETRALOOP_WEBHOOK_DELIVERIES_KEPT` and expiring `TETRALOOP_WEBHOOK_DELIVERIES_TTL_SECONDS`
+ * after the last one. Under the tenant's webhook keys, so deleting the tenant deletes them.
+ */
+export const webhookDeliveriesKey = (
+  prefix: string,
+  tenant: string,
+  target: { readonly subscription: string } | { readonly runId: string },
+): string =>
+  `${webhookKeys(prefix, tenant).subscriptions}:deliveries:${
+    'subscription' in target ? target.subscription : `run:${target.runId}`
+  }`;

@@ -31,6 +31,7 @@ import { usdFromNano } from '../cost/price-table.js';
 import { BlobStore } from './blob-store.js';
 import { RunIndex } from './run-index.js';
 import { DEFAULT_TENANT } from '../domain/tenant.js';
+import { RunWebhook } from '../domain/webhook.js';
 import { DEFAULT_PRIORITY } from '../flow/limits.js';
 import {
   channels,
@@ -93,6 +94,8 @@ export interface NewRun {
   readonly priority?: number;
   /** Labels to find the run by (its search indexes). */
   readonly tags?: readonly string[];
+  /** Where the run's own events are posted (see `domain/webhook.ts`); never a secret. */
+  readonly webhook?: RunWebhook;
   readonly createdAt: string;
   /** Dependencies per node; nodes with none may be left out. */
   readonly pending: ReadonlyMap<string, number>;
@@ -101,6 +104,22 @@ export interface NewRun {
    * nodes it does not run (stored with the run, in the same step, marked `reusedFrom`).
    */
   readonly rerun?: { readonly of: RerunOf; readonly reused: ReadonlyMap<string, NodeSnapshot> };
+}
+
+/** What a run's webhook events are made from (see `webhookSubject`). */
+export interface WebhookSubject {
+  readonly runId: string;
+  readonly status: RunStatus;
+  readonly tenant: string;
+  readonly agentId: string;
+  /** As stored: tenant-scoped. */
+  readonly sessionKey: string | null;
+  readonly webhook: RunWebhook | null;
+  readonly createdAt: string;
+  readonly finishedAt: string | null;
+  readonly error: RunError | null;
+  readonly output: unknown;
+  readonly usage: RunDocument['usage'];
 }
 
 /** What a worker needs to execute a run's nodes; immutable for the run's life, so cacheable. */
@@ -302,6 +321,7 @@ export class RunStore {
       ...(run.tags && run.tags.length > 0 ? { tags: JSON.stringify(run.tags) } : {}),
       ...(run.plan ? { nodeCount: String(run.plan.nodes.length) } : {}),
       ...(run.rerun ? { rerunOf: JSON.stringify(run.rerun.of) } : {}),
+      ...(run.webhook ? { webhook: JSON.stringify(run.webhook) } : {}),
       generation: '0',
       eventsMax: String(this.options.eventsMax ?? 10_000),
     };
@@ -483,6 +503,52 @@ export class RunStore {
       'finishedAt',
     );
     return status === null ? null : finishedAt !== null;
+  }
+
+  /**
+   * What a webhook event of the run is made from: who it belongs to, its own `webhook`, and, once
+   * it has settled, its outcome, usage and output. Null for an unknown run.
+   */
+  async webhookSubject(runId: string): Promise<WebhookSubject | null> {
+    const k = runKeys(this.options.prefix, runId);
+    const fields = [
+      'status',
+      'tenant',
+      'agentId',
+      'sessionKey',
+      'webhook',
+      'createdAt',
+      'finishedAt',
+      'error',
+      'output',
+    ] as const;
+    const usageFields = USAGE_COUNTERS.map((c) => `usage:${c}`);
+    const replies = await this.redis
+      .multi()
+      .hmget(k.meta, ...fields)
+      .hmget(k.aux, ...usageFields)
+      .exec();
+    const [meta, usage] = multiReplies(replies) as [(string | null)[], (string | null)[]];
+    const [status, tenant, agentId, sessionKey, webhook, createdAt, finishedAt, error, output] = meta;
+    if (!status) return null;
+    const aux: Record<string, string> = {};
+    usageFields.forEach((f, i) => {
+      const v = usage[i];
+      if (v !== null && v !== undefined) aux[f] = v;
+    });
+    return {
+      runId,
+      status: RunStatus.parse(status),
+      tenant: tenant ?? DEFAULT_TENANT,
+      agentId: agentId ?? 'main',
+      sessionKey: sessionKey ?? null,
+      webhook: webhook ? RunWebhook.parse(JSON.parse(webhook)) : null,
+      createdAt: createdAt ?? '',
+      finishedAt: finishedAt ?? null,
+      error: error ? RunError.parse(JSON.parse(error)) : null,
+      output: parseJson(output),
+      usage: usageOf(aux),
+    };
   }
 
   async error(runId: string): Promise<RunError | null> {
@@ -1128,12 +1194,25 @@ export class RunStore {
       priority: meta.priority === undefined ? DEFAULT_PRIORITY : Number(meta.priority),
       tags: (parseJson(meta.tags) as string[] | null) ?? [],
       rerunOf: parseJson(meta.rerunOf) as RerunOf | null,
+      // Its deliveries are kept with the tenant's webhooks: the run service adds them.
+      webhook: meta.webhook ? { ...RunWebhook.parse(JSON.parse(meta.webhook)), deliveries: [] } : null,
       nodes,
       output: parseJson(meta.output) as Record<string, unknown> | null,
       error: meta.error ? RunError.parse(JSON.parse(meta.error)) : null,
     };
   }
 }
+
+/** The usage counters of a run's aux hash (`usage:<name>`). */
+const USAGE_COUNTERS = [
+  'toolCalls',
+  'toolTimeMs',
+  'promptTokens',
+  'completionTokens',
+  'modelCalls',
+  'costNanoUsd',
+  'unpricedModelCalls',
+] as const;
 
 function usageOf(aux: Record<string, string>): RunDocument['usage'] {
   const n = (k: string): number => Number(aux[`usage:${k}`] ?? 0);

@@ -59,6 +59,8 @@ const PLAN_SCRIPTS = ['forget-cached-plan-1'] as const;
 
 /** Scripts over one tenant's secrets (lua-secret/). */
 const SECRET_SCRIPTS = ['put-secret-2', 'delete-secret-2'] as const;
+/** Scripts over one tenant's outbound webhooks (lua-webhook/). */
+const WEBHOOK_SCRIPTS = ['add-webhook-1'] as const;
 /** Scripts over one tenant's rate buckets and running slots (lua-limits/). */
 const LIMIT_SCRIPTS = ['take-tokens-2', 'acquire-slot-2', 'release-slot-2', 'forget-slots-2'] as const;
 /** Scripts over flow control's counters and queues (lua-flow/), each with `flow.lib.lua` first. */
@@ -70,6 +72,7 @@ export type ScriptName =
   | (typeof MEMORY_SCRIPTS)[number]
   | (typeof PLAN_SCRIPTS)[number]
   | (typeof SECRET_SCRIPTS)[number]
+  | (typeof WEBHOOK_SCRIPTS)[number]
   | (typeof LIMIT_SCRIPTS)[number]
   | (typeof FLOW_SCRIPTS)[number];
 
@@ -101,6 +104,9 @@ const sources = new Map<ScriptName, { lua: string; numberOfKeys: number }>([
   ),
   ...SECRET_SCRIPTS.map(
     (name) => [name, { lua: read('lua-secret', `${name}.lua`), numberOfKeys: keysOf(name) }] as const,
+  ),
+  ...WEBHOOK_SCRIPTS.map(
+    (name) => [name, { lua: read('lua-webhook', `${name}.lua`), numberOfKeys: keysOf(name) }] as const,
   ),
   ...LIMIT_SCRIPTS.map(
     (name) => [name, { lua: read('lua-limits', `${name}.lua`), numberOfKeys: keysOf(name) }] as const,

@@ -1,7 +1,7 @@
 /**
  * Deletes a tenant with all its data: its API keys, its runs (found through the tenant's run
  * index), and every key that carries the tenant — sessions, memory and lessons, cached plans,
- * blobs, secrets, rate buckets and running slots, daily cost totals, the run index itself. The default tenant holds
+ * blobs, secrets, webhook subscriptions and their deliveries, rate buckets and running slots, daily cost totals, the run index itself. The default tenant holds
  * unscoped names and cannot be deleted this way.
  */
 import type { Redis } from 'ioredis';
@@ -42,6 +42,7 @@ export function tenantPatterns(prefix: string, tenant: string): string[] {
     `${prefix}:plancache:{a:${tenant}~*`,
     `${prefix}:blob:${tenant}~*`,
     `${prefix}:secrets:{t:${tenant}}*`,
+    `${prefix}:webhooks:{t:${tenant}}*`,
     `${prefix}:rate:{t:${tenant}}*`,
     `${prefix}:slots:{t:${tenant}}*`,
     `${prefix}:cost:{t:${tenant}}*`,

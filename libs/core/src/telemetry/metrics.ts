@@ -46,6 +46,12 @@ export const metrics = {
     labelNames: ['kind', 'tool', 'outcome'] as const,
     registers: [registry],
   }),
+  webhookDeliveries: new Counter({
+    name: 'tetraloop_webhook_deliveries_total',
+    help: 'Outbound webhook delivery attempts, by outcome (delivered, retrying, exhausted, rejected, refused, no_secret).',
+    labelNames: ['outcome'] as const,
+    registers: [registry],
+  }),
   nodeRetries: new Counter({
     name: 'tetraloop_node_retries_total',
     help: 'Failed attempts handed back for a retry, by error code.',

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { signWebhook, verifyWebhookSignature } from './webhook.js';
+import { signWebhook, verifyWebhookSignature } from './signature.js';
 
 const secret = 'a-secret-of-16-chars';
 const body = '{"type":"push"}';
