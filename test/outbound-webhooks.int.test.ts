@@ -259,6 +259,42 @@ describe('outbound webhooks', () => {
     expect(receiver.received.some((r) => r.path === '/private')).toBe(false);
   });
 
+  it('announce a node waiting for a signal and a node that failed, then the run finishing', async () => {
+    expect((await call('waits', 'post', '/v1/webhooks/secret')).status).toBe(201);
+    const posted = await call('waits', 'post', '/v1/runs', {
+      graph: {
+        nodes: [
+          { id: 'gate', kind: 'wait', signal: 'go', timeoutSeconds: 60 },
+          // Nothing listens there: the node fails at once; the run goes on past it.
+          {
+            id: 'broken',
+            kind: 'tool',
+            tool: 'http',
+            args: { url: 'http://127.0.0.1:9/' },
+            retry: { network: 0 },
+            onError: 'continue',
+          },
+        ],
+      },
+      webhook: { url: `${receiver.url}/steps`, events: ['run.waiting', 'node.failed', 'run.finished'] },
+    });
+    expect(posted.status, JSON.stringify(posted.body)).toBe(202);
+    const runId = posted.body.runId as string;
+    const announced = await receiver.until('/steps', 2);
+    const types = announced.map((hit) => eventOf(hit.raw).type).sort();
+    expect(types).toEqual(['node.failed', 'run.waiting']);
+    const waiting = announced.map((hit) => eventOf(hit.raw)).find((e) => e.type === 'run.waiting')!;
+    expect(waiting.data).toMatchObject({ runId, nodeId: 'gate', reason: 'signal', signal: 'go' });
+    const failed = announced.map((hit) => eventOf(hit.raw)).find((e) => e.type === 'node.failed')!;
+    expect(failed.data).toMatchObject({ runId, nodeId: 'broken', failsRun: false });
+    expect((await call('waits', 'post', `/v1/runs/${runId}/signals/go`, { ok: true })).status).toBe(202);
+    const all = await receiver.until('/steps', 3);
+    expect(eventOf(all[2]!.raw)).toMatchObject({
+      type: 'run.finished',
+      data: { runId, status: 'succeeded' },
+    });
+  });
+
   it('cap the subscriptions of a tenant', async () => {
     for (let i = 0; i < 20; i++)
       expect((await call('many', 'post', '/v1/webhooks', { url: `https://example.test/${i}` })).status).toBe(
