@@ -33,6 +33,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
 import { Redis } from 'ioredis';
+import { TetraloopApiError, TetraloopClient, type RunRequest } from '@tetraloop/client';
 import { freePort, startRedisServer, type RedisServer } from '@tetraloop/core';
 import { parseWorkerEnv } from '@tetraloop/workers';
 import { startModelServer, type ChatRequest, type ModelServer } from '../test/support/model-server.js';
@@ -166,30 +167,34 @@ const runBody = (s: Submission, tools: string): unknown => ({
   },
 });
 
-/** POSTs the run until it is accepted, retrying with the same Idempotency-Key on connection errors and 5xx/429. */
-async function submit(api: string, s: Submission, tools: string, giveUpAt: number): Promise<void> {
-  const body = JSON.stringify(runBody(s, tools));
+/** A client of `api` whose every request gives up after 10 s (the API may be down mid-request). */
+const chaosClient = (api: string): TetraloopClient =>
+  new TetraloopClient({
+    baseUrl: api,
+    fetch: (request) => fetch(request, { signal: AbortSignal.timeout(10_000) }),
+  });
+
+/** Submits the run until it is accepted, retrying with the same Idempotency-Key on connection errors and 5xx/429. */
+async function submit(
+  client: TetraloopClient,
+  s: Submission,
+  tools: string,
+  giveUpAt: number,
+): Promise<void> {
+  const body = runBody(s, tools) as RunRequest;
   for (;;) {
     s.posts += 1;
     try {
-      const res = await fetch(`${api}/v1/runs`, {
-        method: 'POST',
-        headers: { 'content-type': 'application/json', 'idempotency-key': s.key },
-        body,
-        signal: AbortSignal.timeout(10_000),
-      });
-      const answer = (await res.json()) as { runId?: string };
-      if (res.status === 202 && answer.runId) {
-        s.runId = answer.runId;
-        s.acceptedAt = now();
+      const answer = await client.submit(body, { idempotencyKey: s.key });
+      s.runId = answer.runId;
+      s.acceptedAt = now();
+      return;
+    } catch (err) {
+      if (err instanceof TetraloopApiError && err.status < 500 && err.status !== 429) {
+        s.refused = `${err.status} ${JSON.stringify(err.body)}`;
         return;
       }
-      if (res.status < 500 && res.status !== 429) {
-        s.refused = `${res.status} ${JSON.stringify(answer)}`;
-        return;
-      }
-    } catch {
-      // Connection refused or reset: the API (or Redis behind it) is down; retry.
+      // Unreachable, reset, or 5xx/429: the API (or Redis behind it) is down; retry.
     }
     if (now() > giveUpAt) {
       s.refused = 'gave up retrying';
@@ -199,14 +204,11 @@ async function submit(api: string, s: Submission, tools: string, giveUpAt: numbe
   }
 }
 
-async function getRun(api: string, runId: string): Promise<RunView | 'missing' | undefined> {
+async function getRun(client: TetraloopClient, runId: string): Promise<RunView | 'missing' | undefined> {
   try {
-    const res = await fetch(`${api}/v1/runs/${runId}`, { signal: AbortSignal.timeout(10_000) });
-    if (res.status === 404) return 'missing';
-    if (res.status !== 200) return undefined;
-    return (await res.json()) as RunView;
-  } catch {
-    return undefined;
+    return (await client.get(runId)) as RunView;
+  } catch (err) {
+    return err instanceof TetraloopApiError && err.status === 404 ? 'missing' : undefined;
   }
 }
 
@@ -287,6 +289,7 @@ async function main(): Promise<number> {
     const redisPort = Number(new URL(redis.url).port);
     const apiPort = await freePort();
     const api = `http://127.0.0.1:${apiPort}`;
+    const client = chaosClient(api);
     const env: Record<string, string> = {
       REDIS_URL: redis.url,
       TETRALOOP_PREFIX: 'chaos',
@@ -406,9 +409,9 @@ async function main(): Promise<number> {
     // The load: run i is posted at t0 + i × window / runs.
     const posting = submissions.map(async (s) => {
       await sleep(Math.max(0, t0 + (s.index * windowMs) / RUNS - now()));
-      await submit(api, s, tools!.url, t0 + windowMs + 60_000);
+      await submit(client, s, tools!.url, t0 + windowMs + 60_000);
     });
-    const talking = sessions.map((s) => driveSession(api, s, t0, t0 + windowMs + 60_000, now));
+    const talking = sessions.map((s) => driveSession(client, s, t0, t0 + windowMs + 60_000, now));
     await Promise.all([...posting, ...talking]);
     await chaos;
     const lastFault = Math.max(...faults.map((f) => f.at + f.downMs));
@@ -423,7 +426,7 @@ async function main(): Promise<number> {
     const missingSince = new Map<string, number>();
     let pending = accepted;
     while (pending.length > 0 && now() < deadline) {
-      const answers = await pool(pending, 32, (s) => getRun(api, s.runId!));
+      const answers = await pool(pending, 32, (s) => getRun(client, s.runId!));
       pending = pending.filter((s, i) => {
         const answer = answers[i];
         if (answer === 'missing') {
@@ -443,13 +446,13 @@ async function main(): Promise<number> {
       if (pending.length > 0) await sleep(1000);
     }
     // Sessions: every lane idle by the same deadline, then each looked at.
-    const lanes = await waitForIdleLanes(api, sessions, deadline, now);
+    const lanes = await waitForIdleLanes(client, sessions, deadline, now);
     if (sessions.length > 0) log(`session lanes: ${lanes.busy.length} of ${sessions.length} still busy`);
     const lastUser = (r: ChatRequest): string | null | undefined =>
       [...r.messages].reverse().find((m) => m.role === 'user')?.content;
     const modelCallsFor = (text: string): number =>
       model!.requests.filter((r) => lastUser(r) === text).length;
-    const sessionChecks = await pool(sessions, 8, (s) => checkSession(api, s, modelCallsFor));
+    const sessionChecks = await pool(sessions, 8, (s) => checkSession(client, s, modelCallsFor));
     const settleEnded = now();
     await stallWatch.stop();
     const failedJobs = await failedJobReasons(redis.url, env.TETRALOOP_PREFIX!).catch((err: unknown) => ({

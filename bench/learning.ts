@@ -21,6 +21,7 @@
  * and misses (the run documents' `planning.cache`).
  */
 import { QueueEvents } from 'bullmq';
+import { TetraloopClient, unwrap } from '@tetraloop/client';
 import { Redis } from 'ioredis';
 import { QUEUE_NAMES, type Lesson, type RunDocument } from '@tetraloop/core';
 import { startModelServer, type ChatRequest } from '../test/support/model-server.js';
@@ -150,9 +151,12 @@ interface PassRaw {
 const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
 
 async function readLessons(url: string): Promise<Lesson[]> {
-  const res = await fetch(`${url}/v1/agents/${AGENT}/lessons`);
-  if (res.status !== 200) throw new Error(`GET lessons answered ${res.status}`);
-  return ((await res.json()) as { lessons: Lesson[] }).lessons;
+  const { lessons } = unwrap(
+    await new TetraloopClient({ baseUrl: url }).api.GET('/v1/agents/{agentId}/lessons', {
+      params: { path: { agentId: AGENT } },
+    }),
+  );
+  return lessons as Lesson[];
 }
 
 /** One pass of the whole sequence on a fresh stack and fresh hosts. */

@@ -10,6 +10,7 @@
  * the sense pool has not placed it yet (its job may be on a worker that was just killed). Session runs are loop runs of the agent `main`; the model
  * is the loopback scripted server, answering `echo: <message>` after a delay.
  */
+import { TetraloopApiError, type TetraloopClient } from '@tetraloop/client';
 import type { ChatRequest, ScriptedReply } from '../../test/support/model-server.js';
 
 export interface SessionMessage {
@@ -103,7 +104,7 @@ export function echoModel(request: ChatRequest): ScriptedReply {
  * `t0 + startMs`; gives a message up (and the rest after it) at `giveUpAt`.
  */
 export async function driveSession(
-  api: string,
+  client: TetraloopClient,
   session: ChaosSession,
   t0: number,
   giveUpAt: number,
@@ -112,37 +113,31 @@ export async function driveSession(
   await sleep(Math.max(0, t0 + session.startMs - now()));
   for (const m of session.messages) {
     await sleep(m.gapMs);
-    const body = JSON.stringify({
+    const message = {
       text: m.text,
-      mode: 'followup',
+      mode: 'followup' as const,
       eventId: m.key,
       metadata: { message: m.index },
-    });
+    };
     for (;;) {
       m.posts += 1;
       try {
-        const res = await fetch(`${api}/v1/sessions/${session.key}/messages`, {
-          method: 'POST',
-          headers: { 'content-type': 'application/json', 'idempotency-key': m.key },
-          body,
-          signal: AbortSignal.timeout(10_000),
-        });
-        const answer = (await res.json()) as Placed;
+        const answer = (await client.sessions.send(session.key, message)) as Placed;
         // Placed: its run (or, for a retry, the word that it is in already). `{queued: true}`
         // alone says the sense pool has not placed it within the API's 5 s: not yet in the
-        // lane, so the next message could overtake it; it is sent again with the same key.
-        if (res.status === 202 && (answer.runId !== undefined || answer.duplicate === true)) {
+        // lane, so the next message could overtake it; it is sent again with the same event id.
+        if (answer.runId !== undefined || answer.duplicate === true) {
           m.placed = answer;
           m.acceptedAt = now();
           break;
         }
-        if (res.status === 202) m.unplaced += 1;
-        else if (res.status < 500 && res.status !== 429) {
-          m.refused = `${res.status} ${JSON.stringify(answer)}`;
+        m.unplaced += 1;
+      } catch (err) {
+        if (err instanceof TetraloopApiError && err.status < 500 && err.status !== 429) {
+          m.refused = `${err.status} ${JSON.stringify(err.body)}`;
           break;
         }
-      } catch {
-        // Connection refused or reset: the API (or Redis behind it) is down; retry.
+        // Unreachable, reset, or 5xx/429: the API (or Redis behind it) is down; retry.
       }
       if (now() > giveUpAt) {
         m.refused = 'gave up retrying';
@@ -155,10 +150,9 @@ export async function driveSession(
   }
 }
 
-async function getJson<T>(url: string): Promise<T | undefined> {
+async function laneOf(client: TetraloopClient, sessionKey: string): Promise<SessionView | undefined> {
   try {
-    const res = await fetch(url, { signal: AbortSignal.timeout(10_000) });
-    return res.status === 200 ? ((await res.json()) as T) : undefined;
+    return (await client.sessions.get(sessionKey)) as SessionView;
   } catch {
     return undefined;
   }
@@ -172,7 +166,7 @@ const idle = (view: SessionView | undefined): boolean =>
  * passes. Returns when each lane was first seen idle (epoch ms), and the lanes still busy.
  */
 export async function waitForIdleLanes(
-  api: string,
+  client: TetraloopClient,
   sessions: readonly ChaosSession[],
   deadline: number,
   now: () => number,
@@ -181,7 +175,7 @@ export async function waitForIdleLanes(
   let last = new Map<string, SessionView | undefined>();
   for (;;) {
     const pending = sessions.filter((s) => !idleAt.has(s.key) && s.messages.some((m) => m.placed));
-    const views = await Promise.all(pending.map((s) => getJson<SessionView>(`${api}/v1/sessions/${s.key}`)));
+    const views = await Promise.all(pending.map((s) => laneOf(client, s.key)));
     last = new Map(pending.map((s, i) => [s.key, views[i]]));
     pending.forEach((s, i) => {
       if (idle(views[i])) idleAt.set(s.key, now());
@@ -196,17 +190,13 @@ export async function waitForIdleLanes(
 }
 
 /** A transcript's lines (without the header line), or undefined when it could not be read. */
-async function transcriptOf(api: string, sessionKey: string): Promise<Record<string, unknown>[] | undefined> {
+async function transcriptOf(
+  client: TetraloopClient,
+  sessionKey: string,
+): Promise<Record<string, unknown>[] | undefined> {
   try {
-    const res = await fetch(`${api}/v1/sessions/${sessionKey}/transcript?limit=10000`, {
-      signal: AbortSignal.timeout(10_000),
-    });
-    if (res.status !== 200) return undefined;
-    const lines = (await res.text())
-      .trim()
-      .split('\n')
-      .map((l) => JSON.parse(l) as Record<string, unknown>);
-    return lines.slice(1);
+    const page = await client.sessions.transcript(sessionKey, { limit: 10_000 });
+    return page.lines as unknown as Record<string, unknown>[];
   } catch {
     return undefined;
   }
@@ -244,16 +234,23 @@ export interface SessionCheck {
  * order.
  */
 export async function checkSession(
-  api: string,
+  client: TetraloopClient,
   session: ChaosSession,
   modelCallsFor: (text: string) => number,
 ): Promise<SessionCheck> {
-  const lines = (await transcriptOf(api, session.key)) ?? [];
+  const lines = (await transcriptOf(client, session.key)) ?? [];
   const runIds = new Set<string>();
   for (const m of session.messages) if (m.placed?.runId) runIds.add(m.placed.runId);
   for (const line of lines) if (line.type === 'run' && typeof line.runId === 'string') runIds.add(line.runId);
   const docs = (
-    await Promise.all([...runIds].map((id) => getJson<SessionRunView>(`${api}/v1/runs/${id}`)))
+    await Promise.all(
+      [...runIds].map((id) =>
+        client.get(id).then(
+          (doc) => doc as unknown as SessionRunView,
+          () => undefined,
+        ),
+      ),
+    )
   ).filter((d): d is SessionRunView => d !== undefined);
   const runsOf = new Map<number, SessionRunView[]>();
   for (const doc of docs) {
