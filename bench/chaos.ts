@@ -206,7 +206,7 @@ async function submit(
 
 async function getRun(client: TetraloopClient, runId: string): Promise<RunView | 'missing' | undefined> {
   try {
-    return (await client.get(runId)) as RunView;
+    return await client.get(runId);
   } catch (err) {
     return err instanceof TetraloopApiError && err.status === 404 ? 'missing' : undefined;
   }

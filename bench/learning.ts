@@ -156,7 +156,7 @@ async function readLessons(url: string): Promise<Lesson[]> {
       params: { path: { agentId: AGENT } },
     }),
   );
-  return lessons as Lesson[];
+  return lessons;
 }
 
 /** One pass of the whole sequence on a fresh stack and fresh hosts. */

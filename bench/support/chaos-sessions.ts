@@ -152,7 +152,7 @@ export async function driveSession(
 
 async function laneOf(client: TetraloopClient, sessionKey: string): Promise<SessionView | undefined> {
   try {
-    return (await client.sessions.get(sessionKey)) as SessionView;
+    return await client.sessions.get(sessionKey);
   } catch {
     return undefined;
   }
@@ -196,7 +196,7 @@ async function transcriptOf(
 ): Promise<Record<string, unknown>[] | undefined> {
   try {
     const page = await client.sessions.transcript(sessionKey, { limit: 10_000 });
-    return page.lines as unknown as Record<string, unknown>[];
+    return page.lines;
   } catch {
     return undefined;
   }
