@@ -20,7 +20,7 @@ beforeAll(async () => {
   server = await startToolServer();
   // One tool slot, so "holds no worker slot" is visible; fast backoff, so loop suspicion is quick.
   stack = await startStack({
-    env: { TETRALOOP_TOOL_CONCURRENCY: '1', TETRALOOP_BACKOFF_BASE_MS: '20', TETRALOOP_BACKOFF_MIN_MS: '10' },
+    env: { TETRALOOP_TOOL_CONCURRENCY: '1', TETRALOOP_BACKOFF_BASE_MS: '20', TETRALOOP_BACKOFF_MIN_MS: '100' },
   });
 });
 afterAll(async () => {

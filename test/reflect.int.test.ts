@@ -42,7 +42,7 @@ beforeAll(async () => {
       TETRALOOP_TOOL_TIMEOUT_MS: '1000',
       // Short retry delays, and a rate-limit lesson's floor well above them.
       TETRALOOP_BACKOFF_BASE_MS: '20',
-      TETRALOOP_BACKOFF_MIN_MS: '10',
+      TETRALOOP_BACKOFF_MIN_MS: '100',
       TETRALOOP_LESSON_RATE_LIMIT_BACKOFF_MS: '200',
       OPENAI_BASE_URL: model.url,
       TETRALOOP_MODEL_MAX_RETRIES: '0',

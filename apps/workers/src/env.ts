@@ -52,7 +52,8 @@ export const WorkerEnv = BaseEnv.extend({
     '{}',
   ),
   TETRALOOP_BACKOFF_BASE_MS: z.coerce.number().int().positive().default(DEFAULT_BACKOFF.baseMs),
-  TETRALOOP_BACKOFF_MIN_MS: z.coerce.number().int().nonnegative().default(DEFAULT_BACKOFF.minMs),
+  /** The seed's rule: a retry never comes at once — at least 100 ms after the failure. */
+  TETRALOOP_BACKOFF_MIN_MS: z.coerce.number().int().min(100).default(DEFAULT_BACKOFF.minMs),
   TETRALOOP_BACKOFF_MAX_MS: z.coerce.number().int().positive().default(DEFAULT_BACKOFF.maxMs),
   TETRALOOP_BACKOFF_JITTER: z.coerce.number().min(0).max(1).default(DEFAULT_BACKOFF.jitter),
   /** Longest `Retry-After` a retry waits for (node retries and planner calls); a longer one is cut to it. */
