@@ -20,7 +20,11 @@ beforeAll(async () => {
   server = await startToolServer();
   // One tool slot, so "holds no worker slot" is visible; fast backoff, so loop suspicion is quick.
   stack = await startStack({
-    env: { TETRALOOP_TOOL_CONCURRENCY: '1', TETRALOOP_BACKOFF_BASE_MS: '20', TETRALOOP_BACKOFF_MIN_MS: '100' },
+    env: {
+      TETRALOOP_TOOL_CONCURRENCY: '1',
+      TETRALOOP_BACKOFF_BASE_MS: '20',
+      TETRALOOP_BACKOFF_MIN_MS: '100',
+    },
   });
 });
 afterAll(async () => {
@@ -323,5 +327,36 @@ describe('loop suspicion', () => {
       error: { code: 'suspected_loop', executions: 6 },
     });
     expect(server.hitsOf('spin')).toHaveLength(5);
+  });
+});
+
+describe('node priorities', () => {
+  it("dispatch a run's ready nodes highest priority first, the unprioritized at the default", async () => {
+    const call = (id: string, priority?: number) => ({
+      id,
+      kind: 'tool',
+      tool: 'http',
+      args: { url: url('/work?ms=20', id) },
+      ...(priority !== undefined ? { priority } : {}),
+    });
+    // With one tool slot, the five ready nodes run one at a time, in the order they are taken.
+    const doc = await runToEnd(stack.url, {
+      graph: {
+        nodes: [
+          call('prio-low', 1),
+          call('prio-plain'),
+          call('prio-top', 10),
+          call('prio-mid', 7),
+          call('prio-min', 1),
+        ],
+      },
+    });
+    expect(doc.status).toBe('succeeded');
+    const order = server.hits
+      .filter((h) => h.node.startsWith('prio-'))
+      .sort((a, b) => a.start - b.start)
+      .map((h) => h.node);
+    // Equal priorities keep their order in the graph.
+    expect(order).toEqual(['prio-top', 'prio-mid', 'prio-plain', 'prio-low', 'prio-min']);
   });
 });

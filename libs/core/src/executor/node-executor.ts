@@ -9,6 +9,7 @@ import type { NodeSnapshot, NodeUsage, RunStatus } from '../domain/run-model.js'
 import type { NodeErrorData } from '../errors/node-error.js';
 import { deadlineError, failureReplans, runErrorForNode } from '../errors/run-error.js';
 import { findReferences } from '../graph/references.js';
+import { DEFAULT_NODE_PRIORITY } from '../graph/schema.js';
 import { executionOf, toolOf, type ExecutableNode } from '../nodes/index.js';
 import { retriesFor, retryDelay } from '../policy/retry-policy.js';
 import { rateLimitFixUsed } from '../reflect/lesson-effects.js';
@@ -333,6 +334,10 @@ async function complete(ctx: NodeContext, snapshot: NodeSnapshot, existed: boole
   }
 }
 
+/** A node's dispatch priority: its own, or the default for a node that gives none (wait nodes). */
+const nodePriorityOf = (node: ExecutableNode): number =>
+  ('priority' in node && typeof node.priority === 'number' ? node.priority : undefined) ?? DEFAULT_NODE_PRIORITY;
+
 /** Enqueues nodes of `plan` whose dependencies are all released. */
 export async function enqueueReady(
   deps: Pick<ExecutorDeps, 'queues' | 'retries' | 'hooks' | 'logger' | 'lessons'>,
@@ -344,7 +349,9 @@ export async function enqueueReady(
   const nodes = nodeIds.flatMap((id) => {
     const node = plan.nodes.get(id);
     if (!node) deps.logger.error({ runId: plan.runId, nodeId: id }, 'a ready node is not in the plan');
-    return node ? [{ id, attempts: nodeJobAttempts(node, table, deps.lessons?.maxRetries) }] : [];
+    if (!node) return [];
+    const attempts = nodeJobAttempts(node, table, deps.lessons?.maxRetries);
+    return [{ id, attempts, ...(plan.prioritized ? { priority: nodePriorityOf(node) } : {}) }];
   });
   await enqueueNodes(deps.queues, plan.runId, generation, nodes);
 }

@@ -33,6 +33,8 @@ export interface CompiledPlan {
   readonly reads: ReadonlyMap<string, readonly string[]>;
   /** A rerun: it starts with its origin's snapshots of the nodes it does not run. */
   readonly reusesSnapshots: boolean;
+  /** Some node carries a `priority`: its node jobs are queued by priority. */
+  readonly prioritized: boolean;
 }
 
 /** The nodes whose snapshots `node` reads through its references. */
@@ -92,6 +94,7 @@ export class PlanCache {
       topology: buildTopology([...nodes.keys()], stored.plan.edges),
       reads,
       reusesSnapshots: stored.reusesSnapshots,
+      prioritized: stored.plan.nodes.some((n) => typeof (n as { priority?: unknown }).priority === 'number'),
     };
   }
 }

@@ -38,9 +38,17 @@ export const Args = z.record(z.string(), z.unknown());
 /** A node's own call limit. */
 export const TimeoutMs = z.number().int().positive().max(600_000);
 
+/**
+ * 1 (lowest) to 10: among a run's ready nodes, which dispatches first. A run that gives any node a
+ * priority gives the others `DEFAULT_NODE_PRIORITY`.
+ */
+export const NodePriority = z.number().int().min(1).max(10);
+export const DEFAULT_NODE_PRIORITY = 5;
+
 /** Fields every executable node that calls something (tool, model) may carry. */
 export const CallNodeFields = {
   id: NodeId,
+  priority: NodePriority.optional(),
   timeoutMs: TimeoutMs.optional(),
   retry: NodeRetry.optional(),
   onError: OnError.optional(),

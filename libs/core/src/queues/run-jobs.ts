@@ -117,7 +117,8 @@ export async function enqueueNodes(
   queues: RunQueues,
   runId: string,
   generation: number,
-  nodes: readonly { id: string; attempts: number }[],
+  /** `priority`: the node's 1–10 (10 first), given to the nodes of a run that prioritizes any. */
+  nodes: readonly { id: string; attempts: number; priority?: number }[],
 ): Promise<void> {
   if (nodes.length === 0) return;
   const parent = { id: runJobId(runId, generation), queue: queues.plan.qualifiedName };
@@ -130,6 +131,8 @@ export async function enqueueNodes(
       jobId: nodeJobId(runId, node.id, generation),
       parent,
       attempts: node.attempts,
+      // BullMQ serves its lowest number first (and jobs without one before any).
+      ...(node.priority !== undefined ? { priority: 11 - node.priority } : {}),
       backoff: { type: BACKOFF_TYPE },
       // A node job that dies for good (stalled too often) must not wedge the run's root job:
       // the root then finalizes and records the node as not completed.
