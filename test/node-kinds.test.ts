@@ -193,8 +193,8 @@ describe('the node-kind table', () => {
       .slice(0, 12);
     // If this fails, the planner's prompt or schema changed: bump PLANNER_PROMPT_VERSION, then this pair.
     expect({ version: PLANNER_PROMPT_VERSION, digest }).toEqual({
-      version: 'planner-v1',
-      digest: '123e9b7afadb',
+      version: 'planner-v2',
+      digest: '8ca817769bb8',
     });
   });
 

@@ -94,7 +94,7 @@ describe('planning a task', () => {
     expect(calls[0]!.messages[1]!.content).toBe('Task: fetch a and b, then join them');
     expect(doc.planning).toMatchObject({
       plannerModel: 'scripted-planner',
-      promptVersion: 'planner-v1',
+      promptVersion: 'planner-v2',
       planVersion: 0,
     });
     expect(doc.planning?.toolCatalogVersion).toMatch(/^[0-9a-f]{12}$/);
@@ -107,6 +107,42 @@ describe('planning a task', () => {
     });
     const events = await readEvents(stack.url, doc.runId);
     expect(events.map((e) => e.data.type)).toContain('plan');
+  });
+
+  it('runs a plan that sets its own failure policy: a failed step handed downstream, not failing the run', async () => {
+    const before = model.requests.length;
+    planner = () =>
+      planReply({
+        nodes: [
+          {
+            id: 'f-extract',
+            kind: 'tool',
+            tool: 'http',
+            args: { url: `${server.url}/status/500?node=f-extract` },
+            onError: 'continue',
+            timeoutMs: 2000,
+            retry: { server: 1 },
+            priority: 8,
+          },
+          {
+            id: 'f-report',
+            kind: 'tool',
+            tool: 'json',
+            args: { value: { got: { $ref: 'f-extract.output' } } },
+          },
+        ],
+        edges: [['f-extract', 'f-report']],
+      });
+    const doc = await runToEnd(stack.url, { task: 'extract, and say so if it fails' });
+    expect(doc.status).toBe('succeeded');
+    // One retry for the 500, as the plan asked, then its error went downstream.
+    expect(doc.nodes['f-extract']).toMatchObject({ status: 'failed', error: { code: 'server' } });
+    expect(doc.nodes['f-extract']!.attempts).toHaveLength(2);
+    expect(doc.output).toEqual({ 'f-report': { got: { error: { code: 'server', message: 'HTTP 500' } } } });
+    // The planner was told it may, and its answer schema has the fields.
+    const [call] = requestsSince(before);
+    expect(call!.messages[0]!.content).toContain('"onError": "continue"');
+    expect(JSON.stringify(call!.response_format)).toContain('"onError"');
   });
 
   it('repairs a rejected plan once, sending the validation errors back', async () => {

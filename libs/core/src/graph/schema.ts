@@ -54,6 +54,21 @@ export const CallNodeFields = {
   onError: OnError.optional(),
 };
 
+/**
+ * What a planner may set on a tool or model node it plans: the node's failure policy and priority,
+ * within the bounds a fixed graph's node has (its schema checks them again, like any field).
+ */
+export const PlannedNodeFields = {
+  onError: OnError.optional(),
+  timeoutMs: TimeoutMs.optional(),
+  retry: NodeRetry.optional(),
+  priority: NodePriority.optional(),
+};
+
+/** The planner's rule for `PlannedNodeFields`. */
+export const PLANNED_NODE_RULE =
+  'A "tool" or "llm" node may also set how it fails: "onError": "continue" (its failure goes downstream as {"error": {"code", "message"}} for later nodes to handle, and the run goes on) or "replan" (the run is planned again from what succeeded); "timeoutMs" (at most 600000); "retry": {"network"|"timeout"|"rate_limited"|"server"|"validation": retries, at most 10}; and "priority" (1–10, higher runs first among ready nodes).';
+
 /** What every node has. */
 export interface NodeBase {
   readonly id: string;

@@ -6,7 +6,7 @@
 import { z } from 'zod';
 import { nanoFromUsd, usdFromNano } from '../cost/price-table.js';
 import type { NodeSnapshot, NodeUsage } from '../domain/node-snapshot.js';
-import { CallNodeFields } from '../graph/schema.js';
+import { CallNodeFields, PlannedNodeFields } from '../graph/schema.js';
 import { compileSchema, schemaProblems } from '../model/json-schema.js';
 import type { ChatMessage } from '../model/model-client.js';
 import { renderPrompt } from '../model/prompt-render.js';
@@ -91,6 +91,7 @@ export const llmKind: ExecutableKindSpec<LlmNode> = {
       kind: z.literal('llm'),
       prompt: z.string(),
       system: z.string().optional(),
+      ...PlannedNodeFields,
     }),
     rule: 'An "llm" node: {"id", "kind": "llm", "prompt": "..."} (optional "system"); it sees only what its prompt references.',
   },

@@ -1,7 +1,7 @@
 /** A `tool` node: one call of a registered tool, with its dependencies' results as arguments. */
 import { z } from 'zod';
 import type { NodeSnapshot } from '../domain/node-snapshot.js';
-import { Args, CallNodeFields } from '../graph/schema.js';
+import { Args, CallNodeFields, PlannedNodeFields } from '../graph/schema.js';
 import { findSecretRefs } from '../secrets/secret-ref.js';
 import type { ExecutableKindSpec, NodeRun } from './kind.js';
 
@@ -40,6 +40,7 @@ export const toolKind: ExecutableKindSpec<ToolNode> = {
       kind: z.literal('tool'),
       tool: z.string(),
       args: z.record(z.string(), z.unknown()),
+      ...PlannedNodeFields,
     }),
     rule: 'A "tool" node: {"id", "kind": "tool", "tool": <a tool from the catalog>, "args": {...}} — args must fit the tool\'s schema.',
   },

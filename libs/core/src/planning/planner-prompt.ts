@@ -4,12 +4,13 @@
  * with every plan so a run can be replayed with the prompt it was planned with.
  */
 import type { ChatMessage } from '../model/model-client.js';
+import { PLANNED_NODE_RULE } from '../graph/schema.js';
 import { NODE_KINDS } from '../nodes/index.js';
 import type { ToolCatalog } from '../tools/tool-catalog.js';
 import type { WorkspaceFile } from '../workspace/workspace.js';
 import { assembleSystemPrompt } from './system-prompt.js';
 
-export const PLANNER_PROMPT_VERSION = 'planner-v1';
+export const PLANNER_PROMPT_VERSION = 'planner-v2';
 
 const BASE = `You plan tasks for Tetraloop, a runtime that executes a plan as a directed acyclic graph.
 Answer with one JSON object {"nodes": [...], "edges": [[from, to], ...]} and nothing else.
@@ -18,6 +19,7 @@ Rules:
 ${Object.values(NODE_KINDS)
   .flatMap((k) => (k.planner ? [`- ${k.planner.rule}`] : []))
   .join('\n')}
+- ${PLANNED_NODE_RULE}
 - A node reads another node's result with {"$ref": "<id>.output.<path>"} as a whole value, or "{{<id>.output.<path>}}" inside a string, and the run input with "input.<path>".
 - A node may only reference nodes it depends on (directly or through other nodes), and every dependency is an edge.
 - No cycles. Independent steps must not depend on each other, so they run in parallel.
