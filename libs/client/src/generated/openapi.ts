@@ -1051,6 +1051,7 @@ export interface components {
             tool?: string;
             target?: string;
             lessons?: string[];
+            variant?: number;
         };
         WaitRecord: {
             signal: string;
@@ -1535,6 +1536,7 @@ export interface components {
         Graph: {
             nodes: ({
                 id: string;
+                priority?: number;
                 timeoutMs?: number;
                 retry?: {
                     network?: number;
@@ -1544,6 +1546,9 @@ export interface components {
                     auth?: number;
                     validation?: number;
                     internal?: number;
+                    vary?: {
+                        [key: string]: unknown;
+                    }[];
                 };
                 /** @enum {string} */
                 onError?: "fail" | "continue" | "replan";
@@ -1556,6 +1561,7 @@ export interface components {
                 };
             } | {
                 id: string;
+                priority?: number;
                 timeoutMs?: number;
                 retry?: {
                     network?: number;
@@ -1565,6 +1571,9 @@ export interface components {
                     auth?: number;
                     validation?: number;
                     internal?: number;
+                    vary?: {
+                        [key: string]: unknown;
+                    }[];
                 };
                 /** @enum {string} */
                 onError?: "fail" | "continue" | "replan";
@@ -1591,6 +1600,7 @@ export interface components {
                 acceptEarly?: boolean;
             } | {
                 id: string;
+                priority?: number;
                 timeoutMs?: number;
                 retry?: {
                     network?: number;
@@ -1600,6 +1610,9 @@ export interface components {
                     auth?: number;
                     validation?: number;
                     internal?: number;
+                    vary?: {
+                        [key: string]: unknown;
+                    }[];
                 };
                 /** @enum {string} */
                 onError?: "fail" | "continue" | "replan";

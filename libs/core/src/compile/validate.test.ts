@@ -392,3 +392,56 @@ describe('secrets in graphs', () => {
     expect(issues[0]!.message).toMatch(/\$secret/);
   });
 });
+
+describe('retry variants in graphs', () => {
+  it('check each override against its upstream, and let a secret stand in its args', () => {
+    const fetchNode = (vary: unknown[]) => ({
+      id: 'b',
+      kind: 'tool',
+      tool: 'http',
+      args: { url: 'https://a.example/x' },
+      retry: { vary },
+    });
+    const ok = validateGraph(
+      {
+        nodes: [
+          tool('a'),
+          fetchNode([
+            {
+              args: {
+                url: 'https://mirror.example/{{a.output}}',
+                headers: { Authorization: { $secret: 'T' } },
+              },
+            },
+          ]),
+        ],
+        edges: [['a', 'b']],
+      },
+      { tools },
+    );
+    expect(ok.ok).toBe(true);
+    // A reference in an override reads a node like any other: only one the node depends on.
+    expect(
+      issuesOf({ nodes: [tool('a'), fetchNode([{ args: { url: 'https://m.example/{{a.output}}' } }])] }),
+    ).toEqual([
+      expect.objectContaining({
+        path: 'nodes.1.retry.vary.0.args.url',
+        message: 'node "b" references "a" but does not depend on it',
+      }),
+    ]);
+  });
+
+  it('refuse them on kinds that do not vary', () => {
+    const loop = {
+      id: 'l',
+      kind: 'loop',
+      body: { tool: 'json', args: { value: 1 } },
+      until: { path: 'output', exists: true },
+      maxIterations: 2,
+      retry: { vary: [{ maxIterations: 3 }] },
+    };
+    expect(issuesOf({ nodes: [loop] })).toEqual([
+      { path: 'nodes.0.retry.vary', message: 'only tool and llm nodes vary their retries' },
+    ]);
+  });
+});

@@ -7,6 +7,7 @@ import { z } from 'zod';
 import type { ModelPolicy } from '../ceilings/ceilings.js';
 import { DEFAULT_GRAPH_LIMITS, MAX_NESTING, type GraphLimits } from '../graph/limits.js';
 import { findReferences, getPath } from '../graph/references.js';
+import { FIXED_FIELDS, VARYING_KINDS, applyVariant, variantsOf } from '../graph/retry-variants.js';
 import { Edge, NodeId, type ValidationIssue } from '../graph/schema.js';
 import { ancestorsOf, buildTopology, findCycle, type Topology } from '../graph/topology.js';
 import { MODEL_VARIABLES } from '../model/model-config.js';
@@ -258,7 +259,48 @@ function checkNode(
     issues.push(...zodIssues(parsed.error, path));
     return undefined;
   }
-  return spec.check(parsed.data as GraphNode, nodeCheck(path, depth, opts, issues, argsPlaces));
+  const node = spec.check(parsed.data as GraphNode, nodeCheck(path, depth, opts, issues, argsPlaces));
+  if (!node || !checkVariants(spec, node, path, depth, opts, issues, argsPlaces)) return undefined;
+  return node;
+}
+
+/**
+ * A node's retry overrides (`retry.vary`): each must leave the node valid — the node with it
+ * applied is checked like the node itself — and may not change what the node is or how it fails.
+ */
+function checkVariants(
+  spec: NodeKindSpec<GraphNode>,
+  node: GraphNode,
+  path: readonly PropertyKey[],
+  depth: number,
+  opts: Options,
+  issues: ValidationIssue[],
+  argsPlaces: (readonly PropertyKey[])[],
+): boolean {
+  const variants = variantsOf(node);
+  if (variants.length === 0) return true;
+  const before = issues.length;
+  const at = [...path, 'retry', 'vary'];
+  if (!VARYING_KINDS.has(node.kind)) {
+    issues.push({ path: join(...at), message: `only ${[...VARYING_KINDS].join(' and ')} nodes vary their retries` });
+    return false;
+  }
+  variants.forEach((variant, i) => {
+    const fixed = Object.keys(variant).filter((field) => FIXED_FIELDS.has(field));
+    for (const field of fixed)
+      issues.push({ path: join(...at, i, field), message: `a retry may not change "${field}"` });
+    if (fixed.length > 0) return;
+    const varied = spec.schema.safeParse(applyVariant(node, variant));
+    if (!varied.success) {
+      issues.push(...zodIssues(varied.error, [...at, i]));
+      return;
+    }
+    // Its tool-call args are args too (a secret may stand in them), under the override's path.
+    const places: (readonly PropertyKey[])[] = [];
+    spec.check(varied.data as GraphNode, nodeCheck([...at, i], depth, opts, issues, places));
+    argsPlaces.push(...places.map((place) => ['retry', 'vary', i, ...place]));
+  });
+  return issues.length === before;
 }
 
 /** What validation offers a kind's own checks, for the node at `path`; tool-call args are noted in `argsPlaces`. */
@@ -373,13 +415,11 @@ function secretsOutsideArgs(
   field: readonly PropertyKey[],
   argsPlaces: readonly (readonly PropertyKey[])[],
 ): { at: PropertyKey[]; message: string }[] {
-  const inArgs = argsPlaces.some(
-    (place) => place.length <= field.length && place.every((step, i) => field[i] === step),
-  );
-  if (inArgs) return [];
+  const inArgs = (at: readonly PropertyKey[]): boolean =>
+    argsPlaces.some((place) => place.length <= at.length && place.every((step, i) => at[i] === step));
   const found = [...findSecretRefs(value), ...malformedSecretRefs(value)];
-  return found.map((f) => ({
-    at: [...field, ...f.at],
-    message: '{"$secret"} may only stand in a tool call\'s args',
-  }));
+  return found
+    .map((f) => [...field, ...f.at])
+    .filter((at) => !inArgs(at))
+    .map((at) => ({ at, message: '{"$secret"} may only stand in a tool call\'s args' }));
 }

@@ -23,6 +23,8 @@ export const AttemptRecord = z.object({
   target: z.string().optional(),
   /** Template lessons that changed this attempt's call (their ids). */
   lessons: z.array(z.string()).optional(),
+  /** The node's `retry.vary` override this attempt ran with (1-based). */
+  variant: z.number().int().positive().optional(),
 });
 export type AttemptRecord = z.infer<typeof AttemptRecord>;
 

@@ -40,6 +40,8 @@ export interface NodeContext {
   readonly continuation: boolean;
   /** 1-based attempt number of this execution. */
   readonly attempt: number;
+  /** The `retry.vary` override this attempt runs with (1-based), when it runs with one. */
+  readonly variant?: number;
   readonly startedAt: string;
   readonly started: number;
   readonly begin: BeginNodeResult;
@@ -90,6 +92,7 @@ export function attemptRecord(
     ...(ctx.call.tool !== undefined ? { tool: ctx.call.tool } : {}),
     ...(ctx.call.target !== undefined ? { target: ctx.call.target } : {}),
     ...(ctx.call.lessons.length > 0 ? { lessons: [...ctx.call.lessons] } : {}),
+    ...(ctx.variant !== undefined ? { variant: ctx.variant } : {}),
   };
 }
 

@@ -9,6 +9,7 @@ import type { NodeSnapshot, NodeUsage, RunStatus } from '../domain/run-model.js'
 import type { NodeErrorData } from '../errors/node-error.js';
 import { deadlineError, failureReplans, runErrorForNode } from '../errors/run-error.js';
 import { findReferences } from '../graph/references.js';
+import { nodeForAttempt } from '../graph/retry-variants.js';
 import { DEFAULT_NODE_PRIORITY } from '../graph/schema.js';
 import { executionOf, toolOf, type ExecutableNode } from '../nodes/index.js';
 import { retriesFor, retryDelay } from '../policy/retry-policy.js';
@@ -90,12 +91,14 @@ export const continuesOnFailure = (node: ExecutableNode): boolean =>
 async function runNodeJob(deps: ExecutorDeps, job: Job, token: string | undefined): Promise<NodeJobResult> {
   const data = NodeJobData.parse(job.data);
   const plan = await deps.plans.get(data.runId, data.generation);
-  const node = plan?.nodes.get(data.nodeId);
+  const planned = plan?.nodes.get(data.nodeId);
   // The run expired or was deleted: nothing to do, nothing to report to.
-  if (!plan || !node) return { status: 'gone' };
+  if (!plan || !planned) return { status: 'gone' };
 
-  const kind = executionOf(node);
   const attempt = job.attemptsMade + 1;
+  // A retry may run with different parameters (`retry.vary`).
+  const { node, variant } = nodeForAttempt(planned, attempt);
+  const kind = executionOf(node);
   const startedAt = nowIso();
   // Tracked before reading the run's status, so an abort published in between is not missed.
   const tracked = deps.aborts.track(plan.runId);
@@ -124,6 +127,7 @@ async function runNodeJob(deps: ExecutorDeps, job: Job, token: string | undefine
       generation: data.generation,
       continuation: data.continuation,
       attempt,
+      ...(variant !== undefined ? { variant } : {}),
       startedAt,
       started: performance.now(),
       begin,

@@ -3,6 +3,7 @@
  * executable node may carry, exit conditions. Each kind's own schema is in `nodes/`. Pure.
  */
 import { z } from 'zod';
+import { RetryVariants } from './retry-variants.js';
 
 /**
  * Node ids are short, URL- and key-safe names. A dot never appears, so `runId.nodeId` is
@@ -29,6 +30,8 @@ export const NodeRetry = z.strictObject({
   auth: Retries.optional(),
   validation: Retries.optional(),
   internal: Retries.optional(),
+  /** Overrides of the node's fields for its retries, in turn (`retry-variants.ts`); tool and llm nodes. */
+  vary: RetryVariants.optional(),
 });
 export type NodeRetry = z.infer<typeof NodeRetry>;
 
