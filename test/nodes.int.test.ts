@@ -360,3 +360,105 @@ describe('node priorities', () => {
     expect(order).toEqual(['prio-top', 'prio-mid', 'prio-plain', 'prio-low', 'prio-min']);
   });
 });
+
+describe('task TTLs', () => {
+  // One tool slot: `hold` runs first, so the nodes queued beside it wait past their 100 ms TTL.
+  const hold = () => ({
+    id: 'ttl-hold',
+    kind: 'tool',
+    tool: 'http',
+    args: { url: url('/work?ms=400', 'ttl-hold') },
+  });
+  const late = (id: string, extra: object) => ({
+    id,
+    kind: 'tool',
+    tool: 'http',
+    args: { url: url('/work', id) },
+    ttlMs: 100,
+    ...extra,
+  });
+
+  it('skip an expired node (its dependents read {expired: true}) or run its fallback in its place', async () => {
+    const doc = await runToEnd(stack.url, {
+      graph: {
+        nodes: [
+          hold(),
+          late('ttl-skip', {}),
+          late('ttl-down', {
+            onExpire: 'downgrade',
+            fallback: { kind: 'tool', tool: 'json', args: { value: 'cached answer' } },
+          }),
+          {
+            id: 'ttl-after',
+            kind: 'tool',
+            tool: 'json',
+            args: { value: { got: { $ref: 'ttl-skip.output' } } },
+          },
+        ],
+        edges: [['ttl-skip', 'ttl-after']],
+      },
+    });
+    expect(doc.status).toBe('succeeded');
+    expect(doc.nodes['ttl-skip']).toMatchObject({
+      status: 'skipped',
+      output: { expired: true },
+      expired: { onExpire: 'skip' },
+    });
+    expect(doc.nodes['ttl-down']).toMatchObject({
+      status: 'succeeded',
+      output: 'cached answer',
+      expired: { onExpire: 'downgrade' },
+    });
+    expect(doc.output).toMatchObject({ 'ttl-after': { got: { expired: true } } });
+    // Neither expired node made its call, and the skipped one was not charged: one http call in all.
+    expect(server.hitsOf('ttl-skip')).toHaveLength(0);
+    expect(server.hitsOf('ttl-down')).toHaveLength(0);
+    expect(doc.usage.toolCalls).toBe(3);
+    const events = await readEvents(stack.url, doc.runId);
+    expect(
+      events
+        .filter((e) => e.data.type === 'node.expired')
+        .map((e) => [e.data.nodeId, (e.data.data as { onExpire: string }).onExpire])
+        .sort(),
+    ).toEqual([
+      ['ttl-down', 'downgrade'],
+      ['ttl-skip', 'skip'],
+    ]);
+  });
+
+  it('fail the run with onExpire "fail"; a node started in time runs as written', async () => {
+    const doc = await runToEnd(stack.url, {
+      graph: { nodes: [hold(), late('ttl-fail', { onExpire: 'fail' })] },
+    });
+    expect(doc.status).toBe('failed');
+    expect(doc.nodes['ttl-fail']).toMatchObject({
+      status: 'failed',
+      error: { code: 'timeout', expired: true },
+      expired: { onExpire: 'fail' },
+    });
+    const fresh = await runToEnd(stack.url, { graph: { nodes: [late('ttl-fresh', { ttlMs: 60_000 })] } });
+    expect(fresh.nodes['ttl-fresh']).toMatchObject({ status: 'succeeded' });
+    expect(fresh.nodes['ttl-fresh']!.expired).toBeUndefined();
+  });
+
+  it('refuse, before anything runs, a TTL policy that cannot apply', async () => {
+    const res = await postRun(stack.url, {
+      graph: {
+        nodes: [
+          late('ttl-bad-1', { onExpire: 'downgrade' }),
+          late('ttl-bad-2', { expiresAt: '2026-12-01T00:00:00Z' }),
+          late('ttl-bad-3', { onExpire: 'downgrade', fallback: { kind: 'wait', signal: 'x' } }),
+          late('ttl-bad-4', { onExpire: 'downgrade', fallback: { kind: 'tool', tool: 'nope' } }),
+        ],
+      },
+    });
+    expect(res.status).toBe(400);
+    const issues = (res.body as { error: { issues: { path: string }[] } }).error.issues;
+    expect(issues.map((i) => i.path).sort()).toEqual([
+      'graph.nodes.0.fallback',
+      'graph.nodes.1.expiresAt',
+      'graph.nodes.2.fallback',
+      'graph.nodes.3.fallback.tool',
+    ]);
+  });
+});

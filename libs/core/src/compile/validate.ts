@@ -8,6 +8,7 @@ import type { ModelPolicy } from '../ceilings/ceilings.js';
 import { DEFAULT_GRAPH_LIMITS, MAX_NESTING, type GraphLimits } from '../graph/limits.js';
 import { findReferences, getPath } from '../graph/references.js';
 import { FIXED_FIELDS, VARYING_KINDS, applyVariant, variantsOf } from '../graph/retry-variants.js';
+import { FALLBACK_KINDS } from '../graph/task-ttl.js';
 import { Edge, NodeId, type ValidationIssue } from '../graph/schema.js';
 import { ancestorsOf, buildTopology, findCycle, type Topology } from '../graph/topology.js';
 import { MODEL_VARIABLES } from '../model/model-config.js';
@@ -261,7 +262,65 @@ function checkNode(
   }
   const node = spec.check(parsed.data as GraphNode, nodeCheck(path, depth, opts, issues, argsPlaces));
   if (!node || !checkVariants(spec, node, path, depth, opts, issues, argsPlaces)) return undefined;
+  if (!checkTtl(node, path, depth, opts, issues, argsPlaces)) return undefined;
   return node;
+}
+
+/**
+ * A node's TTL (`graph/task-ttl.ts`): one of `ttlMs` and `expiresAt`, what to do on expiry only
+ * with one of them, and a fallback exactly when it downgrades — a `tool` or `llm` node of its own,
+ * checked like one under the node's id.
+ */
+function checkTtl(
+  node: GraphNode,
+  path: readonly PropertyKey[],
+  depth: number,
+  opts: Options,
+  issues: ValidationIssue[],
+  argsPlaces: (readonly PropertyKey[])[],
+): boolean {
+  const { ttlMs, expiresAt, onExpire, fallback } = node as {
+    ttlMs?: number;
+    expiresAt?: string;
+    onExpire?: string;
+    fallback?: Record<string, unknown>;
+  };
+  const before = issues.length;
+  const issue = (field: string, message: string): number =>
+    issues.push({ path: join(...path, field), message });
+  if (ttlMs !== undefined && expiresAt !== undefined) issue('expiresAt', 'give ttlMs or expiresAt, not both');
+  if (ttlMs === undefined && expiresAt === undefined) {
+    if (onExpire !== undefined) issue('onExpire', 'needs ttlMs or expiresAt');
+    if (fallback !== undefined) issue('fallback', 'needs ttlMs or expiresAt');
+  }
+  if (onExpire === 'downgrade' && fallback === undefined)
+    issue('fallback', 'onExpire "downgrade" needs a fallback');
+  if (onExpire !== 'downgrade' && fallback !== undefined)
+    issue('fallback', 'is used only with onExpire "downgrade"');
+  if (issues.length > before || fallback === undefined) return issues.length === before;
+  const at = [...path, 'fallback'];
+  const kind = fallback.kind;
+  if (typeof kind !== 'string' || !FALLBACK_KINDS.has(kind)) {
+    issue('fallback', `a fallback is a ${[...FALLBACK_KINDS].join(' or ')} node`);
+    return false;
+  }
+  const nested = ['id', 'ttlMs', 'expiresAt', 'onExpire', 'fallback'].filter((f) => f in fallback);
+  for (const field of nested)
+    issues.push({
+      path: join(...at, field),
+      message: 'a fallback takes the node’s id and has no TTL of its own',
+    });
+  if (nested.length > 0) return false;
+  const spec = NODE_KINDS[kind as 'tool' | 'llm'] as NodeKindSpec<GraphNode>;
+  const parsed = spec.schema.safeParse({ ...fallback, id: node.id });
+  if (!parsed.success) {
+    issues.push(...zodIssues(parsed.error, at));
+    return false;
+  }
+  const places: (readonly PropertyKey[])[] = [];
+  const checked = spec.check(parsed.data as GraphNode, nodeCheck(at, depth, opts, issues, places));
+  argsPlaces.push(...places.map((place) => ['fallback', ...place]));
+  return checked !== undefined && issues.length === before;
 }
 
 /**
@@ -282,7 +341,10 @@ function checkVariants(
   const before = issues.length;
   const at = [...path, 'retry', 'vary'];
   if (!VARYING_KINDS.has(node.kind)) {
-    issues.push({ path: join(...at), message: `only ${[...VARYING_KINDS].join(' and ')} nodes vary their retries` });
+    issues.push({
+      path: join(...at),
+      message: `only ${[...VARYING_KINDS].join(' and ')} nodes vary their retries`,
+    });
     return false;
   }
   variants.forEach((variant, i) => {

@@ -55,6 +55,8 @@ export const NodeSnapshot = z.object({
   usage: NodeUsage.optional(),
   /** A rerun's copy of its origin's snapshot: the run the node ran in (it did not run here). */
   reusedFrom: z.string().optional(),
+  /** A node not started before its TTL: when it expired and what it did (`graph/task-ttl.ts`). */
+  expired: z.object({ at: z.string(), onExpire: z.enum(['skip', 'fail', 'downgrade']) }).optional(),
 });
 export type NodeSnapshot = z.infer<typeof NodeSnapshot>;
 

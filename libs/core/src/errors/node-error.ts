@@ -10,7 +10,8 @@ const retryAfterMs = z.number().int().nonnegative();
 
 export const NodeErrorData = z.discriminatedUnion('code', [
   z.object({ code: z.literal('network'), message }),
-  z.object({ code: z.literal('timeout'), message }),
+  /** A call past its time limit; `expired`: a node not started before its TTL (`onExpire: "fail"`). */
+  z.object({ code: z.literal('timeout'), message, expired: z.literal(true).optional() }),
   /** HTTP 429; `retryAfterMs` from the server's Retry-After. */
   z.object({
     code: z.literal('rate_limited'),

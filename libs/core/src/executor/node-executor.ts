@@ -10,6 +10,7 @@ import type { NodeErrorData } from '../errors/node-error.js';
 import { deadlineError, failureReplans, runErrorForNode } from '../errors/run-error.js';
 import { findReferences } from '../graph/references.js';
 import { nodeForAttempt } from '../graph/retry-variants.js';
+import { expiryOf, fallbackNode, type Expiry } from '../graph/task-ttl.js';
 import { DEFAULT_NODE_PRIORITY } from '../graph/schema.js';
 import { executionOf, toolOf, type ExecutableNode } from '../nodes/index.js';
 import { retriesFor, retryDelay } from '../policy/retry-policy.js';
@@ -96,8 +97,15 @@ async function runNodeJob(deps: ExecutorDeps, job: Job, token: string | undefine
   if (!plan || !planned) return { status: 'gone' };
 
   const attempt = job.attemptsMade + 1;
+  // A node not started before its TTL is skipped, failed, or replaced by its fallback — decided
+  // when its job is first taken; a downgraded node's retries run the fallback too.
+  const firstTake = attempt === 1 && !data.continuation && !data.throttled;
+  const expiry = firstTake ? expiryOf(planned, job.timestamp, Date.now()) : undefined;
+  const downgradedAt = data.downgraded ?? (expiry?.onExpire === 'downgrade' ? iso(expiry.at) : undefined);
+  // Skipped or failed for its TTL: it does not run, so it is neither counted nor charged.
+  const expiredUnrun = expiry !== undefined && expiry.onExpire !== 'downgrade';
   // A retry may run with different parameters (`retry.vary`).
-  const { node, variant } = nodeForAttempt(planned, attempt);
+  const { node, variant } = nodeForAttempt(downgradedAt ? fallbackNode(planned) : planned, attempt);
   const kind = executionOf(node);
   const startedAt = nowIso();
   // Tracked before reading the run's status, so an abort published in between is not missed.
@@ -110,8 +118,8 @@ async function runNodeJob(deps: ExecutorDeps, job: Job, token: string | undefine
       live: { status: 'running', startedAt, attempt },
       // A job re-entering after parking (or after flow control held its call back) is the same
       // execution: not counted or charged again.
-      countExecution: !data.continuation && !data.throttled,
-      chargeCall: kind.chargesToolCall && !data.throttled,
+      countExecution: !data.continuation && !data.throttled && !expiredUnrun,
+      chargeCall: kind.chargesToolCall && !data.throttled && !expiredUnrun,
       reads: plan.reads.get(node.id) ?? [],
     });
     if (begin.status === 'stale') return { status: 'stale' };
@@ -136,11 +144,14 @@ async function runNodeJob(deps: ExecutorDeps, job: Job, token: string | undefine
       log: deps.logger.child({ runId: plan.runId, nodeId: node.id, attempt }),
       call: { lessons: [], ...(early ? { early } : {}) },
     };
+    if (expiry && !begin.existing && begin.status === 'running') await announceExpiry(ctx, expiry, job);
     // A redelivered job whose node already has a snapshot reports it and does not run again.
     const snapshot =
       begin.existing ??
       (begin.status === 'running'
-        ? await runNode(ctx, reads.error)
+        ? expiredUnrun
+          ? expiredSnapshot(ctx, expiry)
+          : withExpiry(await runNode(ctx, reads.error), downgradedAt)
         : notRunSnapshot(begin.status, begin.attempts));
     if (!begin.existing && begin.status === 'running') observeNode(node, snapshot);
     await complete(ctx, snapshot, begin.existing !== null);
@@ -284,6 +295,58 @@ function failedSnapshot(ctx: NodeContext, error: NodeErrorData, usage?: NodeUsag
   return snapshotOf(ctx, 'failed', { error, ...(output ? { output } : {}), ...(usage ? { usage } : {}) });
 }
 
+const iso = (ms: number): string => new Date(ms).toISOString();
+
+/**
+ * Tells the run a node expired (`node.expired`); a downgrading one notes it in its job's data first,
+ * so its retries run the fallback too.
+ */
+async function announceExpiry(ctx: NodeContext, expiry: Expiry, job: Job): Promise<void> {
+  const at = iso(expiry.at);
+  if (expiry.onExpire === 'downgrade') await job.updateData({ ...(job.data as object), downgraded: at });
+  await ctx.deps.store.appendEvent(ctx.plan.runId, 'node.expired', ctx.node.id, {
+    expiredAt: at,
+    onExpire: expiry.onExpire,
+  });
+  metrics.nodesExpired.inc({ onExpire: expiry.onExpire });
+}
+
+/** A node skipped or failed because it was not started before its TTL. */
+function expiredSnapshot(ctx: NodeContext, expiry: Expiry): NodeSnapshot {
+  const expired = { at: iso(expiry.at), onExpire: expiry.onExpire };
+  if (expiry.onExpire === 'fail') {
+    const message = `not started before it expired at ${expired.at}`;
+    return { ...failedSnapshot(ctx, { code: 'timeout', message, expired: true }), expired };
+  }
+  // Its dependents run and read this output.
+  return {
+    status: 'skipped',
+    output: { expired: true },
+    attempts: [],
+    finishedAt: nowIso(),
+    durationMs: 0,
+    expired,
+  };
+}
+
+/** A downgraded node's snapshot says so. */
+const withExpiry = (snapshot: NodeSnapshot, downgradedAt: string | undefined): NodeSnapshot =>
+  downgradedAt ? { ...snapshot, expired: { at: downgradedAt, onExpire: 'downgrade' } } : snapshot;
+
+/**
+ * Whether a node's snapshot lets its dependents run: it succeeded, it failed and continues on
+ * failure, or it was skipped for its TTL.
+ */
+export function releasesDependents(
+  node: ExecutableNode | undefined,
+  snapshot: NodeSnapshot | undefined,
+): boolean {
+  if (!snapshot) return false;
+  if (snapshot.status === 'succeeded') return true;
+  if (snapshot.status === 'failed') return node !== undefined && continuesOnFailure(node);
+  return snapshot.status === 'skipped' && snapshot.expired !== undefined;
+}
+
 /** The snapshot of a node that will not run (its run ended); attempts made before are kept. */
 function notRunSnapshot(runStatus: RunStatus | null, attempts: NodeSnapshot['attempts']): NodeSnapshot {
   return {
@@ -298,7 +361,7 @@ async function complete(ctx: NodeContext, snapshot: NodeSnapshot, existed: boole
   const { deps, plan, node } = ctx;
   const kind = executionOf(node);
   const failsRun = snapshot.status === 'failed' && !kind.continuesOnFailure(node);
-  const release = snapshot.status === 'succeeded' || (snapshot.status === 'failed' && !failsRun);
+  const release = releasesDependents(node, snapshot);
   const tool = toolOf(node);
   const stored = existed ? snapshot : await withOutputBlob(deps, plan, snapshot);
   const done = await deps.store.completeNode(plan.runId, node.id, stored, {
@@ -340,7 +403,8 @@ async function complete(ctx: NodeContext, snapshot: NodeSnapshot, existed: boole
 
 /** A node's dispatch priority: its own, or the default for a node that gives none (wait nodes). */
 const nodePriorityOf = (node: ExecutableNode): number =>
-  ('priority' in node && typeof node.priority === 'number' ? node.priority : undefined) ?? DEFAULT_NODE_PRIORITY;
+  ('priority' in node && typeof node.priority === 'number' ? node.priority : undefined) ??
+  DEFAULT_NODE_PRIORITY;
 
 /** Enqueues nodes of `plan` whose dependencies are all released. */
 export async function enqueueReady(

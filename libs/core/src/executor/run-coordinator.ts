@@ -19,7 +19,7 @@ import { inSpan } from '../telemetry/tracing.js';
 import { retainBlobs } from './blob-reads.js';
 import { admitRun, releaseRun } from './run-admission.js';
 import type { ExecutorDeps } from './deps.js';
-import { continuesOnFailure, enqueueReady } from './node-executor.js';
+import { continuesOnFailure, enqueueReady, releasesDependents } from './node-executor.js';
 import { dailyCapReached, plannerCharge } from './model-cost.js';
 import { nowIso } from './node-context.js';
 import type { CompiledPlan } from './plan-cache.js';
@@ -343,13 +343,7 @@ function observeSettled(status: RunStatus, createdAt: string | null): void {
 
 /** Nodes without a snapshot whose dependencies all completed in a way that releases them. */
 function readyNodes(plan: CompiledPlan, snapshots: ReadonlyMap<string, NodeSnapshot>): string[] {
-  const releases = (id: string): boolean => {
-    const s = snapshots.get(id);
-    const node = plan.nodes.get(id);
-    return (
-      s?.status === 'succeeded' || (s?.status === 'failed' && node !== undefined && continuesOnFailure(node))
-    );
-  };
+  const releases = (id: string): boolean => releasesDependents(plan.nodes.get(id), snapshots.get(id));
   return plan.topology.ids.filter(
     (id) => !snapshots.has(id) && (plan.topology.parents.get(id) ?? []).every(releases),
   );

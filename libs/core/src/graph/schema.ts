@@ -4,6 +4,7 @@
  */
 import { z } from 'zod';
 import { RetryVariants } from './retry-variants.js';
+import { TaskTtlFields } from './task-ttl.js';
 
 /**
  * Node ids are short, URL- and key-safe names. A dot never appears, so `runId.nodeId` is
@@ -55,6 +56,7 @@ export const CallNodeFields = {
   timeoutMs: TimeoutMs.optional(),
   retry: NodeRetry.optional(),
   onError: OnError.optional(),
+  ...TaskTtlFields,
 };
 
 /**

@@ -72,7 +72,7 @@ async function runLlmNode(run: NodeRun<LlmNode>): Promise<NodeSnapshot> {
 export const llmKind: ExecutableKindSpec<LlmNode> = {
   kind: 'llm',
   schema: LlmNode,
-  referenceFields: [['prompt'], ['system'], ['retry', 'vary']],
+  referenceFields: [['prompt'], ['system'], ['retry', 'vary'], ['fallback']],
   check: (node, check) => {
     const ok = check.model(node.model, ['model']);
     if (node.schema) {

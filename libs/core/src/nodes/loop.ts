@@ -272,6 +272,7 @@ export const loopKind: ExecutableKindSpec<LoopNode> = {
     ['body', 'input'],
     ['body', 'agent', 'prompt'],
     ['body', 'agent', 'system'],
+    ['fallback'],
   ],
   check: (node, check) => {
     const body = node.body;

@@ -32,7 +32,7 @@ async function runToolNode(run: NodeRun<ToolNode>): Promise<NodeSnapshot> {
 export const toolKind: ExecutableKindSpec<ToolNode> = {
   kind: 'tool',
   schema: ToolNode,
-  referenceFields: [['args'], ['retry', 'vary']],
+  referenceFields: [['args'], ['retry', 'vary'], ['fallback']],
   check: (node, check) => (check.toolCall(node.tool, node.args, []) ? node : undefined),
   planner: {
     schema: z.object({

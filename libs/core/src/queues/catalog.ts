@@ -47,6 +47,8 @@ export const NodeJobData = z.object({
   continuation: z.boolean().default(false),
   /** Set when the job re-enters after flow control held its call back: the call is not charged again. */
   throttled: z.boolean().default(false),
+  /** When the node expired and runs its fallback instead (ISO time): its retries run the fallback too. */
+  downgraded: z.string().optional(),
   /** The trace context of what released the node (tracing on). */
   trace: TraceCarrier.optional(),
 });

@@ -52,6 +52,12 @@ export const metrics = {
     labelNames: ['outcome'] as const,
     registers: [registry],
   }),
+  nodesExpired: new Counter({
+    name: 'tetraloop_nodes_expired_total',
+    help: 'Nodes not started before their TTL, by what they did (skip, fail, downgrade).',
+    labelNames: ['onExpire'] as const,
+    registers: [registry],
+  }),
   nodeRetries: new Counter({
     name: 'tetraloop_node_retries_total',
     help: 'Failed attempts handed back for a retry, by error code.',
