@@ -43,6 +43,8 @@ beforeAll(async () => {
       TETRALOOP_ADMIN_TOKEN: ROOT,
       OPENAI_BASE_URL: model.url,
       TETRALOOP_MODEL_MAX_RETRIES: '0',
+      // Outputs past 1 KiB are kept as blobs: the details panel loads them on demand.
+      TETRALOOP_BLOB_MIN_BYTES: '1024',
     },
   });
   const made = await api('post', '/v1/keys', { tenant: 'acme', scopes: SCOPES }, ROOT);
@@ -246,6 +248,67 @@ describe('a run', () => {
     });
     expect(tools.hitsOf(`${tag}-up`)).toHaveLength(1);
     expect(tools.hitsOf(`${tag}-down`)).toHaveLength(2);
+  }, 60_000);
+});
+
+describe('actions', () => {
+  it('cancels a running run, sends feedback on it, and resumes a failed one', async () => {
+    const waiting = await submit({
+      graph: { nodes: [{ id: 'gate', kind: 'wait', signal: 'never', timeoutSeconds: 600 }] },
+    });
+    const node = `resume-${Date.now()}`;
+    const failing = await submit({
+      graph: {
+        nodes: [
+          { id: 'bad', kind: 'tool', tool: 'http', args: { url: `${tools.url}/status/404?node=${node}` } },
+        ],
+      },
+      budget: { toolCalls: 10 },
+    });
+    expect((await settled(failing)).status).toBe('failed');
+    const callsBefore = tools.hitsOf(node).length;
+    await inConsole('actions', async (page) => {
+      await runPage(page, waiting);
+      await page.locator('[data-role="graph"] [data-node-id="gate"][data-status="waiting"]').waitFor();
+      await page.locator('[data-action="cancel"]').click();
+      await page.locator('main[data-run-status="cancelled"][data-settled="true"]').waitFor();
+      const feedback = page.locator('form[data-role="feedback"]');
+      await feedback.locator('select[name="score"]').selectOption('-1');
+      await feedback.locator('input[name="comment"]').fill('stopped by hand');
+      await feedback.locator('button[type="submit"]').click();
+      await page.locator('[data-role="notice"]', { hasText: 'Feedback: done.' }).waitFor();
+
+      await runPage(page, failing);
+      await page.locator('main[data-run-status="failed"][data-settled="true"]').waitFor();
+      await page.locator('[data-action="resume"]').click();
+      await page.locator('[data-role="notice"]', { hasText: 'Resume: done.' }).waitFor();
+      await tools.hitCount(node, callsBefore + 1);
+    });
+    expect((await settled(failing)).generation).toBe(1);
+  }, 60_000);
+
+  it('loads a blob output on demand in the details panel', async () => {
+    const runId = await submit({
+      graph: {
+        nodes: [
+          {
+            id: 'big',
+            kind: 'tool',
+            tool: 'http',
+            args: { url: `${tools.url}/work?node=blob&ms=1&bytes=4000` },
+          },
+        ],
+      },
+    });
+    expect((await settled(runId)).status).toBe('succeeded');
+    await inConsole('blob', async (page) => {
+      await runPage(page, runId);
+      await node(page, 'big').and(page.locator('[data-status="succeeded"]')).click();
+      const output = page.locator('[data-role="node-details"][data-node-id="big"] [data-role="output"]');
+      await output.locator('[data-blob^="sha256:"] [data-action="load-blob"]').click();
+      await output.locator('.json-key', { hasText: 'body:' }).waitFor();
+      expect(await output.locator('[data-action="load-blob"]').count()).toBe(0);
+    });
   }, 60_000);
 });
 
