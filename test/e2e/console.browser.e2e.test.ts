@@ -195,6 +195,20 @@ describe('a run', () => {
     });
   }, 60_000);
 
+  it('follows the run live: a decision made elsewhere shows up from the event stream alone', async () => {
+    const runId = await submit({
+      graph: { nodes: [{ id: 'gate', kind: 'wait', signal: 'go', timeoutSeconds: 600 }] },
+    });
+    await inConsole('live', async (page) => {
+      await runPage(page, runId);
+      await node(page, 'gate').and(page.locator('[data-status="waiting"]')).waitFor();
+      // The page does nothing from here on: only the run's events can tell it what happens next.
+      await api('post', `/v1/runs/${runId}/signals/go`, { by: 'someone else' });
+      await node(page, 'gate').and(page.locator('[data-status="succeeded"]')).waitFor();
+      await page.locator('main[data-run-status="succeeded"][data-settled="true"]').waitFor();
+    });
+  }, 60_000);
+
   it('shows a failed node’s error class and message in its details', async () => {
     const runId = await submit({
       graph: {

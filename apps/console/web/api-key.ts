@@ -5,7 +5,7 @@
  * `Authorization: Bearer`. With auth off the API needs none and the console never asks.
  */
 import { TetraloopApiError, TetraloopClient } from '@tetraloop/client';
-import { h, show } from './dom.js';
+import { form, h, show } from './dom.js';
 
 const STORAGE_KEY = 'tetraloop.apiKey';
 
@@ -43,16 +43,14 @@ export function askForKey(root: HTMLElement, refused: boolean, done: () => void)
     placeholder: 'tl_…',
     'aria-label': 'API key',
   });
-  const form = h(
-    'form',
+  const keyForm = form(
     {
       'data-role': 'api-key',
       class: 'card key-form',
-      onsubmit: (event) => {
-        event.preventDefault();
-        sessionStorage.setItem(STORAGE_KEY, input.value.trim());
-        done();
-      },
+    },
+    () => {
+      sessionStorage.setItem(STORAGE_KEY, input.value.trim());
+      done();
     },
     h('h1', {}, 'Tetraloop console'),
     h(
@@ -65,6 +63,6 @@ export function askForKey(root: HTMLElement, refused: boolean, done: () => void)
     input,
     h('button', { type: 'submit' }, 'Use this key'),
   );
-  show(root, form);
+  show(root, keyForm);
   input.focus();
 }

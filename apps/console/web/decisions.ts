@@ -6,7 +6,7 @@
  * over the money budget (`budget.<nonce>`) gets a raise (`{"costUsd"}`) or a stop (`{"stop": true}`).
  */
 import { unwrap, type TetraloopClient } from '@tetraloop/client';
-import { describeError, h } from './dom.js';
+import { describeError, form, h } from './dom.js';
 import type { NodeFields } from './node-details.js';
 
 export function decisionForm(
@@ -22,7 +22,7 @@ export function decisionForm(
   const error = h('span', { class: 'error', 'data-role': 'decision-error' });
   const send = (body: unknown): void => {
     error.textContent = '';
-    for (const b of form.querySelectorAll('button')) b.disabled = true;
+    for (const b of decision.querySelectorAll('button')) b.disabled = true;
     client.api
       .POST('/v1/runs/{id}/signals/{name}', {
         params: { path: { id: runId, name: signal } },
@@ -30,7 +30,7 @@ export function decisionForm(
       })
       .then(unwrap)
       .then(done, (err: unknown) => {
-        for (const b of form.querySelectorAll('button')) b.disabled = false;
+        for (const b of decision.querySelectorAll('button')) b.disabled = false;
         error.textContent = describeError(err);
       });
   };
@@ -39,14 +39,12 @@ export function decisionForm(
     : wait?.budget
       ? `the money budget ($${wait.budget.costUsd}) is spent ($${wait.budget.spentUsd})`
       : `waits for the signal ${signal}`;
-  const form = h('form', {
-    class: 'decision',
-    'data-role': 'decision',
-    'data-node-id': nodeId,
-    'data-signal': signal,
-    onsubmit: (event) => event.preventDefault(),
-  });
-  form.append(h('strong', {}, nodeId), ` ${about} `);
+  // Its buttons decide; submitting it (Enter in the comment) does nothing.
+  const decision = form(
+    { class: 'decision', 'data-role': 'decision', 'data-node-id': nodeId, 'data-signal': signal },
+    () => undefined,
+  );
+  decision.append(h('strong', {}, nodeId), ` ${about} `);
   if (signal.startsWith('budget.')) {
     const cost = h('input', {
       type: 'number',
@@ -55,7 +53,7 @@ export function decisionForm(
       step: 'any',
       placeholder: 'new budget, USD',
     });
-    form.append(
+    decision.append(
       cost,
       h(
         'button',
@@ -68,7 +66,7 @@ export function decisionForm(
     const comment = h('input', { name: 'comment', placeholder: 'comment (optional)', maxlength: 2000 });
     const decide = (approved: boolean) => (): void =>
       send({ approved, ...(comment.value.trim() ? { comment: comment.value.trim() } : {}) });
-    form.append(
+    decision.append(
       comment,
       h('button', { type: 'button', 'data-action': 'approve', onclick: decide(true) }, 'Approve'),
       h(
@@ -78,6 +76,6 @@ export function decisionForm(
       ),
     );
   }
-  form.append(error);
-  return form;
+  decision.append(error);
+  return decision;
 }

@@ -62,3 +62,24 @@ export function duration(ms: number | null | undefined): string {
 export function describeError(err: unknown): string {
   return err instanceof Error ? err.message : String(err);
 }
+
+/**
+ * A form whose submission stays in the page: `submit` runs instead of a navigation (which the
+ * page's `form-action 'none'` would refuse anyway).
+ */
+export function form(attrs: Attrs, submit: () => void, ...children: Child[]): HTMLFormElement {
+  const onsubmit = (event: Event): void => {
+    event.preventDefault();
+    submit();
+  };
+  return h('form', { ...attrs, onsubmit }, ...children);
+}
+
+/** A table: a header row naming `columns`, over `body`. */
+export function dataTable(
+  attrs: Attrs,
+  columns: readonly string[],
+  body: HTMLTableSectionElement,
+): HTMLTableElement {
+  return h('table', attrs, h('thead', {}, h('tr', {}, ...columns.map((c) => h('th', {}, c)))), body);
+}

@@ -3,8 +3,8 @@
  * (`GET /v1/agents/:agentId/lessons`), each lesson with its status, confidence, evidence and effect.
  */
 import { unwrap, type TetraloopClient } from '@tetraloop/client';
-import { clock, describeError, h, show } from './dom.js';
-import { paths } from './routes.js';
+import { clock, dataTable, describeError, h, show } from './dom.js';
+import { goTo, paths } from './routes.js';
 
 export function lessonsPage(
   root: HTMLElement,
@@ -14,48 +14,17 @@ export function lessonsPage(
 ): void {
   const table = h('tbody');
   const notice = h('p', { class: 'notice', 'data-role': 'notice' });
-  const agent = h('input', { name: 'agentId', value: agentId, required: true, 'aria-label': 'agent' });
   show(
     root,
     h(
       'main',
       { class: 'page', 'data-page': 'lessons', 'data-agent-id': agentId },
       h('h1', {}, 'Lessons of ', h('code', {}, agentId)),
-      h(
-        'form',
-        {
-          class: 'filters',
-          onsubmit: (event) => {
-            event.preventDefault();
-            location.assign(paths.lessons(agent.value.trim()));
-          },
-        },
-        agent,
-        h('button', { type: 'submit' }, 'Show'),
-      ),
+      goTo({ name: 'agentId', value: agentId, 'aria-label': 'agent' }, 'Show', paths.lessons),
       notice,
-      h(
-        'table',
+      dataTable(
         { class: 'runs', 'data-role': 'lessons' },
-        h(
-          'thead',
-          {},
-          h(
-            'tr',
-            {},
-            ...[
-              'lesson',
-              'status',
-              'kind',
-              'statement',
-              'scope',
-              'confidence',
-              'cases',
-              'effect',
-              'updated',
-            ].map((c) => h('th', {}, c)),
-          ),
-        ),
+        ['lesson', 'status', 'kind', 'statement', 'scope', 'confidence', 'cases', 'effect', 'updated'],
         table,
       ),
     ),

@@ -3,7 +3,7 @@
  * lessons that changed its calls, every attempt, its waits, its resolved input and its output.
  */
 import type { NodeExplain, RunDocument } from '@tetraloop/client';
-import { clock, duration, h, type Child } from './dom.js';
+import { clock, dataTable, duration, h, type Child } from './dom.js';
 import { jsonView, type BlobLoader } from './json-view.js';
 import { definitionOf, resolvedInput } from './resolved-input.js';
 import { paths } from './routes.js';
@@ -180,14 +180,9 @@ export function nodeDetails(
 }
 
 function attemptsTable(attempts: readonly Attempt[]): HTMLElement {
-  return h(
-    'table',
+  return dataTable(
     { class: 'attempts' },
-    h(
-      'thead',
-      {},
-      h('tr', {}, ...['#', 'started', 'took', 'worker', 'error', 'retry after'].map((c) => h('th', {}, c))),
-    ),
+    ['#', 'started', 'took', 'worker', 'error', 'retry after'],
     h(
       'tbody',
       {},

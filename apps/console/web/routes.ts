@@ -4,6 +4,8 @@
  * back from the browser's cache, and no page keeps state another needs.
  */
 
+import { form, h, type Attrs } from './dom.js';
+
 export type Route =
   | { readonly page: 'runs' }
   | { readonly page: 'run'; readonly runId: string }
@@ -22,6 +24,17 @@ export const paths = {
   session: (sessionKey: string): string => `${BASE}/sessions/${part(sessionKey)}`,
   lessons: (agentId: string): string => `${BASE}/agents/${part(agentId)}/lessons`,
 };
+
+/** A field and a button that open the page `pathOf` names for what was typed (a session key, an agent). */
+export function goTo(field: Attrs, label: string, pathOf: (value: string) => string): HTMLFormElement {
+  const input = h('input', { ...field, required: true });
+  return form(
+    { class: 'filters' },
+    () => location.assign(pathOf(input.value.trim())),
+    input,
+    h('button', { type: 'submit' }, label),
+  );
+}
 
 export function routeOf(pathname: string): Route {
   const rest = pathname.startsWith(BASE) ? pathname.slice(BASE.length).replace(/\/+$/, '') : null;

@@ -10,7 +10,7 @@
  * is always a state the API stored, never one pieced together from events.
  */
 import { unwrap, type RunDocument, type RunExplain, type TetraloopClient } from '@tetraloop/client';
-import { clock, describeError, duration, h, show } from './dom.js';
+import { clock, describeError, duration, form, h, show } from './dom.js';
 import { decisionForm } from './decisions.js';
 import { nodeDetails, nodeFields } from './node-details.js';
 import { graphView } from './run-graph.js';
@@ -210,25 +210,23 @@ export function runPage(
       h('option', { value: '-1' }, 'bad (−1)'),
     );
     const comment = h('input', { name: 'comment', placeholder: 'feedback (optional)', maxlength: 2000 });
-    return h(
-      'form',
+    return form(
       {
         class: 'feedback',
         'data-role': 'feedback',
-        onsubmit: (event) => {
-          event.preventDefault();
-          act('Feedback', async () =>
-            unwrap(
-              await client.api.POST('/v1/runs/{id}/feedback', {
-                params: { path: { id: runId } },
-                body: {
-                  score: Number(score.value),
-                  ...(comment.value.trim() ? { comment: comment.value.trim() } : {}),
-                },
-              }),
-            ),
-          )();
-        },
+      },
+      () => {
+        act('Feedback', async () =>
+          unwrap(
+            await client.api.POST('/v1/runs/{id}/feedback', {
+              params: { path: { id: runId } },
+              body: {
+                score: Number(score.value),
+                ...(comment.value.trim() ? { comment: comment.value.trim() } : {}),
+              },
+            }),
+          ),
+        )();
       },
       score,
       comment,

@@ -9,7 +9,7 @@
  * stream cap), and it shows runs the page did not know of.
  */
 import type { RunListing, RunSearch, RunStatus, TetraloopClient } from '@tetraloop/client';
-import { clock, describeError, duration, h, show } from './dom.js';
+import { clock, dataTable, describeError, duration, form, h, show } from './dom.js';
 import { paths } from './routes.js';
 
 const POLL_MS = 3000;
@@ -37,20 +37,18 @@ export function runsPage(root: HTMLElement, client: TetraloopClient, fail: (err:
     h('option', { value: '' }, 'any status'),
     ...STATUSES.map((s) => h('option', { value: s, selected: query.get('status') === s }, s)),
   );
-  const filters = h(
-    'form',
+  const filters = form(
     {
       class: 'filters',
       'data-role': 'filters',
-      onsubmit: (event) => {
-        event.preventDefault();
-        const next = new URLSearchParams();
-        for (const el of filters.querySelectorAll<HTMLInputElement | HTMLSelectElement>('[name]')) {
-          if (el.value.trim()) next.set(el.name, el.value.trim());
-        }
-        history.replaceState(null, '', `${location.pathname}${next.size ? `?${next}` : ''}`);
-        void refresh();
-      },
+    },
+    () => {
+      const next = new URLSearchParams();
+      for (const el of filters.querySelectorAll<HTMLInputElement | HTMLSelectElement>('[name]')) {
+        if (el.value.trim()) next.set(el.name, el.value.trim());
+      }
+      history.replaceState(null, '', `${location.pathname}${next.size ? `?${next}` : ''}`);
+      void refresh();
     },
     status,
     field('agentId', 'agent'),
@@ -66,20 +64,9 @@ export function runsPage(root: HTMLElement, client: TetraloopClient, fail: (err:
   const list = h('section', { 'data-role': 'runs', 'data-loaded': 'false' });
   show(
     list,
-    h(
-      'table',
+    dataTable(
       { class: 'runs' },
-      h(
-        'thead',
-        {},
-        h(
-          'tr',
-          {},
-          ...['run', 'status', 'agent', 'session', 'task', 'tags', 'created', 'took', 'nodes'].map((c) =>
-            h('th', {}, c),
-          ),
-        ),
-      ),
+      ['run', 'status', 'agent', 'session', 'task', 'tags', 'created', 'took', 'nodes'],
       table,
     ),
   );
@@ -154,25 +141,23 @@ function submitBox(client: TetraloopClient): HTMLElement {
     'details',
     { class: 'card submit' },
     h('summary', {}, 'Submit a run'),
-    h(
-      'form',
+    form(
       {
         'data-role': 'submit-run',
-        onsubmit: (event) => {
-          event.preventDefault();
-          error.textContent = '';
-          let request: unknown;
-          try {
-            request = JSON.parse(text.value);
-          } catch (err) {
-            error.textContent = `not JSON: ${describeError(err)}`;
-            return;
-          }
-          client.submit(request as Parameters<TetraloopClient['submit']>[0]).then(
-            ({ runId }) => location.assign(paths.run(runId)),
-            (err: unknown) => (error.textContent = describeError(err)),
-          );
-        },
+      },
+      () => {
+        error.textContent = '';
+        let request: unknown;
+        try {
+          request = JSON.parse(text.value);
+        } catch (err) {
+          error.textContent = `not JSON: ${describeError(err)}`;
+          return;
+        }
+        client.submit(request as Parameters<TetraloopClient['submit']>[0]).then(
+          ({ runId }) => location.assign(paths.run(runId)),
+          (err: unknown) => (error.textContent = describeError(err)),
+        );
       },
       text,
       h('button', { type: 'submit' }, 'Submit'),

@@ -8,8 +8,8 @@
  */
 import type { SessionListing, SessionView, TetraloopClient, TranscriptEntry } from '@tetraloop/client';
 import { TetraloopApiError } from '@tetraloop/client';
-import { clock, describeError, h, show, type Child } from './dom.js';
-import { paths } from './routes.js';
+import { clock, dataTable, describeError, form, h, show, type Child } from './dom.js';
+import { goTo, paths } from './routes.js';
 
 const POLL_MS = 2000;
 const PAGE_LINES = 200;
@@ -18,39 +18,21 @@ const MODES = ['collect', 'followup', 'steer', 'interrupt'] as const;
 export function sessionsPage(root: HTMLElement, client: TetraloopClient, fail: (err: unknown) => void): void {
   const table = h('tbody');
   const notice = h('p', { class: 'notice', 'data-role': 'notice' });
-  const key = h('input', {
-    name: 'sessionKey',
-    placeholder: 'session key',
-    required: true,
-    'aria-label': 'session key',
-  });
   show(
     root,
     h(
       'main',
       { class: 'page', 'data-page': 'sessions' },
       h('h1', {}, 'Sessions'),
-      h(
-        'form',
-        {
-          class: 'filters',
-          onsubmit: (event) => {
-            event.preventDefault();
-            location.assign(paths.session(key.value.trim()));
-          },
-        },
-        key,
-        h('button', { type: 'submit' }, 'Open'),
+      goTo(
+        { name: 'sessionKey', placeholder: 'session key', 'aria-label': 'session key' },
+        'Open',
+        paths.session,
       ),
       notice,
-      h(
-        'table',
+      dataTable(
         { class: 'runs', 'data-role': 'sessions' },
-        h(
-          'thead',
-          {},
-          h('tr', {}, ...['session', 'running', 'queued', 'mode', 'last active'].map((c) => h('th', {}, c))),
-        ),
+        ['session', 'running', 'queued', 'mode', 'last active'],
         table,
       ),
     ),
@@ -231,26 +213,24 @@ function messageBox(
     { name: 'mode', 'aria-label': 'mode' },
     ...MODES.map((m) => h('option', { value: m }, m)),
   );
-  return h(
-    'form',
+  return form(
     {
       class: 'card message',
       'data-role': 'send-message',
-      onsubmit: (event) => {
-        event.preventDefault();
-        const message = text.value.trim();
-        if (!message) return;
-        client.sessions.send(sessionKey, { text: message, mode: mode.value as (typeof MODES)[number] }).then(
-          (answer) => {
-            text.value = '';
-            notice.textContent = answer.queued
-              ? `Queued${'position' in answer ? ` at ${String(answer.position)}` : ''}.`
-              : 'Sent.';
-            sent();
-          },
-          (err: unknown) => (notice.textContent = describeError(err)),
-        );
-      },
+    },
+    () => {
+      const message = text.value.trim();
+      if (!message) return;
+      client.sessions.send(sessionKey, { text: message, mode: mode.value as (typeof MODES)[number] }).then(
+        (answer) => {
+          text.value = '';
+          notice.textContent = answer.queued
+            ? `Queued${'position' in answer ? ` at ${String(answer.position)}` : ''}.`
+            : 'Sent.';
+          sent();
+        },
+        (err: unknown) => (notice.textContent = describeError(err)),
+      );
     },
     text,
     mode,
