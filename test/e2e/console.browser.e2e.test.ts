@@ -89,12 +89,18 @@ async function inConsole(name: string, test: (page: Page) => Promise<void>): Pro
   const context = await browser.newContext({ viewport: { width: 1280, height: 860 } });
   const page = await context.newPage();
   page.setDefaultTimeout(STEP_MS);
+  // Anything the page's Content-Security-Policy refused (an inline style, a script from elsewhere).
+  const refused: string[] = [];
+  page.on('console', (message) => {
+    if (/Content Security Policy/i.test(message.text())) refused.push(message.text());
+  });
   try {
     await page.goto(`${stack.url}/console/`);
     await page.locator('form[data-role="api-key"] input[name="key"]').fill(key);
     await page.locator('form[data-role="api-key"] button[type="submit"]').click();
     await page.locator('[data-page="runs"]').waitFor();
     await test(page);
+    expect(refused).toEqual([]);
   } catch (err) {
     await page.screenshot({ path: `${ARTIFACTS}/${name}.png`, fullPage: true }).catch(() => undefined);
     throw err;

@@ -239,6 +239,8 @@ export function runPage(
   let again = false;
   let following = false;
   function schedule(): void {
+    // A page replaced (the key form after a 401) reads nothing more.
+    if (!page.isConnected) return;
     if (reading) {
       again = true;
       return;
@@ -271,7 +273,10 @@ export function runPage(
     following = true;
     void (async () => {
       try {
-        for await (const _event of client.events(runId)) schedule();
+        for await (const _event of client.events(runId)) {
+          if (!page.isConnected) break; // closes the stream
+          schedule();
+        }
       } catch (err) {
         // The stream could not be kept (the tenant's stream cap, a lost key): read the run on a timer instead.
         fail(err);

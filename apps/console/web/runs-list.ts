@@ -102,7 +102,8 @@ export function runsPage(root: HTMLElement, client: TetraloopClient, fail: (err:
       fail(err);
       notice.textContent = describeError(err);
     }
-    if (mine === generation) timer = window.setTimeout(() => void refresh(), POLL_MS);
+    // A page replaced (the key form after a 401) stops polling.
+    if (mine === generation && list.isConnected) timer = window.setTimeout(() => void refresh(), POLL_MS);
   }
   void refresh();
 }

@@ -123,7 +123,7 @@ export function sessionPage(
   const loop = async (): Promise<void> => {
     await poll();
     clearTimeout(timer);
-    timer = window.setTimeout(() => void loop(), POLL_MS);
+    if (lines.isConnected) timer = window.setTimeout(() => void loop(), POLL_MS);
   };
   void loop();
 }
