@@ -21,6 +21,7 @@ COPY libs/client/package.json libs/client/
 COPY apps/api/package.json apps/api/
 COPY apps/workers/package.json apps/workers/
 COPY apps/cli/package.json apps/cli/
+COPY apps/console/package.json apps/console/
 COPY apps/cli/bin apps/cli/bin/
 RUN --mount=type=cache,target=/root/.npm \
     npm ci --omit=dev --no-audit --no-fund

@@ -10,6 +10,7 @@ import { randomUUID } from 'node:crypto';
 import { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ROUTES, type RouteName } from '@tetraloop/api';
+import { CONSOLE_PAGES, CONSOLE_SCRIPT_PATH, CONSOLE_STYLE_PATH } from '@tetraloop/console';
 import {
   MemoryStore,
   SCOPES,
@@ -361,6 +362,21 @@ describe('the auth matrix', () => {
       headers: { authorization: 'Bearer metrics-token-0123456789' },
     });
     expect(metrics.status).toBe(200);
+  });
+
+  it('leaves the console open: its pages and assets hold no data (the page sends a key to /v1)', async () => {
+    const paths = [
+      CONSOLE_PAGES.runs,
+      CONSOLE_PAGES.run.replace(':runId', randomUUID()),
+      CONSOLE_PAGES.sessions,
+      CONSOLE_PAGES.session.replace(':sessionKey', 'alice'),
+      CONSOLE_PAGES.lessons.replace(':agentId', 'main'),
+      CONSOLE_SCRIPT_PATH,
+      CONSOLE_STYLE_PATH,
+    ];
+    for (const path of paths) expect((await fetch(`${stack.url}${path}`)).status, path).toBe(200);
+    // What the console shows comes from /v1, which still asks for a key.
+    expect((await fetch(`${stack.url}/v1/runs`)).status).toBe(401);
   });
 });
 

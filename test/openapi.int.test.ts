@@ -22,6 +22,13 @@ import {
   parseApiEnv,
   type RouteName,
 } from '@tetraloop/api';
+import {
+  CONSOLE_CONTENT_SECURITY_POLICY,
+  CONSOLE_PAGE,
+  CONSOLE_PAGES,
+  CONSOLE_SCRIPT_PATH,
+  CONSOLE_STYLE_PATH,
+} from '@tetraloop/console';
 import { SCOPES, signWebhook, type RunDocument } from '@tetraloop/core';
 import { Contract, readAnswer, type Answer } from './support/openapi-contract.js';
 import { startModelServer, type ModelServer } from './support/model-server.js';
@@ -190,6 +197,30 @@ describe('the document', () => {
     expect(script.status).toBe(200);
     const bundle = createRequire(import.meta.url).resolve('redoc/bundles/redoc.standalone.js');
     expect(script.text).toBe(readFileSync(bundle, 'utf8'));
+  });
+
+  it('serves the console open: one shell for every page, and its bundled script and style sheet', async () => {
+    const pages = [
+      CONSOLE_PAGES.runs,
+      CONSOLE_PAGES.run.replace(':runId', '4c5403be-886b-4587-863f-2605f1e6eae1'),
+      CONSOLE_PAGES.sessions,
+      CONSOLE_PAGES.session.replace(':sessionKey', 'alice'),
+      CONSOLE_PAGES.lessons.replace(':agentId', 'main'),
+    ];
+    for (const path of pages) {
+      const page = await api('get', path, { key: null });
+      expect(page.status, path).toBe(200);
+      expect(page.headers.get('content-security-policy')).toBe(CONSOLE_CONTENT_SECURITY_POLICY);
+      expect(page.text).toBe(CONSOLE_PAGE);
+    }
+    expect(CONSOLE_CONTENT_SECURITY_POLICY).not.toMatch(/https?:|\*|unsafe/);
+    expect(CONSOLE_PAGE).not.toMatch(/https?:\/\//);
+    const script = await api('get', CONSOLE_SCRIPT_PATH, { key: null });
+    expect(script.status).toBe(200);
+    expect(script.text).not.toMatch(/https?:\/\/(?!www\.w3\.org\/2000\/svg)/);
+    const style = await api('get', CONSOLE_STYLE_PATH, { key: null });
+    expect(style.status).toBe(200);
+    expect(style.text).not.toMatch(/@import|url\(/);
   });
 });
 

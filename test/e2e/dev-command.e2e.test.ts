@@ -42,6 +42,14 @@ it('starts an embedded Redis, runs a graph, and leaves no redis-server behind on
   expect(doc.status).toBe('succeeded');
   expect(doc.output).toEqual({ pick: 'ok' });
 
+  // The console, as `npm start` serves it: the process bundles its script at the first request.
+  const [, consoleUrl] = await stderrMatches(proc, /console (http:\/\/\S+\/console\/)/);
+  expect((await fetch(consoleUrl!)).status).toBe(200);
+  const script = await fetch(`${url}/console/console.js`);
+  expect(script.status).toBe(200);
+  expect(script.headers.get('content-type')).toMatch(/^text\/javascript/);
+  expect((await script.text()).length).toBeGreaterThan(10_000);
+
   const redisPid = Number(
     execFileSync('sh', ['-c', `pgrep -f "redis-server 127.0.0.1:${redisPort}" || true`])
       .toString()

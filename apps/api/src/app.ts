@@ -26,6 +26,7 @@ import type { AdminBoard } from './admin.js';
 import type { Liveness, Readiness } from './answers.js';
 import { authenticate, authorize, type AuthSettings } from './auth.js';
 import { blobHandlers } from './blobs-router.js';
+import { mountConsole } from './console-pages.js';
 import { errorHandler, HttpError, sendError, sendUnavailable } from './http-errors.js';
 import { JsonTooDeepError, nestsDeeperThan } from './json-depth.js';
 import type { LongRequests } from './long-requests.js';
@@ -127,6 +128,8 @@ export function createApp(deps: AppDeps): express.Express {
   if (deps.admin) deps.admin.mount(app);
   // The OpenAPI document and its reference page: open, like /healthz.
   mountApiReference(app, { maxWaitMs: deps.maxWaitMs });
+  // The browser console: open too (its pages hold no data; they call /v1 with the person's key).
+  mountConsole(app);
 
   // The raw body stays on the request: a webhook's signature is over its exact bytes. A body
   // nested too deep is refused before it is parsed: nothing after the parser walks it.

@@ -95,6 +95,7 @@ async function startDev(closers: Closer[]): Promise<void> {
       `Tetraloop is running`,
       `  API     ${api.url}`,
       `  health  ${api.url}/healthz`,
+      `  console ${api.url}/console/`,
       `  try     curl -X POST ${api.url}/v1/runs -H 'content-type: application/json' -d @examples/parallel-fetch.json`,
       env.TETRALOOP_AUTH === 'off'
         ? `  auth    OFF: anyone who reaches ${env.HOST}:${api.port} may do anything (TETRALOOP_AUTH=required to turn it on)`

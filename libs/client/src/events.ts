@@ -42,7 +42,10 @@ export function parseSseBlock(block: string): SseMessage | undefined {
 
 /** The SSE messages of a response body, as they arrive. */
 export async function* sseMessages(body: ReadableStream<Uint8Array>): AsyncGenerator<SseMessage> {
-  const reader = body.pipeThrough(new TextDecoderStream()).getReader();
+  // The DOM library types a decoder's writable side `BufferSource`, which TypeScript will not pipe
+  // a byte stream into (Node's accepts it): the console type-checks this against the DOM's.
+  const decoder = new TextDecoderStream() as unknown as TransformStream<Uint8Array, string>;
+  const reader = body.pipeThrough(decoder).getReader();
   let buffered = '';
   try {
     for (;;) {

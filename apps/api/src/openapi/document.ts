@@ -302,6 +302,11 @@ export function openApiDocument(settings: OperationSettings = { maxWaitMs: DEFAU
         name: 'operations',
         description: 'Health, readiness, metrics and this document: open, outside `/v1`.',
       },
+      {
+        name: 'console',
+        description:
+          'The browser console’s pages and assets: open, outside `/v1` (they hold no data; the page asks for a key and calls `/v1` with it).',
+      },
     ],
     paths,
     components: {

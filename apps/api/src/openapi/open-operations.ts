@@ -2,8 +2,10 @@
  * The routes outside `/v1`, for the OpenAPI document: open (no API key, no request rate, no Redis
  * needed except `/readyz`'s ping), except `/metrics` when `TETRALOOP_METRICS_TOKEN` is set.
  */
+import { z } from 'zod';
+import { CONSOLE_PAGES, CONSOLE_SCRIPT_PATH, CONSOLE_STYLE_PATH } from '@tetraloop/console';
 import { Liveness, Readiness } from '../answers.js';
-import type { OperationSpec } from './operations.js';
+import type { OperationSpec, ParameterSpec } from './operations.js';
 
 /** Where the document and its reference page are served. */
 export const OPENAPI_PATH = '/openapi.json';
@@ -18,6 +20,26 @@ export interface OpenOperation {
   /** Fields of the operation object beyond the generated ones (e.g. its `security`). */
   readonly extra?: Readonly<Record<string, unknown>>;
 }
+
+/**
+ * A console page: the same shell for every path, which draws the page its path names from the
+ * API (with the key the person gives it). A path parameter is read by the page, not by the server.
+ */
+function consolePage(path: string, summary: string, params?: Record<string, ParameterSpec>): OpenOperation {
+  return {
+    method: 'get',
+    path,
+    operation: {
+      tag: 'console',
+      summary,
+      ...(params ? { params } : {}),
+      answers: { 200: { description: 'The console’s page (it holds no data).', media: 'text/html' } },
+      errors: {},
+    },
+  };
+}
+
+const pageParam = (description: string): ParameterSpec => ({ schema: z.string(), description });
 
 export const OPEN_OPERATIONS: Readonly<Record<string, OpenOperation>> = {
   'health.live': {
@@ -82,6 +104,37 @@ export const OPEN_OPERATIONS: Readonly<Record<string, OpenOperation>> = {
       tag: 'operations',
       summary: 'The reference page’s script (Redoc’s standalone bundle)',
       answers: { 200: { description: 'The script.', media: 'text/javascript' } },
+      errors: {},
+    },
+  },
+  'console.runs': consolePage(CONSOLE_PAGES.runs, 'Console: the runs, searched and followed live'),
+  'console.run': consolePage(CONSOLE_PAGES.run, 'Console: one run, its graph, timeline and nodes', {
+    runId: pageParam('The run the page shows.'),
+  }),
+  'console.sessions': consolePage(CONSOLE_PAGES.sessions, 'Console: the sessions and their lanes'),
+  'console.session': consolePage(CONSOLE_PAGES.session, 'Console: one session, its lane and transcript', {
+    sessionKey: pageParam('The session the page shows.'),
+  }),
+  'console.lessons': consolePage(CONSOLE_PAGES.lessons, 'Console: an agent’s lessons', {
+    agentId: pageParam('The agent whose lessons the page lists.'),
+  }),
+  'console.script': {
+    method: 'get',
+    path: CONSOLE_SCRIPT_PATH,
+    operation: {
+      tag: 'console',
+      summary: 'The console’s script (bundled by the API from `apps/console/web`)',
+      answers: { 200: { description: 'The script.', media: 'text/javascript' } },
+      errors: {},
+    },
+  },
+  'console.style': {
+    method: 'get',
+    path: CONSOLE_STYLE_PATH,
+    operation: {
+      tag: 'console',
+      summary: 'The console’s style sheet',
+      answers: { 200: { description: 'The style sheet.', media: 'text/css' } },
       errors: {},
     },
   },

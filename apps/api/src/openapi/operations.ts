@@ -92,7 +92,12 @@ export interface AnswerSpec {
   readonly json?: z.ZodType;
   /** A body of another media type, a string. */
   readonly media?:
-    'text/event-stream' | 'application/x-ndjson' | 'text/plain' | 'text/html' | 'text/javascript';
+    | 'text/event-stream'
+    | 'application/x-ndjson'
+    | 'text/plain'
+    | 'text/html'
+    | 'text/javascript'
+    | 'text/css';
   /** Any JSON at all (a blob's content, the document itself). */
   readonly anyJson?: true;
   readonly headers?: Readonly<Record<string, string>>;

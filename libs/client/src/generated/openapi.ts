@@ -805,6 +805,125 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/console/": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** Console: the runs, searched and followed live */
+        get: operations["console.runs"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/console/runs/{runId}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** Console: one run, its graph, timeline and nodes */
+        get: operations["console.run"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/console/sessions": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** Console: the sessions and their lanes */
+        get: operations["console.sessions"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/console/sessions/{sessionKey}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** Console: one session, its lane and transcript */
+        get: operations["console.session"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/console/agents/{agentId}/lessons": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** Console: an agent’s lessons */
+        get: operations["console.lessons"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/console/console.js": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** The console’s script (bundled by the API from `apps/console/web`) */
+        get: operations["console.script"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/console/console.css": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** The console’s style sheet */
+        get: operations["console.style"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
 }
 export type webhooks = Record<string, never>;
 export interface components {
@@ -1016,6 +1135,11 @@ export interface components {
                 costUsd?: number;
             };
             reusedFrom?: string;
+            expired?: {
+                at: string;
+                /** @enum {string} */
+                onExpire: "skip" | "fail" | "downgrade";
+            };
             id: string;
             waits?: components["schemas"]["WaitRecord"][];
             throttledMs?: number;
@@ -1081,6 +1205,8 @@ export interface components {
             /** @constant */
             code: "timeout";
             message: string;
+            /** @constant */
+            expired?: true;
         } | {
             /** @constant */
             code: "rate_limited";
@@ -1552,6 +1678,14 @@ export interface components {
                 };
                 /** @enum {string} */
                 onError?: "fail" | "continue" | "replan";
+                ttlMs?: number;
+                /** Format: date-time */
+                expiresAt?: string;
+                /** @enum {string} */
+                onExpire?: "skip" | "fail" | "downgrade";
+                fallback?: {
+                    [key: string]: unknown;
+                };
                 /** @constant */
                 kind: "tool";
                 tool: string;
@@ -1577,6 +1711,14 @@ export interface components {
                 };
                 /** @enum {string} */
                 onError?: "fail" | "continue" | "replan";
+                ttlMs?: number;
+                /** Format: date-time */
+                expiresAt?: string;
+                /** @enum {string} */
+                onExpire?: "skip" | "fail" | "downgrade";
+                fallback?: {
+                    [key: string]: unknown;
+                };
                 /** @constant */
                 kind: "llm";
                 prompt: string;
@@ -1616,6 +1758,14 @@ export interface components {
                 };
                 /** @enum {string} */
                 onError?: "fail" | "continue" | "replan";
+                ttlMs?: number;
+                /** Format: date-time */
+                expiresAt?: string;
+                /** @enum {string} */
+                onExpire?: "skip" | "fail" | "downgrade";
+                fallback?: {
+                    [key: string]: unknown;
+                };
                 /** @constant */
                 kind: "loop";
                 body: {
@@ -7192,6 +7342,155 @@ export interface operations {
                 };
                 content: {
                     "text/javascript": string;
+                };
+            };
+        };
+    };
+    "console.runs": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The console’s page (it holds no data). */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "text/html": string;
+                };
+            };
+        };
+    };
+    "console.run": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The run the page shows. */
+                runId: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The console’s page (it holds no data). */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "text/html": string;
+                };
+            };
+        };
+    };
+    "console.sessions": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The console’s page (it holds no data). */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "text/html": string;
+                };
+            };
+        };
+    };
+    "console.session": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The session the page shows. */
+                sessionKey: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The console’s page (it holds no data). */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "text/html": string;
+                };
+            };
+        };
+    };
+    "console.lessons": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The agent whose lessons the page lists. */
+                agentId: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The console’s page (it holds no data). */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "text/html": string;
+                };
+            };
+        };
+    };
+    "console.script": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The script. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "text/javascript": string;
+                };
+            };
+        };
+    };
+    "console.style": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The style sheet. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "text/css": string;
                 };
             };
         };

@@ -1,0 +1,395 @@
+/**
+ * The console in a real browser (headless Debian Chromium driven by playwright-core) on a whole
+ * stack with auth required: the page asks for a key once, then every view is driven through its
+ * DOM and checked by the attributes it promises (`data-node-id`, `data-status` on each node,
+ * `data-run-status` on the run page's root). Nothing waits on a clock: each step waits for an
+ * attribute the page sets from what the API answered. A failing test leaves a screenshot of its
+ * page in `test/artifacts/`; the run page of the example graph is saved there on every run
+ * (`docs/console-run.png` is a copy).
+ */
+import { mkdirSync, readFileSync } from 'node:fs';
+import { chromium, type Browser, type Page } from 'playwright-core';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { CONSOLE_PAGES } from '@tetraloop/console';
+import { SCOPES, type RunDocument } from '@tetraloop/core';
+import { startModelServer, type ChatRequest, type ModelServer } from '../support/model-server.js';
+import { startStack, type Stack } from '../support/stack.js';
+import { startToolServer, type ToolServer } from '../support/tool-server.js';
+
+const CHROMIUM = '/usr/bin/chromium';
+const ROOT = 'console-root-token-0123456789-0123456789';
+const ARTIFACTS = 'test/artifacts';
+/** Each step that waits on the page: a run of a few nodes settles well within it. */
+const STEP_MS = 20_000;
+
+let stack: Stack;
+let tools: ToolServer;
+let model: ModelServer;
+let browser: Browser;
+/** A key of the tenant `acme` with every scope, made through the API with the root token. */
+let key: string;
+
+const lastUser = (r: ChatRequest): string =>
+  String([...r.messages].reverse().find((m) => m.role === 'user')?.content ?? '');
+
+beforeAll(async () => {
+  mkdirSync(ARTIFACTS, { recursive: true });
+  tools = await startToolServer();
+  model = await startModelServer({ script: (r) => ({ content: `echo: ${lastUser(r)}` }) });
+  stack = await startStack({
+    pools: ['sense', 'plan', 'tool'],
+    env: {
+      TETRALOOP_AUTH: 'required',
+      TETRALOOP_ADMIN_TOKEN: ROOT,
+      OPENAI_BASE_URL: model.url,
+      TETRALOOP_MODEL_MAX_RETRIES: '0',
+      // Outputs past 1 KiB are kept as blobs: the details panel loads them on demand.
+      TETRALOOP_BLOB_MIN_BYTES: '1024',
+    },
+  });
+  const made = await api('post', '/v1/keys', { tenant: 'acme', scopes: SCOPES }, ROOT);
+  key = (made as { key: string }).key;
+  browser = await chromium.launch({
+    executablePath: CHROMIUM,
+    args: ['--headless', '--no-sandbox', '--disable-gpu', '--disable-background-networking'],
+  });
+}, 60_000);
+
+afterAll(async () => {
+  await browser?.close();
+  await stack?.close();
+  await tools?.close();
+  await model?.close();
+});
+
+async function api(method: string, path: string, body?: unknown, token = key): Promise<unknown> {
+  const res = await fetch(`${stack.url}${path}`, {
+    method: method.toUpperCase(),
+    headers: {
+      authorization: `Bearer ${token}`,
+      ...(body === undefined ? {} : { 'content-type': 'application/json' }),
+    },
+    ...(body === undefined ? {} : { body: JSON.stringify(body) }),
+  });
+  const answer = await res.json();
+  if (!res.ok) throw new Error(`${method} ${path} answered ${res.status}: ${JSON.stringify(answer)}`);
+  return answer;
+}
+
+const submit = async (request: unknown): Promise<string> =>
+  ((await api('post', '/v1/runs', request)) as { runId: string }).runId;
+const settled = async (runId: string): Promise<RunDocument> =>
+  (await api('get', `/v1/runs/${runId}/wait?timeoutMs=${STEP_MS}`)) as RunDocument;
+
+/**
+ * A fresh browser tab that has given the console its key (through the key form, as a person
+ * would); `test` runs in it, and a failure leaves a screenshot named after it.
+ */
+async function inConsole(name: string, test: (page: Page) => Promise<void>): Promise<void> {
+  const context = await browser.newContext({ viewport: { width: 1280, height: 860 } });
+  const page = await context.newPage();
+  page.setDefaultTimeout(STEP_MS);
+  // Anything the page's Content-Security-Policy refused (an inline style, a script from elsewhere).
+  const refused: string[] = [];
+  page.on('console', (message) => {
+    if (/Content Security Policy/i.test(message.text())) refused.push(message.text());
+  });
+  try {
+    await page.goto(`${stack.url}/console/`);
+    await page.locator('form[data-role="api-key"] input[name="key"]').fill(key);
+    await page.locator('form[data-role="api-key"] button[type="submit"]').click();
+    await page.locator('[data-page="runs"]').waitFor();
+    await test(page);
+    expect(refused).toEqual([]);
+  } catch (err) {
+    await page.screenshot({ path: `${ARTIFACTS}/${name}.png`, fullPage: true }).catch(() => undefined);
+    throw err;
+  } finally {
+    await context.close();
+  }
+}
+
+const runPage = (page: Page, runId: string): Promise<unknown> =>
+  page.goto(`${stack.url}/console/runs/${runId}`);
+const node = (page: Page, id: string) => page.locator(`[data-role="graph"] [data-node-id="${id}"]`);
+
+describe('authentication', () => {
+  it('asks for a key once, refuses a wrong one, and sends the right one as a bearer token only', async () => {
+    const context = await browser.newContext();
+    const page = await context.newPage();
+    page.setDefaultTimeout(STEP_MS);
+    const outside: string[] = [];
+    const bearer: string[] = [];
+    page.on('request', (request) => {
+      if (!request.url().startsWith(`${stack.url}/`)) outside.push(request.url());
+      const authorization = request.headers().authorization;
+      if (authorization) bearer.push(`${new URL(request.url()).pathname} ${authorization}`);
+    });
+    try {
+      const shell = await page.goto(`${stack.url}/console/`);
+      expect(shell!.headers()['content-security-policy']).toMatch(/default-src 'none'; script-src 'self'/);
+      await page.locator('form[data-role="api-key"] input[name="key"]').fill('tl_nope_nope');
+      await page.locator('form[data-role="api-key"] button[type="submit"]').click();
+      await page.getByText('The API refused that key').waitFor();
+      await page.locator('form[data-role="api-key"] input[name="key"]').fill(key);
+      await page.locator('form[data-role="api-key"] button[type="submit"]').click();
+      await page.locator('[data-page="runs"] [data-role="runs"][data-loaded="true"]').waitFor();
+      // Kept for the tab: another page of the console does not ask again.
+      await page.goto(`${stack.url}/console/sessions`);
+      await page.locator('[data-page="sessions"]').waitFor();
+      expect(await page.locator('form[data-role="api-key"]').count()).toBe(0);
+      expect(page.url()).not.toContain(key);
+      expect((await context.cookies()).length).toBe(0);
+      expect(bearer.some((b) => b === `/v1/runs Bearer ${key}`)).toBe(true);
+      expect(bearer.every((b) => b.startsWith('/v1/'))).toBe(true);
+      expect(outside).toEqual([]);
+    } finally {
+      await context.close();
+    }
+  });
+});
+
+describe('a run', () => {
+  it('submits the example graph and follows every node to succeeded, with its critical path and timeline', async () => {
+    await inConsole('example-run', async (page) => {
+      const example = readFileSync('examples/parallel-fetch.json', 'utf8').replaceAll(
+        'http://127.0.0.1:3000',
+        stack.url,
+      );
+      await page.locator('details.submit summary').click();
+      await page.locator('form[data-role="submit-run"] textarea').fill(example);
+      await page.locator('form[data-role="submit-run"] button[type="submit"]').click();
+      await page.locator('main[data-page="run"][data-run-status="succeeded"][data-settled="true"]').waitFor();
+      const ids = ['health', 'ready', 'pause', 'report'];
+      for (const id of ids) await node(page, id).and(page.locator('[data-status="succeeded"]')).waitFor();
+      expect(await page.locator('[data-role="graph"] [data-node-id]').count()).toBe(4);
+      // The critical path runs through the 500 ms pause into the join.
+      await page.locator('[data-role="graph"] [data-node-id="pause"].critical').waitFor();
+      await page.locator('[data-role="graph"] [data-node-id="report"].critical').waitFor();
+      expect(await page.locator('[data-timeline-node]').count()).toBe(4);
+      await node(page, 'report').click();
+      const details = page.locator('[data-role="node-details"][data-node-id="report"]');
+      await details.locator('[data-role="output"]').getByText('"ok"').first().waitFor();
+      await expect(details.locator('[data-role="input"]').textContent()).resolves.toContain('waitedMs');
+      await page.screenshot({ path: `${ARTIFACTS}/console-run.png` });
+    });
+  }, 60_000);
+
+  it('shows a wait node waiting, and its Approve button completes the run', async () => {
+    const runId = await submit({
+      graph: {
+        nodes: [
+          { id: 'gate', kind: 'wait', signal: 'approve', timeoutSeconds: 600 },
+          { id: 'after', kind: 'tool', tool: 'json', args: { value: { $ref: 'gate.output' } } },
+        ],
+        edges: [['gate', 'after']],
+      },
+    });
+    await inConsole('wait-approve', async (page) => {
+      await runPage(page, runId);
+      await node(page, 'gate').and(page.locator('[data-status="waiting"]')).waitFor();
+      const form = page.locator('form[data-role="decision"][data-node-id="gate"]');
+      await form.locator('input[name="comment"]').fill('looks right');
+      await form.locator('[data-action="approve"]').click();
+      await page.locator('main[data-run-status="succeeded"]').waitFor();
+      await node(page, 'after').and(page.locator('[data-status="succeeded"]')).waitFor();
+    });
+    const doc = await settled(runId);
+    expect((doc.nodes.gate as { output?: unknown }).output).toEqual({
+      approved: true,
+      comment: 'looks right',
+    });
+  }, 60_000);
+
+  it('follows the run live: a decision made elsewhere shows up from the event stream alone', async () => {
+    const runId = await submit({
+      graph: { nodes: [{ id: 'gate', kind: 'wait', signal: 'go', timeoutSeconds: 600 }] },
+    });
+    await inConsole('live', async (page) => {
+      await runPage(page, runId);
+      await node(page, 'gate').and(page.locator('[data-status="waiting"]')).waitFor();
+      // The page does nothing from here on: only the run's events can tell it what happens next.
+      await api('post', `/v1/runs/${runId}/signals/go`, { by: 'someone else' });
+      await node(page, 'gate').and(page.locator('[data-status="succeeded"]')).waitFor();
+      await page.locator('main[data-run-status="succeeded"][data-settled="true"]').waitFor();
+    });
+  }, 60_000);
+
+  it('shows a failed node’s error class and message in its details', async () => {
+    const runId = await submit({
+      graph: {
+        nodes: [{ id: 'bad', kind: 'tool', tool: 'http', args: { url: `${tools.url}/status/404?node=bad` } }],
+      },
+    });
+    const doc = await settled(runId);
+    const error = (doc.nodes.bad as { error?: { code: string; message: string } }).error!;
+    await inConsole('failed-node', async (page) => {
+      await runPage(page, runId);
+      await page.locator('main[data-run-status="failed"]').waitFor();
+      await node(page, 'bad').and(page.locator('[data-status="failed"]')).click();
+      const shown = page.locator('[data-role="node-details"][data-node-id="bad"] [data-role="node-error"]');
+      await expect(shown.getAttribute('data-error-class')).resolves.toBe('validation');
+      await expect(shown.locator('.error-class').textContent()).resolves.toBe(error.code);
+      await expect(shown.locator('.error-message').textContent()).resolves.toBe(error.message);
+    });
+  }, 60_000);
+
+  it('reruns from a node: the new run links to its origin, and the node upstream is not called again', async () => {
+    const tag = `rerun-${Date.now()}`;
+    const runId = await submit({
+      tags: [tag],
+      graph: {
+        nodes: [
+          { id: 'up', kind: 'tool', tool: 'http', args: { url: `${tools.url}/work?node=${tag}-up&ms=5` } },
+          {
+            id: 'down',
+            kind: 'tool',
+            tool: 'http',
+            args: { url: `${tools.url}/work?node=${tag}-down&ms=5` },
+          },
+        ],
+        edges: [['up', 'down']],
+      },
+    });
+    expect((await settled(runId)).status).toBe('succeeded');
+    await inConsole('rerun', async (page) => {
+      await runPage(page, runId);
+      await page.locator('main[data-run-status="succeeded"][data-settled="true"]').waitFor();
+      await node(page, 'down').click();
+      await page.locator('[data-role="node-details"][data-node-id="down"] [data-action="rerun"]').click();
+      await page.waitForURL(
+        (url) => url.pathname.startsWith('/console/runs/') && !url.pathname.endsWith(runId),
+      );
+      await page.locator('main[data-run-status="succeeded"][data-settled="true"]').waitFor();
+      await expect(
+        page.locator('[data-role="rerun-of"] a[data-role="origin"]').getAttribute('href'),
+      ).resolves.toBe(`/console/runs/${runId}`);
+      await node(page, 'up').and(page.locator('[data-status="succeeded"]')).waitFor();
+    });
+    expect(tools.hitsOf(`${tag}-up`)).toHaveLength(1);
+    expect(tools.hitsOf(`${tag}-down`)).toHaveLength(2);
+  }, 60_000);
+});
+
+describe('actions', () => {
+  it('cancels a running run, sends feedback on it, and resumes a failed one', async () => {
+    const waiting = await submit({
+      graph: { nodes: [{ id: 'gate', kind: 'wait', signal: 'never', timeoutSeconds: 600 }] },
+    });
+    const node = `resume-${Date.now()}`;
+    const failing = await submit({
+      graph: {
+        nodes: [
+          { id: 'bad', kind: 'tool', tool: 'http', args: { url: `${tools.url}/status/404?node=${node}` } },
+        ],
+      },
+      budget: { toolCalls: 10 },
+    });
+    expect((await settled(failing)).status).toBe('failed');
+    const callsBefore = tools.hitsOf(node).length;
+    await inConsole('actions', async (page) => {
+      await runPage(page, waiting);
+      await page.locator('[data-role="graph"] [data-node-id="gate"][data-status="waiting"]').waitFor();
+      await page.locator('[data-action="cancel"]').click();
+      await page.locator('main[data-run-status="cancelled"][data-settled="true"]').waitFor();
+      const feedback = page.locator('form[data-role="feedback"]');
+      await feedback.locator('select[name="score"]').selectOption('-1');
+      await feedback.locator('input[name="comment"]').fill('stopped by hand');
+      await feedback.locator('button[type="submit"]').click();
+      await page.locator('[data-role="notice"]', { hasText: 'Feedback: done.' }).waitFor();
+
+      await runPage(page, failing);
+      await page.locator('main[data-run-status="failed"][data-settled="true"]').waitFor();
+      await page.locator('[data-action="resume"]').click();
+      await page.locator('[data-role="notice"]', { hasText: 'Resume: done.' }).waitFor();
+      await tools.hitCount(node, callsBefore + 1);
+    });
+    expect((await settled(failing)).generation).toBe(1);
+  }, 60_000);
+
+  it('loads a blob output on demand in the details panel', async () => {
+    const runId = await submit({
+      graph: {
+        nodes: [
+          {
+            id: 'big',
+            kind: 'tool',
+            tool: 'http',
+            args: { url: `${tools.url}/work?node=blob&ms=1&bytes=4000` },
+          },
+        ],
+      },
+    });
+    expect((await settled(runId)).status).toBe('succeeded');
+    await inConsole('blob', async (page) => {
+      await runPage(page, runId);
+      await node(page, 'big').and(page.locator('[data-status="succeeded"]')).click();
+      const output = page.locator('[data-role="node-details"][data-node-id="big"] [data-role="output"]');
+      await output.locator('[data-blob^="sha256:"] [data-action="load-blob"]').click();
+      await output.locator('.json-key', { hasText: 'body:' }).waitFor();
+      expect(await output.locator('[data-action="load-blob"]').count()).toBe(0);
+    });
+  }, 60_000);
+});
+
+describe('the runs list', () => {
+  it('filters by status (and tag) from the page', async () => {
+    const tag = `list-${Date.now()}`;
+    const ok = await submit({
+      tags: [tag],
+      graph: { nodes: [{ id: 'a', kind: 'tool', tool: 'json', args: { value: 1 } }] },
+    });
+    const bad = await submit({
+      tags: [tag],
+      graph: {
+        nodes: [
+          { id: 'a', kind: 'tool', tool: 'http', args: { url: `${tools.url}/status/404?node=${tag}` } },
+        ],
+      },
+    });
+    await Promise.all([settled(ok), settled(bad)]);
+    await inConsole('runs-list', async (page) => {
+      const filters = page.locator('form[data-role="filters"]');
+      await filters.locator('input[name="tag"]').fill(tag);
+      await filters.locator('button[type="submit"]').click();
+      await page.locator(`tr[data-run-id="${ok}"][data-status="succeeded"]`).waitFor();
+      await page.locator(`tr[data-run-id="${bad}"][data-status="failed"]`).waitFor();
+      await filters.locator('select[name="status"]').selectOption('failed');
+      await page.locator(`tr[data-run-id="${ok}"]`).waitFor({ state: 'detached' });
+      await page.locator(`tr[data-run-id="${bad}"]`).waitFor();
+      expect(new URL(page.url()).searchParams.get('status')).toBe('failed');
+      expect(await page.locator('tr[data-run-id]').count()).toBe(1);
+      await page.screenshot({ path: `${ARTIFACTS}/console-list.png` });
+    });
+  }, 60_000);
+});
+
+describe('sessions and lessons', () => {
+  it('sends a message from a session’s page and shows the transcript with the reply', async () => {
+    const sessionKey = `console-${Date.now()}`;
+    await inConsole('session', async (page) => {
+      await page.goto(`${stack.url}/console/sessions/${sessionKey}`);
+      await page.locator('[data-lane="new"]').waitFor();
+      const box = page.locator('form[data-role="send-message"]');
+      await box.locator('textarea').fill('hello console');
+      await box.locator('button[type="submit"]').click();
+      const transcript = page.locator('[data-role="transcript"]');
+      await transcript
+        .locator('[data-type="message"][data-role="user"]', { hasText: 'hello console' })
+        .waitFor();
+      await transcript
+        .locator('[data-type="message"][data-role="assistant"]', { hasText: 'echo: hello console' })
+        .waitFor();
+      await transcript.locator('[data-type="run"]').waitFor();
+      await page.goto(`${stack.url}/console/sessions`);
+      await page.locator(`[data-role="sessions"] tr[data-session-key="${sessionKey}"]`).waitFor();
+    });
+  }, 60_000);
+
+  it('lists an agent’s lessons page (empty for a new agent)', async () => {
+    await inConsole('lessons', async (page) => {
+      await page.goto(`${stack.url}${CONSOLE_PAGES.lessons.replace(':agentId', 'main')}`);
+      await page.locator('[data-page="lessons"] [data-role="lessons"] tbody tr').first().waitFor();
+    });
+  });
+});
