@@ -443,6 +443,24 @@ describe('tenants', () => {
     ]);
   });
 
+  it('lets only a key that may write runs wait with abortOnDisconnect', async () => {
+    const reader = await makeKey('acme', ['runs:read']);
+    const posted = await call('post', '/v1/runs', { key: acme, body: waitGraph('later') });
+    const runId = posted.body.runId as string;
+    const refused = await call('get', `/v1/runs/${runId}/wait?timeoutMs=0&abortOnDisconnect=true`, {
+      key: reader.key,
+    });
+    expect(refused.status).toBe(403);
+    expect(refused.body).toMatchObject({
+      error: { code: 'forbidden', message: expect.stringContaining('runs:write') },
+    });
+    expect((await call('get', `/v1/runs/${runId}/wait?timeoutMs=0`, { key: reader.key })).status).toBe(202);
+    expect(
+      (await call('get', `/v1/runs/${runId}/wait?timeoutMs=0&abortOnDisconnect=true`, { key: acme })).status,
+    ).toBe(202);
+    await call('post', `/v1/runs/${runId}/cancel`, { key: acme });
+  });
+
   it('lets the root token act for a tenant, and delete one without a key left behind', async () => {
     const tenant = `gone-${randomUUID().slice(0, 6)}`;
     const key = (await makeKey(tenant, SCOPES)).key;

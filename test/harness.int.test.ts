@@ -3,7 +3,7 @@
  * timeouts, onError continue, loop suspicion, deadline, budgets, resume, events.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { AttemptRecord } from '@tetraloop/core';
+import { metrics, type AttemptRecord, type RunDocument } from '@tetraloop/core';
 import { post, postRun, readEvents, runToEnd, startStack, waitFor, type Stack } from './support/stack.js';
 import { startToolServer, type ToolServer } from './support/tool-server.js';
 
@@ -311,5 +311,43 @@ describe('events', () => {
       event: 'lifecycle',
       data: { type: 'run.finished', phase: 'end', data: { status: 'succeeded' } },
     });
+  });
+});
+
+describe('waiting with abortOnDisconnect', () => {
+  const waitsOpen = async (): Promise<number> =>
+    (await metrics.longRequestsOpen.get()).values.find((v) => v.labels.kind === 'wait')?.value ?? 0;
+
+  it('cancels the run when the waiting client goes away before it settles', async () => {
+    const posted = await postRun(stack.url, {
+      graph: { nodes: [call('abandoned', '/hang', { timeoutMs: 60_000 })] },
+    });
+    const runId = posted.body.runId as string;
+    const client = new AbortController();
+    const waiting = fetch(`${stack.url}/v1/runs/${runId}/wait?timeoutMs=60000&abortOnDisconnect=true`, {
+      signal: client.signal,
+    }).catch(() => undefined);
+    // The server holds the wait open; then the client goes away.
+    await expect.poll(waitsOpen, { timeout: 5000, interval: 20 }).toBe(1);
+    client.abort();
+    await waiting;
+    const doc = await waitFor(stack.url, runId);
+    expect(doc.status).toBe('cancelled');
+  });
+
+  it('leaves the run alone without it, and answers a bad value with 400', async () => {
+    const posted = await postRun(stack.url, { graph: { nodes: [call('kept', '/work?ms=300')] } });
+    const runId = posted.body.runId as string;
+    const client = new AbortController();
+    const waiting = fetch(`${stack.url}/v1/runs/${runId}/wait?timeoutMs=60000`, {
+      signal: client.signal,
+    }).catch(() => undefined);
+    await expect.poll(waitsOpen, { timeout: 5000, interval: 20 }).toBe(1);
+    client.abort();
+    await waiting;
+    const res = await fetch(`${stack.url}/v1/runs/${runId}/wait?timeoutMs=10000`);
+    expect(((await res.json()) as RunDocument).status).toBe('succeeded');
+    const bad = await fetch(`${stack.url}/v1/runs/${runId}/wait?abortOnDisconnect=yes`);
+    expect(bad.status).toBe(400);
   });
 });

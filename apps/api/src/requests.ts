@@ -72,6 +72,11 @@ export const waitQuery = (maxWaitMs: number) =>
   z.strictObject({
     timeoutMs: z.coerce.number().int().min(0).max(maxWaitMs).default(30_000),
     expand: Expand,
+    /** Cancel the run when the waiting client goes away before it settles (needs `runs:write`). */
+    abortOnDisconnect: z
+      .enum(['true', 'false'])
+      .default('false')
+      .transform((v) => v === 'true'),
   });
 
 /**

@@ -4,6 +4,7 @@
  */
 import type { Request, RequestHandler, Response } from 'express';
 import {
+  hasScope,
   metrics,
   BudgetDecision,
   RunRequest,
@@ -193,6 +194,15 @@ export function runHandlers(deps: RunsRouterDeps): Partial<Record<RouteName, Req
     const query = WaitQuery.safeParse(req.query);
     if (!query.success) throw zodToHttp(query.error, ['query']);
     const runId = await ownRun(req, res);
+    const { abortOnDisconnect } = query.data;
+    // Cancelling is writing: a read-only key may wait, not cancel by going away.
+    if (abortOnDisconnect && !hasScope(callerOf(res), 'runs:write')) {
+      throw new HttpError(
+        403,
+        'forbidden',
+        'abortOnDisconnect cancels the run: the API key lacks the scope runs:write',
+      );
+    }
     // Only the answer reads the whole document; the checks before it read two fields.
     const settled = await deps.runs.settled(runId);
     if (settled === null) throw notFound();
@@ -200,7 +210,7 @@ export function runHandlers(deps: RunsRouterDeps): Partial<Record<RouteName, Req
       // Only a request that will wait holds a slot; one for a settled run answers at once. The
       // slot is given back before the answer goes out.
       const release = deps.longRequests.admit('wait', res);
-      // Waiting never changes the run; a client that goes away just stops waiting.
+      // A client that goes away stops waiting; the run goes on, unless it asked to cancel it then.
       const gone = new AbortController();
       res.on('close', () => gone.abort());
       try {
@@ -212,6 +222,12 @@ export function runHandlers(deps: RunsRouterDeps): Partial<Record<RouteName, Req
         );
       } finally {
         release();
+      }
+      if (abortOnDisconnect && gone.signal.aborted && !res.writableFinished) {
+        if ((await deps.runs.settled(runId)) === false) {
+          await deps.runs.cancel(runId);
+        }
+        return;
       }
     }
     const doc = await deps.runs.get(runId);

@@ -204,6 +204,8 @@ export function routeOperations(settings: OperationSettings): { readonly [K in R
         describe: {
           timeoutMs: `How long to wait, in ms (at most TETRALOOP_MAX_WAIT_MS, here ${settings.maxWaitMs}).`,
           expand,
+          abortOnDisconnect:
+            '`true`: the run is cancelled when this request is closed before the run settles (the key needs `runs:write`). Default `false`: a client that goes away only stops waiting.',
         },
       },
       answers: {
@@ -212,6 +214,7 @@ export function routeOperations(settings: OperationSettings): { readonly [K in R
       },
       errors: {
         400: ['invalid_request'],
+        403: ['forbidden'],
         404: ['run_not_found'],
         429: ['too_many_waits'],
         503: ['waits_at_capacity'],

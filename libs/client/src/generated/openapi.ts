@@ -2336,6 +2336,8 @@ export interface operations {
                 timeoutMs?: number;
                 /** @description `blobs`: each blob stub in `output` and `nodes.*.output` replaced by the output itself. */
                 expand?: "blobs";
+                /** @description `true`: the run is cancelled when this request is closed before the run settles (the key needs `runs:write`). Default `false`: a client that goes away only stops waiting. */
+                abortOnDisconnect?: "true" | "false";
             };
             header?: {
                 /** @description Root token only: the tenant to act for (default `default`); a key acts for its own tenant. */
