@@ -3,13 +3,7 @@ import { applyVariant, nodeForAttempt, variantNumber } from './retry-variants.js
 
 describe('retry variants', () => {
   it('run the first attempt as written, then the overrides in turn, the last one repeating', () => {
-    expect([1, 2, 3, 4, 5].map((attempt) => variantNumber(2, attempt))).toEqual([
-      undefined,
-      1,
-      2,
-      2,
-      2,
-    ]);
+    expect([1, 2, 3, 4, 5].map((attempt) => variantNumber(2, attempt))).toEqual([undefined, 1, 2, 2, 2]);
     expect(variantNumber(0, 3)).toBeUndefined();
   });
 
@@ -26,7 +20,12 @@ describe('retry variants', () => {
   });
 
   it('answer the node an attempt runs, and which override it took', () => {
-    const node = { id: 'm', kind: 'llm', prompt: 'extract', retry: { vary: [{ prompt: 'extract, simply' }] } };
+    const node = {
+      id: 'm',
+      kind: 'llm',
+      prompt: 'extract',
+      retry: { vary: [{ prompt: 'extract, simply' }] },
+    };
     expect(nodeForAttempt(node, 1)).toEqual({ node });
     expect(nodeForAttempt(node, 2)).toEqual({ node: { ...node, prompt: 'extract, simply' }, variant: 1 });
   });
