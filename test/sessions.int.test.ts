@@ -280,6 +280,25 @@ describe('lanes', () => {
   });
 });
 
+describe('double submissions', () => {
+  it('take a message without an eventId sent twice at once in one run; other text, or another mode, is new', async () => {
+    answer = echo(0);
+    const [first, second] = await Promise.all([say('double', 'order pizza'), say('double', 'order pizza')]);
+    const placed = [first, second].filter((p) => p.duplicate !== true);
+    expect(placed).toHaveLength(1);
+    expect([first, second].filter((p) => p.duplicate === true)).toHaveLength(1);
+    await waitFor(stack.url, placed[0]!.runId!);
+    const other = await say('double', 'order sushi');
+    expect(other.duplicate).toBeUndefined();
+    await waitFor(stack.url, other.runId!);
+    const users = (await transcript('double')).filter((l) => l.type === 'message' && l.role === 'user');
+    expect(users.map((l) => l.text)).toEqual(['order pizza', 'order sushi']);
+    // The lane holds nothing of the duplicate.
+    await idle('double');
+    expect(await session('double')).toMatchObject({ running: null, queued: [] });
+  });
+});
+
 describe('replies and transcripts', () => {
   it('records messages, tool calls, replies and runs as JSONL, and suppresses NO_REPLY', async () => {
     answer = (r) =>

@@ -243,6 +243,8 @@ export const BaseEnv = z.object({
   /** Transcript lines kept per session; the oldest are dropped past it (their numbers stay). */
   TETRALOOP_TRANSCRIPT_MAX_LINES: z.coerce.number().int().min(100).max(10_000_000).default(10_000),
   TETRALOOP_DEDUPE_WINDOW_SECONDS: z.coerce.number().int().positive().default(600),
+  /** A session message without an `eventId` sent again with the same content within this is taken once (0: off). */
+  TETRALOOP_MESSAGE_DEDUPE_MS: z.coerce.number().int().min(0).max(60_000).default(2000),
   /** Same-type events of one source within this window merge into one; 0 turns merging off. */
   TETRALOOP_BURST_WINDOW_MS: z.coerce.number().int().min(0).default(500),
   /** Polled HTTP sources, as JSON: [{"name", "url", "intervalMs" (≥ 200), "timeoutMs", "sessionKey", "type"}]. */

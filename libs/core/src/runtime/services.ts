@@ -159,6 +159,7 @@ export function buildServices(
       runMode: env.TETRALOOP_SESSION_RUN_MODE,
       environmentCap: 100,
       dedupeWindowSeconds: env.TETRALOOP_DEDUPE_WINDOW_SECONDS,
+      contentDedupeMs: env.TETRALOOP_MESSAGE_DEDUPE_MS,
       compactTokens: env.TETRALOOP_SESSION_COMPACT_TOKENS,
       compactLines: 1000,
       compactTimeoutMs: Math.min(30_000, env.TETRALOOP_MODEL_TIMEOUT_MS),

@@ -69,6 +69,11 @@ export interface SessionConfig {
   /** Duplicate window of event ids. @defaultValue 600 */
   readonly dedupeWindowSeconds: number;
   /**
+   * A message without an `eventId` whose content (mode, text, metadata) was admitted to its session
+   * within this is a double submission, taken once; 0 turns it off. @defaultValue 2000
+   */
+  readonly contentDedupeMs?: number;
+  /**
    * Compaction: when the history a run would see (the latest summary and the messages after it)
    * is estimated past this many tokens, its older turns are folded into a summary.
    * @defaultValue 8000
@@ -127,6 +132,12 @@ export type MessageResult = z.infer<typeof MessageResult>;
 const SESSION_BASE = `You are an agent run by Tetraloop. Answer the user's latest message; use tools when they help.
 Reply with exactly NO_REPLY when no reply is needed.
 ${UNTRUSTED_DATA_NOTE}`;
+
+/** A message's content id: what a double submission repeats (mode, text, metadata). */
+function contentIdOf(input: MessageInput, mode: string): string {
+  const content = JSON.stringify([mode, input.text, input.metadata ?? null]);
+  return `content:${createHash('sha256').update(content).digest('hex').slice(0, 32)}`;
+}
 
 export class SessionService {
   constructor(private readonly deps: SessionDeps) {}
@@ -199,6 +210,9 @@ export class SessionService {
       envCap: config.environmentCap,
       followupCap: config.followupCap,
       ...(messageId !== undefined ? { once: { id: messageId, windowMs } } : {}),
+      ...(input.eventId === undefined && (config.contentDedupeMs ?? 0) > 0
+        ? { sameContent: { id: contentIdOf(input, mode), windowMs: config.contentDedupeMs! } }
+        : {}),
       line: { type: 'message', role: 'user', ...message },
     });
     switch (admitted.kind) {

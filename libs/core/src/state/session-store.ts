@@ -286,6 +286,8 @@ export class SessionStore {
       /** Most runs a `followup` message may find waiting in the lane. */
       followupCap: number;
       once?: { readonly id: string; readonly windowMs: number };
+      /** A message without an `eventId`: its content id, a duplicate when admitted within `windowMs`. */
+      sameContent?: { readonly id: string; readonly windowMs: number };
       line?: unknown;
     },
   ): Promise<AdmitResult> {
@@ -307,6 +309,8 @@ export class SessionStore {
           args.once?.windowMs ?? 0,
           args.line === undefined ? '' : JSON.stringify(args.line),
           args.followupCap,
+          args.sameContent?.id ?? '',
+          args.sameContent?.windowMs ?? 0,
           this.idleTtlMs,
           this.transcriptMaxLines,
         ],

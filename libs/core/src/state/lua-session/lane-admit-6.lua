@@ -6,7 +6,9 @@
   for this message, ARGV[4] message JSON, ARGV[5] collect cap, ARGV[6] drop policy
   (summarize|old|new), ARGV[7] environment cap, ARGV[8] the message's id ('' for none), ARGV[9] the
   dedupe window (ms), ARGV[10] the message's transcript line (JSON; '' for none), ARGV[11] followup
-  cap (runs waiting in the lane)
+  cap (runs waiting in the lane), ARGV[12] the message's content id ('' for none: a message with an
+  `eventId` is known by it), ARGV[13] the content window (ms): the same content admitted within it
+  is a double submission
   Then the idle TTL and the transcript cap (see session.lib.lua).
   Returns one of:
     { 'duplicate' }                 a message with this id was admitted within the window: nothing
@@ -24,6 +26,7 @@
 ]]
 local now, mode, runId = ARGV[1], ARGV[2], ARGV[3]
 local messageId, window, line, cap = ARGV[8], tonumber(ARGV[9]), ARGV[10], tonumber(ARGV[11])
+local contentId, contentWindow = ARGV[12], tonumber(ARGV[13])
 local running = redis.call('HGET', KEYS[1], 'running')
 -- A followup its lane has no room for changes nothing (not even the record of its id), unless it
 -- is a message admitted before.
@@ -33,7 +36,19 @@ if mode == 'followup' and running and running ~= '' then
   local admitted = messageId ~= '' and redis.call('ZSCORE', KEYS[6], messageId)
   if waiting >= cap and not admitted then return { 'full', cap } end
 end
+-- The same content again within its short window, in the same context (a `/new` starts another):
+-- one message sent twice (a double click).
+if contentId ~= '' then
+  contentId = contentId .. '@' .. (redis.call('HGET', KEYS[1], 'contextId') or '1')
+  local at = redis.call('ZSCORE', KEYS[6], contentId)
+  if at and tonumber(at) >= tonumber(now) - contentWindow then return { 'duplicate' } end
+end
 if messageId ~= '' and not once(KEYS[6], messageId, now, window) then return { 'duplicate' } end
+if contentId ~= '' then
+  -- Kept as long as the ids beside it (trimmed by the longer window), judged by its own.
+  redis.call('ZADD', KEYS[6], now, contentId)
+  if redis.call('PTTL', KEYS[6]) < contentWindow then redis.call('PEXPIRE', KEYS[6], contentWindow) end
+end
 redis.call('HSETNX', KEYS[1], 'createdAt', now)
 redis.call('HSETNX', KEYS[1], 'contextId', '1')
 if line ~= '' then appendLines({ line }) end
