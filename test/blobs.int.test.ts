@@ -104,23 +104,29 @@ describe('a large output', () => {
       echo: stub,
       summary: { text: 'a summary' },
     });
-    // (The graph still holds the value, as the json node's argument.)
-    expect(JSON.stringify({ output: doc.output, nodes: doc.nodes }).length).toBeLessThan(10_000);
+    // (The graph still holds the value, as the json node's argument; a large input is a stub too.)
+    expect(doc.nodes.echo).toMatchObject({ input: stubOf({ value: big }) });
+    const outputs = Object.values(doc.nodes).map((n) => ('output' in n ? n.output : undefined));
+    expect(JSON.stringify({ output: doc.output, outputs }).length).toBeLessThan(10_000);
 
     // The dependents got the content: a nested field, an interpolation, the whole value, a prompt.
     const prompt = model.requests.slice(calls)[0]!.messages.at(-1)!.content!;
     expect(prompt.startsWith(`Summarise ${big.title}: xxxx`)).toBe(true);
     expect(prompt).toContain('…[truncated 12000 chars]');
 
-    // `big` and `echo` have the same output: one blob.
+    // `big` and `echo` have the same output: one blob; and their same input (`{value: big}`, the
+    // value `echo` received), one more.
+    const bigKey = blobKey(stack.prefix, DEFAULT_TENANT, hexOf(big));
+    const inputKey = blobKey(stack.prefix, DEFAULT_TENANT, hexOf({ value: big }));
     const added = (await blobKeys()).filter((k) => !before.includes(k));
-    expect(added).toEqual([blobKey(stack.prefix, DEFAULT_TENANT, hexOf(big))]);
-    expect(await redis.get(added[0]!)).toBe(JSON.stringify(big));
-    expect((await blobBytes('stored')) - storedBefore).toBe(stub.bytes);
-    expect((await blobBytes('deduplicated')) - dedupedBefore).toBe(stub.bytes);
+    expect(added.sort()).toEqual([bigKey, inputKey].sort());
+    expect(await redis.get(bigKey)).toBe(JSON.stringify(big));
+    const inputStub = stubOf({ value: big });
+    expect((await blobBytes('stored')) - storedBefore).toBe(stub.bytes + inputStub.bytes);
+    expect((await blobBytes('deduplicated')) - dedupedBefore).toBe(stub.bytes + inputStub.bytes);
 
     // It lives at least as long as the run that references it.
-    const ttl = await redis.ttl(added[0]!);
+    const ttl = await redis.ttl(bigKey);
     const runTtl = await redis.ttl(runKeys(stack.prefix, doc.runId).meta);
     expect(runTtl).toBeGreaterThan(RETENTION - 60);
     expect(ttl).toBeGreaterThanOrEqual(runTtl);
@@ -159,11 +165,14 @@ describe('a large output', () => {
       expect(doc.status).toBe('succeeded');
       expect(doc.output).toEqual({ a: stubOf(big), b: stubOf(big) });
     }
-    expect((await blobKeys()).filter((k) => !before.includes(k))).toEqual([
-      blobKey(stack.prefix, DEFAULT_TENANT, hexOf(big)),
-    ]);
-    // Four outputs, one stored: three deduplicated.
-    expect((await blobBytes('deduplicated')) - dedupedBefore).toBe(3 * stubOf(big).bytes);
+    // The output, and the input that carried it (`{value: big}`), each stored once.
+    expect((await blobKeys()).filter((k) => !before.includes(k)).sort()).toEqual(
+      [hexOf(big), hexOf({ value: big })].map((hex) => blobKey(stack.prefix, DEFAULT_TENANT, hex)).sort(),
+    );
+    // Four outputs and four inputs, one of each stored: three of each deduplicated.
+    expect((await blobBytes('deduplicated')) - dedupedBefore).toBe(
+      3 * stubOf(big).bytes + 3 * stubOf({ value: big }).bytes,
+    );
 
     // Each new reference raises the blob's TTL to the run's retention, and never lowers it.
     const key = blobKey(stack.prefix, DEFAULT_TENANT, hexOf(big));

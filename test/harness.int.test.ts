@@ -314,6 +314,32 @@ describe('events', () => {
   });
 });
 
+describe('node inputs', () => {
+  it('records what each call was made with beside its output: references filled in', async () => {
+    const doc = await runToEnd(stack.url, {
+      input: { city: 'Lyon' },
+      graph: {
+        nodes: [
+          { id: 'in-a', kind: 'tool', tool: 'json', args: { value: { city: { $ref: 'input.city' } } } },
+          {
+            id: 'in-b',
+            kind: 'tool',
+            tool: 'json',
+            args: { value: 'weather in {{in-a.output.city}}' },
+          },
+        ],
+        edges: [['in-a', 'in-b']],
+      },
+    });
+    expect(doc.status).toBe('succeeded');
+    expect(doc.nodes['in-a']).toMatchObject({ input: { value: { city: 'Lyon' } }, output: { city: 'Lyon' } });
+    expect(doc.nodes['in-b']).toMatchObject({
+      input: { value: 'weather in Lyon' },
+      output: 'weather in Lyon',
+    });
+  });
+});
+
 describe('waiting with abortOnDisconnect', () => {
   const waitsOpen = async (): Promise<number> =>
     (await metrics.longRequestsOpen.get()).values.find((v) => v.labels.kind === 'wait')?.value ?? 0;

@@ -1120,6 +1120,7 @@ export interface components {
         NodeView: {
             /** @enum {string} */
             status: "succeeded" | "failed" | "skipped" | "cancelled";
+            input?: unknown;
             output?: unknown;
             error?: components["schemas"]["NodeError"];
             attempts: components["schemas"]["AttemptRecord"][];

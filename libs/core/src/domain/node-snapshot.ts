@@ -44,6 +44,11 @@ export type NodeUsage = z.infer<typeof NodeUsage>;
 /** A node's final result, written once before its job completes and never changed. */
 export const NodeSnapshot = z.object({
   status: SnapshotStatus,
+  /**
+   * What its call was made with: a tool node's args after references and hooks (a secret stays its
+   * `{"$secret"}` reference), an llm node's rendered `{system?, prompt}`; a blob stub when large.
+   */
+  input: z.unknown().optional(),
   output: z.unknown().optional(),
   error: NodeErrorData.optional(),
   /** Every execution that led to this snapshot, oldest first (empty for nodes that never ran). */

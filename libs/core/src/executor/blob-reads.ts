@@ -74,14 +74,17 @@ export async function withOutputBlob(
   plan: { readonly tenant: string; readonly timeoutSeconds: number },
   snapshot: NodeSnapshot,
 ): Promise<NodeSnapshot> {
-  if (snapshot.output === undefined) return snapshot;
-  const output = await deps.store.blobs.externalize(
-    plan.tenant,
-    snapshot.output,
-    deps.blobMinBytes,
-    plan.timeoutSeconds,
-  );
-  return output === snapshot.output ? snapshot : { ...snapshot, output };
+  const externalize = (value: unknown): Promise<unknown> =>
+    value === undefined
+      ? Promise.resolve(undefined)
+      : deps.store.blobs.externalize(plan.tenant, value, deps.blobMinBytes, plan.timeoutSeconds);
+  const [input, output] = await Promise.all([externalize(snapshot.input), externalize(snapshot.output)]);
+  if (input === snapshot.input && output === snapshot.output) return snapshot;
+  return {
+    ...snapshot,
+    ...(input !== undefined ? { input } : {}),
+    ...(output !== undefined ? { output } : {}),
+  };
 }
 
 /**
@@ -96,7 +99,7 @@ export function retainBlobs(
 ): Promise<void> {
   return deps.store.blobs.retain(
     tenant,
-    [...snapshots].map((s) => s.output),
+    [...snapshots].flatMap((s) => [s.input, s.output]),
     timeoutSeconds,
   );
 }

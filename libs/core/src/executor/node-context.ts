@@ -58,6 +58,8 @@ export interface NodeContext {
     tool?: string;
     target?: string;
     lessons: string[];
+    /** What the node's call was made with (`NodeRun.recordInput`), for its snapshot. */
+    input?: unknown;
     rateLimit?: RateLimitFix;
     /** Calls that went through flow control in this execution (a later one waits in the worker). */
     flowCalls?: number;
@@ -105,6 +107,7 @@ export function snapshotOf(
   const attempt = attemptRecord(ctx, result.error ? { error: result.error } : {});
   return {
     status,
+    ...(ctx.call.input !== undefined ? { input: ctx.call.input } : {}),
     ...(result.output !== undefined ? { output: result.output } : {}),
     ...(result.error ? { error: result.error } : {}),
     attempts: [...ctx.begin.attempts, attempt],

@@ -44,6 +44,9 @@ export function nodeRun<N extends ExecutableNode>(
     log: ctx.log,
     scope: ctx.scope,
     resolve: (value) => resolve(ctx, value),
+    recordInput: (value) => {
+      ctx.call.input = value;
+    },
     snapshot: (status, result) => snapshotOf(ctx, status, result),
     fail,
     callTool: (tool, args, used, call) => callTool(ctx, tool, args, used, call),

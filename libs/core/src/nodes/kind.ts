@@ -188,6 +188,12 @@ export interface NodeRun<N extends NodeBase> {
   readonly scope: Readonly<Record<string, unknown>>;
   /** `value` with its references filled in from the scope. */
   resolve(value: unknown): unknown;
+  /**
+   * Keeps what the node's call is made with on its snapshot (`input`), so the node can be inspected
+   * and run again alone: a tool's args after the hooks (secrets as their `{"$secret"}` references),
+   * a model call's rendered prompts. A large one goes to the blob store like an output.
+   */
+  recordInput(value: unknown): void;
   /** A final snapshot of this execution, with the attempts recorded before it. */
   snapshot(
     status: NodeSnapshot['status'],

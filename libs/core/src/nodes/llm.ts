@@ -26,8 +26,11 @@ async function runLlmNode(run: NodeRun<LlmNode>): Promise<NodeSnapshot> {
   const { node } = run;
   const max = run.modelInputChars;
   const messages: ChatMessage[] = [];
-  if (node.system) messages.push({ role: 'system', content: renderPrompt(node.system, run.scope, max) });
-  messages.push({ role: 'user', content: renderPrompt(node.prompt, run.scope, max) });
+  const system = node.system ? renderPrompt(node.system, run.scope, max) : undefined;
+  const prompt = renderPrompt(node.prompt, run.scope, max);
+  if (system !== undefined) messages.push({ role: 'system', content: system });
+  messages.push({ role: 'user', content: prompt });
+  run.recordInput({ ...(system !== undefined ? { system } : {}), prompt });
 
   const outcome = await run.callModel({
     ...(node.model ? { model: node.model } : {}),

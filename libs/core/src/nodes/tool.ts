@@ -20,6 +20,7 @@ async function runToolNode(run: NodeRun<ToolNode>): Promise<NodeSnapshot> {
     return run.snapshot('failed', { error: { code: 'validation', message: `unknown tool "${name}"` } });
   const before = await run.beforeToolCall(name, run.resolve(run.node.args));
   if (!before.ok) return run.fail(before.error);
+  run.recordInput(before.args);
   const outcome = await run.callTool(tool, before.args, run.usage.toolTimeMs, {
     index: '0',
     secrets: findSecretRefs(run.node.args),
