@@ -13,6 +13,7 @@ import {
   RunStore,
   SessionStore,
   connectRedis,
+  whenReady,
   reconcileQueuedRuns,
   runJobId,
   type RunQueues,
@@ -118,6 +119,8 @@ describe('reconciler pass', () => {
     // No worker pools: jobs stay where the reconciler leaves them.
     stack = await startStack({ pools: [] });
     redis = connectRedis(stack.env.REDIS_URL!, 'client', 'accept-test');
+    // A client connection has no offline queue: used before it is ready, a command fails.
+    await whenReady(redis);
     const open = (name: string) => new Queue(name, { connection: redis, prefix: stack.prefix });
     queues = {
       plan: open(QUEUE_NAMES.plan),

@@ -9,7 +9,7 @@ import { Writable } from 'node:stream';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Redis } from 'ioredis';
 import { parseApiEnv } from '@tetraloop/api';
-import { connectRedis, type RunDocument } from '@tetraloop/core';
+import { connectRedis, whenReady, type RunDocument } from '@tetraloop/core';
 import { postRun, readEvents, runToEnd, startStack, testEnv, type Stack } from './support/stack.js';
 import {
   startModelServer,
@@ -75,6 +75,8 @@ beforeAll(async () => {
     }),
   });
   redis = connectRedis(stack.env.REDIS_URL!, 'client', 'tetraloop-test-secrets');
+  // A client connection has no offline queue: used before it is ready, a command fails.
+  await whenReady(redis);
 });
 afterAll(async () => {
   redis?.disconnect();
