@@ -11,8 +11,7 @@
  * round that starts after it was called, so concurrent accepts wait together, one round at a time,
  * rather than queueing one wait each behind a blocked connection.
  */
-import type { Redis } from 'ioredis';
-import { whenReady } from '../runtime/redis.js';
+import { whenReady, type RedisClient } from '../runtime/redis.js';
 import { acceptBarrierKey } from '../state/keys.js';
 import {
   durabilityRefusal,
@@ -42,7 +41,7 @@ export function infoField(info: string, name: string): string | undefined {
 }
 
 /** The server's version and whether its AOF is on. */
-export async function redisServerFacts(redis: Redis): Promise<RedisServerFacts> {
+export async function redisServerFacts(redis: RedisClient): Promise<RedisServerFacts> {
   const [server, persistence] = await Promise.all([redis.info('server'), redis.info('persistence')]);
   return {
     version: infoField(server, 'redis_version') ?? 'unknown',
@@ -56,7 +55,7 @@ export class AcceptBarrier {
 
   private constructor(
     /** A connection of the barrier's own: waits block it. */
-    private readonly redis: Redis,
+    private readonly redis: RedisClient,
     private readonly prefix: string,
     readonly durability: AcceptDurability,
   ) {}
@@ -67,7 +66,7 @@ export class AcceptBarrier {
    * Undefined when `durability` waits for nothing.
    */
   static async open(
-    redis: Redis,
+    redis: RedisClient,
     prefix: string,
     durability: AcceptDurability,
   ): Promise<AcceptBarrier | undefined> {
