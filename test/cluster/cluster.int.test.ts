@@ -9,6 +9,7 @@ import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { Redis } from 'ioredis';
 import {
+  AcceptBarrier,
   connectRedis,
   keySlot,
   queueLayout,
@@ -149,6 +150,25 @@ describe('on a 3-master Redis Cluster with 3 queue shards', () => {
     expect(new Set(answers.map((a) => a.body.runId)).size).toBe(1);
     expect((await waitFor(stack.url, answers[0]!.body.runId as string)).status).toBe('succeeded');
     expect(tools.hitsOf('once')).toHaveLength(1);
+  });
+
+  it('waits for replicas on every master: a barrier key in each one’s slots', async () => {
+    const barrier = await AcceptBarrier.open(redis, stack.prefix, {
+      replicas: 1,
+      waitAof: 'off',
+      waitMs: 50,
+    });
+    // No master has a replica: every WAIT answers 0, none fails across slots.
+    expect(await barrier!.confirm()).toEqual({ code: 'not_replicated', wanted: 1, acknowledged: 0 });
+    const barriers = await Promise.all(
+      cluster.masters.map(async (url) => {
+        const node = new Redis(url);
+        const [, keys] = await node.scan('0', 'MATCH', `${stack.prefix}:accept:barrier:*`, 'COUNT', 1000);
+        node.disconnect();
+        return keys.length;
+      }),
+    );
+    expect(barriers).toEqual([1, 1, 1]);
   });
 
   it('runs a session lane’s two messages in order', async () => {
