@@ -10,7 +10,11 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { Redis } from 'ioredis';
 import {
   AcceptBarrier,
+  ApiKeyStore,
+  RunRequest,
+  RunStore,
   connectRedis,
+  purgeTenant,
   keySlot,
   queueLayout,
   startRedisCluster,
@@ -187,6 +191,36 @@ describe('on a 3-master Redis Cluster with 3 queue shards', () => {
     expect(d2.status).toBe('succeeded');
     expect(Date.parse(d2.startedAt!)).toBeGreaterThanOrEqual(Date.parse(d1.finishedAt!));
     expect(d2.nodes.agent).toMatchObject({ output: { text: 'echo: second' } });
+  });
+
+  it('deletes a tenant’s runs and keys on every master', async () => {
+    const prefix = stack.prefix;
+    const store = new RunStore(redis, { prefix, retentionSeconds: 60 });
+    const keys = new ApiKeyStore(redis, { prefix, maxPerTenant: 10 });
+    const tenant = `gone-${randomUUID().slice(0, 8)}`;
+    await keys.create({ tenant, scopes: ['runs:read'], name: 'k' });
+    const runIds: string[] = [];
+    for (let i = 0; i < 6; i++) {
+      const made = await stack.api.runs.submit(
+        RunRequest.parse({ graph: { nodes: [http(`gone${i}`, 10)], edges: [] } }),
+        undefined,
+        { tenant, start: false },
+      );
+      runIds.push(made.runId);
+    }
+    // Keys of the tenant in slots of every master.
+    await Promise.all(
+      Array.from({ length: 30 }, (_, i) => redis.set(`${prefix}:blob:${tenant}~${i}`, '"x"')),
+    );
+    const purged = await purgeTenant({ redis, prefix, store, keys }, tenant);
+    expect(purged).toMatchObject({ keys: 1, runs: 6 });
+    for (const url of cluster.masters) {
+      const node = new Redis(url);
+      const [, left] = await node.scan('0', 'MATCH', `${prefix}:*${tenant}*`, 'COUNT', 10_000);
+      node.disconnect();
+      expect(left).toEqual([]);
+    }
+    for (const runId of runIds) expect(await store.document(runId)).toBeNull();
   });
 
   it('finishes a chain on a second worker after the first is killed mid-node', async () => {

@@ -125,6 +125,9 @@ const UNAVAILABLE_REPLIES = new Set(['LOADING', 'MASTERDOWN', 'CLUSTERDOWN', 'TR
 const PLAIN_CONNECTION_ERRORS = new Set([
   CONNECTION_CLOSED_ERROR_MSG,
   "Stream isn't writeable and enableOfflineQueue options is false",
+  // A Redis Cluster client that has not (or no longer) learnt the cluster's slots.
+  "Cluster isn't ready and enableOfflineQueue options is false",
+  'None of startup nodes is available',
 ]);
 
 /**
@@ -139,6 +142,8 @@ export function isRedisUnavailable(err: unknown): boolean {
     if (e instanceof ConnectionClosedError) return true;
     // redis-errors' AbortError and its subclass MaxRetriesPerRequestError: the command never ran.
     if (e.name === 'AbortError' || e.name === 'MaxRetriesPerRequestError') return true;
+    // A cluster client that could reach none of the nodes it knows.
+    if (e.name === 'ClusterAllFailedError') return true;
     const code = (e as { code?: unknown }).code;
     if (typeof code === 'string' && SOCKET_CODES.has(code)) return true;
     if (e.name === 'ReplyError' && UNAVAILABLE_REPLIES.has(e.message.split(' ', 1)[0] ?? '')) return true;
