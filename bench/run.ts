@@ -13,6 +13,7 @@ import { apiTable, runApi } from './api.js';
 import { memoryTable, runMemory } from './memory.js';
 import { learningTable, runLearning } from './learning.js';
 import { flowTable, runFlow } from './flow.js';
+import { clusterTable, runCluster } from './cluster.js';
 
 interface Benchmark {
   readonly title: string;
@@ -87,6 +88,14 @@ const BENCHMARKS: Record<string, Benchmark> = {
     async run() {
       const result = await runFlow();
       return { json: result, markdown: flowTable(result) };
+    },
+  },
+  cluster: {
+    title:
+      'Redis Cluster: how the load divides over 3 masters with 1, 3 and 6 queue shards, against one redis-server',
+    async run() {
+      const result = await runCluster();
+      return { json: result, markdown: clusterTable(result) };
     },
   },
 };

@@ -20,7 +20,7 @@ import { libraryDriver, type LibraryDriver } from './support/library-driver.js';
 import { clientOf, startBenchStack, type BenchStack } from './support/stack.js';
 
 const RUNS = 500;
-const NODES_PER_RUN = 10;
+export const NODES_PER_RUN = 10;
 const CONCURRENCY = 32;
 const PROCESS_COUNTS = [1, 2];
 const ROOT = fileURLToPath(new URL('..', import.meta.url));
@@ -87,7 +87,8 @@ export interface ThroughputResult {
   settings: Record<string, unknown>;
 }
 
-function graph(): { nodes: Record<string, unknown>[]; edges: [string, string][] } {
+/** A run of NODES_PER_RUN fast `json` nodes: one source, the rest in parallel, one join. */
+export function graph(): { nodes: Record<string, unknown>[]; edges: [string, string][] } {
   const middle = Array.from({ length: NODES_PER_RUN - 2 }, (_, i) => `m${i}`);
   return {
     nodes: [
@@ -111,7 +112,8 @@ function graph(): { nodes: Record<string, unknown>[]; edges: [string, string][] 
 const profileFlags = (): string[] =>
   process.env.BENCH_CPU_PROF ? ['--cpu-prof', `--cpu-prof-dir=${process.env.BENCH_CPU_PROF}`] : [];
 
-async function stopAll(children: readonly ChildProcess[]): Promise<void> {
+/** Stops child processes: SIGTERM, then SIGKILL after 10 s. */
+export async function stopAll(children: readonly ChildProcess[]): Promise<void> {
   await Promise.all(
     children.map(async (child) => {
       if (child.exitCode !== null || child.signalCode !== null) return;

@@ -5,7 +5,6 @@
  */
 import { randomUUID } from 'node:crypto';
 import { Queue } from 'bullmq';
-import type { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import {
   QUEUE_NAMES,
@@ -17,6 +16,8 @@ import {
   reconcileQueuedRuns,
   runJobId,
   type RunQueues,
+  type RedisClient,
+  runQueuesOf,
 } from '@tetraloop/core';
 import { postRun, readEvents, startStack, waitFor, type Stack } from './support/stack.js';
 
@@ -111,8 +112,10 @@ describe('reconciler', () => {
 
 describe('reconciler pass', () => {
   let stack: Stack;
-  let redis: Redis;
+  let redis: RedisClient;
   let queues: RunQueues;
+  let plan: Queue;
+  let node: Queue;
   let store: RunStore;
   let sessions: SessionStore;
   beforeAll(async () => {
@@ -122,17 +125,19 @@ describe('reconciler pass', () => {
     // A client connection has no offline queue: used before it is ready, a command fails.
     await whenReady(redis);
     const open = (name: string) => new Queue(name, { connection: redis, prefix: stack.prefix });
-    queues = {
-      plan: open(QUEUE_NAMES.plan),
-      node: open(QUEUE_NAMES.tool),
-      retention: { completedAgeSeconds: 3600, completedCount: 1000, failedAgeSeconds: 3600 },
-    };
     store = new RunStore(redis, { prefix: stack.prefix, retentionSeconds: 3600 });
+    plan = open(QUEUE_NAMES.plan);
+    node = open(QUEUE_NAMES.tool);
+    queues = runQueuesOf(
+      [{ plan, node }],
+      { completedAgeSeconds: 3600, completedCount: 1000, failedAgeSeconds: 3600 },
+      store,
+    );
     sessions = new SessionStore(redis, stack.prefix);
   });
   afterAll(async () => {
-    await queues?.plan.close();
-    await queues?.node.close();
+    await plan?.close();
+    await node?.close();
     await redis?.quit();
     await stack?.close();
   });
@@ -147,16 +152,16 @@ describe('reconciler pass', () => {
     const { runId } = await stack.api.runs.submit(graph(1));
     expect(await pass()).toMatchObject({ wait: 1, enqueue: 0 });
 
-    await queues.plan.remove(runJobId(runId));
-    expect(await queues.plan.getJob(runJobId(runId))).toBeUndefined();
+    await plan.remove(runJobId(runId));
+    expect(await plan.getJob(runJobId(runId))).toBeUndefined();
     expect(await pass()).toMatchObject({ enqueue: 1 });
-    expect(await queues.plan.getJob(runJobId(runId))).toBeDefined();
+    expect(await plan.getJob(runJobId(runId))).toBeDefined();
 
     // A session run held back waits for its lane; the reconciler does not start it.
     const held = await stack.api.runs.submit(graph(2), undefined, { sessionKey: 'lane-x', start: false });
     const report = await pass();
     expect(report.enqueue).toBe(0);
-    expect(await queues.plan.getJob(runJobId(held.runId))).toBeUndefined();
+    expect(await plan.getJob(runJobId(held.runId))).toBeUndefined();
 
     // An index entry whose run is gone is dropped.
     await store.delete(held.runId);

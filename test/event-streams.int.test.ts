@@ -4,7 +4,7 @@
  * answer 429 (a tenant's) or 503 (the process's) with Retry-After.
  */
 import { afterEach, describe, expect, it } from 'vitest';
-import type { Redis } from 'ioredis';
+import type { RedisClient } from '@tetraloop/core';
 import { connectRedis } from '@tetraloop/core';
 import {
   openEvents,
@@ -18,7 +18,7 @@ import {
 } from './support/stack.js';
 
 let stack: Stack | undefined;
-let redis: Redis | undefined;
+let redis: RedisClient | undefined;
 
 afterEach(async () => {
   await stack?.close();

@@ -4,7 +4,7 @@
  * without them, and a root job that failed for good still gets its run settled. Both found by
  * `npm run chaos`: runs failed `node_lost` with every node still queued, and one run never settled.
  */
-import type { Redis } from 'ioredis';
+import type { RedisClient } from '@tetraloop/core';
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { connectRedis, runJobId } from '@tetraloop/core';
 import { followJobEvents, postRun, startStack, waitFor, type Stack } from './support/stack.js';
@@ -12,7 +12,7 @@ import { startToolServer, type ToolServer } from './support/tool-server.js';
 
 let stack: Stack;
 let tools: ToolServer;
-let redis: Redis;
+let redis: RedisClient;
 
 beforeAll(async () => {
   tools = await startToolServer();

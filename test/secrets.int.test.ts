@@ -7,7 +7,7 @@
 import { randomBytes } from 'node:crypto';
 import { Writable } from 'node:stream';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { Redis } from 'ioredis';
+import type { RedisClient } from '@tetraloop/core';
 import { parseApiEnv } from '@tetraloop/api';
 import { connectRedis, whenReady, type RunDocument } from '@tetraloop/core';
 import { postRun, readEvents, runToEnd, startStack, testEnv, type Stack } from './support/stack.js';
@@ -26,7 +26,7 @@ const KEY = randomBytes(32).toString('base64');
 let stack: Stack;
 let server: ToolServer;
 let model: ModelServer;
-let redis: Redis;
+let redis: RedisClient;
 const logs: string[] = [];
 
 /**

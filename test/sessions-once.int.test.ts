@@ -7,7 +7,7 @@
  */
 import { randomUUID } from 'node:crypto';
 import { Queue, QueueEvents } from 'bullmq';
-import type { Redis } from 'ioredis';
+import type { RedisClient } from '@tetraloop/core';
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import {
   QUEUE_NAMES,
@@ -27,7 +27,7 @@ import { laneIdle, post, startStack, waitFor, type Stack } from './support/stack
 
 let stack: Stack;
 let model: ModelServer;
-let redis: Redis;
+let redis: RedisClient;
 let sense: Queue;
 let senseEvents: QueueEvents;
 let sessions: SessionStore;

@@ -8,10 +8,8 @@ import { createHash, randomBytes } from 'node:crypto';
 import { createBullBoard } from '@bull-board/api';
 import { BullMQAdapter } from '@bull-board/api/bullMQAdapter';
 import { ExpressAdapter } from '@bull-board/express';
-import type { Queue } from 'bullmq';
 import express, { type Express, type Request, type RequestHandler, type Router } from 'express';
-import type { Redis } from 'ioredis';
-import { adminSessionKey } from '@tetraloop/core';
+import { adminSessionKey, type RedisClient, type ShownQueue } from '@tetraloop/core';
 import { bearerOf, sameSecret } from './auth.js';
 
 export const ADMIN_PATH = '/admin/queues';
@@ -21,9 +19,10 @@ const COOKIE = 'tl_admin';
 
 export interface AdminBoardOptions {
   readonly token: string;
-  readonly redis: Redis;
+  readonly redis: RedisClient;
   readonly prefix: string;
-  readonly queues: readonly Queue[];
+  /** Every queue; a shard of the run queues is shown as `shard<i>.<name>` (see `bullBoard`). */
+  readonly queues: readonly ShownQueue[];
   readonly readOnly: boolean;
   /** How long a login lasts. @defaultValue 28800 (8 hours) */
   readonly sessionSeconds?: number;
@@ -100,12 +99,21 @@ export function adminBoard(options: AdminBoardOptions): AdminBoard {
   };
 }
 
-export function bullBoard(queues: readonly Queue[], readOnlyMode: boolean): Router {
+export function bullBoard(queues: readonly ShownQueue[], readOnlyMode: boolean): Router {
   const serverAdapter = new ExpressAdapter();
   serverAdapter.setBasePath(ADMIN_PATH);
   createBullBoard({
-    // The adapter is typed against BullMQ's Queue class; ours is that class.
-    queues: queues.map((q) => new BullMQAdapter(q as never, { readOnlyMode })),
+    // The adapter is typed against BullMQ's Queue class; ours is that class. Bull Board tells
+    // queues apart by name, and every shard's are named alike: a shard's name gets its index first.
+    queues: queues.map(
+      ({ queue, shard }) =>
+        new BullMQAdapter(queue as never, {
+          readOnlyMode,
+          ...(shard === undefined
+            ? {}
+            : { prefix: `shard${shard}.`, displayName: `${queue.name} (shard ${shard})` }),
+        }),
+    ),
     serverAdapter,
   });
   return serverAdapter.getRouter() as Router;

@@ -1,6 +1,6 @@
-/** The Express app: routes, body limits, Redis gating and error mapping. No listening here. */
+/** The Express app: routes, body limits, RedisClient gating and error mapping. No listening here. */
 import express, { type RequestHandler } from 'express';
-import type { Redis } from 'ioredis';
+import type { RedisClient } from '@tetraloop/core';
 import type { Logger } from 'pino';
 import type { Queue, QueueEvents } from 'bullmq';
 import {
@@ -54,7 +54,7 @@ export interface AppDeps {
   readonly purgeTenant: KeysRouterDeps['purgeTenant'];
   /** A token `/metrics` asks for; open when unset. */
   readonly metricsToken?: string;
-  readonly redis: Redis;
+  readonly redis: RedisClient;
   readonly store: RunStore;
   /** Feeds every open event stream from a few blocking connections. */
   readonly hub: RunEventHub;

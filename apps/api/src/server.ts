@@ -24,11 +24,12 @@ import {
   createLogger,
   followMcpCatalog,
   openQueues,
+  shownQueues,
   parseAllowHosts,
   purgeTenant,
   waitsForDurability,
 } from '@tetraloop/core';
-import type { Redis } from 'ioredis';
+import type { RedisClient } from '@tetraloop/core';
 import { adminBoard } from './admin.js';
 import { createApp, registeredRoutes, type RegisteredRoute } from './app.js';
 import { acceptDurabilityOf, type ApiEnv } from './env.js';
@@ -63,12 +64,15 @@ export async function startApi(env: ApiEnv, options: StartApiOptions = {}): Prom
   const subscriber = connectRedis(env.REDIS_URL, 'subscriber', `tetraloop-api-sub-${process.pid}`);
   const eventsConnection = connectRedis(env.REDIS_URL, 'worker', `tetraloop-api-qe-${process.pid}`);
   for (const c of [redis, subscriber, eventsConnection]) {
-    c.on('error', (err) => logger.warn({ err: err.message }, 'redis connection error'));
+    c.on('error', (err: Error) => logger.warn({ err: err.message }, 'redis connection error'));
   }
   const prefix = env.TETRALOOP_PREFIX;
-  const queues = openQueues(redis, prefix, logger);
+  const queues = openQueues(redis, prefix, logger, env.TETRALOOP_QUEUE_SHARDS);
   // Finished sense jobs answer session messages; one listener per API process.
-  const senseEvents = new QueueEvents(QUEUE_NAMES.sense, { connection: eventsConnection, prefix });
+  const senseEvents = new QueueEvents(QUEUE_NAMES.sense, {
+    connection: eventsConnection,
+    prefix: queues.sense.opts.prefix!,
+  });
   senseEvents.on('error', (err) => logger.warn({ err: err.message }, 'queue events error'));
   // The API validates graphs against the tools' schemas; egress is the workers' concern. MCP
   // servers' tools it knows from the lists workers publish to Redis: it starts no server.
@@ -86,7 +90,7 @@ export async function startApi(env: ApiEnv, options: StartApiOptions = {}): Prom
     client: redis,
     connect: () => {
       const c = connectRedis(env.REDIS_URL, 'subscriber', `tetraloop-api-events-${process.pid}`);
-      c.on('error', (err) => logger.warn({ err: err.message }, 'redis connection error'));
+      c.on('error', (err: Error) => logger.warn({ err: err.message }, 'redis connection error'));
       return c;
     },
     readers: env.TETRALOOP_EVENT_READERS,
@@ -97,7 +101,7 @@ export async function startApi(env: ApiEnv, options: StartApiOptions = {}): Prom
     events: { perProcess: env.TETRALOOP_MAX_STREAMS, perTenant: env.TETRALOOP_MAX_STREAMS_PER_TENANT },
     wait: { perProcess: env.TETRALOOP_MAX_WAITS, perTenant: env.TETRALOOP_MAX_WAITS_PER_TENANT },
   });
-  const watch = new QueueWatch([queues.sense, queues.plan, queues.node, queues.reflect]);
+  const watch = new QueueWatch(shownQueues(queues));
   const stopWatch = await watch.start(env.TETRALOOP_QUEUE_CHECK_MS, () => undefined);
   const memory = services.memory;
   // Scrape-time gauges: queue depths, and the lessons of every agent when the API has memory.
@@ -131,7 +135,7 @@ export async function startApi(env: ApiEnv, options: StartApiOptions = {}): Prom
             token: env.TETRALOOP_ADMIN_TOKEN,
             redis,
             prefix,
-            queues: watch.queues,
+            queues: watch.watched,
             readOnly: env.TETRALOOP_ADMIN_READ_ONLY,
           }),
         }
@@ -219,11 +223,11 @@ export async function startApi(env: ApiEnv, options: StartApiOptions = {}): Prom
 async function openAcceptBarrier(
   env: ApiEnv,
   logger: Logger,
-): Promise<{ barrier: AcceptBarrier; connection: Redis } | undefined> {
+): Promise<{ barrier: AcceptBarrier; connection: RedisClient } | undefined> {
   const durability = acceptDurabilityOf(env);
   if (!waitsForDurability(durability)) return undefined;
   const connection = connectRedis(env.REDIS_URL, 'client', `tetraloop-api-barrier-${process.pid}`);
-  connection.on('error', (err) => logger.warn({ err: err.message }, 'redis connection error'));
+  connection.on('error', (err: Error) => logger.warn({ err: err.message }, 'redis connection error'));
   try {
     const barrier = await AcceptBarrier.open(connection, env.TETRALOOP_PREFIX, durability);
     logger.info({ durability }, 'accepted runs wait for replicas or the AOF');

@@ -20,6 +20,8 @@ import {
   SCOPES,
   TenantId,
   connectRedisOnce,
+  isClusterUrl,
+  parseClusterUrl,
   parseEnv,
 } from '@tetraloop/core';
 import {
@@ -305,6 +307,10 @@ function apiBackend(target: ApiTarget): KeysBackend {
 
 /** A Redis URL without its password, for messages. */
 function safeUrl(url: string): string {
+  if (isClusterUrl(url)) {
+    const { nodes, tls } = parseClusterUrl(url);
+    return `${tls ? 'rediss' : 'redis'}+cluster://${nodes.map((n) => `${n.host}:${n.port}`).join(',')}`;
+  }
   try {
     const u = new URL(url);
     u.password = '';

@@ -3,7 +3,7 @@
  * A process may run one pool (`tetraloop worker --pool tool`) or all of them (`tetraloop dev`).
  */
 import { setTimeout as delay } from 'node:timers/promises';
-import { UnrecoverableError, Worker, type Job, type Processor } from 'bullmq';
+import { UnrecoverableError, Worker, type Job, type Processor, type Queue } from 'bullmq';
 import {
   BACKOFF_TYPE,
   DEFAULT_RETRIES,
@@ -45,6 +45,7 @@ import {
   McpCatalogStore,
   modelConfigOf,
   openQueues,
+  shownQueues,
   QueueWatch,
   FlowGate,
   FlowStore,
@@ -64,7 +65,8 @@ import type { WorkerEnv } from './env.js';
 
 export interface PoolsHandle {
   readonly pools: readonly Pool[];
-  readonly workers: ReadonlyMap<Pool, Worker>;
+  /** Each pool's BullMQ workers: one per shard of the run queues for `plan` and `tool`, else one. */
+  readonly workers: ReadonlyMap<Pool, readonly Worker[]>;
   /** Redis reachable and every worker running. */
   readonly ready: () => Promise<boolean>;
   /** Flow control of the tool pool's calls (the limits this process has in force). */
@@ -112,10 +114,10 @@ export async function startPools(env: WorkerEnv, options: StartPoolsOptions): Pr
     createLogger({ level: env.LOG_LEVEL, layer, redact: env.TETRALOOP_LOG_REDACT }, options.logDestination);
   const log = loggerFor(options.pools[0] ?? 'tool');
   for (const c of [connection, state])
-    c.on('error', (err) => log.warn({ err: err.message }, 'redis connection error'));
-  subscriber.on('error', (err) => log.warn({ err: err.message }, 'redis subscriber error'));
+    c.on('error', (err: Error) => log.warn({ err: err.message }, 'redis connection error'));
+  subscriber.on('error', (err: Error) => log.warn({ err: err.message }, 'redis subscriber error'));
 
-  const queues = openQueues(connection, prefix, log);
+  const queues = openQueues(connection, prefix, log, env.TETRALOOP_QUEUE_SHARDS);
   const egress = parseAllowHosts(env.TETRALOOP_HTTP_ALLOW_HOSTS, env.TETRALOOP_HTTP_MAX_BYTES);
   // Every MCP server's tools join the built-in ones. A process that runs the tool pool calls
   // tools: it connects to each server (a stdio server is its child process; one that cannot be
@@ -169,7 +171,8 @@ export async function startPools(env: WorkerEnv, options: StartPoolsOptions): Pr
   const flow = new FlowGate(
     new FlowStore(state, prefix),
     flowSettingsOf(env),
-    queues.node,
+    // A member is a node job's id, `<runId>.<nodeId>[@generation]`; node ids hold no '.'.
+    async (jobId) => (await services.runQueues.shardOf(jobId.slice(0, jobId.lastIndexOf('.')))).node,
     log.child({ layer: 'flow' }),
   );
   // Model calls are priced once per process from the same table, and booked per tenant and day.
@@ -293,41 +296,64 @@ export async function startPools(env: WorkerEnv, options: StartPoolsOptions): Pr
     }
   };
 
-  const workers = new Map<Pool, Worker>();
+  // The plan and tool pools consume every shard of the run queues, a Worker each, sharing the
+  // pool's concurrency among them (at least 1 each); the other pools have one queue.
+  const queuesOf = (pool: Pool): { queue: Queue; shard: number }[] => {
+    switch (pool) {
+      case 'plan':
+        return queues.shards.map((s, shard) => ({ queue: s.plan, shard }));
+      case 'tool':
+        return queues.shards.map((s, shard) => ({ queue: s.node, shard }));
+      case 'sense':
+        return [{ queue: queues.sense, shard: 0 }];
+      case 'reflect':
+        return [{ queue: queues.reflect, shard: 0 }];
+    }
+  };
+  const workers = new Map<Pool, Worker[]>();
   for (const pool of options.pools) {
-    const worker = new Worker(QUEUE_NAMES[pool], processors[pool](), {
-      connection,
-      prefix,
-      concurrency: options.concurrency ?? env[CONCURRENCY_KEY[pool]],
-      lockDuration: env.TETRALOOP_LOCK_DURATION_MS,
-      stalledInterval: env.TETRALOOP_STALLED_INTERVAL_MS,
-      maxStalledCount: env.TETRALOOP_MAX_STALLED_COUNT,
-      // The node executor (and a webhook delivery) computes each retry's delay (class, jitter,
-      // Retry-After) and hands it over here.
-      settings: {
-        backoffStrategy: (_attempts, type, err) =>
-          type === BACKOFF_TYPE && err instanceof RetryNodeError
-            ? err.delayMs
-            : type === WEBHOOK_BACKOFF_TYPE && err instanceof RetryDeliveryError
-              ? err.delayMs
-              : 1000,
-      },
-    });
+    const targets = queuesOf(pool);
+    const concurrency = Math.max(
+      1,
+      Math.ceil((options.concurrency ?? env[CONCURRENCY_KEY[pool]]) / targets.length),
+    );
     const poolLog = loggerFor(pool);
-    worker.on('error', (err) => poolLog.error({ err }, 'worker error'));
-    // A job whose worker died (or missed its lock) goes back to run again elsewhere.
-    worker.on('stalled', (jobId) => {
-      metrics.jobsStalled.inc({ queue: QUEUE_NAMES[pool] });
-      poolLog.warn({ jobId }, 'job stalled: moved back to run again');
+    const poolWorkers = targets.map(({ queue, shard }) => {
+      const worker = new Worker(QUEUE_NAMES[pool], processors[pool](), {
+        connection,
+        prefix: queue.opts.prefix!,
+        concurrency,
+        lockDuration: env.TETRALOOP_LOCK_DURATION_MS,
+        stalledInterval: env.TETRALOOP_STALLED_INTERVAL_MS,
+        maxStalledCount: env.TETRALOOP_MAX_STALLED_COUNT,
+        // The node executor (and a webhook delivery) computes each retry's delay (class, jitter,
+        // Retry-After) and hands it over here.
+        settings: {
+          backoffStrategy: (_attempts, type, err) =>
+            type === BACKOFF_TYPE && err instanceof RetryNodeError
+              ? err.delayMs
+              : type === WEBHOOK_BACKOFF_TYPE && err instanceof RetryDeliveryError
+                ? err.delayMs
+                : 1000,
+        },
+      });
+      worker.on('error', (err) => poolLog.error({ err, shard }, 'worker error'));
+      // A job whose worker died (or missed its lock) goes back to run again elsewhere.
+      worker.on('stalled', (jobId) => {
+        metrics.jobsStalled.inc({ queue: QUEUE_NAMES[pool] });
+        poolLog.warn({ jobId, shard }, 'job stalled: moved back to run again');
+      });
+      worker.on('failed', (job, err) => {
+        if (!(err instanceof RetryNodeError) && !(err instanceof RetryDeliveryError))
+          poolLog.warn({ jobId: job?.id, err, shard }, 'job failed');
+        if (pool === 'plan' && job) void settleAbandoned(job);
+      });
+      return worker;
     });
-    worker.on('failed', (job, err) => {
-      if (!(err instanceof RetryNodeError) && !(err instanceof RetryDeliveryError))
-        poolLog.warn({ jobId: job?.id, err }, 'job failed');
-      if (pool === 'plan' && job) void settleAbandoned(job);
-    });
-    workers.set(pool, worker);
+    workers.set(pool, poolWorkers);
   }
-  await Promise.all([...workers.values()].map((w) => w.waitUntilReady()));
+  const allWorkers = [...workers.values()].flat();
+  await Promise.all(allWorkers.map((w) => w.waitUntilReady()));
 
   // Periodic work, as BullMQ job schedulers: one schedule however many processes run the pool.
   const keepSchedules = { removeOnComplete: true, removeOnFail: { count: 100 } };
@@ -368,7 +394,7 @@ export async function startPools(env: WorkerEnv, options: StartPoolsOptions): Pr
 
   // Queue depths, the stall alarm and Redis's health come from where the work is too, so they stay
   // true (and autoscaling keeps seeing the backlog) while every API process is down.
-  const watch = new QueueWatch([queues.sense, queues.plan, queues.node, queues.reflect]);
+  const watch = new QueueWatch(shownQueues(queues));
   const stopWatch = await watch.start(env.TETRALOOP_QUEUE_CHECK_MS, (err) =>
     log.debug({ err: err.message }, 'queue check failed'),
   );
@@ -382,14 +408,14 @@ export async function startPools(env: WorkerEnv, options: StartPoolsOptions): Pr
     async ready() {
       if (closing || connection.status !== 'ready' || state.status !== 'ready') return false;
       await Promise.all([connection.ping(), state.ping()]);
-      return [...workers.values()].every((w) => w.isRunning());
+      return allWorkers.every((w) => w.isRunning());
     },
     async close() {
       closing = true;
       stopWatch();
       flow.stop();
       // worker.close() stops fetching and waits for the active jobs; past the grace, force it.
-      const graceful = Promise.all([...workers.values()].map((w) => w.close()));
+      const graceful = Promise.all(allWorkers.map((w) => w.close()));
       // The grace timer is cancelled once the workers are closed, so it keeps no process alive.
       const grace = new AbortController();
       const inTime = await Promise.race([
@@ -402,7 +428,7 @@ export async function startPools(env: WorkerEnv, options: StartPoolsOptions): Pr
           { graceMs: env.TETRALOOP_SHUTDOWN_GRACE_MS },
           'shutdown grace passed; closing with jobs still active',
         );
-        await Promise.all([...workers.values()].map((w) => w.close(true)));
+        await Promise.all(allWorkers.map((w) => w.close(true)));
       }
       // After the workers: active jobs may still be calling MCP tools.
       await mcp.close();

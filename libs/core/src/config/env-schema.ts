@@ -2,6 +2,7 @@
  * Pieces shared by the apps' env modules. Each app parses `process.env` once at boot with its own
  * schema; a bad value stops the process with a message naming the variable.
  */
+import { redisUrlProblem } from '../runtime/redis-url.js';
 import { readFileSync } from 'node:fs';
 import { z } from 'zod';
 import { DEFAULT_FLOW_SETTINGS, type FlowSettings } from '../executor/flow-gate.js';
@@ -54,11 +55,25 @@ const listEnv = () =>
 
 /** Variables every process reads. */
 export const BaseEnv = z.object({
-  REDIS_URL: z.url({ protocol: /^rediss?$/ }),
+  /**
+   * One Redis (`redis://`, `rediss://`), or a Redis Cluster by some of its nodes:
+   * `redis+cluster://[user:password@]host:port,host:port` (`rediss+cluster://` for TLS).
+   */
+  REDIS_URL: z.string().superRefine((url, ctx) => {
+    const problem = redisUrlProblem(url);
+    if (problem) ctx.addIssue({ code: 'custom', message: problem });
+  }),
   TETRALOOP_PREFIX: z
     .string()
     .regex(/^[A-Za-z0-9_{}-]{1,64}$/, 'letters, digits, _ - { } only')
     .default('tetraloop'),
+  /**
+   * How many shards the run queues (`plan` and `tool`) are split into, each its own BullMQ queues
+   * under its own hash tag (see `queues/queue-shards.ts`); on a Redis Cluster, at least its number
+   * of masters spreads the queues over all of them. Every process of a deployment must use the
+   * same value: changing it is a migration (docs/operations.md#redis-cluster).
+   */
+  TETRALOOP_QUEUE_SHARDS: z.coerce.number().int().min(1).max(64).default(1),
   LOG_LEVEL: LogLevel.default('info'),
   /**
    * Extra field names to redact in logs, wherever they appear and in any case (comma-separated;

@@ -11,8 +11,9 @@
  * round that starts after it was called, so concurrent accepts wait together, one round at a time,
  * rather than queueing one wait each behind a blocked connection.
  */
-import type { Redis } from 'ioredis';
-import { whenReady } from '../runtime/redis.js';
+import type { Cluster, Redis } from 'ioredis';
+import { isCluster, mastersOf, whenReady, type RedisClient } from '../runtime/redis.js';
+import { keySlot } from '../state/key-slot.js';
 import { acceptBarrierKey } from '../state/keys.js';
 import {
   durabilityRefusal,
@@ -41,13 +42,32 @@ export function infoField(info: string, name: string): string | undefined {
   return line?.slice(name.length + 1).trim();
 }
 
-/** The server's version and whether its AOF is on. */
-export async function redisServerFacts(redis: Redis): Promise<RedisServerFacts> {
-  const [server, persistence] = await Promise.all([redis.info('server'), redis.info('persistence')]);
-  return {
-    version: infoField(server, 'redis_version') ?? 'unknown',
-    aofEnabled: infoField(persistence, 'aof_enabled') === '1',
-  };
+/**
+ * The server's version and whether its AOF is on; of a Redis Cluster, the lowest version among its
+ * masters and whether every one has its AOF on.
+ */
+export async function redisServerFacts(redis: RedisClient): Promise<RedisServerFacts> {
+  const facts = await Promise.all(
+    mastersOf(redis).map(async (node) => {
+      const [server, persistence] = await Promise.all([node.info('server'), node.info('persistence')]);
+      return {
+        version: infoField(server, 'redis_version') ?? 'unknown',
+        aofEnabled: infoField(persistence, 'aof_enabled') === '1',
+      };
+    }),
+  );
+  const [lowest] = [...facts].sort((a, b) => compareVersions(a.version, b.version));
+  return { version: lowest!.version, aofEnabled: facts.every((f) => f.aofEnabled) };
+}
+
+/** Orders dotted versions numerically (`7.0.15` before `7.2.0`). */
+function compareVersions(a: string, b: string): number {
+  const [x, y] = [a.split('.').map(Number), b.split('.').map(Number)];
+  for (let i = 0; i < Math.max(x.length, y.length); i++) {
+    const d = (x[i] ?? 0) - (y[i] ?? 0);
+    if (d !== 0) return d;
+  }
+  return 0;
 }
 
 export class AcceptBarrier {
@@ -56,7 +76,7 @@ export class AcceptBarrier {
 
   private constructor(
     /** A connection of the barrier's own: waits block it. */
-    private readonly redis: Redis,
+    private readonly redis: RedisClient,
     private readonly prefix: string,
     readonly durability: AcceptDurability,
   ) {}
@@ -67,7 +87,7 @@ export class AcceptBarrier {
    * Undefined when `durability` waits for nothing.
    */
   static async open(
-    redis: Redis,
+    redis: RedisClient,
     prefix: string,
     durability: AcceptDurability,
   ): Promise<AcceptBarrier | undefined> {
@@ -115,12 +135,37 @@ export class AcceptBarrier {
     return round;
   }
 
+  /**
+   * One round on every master: a run's writes are on its own slot's master, so on a Redis Cluster
+   * each master writes a barrier key of its own slots (through its own connection) and waits; the
+   * round answers the fewest replicas any master reached and whether every AOF took its barrier.
+   */
   private async round(): Promise<AcceptAcks> {
+    if (!isCluster(this.redis)) return this.roundOn(this.redis, acceptBarrierKey(this.prefix));
+    const cluster = this.redis;
+    const acks = await Promise.all(
+      cluster.nodes('master').map((node) => this.roundOn(node, this.barrierKeyOn(cluster, node))),
+    );
+    return {
+      replicas: acks.some((a) => a.replicas === null) ? null : Math.min(...acks.map((a) => a.replicas!)),
+      aofLocal: acks.some((a) => a.aofLocal === null) ? null : acks.every((a) => a.aofLocal),
+    };
+  }
+
+  /** A barrier key whose slot `node` serves: the base key with the first hash tag that lands there. */
+  private barrierKeyOn(cluster: Cluster, node: Redis): string {
+    const where = `${node.options.host}:${node.options.port}`;
+    for (let i = 0; i < 100_000; i++) {
+      const key = `${acceptBarrierKey(this.prefix)}:{${i}}`;
+      if (cluster.slots[keySlot(key)]?.includes(where)) return key;
+    }
+    throw new Error(`no barrier key found for the master at ${where}`);
+  }
+
+  private async roundOn(redis: RedisClient, key: string): Promise<AcceptAcks> {
     const { replicas, waitAof, waitMs } = this.durability;
     // One pipeline: the barrier write, then the waits, each covering it.
-    const pipeline = this.redis
-      .pipeline()
-      .set(acceptBarrierKey(this.prefix), String(Date.now()), 'PX', BARRIER_TTL_MS);
+    const pipeline = redis.pipeline().set(key, String(Date.now()), 'PX', BARRIER_TTL_MS);
     if (replicas > 0) pipeline.call('WAIT', replicas, waitMs);
     if (waitAof !== 'off') pipeline.call('WAITAOF', 1, 0, waitMs);
     const replies = (await pipeline.exec()) ?? [];

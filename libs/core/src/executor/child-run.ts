@@ -10,7 +10,7 @@ import type { Budget } from '../domain/run-model.js';
 import type { GraphOf } from '../graph/schema.js';
 import { buildTopology } from '../graph/topology.js';
 import type { Graph } from '../nodes/index.js';
-import { enqueueChildRunRoot } from '../queues/run-jobs.js';
+import { enqueueChildRunRoot, shardOfJob } from '../queues/run-jobs.js';
 import type { ExecutorDeps } from './deps.js';
 
 export interface ChildRunSpec {
@@ -41,8 +41,12 @@ export async function startChildRun(
     plan.nodes.map((n) => n.id),
     plan.edges,
   );
+  // The child's jobs join the parent's BullMQ flow, so they go to the parent's shard, recorded
+  // for whoever routes the child's jobs later.
+  const shard = deps.queues.shards.length > 1 ? shardOfJob(deps.queues, parentJob) : -1;
   await deps.store.create({
     runId: spec.runId,
+    ...(shard >= 0 ? { queueShard: shard } : {}),
     graph: spec.graph as Graph,
     plan,
     agentId: spec.agentId,

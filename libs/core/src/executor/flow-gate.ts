@@ -50,8 +50,8 @@ export class FlowGate {
   constructor(
     readonly store: FlowStore,
     readonly settings: FlowSettings,
-    /** The queue of node jobs, whose delayed jobs are promoted when granted. */
-    private readonly queue: Queue,
+    /** The node queue holding a node job (its shard's), whose delayed jobs are promoted when granted. */
+    private readonly queueOf: (jobId: string) => Promise<Queue>,
     private readonly log: Logger,
   ) {
     this.current = settings.configured;
@@ -90,7 +90,7 @@ export class FlowGate {
 
   private async wakeOne(member: string): Promise<void> {
     try {
-      const job = await this.queue.getJob(member);
+      const job = await (await this.queueOf(member)).getJob(member);
       if (!job) {
         // The job is gone (its run expired or was deleted): its grant goes to the next waiter.
         this.wake(await this.store.release(member, { succeeded: false, leaseMs: this.leaseFor(0) }));

@@ -2,14 +2,14 @@
  * Aborts a run's in-flight nodes in this process when the run is cancelled or fails elsewhere.
  * One subscriber connection per process listens on the abort channel.
  */
-import type { Redis } from 'ioredis';
+import type { RedisClient } from '../state/redis-client.js';
 
 export class RunAborts {
   private readonly active = new Map<string, Set<AbortController>>();
 
-  private constructor(private readonly subscriber: Redis) {}
+  private constructor(private readonly subscriber: RedisClient) {}
 
-  static async listen(subscriber: Redis, channel: string): Promise<RunAborts> {
+  static async listen(subscriber: RedisClient, channel: string): Promise<RunAborts> {
     const aborts = new RunAborts(subscriber);
     subscriber.on('message', (ch: string, runId: string) => {
       if (ch === channel) aborts.abortRun(runId);

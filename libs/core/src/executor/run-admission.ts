@@ -60,7 +60,10 @@ export async function releaseRun(deps: ExecutorDeps, runId: string, tenant?: str
   const gone: string[] = [];
   for (const id of waiting) {
     if (woken >= free) break;
-    const job = await Job.fromId(deps.queues.plan, runJobId(id, await deps.store.generation(id)));
+    const job = await Job.fromId(
+      (await deps.queues.shardOf(id)).plan,
+      runJobId(id, await deps.store.generation(id)),
+    );
     if (!job) gone.push(id);
     else if (await job.isDelayed()) {
       await job.promote().catch(() => undefined);

@@ -1,35 +1,76 @@
-/** The four loops' queues on one connection, named from the catalog. */
+/** The four loops' queues on one connection, named from the catalog, laid out by `queue-shards.ts`. */
 import { Queue } from 'bullmq';
-import type { Redis } from 'ioredis';
 import type { Logger } from '../logging/logger.js';
+import { isCluster, type RedisClient } from '../state/redis-client.js';
 import { QUEUE_NAMES } from './catalog.js';
+import { queueLayout } from './queue-shards.js';
 
-export interface LoopQueues {
-  readonly sense: Queue;
+/** One shard of the run queues: a run's root job and its node jobs, one BullMQ flow, one slot. */
+export interface RunShard {
   readonly plan: Queue;
   /** Node jobs of every kind: the `tool` pool's queue. */
   readonly node: Queue;
+}
+
+export interface LoopQueues {
+  readonly sense: Queue;
+  /** Shard 0's plan queue: where the plan pool's job schedulers live. */
+  readonly plan: Queue;
+  /** Shard 0's node queue. */
+  readonly node: Queue;
   readonly reflect: Queue;
+  /** Every shard of the run queues (one unless `TETRALOOP_QUEUE_SHARDS`), by index. */
+  readonly shards: readonly RunShard[];
+}
+
+/** A queue as metrics and Bull Board show it: its name, and its shard when the run queues are sharded. */
+export interface ShownQueue {
+  readonly queue: Queue;
+  readonly shard?: number;
+}
+
+/** Every queue once: sense, each shard's plan and tool, reflect. */
+export function shownQueues(queues: LoopQueues): ShownQueue[] {
+  const sharded = queues.shards.length > 1;
+  return [
+    { queue: queues.sense },
+    ...queues.shards.flatMap((s, shard) =>
+      [s.plan, s.node].map((queue) => (sharded ? { queue, shard } : { queue })),
+    ),
+    { queue: queues.reflect },
+  ];
 }
 
 /**
- * Opens the four queues. Each gets an `error` listener that logs through `log`: a BullMQ object
- * without one prints its connection errors' stacks to the console.
+ * Opens the loops' queues: `shards` shards of the run queues (@defaultValue 1). Each gets an
+ * `error` listener that logs through `log`: a BullMQ object without one prints its connection
+ * errors' stacks to the console.
  */
-export function openQueues(connection: Redis, prefix: string, log: Pick<Logger, 'warn'>): LoopQueues {
-  const open = (name: string): Queue => {
-    const queue = new Queue(name, { connection, prefix });
+export function openQueues(
+  connection: RedisClient,
+  prefix: string,
+  log: Pick<Logger, 'warn'>,
+  shards = 1,
+): LoopQueues {
+  const layout = queueLayout(prefix, { clustered: isCluster(connection), shards });
+  const open = (name: string, bullPrefix: string): Queue => {
+    const queue = new Queue(name, { connection, prefix: bullPrefix });
     queue.on('error', (err) => log.warn({ err: err.message, queue: name }, 'queue error'));
     return queue;
   };
+  const runShards = layout.shards.map((bullPrefix) => ({
+    plan: open(QUEUE_NAMES.plan, bullPrefix),
+    node: open(QUEUE_NAMES.tool, bullPrefix),
+  }));
   return {
-    sense: open(QUEUE_NAMES.sense),
-    plan: open(QUEUE_NAMES.plan),
-    node: open(QUEUE_NAMES.tool),
-    reflect: open(QUEUE_NAMES.reflect),
+    sense: open(QUEUE_NAMES.sense, layout.sense),
+    plan: runShards[0]!.plan,
+    node: runShards[0]!.node,
+    reflect: open(QUEUE_NAMES.reflect, layout.reflect),
+    shards: runShards,
   };
 }
 
 export async function closeQueues(queues: LoopQueues): Promise<void> {
-  await Promise.all(Object.values(queues).map((q: Queue) => q.close()));
+  await Promise.all(shownQueues(queues).map(({ queue }) => queue.close()));
 }

@@ -4,7 +4,7 @@
  * run's parked node jobs. Every job id derives from run, node and generation, so each of these is
  * safe to repeat.
  */
-import { Job, type Queue } from 'bullmq';
+import { Job } from 'bullmq';
 import { executionOf, type ExecutableNode } from '../nodes/index.js';
 import { maxRetries, type RetryTable } from '../policy/retry-policy.js';
 import type { RunStore } from '../state/run-store.js';
@@ -18,15 +18,59 @@ import {
   type RunJobData,
 } from './catalog.js';
 import { keepJobs, type JobRetention } from './retention.js';
+import type { RunShard } from './loop-queues.js';
+import { shardOfRunId } from './queue-shards.js';
 import { traceCarrier } from '../telemetry/tracing.js';
 
-/** The queues a run's jobs go to: root and deadline jobs to `plan`, node jobs to the node queue. */
+/**
+ * The queues a run's jobs go to: root and deadline jobs to `plan`, node jobs to the node queue,
+ * both of the run's shard.
+ */
 export interface RunQueues {
-  readonly plan: Queue;
-  /** The `tool` pool's queue: node jobs of every kind. */
-  readonly node: Queue;
+  /** Every shard of the run queues, by index (one unless `TETRALOOP_QUEUE_SHARDS`). */
+  readonly shards: readonly RunShard[];
   readonly retention: JobRetention;
+  /** The shard of a run's jobs. */
+  shardOf(runId: string): Promise<RunShard>;
 }
+
+/** Most runs whose shard one process remembers (a shard never changes, so forgetting is only a lookup). */
+const SHARD_CACHE_MAX = 10_000;
+
+/**
+ * Routes runs to shards: with one shard, no lookup; with several, a child run's recorded shard
+ * (its parent's), else the hash of its id, remembered per process.
+ */
+export function runQueuesOf(
+  shards: readonly RunShard[],
+  retention: JobRetention,
+  store: Pick<RunStore, 'queueShard'>,
+): RunQueues {
+  if (shards.length === 1) {
+    const only = shards[0]!;
+    return { shards, retention, shardOf: () => Promise.resolve(only) };
+  }
+  const known = new Map<string, number>();
+  return {
+    shards,
+    retention,
+    async shardOf(runId) {
+      let index = known.get(runId);
+      if (index === undefined) {
+        index = (await store.queueShard(runId)) ?? shardOfRunId(runId, shards.length);
+        if (known.size >= SHARD_CACHE_MAX) known.clear();
+        known.set(runId, index);
+      }
+      return shards[index % shards.length]!;
+    },
+  };
+}
+
+/** The index of the shard whose queue holds `job`, or -1. */
+export const shardOfJob = (queues: Pick<RunQueues, 'shards'>, job: Job): number =>
+  queues.shards.findIndex(
+    (s) => s.node.qualifiedName === job.queueQualifiedName || s.plan.qualifiedName === job.queueQualifiedName,
+  );
 
 /** The BullMQ backoff type every node job uses; its delay is computed by the node executor. */
 export const BACKOFF_TYPE = 'tetraloop';
@@ -35,15 +79,12 @@ const ROOT_JOB_ATTEMPTS = { attempts: 5, backoff: { type: 'exponential', delay: 
 
 /** Adds the root job of a run's generation to the plan queue (a no-op when it exists). */
 export async function enqueueRunRoot(queues: RunQueues, runId: string, generation: number): Promise<void> {
-  await queues.plan.add(
-    JOB.run,
-    { runId, generation, step: 'start', ...traceCarrier() } satisfies RunJobData,
-    {
-      jobId: runJobId(runId, generation),
-      ...ROOT_JOB_ATTEMPTS,
-      ...keepJobs(queues.retention),
-    },
-  );
+  const { plan } = await queues.shardOf(runId);
+  await plan.add(JOB.run, { runId, generation, step: 'start', ...traceCarrier() } satisfies RunJobData, {
+    jobId: runJobId(runId, generation),
+    ...ROOT_JOB_ATTEMPTS,
+    ...keepJobs(queues.retention),
+  });
 }
 
 /**
@@ -51,31 +92,29 @@ export async function enqueueRunRoot(queues: RunQueues, runId: string, generatio
  * of its tenant), so a cancel settles it now instead of at its next look.
  */
 export async function wakeRunRoot(
-  queues: Pick<RunQueues, 'plan'>,
+  queues: Pick<RunQueues, 'shardOf'>,
   runId: string,
   generation: number,
 ): Promise<void> {
-  const job = await Job.fromId(queues.plan, runJobId(runId, generation));
+  const job = await Job.fromId((await queues.shardOf(runId)).plan, runJobId(runId, generation));
   if (job && (await job.isDelayed())) await job.promote().catch(() => undefined);
 }
 
 /**
  * Adds a child run's root job as a child of `parent` (the loop node's job), so the parent waits in
- * waiting-children, holding no slot, until the child run settles.
+ * waiting-children, holding no slot, until the child run settles. It goes to the parent's shard:
+ * a BullMQ flow lives in one slot (the child run records that shard, see `NewRun.queueShard`).
  */
 export async function enqueueChildRunRoot(queues: RunQueues, runId: string, parent: Job): Promise<void> {
-  await queues.plan.add(
-    JOB.run,
-    { runId, generation: 0, step: 'start', ...traceCarrier() } satisfies RunJobData,
-    {
-      jobId: runJobId(runId),
-      parent: { id: parent.id!, queue: parent.queueQualifiedName },
-      ...ROOT_JOB_ATTEMPTS,
-      // If the child's root job dies for good, the loop still resumes and records the failure.
-      ignoreDependencyOnFailure: true,
-      ...keepJobs(queues.retention),
-    },
-  );
+  const { plan } = queues.shards[shardOfJob(queues, parent)] ?? (await queues.shardOf(runId));
+  await plan.add(JOB.run, { runId, generation: 0, step: 'start', ...traceCarrier() } satisfies RunJobData, {
+    jobId: runJobId(runId),
+    parent: { id: parent.id!, queue: parent.queueQualifiedName },
+    ...ROOT_JOB_ATTEMPTS,
+    // If the child's root job dies for good, the loop still resumes and records the failure.
+    ignoreDependencyOnFailure: true,
+    ...keepJobs(queues.retention),
+  });
 }
 
 /** Arms the job that ends a run's generation when its deadline passes. */
@@ -85,7 +124,8 @@ export async function enqueueDeadline(
   generation: number,
   deadlineAt: number,
 ): Promise<void> {
-  await queues.plan.add(JOB.deadline, { runId, generation } satisfies DeadlineJobData, {
+  const { plan } = await queues.shardOf(runId);
+  await plan.add(JOB.deadline, { runId, generation } satisfies DeadlineJobData, {
     jobId: deadlineJobId(runId, generation),
     delay: Math.max(0, deadlineAt - Date.now()),
     removeOnComplete: true,
@@ -95,7 +135,8 @@ export async function enqueueDeadline(
 
 /** Disarms a generation's deadline job (the run settled or was replanned). */
 export async function removeDeadline(queues: RunQueues, runId: string, generation: number): Promise<void> {
-  await queues.plan.remove(deadlineJobId(runId, generation)).catch(() => 0);
+  const { plan } = await queues.shardOf(runId);
+  await plan.remove(deadlineJobId(runId, generation)).catch(() => 0);
 }
 
 /**
@@ -121,7 +162,8 @@ export async function enqueueNodes(
   nodes: readonly { id: string; attempts: number; priority?: number }[],
 ): Promise<void> {
   if (nodes.length === 0) return;
-  const parent = { id: runJobId(runId, generation), queue: queues.plan.qualifiedName };
+  const shard = await queues.shardOf(runId);
+  const parent = { id: runJobId(runId, generation), queue: shard.plan.qualifiedName };
   // The span of what released these nodes (the root job, or the node completing) is their parent.
   const traced = traceCarrier();
   const jobs = nodes.map((node) => ({
@@ -142,8 +184,8 @@ export async function enqueueNodes(
   }));
   // One ready node (a chain's next hop) is one script call; a pipeline costs more to build.
   const [only] = jobs;
-  if (jobs.length === 1 && only) await queues.node.add(only.name, only.data, only.opts);
-  else await queues.node.addBulk(jobs);
+  if (jobs.length === 1 && only) await shard.node.add(only.name, only.data, only.opts);
+  else await shard.node.addBulk(jobs);
 }
 
 /**
@@ -152,16 +194,17 @@ export async function enqueueNodes(
  */
 export async function wakeParkedNodes(
   store: RunStore,
-  queues: Pick<RunQueues, 'node'>,
+  queues: Pick<RunQueues, 'shardOf'>,
   runId: string,
   statuses: readonly ('waiting' | 'retrying')[] = ['waiting', 'retrying'],
 ): Promise<void> {
-  const [parked, generation] = await Promise.all([
+  const [parked, generation, { node }] = await Promise.all([
     store.parkedNodes(runId, statuses),
     store.generation(runId),
+    queues.shardOf(runId),
   ]);
   for (const nodeId of parked) {
-    const job = await Job.fromId(queues.node, nodeJobId(runId, nodeId, generation));
+    const job = await Job.fromId(node, nodeJobId(runId, nodeId, generation));
     if (job && (await job.isDelayed())) await job.promote().catch(() => undefined);
   }
 }

@@ -73,7 +73,9 @@ export async function reconcileQueuedRuns(
   for (const runId of await deps.store.queuedRuns(now - options.graceMs, options.limit ?? 200)) {
     const view = await deps.store.reconcileView(runId);
     const generation = view?.generation ?? 0;
-    const job = view ? await Job.fromId(deps.queues.plan, runJobId(runId, generation)) : undefined;
+    const job = view
+      ? await Job.fromId((await deps.queues.shardOf(runId)).plan, runJobId(runId, generation))
+      : undefined;
     const laneTurn = view?.sessionKey != null && (await deps.laneHolder(view.sessionKey)) === runId;
     const action = reconcileAction({
       status: view?.status ?? null,

@@ -7,16 +7,16 @@
  * nothing is seen twice. When a run is followed anew, its reader's blocking call is cut short
  * (`CLIENT UNBLOCK`) so the next call names it.
  */
-import type { Redis } from 'ioredis';
+import { isCluster, type RedisClient } from '../state/redis-client.js';
 import { setTimeout as delay } from 'node:timers/promises';
 import type { RunEvent } from '../domain/run-model.js';
 import type { RunStore } from '../state/run-store.js';
 
 export interface RunEventHubOptions {
   /** Opens the connection of reader `index` (blocking reads only). */
-  readonly connect: (index: number) => Redis;
+  readonly connect: (index: number) => RedisClient;
   /** A shared connection that never blocks: cuts a reader's blocking call short. */
-  readonly client: Redis;
+  readonly client: RedisClient;
   /** Readers, each with its own connection. @defaultValue 2 */
   readonly readers?: number;
   /** Most streams named in one `XREAD`; a reader following more reads them in turns. @defaultValue 500 */
@@ -139,7 +139,7 @@ class Reader {
 
   constructor(
     private readonly hub: RunEventHub,
-    private readonly connection: Redis,
+    private readonly connection: RedisClient,
     private readonly options: Required<Omit<RunEventHubOptions, 'onError' | 'connect'>> &
       Pick<RunEventHubOptions, 'onError'>,
   ) {
@@ -222,7 +222,8 @@ class Reader {
    * just ends at its block time.
    */
   private async unblock(): Promise<void> {
-    if (this.unblocking) return;
+    // On a Redis Cluster the reads poll (see RunStore.readEventStreams): the next poll names the run.
+    if (this.unblocking || isCluster(this.connection)) return;
     this.unblocking = true;
     try {
       for (let i = 0; i < 20 && this.reading && this.dirty && !this.hub.isClosed; i++) {

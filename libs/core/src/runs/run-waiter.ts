@@ -2,14 +2,14 @@
  * Waits for runs to settle without polling: one subscriber connection per process listens on
  * the settled channel and wakes the waiters of that run.
  */
-import type { Redis } from 'ioredis';
+import type { RedisClient } from '../state/redis-client.js';
 
 export class RunWaiter {
   private readonly waiters = new Map<string, Set<() => void>>();
 
-  private constructor(private readonly subscriber: Redis) {}
+  private constructor(private readonly subscriber: RedisClient) {}
 
-  static async listen(subscriber: Redis, channel: string): Promise<RunWaiter> {
+  static async listen(subscriber: RedisClient, channel: string): Promise<RunWaiter> {
     const waiter = new RunWaiter(subscriber);
     subscriber.on('message', (ch: string, runId: string) => {
       if (ch !== channel) return;

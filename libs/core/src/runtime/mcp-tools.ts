@@ -5,7 +5,7 @@
  * reads the lists workers wrote and follows their changes on a channel, so it validates graphs
  * against the same schemas the workers call with.
  */
-import type { Redis } from 'ioredis';
+import type { RedisClient } from './redis.js';
 import type { Logger } from '../logging/logger.js';
 import { NO_CALLS } from '../mcp/mcp-tool.js';
 import type { ServerCatalog } from '../mcp/server-catalog.js';
@@ -92,7 +92,7 @@ export async function connectMcpServers(
  * subscriber mode; it stays the caller's to close.
  */
 export async function followMcpCatalog(
-  options: McpToolsOptions & { readonly subscriber: Redis },
+  options: McpToolsOptions & { readonly subscriber: RedisClient },
 ): Promise<McpTools> {
   const { servers, store, logger, subscriber } = options;
   const tools = new McpToolRegistry(options.builtins, new Map(servers.map((s) => [s.name, NO_CALLS])));

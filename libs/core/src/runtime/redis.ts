@@ -1,5 +1,9 @@
 import { CONNECTION_CLOSED_ERROR_MSG, ConnectionClosedError } from 'bullmq';
-import { Redis } from 'ioredis';
+import { Cluster, Redis, type RedisOptions } from 'ioredis';
+import { isClusterUrl, parseClusterUrl } from './redis-url.js';
+import type { RedisClient } from '../state/redis-client.js';
+
+export { isCluster, mastersOf, type RedisClient } from '../state/redis-client.js';
 
 /**
  * Connection roles differ in how they behave when Redis is away:
@@ -9,20 +13,51 @@ import { Redis } from 'ioredis';
  */
 export type ConnectionRole = 'worker' | 'client' | 'subscriber';
 
-export function connectRedis(url: string, role: ConnectionRole, name: string): Redis {
-  const common = { connectionName: name, retryStrategy: (times: number) => Math.min(times * 200, 2000) };
+const roleOptions = (role: ConnectionRole): RedisOptions => {
   switch (role) {
     case 'worker':
-      return new Redis(url, { ...common, maxRetriesPerRequest: null });
-    case 'client':
-      return new Redis(url, { ...common, enableOfflineQueue: false, maxRetriesPerRequest: 1 });
     case 'subscriber':
-      return new Redis(url, { ...common, maxRetriesPerRequest: null });
+      return { maxRetriesPerRequest: null };
+    case 'client':
+      return { enableOfflineQueue: false, maxRetriesPerRequest: 1 };
   }
+};
+
+const retryStrategy = (times: number): number => Math.min(times * 200, 2000);
+
+export function connectRedis(url: string, role: ConnectionRole, name: string): RedisClient {
+  const options: RedisOptions = { connectionName: name, retryStrategy, ...roleOptions(role) };
+  return isClusterUrl(url) ? connectCluster(url, options) : new Redis(url, options);
+}
+
+/**
+ * A Cluster client from some of its nodes. The per-node options are the role's; the cluster's own
+ * offline queue follows the role's (a `client` fails fast while the slots are not known yet), and
+ * every command goes to a master (reads from replicas could miss a write just made).
+ */
+function connectCluster(url: string, options: RedisOptions): Cluster {
+  const { nodes, username, password, tls } = parseClusterUrl(url);
+  // The cluster takes these itself; each node's connection takes the rest.
+  const { retryStrategy: clusterRetryStrategy, enableOfflineQueue, lazyConnect, ...perNode } = options;
+  return new Cluster(
+    nodes.map((n) => ({ host: n.host, port: n.port })),
+    {
+      redisOptions: {
+        ...perNode,
+        ...(username ? { username } : {}),
+        ...(password ? { password } : {}),
+        ...(tls ? { tls: {} } : {}),
+      },
+      ...(clusterRetryStrategy ? { clusterRetryStrategy } : {}),
+      enableOfflineQueue: enableOfflineQueue ?? true,
+      lazyConnect: lazyConnect ?? false,
+      scaleReads: 'master',
+    },
+  );
 }
 
 /** Resolves once the connection is ready, or rejects with the connection error. */
-export async function whenReady(redis: Redis, timeoutMs = 10_000): Promise<void> {
+export async function whenReady(redis: RedisClient, timeoutMs = 10_000): Promise<void> {
   if (redis.status === 'ready') return;
   await new Promise<void>((resolve, reject) => {
     const timer = setTimeout(() => {
@@ -45,15 +80,16 @@ export async function whenReady(redis: Redis, timeoutMs = 10_000): Promise<void>
  * A connection for a command-line tool: one attempt, no reconnects, no offline queue, so a Redis
  * that is not there is said at once. Resolves once connected, or rejects with the reason.
  */
-export async function connectRedisOnce(url: string, name: string, timeoutMs = 5000): Promise<Redis> {
-  const redis = new Redis(url, {
+export async function connectRedisOnce(url: string, name: string, timeoutMs = 5000): Promise<RedisClient> {
+  const options: RedisOptions = {
     lazyConnect: true,
     connectionName: name,
     connectTimeout: timeoutMs,
     maxRetriesPerRequest: 1,
     enableOfflineQueue: false,
     retryStrategy: () => null,
-  });
+  };
+  const redis = isClusterUrl(url) ? connectCluster(url, options) : new Redis(url, options);
   let lastError: Error | undefined;
   redis.on('error', (err: Error) => (lastError = err));
   try {
@@ -89,6 +125,9 @@ const UNAVAILABLE_REPLIES = new Set(['LOADING', 'MASTERDOWN', 'CLUSTERDOWN', 'TR
 const PLAIN_CONNECTION_ERRORS = new Set([
   CONNECTION_CLOSED_ERROR_MSG,
   "Stream isn't writeable and enableOfflineQueue options is false",
+  // A Redis Cluster client that has not (or no longer) learnt the cluster's slots.
+  "Cluster isn't ready and enableOfflineQueue options is false",
+  'None of startup nodes is available',
 ]);
 
 /**
@@ -103,6 +142,8 @@ export function isRedisUnavailable(err: unknown): boolean {
     if (e instanceof ConnectionClosedError) return true;
     // redis-errors' AbortError and its subclass MaxRetriesPerRequestError: the command never ran.
     if (e.name === 'AbortError' || e.name === 'MaxRetriesPerRequestError') return true;
+    // A cluster client that could reach none of the nodes it knows.
+    if (e.name === 'ClusterAllFailedError') return true;
     const code = (e as { code?: unknown }).code;
     if (typeof code === 'string' && SOCKET_CODES.has(code)) return true;
     if (e.name === 'ReplyError' && UNAVAILABLE_REPLIES.has(e.message.split(' ', 1)[0] ?? '')) return true;

@@ -2,7 +2,7 @@
  * The services every process builds the same way from its configuration: runs, sessions and
  * sources over one Redis connection and the loop queues.
  */
-import type { Redis } from 'ioredis';
+import type { RedisClient } from './redis.js';
 import type { Logger } from 'pino';
 import {
   allowedToolsOf,
@@ -20,7 +20,7 @@ import { setSchemaCacheMax } from '../model/json-schema.js';
 import { isModelConfigured } from '../model/model-config.js';
 import type { LoopQueues } from '../queues/loop-queues.js';
 import type { JobRetention } from '../queues/retention.js';
-import type { RunQueues } from '../queues/run-jobs.js';
+import { runQueuesOf, type RunQueues } from '../queues/run-jobs.js';
 import { WebhookOutbox } from '../queues/webhook-jobs.js';
 import { RunService } from '../runs/run-service.js';
 import { modelSummarizer } from '../sessions/compaction.js';
@@ -89,7 +89,7 @@ export interface ServiceOptions {
 
 export function buildServices(
   env: BaseEnv,
-  redis: Redis,
+  redis: RedisClient,
   queues: LoopQueues,
   tools: ToolRegistry,
   hooks: HookRegistry | undefined,
@@ -99,12 +99,12 @@ export function buildServices(
   const prefix = env.TETRALOOP_PREFIX;
   // Callers' schemas are compiled in both the API (validation) and the workers (answers).
   setSchemaCacheMax(env.TETRALOOP_SCHEMA_CACHE_MAX);
-  const runQueues: RunQueues = { plan: queues.plan, node: queues.node, retention: retentionOf(env) };
   const store = new RunStore(redis, {
     prefix,
     retentionSeconds: env.TETRALOOP_RUN_RETENTION_SECONDS,
     eventsMax: env.TETRALOOP_RUN_EVENTS_MAX,
   });
+  const runQueues = runQueuesOf(queues.shards, retentionOf(env), store);
   const sessionStore = new SessionStore(redis, prefix, {
     idleTtlSeconds: env.TETRALOOP_SESSION_IDLE_TTL_SECONDS,
     transcriptMaxLines: env.TETRALOOP_TRANSCRIPT_MAX_LINES,
@@ -199,7 +199,7 @@ export function buildServices(
 
 function memoryServices(
   env: BaseEnv,
-  redis: Redis,
+  redis: RedisClient,
   store: RunStore,
   queues: LoopQueues,
   logger: Logger,

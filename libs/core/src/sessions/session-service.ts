@@ -30,7 +30,7 @@ import {
   type LaneMode,
   type SessionStore,
 } from '../state/session-store.js';
-import type { Redis } from 'ioredis';
+import type { RedisClient } from '../state/redis-client.js';
 import { z } from 'zod';
 import { dedupeKey } from '../state/keys.js';
 import { metrics } from '../telemetry/metrics.js';
@@ -92,13 +92,13 @@ export interface SessionConfig {
 export const SESSION_AGENT = 'main';
 
 export interface SessionDeps {
-  readonly redis: Redis;
+  readonly redis: RedisClient;
   readonly prefix: string;
   readonly sessions: SessionStore;
   readonly store: RunStore;
   readonly runs: RunService;
-  /** The node queue, whose parked jobs a cancel wakes. */
-  readonly queues: Pick<RunQueues, 'node'>;
+  /** The node queues, whose parked jobs a cancel wakes. */
+  readonly queues: Pick<RunQueues, 'shardOf'>;
   readonly senseQueue: Queue;
   readonly hooks: HookRegistry | undefined;
   /** The lessons in effect: the hard and soft ones join a session run's system prompt. */

@@ -7,7 +7,7 @@
  */
 import { DEFAULT_TENANT, scopedName } from '../domain/tenant.js';
 import type { Queue } from 'bullmq';
-import type { Redis } from 'ioredis';
+import type { RedisClient } from '../state/redis-client.js';
 import type { Logger } from 'pino';
 import { z } from 'zod';
 import { retryDelay } from '../policy/retry-policy.js';
@@ -18,6 +18,7 @@ import { egressClient, type EgressClient } from '../tools/egress-client.js';
 import { parseAllowHosts, type EgressPolicy } from '../tools/egress-policy.js';
 import { InboundEvent, SENSE_JOB } from './sense-jobs.js';
 import { contentHash, type SessionService } from './session-service.js';
+import { slotMulti } from '../state/slot-multi.js';
 
 export const PolledSource = z.strictObject({
   name: z.string().regex(/^[A-Za-z0-9_.-]{1,64}$/),
@@ -66,7 +67,7 @@ export const SourceStatus = z.object({
 export type SourceStatus = z.infer<typeof SourceStatus>;
 
 export interface SourceDeps {
-  readonly redis: Redis;
+  readonly redis: RedisClient;
   readonly prefix: string;
   readonly sessions: SessionStore;
   readonly sessionService: SessionService;
@@ -126,8 +127,7 @@ export class SourceService {
     }
     const key = burstKey(this.deps.prefix, source, event.type, event.sessionKey ?? '');
     // With its TTL in the same step, so a window whose flush never comes cannot stay.
-    const replies = await this.deps.redis
-      .multi()
+    const replies = await slotMulti(this.deps.redis)
       .rpush(key, JSON.stringify(event))
       .pexpire(key, this.deps.burstWindowMs * 10)
       .exec();
@@ -145,7 +145,7 @@ export class SourceService {
 
   /** Merges a closed burst window into one event and writes it. */
   async flush(key: string): Promise<void> {
-    const replies = await this.deps.redis.multi().lrange(key, 0, -1).del(key).exec();
+    const replies = await slotMulti(this.deps.redis).lrange(key, 0, -1).del(key).exec();
     const events = ((replies?.[0]?.[1] as string[] | undefined) ?? []).map(
       (e) => JSON.parse(e) as SenseEvent,
     );
@@ -285,8 +285,7 @@ export class SourceService {
       k,
       v === null || v === undefined ? '' : String(v),
     ]);
-    const tx = this.deps.redis
-      .multi()
+    const tx = slotMulti(this.deps.redis)
       .sadd(sourcesKey(this.deps.prefix), name)
       .hset(this.key(name), 'kind', kind);
     if (fields.length > 0) tx.hset(this.key(name), ...fields);
@@ -299,7 +298,7 @@ export class SourceService {
     patch: { events?: number; duplicates?: number; lastEventAt?: string },
   ): Promise<void> {
     const key = this.key(name);
-    const tx = this.deps.redis.multi().sadd(sourcesKey(this.deps.prefix), name).hset(key, 'kind', kind);
+    const tx = slotMulti(this.deps.redis).sadd(sourcesKey(this.deps.prefix), name).hset(key, 'kind', kind);
     if (patch.events) tx.hincrby(key, 'events', patch.events);
     if (patch.duplicates) tx.hincrby(key, 'duplicates', patch.duplicates);
     if (patch.lastEventAt) tx.hset(key, 'lastEventAt', patch.lastEventAt);

@@ -5,10 +5,11 @@
  * once (nothing is cached). An expiring key's record expires with it.
  */
 import { createHash, randomBytes, timingSafeEqual } from 'node:crypto';
-import type { Redis } from 'ioredis';
+import type { RedisClient } from './redis-client.js';
 import { z } from 'zod';
 import { SCOPES, type Scope } from '../domain/caller.js';
 import { apiKeyKey, apiKeyTenantsKey, tenantApiKeysKey } from './keys.js';
+import { slotMulti } from './slot-multi.js';
 
 export const ApiKeyRecord = z.object({
   keyId: z.string(),
@@ -40,7 +41,7 @@ const sha256 = (text: string): Buffer => createHash('sha256').update(text).diges
 
 export class ApiKeyStore {
   constructor(
-    private readonly redis: Redis,
+    private readonly redis: RedisClient,
     private readonly options: ApiKeyStoreOptions,
   ) {}
 
@@ -64,8 +65,7 @@ export class ApiKeyStore {
       ...(input.expiresAt ? { expiresAt: input.expiresAt } : {}),
     };
     const key = apiKeyKey(prefix, keyId);
-    const tx = this.redis
-      .multi()
+    const tx = slotMulti(this.redis)
       .hset(key, { hash: sha256(secret).toString('hex'), record: JSON.stringify(record) })
       .sadd(tenantApiKeysKey(prefix, input.tenant), keyId)
       .sadd(apiKeyTenantsKey(prefix), input.tenant);
@@ -107,8 +107,7 @@ export class ApiKeyStore {
     const record = await this.record(keyId);
     if (!record || (tenant !== undefined && record.tenant !== tenant)) return false;
     const { prefix } = this.options;
-    await this.redis
-      .multi()
+    await slotMulti(this.redis)
       .del(apiKeyKey(prefix, keyId))
       .srem(tenantApiKeysKey(prefix, record.tenant), keyId)
       .exec();
@@ -119,7 +118,7 @@ export class ApiKeyStore {
   async revokeTenant(tenant: string): Promise<number> {
     const { prefix } = this.options;
     const ids = await this.redis.smembers(tenantApiKeysKey(prefix, tenant));
-    const tx = this.redis.multi();
+    const tx = slotMulti(this.redis);
     for (const id of ids) tx.del(apiKeyKey(prefix, id));
     await tx.del(tenantApiKeysKey(prefix, tenant)).srem(apiKeyTenantsKey(prefix), tenant).exec();
     return ids.length;

@@ -6,7 +6,7 @@
  * outlives every run that does.
  */
 import { createHash } from 'node:crypto';
-import type { Redis } from 'ioredis';
+import { isCluster, type RedisClient } from './redis-client.js';
 import { blobPreview, isBlobStub, type BlobStub } from '../domain/blob.js';
 import type { NodeView, RunDocument } from '../domain/run-model.js';
 import { metrics } from '../telemetry/metrics.js';
@@ -37,7 +37,7 @@ export interface BlobStoreOptions {
 
 export class BlobStore {
   constructor(
-    private readonly redis: Redis,
+    private readonly redis: RedisClient,
     private readonly options: BlobStoreOptions,
   ) {
     redis.defineCommand(PUT_COMMAND, { lua: PUT, numberOfKeys: 1 });
@@ -91,14 +91,16 @@ export class BlobStore {
     await Promise.all([...keys].map((key) => this.redis.expire(key, ttl, 'GT')));
   }
 
-  /** The content behind each stub, by `$blob`, read with one MGET; a blob no longer stored is absent. */
+  /** The content behind each stub, by `$blob`, read with one MGET (a GET each on a cluster); a blob no longer stored is absent. */
   async contents(tenant: string, stubs: readonly BlobStub[]): Promise<Map<string, unknown>> {
     const hashes = [...new Set(stubs.map((s) => s.$blob))];
     const found = new Map<string, unknown>();
     if (hashes.length === 0) return found;
-    const texts = await this.redis.mget(
-      hashes.map((h) => blobKey(this.options.prefix, tenant, h.slice('sha256:'.length))),
-    );
+    const keys = hashes.map((h) => blobKey(this.options.prefix, tenant, h.slice('sha256:'.length)));
+    // Each blob is in its own slot: a cluster answers a GET per key (sent together) for the MGET.
+    const texts = isCluster(this.redis)
+      ? await Promise.all(keys.map((key) => this.redis.get(key)))
+      : await this.redis.mget(keys);
     hashes.forEach((hash, i) => {
       const text = texts[i];
       if (typeof text === 'string') found.set(hash, JSON.parse(text) as unknown);

@@ -6,9 +6,10 @@
  * (`cost/price-table.ts`, `cost/budget-rules.ts`).
  */
 import { z } from 'zod';
-import type { Redis } from 'ioredis';
+import type { RedisClient } from './redis-client.js';
 import { usdFromNano } from '../cost/price-table.js';
 import { costDayKey } from './keys.js';
+import { slotMulti } from './slot-multi.js';
 
 export interface CostLedgerOptions {
   readonly prefix: string;
@@ -57,7 +58,7 @@ type Scope = (typeof SCOPES)[number];
 
 export class CostLedger {
   constructor(
-    private readonly redis: Redis,
+    private readonly redis: RedisClient,
     private readonly options: CostLedgerOptions,
   ) {}
 
@@ -65,7 +66,7 @@ export class CostLedger {
   async record(entry: CostEntry): Promise<void> {
     const key = costDayKey(this.options.prefix, entry.tenant, entry.day);
     const cost = entry.costNanoUsd ?? 0;
-    const multi = this.redis.multi().hincrby(key, 'calls', entry.calls);
+    const multi = slotMulti(this.redis).hincrby(key, 'calls', entry.calls);
     const scopes: [Scope, string][] = [
       ['agent', entry.agentId],
       ['model', entry.model],

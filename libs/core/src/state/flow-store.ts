@@ -4,11 +4,12 @@
  * order waiters are served in (priority, then round-robin across fair-share groups, then arrival)
  * is decided in one place. Also keeps the limits an admin set over the configured ones.
  */
-import type { Redis } from 'ioredis';
+import type { RedisClient } from './redis-client.js';
 import { z } from 'zod';
 import { LimitsDocument, type FlowKey } from '../flow/limits.js';
 import { flowBaseKey, flowLimitsKey } from './keys.js';
 import { loadScripts, type ScriptRunner } from './scripts.js';
+import { slotPipeline } from './slot-multi.js';
 
 export type FlowDecision =
   | {
@@ -29,7 +30,7 @@ export type FlowDecision =
       readonly granted: readonly string[];
     };
 
-/** What a call that went at once holds: Redis keeps no record of it, its release hands this in. */
+/** What a call that went at once holds: RedisClient keeps no record of it, its release hands this in. */
 export interface HeldCall {
   readonly keys: readonly string[];
   /** JSON: counter → reservation id. */
@@ -81,7 +82,7 @@ export class FlowStore {
   private readonly base: string;
 
   constructor(
-    private readonly redis: Redis,
+    private readonly redis: RedisClient,
     private readonly prefix: string,
     private readonly adaptive: AdaptiveSettings = DEFAULT_ADAPTIVE,
   ) {
@@ -182,7 +183,7 @@ export class FlowStore {
     const ids: { key: string; at: number }[] = [];
     for (let i = 0; i + 1 < entries.length; i += 2)
       ids.push({ key: entries[i]!, at: Number(entries[i + 1]) });
-    const pipeline = this.redis.pipeline();
+    const pipeline = slotPipeline(this.redis);
     for (const { key } of ids) {
       const k = `${this.base}:k:${key}`;
       pipeline.zcount(`${k}:inflight`, Date.now(), '+inf');

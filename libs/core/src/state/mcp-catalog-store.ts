@@ -5,9 +5,10 @@
  * last list from here. One hash for the deployment (`mcpCatalogKey`), one entry per server, no TTL:
  * a few entries, rewritten on every connect and list change.
  */
-import type { Redis } from 'ioredis';
+import type { RedisClient } from './redis-client.js';
 import { ServerCatalog } from '../mcp/server-catalog.js';
 import { mcpCatalogChannel, mcpCatalogKey } from './keys.js';
+import { slotMulti } from './slot-multi.js';
 
 function parse(raw: string | null): ServerCatalog | undefined {
   if (raw === null) return undefined;
@@ -25,7 +26,7 @@ export class McpCatalogStore {
   readonly channel: string;
 
   constructor(
-    private readonly redis: Redis,
+    private readonly redis: RedisClient,
     prefix: string,
   ) {
     this.key = mcpCatalogKey(prefix);
@@ -34,8 +35,7 @@ export class McpCatalogStore {
 
   /** Writes `server`'s list and publishes its name, in one transaction. */
   async publish(server: string, catalog: ServerCatalog): Promise<void> {
-    await this.redis
-      .multi()
+    await slotMulti(this.redis)
       .hset(this.key, server, JSON.stringify(catalog))
       .publish(this.channel, server)
       .exec();

@@ -5,13 +5,14 @@
  * Every structure is bounded: the hot set by its cap, counters by services × fixed fields, lessons
  * by rules × services.
  */
-import type { Redis } from 'ioredis';
+import type { RedisClient } from './redis-client.js';
 import { z } from 'zod';
 import { LATENCY_BUCKETS_MS, bucketOf, quantile } from '../memory/latency.js';
 import { Lesson, type LessonStatus } from '../memory/lesson.js';
 import { RunSummary } from '../memory/run-summary.js';
 import { memoryAgentsKey, memoryKeyList, memoryKeys, probeKey } from './keys.js';
 import { loadScripts, type ScriptName, type ScriptRunner } from './scripts.js';
+import { slotMulti } from './slot-multi.js';
 
 export interface MemoryStoreOptions {
   readonly prefix: string;
@@ -58,7 +59,7 @@ export class MemoryStore {
   private readonly idleTtlMs: number;
 
   constructor(
-    private readonly redis: Redis,
+    private readonly redis: RedisClient,
     private readonly options: MemoryStoreOptions,
   ) {
     this.runner = loadScripts(redis);
@@ -202,7 +203,7 @@ export class MemoryStore {
   async feedbackAgainst(agentId: string, lessonIds: readonly string[]): Promise<void> {
     if (lessonIds.length === 0) return;
     const k = memoryKeys(this.options.prefix, agentId);
-    const tx = this.redis.multi();
+    const tx = slotMulti(this.redis);
     for (const id of lessonIds) tx.hincrby(k.meta, `against:${id}`, 1);
     for (const key of memoryKeyList(k)) tx.pexpire(key, this.idleTtlMs);
     await tx.exec();
@@ -253,7 +254,7 @@ export class MemoryStore {
   /** Whether each agent's memory hash exists, in one round trip. */
   private async existing(agents: readonly string[]): Promise<boolean[]> {
     if (agents.length === 0) return [];
-    const tx = this.redis.multi();
+    const tx = slotMulti(this.redis);
     for (const agentId of agents) tx.exists(memoryKeys(this.options.prefix, agentId).meta);
     return ((await tx.exec()) ?? []).map(([err, n]) => {
       if (err) throw err;

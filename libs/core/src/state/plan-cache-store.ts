@@ -4,7 +4,7 @@
  * graph is only a candidate: the plan loop validates it again before a run uses it. Not to be
  * confused with `executor/plan-cache.ts`, each worker's in-process cache of compiled run plans.
  */
-import type { Redis } from 'ioredis';
+import type { RedisClient } from './redis-client.js';
 import { z } from 'zod';
 import { planCacheKey } from './keys.js';
 import { loadScripts, type ScriptRunner } from './scripts.js';
@@ -29,7 +29,7 @@ export class PlanCacheStore {
   private readonly script: ScriptRunner;
 
   constructor(
-    private readonly redis: Redis,
+    private readonly redis: RedisClient,
     readonly options: PlanCacheOptions,
   ) {
     this.script = loadScripts(redis);

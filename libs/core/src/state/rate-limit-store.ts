@@ -3,7 +3,7 @@
  * (`lua-limits/take-tokens-2.lua`) so a refused request takes nothing from either. The rates
  * themselves are the ceilings' (`ceilings/ceilings.ts`).
  */
-import type { Redis } from 'ioredis';
+import type { RedisClient } from './redis-client.js';
 import type { RequestRates } from '../ceilings/ceilings.js';
 import { rateBucketKey } from './keys.js';
 import { loadScripts, type ScriptRunner } from './scripts.js';
@@ -22,7 +22,7 @@ export class RateLimitStore {
   private readonly script: ScriptRunner;
 
   constructor(
-    redis: Redis,
+    redis: RedisClient,
     private readonly prefix: string,
   ) {
     this.script = loadScripts(redis);

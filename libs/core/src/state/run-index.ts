@@ -5,7 +5,7 @@
  * filters, and stops at a page, the end, or a bound on the runs it looks at. Entries whose run is
  * gone (expired before the index was next trimmed) are dropped as they are met.
  */
-import type { Redis } from 'ioredis';
+import type { RedisClient } from './redis-client.js';
 import type { RunListing } from '../domain/run-model.js';
 import {
   LISTING_COUNTERS,
@@ -18,6 +18,7 @@ import {
 import type { IndexCursor } from '../insight/index-cursor.js';
 import { runKeys, runSearchKeys, type RunSearchKeys } from './keys.js';
 import { entriesAfter } from './sorted-page.js';
+import { slotMulti } from './slot-multi.js';
 
 /** Most runs one search looks at before it answers what it found, with a cursor to go on from. */
 export const RUN_SEARCH_SCAN_MAX = 5000;
@@ -64,7 +65,7 @@ const META_FIELDS = [
 
 export class RunIndex {
   constructor(
-    private readonly redis: Redis,
+    private readonly redis: RedisClient,
     private readonly prefix: string,
     private readonly scanMax = RUN_SEARCH_SCAN_MAX,
   ) {}
@@ -97,7 +98,7 @@ export class RunIndex {
         await batch
           .reduce(
             (tx, e) => tx.hmget(runKeys(this.prefix, e.id).meta, 'status', 'agentId', 'sessionKey', 'tags'),
-            this.redis.multi(),
+            slotMulti(this.redis),
           )
           .exec(),
       ) as (string | null)[][];
@@ -120,7 +121,7 @@ export class RunIndex {
   /** The listings of these runs, in this order; a run that is gone is left out. */
   async listings(runIds: readonly string[]): Promise<RunListing[]> {
     if (runIds.length === 0) return [];
-    const tx = this.redis.multi();
+    const tx = slotMulti(this.redis);
     for (const runId of runIds) {
       const k = runKeys(this.prefix, runId);
       tx.hmget(k.meta, ...META_FIELDS).hmget(k.aux, ...LISTING_COUNTERS);
@@ -156,7 +157,7 @@ export class RunIndex {
     const min = search.since ?? '-inf';
     const max = search.until ?? '+inf';
     const counts = replies(
-      await candidates.reduce((tx, key) => tx.zcount(key, min, max), this.redis.multi()).exec(),
+      await candidates.reduce((tx, key) => tx.zcount(key, min, max), slotMulti(this.redis)).exec(),
     ) as number[];
     let best = 0;
     counts.forEach((count, i) => {

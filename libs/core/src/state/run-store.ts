@@ -3,7 +3,7 @@
  * snapshots, event stream and execution bookkeeping. Every multi-step change is one Lua script,
  * so a crash never leaves half a change, and each appends its events in the same step.
  */
-import type { Redis } from 'ioredis';
+import { isCluster, type RedisClient } from './redis-client.js';
 import {
   MAX_RUN_SECONDS,
   AttemptRecord,
@@ -43,6 +43,7 @@ import {
   type Channels,
 } from './keys.js';
 import { loadScripts, type ScriptRunner } from './scripts.js';
+import { slotMulti } from './slot-multi.js';
 
 /** What `signal-6.lua` answers. */
 export type SignalDelivery =
@@ -82,6 +83,11 @@ export interface NewRun {
   readonly tenant?: string;
   /** The run a child run (a loop iteration over a nested graph) serves. */
   readonly parentRunId?: string;
+  /**
+   * The queue shard of the run's jobs, recorded for a child run (its parent's shard) when the run
+   * queues are sharded; a run without it is routed by its id (see `queues/queue-shards.ts`).
+   */
+  readonly queueShard?: number;
   /** The session whose lane the run belongs to. */
   readonly sessionKey?: string;
   readonly input: unknown;
@@ -266,7 +272,7 @@ export class RunStore {
   private readonly script: ScriptRunner;
 
   constructor(
-    private readonly redis: Redis,
+    private readonly redis: RedisClient,
     private readonly options: RunStoreOptions,
   ) {
     this.script = loadScripts(redis);
@@ -311,6 +317,7 @@ export class RunStore {
       agentId: run.task?.agentId ?? run.agentId ?? 'main',
       tenant: run.tenant ?? DEFAULT_TENANT,
       ...(run.parentRunId ? { parentRunId: run.parentRunId } : {}),
+      ...(run.queueShard !== undefined ? { shard: String(run.queueShard) } : {}),
       ...(run.sessionKey ? { sessionKey: run.sessionKey } : {}),
       input: JSON.stringify(run.input ?? null),
       timeoutSeconds: String(run.timeoutSeconds),
@@ -346,8 +353,7 @@ export class RunStore {
     // run lives at most its deadline plus the retention), so it stays as large as the runs that
     // can still exist.
     const runs = tenantRunsKey(this.options.prefix, meta.tenant);
-    await this.redis
-      .multi()
+    await slotMulti(this.redis)
       .zadd(queuedRunsKey(this.options.prefix), 'NX', created, run.runId)
       .zadd(runs, 'NX', created, run.runId)
       .zremrangebyscore(runs, '-inf', created - keepMs)
@@ -523,8 +529,7 @@ export class RunStore {
       'output',
     ] as const;
     const usageFields = USAGE_COUNTERS.map((c) => `usage:${c}`);
-    const replies = await this.redis
-      .multi()
+    const replies = await slotMulti(this.redis)
       .hmget(k.meta, ...fields)
       .hmget(k.aux, ...usageFields)
       .exec();
@@ -632,8 +637,7 @@ export class RunStore {
    */
   async header(runId: string): Promise<RunHeader> {
     const meta = runKeys(this.options.prefix, runId).meta;
-    const replies = await this.redis
-      .multi()
+    const replies = await slotMulti(this.redis)
       .hmget(
         meta,
         'status',
@@ -679,8 +683,7 @@ export class RunStore {
    */
   async outcomeState(runId: string): Promise<OutcomeState> {
     const k = runKeys(this.options.prefix, runId);
-    const replies = await this.redis
-      .multi()
+    const replies = await slotMulti(this.redis)
       .hgetall(k.nodes)
       .hmget(k.meta, 'status', 'error', 'createdAt', 'sessionKey', 'replan')
       .exec();
@@ -975,6 +978,12 @@ export class RunStore {
     return { settled: settled === 1, status: after ? RunStatus.parse(after) : null };
   }
 
+  /** The queue shard recorded for a run (a child run of sharded queues), or null. */
+  async queueShard(runId: string): Promise<number | null> {
+    const shard = await this.redis.hget(this.keys(runId)[0]!, 'shard');
+    return shard === null ? null : Number(shard);
+  }
+
   /** Records `childRunId` as serving `runId`, so ending the parent ends it. */
   async addChild(runId: string, childRunId: string): Promise<void> {
     await this.script('add-child-6', this.keys(runId), [childRunId]);
@@ -1116,7 +1125,7 @@ export class RunStore {
    * passed with none (or the read was unblocked).
    */
   async readEventStreams(
-    connection: Redis,
+    connection: RedisClient,
     cursors: ReadonlyArray<{ readonly runId: string; readonly afterSeq: number }>,
     blockMs: number,
     count = 1000,
@@ -1130,7 +1139,9 @@ export class RunStore {
       return key;
     });
     const ids = cursors.map(({ afterSeq }) => `0-${afterSeq}`);
-    const result = await connection.xread('COUNT', count, 'BLOCK', blockMs, 'STREAMS', ...keys, ...ids);
+    const result = isCluster(connection)
+      ? await pollStreams(connection, keys, ids, blockMs, count)
+      : await connection.xread('COUNT', count, 'BLOCK', blockMs, 'STREAMS', ...keys, ...ids);
     for (const [key, entries] of result ?? []) {
       const runId = runOf.get(key);
       if (runId !== undefined)
@@ -1144,8 +1155,7 @@ export class RunStore {
 
   async document(runId: string): Promise<RunDocument | null> {
     const k = runKeys(this.options.prefix, runId);
-    const replies = await this.redis
-      .multi()
+    const replies = await slotMulti(this.redis)
       .hgetall(k.meta)
       .hgetall(k.nodes)
       .hgetall(k.live)
@@ -1243,4 +1253,32 @@ function toEvent(runId: string, id: string, fields: string[]): RunEvent {
   if (f.node) event.nodeId = f.node;
   if (data !== undefined) event.data = data;
   return event;
+}
+
+/** How long a read of several runs' streams on a Redis Cluster waits between polls. */
+const CLUSTER_POLL_MS = 50;
+
+/**
+ * `XREAD` of several runs' streams on a Redis Cluster, where one `XREAD` names keys of one slot
+ * only and each run's stream has its own: a non-blocking `XREAD` per stream, sent together, again
+ * every `CLUSTER_POLL_MS` until one has entries or `blockMs` has passed.
+ */
+async function pollStreams(
+  connection: RedisClient,
+  keys: readonly string[],
+  ids: readonly string[],
+  blockMs: number,
+  count: number,
+): Promise<[string, [string, string[]][]][] | null> {
+  const deadline = Date.now() + blockMs;
+  for (;;) {
+    const replies = await Promise.all(
+      keys.map((key, i) => connection.xread('COUNT', count, 'STREAMS', key, ids[i]!)),
+    );
+    const found = replies.flatMap((r) => r ?? []);
+    if (found.length > 0) return found;
+    const left = deadline - Date.now();
+    if (left <= 0) return null;
+    await new Promise((resolve) => setTimeout(resolve, Math.min(CLUSTER_POLL_MS, left)));
+  }
 }

@@ -5,7 +5,8 @@
  * runs as a function followed by `keepTtl()`, so a key it created carries the run's TTL.
  */
 import { readFileSync } from 'node:fs';
-import type { Redis } from 'ioredis';
+import { isCluster, type RedisClient } from './redis-client.js';
+import { slotMulti } from './slot-multi.js';
 
 const SCRIPTS = [
   'create-run-6',
@@ -79,9 +80,16 @@ export type ScriptName =
 const read = (dir: string, file: string): string =>
   readFileSync(new URL(`./${dir}/${file}`, import.meta.url), 'utf8');
 const LIB = read('lua', 'run.lib.lua');
-/** A run script as loaded: the library, its body, then the TTL check of keys it created (run.lib.lua). */
-const runScript = (name: string): string =>
-  `${LIB}\nlocal function body()\n${read('lua', `${name}.lua`)}\nend\nlocal result = body()\nkeepTtl()\nreturn result`;
+/**
+ * A run script as loaded: the library, its body, then the TTL check of keys it created
+ * (run.lib.lua). For a Redis Cluster (`deferIndex`) the search index writes are not made but
+ * returned first, `{writes JSON, result}`, for `applyIndexWrites` to make in their own slots.
+ */
+const runScript = (name: string, deferIndex: boolean): string =>
+  `local INDEX_DEFERRED = ${deferIndex}\n${LIB}\nlocal function body()\n${read('lua', `${name}.lua`)}\nend\n` +
+  `local result = body()\nkeepTtl()\n` +
+  (deferIndex ? `return { #indexWrites > 0 and cjson.encode(indexWrites) or '', result }` : 'return result');
+const RUN_SCRIPT_NAMES: ReadonlySet<string> = new Set(SCRIPTS);
 const MEMORY_LIB = read('lua-memory', 'memory.lib.lua');
 const memoryScript = (name: string): string =>
   `${MEMORY_LIB}\nlocal function body()\n${read('lua-memory', `${name}.lua`)}\nend\nlocal result = body()\ntouch()\nreturn result`;
@@ -95,27 +103,35 @@ const sessionScript = (name: string): string =>
 const FLOW_LIB = read('lua-flow', 'flow.lib.lua');
 const keysOf = (name: string): number => Number(name.slice(name.lastIndexOf('-') + 1));
 
-const sources = new Map<ScriptName, { lua: string; numberOfKeys: number }>([
-  ...SCRIPTS.map((name) => [name, { lua: runScript(name), numberOfKeys: keysOf(name) }] as const),
-  ...SESSION_SCRIPTS.map((name) => [name, { lua: sessionScript(name), numberOfKeys: keysOf(name) }] as const),
-  ...MEMORY_SCRIPTS.map((name) => [name, { lua: memoryScript(name), numberOfKeys: keysOf(name) }] as const),
-  ...PLAN_SCRIPTS.map(
-    (name) => [name, { lua: read('lua-plan', `${name}.lua`), numberOfKeys: keysOf(name) }] as const,
-  ),
-  ...SECRET_SCRIPTS.map(
-    (name) => [name, { lua: read('lua-secret', `${name}.lua`), numberOfKeys: keysOf(name) }] as const,
-  ),
-  ...WEBHOOK_SCRIPTS.map(
-    (name) => [name, { lua: read('lua-webhook', `${name}.lua`), numberOfKeys: keysOf(name) }] as const,
-  ),
-  ...LIMIT_SCRIPTS.map(
-    (name) => [name, { lua: read('lua-limits', `${name}.lua`), numberOfKeys: keysOf(name) }] as const,
-  ),
-  ...FLOW_SCRIPTS.map(
-    (name) =>
-      [name, { lua: `${FLOW_LIB}\n${read('lua-flow', `${name}.lua`)}`, numberOfKeys: keysOf(name) }] as const,
-  ),
-]);
+const sourcesOf = (deferIndex: boolean) =>
+  new Map<ScriptName, { lua: string; numberOfKeys: number }>([
+    ...SCRIPTS.map(
+      (name) => [name, { lua: runScript(name, deferIndex), numberOfKeys: keysOf(name) }] as const,
+    ),
+    ...SESSION_SCRIPTS.map(
+      (name) => [name, { lua: sessionScript(name), numberOfKeys: keysOf(name) }] as const,
+    ),
+    ...MEMORY_SCRIPTS.map((name) => [name, { lua: memoryScript(name), numberOfKeys: keysOf(name) }] as const),
+    ...PLAN_SCRIPTS.map(
+      (name) => [name, { lua: read('lua-plan', `${name}.lua`), numberOfKeys: keysOf(name) }] as const,
+    ),
+    ...SECRET_SCRIPTS.map(
+      (name) => [name, { lua: read('lua-secret', `${name}.lua`), numberOfKeys: keysOf(name) }] as const,
+    ),
+    ...WEBHOOK_SCRIPTS.map(
+      (name) => [name, { lua: read('lua-webhook', `${name}.lua`), numberOfKeys: keysOf(name) }] as const,
+    ),
+    ...LIMIT_SCRIPTS.map(
+      (name) => [name, { lua: read('lua-limits', `${name}.lua`), numberOfKeys: keysOf(name) }] as const,
+    ),
+    ...FLOW_SCRIPTS.map(
+      (name) =>
+        [
+          name,
+          { lua: `${FLOW_LIB}\n${read('lua-flow', `${name}.lua`)}`, numberOfKeys: keysOf(name) },
+        ] as const,
+    ),
+  ]);
 
 const commandName = (name: ScriptName): string => `tetraloop_${name.replaceAll('-', '_')}`;
 
@@ -125,16 +141,51 @@ export type ScriptRunner = (
   args: readonly (string | number)[],
 ) => Promise<unknown>;
 
-/** Defines every script on `redis` and returns a typed caller. */
-export function loadScripts(redis: Redis): ScriptRunner {
-  for (const [name, { lua, numberOfKeys }] of sources) {
+const SOURCES = { single: sourcesOf(false), cluster: sourcesOf(true) };
+
+/**
+ * Defines every script on `redis` and returns a typed caller. On a Redis Cluster a run script's
+ * search index writes are made after it, by the caller, before it answers.
+ */
+export function loadScripts(redis: RedisClient): ScriptRunner {
+  const deferIndex = isCluster(redis);
+  for (const [name, { lua, numberOfKeys }] of deferIndex ? SOURCES.cluster : SOURCES.single) {
     redis.defineCommand(commandName(name), { lua, numberOfKeys });
   }
-  return (name, keys, args) => {
+  return async (name, keys, args) => {
     const command = (redis as unknown as Record<string, (...a: unknown[]) => Promise<unknown>>)[
       commandName(name)
     ];
     if (!command) throw new Error(`script ${name} is not loaded`);
-    return command.call(redis, ...keys, ...args);
+    const reply = await command.call(redis, ...keys, ...args);
+    if (!deferIndex || !RUN_SCRIPT_NAMES.has(name)) return reply;
+    const [writes, result = null] = reply as [string, unknown?];
+    if (writes) await applyIndexWrites(redis, JSON.parse(writes) as IndexWrite[]);
+    return result;
   };
+}
+
+/** A search index write a run script listed (run.lib.lua, `indexWrites`). */
+type IndexWrite = ['add', string, number, string, number] | ['rem', string, string];
+
+/**
+ * Makes a run script's search index writes, each index in its own slot: adds trim the index by
+ * score and give it its TTL, as the script does on one Redis. Each write is idempotent, so a
+ * script retried after a lost reply writes the same again. A process that stops between the
+ * script and these writes leaves the run out of (or stale in) an index until its next status
+ * change; a search checks each run's own fields, so a stale entry is never listed wrongly.
+ */
+async function applyIndexWrites(redis: RedisClient, writes: readonly IndexWrite[]): Promise<void> {
+  const tx = slotMulti(redis);
+  for (const write of writes) {
+    if (write[0] === 'rem') {
+      tx.zrem(write[1], write[2]);
+      continue;
+    }
+    const [, key, score, id, keepMs] = write;
+    tx.zadd(key, score, id)
+      .zremrangebyscore(key, '-inf', `(${score - keepMs}`)
+      .pexpire(key, keepMs);
+  }
+  await tx.exec();
 }

@@ -4,7 +4,7 @@
  * go in through `put` and come out only through `resolve`, in the worker that makes the call.
  */
 import { randomBytes } from 'node:crypto';
-import type { Redis } from 'ioredis';
+import type { RedisClient } from './redis-client.js';
 import { z } from 'zod';
 import { SECRET_KEY_FORMAT, decryptSecret, deriveKey, encryptSecret } from '../secrets/secret-cipher.js';
 import { SecretName } from '../secrets/secret-ref.js';
@@ -51,7 +51,7 @@ export class SecretStore {
   private readonly script: ScriptRunner;
 
   constructor(
-    private readonly redis: Redis,
+    private readonly redis: RedisClient,
     private readonly options: SecretStoreOptions,
   ) {
     this.script = loadScripts(redis);
@@ -143,7 +143,7 @@ export class SecretStore {
  * The deployment's key for outbound `Idempotency-Key`s: derived from the secret key when there is
  * one, else a random key written once under the prefix (every worker then reads the same).
  */
-export async function loadCallKey(redis: Redis, prefix: string, secretKey?: Buffer): Promise<Buffer> {
+export async function loadCallKey(redis: RedisClient, prefix: string, secretKey?: Buffer): Promise<Buffer> {
   if (secretKey) return deriveKey(secretKey, 'idempotency-key');
   const key = callKeyKey(prefix);
   await redis.set(key, randomBytes(32).toString('hex'), 'NX');

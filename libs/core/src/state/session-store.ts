@@ -5,7 +5,8 @@
  * TTL in the same step, and the transcript keeps its newest lines up to a cap: under `noeviction`
  * a session's storage is bounded and an abandoned one goes away.
  */
-import type { ChainableCommander, Redis } from 'ioredis';
+import type { ChainableCommander } from 'ioredis';
+import type { RedisClient } from './redis-client.js';
 import { z } from 'zod';
 import { unscopeName } from '../domain/tenant.js';
 import type { IndexCursor } from '../insight/index-cursor.js';
@@ -13,6 +14,7 @@ import type { WorkspaceFile } from '../workspace/workspace.js';
 import { busySessionsKey, sessionKeyList, sessionKeys, tenantSessionsKey } from './keys.js';
 import { loadScripts, type ScriptName, type ScriptRunner } from './scripts.js';
 import { entriesAfter } from './sorted-page.js';
+import { slotMulti, slotPipeline } from './slot-multi.js';
 
 export const LANE_MODES = ['followup', 'collect', 'steer', 'interrupt'] as const;
 export type LaneMode = (typeof LANE_MODES)[number];
@@ -147,7 +149,7 @@ export class SessionStore {
   private readonly transcriptMaxLines: number;
 
   constructor(
-    private readonly redis: Redis,
+    private readonly redis: RedisClient,
     private readonly prefix: string,
     options: SessionStoreOptions = {},
   ) {
@@ -191,8 +193,7 @@ export class SessionStore {
   private async noteActive(sessionKey: string): Promise<void> {
     const key = tenantSessionsKey(this.prefix, unscopeName(sessionKey).tenant);
     const now = Date.now();
-    await this.redis
-      .multi()
+    await slotMulti(this.redis)
       .zadd(key, now, sessionKey)
       .zremrangebyscore(key, '-inf', now - this.idleTtlMs)
       .pexpire(key, this.idleTtlMs)
@@ -242,7 +243,7 @@ export class SessionStore {
   /** The lanes of several sessions in one round trip, in order; null for a session that is gone. */
   private async views(sessionKeysList: readonly string[]): Promise<(SessionView | null)[]> {
     if (sessionKeysList.length === 0) return [];
-    const tx = this.redis.multi();
+    const tx = slotMulti(this.redis);
     for (const sessionKey of sessionKeysList) {
       const k = sessionKeys(this.prefix, sessionKey);
       tx.hmget(k.meta, 'createdAt', 'contextId', 'running', 'mode', 'envVersion')
@@ -413,7 +414,7 @@ export class SessionStore {
     const key = busySessionsKey(this.prefix);
     const [busy, lanes] = await Promise.all([this.redis.scard(key), this.redis.srandmember(key, sample)]);
     if (lanes.length === 0) return { busy, waiting: 0 };
-    const pipeline = this.redis.pipeline();
+    const pipeline = slotPipeline(this.redis);
     for (const lane of lanes) {
       const k = sessionKeys(this.prefix, lane);
       pipeline.llen(k.queue).llen(k.buffer);
@@ -435,8 +436,7 @@ export class SessionStore {
    */
   async followupFull(sessionKey: string, cap: number): Promise<boolean> {
     const k = sessionKeys(this.prefix, sessionKey);
-    const replies = await this.redis
-      .multi()
+    const replies = await slotMulti(this.redis)
       .hget(k.meta, 'running')
       .llen(k.queue)
       .lpos(k.queue, 'collect')
@@ -564,8 +564,7 @@ export class SessionStore {
   /** Adds an event to the session's environment; returns the new version. */
   async addEnvironmentEvent(sessionKey: string, event: unknown, cap: number): Promise<number> {
     const k = sessionKeys(this.prefix, sessionKey);
-    const tx = this.redis
-      .multi()
+    const tx = slotMulti(this.redis)
       .hincrby(k.meta, 'envVersion', 1)
       .hsetnx(k.meta, 'createdAt', String(Date.now()))
       .rpush(k.env, JSON.stringify(event))
@@ -593,7 +592,7 @@ export class SessionStore {
     if (known) return { files: JSON.parse(known) as WorkspaceFile[], fresh: false };
     const files = await read();
     const [replies] = await Promise.all([
-      this.touch(this.redis.multi().hsetnx(k.meta, 'bootstrap', JSON.stringify(files)), sessionKey).exec(),
+      this.touch(slotMulti(this.redis).hsetnx(k.meta, 'bootstrap', JSON.stringify(files)), sessionKey).exec(),
       this.noteActive(sessionKey),
     ]);
     if (replies?.[0]?.[1] === 1) return { files, fresh: true };

@@ -3,7 +3,7 @@
  * order of a reversed range (score descending, then member descending). Entries that share the
  * cursor's score are read apart, so a page never skips or repeats one, however many share it.
  */
-import type { Redis } from 'ioredis';
+import type { RedisClient } from './redis-client.js';
 import type { IndexCursor } from '../insight/index-cursor.js';
 
 /**
@@ -11,7 +11,7 @@ import type { IndexCursor } from '../insight/index-cursor.js';
  * after `cursor` (from the newest without one).
  */
 export async function entriesAfter(
-  redis: Redis,
+  redis: RedisClient,
   key: string,
   bounds: { readonly min: number; readonly max: number },
   cursor: IndexCursor | null,

@@ -4,7 +4,7 @@
  * blobs, secrets, webhook subscriptions and their deliveries, rate buckets and running slots, daily cost totals, the run index itself. The default tenant holds
  * unscoped names and cannot be deleted this way.
  */
-import type { Redis } from 'ioredis';
+import { isCluster, mastersOf, type RedisClient } from './redis-client.js';
 import { DEFAULT_TENANT } from '../domain/tenant.js';
 import type { ApiKeyStore } from './api-key-store.js';
 import { busySessionsKey, memoryAgentsKey } from './keys.js';
@@ -18,7 +18,7 @@ export class DefaultTenantError extends Error {
 }
 
 export interface TenantPurgeDeps {
-  readonly redis: Redis;
+  readonly redis: RedisClient;
   readonly prefix: string;
   readonly store: RunStore;
   readonly keys: ApiKeyStore;
@@ -68,13 +68,20 @@ export async function purgeTenant(deps: TenantPurgeDeps, tenant: string): Promis
   return { keys, runs: runs.length, deleted };
 }
 
-async function unlinkMatching(redis: Redis, pattern: string): Promise<number> {
-  let cursor = '0';
+/** Unlinks the keys matching `pattern` on every master (each holds only its slots' keys). */
+async function unlinkMatching(redis: RedisClient, pattern: string): Promise<number> {
   let deleted = 0;
-  do {
-    const [next, found] = await redis.scan(cursor, 'MATCH', pattern, 'COUNT', 500);
-    cursor = next;
-    if (found.length > 0) deleted += await redis.unlink(...found);
-  } while (cursor !== '0');
+  for (const master of mastersOf(redis)) {
+    let cursor = '0';
+    do {
+      const [next, found] = await master.scan(cursor, 'MATCH', pattern, 'COUNT', 500);
+      cursor = next;
+      if (found.length === 0) continue;
+      // On a cluster the keys found may be in many slots: an UNLINK each, sent together.
+      deleted += isCluster(redis)
+        ? (await Promise.all(found.map((key) => redis.unlink(key)))).reduce((a, b) => a + b, 0)
+        : await redis.unlink(...found);
+    } while (cursor !== '0');
+  }
   return deleted;
 }

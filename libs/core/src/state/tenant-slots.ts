@@ -5,9 +5,10 @@
  * a dead process never gave back is found by comparing the holders with their runs' status
  * ({@link TenantSlots.reconcile}), so none leaks. Each change is one script (`lua-limits/`).
  */
-import type { Redis } from 'ioredis';
+import type { RedisClient } from './redis-client.js';
 import { runKeys, tenantSlotKeys } from './keys.js';
 import { loadScripts, type ScriptRunner } from './scripts.js';
+import { slotPipeline } from './slot-multi.js';
 
 /** The slot sets outlive the longest run (a day) with room; every change renews them. */
 const SLOTS_TTL_SECONDS = 2 * 86_400;
@@ -16,7 +17,7 @@ export class TenantSlots {
   private readonly script: ScriptRunner;
 
   constructor(
-    private readonly redis: Redis,
+    private readonly redis: RedisClient,
     private readonly prefix: string,
   ) {
     this.script = loadScripts(redis);
@@ -76,7 +77,7 @@ export class TenantSlots {
     const holders: [string, string][] = [];
     for (let i = 0; i + 1 < flat.length; i += 2) holders.push([flat[i]!, flat[i + 1]!]);
     if (holders.length === 0) return 0;
-    const pipeline = this.redis.pipeline();
+    const pipeline = slotPipeline(this.redis);
     for (const [runId] of holders) pipeline.hmget(runKeys(this.prefix, runId).meta, 'status', 'finishedAt');
     const replies = (await pipeline.exec()) ?? [];
     const done = holders.filter((_, i) => {

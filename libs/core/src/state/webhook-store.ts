@@ -6,7 +6,7 @@
  * out once when made, and read back only by the worker that signs a delivery.
  */
 import { randomBytes } from 'node:crypto';
-import type { Redis } from 'ioredis';
+import type { RedisClient } from './redis-client.js';
 import { z } from 'zod';
 import {
   DeliveryAttempt,
@@ -19,6 +19,7 @@ import { newWebhookSecret } from '../webhooks/signature.js';
 import { webhookDeliveriesKey, webhookKeys } from './keys.js';
 import { loadScripts, type ScriptRunner } from './scripts.js';
 import { SECRETS_OFF_MESSAGE } from './secret-store.js';
+import { slotMulti } from './slot-multi.js';
 
 export interface WebhookStoreOptions {
   readonly prefix: string;
@@ -65,7 +66,7 @@ export class WebhookStore {
   private readonly script: ScriptRunner;
 
   constructor(
-    private readonly redis: Redis,
+    private readonly redis: RedisClient,
     private readonly options: WebhookStoreOptions,
   ) {
     this.script = loadScripts(redis);
@@ -146,8 +147,7 @@ export class WebhookStore {
   /** Deletes a subscription and its delivery list; false when the tenant had none of that id. */
   async delete(tenant: string, id: string): Promise<boolean> {
     const [[, removed] = []] =
-      (await this.redis
-        .multi()
+      (await slotMulti(this.redis)
         .hdel(this.keys(tenant).subscriptions, id)
         .del(webhookDeliveriesKey(this.options.prefix, tenant, { subscription: id }))
         .exec()) ?? [];
@@ -177,8 +177,7 @@ export class WebhookStore {
   /** Records one attempt first in its list, trimmed to the newest `deliveriesKept`, with the list's TTL. */
   async recordAttempt(tenant: string, list: DeliveryList, attempt: DeliveryAttempt): Promise<void> {
     const key = webhookDeliveriesKey(this.options.prefix, tenant, list);
-    await this.redis
-      .multi()
+    await slotMulti(this.redis)
       .lpush(key, JSON.stringify(DeliveryAttempt.parse(attempt)))
       .ltrim(key, 0, this.options.deliveriesKept - 1)
       .expire(key, this.options.deliveriesTtlSeconds)

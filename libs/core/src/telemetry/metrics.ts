@@ -158,14 +158,14 @@ export const metrics = {
   }),
   queueJobs: new Gauge({
     name: 'tetraloop_queue_jobs',
-    help: 'Jobs in each loop queue, by state.',
-    labelNames: ['queue', 'state'] as const,
+    help: 'Jobs in each loop queue, by state (and shard, when the run queues are sharded).',
+    labelNames: ['queue', 'shard', 'state'] as const,
     registers: [registry],
   }),
   queueStalled: new Gauge({
     name: 'tetraloop_queue_stalled',
     help: '1 when a queue has had pending work and no progress for 6 consecutive checks.',
-    labelNames: ['queue'] as const,
+    labelNames: ['queue', 'shard'] as const,
     registers: [registry],
   }),
   redisUp: new Gauge({

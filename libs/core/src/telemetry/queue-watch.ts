@@ -11,6 +11,22 @@
 import type { Queue } from 'bullmq';
 import { metrics } from './metrics.js';
 
+/**
+ * A queue as its gauges label it: `queue` its name, and `shard` its shard of the run queues when
+ * they are sharded (`TETRALOOP_QUEUE_SHARDS` > 1; absent otherwise, so one shard reads as before).
+ */
+export interface WatchedQueue {
+  readonly queue: Queue;
+  readonly shard?: number;
+}
+
+type Labels = { queue: string; shard?: string };
+const labelsOf = ({ queue, shard }: WatchedQueue): Labels =>
+  shard === undefined ? { queue: queue.name } : { queue: queue.name, shard: String(shard) };
+/** A queue's name in the stall state and in what `check` answers: `tool`, or `tool@1` for shard 1. */
+const idOf = (w: WatchedQueue): string =>
+  w.shard === undefined ? w.queue.name : `${w.queue.name}@${w.shard}`;
+
 export const STATES = ['waiting', 'prioritized', 'delayed', 'active', 'waiting-children', 'failed'] as const;
 export const STALL_CHECKS = 6;
 /** A read of the queues still unanswered after this long counts as Redis unreachable. */
@@ -45,13 +61,22 @@ export class QueueWatch {
   /** The read the stall alarm last counted: a read shared by two checks is one observation. */
   private counted: Map<string, Counts> | undefined;
 
-  constructor(
-    readonly queues: readonly Queue[],
-    options: QueueWatchOptions = {},
-  ) {
+  readonly watched: readonly WatchedQueue[];
+  private readonly labels = new Map<string, Labels>();
+
+  constructor(queues: readonly (Queue | WatchedQueue)[], options: QueueWatchOptions = {}) {
+    this.watched = queues.map((q) =>
+      'queue' in q && typeof q.queue === 'object' ? q : { queue: q as Queue },
+    );
     this.timeoutMs = options.timeoutMs ?? CHECK_TIMEOUT_MS;
+    for (const w of this.watched) this.labels.set(idOf(w), labelsOf(w));
     // Nothing is stalled until a check says so: the gauge exists from the start.
-    for (const queue of queues) metrics.queueStalled.set({ queue: queue.name }, 0);
+    for (const labels of this.labels.values()) metrics.queueStalled.set(labels, 0);
+  }
+
+  /** The queues watched, each once. */
+  get queues(): Queue[] {
+    return this.watched.map((w) => w.queue);
   }
 
   /**
@@ -80,7 +105,7 @@ export class QueueWatch {
           (c.waiting ?? 0) + (c.prioritized ?? 0) + (c.active ?? 0),
         );
         this.state.set(queue, next);
-        metrics.queueStalled.set({ queue }, next.stalled ? 1 : 0);
+        metrics.queueStalled.set(this.labels.get(queue)!, next.stalled ? 1 : 0);
       }
     }
     return [...this.state].filter(([, s]) => s.stalled).map(([queue]) => queue);
@@ -105,7 +130,7 @@ export class QueueWatch {
     try {
       const counts = await Promise.race([this.reading, timedOut]);
       for (const [queue, c] of counts) {
-        for (const s of STATES) metrics.queueJobs.set({ queue, state: s }, c[s] ?? 0);
+        for (const s of STATES) metrics.queueJobs.set({ ...this.labels.get(queue)!, state: s }, c[s] ?? 0);
       }
       metrics.redisUp.set(1);
       return counts;
@@ -121,15 +146,15 @@ export class QueueWatch {
   private forget(): void {
     metrics.redisUp.set(0);
     this.state.clear();
-    for (const { name } of this.queues) {
-      for (const s of STATES) metrics.queueJobs.remove({ queue: name, state: s });
-      metrics.queueStalled.remove({ queue: name });
+    for (const labels of this.labels.values()) {
+      for (const s of STATES) metrics.queueJobs.remove({ ...labels, state: s });
+      metrics.queueStalled.remove(labels);
     }
   }
 
   private async read(): Promise<Map<string, Counts>> {
     const counts = new Map<string, Counts>();
-    for (const queue of this.queues) counts.set(queue.name, await queue.getJobCounts(...STATES));
+    for (const w of this.watched) counts.set(idOf(w), await w.queue.getJobCounts(...STATES));
     return counts;
   }
 }

@@ -36,8 +36,11 @@ end
 -- The run's place in its tenant's search indexes (keys.ts, runSearchKeys): sorted sets of run ids
 -- by creation time (ms), named from the base the run recorded at creation in its hash's `index`,
 -- {base, id, score, keepMs}. A child run, or a run made before the indexes, has none (nil). These
--- are the only keys a run script writes outside the run's hash tag (Tetraloop talks to one Redis
--- endpoint, see docs/execution-model.md).
+-- are the only keys a run script writes outside the run's hash tag. On one Redis the script writes
+-- them in the same step as the run; on a Redis Cluster (INDEX_DEFERRED, set by scripts.ts) they are
+-- in other slots, so the script only lists the writes in `indexWrites` and returns them beside its
+-- result, and the store makes them just after (see docs/execution-model.md#redis-keys).
+local indexWrites = {}
 local function searchIndex()
   local raw = redis.call('HGET', KEYS[1], 'index')
   if not raw then return nil end
@@ -49,6 +52,10 @@ end
 -- holds at most the runs still kept.
 local function indexAdd(ix, suffix)
   local key = ix.base .. suffix
+  if INDEX_DEFERRED then
+    indexWrites[#indexWrites + 1] = { 'add', key, ix.score, ix.id, ix.keepMs }
+    return
+  end
   redis.call('ZADD', key, ix.score, ix.id)
   redis.call('ZREMRANGEBYSCORE', key, '-inf', '(' .. string.format('%d', ix.score - ix.keepMs))
   redis.call('PEXPIRE', key, ix.keepMs)
@@ -61,7 +68,11 @@ local function setStatus(status)
   if old == status then return end
   local ix = searchIndex()
   if not ix then return end
-  if old then redis.call('ZREM', ix.base .. ':status:' .. old, ix.id) end
+  if old and INDEX_DEFERRED then
+    indexWrites[#indexWrites + 1] = { 'rem', ix.base .. ':status:' .. old, ix.id }
+  elseif old then
+    redis.call('ZREM', ix.base .. ':status:' .. old, ix.id)
+  end
   indexAdd(ix, ':status:' .. status)
 end
 
