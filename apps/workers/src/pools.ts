@@ -414,21 +414,17 @@ export async function startPools(env: WorkerEnv, options: StartPoolsOptions): Pr
       closing = true;
       stopWatch();
       flow.stop();
-      // worker.close() stops fetching and waits for the active jobs; past the grace, force it.
-      const graceful = Promise.all(allWorkers.map((w) => w.close()));
-      // The grace timer is cancelled once the workers are closed, so it keeps no process alive.
-      const grace = new AbortController();
-      const inTime = await Promise.race([
-        graceful.then(() => true),
-        delay(env.TETRALOOP_SHUTDOWN_GRACE_MS, false, { signal: grace.signal }).catch(() => false),
-      ]);
-      grace.abort();
-      if (!inTime) {
-        log.warn(
-          { graceMs: env.TETRALOOP_SHUTDOWN_GRACE_MS },
-          'shutdown grace passed; closing with jobs still active',
-        );
-        await Promise.all(allWorkers.map((w) => w.close(true)));
+      // From the innermost loop outward, each pool with its grace: no outer loop stops while an
+      // inner one still works for it.
+      for (const pool of SHUTDOWN_ORDER) {
+        const stage = workers.get(pool) ?? [];
+        if (stage.length === 0) continue;
+        if (!(await closeWithin(stage, env.TETRALOOP_SHUTDOWN_GRACE_MS))) {
+          log.warn(
+            { pool, graceMs: env.TETRALOOP_SHUTDOWN_GRACE_MS },
+            'shutdown grace passed; closing with jobs still active',
+          );
+        }
       }
       // After the workers: active jobs may still be calling MCP tools.
       await mcp.close();
@@ -437,6 +433,29 @@ export async function startPools(env: WorkerEnv, options: StartPoolsOptions): Pr
       await Promise.all([connection, state].map((c) => c.quit().catch(() => c.disconnect())));
     },
   };
+}
+
+/**
+ * The order pools stop taking work on shutdown: the innermost loop first (tool), then the loops
+ * around it (plan, sense), the slowest (reflect) last.
+ */
+export const SHUTDOWN_ORDER: readonly Pool[] = ['tool', 'plan', 'sense', 'reflect'];
+
+/**
+ * Closes workers: they stop fetching and their active jobs get `graceMs` to finish, then they are
+ * closed anyway (those jobs are recovered as after a crash). True when they finished in time.
+ */
+async function closeWithin(stage: readonly Worker[], graceMs: number): Promise<boolean> {
+  const graceful = Promise.all(stage.map((w) => w.close()));
+  // The grace timer is cancelled once the workers are closed, so it keeps no process alive.
+  const grace = new AbortController();
+  const inTime = await Promise.race([
+    graceful.then(() => true),
+    delay(graceMs, false, { signal: grace.signal }).catch(() => false),
+  ]);
+  grace.abort();
+  if (!inTime) await Promise.all(stage.map((w) => w.close(true)));
+  return inTime;
 }
 
 function unknownJob(job: Job): Promise<never> {
