@@ -2,6 +2,7 @@
 export * from './lessons-command.js';
 export { runGraphFile, type RunIo } from './run-command.js';
 export * from './runs-command.js';
+export * from './agent-command.js';
 export { RunProgress } from './run-progress.js';
 export * from './keys-command.js';
 export * from './api-client.js';

@@ -1,5 +1,6 @@
 /**
- * `tetraloop <command>`: dev | api | worker | run | runs | explain | lessons | keys | mcp | openapi.
+ * `tetraloop <command>`: dev | api | worker | run | runs | explain | agent | lessons | keys | mcp |
+ * openapi.
  * Each process type also runs alone against a shared REDIS_URL, so pools scale as separate
  * processes; `run`, `runs`, `explain` and `lessons` are clients of the API at TETRALOOP_API_URL
  * (with TETRALOOP_API_KEY as their bearer key when set); `keys` manages API keys through the API
@@ -15,6 +16,7 @@ import {
   POOLS,
   type Pool,
 } from '@tetraloop/core';
+import { agentCommand } from './agent-command.js';
 import { keysCommand } from './keys-command.js';
 import { lessonsCommand } from './lessons-command.js';
 import { runMcpServer } from './mcp-command.js';
@@ -37,6 +39,9 @@ const USAGE = `usage: tetraloop <command>
                                         the runs, newest first, as a table
   runs show <runId> [--json]            one run and its nodes
   explain <runId> [--json]              where a run's time went, its critical path marked
+  agent --message <text> [--session <key>] [--agent <id>] [--wait] [--json]
+                                        say something to an agent: into a session's lane, or as a
+                                        one-off loop run; --wait prints its reply
   lessons list <agentId> [--status probation|active|pinned|retired] [--json]
                                         an agent's lessons, as a table (from TETRALOOP_API_URL)
   lessons show <lessonId>               one lesson, as JSON
@@ -52,7 +57,7 @@ const USAGE = `usage: tetraloop <command>
   mcp                                   Tetraloop as an MCP server on stdio (run_graph, run_task,
                                         get_run), a client of TETRALOOP_API_URL
 
-run, runs, explain, lessons and mcp send TETRALOOP_API_KEY as their bearer key when it is set. keys uses the API at
+run, runs, explain, agent, lessons and mcp send TETRALOOP_API_KEY as their bearer key when it is set. keys uses the API at
 TETRALOOP_API_URL with TETRALOOP_ADMIN_TOKEN (the root token) when that is set, else (or with
 --redis) Redis directly at REDIS_URL under TETRALOOP_PREFIX, to make the first key.`;
 
@@ -103,6 +108,9 @@ export async function main(argv: string[]): Promise<void> {
         return;
       case 'explain':
         process.exitCode = await explainCommand(rest);
+        return;
+      case 'agent':
+        process.exitCode = await agentCommand(rest);
         return;
       case 'lessons':
         process.exitCode = await lessonsCommand(rest);
