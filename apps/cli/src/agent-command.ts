@@ -113,7 +113,7 @@ async function answerOf(client: TetraloopClient, runId: string, io: AgentIo, jso
     return doc.status === 'succeeded' ? 0 : 1;
   }
   // The same reply a session's transcript gets: the agent's final answer, or the sinks' text.
-  const reply = replyOf(doc as unknown as CoreRunDocument, []);
+  const reply = replyOf(doc, []);
   if (doc.status !== 'succeeded') {
     io.stderr(`run ${runId} ${doc.status}${doc.error ? `: ${doc.error.code}: ${doc.error.message}` : ''}\n`);
     return 1;
