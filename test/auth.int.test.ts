@@ -21,7 +21,7 @@ import {
   type Scope,
 } from '@tetraloop/core';
 import { startModelServer, type ModelServer } from './support/model-server.js';
-import { startStack, type Stack } from './support/stack.js';
+import { laneIdle, startStack, type Stack } from './support/stack.js';
 
 const ROOT = 'root-token-0123456789-0123456789-0123456789';
 let stack: Stack;
@@ -472,6 +472,20 @@ describe('tenants', () => {
     });
     await settled(key, run.body.runId as string);
     await call('post', '/v1/sessions/carol/messages', { key, body: { text: 'hello' } });
+    // Everything the message writes is written before the tenant goes: its reply is in the
+    // transcript (a slow sense pool may answer the POST before it placed the message).
+    await expect
+      .poll(
+        async () => {
+          const res = await fetch(`${stack.url}/v1/sessions/carol/transcript`, {
+            headers: { authorization: `Bearer ${key}` },
+          });
+          return res.status === 200 && (await res.text()).includes('"role":"assistant"');
+        },
+        { timeout: 20_000, interval: 50 },
+      )
+      .toBe(true);
+    await laneIdle(stack, 'carol', 20_000, { authorization: `Bearer ${key}` });
     await call('put', '/v1/secrets/TOKEN', { key, body: { value: 'swordfish-swordfish' } });
     await fetch(`${stack.url}/v1/runs`, {
       method: 'POST',

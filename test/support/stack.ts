@@ -35,6 +35,8 @@ export function testEnv(overrides: Record<string, string> = {}): Record<string, 
     PORT: '0',
     HOST: '127.0.0.1',
     TETRALOOP_AUTH: 'off',
+    // Suites run side by side on few cores: a message's placing may take longer than a second or two.
+    TETRALOOP_MESSAGE_PLACE_TIMEOUT_MS: '20000',
     ...overrides,
   };
 }

@@ -79,6 +79,8 @@ export interface AppDeps {
   /** Deepest nesting a JSON body may have (checked on the raw bytes, before parsing). */
   readonly jsonMaxDepth: number;
   readonly maxWaitMs: number;
+  /** `TETRALOOP_MESSAGE_PLACE_TIMEOUT_MS`: how long a message's POST waits for the lane's decision. */
+  readonly placeTimeoutMs?: number;
   readonly signalLimits: SignalLimits;
   readonly webhooks: WebhookSettings;
   /** Request rates per key and tenant (see `rate-limit.ts`). */

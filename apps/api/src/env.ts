@@ -60,6 +60,8 @@ export const ApiEnv = BaseEnv.extend({
   TETRALOOP_WEBHOOK_TOLERANCE_SECONDS: z.coerce.number().int().min(1).max(3600).default(300),
   /** Longest `wait` a client may ask for. */
   TETRALOOP_MAX_WAIT_MS: z.coerce.number().int().positive().default(DEFAULT_MAX_WAIT_MS),
+  /** How long a session message's POST waits for the sense loop to place it before answering `queued` without a run id. */
+  TETRALOOP_MESSAGE_PLACE_TIMEOUT_MS: z.coerce.number().int().min(0).max(60_000).default(5000),
   /** Event streams (`GET /v1/runs/:id/events`) this process holds open at once; more answer 503. */
   TETRALOOP_MAX_STREAMS: z.coerce.number().int().min(1).default(1000),
   /** Event streams one tenant holds open at once in this process; more answer 429. */

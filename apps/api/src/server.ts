@@ -166,6 +166,7 @@ export async function startApi(env: ApiEnv, options: StartApiOptions = {}): Prom
     bodyLimitBytes: env.TETRALOOP_BODY_LIMIT_BYTES,
     jsonMaxDepth: env.TETRALOOP_JSON_MAX_DEPTH,
     maxWaitMs: env.TETRALOOP_MAX_WAIT_MS,
+    placeTimeoutMs: env.TETRALOOP_MESSAGE_PLACE_TIMEOUT_MS,
     webhooks: { sources: env.TETRALOOP_WEBHOOKS, toleranceSeconds: env.TETRALOOP_WEBHOOK_TOLERANCE_SECONDS },
     signalLimits: { maxPerRun: env.TETRALOOP_SIGNALS_MAX_PER_RUN, maxBytes: env.TETRALOOP_SIGNAL_MAX_BYTES },
     ceilings: ceilingsOf(env),

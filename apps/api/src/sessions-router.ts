@@ -56,13 +56,15 @@ export interface SessionsRouterDeps {
   readonly webhooks: WebhookSettings;
   /** Checks the session agent against the ceilings before a message is taken in. */
   readonly runs: RunService;
+  /**
+   * How long the API waits for the sense loop to place a message before answering without a run
+   * id (`TETRALOOP_MESSAGE_PLACE_TIMEOUT_MS`). @defaultValue 5000
+   */
+  readonly placeTimeoutMs?: number;
 }
 
 /** A request whose JSON body's raw bytes were kept (by the JSON parser's `verify`). */
 export type RawBodyRequest = Request & { rawBody?: Buffer };
-
-/** How long the API waits for the sense loop to place a message before answering without a run id. */
-const PLACE_TIMEOUT_MS = 5000;
 
 /** The session the request names, within the caller's tenant: as the client names it and as stored. */
 function sessionOf(raw: unknown, res: Response): { name: string; stored: string } {
@@ -102,7 +104,7 @@ export function sessionHandlers(deps: SessionsRouterDeps): Partial<Record<RouteN
       } satisfies SensePayload<typeof SENSE_JOB.message>,
       { removeOnComplete: { age: 60 }, removeOnFail: { age: 3600 } },
     );
-    const outcome = await waitForJob(deps.senseQueue, deps.senseEvents, job.id!, PLACE_TIMEOUT_MS);
+    const outcome = await waitForJob(deps.senseQueue, deps.senseEvents, job.id!, deps.placeTimeoutMs ?? 5000);
     if (outcome.state === 'failed') {
       throw new HttpError(422, 'message_failed', outcome.reason || 'the message could not be placed');
     }

@@ -348,7 +348,8 @@ export function routeOperations(settings: OperationSettings): { readonly [K in R
     'sessions.message': {
       tag: 'sessions',
       summary: 'Send a message to a session',
-      description: 'The API waits up to 5 s for the lane’s decision and answers with it.',
+      description:
+        'The API waits up to `TETRALOOP_MESSAGE_PLACE_TIMEOUT_MS` (5 s) for the lane’s decision and answers with it.',
       params: { sessionKey },
       headers: {
         'Idempotency-Key': {

@@ -275,7 +275,7 @@ export interface paths {
         put?: never;
         /**
          * Send a message to a session
-         * @description The API waits up to 5 s for the lane’s decision and answers with it.
+         * @description The API waits up to `TETRALOOP_MESSAGE_PLACE_TIMEOUT_MS` (5 s) for the lane’s decision and answers with it.
          *
          *     Needs an API key with the scope `sessions:write` (or the root token).
          */
