@@ -28,7 +28,7 @@ const SECRET = 'hooks-secret-0123456789';
 let model: ModelServer;
 let tools: ToolServer;
 /** How the scripted agent answers; by default it echoes the last user message after `latencyMs`. */
-let answer: (request: ChatRequest) => ScriptedReply;
+let answer: (request: ChatRequest) => ScriptedReply | Promise<ScriptedReply>;
 /** Replies that went through message_sending. */
 const sending: { runId: string; text: string }[] = [];
 const lastUser = (r: ChatRequest): string =>
@@ -150,12 +150,19 @@ describe('lanes', () => {
     const set = await post(stack.url, '/v1/sessions/queue/messages', { text: '/queue followup' });
     expect(set.body).toMatchObject({ command: 'queue', mode: 'followup', queued: false });
     expect(await session('queue')).toMatchObject({ mode: 'followup' });
-    answer = echo(300);
+    // The first run's answer is held until the queue behind it was looked at.
+    let release!: () => void;
+    const held = new Promise<void>((resolve) => (release = resolve));
+    answer = async (r) => {
+      if (lastUser(r) === 'start') await held;
+      return echo(0)(r);
+    };
     const first = await say('queue', 'start');
     // No mode given: the session's followup applies, so each waits as a run of its own.
     await say('queue', 'one');
     await say('queue', 'two');
     expect((await session('queue')).queued.map((q) => q.kind)).toEqual(['run', 'run']);
+    release();
     await waitFor(stack.url, first.runId!);
     await idle('queue');
     const cleared = await post(stack.url, '/v1/sessions/queue/messages', { text: '/queue default' });
