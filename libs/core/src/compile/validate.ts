@@ -312,15 +312,34 @@ function checkTtl(
     });
   if (nested.length > 0) return false;
   const spec = NODE_KINDS[kind as 'tool' | 'llm'] as NodeKindSpec<GraphNode>;
-  const parsed = spec.schema.safeParse({ ...fallback, id: node.id });
+  checkStandIn(spec, { ...fallback, id: node.id }, path, ['fallback'], depth, opts, issues, argsPlaces);
+  return issues.length === before;
+}
+
+/**
+ * A node that may run in a node's place (a retry's variant, a fallback), at `within` inside it:
+ * parsed and checked like the node itself, its tool-call args noted as args of the node.
+ */
+function checkStandIn(
+  spec: NodeKindSpec<GraphNode>,
+  raw: unknown,
+  path: readonly PropertyKey[],
+  within: readonly PropertyKey[],
+  depth: number,
+  opts: Options,
+  issues: ValidationIssue[],
+  argsPlaces: (readonly PropertyKey[])[],
+): void {
+  const at = [...path, ...within];
+  const parsed = spec.schema.safeParse(raw);
   if (!parsed.success) {
     issues.push(...zodIssues(parsed.error, at));
-    return false;
+    return;
   }
+  // Its tool-call args are args too (a secret may stand in them), under its own path.
   const places: (readonly PropertyKey[])[] = [];
-  const checked = spec.check(parsed.data as GraphNode, nodeCheck(at, depth, opts, issues, places));
-  argsPlaces.push(...places.map((place) => ['fallback', ...place]));
-  return checked !== undefined && issues.length === before;
+  spec.check(parsed.data as GraphNode, nodeCheck(at, depth, opts, issues, places));
+  argsPlaces.push(...places.map((place) => [...within, ...place]));
 }
 
 /**
@@ -352,15 +371,16 @@ function checkVariants(
     for (const field of fixed)
       issues.push({ path: join(...at, i, field), message: `a retry may not change "${field}"` });
     if (fixed.length > 0) return;
-    const varied = spec.schema.safeParse(applyVariant(node, variant));
-    if (!varied.success) {
-      issues.push(...zodIssues(varied.error, [...at, i]));
-      return;
-    }
-    // Its tool-call args are args too (a secret may stand in them), under the override's path.
-    const places: (readonly PropertyKey[])[] = [];
-    spec.check(varied.data as GraphNode, nodeCheck([...at, i], depth, opts, issues, places));
-    argsPlaces.push(...places.map((place) => ['retry', 'vary', i, ...place]));
+    checkStandIn(
+      spec,
+      applyVariant(node, variant),
+      path,
+      ['retry', 'vary', i],
+      depth,
+      opts,
+      issues,
+      argsPlaces,
+    );
   });
   return issues.length === before;
 }
