@@ -9,7 +9,13 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { FILE_CONTENT_MAX_BYTES, SessionStore, type FilePayload, type SenseEvent } from '@tetraloop/core';
+import {
+  FILE_CONTENT_MAX_BYTES,
+  SessionStore,
+  globToRegExp,
+  type FilePayload,
+  type SenseEvent,
+} from '@tetraloop/core';
 import { parseWorkerEnv, startPools, type PoolsHandle } from '@tetraloop/workers';
 import { followJobEvents, startStack, testEnv, type JobEvents, type Stack } from './support/stack.js';
 
@@ -170,5 +176,14 @@ describe('configuration', () => {
         type: 'poll',
       },
     ]);
+  });
+
+  it('match file names by a glob of * and ?, everything else literal', () => {
+    const glob = globToRegExp('order-?.json');
+    expect(['order-1.json', 'order-a.json'].every((n) => glob.test(n))).toBe(true);
+    expect(['order-12.json', 'order-1xjson', 'order-1.json.tmp'].some((n) => glob.test(n))).toBe(false);
+    expect(globToRegExp('*.txt').test('a.b.txt')).toBe(true);
+    expect(globToRegExp('*.txt').test('a.txt.gz')).toBe(false);
+    expect(globToRegExp('a+(b)[c]').test('a+(b)[c]')).toBe(true);
   });
 });
