@@ -22,6 +22,7 @@ import {
   webhookDeliveryOf,
   RunAborts,
   SENSE_JOB,
+  statusKindOf,
   allowedToolsOf,
   buildServices,
   ceilingsOf,
@@ -364,7 +365,7 @@ export async function startPools(env: WorkerEnv, options: StartPoolsOptions): Pr
       { name: SENSE_JOB.laneSweep, opts: keepSchedules },
     );
     for (const source of polled.values()) {
-      await services.sources.register(source.name, 'poll');
+      await services.sources.register(source.name, statusKindOf(source));
       await queues.sense.upsertJobScheduler(
         `poll:${source.name}`,
         { every: source.intervalMs },

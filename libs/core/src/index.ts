@@ -94,6 +94,7 @@ export * from './planning/system-prompt.js';
 export * from './workspace/workspace.js';
 export * from './sessions/commands.js';
 export * from './sessions/session-service.js';
+export * from './sessions/file-source.js';
 export * from './sessions/source-service.js';
 export * from './sessions/webhook.js';
 export * from './webhooks/signature.js';

@@ -1390,7 +1390,7 @@ export interface components {
         SourceStatus: {
             name: string;
             /** @enum {string} */
-            kind: "webhook" | "poll";
+            kind: "webhook" | "poll" | "timer" | "file";
             /** @enum {string} */
             status: "ok" | "degraded" | "down";
             lastError: string | null;

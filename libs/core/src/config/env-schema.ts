@@ -17,7 +17,7 @@ import type { ModelConfig } from '../model/model-config.js';
 import type { PlanCacheOptions } from '../state/plan-cache-store.js';
 import { SECRET_KEY_FORMAT, parseSecretKey } from '../secrets/secret-cipher.js';
 import { McpServers } from '../mcp/server-config.js';
-import { PolledSource } from '../sessions/source-service.js';
+import { PolledSources } from '../sessions/source-service.js';
 import type { SecretStoreOptions } from '../state/secret-store.js';
 import type { WebhookStoreOptions } from '../state/webhook-store.js';
 import { DEFAULT_WEBHOOK_DELIVERY, type WebhookDeliverySettings } from '../webhooks/delivery-rules.js';
@@ -262,8 +262,13 @@ export const BaseEnv = z.object({
   TETRALOOP_MESSAGE_DEDUPE_MS: z.coerce.number().int().min(0).max(60_000).default(2000),
   /** Same-type events of one source within this window merge into one; 0 turns merging off. */
   TETRALOOP_BURST_WINDOW_MS: z.coerce.number().int().min(0).default(500),
-  /** Polled HTTP sources, as JSON: [{"name", "url", "intervalMs" (≥ 200), "timeoutMs", "sessionKey", "type"}]. */
-  TETRALOOP_SOURCES: jsonEnv(z.array(PolledSource), '[]'),
+  /**
+   * Sources run on a schedule, as JSON, each name once: HTTP polls `{"kind"?: "http", "name", "url",
+   * "intervalMs" (≥ 200), "timeoutMs"?, "sessionKey"?, "type"?}`, timers `{"kind": "timer", "name",
+   * "intervalMs" (≥ 1000), "sessionKey", "type"?, "payload"?}` and directories `{"kind": "file",
+   * "name", "dir" (absolute), "sessionKey", "intervalMs"?, "pattern"?, "maxFiles"?, "type"?}`.
+   */
+  TETRALOOP_SOURCES: jsonEnv(PolledSources, '[]'),
   /**
    * MCP servers whose tools join the tool registry as `mcp.<server>.<tool>`, as JSON:
    * `[{"name", "command", "args"?, "env"?}]` (stdio) or `[{"name", "url", "headers"?}]`

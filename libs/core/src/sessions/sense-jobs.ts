@@ -15,7 +15,7 @@ export const SENSE_JOB = {
   laneAdvance: 'lane-advance',
   /** Periodic: move lanes a dead process left behind. */
   laneSweep: 'lane-sweep',
-  /** Periodic per polled source: fetch it. */
+  /** Periodic per configured source: poll it (HTTP), tick (timer) or list its directory (file). */
   poll: 'poll',
   /** One attempt of an outbound webhook delivery (see `queues/webhook-jobs.ts`). */
   webhookDelivery: WEBHOOK_JOB,

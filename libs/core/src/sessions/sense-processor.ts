@@ -11,7 +11,7 @@ import type { PolledSource, SourceService } from './source-service.js';
 export interface SenseDeps {
   readonly sessions: SessionService;
   readonly sources: SourceService;
-  /** The configured polled sources, by name. */
+  /** The configured sources (`TETRALOOP_SOURCES`), by name. */
   readonly polled: ReadonlyMap<string, PolledSource>;
   /** What delivers outbound webhooks. */
   readonly webhooks: WebhookDeliveryDeps;
@@ -37,7 +37,10 @@ export async function executeSenseJob(deps: SenseDeps, job: Job): Promise<unknow
       return deps.sessions.sweep();
     case SENSE_JOB.poll: {
       const source = deps.polled.get(SENSE_PAYLOADS[SENSE_JOB.poll].parse(job.data).source);
-      return source ? deps.sources.poll(source) : undefined;
+      // A scheduler's job id ends with its scheduled time (`repeat:<scheduler>:<ms>`): a timer's
+      // tick is named by it, whichever worker runs it.
+      const at = Number(/:(\d+)$/.exec(job.id ?? '')?.[1] ?? job.timestamp);
+      return source ? deps.sources.poll(source, at) : undefined;
     }
     case SENSE_JOB.webhookDelivery:
       return deliverWebhook(deps.webhooks, job);

@@ -1,5 +1,6 @@
 /**
- * The sense loop's sources: webhooks and polled HTTP endpoints. Every event is normalised,
+ * The sense loop's sources: webhooks, and configured sources run on a schedule: polled HTTP
+ * endpoints, timers and watched directories (see `file-source.ts`). Every event is normalised,
  * deduplicated by id (or content hash) within a window, merged with same-type events of its
  * source that arrive within a burst window, and written into its session's environment, whose
  * version then moves. Each source is polled by its own job with its own timeout and backoff, so
@@ -7,21 +8,27 @@
  */
 import { DEFAULT_TENANT, scopedName } from '../domain/tenant.js';
 import type { Queue } from 'bullmq';
+import { isAbsolute } from 'node:path';
 import type { RedisClient } from '../state/redis-client.js';
 import type { Logger } from 'pino';
 import { z } from 'zod';
 import { retryDelay } from '../policy/retry-policy.js';
-import { burstKey, sourcesKey, webhookSignatureKey } from '../state/keys.js';
+import { burstKey, fileSourceKey, sourcesKey, webhookSignatureKey } from '../state/keys.js';
 import type { SessionStore } from '../state/session-store.js';
 import { metrics } from '../telemetry/metrics.js';
 import { egressClient, type EgressClient } from '../tools/egress-client.js';
 import { parseAllowHosts, type EgressPolicy } from '../tools/egress-policy.js';
-import { InboundEvent, SENSE_JOB } from './sense-jobs.js';
+import { InboundEvent, SENSE_JOB, SessionKey } from './sense-jobs.js';
+import { fileEvent, fileSignature, listFiles } from './file-source.js';
 import { contentHash, type SessionService } from './session-service.js';
 import { slotMulti } from '../state/slot-multi.js';
 
-export const PolledSource = z.strictObject({
-  name: z.string().regex(/^[A-Za-z0-9_.-]{1,64}$/),
+const SourceName = z.string().regex(/^[A-Za-z0-9_.-]{1,64}$/, 'must match [A-Za-z0-9_.-]{1,64}');
+
+/** An HTTP endpoint polled every `intervalMs` (the kind of an entry without `kind`). */
+export const HttpSource = z.strictObject({
+  kind: z.literal('http').default('http'),
+  name: SourceName,
   url: z.url({ protocol: /^https?$/ }),
   /** At least 200 ms. */
   intervalMs: z.number().int().min(200),
@@ -32,7 +39,61 @@ export const PolledSource = z.strictObject({
   /** Event type when the source's answer gives none. @defaultValue "poll" */
   type: z.string().min(1).max(64).default('poll'),
 });
+export type HttpSource = z.infer<typeof HttpSource>;
+
+/** One event every `intervalMs` (a heartbeat), however many workers run. */
+export const TimerSource = z.strictObject({
+  kind: z.literal('timer'),
+  name: SourceName,
+  /** At least 1000 ms. */
+  intervalMs: z.number().int().min(1000),
+  sessionKey: SessionKey,
+  /** @defaultValue "timer" */
+  type: z.string().min(1).max(64).default('timer'),
+  /** The payload of every event. @defaultValue `{"at": <the tick's scheduled time>}` */
+  payload: z.unknown().optional(),
+});
+export type TimerSource = z.infer<typeof TimerSource>;
+
+/** A directory on the worker's disk, listed every `intervalMs`: each new or changed file is an event. */
+export const FileSource = z.strictObject({
+  kind: z.literal('file'),
+  name: SourceName,
+  dir: z.string().refine((d) => isAbsolute(d), 'must be an absolute path'),
+  sessionKey: SessionKey,
+  /** At least 1000 ms. @defaultValue 5000 */
+  intervalMs: z.number().int().min(1000).default(5000),
+  /** A glob over file names (`*`, `?`), e.g. `*.json`. @defaultValue every file */
+  pattern: z
+    .string()
+    .min(1)
+    .max(256)
+    .refine((p) => !p.includes('/'), 'matches file names: no "/"')
+    .optional(),
+  /** Files taken per pass at most, oldest change first; the rest wait for the next. @defaultValue 100 */
+  maxFiles: z.number().int().min(1).max(1000).default(100),
+  /** @defaultValue "file" */
+  type: z.string().min(1).max(64).default('file'),
+});
+export type FileSource = z.infer<typeof FileSource>;
+
+/** A configured source (`TETRALOOP_SOURCES`): run by a job scheduler of its own every `intervalMs`. */
+export const PolledSource = z.discriminatedUnion('kind', [HttpSource, TimerSource, FileSource]);
 export type PolledSource = z.infer<typeof PolledSource>;
+
+/** `TETRALOOP_SOURCES`: each name once. */
+export const PolledSources = z.array(PolledSource).superRefine((sources, ctx) => {
+  const seen = new Set<string>();
+  sources.forEach((s, i) => {
+    if (seen.has(s.name))
+      ctx.addIssue({ code: 'custom', path: [i, 'name'], message: `"${s.name}" is configured twice` });
+    seen.add(s.name);
+  });
+});
+
+/** The kind a configured source shows in its status. */
+export const statusKindOf = (source: PolledSource): SourceStatus['kind'] =>
+  source.kind === 'http' ? 'poll' : source.kind;
 
 /** An event once normalised. */
 export interface SenseEvent {
@@ -51,8 +112,9 @@ export interface SenseEvent {
 /** A source's health as `GET /v1/sources` shows it. */
 export const SourceStatus = z.object({
   name: z.string(),
-  kind: z.enum(['webhook', 'poll']),
-  /** `degraded`: 1 or 2 consecutive failed polls; `down`: 3 or more. */
+  /** `poll`: an HTTP source. */
+  kind: z.enum(['webhook', 'poll', 'timer', 'file']),
+  /** `degraded`: 1 or 2 consecutive failed polls (or directory passes); `down`: 3 or more. */
   status: z.enum(['ok', 'degraded', 'down']),
   lastError: z.string().nullable(),
   lastSuccessAt: z.string().nullable(),
@@ -170,32 +232,20 @@ export class SourceService {
     await this.deps.sessions.addEnvironmentEvent(sessionKey, event, this.deps.environmentCap);
   }
 
-  /** One poll of a source, under its own timeout; failures back off exponentially. */
-  async poll(source: PolledSource): Promise<void> {
+  /**
+   * One run of a configured source: an HTTP poll under its own timeout, a timer's tick (`at`: its
+   * scheduled time) or a pass over a directory. Failures back off exponentially.
+   */
+  async poll(source: PolledSource, at = Date.now()): Promise<void> {
+    const kind = statusKindOf(source);
     const status = await this.status(source.name);
     if (status?.nextAttemptAt && Date.parse(status.nextAttemptAt) > Date.now()) return;
     try {
-      const res = await this.client.fetch(new URL(source.url), {
-        headers: { accept: 'application/json' },
-        signal: AbortSignal.timeout(source.timeoutMs),
-      });
-      if (res.status < 200 || res.status >= 300) throw new Error(`HTTP ${res.status}`);
-      const body = JSON.parse(res.text) as unknown;
-      const items = Array.isArray(body) ? body : [body];
-      for (const item of items) {
-        // An item is an event envelope only if it says so; anything else is the payload itself.
-        const envelope =
-          typeof item === 'object' && item !== null && ('payload' in item || 'eventId' in item);
-        const parsed = InboundEvent.safeParse(item);
-        const event: InboundEvent =
-          envelope && parsed.success
-            ? { ...parsed.data, type: parsed.data.type === 'event' ? source.type : parsed.data.type }
-            : { type: source.type, payload: item as unknown };
-        const sessionKey = event.sessionKey ?? source.sessionKey;
-        await this.ingest(source.name, { ...event, ...(sessionKey ? { sessionKey } : {}) }, 'poll');
-      }
+      if (source.kind === 'timer') await this.tick(source, at);
+      else if (source.kind === 'file') await this.scan(source);
+      else await this.fetch(source);
       metrics.sourcePolls.inc({ source: source.name, outcome: 'ok' });
-      await this.setStatus(source.name, 'poll', {
+      await this.setStatus(source.name, kind, {
         status: 'ok',
         lastSuccessAt: new Date().toISOString(),
         failures: 0,
@@ -205,7 +255,7 @@ export class SourceService {
       metrics.sourcePolls.inc({ source: source.name, outcome: 'error' });
       const failures = (status?.failures ?? 0) + 1;
       const delay = retryDelay(failures, {});
-      await this.setStatus(source.name, 'poll', {
+      await this.setStatus(source.name, kind, {
         status: failures >= 3 ? 'down' : 'degraded',
         lastError: err instanceof Error ? err.message : String(err),
         failures,
@@ -216,6 +266,72 @@ export class SourceService {
         'source poll failed',
       );
     }
+  }
+
+  private async fetch(source: HttpSource): Promise<void> {
+    const res = await this.client.fetch(new URL(source.url), {
+      headers: { accept: 'application/json' },
+      signal: AbortSignal.timeout(source.timeoutMs),
+    });
+    if (res.status < 200 || res.status >= 300) throw new Error(`HTTP ${res.status}`);
+    const body = JSON.parse(res.text) as unknown;
+    const items = Array.isArray(body) ? body : [body];
+    for (const item of items) {
+      // An item is an event envelope only if it says so; anything else is the payload itself.
+      const envelope = typeof item === 'object' && item !== null && ('payload' in item || 'eventId' in item);
+      const parsed = InboundEvent.safeParse(item);
+      const event: InboundEvent =
+        envelope && parsed.success
+          ? { ...parsed.data, type: parsed.data.type === 'event' ? source.type : parsed.data.type }
+          : { type: source.type, payload: item as unknown };
+      const sessionKey = event.sessionKey ?? source.sessionKey;
+      await this.ingest(source.name, { ...event, ...(sessionKey ? { sessionKey } : {}) }, 'poll');
+    }
+  }
+
+  /** A timer's tick: its id is its scheduled time, so a redelivered tick job is one event. */
+  private async tick(source: TimerSource, at: number): Promise<void> {
+    await this.ingest(
+      source.name,
+      {
+        eventId: `tick:${at}`,
+        type: source.type,
+        sessionKey: source.sessionKey,
+        payload: source.payload ?? { at: new Date(at).toISOString() },
+      },
+      'timer',
+    );
+  }
+
+  /**
+   * A pass over a file source's directory: each file whose (mtime, size) differs from when it was
+   * last taken is an event, oldest change first, at most `maxFiles`. What was taken is kept in a
+   * hash (idle TTL), so an unchanged file is not taken again once the dedupe window has passed;
+   * two passes that overlap take a file once by its event id.
+   */
+  private async scan(source: FileSource): Promise<void> {
+    const { files, complete } = await listFiles(source.dir, source.pattern);
+    const key = fileSourceKey(this.deps.prefix, source.name);
+    const taken = await this.deps.redis.hgetall(key);
+    const changed = files
+      .filter((f) => taken[f.name] !== fileSignature(f))
+      .sort((a, b) => a.mtimeMs - b.mtimeMs || a.name.localeCompare(b.name))
+      .slice(0, source.maxFiles);
+    for (const file of changed) {
+      const { eventId, payload } = await fileEvent(file);
+      await this.ingest(
+        source.name,
+        { eventId, type: source.type, sessionKey: source.sessionKey, payload },
+        'file',
+      );
+      await this.deps.redis.hset(key, file.name, fileSignature(file));
+    }
+    const tx = slotMulti(this.deps.redis);
+    // Files gone from a directory listed whole are forgotten (one written again is new).
+    const listed = new Set(files.map((f) => f.name));
+    const gone = complete ? Object.keys(taken).filter((name) => !listed.has(name)) : [];
+    if (gone.length > 0) tx.hdel(key, ...gone);
+    await tx.expire(key, this.statusTtl).exec();
   }
 
   /** Every known source's status; a source whose status expired is dropped from the set here. */
