@@ -96,6 +96,13 @@ function unconfirmed(runId: string, shortfall: AcceptShortfall, waitMs: number):
 
 const notFound = (): HttpError => new HttpError(404, 'run_not_found', 'no such run');
 
+/** A body route takes JSON only: anything else is answered 415 before it is read. */
+function requireJson(req: Request): void {
+  if (!req.is('application/json')) {
+    throw new HttpError(415, 'unsupported_media_type', 'send the body as application/json');
+  }
+}
+
 function runIdOf(req: Request): string {
   const parsed = RunIdParam.safeParse(req.params.id);
   if (!parsed.success) throw notFound();
@@ -139,9 +146,7 @@ export function runHandlers(deps: RunsRouterDeps): Partial<Record<RouteName, Req
   };
 
   const submit: RequestHandler = async (req, res) => {
-    if (!req.is('application/json')) {
-      throw new HttpError(415, 'unsupported_media_type', 'send the body as application/json');
-    }
+    requireJson(req);
     const body = RunRequest.safeParse(req.body);
     if (!body.success) throw zodToHttp(body.error);
     const key = idempotencyKeyOf(req);
@@ -159,9 +164,7 @@ export function runHandlers(deps: RunsRouterDeps): Partial<Record<RouteName, Req
 
   const rerun: RequestHandler = async (req, res) => {
     const runId = await ownRun(req, res);
-    if (!req.is('application/json')) {
-      throw new HttpError(415, 'unsupported_media_type', 'send the body as application/json');
-    }
+    requireJson(req);
     const body = RerunBody.safeParse(req.body);
     if (!body.success) throw zodToHttp(body.error);
     const result = await deps.runs.rerun(runId, body.data.from, {

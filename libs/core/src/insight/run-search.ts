@@ -109,21 +109,27 @@ export interface ListingFields {
   readonly counters: Readonly<Record<string, string | null>>;
 }
 
+/** A run's usage from its aux hash's `usage:<counter>` fields, read by `counter`. */
+export function usageFromCounters(counter: (field: string) => number): RunUsage {
+  const n = (name: string): number => counter(`usage:${name}`);
+  return {
+    toolCalls: n('toolCalls'),
+    toolTimeMs: n('toolTimeMs'),
+    promptTokens: n('promptTokens'),
+    completionTokens: n('completionTokens'),
+    totalTokens: n('promptTokens') + n('completionTokens'),
+    modelCalls: n('modelCalls'),
+    costUsd: usdFromNano(n('costNanoUsd')),
+    unpricedModelCalls: n('unpricedModelCalls'),
+  };
+}
+
 /** The listing of a run from its stored fields; null for a run whose hash is gone. */
 export function listingOf(runId: string, fields: ListingFields): RunListing | null {
   const status = RunStatus.safeParse(fields.status);
   if (!status.success || fields.createdAt === null) return null;
   const n = (name: string): number => Number(fields.counters[name] ?? 0);
-  const usage: RunUsage = {
-    toolCalls: n('usage:toolCalls'),
-    toolTimeMs: n('usage:toolTimeMs'),
-    promptTokens: n('usage:promptTokens'),
-    completionTokens: n('usage:completionTokens'),
-    totalTokens: n('usage:promptTokens') + n('usage:completionTokens'),
-    modelCalls: n('usage:modelCalls'),
-    costUsd: usdFromNano(n('usage:costNanoUsd')),
-    unpricedModelCalls: n('usage:unpricedModelCalls'),
-  };
+  const usage = usageFromCounters(n);
   const from = fields.startedAt ?? fields.createdAt;
   return {
     runId,

@@ -27,7 +27,7 @@ import {
 } from '../domain/run-model.js';
 import type { ExecutableGraph, Graph } from '../nodes/index.js';
 import { RUN_ERROR_STATUS, cancelledError } from '../errors/run-error.js';
-import { usdFromNano } from '../cost/price-table.js';
+import { usageFromCounters } from '../insight/run-search.js';
 import { BlobStore } from './blob-store.js';
 import { RunIndex } from './run-index.js';
 import { DEFAULT_TENANT } from '../domain/tenant.js';
@@ -1224,19 +1224,8 @@ const USAGE_COUNTERS = [
   'unpricedModelCalls',
 ] as const;
 
-function usageOf(aux: Record<string, string>): RunDocument['usage'] {
-  const n = (k: string): number => Number(aux[`usage:${k}`] ?? 0);
-  return {
-    toolCalls: n('toolCalls'),
-    toolTimeMs: n('toolTimeMs'),
-    promptTokens: n('promptTokens'),
-    completionTokens: n('completionTokens'),
-    totalTokens: n('promptTokens') + n('completionTokens'),
-    modelCalls: n('modelCalls'),
-    costUsd: usdFromNano(n('costNanoUsd')),
-    unpricedModelCalls: n('unpricedModelCalls'),
-  };
-}
+const usageOf = (aux: Record<string, string>): RunDocument['usage'] =>
+  usageFromCounters((field) => Number(aux[field] ?? 0));
 
 function toEvent(runId: string, id: string, fields: string[]): RunEvent {
   const f: Record<string, string> = {};
