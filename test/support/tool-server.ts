@@ -18,6 +18,7 @@
  *   GET /retry-after?node=a&value=V[&status=429]
  *                                  answers `status` with `Retry-After: V`
  *   GET /redirect?node=a&to=URL    answers 302 to URL
+ *   GET /gate?node=a               answers {node} once `openGate('a')` was called (at once after)
  *
  * How `/work` answers can be switched at run time, to play a host that breaks, recovers or is
  * slow: `setMode({ kind: 'status', status: 503 })`, `setMode({ kind: 'slow', delayMs })`,
@@ -59,6 +60,8 @@ export interface ToolServer {
   setMode(mode: WorkMode): void;
   /** The next `count` calls of `/work` answer `status` at once, whatever the mode; then the mode resumes. */
   failNext(count: number, status: number): void;
+  /** Answers the calls of `/gate` for `node` held so far, and those to come at once. */
+  openGate(node: string): void;
   close(): Promise<void>;
 }
 
@@ -69,6 +72,8 @@ export async function startToolServer(): Promise<ToolServer> {
   let failing: { count: number; status: number } = { count: 0, status: 503 };
   const hitsOf = (node: string): Hit[] => hits.filter((h) => h.node === node);
   const watchers = new Set<() => void>();
+  const opened = new Set<string>();
+  const held = new Map<string, (() => void)[]>();
   const handle = (req: IncomingMessage, res: ServerResponse): void => {
     const url = new URL(req.url ?? '/', 'http://x');
     const node = url.searchParams.get('node') ?? '';
@@ -138,6 +143,9 @@ export async function startToolServer(): Promise<ToolServer> {
       hit.end = performance.timeOrigin + performance.now();
       hit.status = 302;
       res.writeHead(302, { location: url.searchParams.get('to') ?? '/' }).end();
+    } else if (url.pathname === '/gate') {
+      if (opened.has(node)) reply(200, { node });
+      else held.set(node, [...(held.get(node) ?? []), () => reply(200, { node })]);
     } else if (url.pathname === '/hang') {
       req.on('close', () => (hit.end = performance.timeOrigin + performance.now()));
     } else {
@@ -168,6 +176,11 @@ export async function startToolServer(): Promise<ToolServer> {
     },
     failNext(count, status) {
       failing = { count, status };
+    },
+    openGate(node) {
+      opened.add(node);
+      for (const answer of held.get(node) ?? []) answer();
+      held.delete(node);
     },
     async close() {
       server.closeAllConnections();

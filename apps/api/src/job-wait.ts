@@ -44,11 +44,14 @@ export function waitForJob(
     // are being read.
     events
       .waitUntilReady()
-      .then(() => queue.getJob(jobId))
-      .then(async (job) => {
-        const state = await job?.getState();
-        if (state === 'completed') end({ state: 'completed', value: job!.returnvalue });
-        else if (state === 'failed') end({ state: 'failed', reason: job!.failedReason });
+      .then(() => queue.getJobState(jobId))
+      .then(async (state) => {
+        if (state !== 'completed' && state !== 'failed') return;
+        // Read after the state: a job read before it finished holds no return value yet.
+        const job = await queue.getJob(jobId);
+        if (!job) return;
+        if (state === 'completed') end({ state: 'completed', value: job.returnvalue });
+        else end({ state: 'failed', reason: job.failedReason });
       })
       .catch((err: unknown) => {
         stop();

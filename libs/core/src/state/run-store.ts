@@ -439,9 +439,14 @@ export class RunStore {
     return deleted;
   }
 
-  /** Records the session environment version the run's current plan has seen. */
+  /**
+   * Records the session environment version the run's next plan is made from: the version the
+   * environment check compares against (`envVersion`, moved by a change) and the plan's own
+   * (`planEnvVersion`), which a queued node of an outdated plan is checked against at its start.
+   */
   async setEnvironmentVersion(runId: string, version: number): Promise<void> {
-    await this.redis.hset(runKeys(this.options.prefix, runId).meta, 'envVersion', String(version));
+    const v = String(version);
+    await this.redis.hset(runKeys(this.options.prefix, runId).meta, 'envVersion', v, 'planEnvVersion', v);
   }
 
   async environmentVersion(runId: string): Promise<number> {
