@@ -3,6 +3,7 @@
  * handed it back), with the prompt assembled from the agent's catalog and workspace.
  */
 import type { Ceilings } from '../ceilings/ceilings.js';
+import { bootstrapFilesOf, type HookRegistry } from '../hooks/hook-registry.js';
 import { DEFAULT_TENANT, scopedName } from '../domain/tenant.js';
 import type { NodeSnapshot, PlanningRecord, TaskSpec } from '../domain/run-model.js';
 import type { GraphLimits } from '../graph/limits.js';
@@ -35,6 +36,8 @@ export interface PlanningDeps {
   readonly lessons?: LessonBook;
   /** The plan cache (first plans of repeated tasks); absent: never cached. */
   readonly cache?: PlanCacheStore;
+  /** Plugin hooks: `agent:bootstrap` may edit the workspace files before the planner's prompt is made. */
+  readonly hooks?: HookRegistry;
 }
 
 /** What a plan is told of the lessons in effect: hard and soft ones, most confident first. */
@@ -81,12 +84,24 @@ export async function planRun(
   if (!deps.model) return { error: 'no model is configured' };
   const allowed = deps.allowedTools(task.agentId);
   const catalog = toolCatalog(deps.tools, allowed);
-  const workspace = await readWorkspace(
+  let workspace = await readWorkspace(
     deps.workspaceDir,
     task.agentId,
     PLANNER_FILES,
     deps.workspaceFileChars,
   );
+  if (deps.hooks?.has('agent:bootstrap')) {
+    const files = workspace;
+    const { ctx } = await deps.hooks.run(
+      'agent:bootstrap',
+      { agentId: task.agentId, files, ...(runId ? { runId } : {}) },
+      (c, r) => {
+        const edited = bootstrapFilesOf(r.files, deps.workspaceFileChars);
+        return edited ? { ...c, files: edited } : c;
+      },
+    );
+    workspace = [...ctx.files];
+  }
   // Lessons and cached plans are the agent's within its tenant.
   const memoryAgent = scopedName(task.tenant ?? DEFAULT_TENANT, task.agentId);
   const book = deps.lessons ? await deps.lessons.inEffect(memoryAgent) : { version: 0, lessons: [] };

@@ -198,6 +198,8 @@ export interface RunHeader {
   readonly sessionKey: string | null;
   /** Null for a fixed-graph run. */
   readonly task: TaskState | null;
+  /** The agent the run is of. */
+  readonly agentId: string;
 }
 
 export interface OutcomeState {
@@ -661,6 +663,7 @@ export class RunStore {
       tenant: tenant ?? DEFAULT_TENANT,
       parentRunId: parentRunId ?? null,
       sessionKey: sessionKey ?? null,
+      agentId: agentId ?? 'main',
       task:
         task === null || task === undefined
           ? null
