@@ -24,7 +24,10 @@ const toolNames = (r: ChatRequest): string[] =>
 beforeAll(async () => {
   model = await startModelServer({
     script: (r) => ({
-      content: `echo: ${lastUser(r)}`,
+      // The planner (structured output) gets a one-node plan; anything else an echo.
+      content: r.response_format
+        ? JSON.stringify({ nodes: [{ id: 'say', kind: 'llm', prompt: 'planned step' }], edges: [] })
+        : `echo: ${lastUser(r)}`,
       // A reasoning model says how it got there; the client keeps it only when asked.
       ...(r.model === 'reasoner' ? { reasoning: 'I thought about it carefully.' } : {}),
     }),
@@ -36,9 +39,9 @@ beforeAll(async () => {
       { name: 'HOOKED.md', content: `added by a hook for ${agentId}` },
     ],
   }));
-  registry.on('before_agent_start', ({ runId, agentId, sessionKey }) => {
+  registry.on('before_agent_start', ({ runId, agentId, task, sessionKey }) => {
     started.push({ runId, agentId, ...(sessionKey ? { sessionKey } : {}) });
-    return undefined;
+    return task === 'plan with hooks' ? { context: `context from a hook for ${runId}` } : undefined;
   });
   registry.on('agent_end', (e) => {
     ended.push(e);
@@ -189,6 +192,21 @@ describe('model and thinking', () => {
       reasoning_effort: 'low',
     });
     expect(doc.output).toMatchObject({ agent: { reasoning: 'I thought about it carefully.' } });
+  });
+});
+
+describe('dag-mode runs', () => {
+  it("ask the planner with the run's model and effort, the hooks' bootstrap files and context", async () => {
+    const doc = await runToEnd(stack.url, { task: 'plan with hooks', model: 'reasoner', thinking: 'high' });
+    expect(doc.status).toBe('succeeded');
+    const planner = await model.received(
+      (r) => r.response_format !== undefined && lastUser(r).includes('plan with hooks'),
+    );
+    expect(planner).toMatchObject({ model: 'reasoner', reasoning_effort: 'high' });
+    expect(systemOf(planner)).toContain('## HOOKED.md\nadded by a hook for main');
+    expect(systemOf(planner)).toContain(`context from a hook for ${doc.runId}`);
+    // The planned llm node calls the deployment's model.
+    expect((await requestFor('planned step')).model).toBe('plain');
   });
 });
 

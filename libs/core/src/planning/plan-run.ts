@@ -9,6 +9,7 @@ import type { NodeSnapshot, PlanningRecord, TaskSpec } from '../domain/run-model
 import type { GraphLimits } from '../graph/limits.js';
 import type { ModelClient } from '../model/model-client.js';
 import { truncate } from '../model/prompt-render.js';
+import { Thinking, thinkingOptions } from '../model/thinking.js';
 import type { Lesson } from '../memory/lesson.js';
 import type { LessonBook } from '../reflect/lesson-book.js';
 import type { PlanCacheStore } from '../state/plan-cache-store.js';
@@ -120,7 +121,9 @@ export async function planRun(
     ...(deps.ceilings ? { models: deps.ceilings.models(tenant, task.agentId) } : {}),
     blocked,
   };
-  const plannerModel = deps.model.config.plannerModel;
+  const plannerModel = task.model ?? deps.model.config.plannerModel;
+  const asked = Thinking.safeParse(task.thinking);
+  const thinking = asked.success ? thinkingOptions(asked.data) : undefined;
   const record = (model: string): PlanningRecord => ({
     plannerModel: model,
     promptVersion: PLANNER_PROMPT_VERSION,
@@ -192,6 +195,7 @@ export async function planRun(
     },
     input,
     signal,
+    { model: plannerModel, ...(thinking ? { thinking } : {}) },
   );
   if (!cache || !cacheKey || !runId) return { outcome, planning: record(outcome.model) };
   if (outcome.ok) {

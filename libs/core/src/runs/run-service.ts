@@ -174,6 +174,8 @@ export class RunService {
               tenant,
               maxReplans: request.maxReplans,
               ...(request.overrides ? { overrides: request.overrides } : {}),
+              ...(request.model !== undefined ? { model: request.model } : {}),
+              ...(request.thinking !== undefined ? { thinking: request.thinking } : {}),
             },
           }
         : {}),
