@@ -166,9 +166,9 @@ describe('model server', () => {
   it('plays a sequence, repeating its last reply, and passes the request index', async () => {
     const indexes: number[] = [];
     const replies = sequence({ content: 'one' }, { status: 500 }, { content: 'last' });
-    server.setScript((request, index) => {
+    server.setScript((request, index, headers) => {
       indexes.push(index);
-      return replies(request, index);
+      return replies(request, index, headers);
     });
     const answers: unknown[] = [];
     for (let i = 0; i < 4; i++) {

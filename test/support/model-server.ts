@@ -8,7 +8,13 @@
  *   GET  /v1/models             one model, `scripted`
  *   anything else               404; a body that is not a JSON request object: 400
  */
-import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
+import {
+  createServer,
+  type IncomingHttpHeaders,
+  type IncomingMessage,
+  type Server,
+  type ServerResponse,
+} from 'node:http';
 import type { AddressInfo } from 'node:net';
 
 export interface ToolCall {
@@ -43,6 +49,11 @@ export type ScriptedReply =
       /** `cachedPromptTokens`: reported as `prompt_tokens_details.cached_tokens`, as OpenAI does. */
       usage?: { promptTokens?: number; completionTokens?: number; cachedPromptTokens?: number };
       latencyMs?: number;
+      /**
+       * Reasoning the model "returned": streamed as `reasoning_content` deltas before the content
+       * (as DeepSeek and vLLM do), or on the message when not streamed.
+       */
+      reasoning?: string;
     }
   /** An HTTP error answer (e.g. 429 with retry-after, 500). */
   | {
@@ -54,8 +65,15 @@ export type ScriptedReply =
   /** Never answers until the client disconnects. */
   | { hang: true };
 
-/** `index` is the 0-based position of this request among all requests the server received. */
-export type Script = (request: ChatRequest, index: number) => ScriptedReply | Promise<ScriptedReply>;
+/**
+ * `index` is the 0-based position of this request among all requests the server received;
+ * `headers` are the request's (e.g. `authorization`).
+ */
+export type Script = (
+  request: ChatRequest,
+  index: number,
+  headers: IncomingHttpHeaders,
+) => ScriptedReply | Promise<ScriptedReply>;
 
 export interface ModelServerOptions {
   script: Script;
@@ -224,6 +242,7 @@ export async function startModelServer(options: ModelServerOptions): Promise<Mod
         role: 'assistant',
         content,
         refusal: null,
+        ...(reply.reasoning !== undefined ? { reasoning_content: reply.reasoning } : {}),
         ...(toolCalls?.length ? { tool_calls: toolCalls } : {}),
       };
       sendJson(res, 200, {
@@ -257,6 +276,7 @@ export async function startModelServer(options: ModelServerOptions): Promise<Mod
       ...(includeUsage ? { usage: null } : {}),
     });
     send(chunk({ role: 'assistant', content: content === null ? null : '' }));
+    for (const piece of split(reply.reasoning ?? '', 3)) send(chunk({ reasoning_content: piece }));
     for (const piece of split(reply.content, 4)) send(chunk({ content: piece }));
     (toolCalls ?? []).forEach((call, index) => {
       send(
@@ -288,7 +308,7 @@ export async function startModelServer(options: ModelServerOptions): Promise<Mod
     for (const watch of watchers) watch(request);
     let reply: ScriptedReply;
     try {
-      reply = await script(request, index);
+      reply = await script(request, index, req.headers);
     } catch (error) {
       // Surface a broken script as a 500 the test can see, rather than a hung or reset request.
       sendError(res, { status: 500, error: { message: `script failed: ${String(error)}` } });

@@ -19,6 +19,7 @@ import {
   SIGNAL_NAME_PATTERN,
   TenantId,
   parseQueueCommand,
+  Thinking,
 } from '@tetraloop/core';
 import { z } from 'zod';
 
@@ -140,6 +141,15 @@ export const MessageBody = z.strictObject({
   mode: z.enum(LANE_MODES).optional(),
   eventId: z.string().min(1).max(256).optional(),
   metadata: z.record(z.string(), z.unknown()).optional(),
+  /**
+   * The agent the session runs (default `main`): a session's first message binds it; a later
+   * message naming another agent is refused (409 `session_agent_conflict`).
+   */
+  agentId: AgentId.optional(),
+  /** The model this message's run calls, instead of the deployment's; one the operator allows. */
+  model: z.string().min(1).max(200).optional(),
+  /** This message's run: how hard a reasoning model thinks, `"low"` or `{effort?, summary?}`. */
+  thinking: Thinking.optional(),
 });
 export type MessageBody = z.infer<typeof MessageBody>;
 

@@ -77,6 +77,15 @@ function sessionOf(raw: unknown, res: Response): { name: string; stored: string 
 const outward = <T extends { sessionKey?: string }>(value: T): T =>
   value.sessionKey === undefined ? value : { ...value, sessionKey: unscopeName(value.sessionKey).name };
 
+/** A message naming another agent than the one its session is bound to. */
+const agentConflict = (session: string, bound: string, asked: string): HttpError =>
+  new HttpError(
+    409,
+    'session_agent_conflict',
+    `session "${session}" runs agent "${bound}" (bound by its first message), not "${asked}": send it without agentId, or use another session`,
+    [{ path: 'agentId', message: `the session's agent is "${bound}"` }],
+  );
+
 export function sessionHandlers(deps: SessionsRouterDeps): Partial<Record<RouteName, RequestHandler>> {
   // Messages go through the sense queue (L1); the answer waits for the lane's decision.
   const message: RequestHandler = async (req, res) => {
@@ -92,8 +101,16 @@ export function sessionHandlers(deps: SessionsRouterDeps): Partial<Record<RouteN
       ]);
     }
     const eventId = body.data.eventId ?? key.data;
-    // Messages name no agent: they run the session agent, which must be one the caller may run.
-    await deps.runs.checkAgent(callerOf(res).tenant, SESSION_AGENT);
+    // The session's agent: bound by its first message (the message's, else `main`). A message
+    // naming another agent than the bound one is refused; the agent must be one the caller may run.
+    const { tenant } = callerOf(res);
+    const bound = await deps.sessionStore.agent(sessionKey);
+    if (bound !== null && body.data.agentId !== undefined && body.data.agentId !== bound) {
+      throw agentConflict(name, bound, body.data.agentId);
+    }
+    const agentId = bound ?? body.data.agentId ?? SESSION_AGENT;
+    await deps.runs.checkAgent(tenant, agentId);
+    deps.runs.checkModel(tenant, { agentId, model: body.data.model });
     const job = await deps.senseQueue.add(
       SENSE_JOB.message,
       {
@@ -109,6 +126,9 @@ export function sessionHandlers(deps: SessionsRouterDeps): Partial<Record<RouteN
       throw new HttpError(422, 'message_failed', outcome.reason || 'the message could not be placed');
     }
     const placed = outcome.state === 'completed' ? (outcome.value as MessageResult) : undefined;
+    if (placed?.refused?.code === 'agent_conflict') {
+      throw agentConflict(name, placed.refused.agentId, body.data.agentId ?? SESSION_AGENT);
+    }
     if (placed?.refused) {
       const { limit } = placed.refused;
       throw new HttpError(

@@ -142,7 +142,9 @@ export async function startPools(env: WorkerEnv, options: StartPoolsOptions): Pr
     : await followMcpCatalog({ ...mcpOptions, subscriber });
   const tools = mcp.tools;
   const registry = options.hooks?.registry ?? (await loadPlugins(env.TETRALOOP_PLUGINS, process.env, log));
-  const hooks = { ...options.hooks, registry };
+  // A plugin's refreshCredentials serves when the embedding program passes none.
+  const refreshCredentials = options.hooks?.refreshCredentials ?? registry.credentialRefresh();
+  const hooks = { ...options.hooks, registry, ...(refreshCredentials ? { refreshCredentials } : {}) };
   const retries = { ...DEFAULT_RETRIES, ...env.TETRALOOP_RETRIES } as RetryTable;
   const backoff = {
     baseMs: env.TETRALOOP_BACKOFF_BASE_MS,
@@ -205,6 +207,7 @@ export async function startPools(env: WorkerEnv, options: StartPoolsOptions): Pr
       workspaceFileChars: env.TETRALOOP_WORKSPACE_FILE_CHARS,
       ...(services.memory ? { lessons: services.memory.book } : {}),
       cache: planCache,
+      hooks: registry,
     },
     admission: { ceilings, slots },
     cost,

@@ -81,6 +81,7 @@ export * from './config/env-schema.js';
 export * from './model/model-config.js';
 export * from './model/model-client.js';
 export * from './model/model-errors.js';
+export * from './model/thinking.js';
 export * from './model/json-schema.js';
 export * from './model/prompt-render.js';
 export * from './model/untrusted-data.js';

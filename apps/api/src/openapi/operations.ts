@@ -365,7 +365,12 @@ export function routeOperations(settings: OperationSettings): { readonly [K in R
           json: MessageAnswer,
         },
       },
-      errors: { 400: ['invalid_request'], 422: ['message_failed'], 429: ['lane_full'] },
+      errors: {
+        400: ['invalid_request'],
+        409: ['session_agent_conflict'],
+        422: ['message_failed'],
+        429: ['lane_full'],
+      },
     },
     'sessions.list': {
       tag: 'sessions',

@@ -1348,6 +1348,7 @@ export interface components {
                 messages: number;
             }[];
             mode: ("followup" | "collect" | "steer" | "interrupt") | null;
+            agentId: string | null;
             environmentVersion: number;
             lastActiveAt: string;
         };
@@ -1366,6 +1367,7 @@ export interface components {
                 messages: number;
             }[];
             mode: ("followup" | "collect" | "steer" | "interrupt") | null;
+            agentId: string | null;
             environmentVersion: number;
         };
         TranscriptHeader: {
@@ -1633,6 +1635,12 @@ export interface components {
             mode?: "dag" | "loop";
             /** @default main */
             agentId?: string;
+            model?: string;
+            thinking?: ("minimal" | "low" | "medium" | "high") | {
+                /** @enum {string} */
+                effort?: "minimal" | "low" | "medium" | "high";
+                summary?: boolean;
+            };
             overrides?: string;
             /** @default 10 */
             maxIterations?: number;
@@ -1728,6 +1736,11 @@ export interface components {
                     [key: string]: unknown;
                 };
                 model?: string;
+                thinking?: ("minimal" | "low" | "medium" | "high") | {
+                    /** @enum {string} */
+                    effort?: "minimal" | "low" | "medium" | "high";
+                    summary?: boolean;
+                };
             } | {
                 id: string;
                 /** @constant */
@@ -1784,6 +1797,11 @@ export interface components {
                         system?: string;
                         tools?: string[];
                         model?: string;
+                        thinking?: ("minimal" | "low" | "medium" | "high") | {
+                            /** @enum {string} */
+                            effort?: "minimal" | "low" | "medium" | "high";
+                            summary?: boolean;
+                        };
                     };
                 };
                 until?: {
@@ -1817,6 +1835,13 @@ export interface components {
             eventId?: string;
             metadata?: {
                 [key: string]: unknown;
+            };
+            agentId?: string;
+            model?: string;
+            thinking?: ("minimal" | "low" | "medium" | "high") | {
+                /** @enum {string} */
+                effort?: "minimal" | "low" | "medium" | "high";
+                summary?: boolean;
             };
         };
         SourceEvent: {
@@ -3892,6 +3917,20 @@ export interface operations {
                         error?: {
                             /** @enum {unknown} */
                             code?: "forbidden";
+                        };
+                    };
+                };
+            };
+            /** @description Conflict: `session_agent_conflict`. */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"] & {
+                        error?: {
+                            /** @enum {unknown} */
+                            code?: "session_agent_conflict";
                         };
                     };
                 };

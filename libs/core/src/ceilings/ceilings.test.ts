@@ -160,3 +160,24 @@ describe('budget, deadline, caps and rates', () => {
     expect(new Ceilings(settings()).maxRunning('acme')).toBeUndefined();
   });
 });
+
+describe('models a run asks for by name', () => {
+  it('takes only configured models when no list applies', () => {
+    const c = new Ceilings(settings({ plannerModel: 'big' }));
+    expect(c.runModelRefusal('default', 'main', 'small')).toBeUndefined();
+    expect(c.runModelRefusal('default', 'main', 'big')).toBeUndefined();
+    expect(c.runModelRefusal('default', 'main', 'other')).toMatch(
+      /^unknown model "other": configured are big, small/,
+    );
+  });
+
+  it('takes what every list that applies allows, and nothing else', () => {
+    const c = new Ceilings(
+      settings({ modelsAllow: ['small', 'reasoner'], agents: { ops: { models: ['reasoner'] } } }),
+    );
+    expect(c.runModelRefusal('default', 'main', 'reasoner')).toBeUndefined();
+    expect(c.runModelRefusal('default', 'ops', 'reasoner')).toBeUndefined();
+    expect(c.runModelRefusal('default', 'ops', 'small')).toMatch(/not allowed by agent "ops"/);
+    expect(c.runModelRefusal('default', 'main', 'other')).toMatch(/not allowed by TETRALOOP_MODELS_ALLOW/);
+  });
+});

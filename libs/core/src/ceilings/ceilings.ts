@@ -55,6 +55,8 @@ export interface CeilingSettings {
   readonly modelsAllow: readonly string[];
   /** The model of llm nodes and agent loops that name none (`TETRALOOP_MODEL`). */
   readonly defaultModel: string;
+  /** The planner's model (`TETRALOOP_PLANNER_MODEL`), a model the operator named. */
+  readonly plannerModel?: string;
   readonly budget: BudgetCeiling;
   /** `TETRALOOP_TENANT_MAX_RUNNING`: running runs per tenant without a `maxConcurrentRuns`. */
   readonly maxRunning?: number;
@@ -194,6 +196,26 @@ export class Ceilings {
         return `${which} is not allowed by ${refused[0]}; allowed: ${[...refused[1]].sort().join(', ')}`;
       },
     };
+  }
+
+  /**
+   * Why a run (or a session message) may not ask for `model` by name, or undefined when it may.
+   * The model must pass every list that applies (as `models(...).refusal`); and when no list
+   * applies, it must be one the operator configured (`TETRALOOP_MODEL`, `TETRALOOP_PLANNER_MODEL`):
+   * a client never picks a model nobody named.
+   */
+  runModelRefusal(tenant: string, agentId: string, model: string): string | undefined {
+    const refused = this.models(tenant, agentId).refusal(model);
+    if (refused !== undefined) return refused;
+    const listed =
+      this.modelsAllow !== undefined ||
+      this.tenant(tenant)?.models !== undefined ||
+      this.agent(agentId)?.models !== undefined;
+    const configured = [this.settings.defaultModel, this.settings.plannerModel].filter(
+      (m): m is string => m !== undefined,
+    );
+    if (listed || configured.includes(model)) return undefined;
+    return `unknown model "${model}": configured are ${[...new Set(configured)].sort().join(', ')}; list other models in TETRALOOP_MODELS_ALLOW (or the tenant's or the agent's models) to let runs ask for them`;
   }
 
   /**

@@ -157,6 +157,21 @@ export const BaseEnv = z.object({
   TETRALOOP_MODEL_TIMEOUT_MS: z.coerce.number().int().positive().default(60_000),
   TETRALOOP_MODEL_MAX_RETRIES: z.coerce.number().int().min(0).max(10).default(2),
   /**
+   * The models a `thinking` effort is sent to (`reasoning_effort`), comma-separated: names, or
+   * prefixes ending in `*`. Unset: OpenAI's reasoning models (`o1*,o3*,o4*,gpt-5*`).
+   */
+  TETRALOOP_THINKING_MODELS: z
+    .string()
+    .optional()
+    .transform((v) =>
+      v === undefined
+        ? undefined
+        : v
+            .split(',')
+            .map((s) => s.trim())
+            .filter(Boolean),
+    ),
+  /**
    * Tools each agent may use, as JSON `{"agentId": ["http", "json"]}`; an agent not listed may use
    * all. Kept beside TETRALOOP_AGENTS: it restricts tools but declares no agent.
    */
@@ -371,6 +386,7 @@ export function ceilingsOf(env: BaseEnv): Ceilings {
     tenants: env.TETRALOOP_TENANTS,
     modelsAllow: env.TETRALOOP_MODELS_ALLOW,
     defaultModel: env.TETRALOOP_MODEL,
+    plannerModel: env.TETRALOOP_PLANNER_MODEL ?? env.TETRALOOP_MODEL,
     budget: {
       ...(env.TETRALOOP_BUDGET_MAX_TOOL_CALLS ? { toolCalls: env.TETRALOOP_BUDGET_MAX_TOOL_CALLS } : {}),
       ...(env.TETRALOOP_BUDGET_MAX_TOOL_TIME_MS ? { toolTimeMs: env.TETRALOOP_BUDGET_MAX_TOOL_TIME_MS } : {}),
@@ -396,6 +412,7 @@ export function modelConfigOf(env: BaseEnv): ModelConfig {
     plannerModel: env.TETRALOOP_PLANNER_MODEL ?? env.TETRALOOP_MODEL,
     timeoutMs: env.TETRALOOP_MODEL_TIMEOUT_MS,
     maxRetries: env.TETRALOOP_MODEL_MAX_RETRIES,
+    ...(env.TETRALOOP_THINKING_MODELS ? { thinkingModels: env.TETRALOOP_THINKING_MODELS } : {}),
   };
 }
 

@@ -244,4 +244,8 @@ export interface TaskSpec {
   readonly tenant?: string;
   readonly overrides?: string;
   readonly maxReplans: number;
+  /** The run's `model`: the agent's (loop mode, in its graph) or the planner's (dag mode). */
+  readonly model?: string;
+  /** The run's `thinking` (its schema: model/thinking.ts), as for `model`. */
+  readonly thinking?: unknown;
 }

@@ -23,13 +23,16 @@ import type { FlowGate } from './flow-gate.js';
 import type { PlanCache } from './plan-cache.js';
 import type { RunAborts } from './run-aborts.js';
 
-/** Called before an `auth` failure is retried, so credentials can be renewed. */
+/**
+ * Called before an `auth` failure is retried, so credentials can be renewed. May answer a new key
+ * for the model client (`modelApiKey`), used from then on.
+ */
 export type CredentialRefreshHook = (context: {
   runId: string;
   nodeId: string;
   tool: string;
   error: NodeErrorData;
-}) => Promise<void>;
+}) => Promise<void | { modelApiKey?: string }>;
 
 export interface ExecutorHooks {
   readonly refreshCredentials?: CredentialRefreshHook;

@@ -266,7 +266,14 @@ async function failureSnapshot(
   if (error.code === 'auth' && deps.hooks.refreshCredentials) {
     try {
       const tool = kind.label(node);
-      await deps.hooks.refreshCredentials({ runId: ctx.plan.runId, nodeId: node.id, tool, error });
+      const renewed = await deps.hooks.refreshCredentials({
+        runId: ctx.plan.runId,
+        nodeId: node.id,
+        tool,
+        error,
+      });
+      // A new model key (never logged, never stored with the run) serves this worker's calls from now on.
+      if (renewed?.modelApiKey) deps.model?.setApiKey(renewed.modelApiKey);
     } catch (err) {
       ctx.log.warn({ err }, 'credential refresh failed; not retrying');
       return failedSnapshot(ctx, error, usage);

@@ -87,7 +87,8 @@ async function executeRunJob(deps: ExecutorDeps, job: Job, token: string | undef
       data.generation === 0 && header.sessionKey
         ? await environmentVersionOf(deps, data.runId, header.sessionKey)
         : 0;
-    const planned = await ensurePlanned(deps, data.runId, header, envVersion);
+    const starting = data.generation === 0 ? await agentStarting(deps, data.runId, header) : header;
+    const planned = await ensurePlanned(deps, data.runId, starting, envVersion);
     if (planned !== 'ready') return { status: planned };
   }
   const plan = await deps.plans.get(data.runId, data.generation);
@@ -203,10 +204,48 @@ async function ensurePlanned(
   return 'ready';
 }
 
+/** What a run request's `overrides` may hold (its `MAX_TASK_CHARS`). */
+const MAX_OVERRIDES_CHARS = 200_000;
+
+/**
+ * `before_agent_start` for a run outside a session (a session run's fires where its prompt is
+ * made, in `SessionService`), as it starts; not for a child run. A dag-mode task gets the hooks'
+ * `context` answers in its planner's runtime overrides; the prompt of a loop-mode run was fixed
+ * when it was submitted, so there the hooks only watch. Answers the header to plan with.
+ */
+async function agentStarting(deps: ExecutorDeps, runId: string, header: RunHeader): Promise<RunHeader> {
+  const hooks = deps.hooks.registry;
+  if (!hooks?.has('before_agent_start') || header.sessionKey || header.parentRunId) return header;
+  if (header.status !== 'queued') return header;
+  const { task } = header;
+  const { results } = await hooks.run(
+    'before_agent_start',
+    { runId, agentId: header.agentId, task: task?.task ?? '' },
+    (c) => c,
+  );
+  const context = results.flatMap((r) => (r.context ? [r.context] : []));
+  if (!task || task.mode === 'loop' || task.planned || context.length === 0) return header;
+  const overrides = [task.overrides, ...context].filter((t): t is string => !!t).join('\n\n');
+  return { ...header, task: { ...task, overrides: overrides.slice(0, MAX_OVERRIDES_CHARS) } };
+}
+
+/**
+ * `agent_end` for a run that settled outside a session (a session run's fires once its reply is
+ * written), once: where the run settles; not for a child run.
+ */
+async function agentEnded(deps: ExecutorDeps, runId: string, status: RunStatus | null): Promise<void> {
+  const hooks = deps.hooks.registry;
+  if (!hooks?.has('agent_end') || status === null) return;
+  const header = await deps.store.header(runId);
+  if (header.sessionKey || header.parentRunId) return;
+  await hooks.emit('agent_end', { runId, status, agentId: header.agentId });
+}
+
 /** Settles a run that ended (cancelled, timed out) before it was planned, with nothing run. */
 async function settleUnplanned(deps: ExecutorDeps, runId: string): Promise<RunStatus | 'gone'> {
   const ended = await deps.store.endUnstarted(runId, null, nowIso());
   if (ended.settled) await remember(deps, runId);
+  if (ended.settled) await agentEnded(deps, runId, ended.status);
   await releaseRun(deps, runId);
   await deps.webhooks?.runFinished(runId);
   deps.logger.info({ runId, status: ended.status }, 'run ended before it was planned');
@@ -219,6 +258,7 @@ async function rejectPlan(deps: ExecutorDeps, runId: string, error: RunError): P
   metrics.runsFinished.inc({ status: 'failed' });
   const ended = await deps.store.endUnstarted(runId, error, nowIso());
   if (ended.settled) await remember(deps, runId);
+  if (ended.settled) await agentEnded(deps, runId, ended.status);
   await releaseRun(deps, runId);
   await deps.webhooks?.runFinished(runId);
   deps.logger.info({ runId, issues: error.issues?.length ?? 0 }, 'plan rejected');
@@ -424,6 +464,7 @@ async function finalize(
     if (final.status === 'failed' || final.status === 'timed_out') await forgetPlan(deps, plan.runId);
     await removeDeadline(deps.queues, plan.runId, generation);
     deps.logger.info({ runId: plan.runId, status }, 'run settled');
+    if (!state.sessionKey) await agentEnded(deps, plan.runId, final.status);
   }
   // Given back on every pass that finds the run settled, so a crash after settling leaks nothing.
   await releaseRun(deps, plan.runId, plan.tenant);

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { HookRegistry } from './hook-registry.js';
+import { HookRegistry, bootstrapFilesOf } from './hook-registry.js';
 import { loadPlugins } from './plugins.js';
 
 const ctx = { runId: 'r', nodeId: 'n', tool: 'http', args: { url: 'https://a.example/x' } };
@@ -56,6 +56,33 @@ describe('HookRegistry', () => {
     await hooks.emit('agent_end', { runId: 'r', status: 'succeeded' });
     // The slow hook finished after the fast one: they ran side by side; the others were skipped.
     expect(order).toEqual(['fast', 'slow']);
+  });
+});
+
+describe('agent:bootstrap and credential refreshes', () => {
+  it('keeps what a bootstrap hook answers to well-formed, capped files', () => {
+    expect(bootstrapFilesOf('nope', 100)).toBeUndefined();
+    const files = bootstrapFilesOf([{ name: 'A.md', content: 'x'.repeat(500) }, { name: 1 }, null], 100)!;
+    expect(files).toHaveLength(1);
+    expect(files[0]!.content.length).toBeLessThanOrEqual(100);
+  });
+
+  it("runs plugins' refreshes in turn, the last model key answered winning", async () => {
+    const registry = new HookRegistry();
+    expect(registry.credentialRefresh()).toBeUndefined();
+    const order: string[] = [];
+    registry.onRefreshCredentials(() => {
+      order.push('a');
+      return { modelApiKey: 'k1' };
+    });
+    registry.onRefreshCredentials(() => {
+      order.push('b');
+      return Promise.resolve();
+    });
+    const refresh = registry.credentialRefresh()!;
+    const error = { code: 'auth' as const, message: 'model API 401' };
+    expect(await refresh({ runId: 'r', nodeId: 'n', tool: 'llm', error })).toEqual({ modelApiKey: 'k1' });
+    expect(order).toEqual(['a', 'b']);
   });
 });
 

@@ -4,6 +4,8 @@
  * throws or times out is logged and skipped — it never breaks the run or the other hooks.
  */
 import type { Logger } from 'pino';
+import type { NodeErrorData } from '../errors/node-error.js';
+import { capHeadTail, type WorkspaceFile } from '../workspace/workspace.js';
 
 export interface ToolCallContext {
   readonly runId: string;
@@ -15,6 +17,15 @@ export interface ToolCallContext {
 
 /** Hooks that may change what happens, and what each may answer. */
 export interface ModifyingHooks {
+  /**
+   * The agent's bootstrap files (AGENTS.md, SOUL.md, …) before a prompt is assembled from them: a
+   * session run's system prompt, or a planner's prompt (`runId` then, no `sessionKey`). May answer
+   * the files to use instead (add, drop, rewrite); the next hook sees them.
+   */
+  'agent:bootstrap': {
+    ctx: { agentId: string; files: readonly WorkspaceFile[]; runId?: string; sessionKey?: string };
+    result: { files?: readonly WorkspaceFile[] };
+  };
   /** May add context for the agent. */
   before_agent_start: {
     ctx: { runId: string; agentId: string; task: string; sessionKey?: string };
@@ -38,7 +49,8 @@ export interface ModifyingHooks {
 export interface ObservingHooks {
   after_tool_call: ToolCallContext & { ok: boolean; output?: unknown; error?: unknown };
   message_received: { sessionKey: string; text: string; eventId?: string };
-  agent_end: { runId: string; status: string; sessionKey?: string };
+  /** Every run, once, when it has settled (a session run: after its reply is written). */
+  agent_end: { runId: string; status: string; agentId?: string; sessionKey?: string };
   session_start: { sessionKey: string; contextId: number };
   session_end: { sessionKey: string; contextId: number };
   'command:new': { sessionKey: string };
@@ -74,6 +86,7 @@ interface Registered {
 }
 
 const MODIFYING = new Set<HookName>([
+  'agent:bootstrap',
   'before_agent_start',
   'before_prompt_build',
   'before_tool_call',
@@ -82,10 +95,68 @@ const MODIFYING = new Set<HookName>([
 
 class HookTimeout extends Error {}
 
+/**
+ * Renews credentials before an `auth` failure of a model or tool call is retried (once). It may
+ * answer a new API key for the worker's model client (`modelApiKey`), used from then on.
+ */
+export type CredentialRefresh = (context: {
+  runId: string;
+  nodeId: string;
+  tool: string;
+  error: NodeErrorData;
+}) => Promise<void | { modelApiKey?: string }> | void | { modelApiKey?: string };
+
+/**
+ * The files an `agent:bootstrap` hook answered, kept to what a prompt can hold: entries with a
+ * string `name` and `content`, each capped like a workspace file. Pure.
+ */
+export function bootstrapFilesOf(files: unknown, maxChars: number): WorkspaceFile[] | undefined {
+  if (!Array.isArray(files)) return undefined;
+  return files.flatMap((f: unknown) => {
+    const { name, content } = (f ?? {}) as { name?: unknown; content?: unknown };
+    return typeof name === 'string' && typeof content === 'string'
+      ? [{ name: name.slice(0, 200), content: capHeadTail(content, maxChars) }]
+      : [];
+  });
+}
+
 export class HookRegistry {
   private readonly hooks = new Map<HookName, Registered[]>();
+  private readonly refreshers: { name: string; refresh: CredentialRefresh }[] = [];
 
   constructor(private readonly logger?: Logger) {}
+
+  /** Adds a credential refresh (a plugin's `refreshCredentials`); they run in registration order. */
+  onRefreshCredentials(
+    refresh: CredentialRefresh,
+    name = `refreshCredentials#${this.refreshers.length + 1}`,
+  ): void {
+    this.refreshers.push({ name, refresh });
+  }
+
+  /**
+   * The registered credential refreshes as one: each runs in turn; the last `modelApiKey` answered
+   * wins. A refresh that throws fails the whole (the call is then not retried). Undefined when none
+   * is registered: `auth` failures are then not retried.
+   */
+  credentialRefresh():
+    ((context: Parameters<CredentialRefresh>[0]) => Promise<{ modelApiKey?: string }>) | undefined {
+    if (this.refreshers.length === 0) return undefined;
+    return async (context) => {
+      let modelApiKey: string | undefined;
+      for (const { name, refresh } of this.refreshers) {
+        const answer = await refresh(context);
+        if (answer && typeof answer.modelApiKey === 'string' && answer.modelApiKey !== '') {
+          modelApiKey = answer.modelApiKey;
+        }
+        this.logger?.info(
+          { refresh: name, runId: context.runId, tool: context.tool },
+          'credentials refreshed',
+        );
+      }
+      return modelApiKey === undefined ? {} : { modelApiKey };
+    };
+  }
 
   on<N extends ModifyingHookName>(name: N, handler: ModifyingHandler<N>, options?: HookOptions): void;
   on<N extends ObservingHookName>(name: N, handler: ObservingHandler<N>, options?: HookOptions): void;

@@ -6,7 +6,7 @@
 import { isAbsolute, resolve } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import type { Logger } from 'pino';
-import { HookRegistry } from './hook-registry.js';
+import { HookRegistry, type CredentialRefresh } from './hook-registry.js';
 import type { Plugin } from './plugin.js';
 
 export type { Plugin, PluginApi } from './plugin.js';
@@ -36,7 +36,9 @@ export async function loadPlugins(
     const plugin = await loadModule(spec);
     const on: HookRegistry['on'] = (name: never, handler: never, options?: never) =>
       registry.on(name, handler, options);
-    await plugin({ on, env, logger });
+    const refreshCredentials = (refresh: CredentialRefresh): void =>
+      registry.onRefreshCredentials(refresh, `${spec}:refreshCredentials`);
+    await plugin({ on, refreshCredentials, env, logger });
     logger?.info({ plugin: spec }, 'plugin loaded');
   }
   return registry;

@@ -9,7 +9,7 @@ import { providerHoldOffMs } from '../errors/retry-after.js';
 import { ToolError, type NodeErrorData } from '../errors/node-error.js';
 import { DEFAULT_BACKOFF, retryDelay, type BackoffPolicy } from '../policy/retry-policy.js';
 import { classifyModelError, isRetryableModelError } from './model-errors.js';
-import type { ModelConfig } from './model-config.js';
+import { takesThinking, type ModelConfig } from './model-config.js';
 
 export interface ChatMessage {
   role: 'system' | 'user' | 'assistant' | 'tool';
@@ -37,6 +37,20 @@ export interface ChatCall {
   readonly onDelta?: (text: string) => void;
   /** In-process retries of retryable failures. @defaultValue 0 */
   readonly retries?: number;
+  /**
+   * How hard a reasoning model thinks: sent as `reasoning_effort`. `summary`: keep the reasoning
+   * text the server streams (`reasoning_content` or `reasoning` deltas) as the result's `reasoning`.
+   */
+  readonly thinking?: ThinkingOptions;
+}
+
+/** The reasoning efforts the chat completions API takes (`reasoning_effort`). */
+export const THINKING_EFFORTS = ['minimal', 'low', 'medium', 'high'] as const;
+export type ThinkingEffort = (typeof THINKING_EFFORTS)[number];
+
+export interface ThinkingOptions {
+  readonly effort?: ThinkingEffort;
+  readonly summary?: boolean;
 }
 
 export interface ModelUsage {
@@ -59,6 +73,18 @@ export interface ChatResult {
    * how long until it resets. Flow control pauses the model's counters that long.
    */
   readonly holdOffMs?: number;
+  /** The reasoning the server returned, when the call asked for it (`thinking.summary`). */
+  readonly reasoning?: string;
+}
+
+/** The reasoning text of a streamed delta: `reasoning_content` (DeepSeek, vLLM) or `reasoning` (OpenRouter, Ollama). */
+function reasoningOf(delta: object): string {
+  const { reasoning_content: content, reasoning } = delta as {
+    reasoning_content?: unknown;
+    reasoning?: unknown;
+  };
+  if (typeof content === 'string') return content;
+  return typeof reasoning === 'string' ? reasoning : '';
 }
 
 export class ModelClient {
@@ -76,6 +102,14 @@ export class ModelClient {
       // Retries follow Tetraloop's own policy (error classes, jitter), not the SDK's.
       maxRetries: 0,
     });
+  }
+
+  /**
+   * Uses `apiKey` for the calls from now on: a credential refresh (see `refreshCredentials` in
+   * hooks/plugin.ts) that renewed the model's key.
+   */
+  setApiKey(apiKey: string): void {
+    this.client.apiKey = apiKey;
   }
 
   async chat(call: ChatCall): Promise<ChatResult> {
@@ -109,6 +143,10 @@ export class ModelClient {
           stream: true,
           stream_options: { include_usage: true },
           ...(call.temperature !== undefined ? { temperature: call.temperature } : {}),
+          // Only to a model that takes it: another would refuse the request.
+          ...(call.thinking?.effort && takesThinking(this.config, model)
+            ? { reasoning_effort: call.thinking.effort }
+            : {}),
           ...(call.schema
             ? {
                 response_format: {
@@ -131,6 +169,7 @@ export class ModelClient {
       .withResponse();
     const holdOffMs = providerHoldOffMs(response.headers);
     let text = '';
+    let reasoning = '';
     const calls: { id: string; name: string; arguments: string }[] = [];
     const usage: ModelUsage = { promptTokens: 0, completionTokens: 0 };
     for await (const chunk of stream) {
@@ -142,6 +181,7 @@ export class ModelClient {
       }
       const delta = chunk.choices[0]?.delta;
       if (!delta) continue;
+      if (call.thinking?.summary) reasoning += reasoningOf(delta);
       if (delta.content) {
         text += delta.content;
         call.onDelta?.(delta.content);
@@ -160,6 +200,7 @@ export class ModelClient {
       usage,
       latencyMs: Math.round(performance.now() - started),
       ...(holdOffMs !== undefined ? { holdOffMs } : {}),
+      ...(reasoning ? { reasoning } : {}),
     };
   }
 }

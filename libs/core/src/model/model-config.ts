@@ -11,6 +11,21 @@ export interface ModelConfig {
   readonly timeoutMs: number;
   /** In-process retries of a planner call (node calls are retried by the node harness instead). */
   readonly maxRetries: number;
+  /**
+   * The models that take a reasoning effort (`reasoning_effort`): names, or prefixes ending in `*`.
+   * A call asking another model to think sends no effort. @defaultValue DEFAULT_THINKING_MODELS
+   */
+  readonly thinkingModels?: readonly string[];
+}
+
+/** OpenAI's reasoning models: what `TETRALOOP_THINKING_MODELS` is when unset. */
+export const DEFAULT_THINKING_MODELS = ['o1*', 'o3*', 'o4*', 'gpt-5*'] as const;
+
+/** Whether `model` takes a reasoning effort, by the configured list (names, or prefixes ending in `*`). Pure. */
+export function takesThinking(config: Pick<ModelConfig, 'thinkingModels'>, model: string): boolean {
+  return (config.thinkingModels ?? DEFAULT_THINKING_MODELS).some((entry) =>
+    entry.endsWith('*') ? model.startsWith(entry.slice(0, -1)) : entry === model,
+  );
 }
 
 /** The variables to set when no model is configured; named in the error a client gets. */

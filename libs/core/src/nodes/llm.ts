@@ -10,6 +10,7 @@ import { CallNodeFields, PlannedNodeFields } from '../graph/schema.js';
 import { compileSchema, schemaProblems } from '../model/json-schema.js';
 import type { ChatMessage } from '../model/model-client.js';
 import { renderPrompt } from '../model/prompt-render.js';
+import { Thinking, thinkingOptions } from '../model/thinking.js';
 import type { ExecutableKindSpec, NodeRun } from './kind.js';
 
 export const LlmNode = z.strictObject({
@@ -19,6 +20,8 @@ export const LlmNode = z.strictObject({
   system: z.string().max(200_000).optional(),
   schema: z.record(z.string(), z.unknown()).optional(),
   model: z.string().min(1).max(200).optional(),
+  /** How hard a reasoning model thinks, and whether its reasoning is kept (see model/thinking.ts). */
+  thinking: Thinking.optional(),
 });
 export type LlmNode = z.infer<typeof LlmNode>;
 
@@ -32,8 +35,10 @@ async function runLlmNode(run: NodeRun<LlmNode>): Promise<NodeSnapshot> {
   messages.push({ role: 'user', content: prompt });
   run.recordInput({ ...(system !== undefined ? { system } : {}), prompt });
 
+  const thinking = thinkingOptions(node.thinking);
   const outcome = await run.callModel({
     ...(node.model ? { model: node.model } : {}),
+    ...(thinking ? { thinking } : {}),
     messages,
     ...(node.schema ? { schema: { name: 'answer', schema: node.schema } } : {}),
   });
@@ -47,7 +52,10 @@ async function runLlmNode(run: NodeRun<LlmNode>): Promise<NodeSnapshot> {
     ...(result.usage.cachedPromptTokens ? { cachedPromptTokens: result.usage.cachedPromptTokens } : {}),
     ...(costNanoUsd !== undefined ? { costUsd: usdFromNano(costNanoUsd) } : {}),
   };
-  if (!node.schema) return run.snapshot('succeeded', { output: { text: result.text }, usage });
+  if (!node.schema) {
+    const output = { text: result.text, ...(result.reasoning ? { reasoning: result.reasoning } : {}) };
+    return run.snapshot('succeeded', { output, usage });
+  }
 
   let parsed: unknown;
   try {

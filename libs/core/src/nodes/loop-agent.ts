@@ -9,6 +9,7 @@ import { isUntrustedData } from '../model/untrusted-data.js';
 import { z } from 'zod';
 import type { NodeBase } from '../graph/schema.js';
 import type { ChatMessage } from '../model/model-client.js';
+import { Thinking, thinkingOptions } from '../model/thinking.js';
 import { renderPrompt, truncate } from '../model/prompt-render.js';
 import { functionNames } from '../tools/function-names.js';
 import { toolCatalog } from '../tools/tool-catalog.js';
@@ -30,6 +31,8 @@ export const AgentBody = z.strictObject({
      */
     tools: z.array(z.string().min(1).max(128)).max(128).optional(),
     model: z.string().min(1).max(200).optional(),
+    /** How hard a reasoning model thinks, and whether its reasoning is kept (see model/thinking.ts). */
+    thinking: Thinking.optional(),
   }),
 });
 export type AgentBody = z.infer<typeof AgentBody>;
@@ -84,6 +87,7 @@ export function agentIteration(
   // Tools go by function names a model's API accepts (`mcp.a.b` as `mcp__a__b`); calls map back.
   const names = functionNames(catalog.tools.map((t) => t.name));
   const functions = catalog.tools.map((t) => ({ ...t, name: names.toFunction(t.name) }));
+  const thinking = thinkingOptions(body.agent.thinking);
 
   return async (n, usage) => {
     const startedAt = nowIso();
@@ -94,6 +98,7 @@ export function agentIteration(
     const outcome = await run.callModel(
       {
         ...(body.agent.model ? { model: body.agent.model } : {}),
+        ...(thinking ? { thinking } : {}),
         messages,
         tools: functions,
       },
@@ -169,6 +174,7 @@ export function agentIteration(
       usage: result.usage,
       ...(costNanoUsd !== undefined ? { costUsd: usdFromNano(costNanoUsd) } : {}),
       ...(steering.length ? { steered: steering } : {}),
+      ...(result.reasoning ? { reasoning: result.reasoning } : {}),
     };
     messages.push(assistant);
     for (const r of toolResults)

@@ -13,6 +13,8 @@ export interface AgentTurn {
   costUsd?: number;
   /** Steering messages that joined the conversation before this turn. */
   steered?: string[];
+  /** The model's reasoning, when the agent asked for it (`thinking.summary`). */
+  reasoning?: string;
 }
 
 /** One iteration as recorded: what the exit condition is evaluated on. */

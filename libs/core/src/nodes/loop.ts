@@ -62,15 +62,23 @@ export function loopModeGraph(
   tools: readonly string[],
   maxIterations: number,
   system?: string,
+  call: Pick<AgentBody['agent'], 'model' | 'thinking'> = {},
 ): GraphOf<LoopNode> {
   const prompt = literalText(task);
   const literalSystem = system === undefined ? undefined : literalText(system);
+  const agent: AgentBody['agent'] = {
+    prompt,
+    tools: [...tools],
+    ...(literalSystem ? { system: literalSystem } : {}),
+    ...(call.model !== undefined ? { model: call.model } : {}),
+    ...(call.thinking !== undefined ? { thinking: call.thinking } : {}),
+  };
   return {
     nodes: [
       {
         id: 'agent',
         kind: 'loop',
-        body: { agent: { prompt, tools: [...tools], ...(literalSystem ? { system: literalSystem } : {}) } },
+        body: { agent },
         maxIterations,
         intervalMs: 0,
       },
@@ -233,6 +241,7 @@ function finished(run: NodeRun<LoopNode>, iterations: Iteration[], stoppedBy: St
     ...(usage ? { usage } : {}),
     output: {
       ...(last?.turn ? { text: last.turn.assistant.content ?? '' } : {}),
+      ...(last?.turn?.reasoning ? { reasoning: last.turn.reasoning } : {}),
       last: last?.output ?? null,
       ...(last?.error ? { lastError: last.error } : {}),
       iterations: iterations.length,

@@ -3,11 +3,13 @@
  * handed it back), with the prompt assembled from the agent's catalog and workspace.
  */
 import type { Ceilings } from '../ceilings/ceilings.js';
+import { bootstrapFilesOf, type HookRegistry } from '../hooks/hook-registry.js';
 import { DEFAULT_TENANT, scopedName } from '../domain/tenant.js';
 import type { NodeSnapshot, PlanningRecord, TaskSpec } from '../domain/run-model.js';
 import type { GraphLimits } from '../graph/limits.js';
 import type { ModelClient } from '../model/model-client.js';
 import { truncate } from '../model/prompt-render.js';
+import { Thinking, thinkingOptions } from '../model/thinking.js';
 import type { Lesson } from '../memory/lesson.js';
 import type { LessonBook } from '../reflect/lesson-book.js';
 import type { PlanCacheStore } from '../state/plan-cache-store.js';
@@ -35,6 +37,8 @@ export interface PlanningDeps {
   readonly lessons?: LessonBook;
   /** The plan cache (first plans of repeated tasks); absent: never cached. */
   readonly cache?: PlanCacheStore;
+  /** Plugin hooks: `agent:bootstrap` may edit the workspace files before the planner's prompt is made. */
+  readonly hooks?: HookRegistry;
 }
 
 /** What a plan is told of the lessons in effect: hard and soft ones, most confident first. */
@@ -81,12 +85,24 @@ export async function planRun(
   if (!deps.model) return { error: 'no model is configured' };
   const allowed = deps.allowedTools(task.agentId);
   const catalog = toolCatalog(deps.tools, allowed);
-  const workspace = await readWorkspace(
+  let workspace = await readWorkspace(
     deps.workspaceDir,
     task.agentId,
     PLANNER_FILES,
     deps.workspaceFileChars,
   );
+  if (deps.hooks?.has('agent:bootstrap')) {
+    const files = workspace;
+    const { ctx } = await deps.hooks.run(
+      'agent:bootstrap',
+      { agentId: task.agentId, files, ...(runId ? { runId } : {}) },
+      (c, r) => {
+        const edited = bootstrapFilesOf(r.files, deps.workspaceFileChars);
+        return edited ? { ...c, files: edited } : c;
+      },
+    );
+    workspace = [...ctx.files];
+  }
   // Lessons and cached plans are the agent's within its tenant.
   const memoryAgent = scopedName(task.tenant ?? DEFAULT_TENANT, task.agentId);
   const book = deps.lessons ? await deps.lessons.inEffect(memoryAgent) : { version: 0, lessons: [] };
@@ -105,7 +121,9 @@ export async function planRun(
     ...(deps.ceilings ? { models: deps.ceilings.models(tenant, task.agentId) } : {}),
     blocked,
   };
-  const plannerModel = deps.model.config.plannerModel;
+  const plannerModel = task.model ?? deps.model.config.plannerModel;
+  const asked = Thinking.safeParse(task.thinking);
+  const thinking = asked.success ? thinkingOptions(asked.data) : undefined;
   const record = (model: string): PlanningRecord => ({
     plannerModel: model,
     promptVersion: PLANNER_PROMPT_VERSION,
@@ -177,6 +195,7 @@ export async function planRun(
     },
     input,
     signal,
+    { model: plannerModel, ...(thinking ? { thinking } : {}) },
   );
   if (!cache || !cacheKey || !runId) return { outcome, planning: record(outcome.model) };
   if (outcome.ok) {

@@ -9,7 +9,7 @@ import { validateGraph, type ValidationResult } from '../compile/validate.js';
 import type { GraphLimits } from '../graph/limits.js';
 import type { ValidationIssue } from '../graph/schema.js';
 import type { Topology } from '../graph/topology.js';
-import type { ChatMessage, ModelClient, ModelUsage } from '../model/model-client.js';
+import type { ChatMessage, ModelClient, ModelUsage, ThinkingOptions } from '../model/model-client.js';
 import { NODE_KINDS, type ExecutableGraph, type Graph } from '../nodes/index.js';
 import { observeModelCall } from '../telemetry/metrics.js';
 import { inChatSpan } from '../telemetry/tracing.js';
@@ -77,11 +77,13 @@ export async function planTask(
   prompt: PlannerPromptInput,
   runInput: unknown,
   signal?: AbortSignal,
+  /** The run's own model and reasoning effort for the planner call (`model`, `thinking` of a dag-mode run). */
+  call: { readonly model?: string; readonly thinking?: ThinkingOptions } = {},
 ): Promise<PlanOutcome> {
   const messages = plannerMessages(prompt);
   const usage: ModelUsage = { promptTokens: 0, completionTokens: 0 };
   let calls = 0;
-  const model = deps.model.config.plannerModel;
+  const model = call.model ?? deps.model.config.plannerModel;
   let issues: readonly ValidationIssue[] = [];
   // One plan, and at most one repair of it.
   for (let round = 0; round < 2; round++) {
@@ -90,6 +92,7 @@ export async function planTask(
         model,
         messages,
         schema: { name: 'graph', schema: PLANNER_SCHEMA },
+        ...(call.thinking?.effort ? { thinking: { effort: call.thinking.effort } } : {}),
         retries: deps.model.config.maxRetries,
         ...(signal ? { signal } : {}),
       }),

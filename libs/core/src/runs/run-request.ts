@@ -2,6 +2,7 @@ import { z } from 'zod';
 import { Budget, MAX_RUN_SECONDS, MAX_RUN_TAGS, OnBudget, RunTag } from '../domain/run-model.js';
 import { RunWebhook } from '../domain/webhook.js';
 import { DEFAULT_PRIORITY, Priority } from '../flow/limits.js';
+import { Thinking } from '../model/thinking.js';
 
 /** Longest `task` (and `overrides`) a run request may have, in characters. */
 export const MAX_TASK_CHARS = 200_000;
@@ -21,6 +22,16 @@ export const RunRequest = z
       .string()
       .regex(/^[A-Za-z0-9_-]{1,64}$/, 'must match [A-Za-z0-9_-]{1,64}')
       .default('main'),
+    /**
+     * Task runs: the model the agent calls (loop mode) or that plans the task (dag mode), instead
+     * of the deployment's; it must be one the deployment, the tenant and the agent allow.
+     */
+    model: z.string().min(1).max(200).optional(),
+    /**
+     * Task runs: how hard a reasoning model thinks, `"low"` or `{effort?, summary?}` (efforts
+     * `minimal`, `low`, `medium`, `high`); `summary: true` keeps the reasoning the model returns.
+     */
+    thinking: Thinking.optional(),
     /** Extra instructions appended to the prompt, after the workspace files. */
     overrides: z.string().max(MAX_TASK_CHARS).optional(),
     /** Loop mode: most model turns. @defaultValue 10 */
@@ -59,6 +70,15 @@ export const RunRequest = z
         path: [r.graph === undefined ? 'graph' : 'task'],
         message: 'give exactly one of graph and task',
       });
+    }
+    for (const field of ['model', 'thinking'] as const) {
+      if (r[field] !== undefined && r.task === undefined) {
+        ctx.addIssue({
+          code: 'custom',
+          path: [field],
+          message: 'applies to task runs; a graph names it per node',
+        });
+      }
     }
     if (r.mode === 'loop' && r.task === undefined) {
       ctx.addIssue({ code: 'custom', path: ['mode'], message: 'loop mode needs a task' });

@@ -132,10 +132,14 @@ export class RunService {
         { path: 'task', message: `no model is configured: set ${MODEL_VARIABLES}` },
       ]);
     }
+    this.checkModel(tenant, request);
     const taskPlansLater = request.task !== undefined && request.mode === 'dag';
     const graph =
       request.task !== undefined && request.mode === 'loop'
-        ? loopModeGraph(request.task, [...allowedTools], request.maxIterations, options.system)
+        ? loopModeGraph(request.task, [...allowedTools], request.maxIterations, options.system, {
+            ...(request.model !== undefined ? { model: request.model } : {}),
+            ...(request.thinking !== undefined ? { thinking: request.thinking } : {}),
+          })
         : request.graph;
     const validation = taskPlansLater
       ? undefined
@@ -170,6 +174,8 @@ export class RunService {
               tenant,
               maxReplans: request.maxReplans,
               ...(request.overrides ? { overrides: request.overrides } : {}),
+              ...(request.model !== undefined ? { model: request.model } : {}),
+              ...(request.thinking !== undefined ? { thinking: request.thinking } : {}),
             },
           }
         : {}),
@@ -210,6 +216,16 @@ export class RunService {
         'the tenant has no webhook signing secret: make one with POST /v1/webhooks/secret, then submit again',
       );
     }
+  }
+
+  /**
+   * Refuses (RequestRefusedError at `model`) a run's `model` that the deployment, the tenant or
+   * the agent does not allow.
+   */
+  checkModel(tenant: string, request: Pick<RunRequest, 'model' | 'agentId'>): void {
+    if (request.model === undefined) return;
+    const refused = this.deps.ceilings.runModelRefusal(tenant, request.agentId, request.model);
+    if (refused !== undefined) throw new RequestRefusedError([{ path: 'model', message: refused }]);
   }
 
   async checkAgent(tenant: string, agentId: string): Promise<void> {

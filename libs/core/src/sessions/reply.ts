@@ -10,6 +10,8 @@ import { toolOf, type Graph } from '../nodes/index.js';
 export interface Reply {
   /** Null when the run did not succeed or produced no text. */
   readonly text: string | null;
+  /** The model's reasoning summary, when the run asked for it (`thinking.summary`) and got one. */
+  readonly reasoning?: string;
   /** e.g. "http×2, json×1"; empty when no tool ran. */
   readonly toolSummary: string;
   readonly toolEntries: readonly unknown[];
@@ -70,7 +72,23 @@ export function replyOf(doc: RunDocument, events: readonly RunEvent[]): Reply {
   const counts = new Map<string, number>();
   for (const name of used) counts.set(name, (counts.get(name) ?? 0) + 1);
   const toolSummary = [...counts].map(([name, n]) => `${name}×${n}`).join(', ');
-  return { text: doc.status === 'succeeded' ? textOf(doc) : null, toolSummary, toolEntries: entries };
+  const reasoning = doc.status === 'succeeded' ? reasoningOf(doc) : null;
+  return {
+    text: doc.status === 'succeeded' ? textOf(doc) : null,
+    ...(reasoning ? { reasoning } : {}),
+    toolSummary,
+    toolEntries: entries,
+  };
+}
+
+/** The reasoning of the sink outputs that carry one (`{text, reasoning}`), joined by blank lines. */
+function reasoningOf(doc: RunDocument): string | null {
+  const texts = Object.values(doc.output ?? {}).flatMap((o) =>
+    o && typeof o === 'object' && 'reasoning' in o && typeof o.reasoning === 'string' && o.reasoning
+      ? [o.reasoning]
+      : [],
+  );
+  return texts.length > 0 ? texts.join('\n\n') : null;
 }
 
 function textOf(doc: RunDocument): string | null {

@@ -3,6 +3,8 @@ import { z } from 'zod';
 import { TenantId } from '../domain/tenant.js';
 import { WEBHOOK_JOB, WebhookJobData } from '../queues/webhook-jobs.js';
 import { LANE_MODES } from '../state/session-store.js';
+import { AgentId } from '../ceilings/ceilings.js';
+import { Thinking } from '../model/thinking.js';
 
 export const SENSE_JOB = {
   /** A message to a session: dedupe, command or lane admission. */
@@ -44,6 +46,11 @@ export const MessageInput = z.object({
   mode: z.enum(LANE_MODES).optional(),
   eventId: z.string().optional(),
   metadata: z.record(z.string(), z.unknown()).optional(),
+  /** The agent the session runs: binds a new session; must match a bound one. */
+  agentId: AgentId.optional(),
+  /** This message's run: the model (instead of the deployment's) and the reasoning effort. */
+  model: z.string().min(1).max(200).optional(),
+  thinking: Thinking.optional(),
 });
 export type MessageInput = z.infer<typeof MessageInput>;
 

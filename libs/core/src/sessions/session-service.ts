@@ -13,7 +13,8 @@ import type { Queue } from 'bullmq';
 import type { Logger } from 'pino';
 import type { RunDocument } from '../domain/run-model.js';
 import { cancelledError } from '../errors/run-error.js';
-import type { HookRegistry } from '../hooks/hook-registry.js';
+import { bootstrapFilesOf, type HookRegistry } from '../hooks/hook-registry.js';
+import { Thinking } from '../model/thinking.js';
 import { plannerLessons } from '../planning/plan-run.js';
 import { assembleSystemPrompt } from '../planning/system-prompt.js';
 import type { LessonBook } from '../reflect/lesson-book.js';
@@ -85,11 +86,19 @@ export interface SessionConfig {
   readonly compactTimeoutMs: number;
   readonly workspaceDir: string;
   readonly workspaceFileChars: number;
+  /** The agent of a session whose first message names none. @defaultValue SESSION_AGENT */
   readonly agentId: string;
 }
 
-/** The agent every session message runs as (session messages name no agent). */
+/** The agent a session runs when its first message names none. */
 export const SESSION_AGENT = 'main';
+
+/** What a session run is made with besides its text: its session's agent, and the message's model options. */
+interface RunCall {
+  readonly agentId: string;
+  readonly model?: string;
+  readonly thinking?: Thinking;
+}
 
 export interface SessionDeps {
   readonly redis: RedisClient;
@@ -124,8 +133,16 @@ export const MessageResult = z.object({
   command: z.string().optional(),
   /** After `/queue`: the session's default mode from now on. */
   mode: z.enum(LANE_MODES).optional(),
-  /** The message was refused and nothing of it kept: `lane_full`, at `limit` waiting runs. */
-  refused: z.object({ code: z.literal('lane_full'), limit: z.number().int().positive() }).optional(),
+  /**
+   * The message was refused and nothing of it kept: `lane_full`, at `limit` waiting runs; or
+   * `agent_conflict`, the session being bound to another agent, `agentId`.
+   */
+  refused: z
+    .union([
+      z.object({ code: z.literal('lane_full'), limit: z.number().int().positive() }),
+      z.object({ code: z.literal('agent_conflict'), agentId: z.string() }),
+    ])
+    .optional(),
 });
 export type MessageResult = z.infer<typeof MessageResult>;
 
@@ -184,6 +201,11 @@ export class SessionService {
     if (messageId !== undefined && (await sessions.seen(sessionKey, messageId, windowMs)))
       return this.duplicate(sessionKey, runId);
 
+    // The first message binds the session to its agent; a later one naming another is refused.
+    const agentId = await sessions.bindAgent(sessionKey, input.agentId ?? config.agentId);
+    if (input.agentId !== undefined && input.agentId !== agentId) {
+      return { sessionKey, queued: false, refused: { code: 'agent_conflict', agentId } };
+    }
     const mode = input.mode ?? (await sessions.mode(sessionKey)) ?? config.defaultMode;
     // A followup message to a full lane is refused before anything of it is written.
     if (mode === 'followup' && (await sessions.followupFull(sessionKey, config.followupCap))) {
@@ -198,9 +220,16 @@ export class SessionService {
       text: input.text,
       receivedAt,
       ...(input.eventId ? { eventId: input.eventId } : {}),
+      ...(input.model !== undefined ? { model: input.model } : {}),
+      ...(input.thinking !== undefined ? { thinking: input.thinking } : {}),
+    };
+    const call: RunCall = {
+      agentId,
+      ...(input.model !== undefined ? { model: input.model } : {}),
+      ...(input.thinking !== undefined ? { thinking: input.thinking } : {}),
     };
     // The run is stored before the lane sees it, so a lane never points at a run that does not exist.
-    await this.prepareRun(sessionKey, input.text, input.metadata, runId, input.text);
+    await this.prepareRun(sessionKey, input.text, input.metadata, runId, call, input.text);
     const admitted = await sessions.admit(sessionKey, {
       mode,
       runId,
@@ -336,7 +365,13 @@ export class SessionService {
           return;
         case 'collect': {
           const messages = await sessions.collected(sessionKey, next.count);
-          const runId = await this.prepareRun(sessionKey, collectedText(messages), undefined, randomUUID());
+          const runId = await this.prepareRun(
+            sessionKey,
+            collectedText(messages),
+            undefined,
+            randomUUID(),
+            await this.collectedCall(sessionKey, messages),
+          );
           if (await sessions.commitCollect(sessionKey, runId, next.count)) {
             await this.deps.runs.start(runId);
             return;
@@ -519,6 +554,18 @@ export class SessionService {
     }
   }
 
+  /** A merged collect run's call: the session's agent, the newest model and thinking its messages asked for. */
+  private async collectedCall(sessionKey: string, messages: readonly LaneMessage[]): Promise<RunCall> {
+    const agentId = (await this.deps.sessions.agent(sessionKey)) ?? this.deps.config.agentId;
+    const model = messages.findLast((m) => m.model !== undefined)?.model;
+    const thinking = Thinking.safeParse(messages.findLast((m) => m.thinking !== undefined)?.thinking);
+    return {
+      agentId,
+      ...(model !== undefined ? { model } : {}),
+      ...(thinking.success && thinking.data !== undefined ? { thinking: thinking.data } : {}),
+    };
+  }
+
   /**
    * Stores (without starting) the run `runId` that will answer `text` in this session's context; a
    * run with that id stored before is kept as it is. `newest`: the message the run answers, when
@@ -530,29 +577,36 @@ export class SessionService {
     text: string,
     metadata: Record<string, unknown> | undefined,
     runId: string,
+    call: RunCall,
     newest?: string,
   ): Promise<string> {
     const { config, sessions, hooks } = this.deps;
-    const { files, fresh } = await sessions.bootstrap(sessionKey, () =>
-      readWorkspace(config.workspaceDir, config.agentId, BOOTSTRAP_FILES, config.workspaceFileChars),
+    const { agentId } = call;
+    const snapshot = await sessions.bootstrap(sessionKey, () =>
+      readWorkspace(config.workspaceDir, agentId, BOOTSTRAP_FILES, config.workspaceFileChars),
     );
-    if (fresh) {
+    if (snapshot.fresh) {
       const view = await sessions.view(sessionKey);
       await hooks?.emit('session_start', { sessionKey, contextId: view?.contextId ?? 1 });
+    }
+    // agent:bootstrap may edit this run's files (the snapshot stays as read from the workspace).
+    let files = snapshot.files;
+    if (hooks?.has('agent:bootstrap')) {
+      const { ctx } = await hooks.run('agent:bootstrap', { agentId, runId, sessionKey, files }, (c, r) => {
+        const edited = bootstrapFilesOf(r.files, config.workspaceFileChars);
+        return edited ? { ...c, files: edited } : c;
+      });
+      files = [...ctx.files];
     }
     const extra: string[] = await this.history(sessionKey, newest);
     for (const name of ['before_prompt_build', 'before_agent_start'] as const) {
       if (!hooks?.has(name)) continue;
       const ctx =
-        name === 'before_prompt_build'
-          ? { agentId: config.agentId, sessionKey }
-          : { runId, agentId: config.agentId, task: text, sessionKey };
+        name === 'before_prompt_build' ? { agentId, sessionKey } : { runId, agentId, task: text, sessionKey };
       const { results } = await hooks.run(name, ctx, (c) => c);
       for (const r of results) if (r.context) extra.push(r.context);
     }
-    const told = this.deps.lessons
-      ? plannerLessons((await this.deps.lessons.inEffect(config.agentId)).lessons)
-      : [];
+    const told = this.deps.lessons ? plannerLessons((await this.deps.lessons.inEffect(agentId)).lessons) : [];
     if (told.length > 0) metrics.lessonApplications.inc({ kind: 'soft' }, told.length);
     const system = assembleSystemPrompt({
       base: SESSION_BASE,
@@ -565,7 +619,9 @@ export class SessionService {
     const request = RunRequest.parse({
       task: fitText(text, MAX_TASK_CHARS),
       mode: config.runMode,
-      agentId: config.agentId,
+      agentId,
+      ...(call.model !== undefined ? { model: call.model } : {}),
+      ...(call.thinking !== undefined ? { thinking: call.thinking } : {}),
       // A planner reads the workspace itself; it gets the conversation and hook context only.
       ...(config.runMode === 'dag' && extra.length
         ? { overrides: fitText(extra.join('\n\n'), MAX_TASK_CHARS) }
@@ -683,12 +739,18 @@ export class SessionService {
         text,
         runId: doc.runId,
         tools: reply.toolSummary,
+        ...(reply.reasoning ? { reasoning: reply.reasoning } : {}),
         at: new Date().toISOString(),
       });
     }
     entries.push({ type: 'run', runId: doc.runId, status: doc.status, usage: doc.usage, at: doc.finishedAt });
     if (!(await this.deps.sessions.appendOnce(sessionKey, id, windowMs, ...entries))) return;
-    await this.deps.hooks?.emit('agent_end', { runId: doc.runId, status: doc.status, sessionKey });
+    await this.deps.hooks?.emit('agent_end', {
+      runId: doc.runId,
+      status: doc.status,
+      agentId: doc.agentId,
+      sessionKey,
+    });
   }
 }
 

@@ -198,6 +198,8 @@ export interface RunHeader {
   readonly sessionKey: string | null;
   /** Null for a fixed-graph run. */
   readonly task: TaskState | null;
+  /** The agent the run is of. */
+  readonly agentId: string;
 }
 
 export interface OutcomeState {
@@ -312,6 +314,8 @@ export class RunStore {
             mode: run.task.mode ?? 'dag',
             maxReplans: String(run.task.maxReplans),
             ...(run.task.overrides ? { overrides: run.task.overrides } : {}),
+            ...(run.task.model !== undefined ? { taskModel: run.task.model } : {}),
+            ...(run.task.thinking !== undefined ? { thinking: JSON.stringify(run.task.thinking) } : {}),
           }
         : {}),
       agentId: run.task?.agentId ?? run.agentId ?? 'main',
@@ -655,17 +659,32 @@ export class RunStore {
         'mode',
         'tenant',
         'parentRunId',
+        'taskModel',
+        'thinking',
       )
       .hexists(meta, 'plan')
       .exec();
     const [fields, hasPlan] = multiReplies(replies) as [(string | null)[], number];
-    const [status, sessionKey, task, agentId, overrides, maxReplans, replan, mode, tenant, parentRunId] =
-      fields;
+    const [
+      status,
+      sessionKey,
+      task,
+      agentId,
+      overrides,
+      maxReplans,
+      replan,
+      mode,
+      tenant,
+      parentRunId,
+      taskModel,
+      thinking,
+    ] = fields;
     return {
       status: status ? RunStatus.parse(status) : null,
       tenant: tenant ?? DEFAULT_TENANT,
       parentRunId: parentRunId ?? null,
       sessionKey: sessionKey ?? null,
+      agentId: agentId ?? 'main',
       task:
         task === null || task === undefined
           ? null
@@ -675,6 +694,8 @@ export class RunStore {
               agentId: agentId ?? 'main',
               tenant: tenant ?? DEFAULT_TENANT,
               ...(overrides ? { overrides } : {}),
+              ...(taskModel ? { model: taskModel } : {}),
+              ...(thinking ? { thinking: parseJson(thinking) } : {}),
               maxReplans: Number(maxReplans ?? 0),
               planned: hasPlan === 1,
               replanRequest: parseJson(replan),

@@ -27,6 +27,10 @@ export interface LaneMessage {
   readonly eventId?: string;
   /** How many messages were folded into this one by the `summarize` drop policy. */
   readonly summarized?: number;
+  /** The model the message asked for (a merged collect run takes the newest one's). */
+  readonly model?: string;
+  /** The reasoning effort the message asked for (see model/thinking.ts). */
+  readonly thinking?: unknown;
 }
 
 export type AdmitResult =
@@ -119,6 +123,8 @@ export const SessionView = z.object({
   ]),
   /** The session's own mode (`/queue <mode>`); null when unset. */
   mode: z.enum(LANE_MODES).nullable(),
+  /** The agent the session runs, bound by its first message; null before it. */
+  agentId: z.string().nullable(),
   /** One more for every event written into the environment and every `steer` message. */
   environmentVersion: z.number().int().nonnegative(),
 });
@@ -246,7 +252,7 @@ export class SessionStore {
     const tx = slotMulti(this.redis);
     for (const sessionKey of sessionKeysList) {
       const k = sessionKeys(this.prefix, sessionKey);
-      tx.hmget(k.meta, 'createdAt', 'contextId', 'running', 'mode', 'envVersion')
+      tx.hmget(k.meta, 'createdAt', 'contextId', 'running', 'mode', 'envVersion', 'agentId')
         .lrange(k.queue, 0, -1)
         .llen(k.buffer);
     }
@@ -256,13 +262,14 @@ export class SessionStore {
     });
     return sessionKeysList.map((sessionKey, i) => {
       const [meta, queue, buffered] = replies.slice(3 * i, 3 * i + 3);
-      const [createdAt, contextId, running, mode, envVersion] = meta as (string | null)[];
+      const [createdAt, contextId, running, mode, envVersion, agentId] = meta as (string | null)[];
       if (!createdAt) return null;
       return viewOf(sessionKey, {
         createdAt,
         contextId: contextId ?? null,
         running: running ?? null,
         mode: mode ?? null,
+        agentId: agentId ?? null,
         envVersion: envVersion ?? null,
         queue: queue as string[],
         buffered: Number(buffered),
@@ -582,6 +589,31 @@ export class SessionStore {
     return { version: Number(version ?? 0), events: events.map((e) => JSON.parse(e) as unknown) };
   }
 
+  /** The agent the session is bound to; null before its first message. */
+  async agent(sessionKey: string): Promise<string | null> {
+    return this.redis.hget(sessionKeys(this.prefix, sessionKey).meta, 'agentId');
+  }
+
+  /**
+   * Binds the session to `agentId` unless it is bound already (its first message binds it, for
+   * the session's life: `/new` and `/reset` keep it), and answers the agent it is bound to.
+   */
+  async bindAgent(sessionKey: string, agentId: string): Promise<string> {
+    const k = sessionKeys(this.prefix, sessionKey);
+    const known = await this.redis.hget(k.meta, 'agentId');
+    if (known) return known;
+    const [replies] = await Promise.all([
+      this.touch(
+        slotMulti(this.redis).hsetnx(k.meta, 'agentId', agentId).hget(k.meta, 'agentId'),
+        sessionKey,
+      ).exec(),
+      this.noteActive(sessionKey),
+    ]);
+    const [err, bound] = replies?.[1] ?? [null, null];
+    if (err) throw err;
+    return (bound as string | null) ?? agentId;
+  }
+
   /** The bootstrap files as snapshotted for the current context, snapshotting `read()` if none yet. */
   async bootstrap(
     sessionKey: string,
@@ -615,6 +647,7 @@ export class SessionStore {
       contextId: meta.contextId ?? null,
       running: meta.running ?? null,
       mode: meta.mode ?? null,
+      agentId: meta.agentId ?? null,
       envVersion: meta.envVersion ?? null,
       queue,
       buffered,
@@ -642,6 +675,7 @@ function viewOf(
     contextId: string | null;
     running: string | null;
     mode: string | null;
+    agentId: string | null;
     envVersion: string | null;
     queue: readonly string[];
     buffered: number;
@@ -658,6 +692,7 @@ function viewOf(
         : { kind: 'run' as const, runId: item },
     ) as SessionView['queued'],
     mode: (raw.mode as LaneMode | null) ?? null,
+    agentId: raw.agentId ? raw.agentId : null,
     environmentVersion: Number(raw.envVersion ?? 0),
   };
 }
