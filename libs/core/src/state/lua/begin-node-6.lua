@@ -7,13 +7,24 @@
   tool time so far (ms), attempts JSON | false, progress JSON | false, deadline (epoch ms) | false,
   budget JSON | false, tokens so far, cost so far (nano-dollars), snapshot of each ARGV[6..] | false ... }.
   Counting and charging happen only when the run is running and the node has no snapshot.
+  Each of the run's hashes is read with one HMGET: a node's start costs a few commands, not one per
+  field. It writes only live, aux and events, which exist while the run runs.
 ]]
+ttlKeys = {}
 local id = ARGV[1]
-if tonumber(ARGV[2]) < generation() then return { 'stale' } end
-local status = redis.call('HGET', KEYS[1], 'status')
-local own = redis.call('HGET', KEYS[3], id)
-local execs = tonumber(redis.call('HGET', KEYS[6], 'execs:' .. id) or '0')
-local calls = tonumber(redis.call('HGET', KEYS[6], 'usage:toolCalls') or '0')
+local meta = redis.call('HMGET', KEYS[1], 'generation', 'status', 'deadlineAt', 'budget', 'eventsMax')
+if tonumber(ARGV[2]) < tonumber(meta[1] or '0') then return { 'stale' } end
+local status = meta[2]
+eventsMax = tonumber(meta[5] or '10000')
+local aux = redis.call('HMGET', KEYS[6], 'execs:' .. id, 'usage:toolCalls', 'usage:toolTimeMs',
+  'attempts:' .. id, 'progress:' .. id, 'usage:promptTokens', 'usage:completionTokens', 'usage:costNanoUsd')
+-- The node's own snapshot, then those of the nodes it reads.
+local fields = { id }
+for i = 6, #ARGV do fields[#fields + 1] = ARGV[i] end
+local snapshots = hmgetList(KEYS[3], fields)
+local own = snapshots[1]
+local execs = tonumber(aux[1] or '0')
+local calls = tonumber(aux[2] or '0')
 if status == 'running' and not own then
   if ARGV[4] == '1' then execs = redis.call('HINCRBY', KEYS[6], 'execs:' .. id, 1) end
   if ARGV[5] == '1' then calls = redis.call('HINCRBY', KEYS[6], 'usage:toolCalls', 1) end
@@ -26,15 +37,15 @@ local result = {
   own or false,
   execs,
   calls,
-  tonumber(redis.call('HGET', KEYS[6], 'usage:toolTimeMs') or '0'),
-  redis.call('HGET', KEYS[6], 'attempts:' .. id) or false,
-  redis.call('HGET', KEYS[6], 'progress:' .. id) or false,
-  redis.call('HGET', KEYS[1], 'deadlineAt') or false,
-  redis.call('HGET', KEYS[1], 'budget') or false,
-  tokens(),
-  tonumber(redis.call('HGET', KEYS[6], 'usage:costNanoUsd') or '0'),
+  tonumber(aux[3] or '0'),
+  aux[4] or false,
+  aux[5] or false,
+  meta[3] or false,
+  meta[4] or false,
+  tonumber(aux[6] or '0') + tonumber(aux[7] or '0'),
+  tonumber(aux[8] or '0'),
 }
-for i = 6, #ARGV do
-  result[#result + 1] = redis.call('HGET', KEYS[3], ARGV[i]) or false
+for i = 2, #fields do
+  result[#result + 1] = snapshots[i] or false
 end
 return result
