@@ -17,12 +17,15 @@ import { Redis } from 'ioredis';
 import type { RunRequest } from '@tetraloop/client';
 import { commandCounts, cpuDuring, profiled } from './support/cpu.js';
 import { libraryDriver, type LibraryDriver } from './support/library-driver.js';
+import { profileRedis, profileTable, type ProfileRow } from './support/redis-profile.js';
 import { clientOf, startBenchStack, type BenchStack } from './support/stack.js';
 
 const RUNS = 500;
 export const NODES_PER_RUN = 10;
 const CONCURRENCY = 32;
 const PROCESS_COUNTS = [1, 2];
+/** Runs (and as many no-op jobs per node) of the batch profiled under MONITOR, apart from the measured one. */
+const PROFILE_RUNS = 50;
 const ROOT = fileURLToPath(new URL('..', import.meta.url));
 
 /**
@@ -84,6 +87,8 @@ export interface ThroughputRow {
 
 export interface ThroughputResult {
   rows: ThroughputRow[];
+  /** Where the Redis commands go, per node and per no-op job (1 tool process, library). */
+  profile: { tetraloop: ProfileRow[]; bullmq: ProfileRow[] };
   settings: Record<string, unknown>;
 }
 
@@ -181,7 +186,8 @@ async function tetraloopWith(
   stack: BenchStack,
   library: LibraryDriver,
   processes: number,
-): Promise<{ library: Measured; http: Measured }> {
+  profile: boolean,
+): Promise<{ library: Measured; http: Measured; profile?: ProfileRow[] }> {
   const worker = (pool: 'plan' | 'tool'): ChildProcess =>
     spawn(process.execPath, [...profileFlags(), 'apps/cli/bin/tetraloop.mjs', 'worker', '--pool', pool], {
       cwd: ROOT,
@@ -216,7 +222,12 @@ async function tetraloopWith(
     // Warm-up: scripts loaded and code compiled in every process, for both ways in.
     await batch(library, 20);
     await batch(http, 20);
-    return { library: await measure('library', library), http: await measure('http', http) };
+    const measured = { library: await measure('library', library), http: await measure('http', http) };
+    if (!profile) return measured;
+    const { rows } = await profileRedis(stack.env.REDIS_URL!, PROFILE_RUNS * NODES_PER_RUN, () =>
+      batch(library, PROFILE_RUNS),
+    );
+    return { ...measured, profile: rows };
   } finally {
     await stopAll([planner, ...children]);
   }
@@ -227,7 +238,8 @@ async function bullmqWith(
   redisPid: number,
   processes: number,
   jobs: number,
-): Promise<Measured> {
+  profile: boolean,
+): Promise<Measured & { profile?: ProfileRow[] }> {
   const prefix = `bench-noop-${processes}-${process.pid}`;
   const connection = new Redis(redisUrl, { maxRetriesPerRequest: null });
   const queue = new Queue('noop', { connection, prefix });
@@ -282,12 +294,17 @@ async function bullmqWith(
         run(jobs, 'bench'),
       ),
     );
-    return {
+    const measured = {
       seconds: Number(seconds.toFixed(2)),
       perSecond: Math.round(jobs / seconds),
       cpuMs: perItem(cpuMs, jobs),
       redis,
     };
+    if (!profile) return measured;
+    const profiled = PROFILE_RUNS * NODES_PER_RUN;
+    await queue.clean(0, 100_000, 'completed');
+    const { rows } = await profileRedis(redisUrl, profiled, () => run(profiled, 'profile'));
+    return { ...measured, profile: rows };
   } finally {
     await stopAll(children);
     await queue.close();
@@ -299,11 +316,26 @@ export async function runThroughput(log: (line: string) => void = console.log): 
   const stack = await startBenchStack({}, { pools: [] });
   const library = libraryDriver(stack.api);
   const rows: ThroughputRow[] = [];
+  const profile: ThroughputResult['profile'] = { tetraloop: [], bullmq: [] };
   const nodes = RUNS * NODES_PER_RUN;
   try {
     for (const processes of PROCESS_COUNTS) {
-      const tetraloop = await tetraloopWith(stack, library, processes);
-      const bullmq = await bullmqWith(stack.env.REDIS_URL!, stack.redis.pid, processes, nodes);
+      const first = processes === PROCESS_COUNTS[0];
+      const { profile: tetraloopProfile, ...tetraloop } = await tetraloopWith(
+        stack,
+        library,
+        processes,
+        first,
+      );
+      const { profile: bullmqProfile, ...bullmq } = await bullmqWith(
+        stack.env.REDIS_URL!,
+        stack.redis.pid,
+        processes,
+        nodes,
+        first,
+      );
+      if (tetraloopProfile) profile.tetraloop = tetraloopProfile;
+      if (bullmqProfile) profile.bullmq = bullmqProfile;
       const row: ThroughputRow = { processes, runs: RUNS, nodes, ...tetraloop, bullmq };
       rows.push(row);
       log(
@@ -315,6 +347,7 @@ export async function runThroughput(log: (line: string) => void = console.log): 
   }
   return {
     rows,
+    profile,
     settings: {
       runs: RUNS,
       nodesPerRun: NODES_PER_RUN,
@@ -361,5 +394,13 @@ export function throughputTable(result: ThroughputResult): string {
       );
     }
   }
+  lines.push(
+    '',
+    `Where the Redis commands go: a batch of ${PROFILE_RUNS} runs (1 tool process, library) and ${PROFILE_RUNS * NODES_PER_RUN} no-op jobs, apart from the measured ones, every command read with MONITOR and counted by what sent it, per node (per job). A script's commands are its call and every command it ran.`,
+    '',
+    profileTable(result.profile.tetraloop, 'node'),
+    '',
+    profileTable(result.profile.bullmq, 'job'),
+  );
   return lines.join('\n');
 }

@@ -91,6 +91,21 @@ export interface StartPoolsOptions {
   readonly logDestination?: DestinationStream;
 }
 
+/** Slots per BullMQ Worker of the tool pool beyond which the pool's queue gets another Worker. */
+const SLOTS_PER_FETCHER = 8;
+/** At most this many Workers per tool queue in one process. */
+const MAX_FETCHERS = 4;
+
+/**
+ * How many BullMQ Workers share one queue's slots in this process. A Worker fetches its jobs one
+ * `moveToActive` round trip at a time, so the 32 nodes a fan-out releases at once would start one
+ * round trip apart; each fetch leaves BullMQ's marker for the next, so several Workers on the
+ * queue fetch side by side. Only the tool pool has such bursts; each Worker adds one blocking
+ * connection and its own stalled-job check.
+ */
+const fetchersOf = (pool: Pool, slots: number): number =>
+  pool === 'tool' ? Math.min(MAX_FETCHERS, Math.max(1, Math.ceil(slots / SLOTS_PER_FETCHER))) : 1;
+
 const CONCURRENCY_KEY = {
   sense: 'TETRALOOP_SENSE_CONCURRENCY',
   plan: 'TETRALOOP_PLAN_CONCURRENCY',
@@ -108,7 +123,9 @@ export async function startPools(env: WorkerEnv, options: StartPoolsOptions): Pr
   // Run and session state get a connection of their own: ioredis copies every script defined on a
   // connection into each pipeline it builds, so keeping Tetraloop's scripts off BullMQ's
   // connection keeps BullMQ's pipelines cheap.
-  const state = connectRedis(env.REDIS_URL, 'worker', `tetraloop-worker-state-${process.pid}`);
+  const state = connectRedis(env.REDIS_URL, 'worker', `tetraloop-worker-state-${process.pid}`, {
+    autoPipeline: true,
+  });
   const subscriber = connectRedis(env.REDIS_URL, 'subscriber', `tetraloop-worker-sub-${process.pid}`);
   const prefix = env.TETRALOOP_PREFIX;
   const loggerFor = (layer: Pool) =>
@@ -317,43 +334,47 @@ export async function startPools(env: WorkerEnv, options: StartPoolsOptions): Pr
   const workers = new Map<Pool, Worker[]>();
   for (const pool of options.pools) {
     const targets = queuesOf(pool);
-    const concurrency = Math.max(
+    const perQueue = Math.max(
       1,
       Math.ceil((options.concurrency ?? env[CONCURRENCY_KEY[pool]]) / targets.length),
     );
+    const fetchers = fetchersOf(pool, perQueue);
+    const concurrency = Math.ceil(perQueue / fetchers);
     const poolLog = loggerFor(pool);
-    const poolWorkers = targets.map(({ queue, shard }) => {
-      const worker = new Worker(QUEUE_NAMES[pool], processors[pool](), {
-        connection,
-        prefix: queue.opts.prefix!,
-        concurrency,
-        lockDuration: env.TETRALOOP_LOCK_DURATION_MS,
-        stalledInterval: env.TETRALOOP_STALLED_INTERVAL_MS,
-        maxStalledCount: env.TETRALOOP_MAX_STALLED_COUNT,
-        // The node executor (and a webhook delivery) computes each retry's delay (class, jitter,
-        // Retry-After) and hands it over here.
-        settings: {
-          backoffStrategy: (_attempts, type, err) =>
-            type === BACKOFF_TYPE && err instanceof RetryNodeError
-              ? err.delayMs
-              : type === WEBHOOK_BACKOFF_TYPE && err instanceof RetryDeliveryError
+    const poolWorkers = targets.flatMap(({ queue, shard }) =>
+      Array.from({ length: fetchers }, () => {
+        const worker = new Worker(QUEUE_NAMES[pool], processors[pool](), {
+          connection,
+          prefix: queue.opts.prefix!,
+          concurrency,
+          lockDuration: env.TETRALOOP_LOCK_DURATION_MS,
+          stalledInterval: env.TETRALOOP_STALLED_INTERVAL_MS,
+          maxStalledCount: env.TETRALOOP_MAX_STALLED_COUNT,
+          // The node executor (and a webhook delivery) computes each retry's delay (class, jitter,
+          // Retry-After) and hands it over here.
+          settings: {
+            backoffStrategy: (_attempts, type, err) =>
+              type === BACKOFF_TYPE && err instanceof RetryNodeError
                 ? err.delayMs
-                : 1000,
-        },
-      });
-      worker.on('error', (err) => poolLog.error({ err, shard }, 'worker error'));
-      // A job whose worker died (or missed its lock) goes back to run again elsewhere.
-      worker.on('stalled', (jobId) => {
-        metrics.jobsStalled.inc({ queue: QUEUE_NAMES[pool] });
-        poolLog.warn({ jobId, shard }, 'job stalled: moved back to run again');
-      });
-      worker.on('failed', (job, err) => {
-        if (!(err instanceof RetryNodeError) && !(err instanceof RetryDeliveryError))
-          poolLog.warn({ jobId: job?.id, err, shard }, 'job failed');
-        if (pool === 'plan' && job) void settleAbandoned(job);
-      });
-      return worker;
-    });
+                : type === WEBHOOK_BACKOFF_TYPE && err instanceof RetryDeliveryError
+                  ? err.delayMs
+                  : 1000,
+          },
+        });
+        worker.on('error', (err) => poolLog.error({ err, shard }, 'worker error'));
+        // A job whose worker died (or missed its lock) goes back to run again elsewhere.
+        worker.on('stalled', (jobId) => {
+          metrics.jobsStalled.inc({ queue: QUEUE_NAMES[pool] });
+          poolLog.warn({ jobId, shard }, 'job stalled: moved back to run again');
+        });
+        worker.on('failed', (job, err) => {
+          if (!(err instanceof RetryNodeError) && !(err instanceof RetryDeliveryError))
+            poolLog.warn({ jobId: job?.id, err, shard }, 'job failed');
+          if (pool === 'plan' && job) void settleAbandoned(job);
+        });
+        return worker;
+      }),
+    );
     workers.set(pool, poolWorkers);
   }
   const allWorkers = [...workers.values()].flat();

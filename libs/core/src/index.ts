@@ -43,6 +43,7 @@ export * from './queues/queue-shards.js';
 export * from './state/keys.js';
 export * from './state/key-slot.js';
 export * from './state/run-store.js';
+export { scriptSources } from './state/scripts.js';
 export * from './state/run-index.js';
 export * from './insight/index-cursor.js';
 export * from './insight/run-search.js';

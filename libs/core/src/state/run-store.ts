@@ -357,23 +357,30 @@ export class RunStore {
     // run lives at most its deadline plus the retention), so it stays as large as the runs that
     // can still exist.
     const runs = tenantRunsKey(this.options.prefix, meta.tenant);
-    await slotMulti(this.redis)
+    const indexed = slotMulti(this.redis)
       .zadd(queuedRunsKey(this.options.prefix), 'NX', created, run.runId)
       .zadd(runs, 'NX', created, run.runId)
       .zremrangebyscore(runs, '-inf', created - keepMs)
       .expire(runs, MAX_RUN_SECONDS + this.options.retentionSeconds)
       .exec();
+    // On one Redis the create follows the index writes on the same connection, which Redis runs in
+    // the order sent: they stay ahead of the run without a round trip of their own. On a cluster
+    // they go to other nodes, so the create waits for them.
+    if (isCluster(this.redis)) await indexed;
     const reused = [...(run.rerun?.reused ?? [])].flatMap(([id, snapshot]) => [
       id,
       snapshotJson({ ...snapshot, reusedFrom: run.rerun!.of.runId }),
     ]);
-    const [made, status, createdAt] = (await this.script('create-run-6', this.keys(run.runId), [
+    const creating = this.script('create-run-6', this.keys(run.runId), [
       JSON.stringify({ ...meta, ...index }),
       JSON.stringify(pending),
       this.safetyTtl(run.timeoutSeconds),
       run.rerun?.of.runId ?? '',
       ...reused,
-    ])) as [number, string | null | undefined, string | null | undefined];
+    ]);
+    // Both are awaited, so neither rejects unobserved; a failed index write fails the accept as before.
+    const [, reply] = await Promise.all([indexed, creating]);
+    const [made, status, createdAt] = reply as [number, string | null | undefined, string | null | undefined];
     const acceptedAt = made === 1 ? run.createdAt : (createdAt ?? run.createdAt);
     if (made === 1) return { created: true, status: 'queued', createdAt: run.createdAt };
     return { created: false, status: RunStatus.parse(status ?? 'queued'), createdAt: acceptedAt };

@@ -143,6 +143,10 @@ export type ScriptRunner = (
 
 const SOURCES = { single: sourcesOf(false), cluster: sourcesOf(true) };
 
+/** Every script's Lua text as loaded on one Redis, by name: what a profile names an EVALSHA by. */
+export const scriptSources = (): ReadonlyMap<string, string> =>
+  new Map([...SOURCES.single].map(([name, { lua }]) => [name, lua]));
+
 /**
  * Defines every script on `redis` and returns a typed caller. On a Redis Cluster a run script's
  * search index writes are made after it, by the caller, before it answers.

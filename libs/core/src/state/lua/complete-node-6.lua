@@ -10,11 +10,15 @@
   counters are not decremented again, but ready children are still returned so a crash between
   this script and the enqueue cannot strand them; their job ids are deterministic, so adding them
   twice is harmless.
+  Of the run's keys it may create only `nodes` (its first snapshot); the run's hash is read once.
 ]]
+ttlKeys = { 3 }
 local id = ARGV[1]
-local status = redis.call('HGET', KEYS[1], 'status')
+local meta = redis.call('HMGET', KEYS[1], 'status', 'generation', 'replan', 'eventsMax')
+local status = meta[1]
 -- A run that expired or was deleted gets no keys back from a late node.
 if not status then return { 0, false, 0 } end
+eventsMax = tonumber(meta[4] or '10000')
 local written = redis.call('HSETNX', KEYS[3], id, ARGV[2])
 if written == 1 then
   redis.call('HDEL', KEYS[4], id)
@@ -24,9 +28,10 @@ if written == 1 then
   -- A tool node's result is also a tool event.
   if string.find(ARGV[4], '"tool":', 1, true) then emit('tool.result', id, ARGV[4]) end
 end
-local result = { written, status or false, generation() }
+local result = { written, status, tonumber(meta[2] or '0') }
 -- Nothing new starts while the run waits to be replanned.
-if ARGV[5] ~= '1' or redis.call('HEXISTS', KEYS[1], 'replan') == 1 then return result end
+if ARGV[5] ~= '1' or meta[3] then return result end
+local counted = {}
 for i = 8, #ARGV do
   local child = ARGV[i]
   local left
@@ -35,12 +40,23 @@ for i = 8, #ARGV do
   else
     left = tonumber(redis.call('HGET', KEYS[2], child) or '-1')
   end
-  if left == 0 and redis.call('HEXISTS', KEYS[3], child) == 0 then
+  if left == 0 then counted[#counted + 1] = child end
+end
+if #counted == 0 then return result end
+-- Those without a snapshot are ready, read in one HMGET and marked queued in one HSET.
+local snapshots = hmgetList(KEYS[3], counted)
+local queued = {}
+for i, child in ipairs(counted) do
+  if not snapshots[i] then
     result[#result + 1] = child
-    if status == 'running' and written == 1 then
-      redis.call('HSET', KEYS[4], child, ARGV[6])
-      emit('node.queued', child, '')
-    end
+    queued[#queued + 1] = child
+    queued[#queued + 1] = ARGV[6]
   end
+end
+if status == 'running' and written == 1 and #queued > 0 then
+  for from = 1, #queued, 1000 do
+    redis.call('HSET', KEYS[4], unpack(queued, from, math.min(from + 999, #queued)))
+  end
+  for i = 1, #queued, 2 do emit('node.queued', queued[i], '') end
 end
 return result

@@ -14,6 +14,8 @@
   JSON (status first, with `reusedFrom`)
   Returns { 1 } when this call created the run, or { 0, status, createdAt } of the existing run.
 ]]
+-- It gives every key of a run it creates its TTL itself.
+ttlKeys = {}
 if redis.call('EXISTS', KEYS[1]) == 1 then
   local existing = redis.call('HMGET', KEYS[1], 'status', 'createdAt')
   return { 0, existing[1] or false, existing[2] or false }

@@ -7,6 +7,8 @@
   status after this call or false }.
   Any outcome other than succeeded is published on the abort channel so workers abort its nodes.
 ]]
+-- It writes only the run's hash and events (and the search indexes, which have their own TTL).
+ttlKeys = {}
 local children = redis.call('HGET', KEYS[6], 'children') or false
 if ARGV[6] ~= '' and tonumber(ARGV[6]) ~= generation() then
   return { 0, children, redis.call('HGET', KEYS[1], 'status') or false }

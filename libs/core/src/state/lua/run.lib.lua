@@ -3,33 +3,46 @@
   take is written once. The run's keys are always
   KEYS[1] meta, KEYS[2] pending, KEYS[3] nodes, KEYS[4] live, KEYS[5] events, KEYS[6] aux.
   emit(type, nodeId, dataJson) appends an event to the run's stream with the run's next sequence
-  number as its id (0-<seq>), so a reader resumes from any seq with XRANGE/XREAD. The stream keeps
-  about `eventsMax` events (a meta field set at creation; 10000 for runs without it): older ones
-  are trimmed (`MAXLEN ~`), and readers see the gap in the seqs.
+  number as its id (0-<seq>), so a reader resumes from any seq with XRANGE/XREAD. The seq is the
+  stream's own: XADD's `0-*` takes the one after the last id the stream ever gave (Redis 7), which
+  trimming keeps, so an event costs one command. The stream keeps about `eventsMax` events (a meta
+  field set at creation; 10000 for runs without it): older ones are trimmed (`MAXLEN ~`), and
+  readers see the gap in the seqs. The events of one script share one timestamp (its step is one
+  instant); a script that reads the run's hash anyway may set `eventsMax` itself.
   Each script's body runs as a function, then `keepTtl()` (see scripts.ts): a key of the run the
   script created (pending, nodes, …) gets the TTL the run's hash has, the safety TTL until the run
-  settles and its retention after, so no key of a run outlives it.
+  settles and its retention after, so no key of a run outlives it. A script that can only create
+  some of the keys names them in `ttlKeys` (see keepTtl), so the others are not looked at.
   The run's status changes only through `setStatus`, which also moves the run between its tenant's
   search indexes (see `searchIndex`); snapshots are counted by status (`count:<status>` in aux) where
   they are written and dropped.
 ]]
 local eventsMax
+local eventTs
 local function emit(etype, node, data)
-  local seq = redis.call('HINCRBY', KEYS[1], 'seq', 1)
-  local t = redis.call('TIME')
-  local ts = tostring(tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000))
+  if not eventTs then
+    local t = redis.call('TIME')
+    eventTs = tostring(tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000))
+  end
   eventsMax = eventsMax or tonumber(redis.call('HGET', KEYS[1], 'eventsMax') or '10000')
-  redis.call('XADD', KEYS[5], 'MAXLEN', '~', eventsMax, '0-' .. seq,
-    'type', etype, 'ts', ts, 'node', node or '', 'data', data or '')
-  return seq
+  local id = redis.call('XADD', KEYS[5], 'MAXLEN', '~', eventsMax, '0-*',
+    'type', etype, 'ts', eventTs, 'node', node or '', 'data', data or '')
+  return tonumber(string.sub(id, 3))
 end
 
+-- The keys (indexes into KEYS) a script may create, for keepTtl; nil: any of 2..6. Meta, live,
+-- events and aux exist from create-run (or resume-run, replan) until the run settles, created with
+-- the run's TTL, and a script writes live only while the run is not settled: a script that writes
+-- no other key sets `ttlKeys = {}`, one that may create `nodes` `{3}`.
+local ttlKeys
 -- Gives the run's keys that have no TTL the one its hash has (none when the hash has none).
 local function keepTtl()
-  local ttl = redis.call('PTTL', KEYS[1])
-  if ttl <= 0 then return end
-  for i = 2, 6 do
-    if redis.call('PTTL', KEYS[i]) == -1 then redis.call('PEXPIRE', KEYS[i], ttl) end
+  local ttl
+  for _, i in ipairs(ttlKeys or { 2, 3, 4, 5, 6 }) do
+    if redis.call('PTTL', KEYS[i]) == -1 then
+      ttl = ttl or redis.call('PTTL', KEYS[1])
+      if ttl > 0 then redis.call('PEXPIRE', KEYS[i], ttl) end
+    end
   end
 end
 
@@ -88,6 +101,16 @@ local function countNode(status, by)
   local field = 'count:' .. status
   if by < 0 and tonumber(redis.call('HGET', KEYS[6], field) or '0') <= 0 then return end
   redis.call('HINCRBY', KEYS[6], field, by)
+end
+
+-- HMGET of `fields` (a list), a thousand at a time: unpack is bounded by Lua's stack.
+local function hmgetList(key, fields)
+  local values = {}
+  for from = 1, #fields, 1000 do
+    local part = redis.call('HMGET', key, unpack(fields, from, math.min(from + 999, #fields)))
+    for i = 1, #part do values[from + i - 1] = part[i] end
+  end
+  return values
 end
 
 local function generation()

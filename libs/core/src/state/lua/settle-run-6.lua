@@ -8,6 +8,8 @@
   Returns 1 when this call settled the run, 0 when it was settled before, belongs to an older
   generation, is not decided yet or does not exist.
 ]]
+-- It gives every key of the run its retention TTL itself.
+ttlKeys = {}
 local status = redis.call('HGET', KEYS[1], 'status')
 -- Only a run whose outcome is decided settles; an unknown run is not created.
 if not status or status == 'queued' or status == 'running' then return 0 end

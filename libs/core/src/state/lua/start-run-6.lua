@@ -5,6 +5,8 @@
   Returns { status after the call, or 'stale' when the root job belongs to an older generation,
   or false when the run does not exist; deadline (epoch ms) }.
 ]]
+-- It writes the run's hash, live and events, which exist while the run is queued.
+ttlKeys = {}
 local status = redis.call('HGET', KEYS[1], 'status')
 if not status then return { false } end
 if tonumber(ARGV[3]) ~= generation() then return { 'stale' } end
