@@ -13,6 +13,7 @@ import {
   FILE_CONTENT_MAX_BYTES,
   SessionStore,
   globToRegExp,
+  scopedName,
   type FilePayload,
   type SenseEvent,
 } from '@tetraloop/core';
@@ -33,6 +34,7 @@ beforeAll(async () => {
       TETRALOOP_BURST_WINDOW_MS: '0',
       TETRALOOP_SOURCES: JSON.stringify([
         { kind: 'timer', name: 'beat', intervalMs: 1000, sessionKey: 'beat', type: 'heartbeat' },
+        { kind: 'timer', name: 'acme-beat', tenant: 'acme', intervalMs: 1000, sessionKey: 'beat' },
         { kind: 'file', name: 'inbox', dir, intervalMs: 1000, sessionKey: 'inbox', pattern: '*.txt' },
         { kind: 'file', name: 'nowhere', dir: join(dir, 'missing'), intervalMs: 1000, sessionKey: 'inbox' },
       ]),
@@ -77,6 +79,11 @@ describe('timer sources', () => {
     expect(new Set(events.map((e) => e.eventId)).size).toBe(events.length);
     expect(events[0]).toMatchObject({ type: 'heartbeat', sessionKey: 'beat' });
     expect((await sessions.environment('beat')).version).toBe(events.length);
+    // A source of another tenant writes into that tenant's session of the same name, not this one.
+    expect(events.every((e) => e.source === 'beat')).toBe(true);
+    const acme = (await sessions.environment(scopedName('acme', 'beat'))).events as SenseEvent[];
+    expect(acme.length).toBeGreaterThan(0);
+    expect(acme.every((e) => e.source === 'acme-beat' && e.tenant === 'acme')).toBe(true);
   });
 });
 
@@ -155,6 +162,9 @@ describe('configuration', () => {
     );
     expect(refused([{ kind: 'ws', name: 'w' }])).toThrow('TETRALOOP_SOURCES.0.kind');
     expect(
+      refused([{ kind: 'timer', name: 't', intervalMs: 1000, sessionKey: 's', tenant: 'Acme' }]),
+    ).toThrow('TETRALOOP_SOURCES.0.tenant');
+    expect(
       refused([
         { kind: 'timer', name: 't', intervalMs: 1000, sessionKey: 's' },
         { name: 't', url: 'https://example.com/', intervalMs: 1000 },
@@ -170,6 +180,7 @@ describe('configuration', () => {
       {
         kind: 'http',
         name: 'h',
+        tenant: 'default',
         url: 'https://example.com/',
         intervalMs: 200,
         timeoutMs: 5000,

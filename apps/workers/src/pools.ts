@@ -453,6 +453,7 @@ export async function startPools(env: WorkerEnv, options: StartPoolsOptions): Pr
       }
       // After the workers: active jobs may still be calling MCP tools.
       await mcp.close();
+      await services.sources.close();
       await closeQueues(queues);
       await aborts.close();
       await Promise.all([connection, state].map((c) => c.quit().catch(() => c.disconnect())));

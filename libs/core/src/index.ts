@@ -98,6 +98,7 @@ export * from './sessions/commands.js';
 export * from './sessions/session-service.js';
 export * from './sessions/file-source.js';
 export * from './sessions/source-service.js';
+export * from './sessions/websocket-source.js';
 export * from './sessions/webhook.js';
 export * from './webhooks/signature.js';
 export * from './webhooks/delivery-rules.js';

@@ -1392,7 +1392,7 @@ export interface components {
         SourceStatus: {
             name: string;
             /** @enum {string} */
-            kind: "webhook" | "poll" | "timer" | "file";
+            kind: "webhook" | "poll" | "timer" | "file" | "websocket";
             /** @enum {string} */
             status: "ok" | "degraded" | "down";
             lastError: string | null;

@@ -1,19 +1,20 @@
 /**
  * The sense loop's sources: webhooks, and configured sources run on a schedule: polled HTTP
- * endpoints, timers and watched directories (see `file-source.ts`). Every event is normalised,
+ * endpoints, timers, watched directories (see `file-source.ts`) and WebSocket servers, whose one
+ * connection the schedule keeps held (see `websocket-source.ts`). Every event is normalised,
  * deduplicated by id (or content hash) within a window, merged with same-type events of its
  * source that arrive within a burst window, and written into its session's environment, whose
  * version then moves. Each source is polled by its own job with its own timeout and backoff, so
  * one hanging source never delays another; its status is kept for `GET /v1/sources`.
  */
-import { DEFAULT_TENANT, scopedName } from '../domain/tenant.js';
+import { DEFAULT_TENANT, TenantId, scopedName } from '../domain/tenant.js';
 import type { Queue } from 'bullmq';
 import { isAbsolute } from 'node:path';
 import type { RedisClient } from '../state/redis-client.js';
 import type { Logger } from 'pino';
 import { z } from 'zod';
 import { retryDelay } from '../policy/retry-policy.js';
-import { burstKey, fileSourceKey, sourcesKey, webhookSignatureKey } from '../state/keys.js';
+import { burstKey, fileSourceKey, sourceLeaseKey, sourcesKey, webhookSignatureKey } from '../state/keys.js';
 import type { SessionStore } from '../state/session-store.js';
 import { metrics } from '../telemetry/metrics.js';
 import { egressClient, type EgressClient } from '../tools/egress-client.js';
@@ -21,6 +22,7 @@ import { parseAllowHosts, type EgressPolicy } from '../tools/egress-policy.js';
 import { InboundEvent, SENSE_JOB, SessionKey } from './sense-jobs.js';
 import { fileEvent, fileSignature, listFiles } from './file-source.js';
 import { contentHash, type SessionService } from './session-service.js';
+import { WebSocketSource, WebSocketSources } from './websocket-source.js';
 import { slotMulti } from '../state/slot-multi.js';
 
 const SourceName = z.string().regex(/^[A-Za-z0-9_.-]{1,64}$/, 'must match [A-Za-z0-9_.-]{1,64}');
@@ -29,6 +31,8 @@ const SourceName = z.string().regex(/^[A-Za-z0-9_.-]{1,64}$/, 'must match [A-Za-
 export const HttpSource = z.strictObject({
   kind: z.literal('http').default('http'),
   name: SourceName,
+  /** Tenant whose session receives the events. @defaultValue "default" */
+  tenant: TenantId.default(DEFAULT_TENANT),
   url: z.url({ protocol: /^https?$/ }),
   /** At least 200 ms. */
   intervalMs: z.number().int().min(200),
@@ -45,6 +49,8 @@ export type HttpSource = z.infer<typeof HttpSource>;
 export const TimerSource = z.strictObject({
   kind: z.literal('timer'),
   name: SourceName,
+  /** Tenant whose session receives the events. @defaultValue "default" */
+  tenant: TenantId.default(DEFAULT_TENANT),
   /** At least 1000 ms. */
   intervalMs: z.number().int().min(1000),
   sessionKey: SessionKey,
@@ -59,6 +65,8 @@ export type TimerSource = z.infer<typeof TimerSource>;
 export const FileSource = z.strictObject({
   kind: z.literal('file'),
   name: SourceName,
+  /** Tenant whose session receives the events. @defaultValue "default" */
+  tenant: TenantId.default(DEFAULT_TENANT),
   dir: z.string().refine((d) => isAbsolute(d), 'must be an absolute path'),
   sessionKey: SessionKey,
   /** At least 1000 ms. @defaultValue 5000 */
@@ -78,7 +86,12 @@ export const FileSource = z.strictObject({
 export type FileSource = z.infer<typeof FileSource>;
 
 /** A configured source (`TETRALOOP_SOURCES`): run by a job scheduler of its own every `intervalMs`. */
-export const PolledSource = z.discriminatedUnion('kind', [HttpSource, TimerSource, FileSource]);
+export const PolledSource = z.discriminatedUnion('kind', [
+  HttpSource,
+  TimerSource,
+  FileSource,
+  WebSocketSource,
+]);
 export type PolledSource = z.infer<typeof PolledSource>;
 
 /** `TETRALOOP_SOURCES`: each name once. */
@@ -113,8 +126,8 @@ export interface SenseEvent {
 export const SourceStatus = z.object({
   name: z.string(),
   /** `poll`: an HTTP source. */
-  kind: z.enum(['webhook', 'poll', 'timer', 'file']),
-  /** `degraded`: 1 or 2 consecutive failed polls (or directory passes); `down`: 3 or more. */
+  kind: z.enum(['webhook', 'poll', 'timer', 'file', 'websocket']),
+  /** `degraded`: 1 or 2 consecutive failed polls (directory passes, connection attempts); `down`: 3 or more. */
   status: z.enum(['ok', 'degraded', 'down']),
   lastError: z.string().nullable(),
   lastSuccessAt: z.string().nullable(),
@@ -155,9 +168,22 @@ const BURST_SAMPLE = 10;
 
 export class SourceService {
   private readonly client: EgressClient;
+  private readonly sockets: WebSocketSources;
 
   constructor(private readonly deps: SourceDeps) {
     this.client = egressClient(deps.egress ?? parseAllowHosts(''));
+    this.sockets = new WebSocketSources({
+      redis: deps.redis,
+      leaseKey: (name) => sourceLeaseKey(deps.prefix, name),
+      egress: this.client.policy,
+      sink: (source, text) => this.item(source, jsonOrText(text), 'websocket'),
+      logger: deps.logger,
+    });
+  }
+
+  /** Closes the WebSocket connections this process holds (their leases go to other workers). */
+  async close(): Promise<void> {
+    await this.sockets.close();
   }
 
   /** Normalises, deduplicates and routes one event. Returns what became of it. */
@@ -243,6 +269,7 @@ export class SourceService {
     try {
       if (source.kind === 'timer') await this.tick(source, at);
       else if (source.kind === 'file') await this.scan(source);
+      else if (source.kind === 'websocket') await this.sockets.check(source);
       else await this.fetch(source);
       metrics.sourcePolls.inc({ source: source.name, outcome: 'ok' });
       await this.setStatus(source.name, kind, {
@@ -274,10 +301,19 @@ export class SourceService {
       signal: AbortSignal.timeout(source.timeoutMs),
     });
     if (res.status < 200 || res.status >= 300) throw new Error(`HTTP ${res.status}`);
-    const body = JSON.parse(res.text) as unknown;
-    const items = Array.isArray(body) ? body : [body];
-    for (const item of items) {
-      // An item is an event envelope only if it says so; anything else is the payload itself.
+    await this.item(source, JSON.parse(res.text) as unknown, 'poll');
+  }
+
+  /**
+   * What an HTTP source answered or a WebSocket source's message held: an event, or a list of
+   * them. An item is an event envelope only if it says so; anything else is the payload itself.
+   */
+  private async item(
+    source: HttpSource | WebSocketSource,
+    body: unknown,
+    kind: 'poll' | 'websocket',
+  ): Promise<void> {
+    for (const item of Array.isArray(body) ? body : [body]) {
       const envelope = typeof item === 'object' && item !== null && ('payload' in item || 'eventId' in item);
       const parsed = InboundEvent.safeParse(item);
       const event: InboundEvent =
@@ -285,7 +321,12 @@ export class SourceService {
           ? { ...parsed.data, type: parsed.data.type === 'event' ? source.type : parsed.data.type }
           : { type: source.type, payload: item as unknown };
       const sessionKey = event.sessionKey ?? source.sessionKey;
-      await this.ingest(source.name, { ...event, ...(sessionKey ? { sessionKey } : {}) }, 'poll');
+      await this.ingest(
+        source.name,
+        { ...event, ...(sessionKey ? { sessionKey } : {}) },
+        kind,
+        source.tenant,
+      );
     }
   }
 
@@ -300,6 +341,7 @@ export class SourceService {
         payload: source.payload ?? { at: new Date(at).toISOString() },
       },
       'timer',
+      source.tenant,
     );
   }
 
@@ -323,6 +365,7 @@ export class SourceService {
         source.name,
         { eventId, type: source.type, sessionKey: source.sessionKey, payload },
         'file',
+        source.tenant,
       );
       await this.deps.redis.hset(key, file.name, fileSignature(file));
     }
@@ -422,5 +465,14 @@ export class SourceService {
     if (kind === 'webhook' && patch.lastEventAt)
       tx.hset(key, 'status', 'ok', 'lastSuccessAt', patch.lastEventAt);
     await tx.expire(key, this.statusTtl).exec();
+  }
+}
+
+/** A message's JSON, or its text as the payload when it is not JSON. */
+function jsonOrText(text: string): unknown {
+  try {
+    return JSON.parse(text) as unknown;
+  } catch {
+    return text;
   }
 }

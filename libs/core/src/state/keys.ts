@@ -158,6 +158,9 @@ export const sourcesKey = (prefix: string): string => `${prefix}:sources`;
 /** A file source's files as last taken: name → `<mtimeMs>:<size>`. */
 export const fileSourceKey = (prefix: string, source: string): string => `${prefix}:sources:${source}:files`;
 
+/** Who holds a WebSocket source's connection: the lease of one sense worker (TTL). */
+export const sourceLeaseKey = (prefix: string, source: string): string => `${prefix}:sources:${source}:lease`;
+
 /** Marks an event id (or content hash) seen, for deduplication within a window. */
 export const dedupeKey = (prefix: string, source: string, eventId: string): string =>
   `${prefix}:dedupe:${source}:${createHash('sha256').update(eventId).digest('hex').slice(0, 32)}`;
