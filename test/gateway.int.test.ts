@@ -192,6 +192,8 @@ describe('model and thinking', () => {
       reasoning_effort: 'low',
     });
     expect(doc.output).toMatchObject({ agent: { reasoning: 'I thought about it carefully.' } });
+    // The run document says what the run asked for.
+    expect(doc).toMatchObject({ model: 'reasoner', thinking: { effort: 'low', summary: true } });
   });
 });
 
@@ -207,6 +209,7 @@ describe('dag-mode runs', () => {
     expect(systemOf(planner)).toContain(`context from a hook for ${doc.runId}`);
     // The planned llm node calls the deployment's model.
     expect((await requestFor('planned step')).model).toBe('plain');
+    expect(doc).toMatchObject({ model: 'reasoner', thinking: 'high' });
   });
 });
 

@@ -1069,6 +1069,12 @@ export interface components {
             finishedAt: string | null;
             graph: components["schemas"]["DocumentGraph"] | null;
             task: string | null;
+            model: string | null;
+            thinking: (("minimal" | "low" | "medium" | "high") | {
+                /** @enum {string} */
+                effort?: "minimal" | "low" | "medium" | "high";
+                summary?: boolean;
+            }) | null;
             agentId: string;
             tenant: string;
             sessionKey: string | null;

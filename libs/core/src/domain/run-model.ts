@@ -6,6 +6,7 @@ import { z } from 'zod';
 import { RunError } from '../errors/run-error.js';
 import { Edge } from '../graph/schema.js';
 import { AttemptRecord, Budget, LiveNodeState, NodeSnapshot, OnBudget } from './node-snapshot.js';
+import { Thinking } from '../model/thinking.js';
 import { WaitRecord } from './signal.js';
 import { RunWebhookView } from './webhook.js';
 
@@ -199,6 +200,10 @@ export const RunDocument = z.object({
   graph: DocumentGraph.nullable(),
   /** The task of a task run. */
   task: z.string().nullable(),
+  /** The model a task run (or session message) asked for; null: the deployment's. */
+  model: z.string().nullable(),
+  /** The reasoning effort a task run asked for, as given; null: none. */
+  thinking: Thinking.nullable(),
   agentId: z.string(),
   /** The tenant the run belongs to (the tenant of the key that made it). */
   tenant: z.string(),

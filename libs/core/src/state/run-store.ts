@@ -28,6 +28,7 @@ import {
 import type { ExecutableGraph, Graph } from '../nodes/index.js';
 import { RUN_ERROR_STATUS, cancelledError } from '../errors/run-error.js';
 import { usageFromCounters } from '../insight/run-search.js';
+import { Thinking } from '../model/thinking.js';
 import { BlobStore } from './blob-store.js';
 import { RunIndex } from './run-index.js';
 import { DEFAULT_TENANT } from '../domain/tenant.js';
@@ -1221,6 +1222,8 @@ export class RunStore {
       finishedAt: meta.finishedAt ?? null,
       graph: parseJson(meta.graph) as Graph | null,
       task: meta.task ?? null,
+      model: meta.taskModel ?? null,
+      thinking: meta.thinking ? Thinking.parse(JSON.parse(meta.thinking)) : null,
       agentId: meta.agentId ?? 'main',
       tenant: meta.tenant ?? DEFAULT_TENANT,
       sessionKey: meta.sessionKey ?? null,
