@@ -6,7 +6,7 @@ import { z } from 'zod';
 import { RunError } from '../errors/run-error.js';
 import { Edge } from '../graph/schema.js';
 import { AttemptRecord, Budget, LiveNodeState, NodeSnapshot, OnBudget } from './node-snapshot.js';
-import { Thinking } from '../model/thinking.js';
+import { Thinking } from './thinking.js';
 import { WaitRecord } from './signal.js';
 import { RunWebhookView } from './webhook.js';
 

@@ -44,9 +44,8 @@ export interface ChatCall {
   readonly thinking?: ThinkingOptions;
 }
 
-/** The reasoning efforts the chat completions API takes (`reasoning_effort`). */
-export const THINKING_EFFORTS = ['minimal', 'low', 'medium', 'high'] as const;
-export type ThinkingEffort = (typeof THINKING_EFFORTS)[number];
+import type { ThinkingEffort } from '../domain/thinking.js';
+export { THINKING_EFFORTS, type ThinkingEffort } from '../domain/thinking.js';
 
 export interface ThinkingOptions {
   readonly effort?: ThinkingEffort;

@@ -1,23 +1,8 @@
-/**
- * How hard a reasoning model thinks, as a run, a session message or a model node asks for it:
- * an effort (`"low"`), or `{effort?, summary?}` where `summary: true` keeps the reasoning text the
- * server returns as the answer's `reasoning`. Sent as the chat completions `reasoning_effort`.
- */
-import { z } from 'zod';
-import { THINKING_EFFORTS, type ThinkingOptions } from './model-client.js';
+/** What a model call makes of a `thinking` option (the option itself: `domain/thinking.ts`). */
+import type { Thinking } from '../domain/thinking.js';
+import type { ThinkingOptions } from './model-client.js';
 
-const Effort = z.enum(THINKING_EFFORTS);
-
-export const Thinking = z.union([
-  Effort,
-  z.strictObject({
-    /** `reasoning_effort`; the model's own default when absent. */
-    effort: Effort.optional(),
-    /** Keep the reasoning the server returns as the answer's `reasoning`. @defaultValue false */
-    summary: z.boolean().optional(),
-  }),
-]);
-export type Thinking = z.infer<typeof Thinking>;
+export { Thinking } from '../domain/thinking.js';
 
 /** The options a model call takes for `thinking`; undefined when it asks for nothing. Pure. */
 export function thinkingOptions(thinking: Thinking | undefined): ThinkingOptions | undefined {

@@ -28,7 +28,7 @@ import {
 import type { ExecutableGraph, Graph } from '../nodes/index.js';
 import { RUN_ERROR_STATUS, cancelledError } from '../errors/run-error.js';
 import { usageFromCounters } from '../insight/run-search.js';
-import { Thinking } from '../model/thinking.js';
+import { Thinking } from '../domain/thinking.js';
 import { BlobStore } from './blob-store.js';
 import { RunIndex } from './run-index.js';
 import { DEFAULT_TENANT } from '../domain/tenant.js';
