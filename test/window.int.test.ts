@@ -195,6 +195,21 @@ describe('window mode', () => {
     expect(server.hits.slice(hits).filter((h) => h.node === 'f-ok')).toHaveLength(1);
   });
 
+  it('lets each window set the priority of its nodes', async () => {
+    const before = model.requests.length;
+    plan(
+      { nodes: [{ ...work('p-low'), priority: 2 }], edges: [], goalReached: false },
+      { nodes: [{ ...work('p-high'), priority: 9 }], edges: [['p-low', 'p-high']], goalReached: true },
+    );
+    const doc = await runToEnd(stack.url, { task: 'prioritised', mode: 'window' });
+    expect(doc.status).toBe('succeeded');
+    expect(doc.graph!.nodes.find((n) => n.id === 'p-high')).toMatchObject({ priority: 9 });
+    expect(doc.graph!.nodes.find((n) => n.id === 'p-low')).toMatchObject({ priority: 2 });
+    const [first] = windowRequests(before);
+    expect(JSON.stringify(first!.response_format)).toContain('"priority"');
+    expect(first!.messages[0]!.content).toContain('"priority" orders the ready nodes of a window');
+  });
+
   it('fails the run with window_limit when its windows are used up', async () => {
     const before = model.requests.length;
     let n = 0;
