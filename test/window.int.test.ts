@@ -210,6 +210,25 @@ describe('window mode', () => {
     expect(first!.messages[0]!.content).toContain('"priority" orders the ready nodes of a window');
   });
 
+  it('holds the budget for the whole run, across windows', async () => {
+    plan(
+      { nodes: [work('b-1'), work('b-2')], edges: [], goalReached: false },
+      { nodes: [work('b-3')], edges: [], goalReached: true },
+    );
+    const doc = await runToEnd(stack.url, {
+      task: 'two tool calls allowed',
+      mode: 'window',
+      maxWindows: 2,
+      budget: { toolCalls: 2 },
+    });
+    // The second window starts with the first window's two calls counted: its node has none left.
+    expect(doc.status).toBe('failed');
+    expect(doc.error).toMatchObject({ code: 'budget_exhausted', nodeId: 'b-3' });
+    expect(server.hitsOf('b-3')).toHaveLength(0);
+    // The first window's calls are still counted after the second was installed.
+    expect(doc.usage.toolCalls).toBeGreaterThanOrEqual(2);
+  });
+
   it('fails the run with window_limit when its windows are used up', async () => {
     const before = model.requests.length;
     let n = 0;
