@@ -1,11 +1,13 @@
 /**
- * Plan once into a DAG vs the classic tool-calling loop, on the same scripted model (fixed
- * latency and completion tokens per call; prompt tokens counted from what is actually sent) and
- * the same loopback tool server. Four tasks: the report task (6 fetches → analyze → report), a
+ * Plan once into a DAG vs the classic tool-calling loop vs the rolling plan window, on the same
+ * scripted model (fixed latency and completion tokens per call; prompt tokens counted from what is
+ * actually sent) and the same loopback tool server. Four tasks: the report task (6 fetches → analyze → report), a
  * ParallelQA-style task (4 lookups → combine), a 3-step sequential chain where each step needs
  * the model, and a two-hop comparison.
  *
- * The loop agent is scripted as a ReAct agent: one tool call per turn, then a final answer.
+ * The loop agent is scripted as a ReAct agent: one tool call per turn, then a final answer. The
+ * window planner answers the task's DAG cut into windows of at most WINDOW nodes, in the graph's
+ * (topological) order, observing what each window leaves by default.
  */
 import { startModelServer, type ChatRequest, type ScriptedReply } from '../test/support/model-server.js';
 import { startToolServer } from '../test/support/tool-server.js';
@@ -16,6 +18,8 @@ const COMPLETION_TOKENS = 120;
 const FETCH_MS = 200;
 const FETCH_BYTES = 1500;
 const REPEATS = 3;
+/** Window mode's window size: the deployment default. */
+const WINDOW = 5;
 
 interface TaskSpec {
   readonly name: string;
@@ -139,7 +143,7 @@ const TASKS: TaskSpec[] = [
 export interface PlanVsLoopRow {
   task: string;
   description: string;
-  mode: 'dag' | 'loop';
+  mode: 'dag' | 'loop' | 'window';
   wallMs: number;
   criticalPathMs: number | null;
   modelCalls: number;
@@ -163,17 +167,38 @@ function criticalPath(graph: ReturnType<TaskSpec['graph']>): number {
   return MODEL_LATENCY_MS + Math.max(...[...byId.keys()].map(finish));
 }
 
+type PlannedGraph = ReturnType<TaskSpec['graph']>;
+
+/**
+ * The `index`-th window of `graph` cut into windows of `size` nodes in the graph's order: each edge
+ * goes with its target's window (from a node of an earlier window it is a carried dependency).
+ */
+function windowOf(graph: PlannedGraph, size: number, index: number): Record<string, unknown> {
+  const nodes = graph.nodes.slice(index * size, (index + 1) * size);
+  const ids = new Set(nodes.map((n) => n.id as string));
+  return {
+    nodes,
+    edges: graph.edges.filter(([, to]) => ids.has(to)),
+    goalReached: (index + 1) * size >= graph.nodes.length,
+  };
+}
+
 export async function runPlanVsLoop(
   log: (line: string) => void = console.log,
 ): Promise<{ rows: PlanVsLoopRow[]; settings: Record<string, number> }> {
   const tools = await startToolServer();
   const taskByText = new Map(TASKS.map((t) => [`Task: ${t.name}`, t]));
   const script = (request: ChatRequest): ScriptedReply => {
-    const isPlanner =
-      (request.response_format as { json_schema?: { name?: string } } | undefined)?.json_schema?.name ===
-      'graph';
+    const schema = (request.response_format as { json_schema?: { name?: string } } | undefined)?.json_schema
+      ?.name;
     const user = request.messages.find((m) => m.role === 'user')?.content ?? '';
-    if (isPlanner) return { content: JSON.stringify(taskByText.get(user)!.graph(tools.url)) };
+    if (schema === 'graph') return { content: JSON.stringify(taskByText.get(user)!.graph(tools.url)) };
+    if (schema === 'window') {
+      // "Task: <name>\n\nWindow <n> of …": the task's graph, window n.
+      const [head = '', where = ''] = user.split('\n\n');
+      const index = Number(/^Window (\d+)/.exec(where)?.[1] ?? '1') - 1;
+      return { content: JSON.stringify(windowOf(taskByText.get(head)!.graph(tools.url), WINDOW, index)) };
+    }
     if (request.tools) {
       // The ReAct agent: the next fetch of its task, one per turn, then the answer.
       const task = TASKS.find((t) => user === t.name)!;
@@ -194,11 +219,13 @@ export async function runPlanVsLoop(
     OPENAI_BASE_URL: model.url,
     TETRALOOP_MODEL_MAX_RETRIES: '0',
     TETRALOOP_TOOL_CONCURRENCY: '16',
+    // Every run asks its planner: a cached DAG plan would make repeats free, and windows are never cached.
+    TETRALOOP_PLAN_CACHE: 'off',
   });
   const rows: PlanVsLoopRow[] = [];
   try {
     for (const task of TASKS) {
-      for (const mode of ['dag', 'loop'] as const) {
+      for (const mode of ['dag', 'loop', 'window'] as const) {
         const samples: {
           wallMs: number;
           modelCalls: number;
@@ -209,7 +236,8 @@ export async function runPlanVsLoop(
           const { doc, wallMs } = await timedRun(stack.url, {
             task: task.name,
             mode,
-            maxIterations: 20,
+            ...(mode === 'loop' ? { maxIterations: 20 } : {}),
+            ...(mode === 'window' ? { window: WINDOW } : {}),
           });
           if (doc.status !== 'succeeded')
             throw new Error(`${task.name}/${mode} ended ${doc.status}: ${JSON.stringify(doc.error)}`);
@@ -227,7 +255,7 @@ export async function runPlanVsLoop(
         };
         rows.push(row);
         log(
-          `  ${task.name.padEnd(12)} ${mode.padEnd(5)} ${String(row.wallMs).padStart(6)} ms  calls ${row.modelCalls}  tokens ${row.promptTokens}+${row.completionTokens}`,
+          `  ${task.name.padEnd(12)} ${mode.padEnd(6)} ${String(row.wallMs).padStart(6)} ms  calls ${row.modelCalls}  tokens ${row.promptTokens}+${row.completionTokens}`,
         );
       }
     }
@@ -244,11 +272,12 @@ export async function runPlanVsLoop(
       fetchMs: FETCH_MS,
       fetchBytes: FETCH_BYTES,
       repeats: REPEATS,
+      window: WINDOW,
     },
   };
 }
 
-/** The markdown table of a result, with loop÷DAG ratios. */
+/** The markdown table of a result, with loop ÷ DAG and window ÷ DAG ratios. */
 export function planVsLoopTable(rows: readonly PlanVsLoopRow[]): string {
   const lines = [
     '| task | mode | wall ms | critical path ms | model calls | prompt tokens | completion tokens | total tokens |',
@@ -261,18 +290,23 @@ export function planVsLoopTable(rows: readonly PlanVsLoopRow[]): string {
   }
   lines.push(
     '',
-    '| task | loop ÷ DAG wall time | loop ÷ DAG model calls | loop ÷ DAG total tokens | DAG wall ÷ critical path |',
-    '|---|---:|---:|---:|---:|',
+    '| task | loop ÷ DAG wall time | loop ÷ DAG model calls | loop ÷ DAG total tokens | window ÷ DAG wall time | window ÷ DAG model calls | window ÷ DAG total tokens | DAG wall ÷ critical path |',
+    '|---|---:|---:|---:|---:|---:|---:|---:|',
   );
+  const ratio = (a: number, b: number): string => (a / b).toFixed(2);
+  const total = (r: PlanVsLoopRow): number => r.promptTokens + r.completionTokens;
   for (const task of new Set(rows.map((r) => r.task))) {
     const dag = rows.find((r) => r.task === task && r.mode === 'dag')!;
     const loop = rows.find((r) => r.task === task && r.mode === 'loop')!;
-    const ratio = (a: number, b: number): string => (a / b).toFixed(2);
+    const window = rows.find((r) => r.task === task && r.mode === 'window');
+    const windowed = window
+      ? `${ratio(window.wallMs, dag.wallMs)} | ${ratio(window.modelCalls, dag.modelCalls)} | ${ratio(total(window), total(dag))}`
+      : '— | — | —';
     lines.push(
       `| ${task} | ${ratio(loop.wallMs, dag.wallMs)} | ${ratio(loop.modelCalls, dag.modelCalls)} | ${ratio(
-        loop.promptTokens + loop.completionTokens,
-        dag.promptTokens + dag.completionTokens,
-      )} | ${ratio(dag.wallMs, dag.criticalPathMs ?? dag.wallMs)} |`,
+        total(loop),
+        total(dag),
+      )} | ${windowed} | ${ratio(dag.wallMs, dag.criticalPathMs ?? dag.wallMs)} |`,
     );
   }
   return lines.join('\n');

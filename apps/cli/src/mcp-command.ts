@@ -91,10 +91,10 @@ export function tetraloopMcpServer(target: ApiTarget): McpServer {
     'run_task',
     {
       description:
-        'Give Tetraloop a task in words: planned into a graph ("dag", the default) or run by the tool-calling agent loop ("loop"). Answers the run document once it settles.',
+        'Give Tetraloop a task in words: planned into a graph ("dag", the default), planned a few nodes at a time ("window"), or run by the tool-calling agent loop ("loop"). Answers the run document once it settles.',
       inputSchema: {
         task: z.string().min(1).describe('What to do.'),
-        mode: z.enum(['dag', 'loop']).optional(),
+        mode: z.enum(['dag', 'window', 'loop']).optional(),
         maxIterations: z.number().int().min(1).max(50).optional().describe('Loop mode: most model turns.'),
         ...RunOptions,
       },

@@ -92,6 +92,14 @@ export * from './planning/plan-run.js';
 export * from './planning/cached-plan.js';
 export { PLANNER_SCHEMA } from './planning/planner.js';
 export { PLANNER_PROMPT_VERSION, plannerMessages } from './planning/planner-prompt.js';
+export * from './planning/plan-window.js';
+export {
+  WINDOW_PROMPT_VERSION,
+  carriedGraph,
+  checkWindow,
+  windowHistory,
+  windowMessages,
+} from './planning/window.js';
 export * from './planning/system-prompt.js';
 export * from './workspace/workspace.js';
 export * from './sessions/commands.js';

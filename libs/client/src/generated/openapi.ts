@@ -1267,7 +1267,7 @@ export interface components {
         };
         RunError: {
             /** @enum {string} */
-            code: "node_failed" | "node_lost" | "budget_exhausted" | "suspected_loop" | "timed_out" | "cancelled" | "parent_ended" | "plan_failed" | "plan_rejected" | "environment_changed";
+            code: "node_failed" | "node_lost" | "budget_exhausted" | "suspected_loop" | "timed_out" | "cancelled" | "parent_ended" | "plan_failed" | "plan_rejected" | "environment_changed" | "window_limit";
             message: string;
             nodeId?: string;
             cause?: components["schemas"]["NodeError"];
@@ -1287,6 +1287,18 @@ export interface components {
             /** @enum {string} */
             cache?: "hit" | "miss";
             cachedFrom?: string;
+            windows?: {
+                generation: number;
+                nodes: string[];
+                observe: string[];
+                goalReached: boolean;
+                reason: string;
+                usage: {
+                    promptTokens: number;
+                    completionTokens: number;
+                    modelCalls: number;
+                };
+            }[];
         };
         RunUsage: {
             toolCalls: number;
@@ -1638,7 +1650,7 @@ export interface components {
              * @default dag
              * @enum {string}
              */
-            mode?: "dag" | "loop";
+            mode?: "dag" | "loop" | "window";
             /** @default main */
             agentId?: string;
             model?: string;
@@ -1652,6 +1664,8 @@ export interface components {
             maxIterations?: number;
             /** @default 2 */
             maxReplans?: number;
+            window?: number;
+            maxWindows?: number;
             input?: unknown;
             /** @default 600 */
             timeoutSeconds?: number;

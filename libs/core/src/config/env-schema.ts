@@ -11,6 +11,7 @@ import { AgentCeiling, AgentId, Ceilings, TenantCeiling } from '../ceilings/ceil
 import { ModelPrices, PriceTable } from '../cost/price-table.js';
 import { MAX_BUDGET_COST_USD } from '../domain/node-snapshot.js';
 import { TenantId } from '../domain/tenant.js';
+import { MAX_WINDOWS, MAX_WINDOW_SIZE } from '../runs/run-request.js';
 import { DEFAULT_LIFECYCLE, type LifecycleSettings } from '../memory/lesson-lifecycle.js';
 import { DEFAULT_RULE_SETTINGS, type RuleSettings } from '../memory/lesson-rules.js';
 import type { ModelConfig } from '../model/model-config.js';
@@ -312,6 +313,10 @@ export const BaseEnv = z.object({
   TETRALOOP_PLAN_CACHE: z.enum(['on', 'off']).default('on'),
   /** How long a cached plan is kept. */
   TETRALOOP_PLAN_CACHE_TTL_SECONDS: z.coerce.number().int().min(1).default(3600),
+  /** Window mode: most nodes per window when the request sets no `window` (the seed's 3–5, with margin). */
+  TETRALOOP_PLAN_WINDOW: z.coerce.number().int().min(1).max(MAX_WINDOW_SIZE).default(5),
+  /** Window mode: most windows of a run when the request sets no `maxWindows`. */
+  TETRALOOP_PLAN_MAX_WINDOWS: z.coerce.number().int().min(1).max(MAX_WINDOWS).default(10),
   /** The reflect loop: `on` records settled runs, reflects and applies lessons; `off` does none of it. */
   TETRALOOP_REFLECT: z.enum(['on', 'off']).default('on'),
   /** How often queue depths, the stall alarm and Redis's health are checked (API and workers). */

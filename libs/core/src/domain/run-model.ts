@@ -157,6 +157,30 @@ export const RunEvent = z.object({
 });
 export type RunEvent = z.infer<typeof RunEvent>;
 
+/**
+ * One window of a window-mode run: the plan generation it was installed as, the nodes the planner
+ * added, the outputs the next window's planner is shown, and why the planner was asked.
+ */
+export const WindowRecord = z.object({
+  /** The run generation the window ran as. */
+  generation: z.number().int().nonnegative(),
+  /** Ids of the nodes this window added, in the planner's order. */
+  nodes: z.array(z.string()),
+  /** Nodes whose outputs the next window's planner is shown. */
+  observe: z.array(z.string()),
+  /** The planner said the task is done once this window's nodes are. */
+  goalReached: z.boolean(),
+  /** Why the planner was asked: `start`, `window_drained`, a node's failure, `environment_changed`. */
+  reason: z.string(),
+  /** The planner calls of this window (a repair included). */
+  usage: z.object({
+    promptTokens: z.number().int().nonnegative(),
+    completionTokens: z.number().int().nonnegative(),
+    modelCalls: z.number().int().nonnegative(),
+  }),
+});
+export type WindowRecord = z.infer<typeof WindowRecord>;
+
 /** How a plan was made, recorded with the run so it can be replayed. */
 export const PlanningRecord = z.object({
   plannerModel: z.string(),
@@ -176,6 +200,8 @@ export const PlanningRecord = z.object({
   cache: z.enum(['hit', 'miss']).optional(),
   /** On a hit: the run the cached plan was made for. */
   cachedFrom: z.string().optional(),
+  /** Window mode: every window so far, oldest first (the last one is the current plan's). */
+  windows: z.array(WindowRecord).optional(),
 });
 export type PlanningRecord = z.infer<typeof PlanningRecord>;
 
@@ -239,11 +265,24 @@ export const RunDocument = z.object({
 });
 export type RunDocument = z.infer<typeof RunDocument>;
 
+export type TaskMode = 'dag' | 'loop' | 'window';
+
+/** How a window-mode run is planned: at most `size` nodes per window, at most `maxWindows` windows. */
+export interface WindowSettings {
+  readonly size: number;
+  readonly maxWindows: number;
+}
+
 /** What a task run asks for, kept with the run so the plan loop can plan and replan it. */
 export interface TaskSpec {
   readonly task: string;
-  /** `loop` runs work the task with the agent loop and are never planned or replanned. @defaultValue "dag" */
-  readonly mode?: 'dag' | 'loop';
+  /**
+   * `loop` runs work the task with the agent loop and are never planned or replanned; `window`
+   * runs are planned a few nodes at a time. @defaultValue "dag"
+   */
+  readonly mode?: TaskMode;
+  /** Window mode: most nodes per window and most windows (`maxReplans` is `maxWindows - 1`). */
+  readonly window?: WindowSettings;
   readonly agentId: string;
   /** @defaultValue DEFAULT_TENANT */
   readonly tenant?: string;

@@ -22,6 +22,8 @@ export const RUN_ERROR_CODES = [
   'plan_rejected',
   /** Why a session run was handed back to the planner: its session's environment moved. */
   'environment_changed',
+  /** A window-mode run used its last window without the planner saying its goal was reached. */
+  'window_limit',
 ] as const;
 export type RunErrorCode = (typeof RUN_ERROR_CODES)[number];
 
@@ -37,6 +39,7 @@ export const RUN_ERROR_STATUS: Readonly<Record<RunErrorCode, 'failed' | 'cancell
   plan_failed: 'failed',
   plan_rejected: 'failed',
   environment_changed: 'failed',
+  window_limit: 'failed',
 };
 
 /** How a run failed or why it stopped. */

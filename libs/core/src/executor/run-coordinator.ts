@@ -6,14 +6,15 @@
  */
 import { DelayedError, WaitingChildrenError, type Job } from 'bullmq';
 import { isDeepStrictEqual } from 'node:util';
-import type { NodeSnapshot, RunStatus } from '../domain/run-model.js';
+import type { NodeSnapshot, RunStatus, UsageCharge } from '../domain/run-model.js';
 import { toErrorData, type NodeErrorData } from '../errors/node-error.js';
 import { RUN_ERROR_STATUS, deadlineError, runErrorForNode, type RunError } from '../errors/run-error.js';
 import { buildTopology } from '../graph/topology.js';
 import { forgetCachedPlan, planRun } from '../planning/plan-run.js';
+import { planWindow } from '../planning/plan-window.js';
 import { DeadlineJobData, JOB, RunJobData, type RunJobData as RunJobInput } from '../queues/catalog.js';
 import { enqueueDeadline, enqueueRunRoot, removeDeadline, wakeParkedNodes } from '../queues/run-jobs.js';
-import type { OutcomeState, RunHeader } from '../state/run-store.js';
+import type { OutcomeState, RunHeader, WindowState } from '../state/run-store.js';
 import { metrics } from '../telemetry/metrics.js';
 import { inSpan } from '../telemetry/tracing.js';
 import { retainBlobs } from './blob-reads.js';
@@ -121,6 +122,9 @@ async function executeRunJob(deps: ExecutorDeps, job: Job, token: string | undef
   // would otherwise settle the run with those nodes `node_lost`. With none pending, it goes on.
   if (token !== undefined && (await job.moveToWaitingChildren(token))) throw new WaitingChildrenError();
   let state = await deps.store.outcomeState(plan.runId);
+  if (state.mode === 'window' && state.status === 'running' && !state.replanRequested) {
+    state = await windowDrained(deps, plan, data.generation, state);
+  }
   if (state.replanRequested) {
     if (await replanIfRequested(deps, plan, data.generation, state.snapshots)) return { status: 'replanned' };
     state = await deps.store.outcomeState(plan.runId);
@@ -158,13 +162,16 @@ async function ensurePlanned(
     const current = await store.status(runId);
     if (current === null) return 'gone';
     if (current !== 'queued') return settleUnplanned(deps, runId);
-    result = await planRun(deps.planning, task, input, {
+    const first = {
       planVersion: 0,
       environmentVersion: envVersion,
       signal: tracked.signal,
-      runId,
       tenant: header.tenant,
-    });
+    };
+    result =
+      task.mode === 'window' && task.window
+        ? await planWindow(deps.planning, task, input, { ...first, settings: task.window })
+        : await planRun(deps.planning, task, input, { ...first, runId });
   } catch (err) {
     if (tracked.signal.aborted) {
       return settleUnplanned(deps, runId);
@@ -293,16 +300,27 @@ async function replanIfRequested(
   // asked, aborts the call (the decision then stands and the run settles as decided).
   const tracked = deps.aborts.track(plan.runId);
   let result: Awaited<ReturnType<typeof planRun>> | { failed: NodeErrorData };
+  // Window mode: the next window builds on the run so far, whose usage it carries over.
+  const windowed = task.mode === 'window' && task.window ? await store.windowState(plan.runId) : null;
   try {
     if ((await store.status(plan.runId)) !== 'running') return false;
     const envVersion = await environmentVersionOf(deps, plan.runId);
-    result = await planRun(planner, task, plan.input, {
+    const reason = `${failure.cause?.code ?? failure.code}: ${failure.message}`;
+    const next = {
       planVersion: generation + 1,
-      replan: { snapshots, failure: `${failure.cause?.code ?? failure.code}: ${failure.message}` },
       environmentVersion: envVersion,
       signal: tracked.signal,
       tenant: plan.tenant,
-    }).catch((err: unknown) => ({ failed: toErrorData(err) }));
+    };
+    result = await (
+      windowed && task.window
+        ? planWindow(planner, task, plan.input, {
+            ...next,
+            settings: task.window,
+            previous: { graph: windowed.graph, planning: windowed.planning, snapshots, reason },
+          })
+        : planRun(planner, task, plan.input, { ...next, replan: { snapshots, failure: reason } })
+    ).catch((err: unknown) => ({ failed: toErrorData(err) }));
   } finally {
     tracked.release();
   }
@@ -320,7 +338,8 @@ async function replanIfRequested(
       if (!('error' in result))
         await store.charge(plan.runId, await plannerCharge(deps, plan, result.outcome));
       const issues = 'error' in result || result.outcome.ok ? [] : [...result.outcome.issues];
-      error = { code: 'plan_rejected', message: 'the replan was rejected', issues, ...nodeId };
+      const message = windowed ? 'the next window was rejected' : 'the replan was rejected';
+      error = { code: 'plan_rejected', message, issues, ...nodeId };
     }
     await store.decideError(plan.runId, error, nowIso(), generation);
     return false;
@@ -344,12 +363,14 @@ async function replanIfRequested(
       .map((id) => [id, (topology.parents.get(id) ?? []).filter((p) => !kept.has(p)).length]),
   );
   const drop = [...snapshots.keys()].filter((id) => !kept.has(id));
+  const charge = await plannerCharge(deps, plan, outcome);
   const next = await store.replan(
     plan.runId,
     generation,
     { graph: outcome.graph, plan: outcome.plan, pending },
     planning,
-    await plannerCharge(deps, plan, outcome),
+    // A replan restarts the usage counters; a window run's budget holds for the whole run.
+    windowed ? carryUsage(windowed.usage, charge) : charge,
     drop,
   );
   if (next === 0) return false;
@@ -358,6 +379,46 @@ async function replanIfRequested(
   await enqueueRunRoot(deps.queues, plan.runId, next);
   deps.logger.info({ runId: plan.runId, generation: next, kept: kept.size }, 'task replanned');
   return true;
+}
+
+/**
+ * A window-mode run whose window drained (every node job of the generation finished, nothing asked
+ * for a replan): unless the window said the goal is reached, the next window is requested, as a
+ * replan; with the run's windows used up, the run fails with `window_limit`. Returns the state the
+ * finalize pass goes on with.
+ */
+async function windowDrained(
+  deps: ExecutorDeps,
+  plan: CompiledPlan,
+  generation: number,
+  state: OutcomeState,
+): Promise<OutcomeState> {
+  const { store } = deps;
+  const { planning } = await store.windowState(plan.runId);
+  const windows = planning?.windows ?? [];
+  const last = windows.at(-1);
+  // A rerun of a window run has no windows of its own: it runs its graph as given.
+  if (!last || last.goalReached) return state;
+  const drained = { code: 'window_drained', message: `window ${windows.length} drained` } as const;
+  if (await store.requestReplan(plan.runId, drained, generation)) return { ...state, replanRequested: true };
+  const error: RunError = {
+    code: 'window_limit',
+    message: `the run used its ${windows.length} window(s) without the planner reaching the goal`,
+  };
+  await store.decideError(plan.runId, error, nowIso(), generation);
+  return store.outcomeState(plan.runId);
+}
+
+/** Adds the usage a window run had before a replan restarted its counters to the replan's charge. */
+function carryUsage(before: WindowState['usage'], charge: UsageCharge): UsageCharge {
+  return {
+    ...charge,
+    toolCalls: before.toolCalls + (charge.toolCalls ?? 0),
+    toolTimeMs: before.toolTimeMs + (charge.toolTimeMs ?? 0),
+    promptTokens: before.promptTokens + (charge.promptTokens ?? 0),
+    completionTokens: before.completionTokens + (charge.completionTokens ?? 0),
+    modelCalls: before.modelCalls + (charge.modelCalls ?? 0),
+  };
 }
 
 /**

@@ -7,7 +7,9 @@ import { bootstrapFilesOf, type HookRegistry } from '../hooks/hook-registry.js';
 import { DEFAULT_TENANT, scopedName } from '../domain/tenant.js';
 import type { NodeSnapshot, PlanningRecord, TaskSpec } from '../domain/run-model.js';
 import type { GraphLimits } from '../graph/limits.js';
-import type { ModelClient } from '../model/model-client.js';
+import type { ModelClient, ThinkingOptions } from '../model/model-client.js';
+import type { ToolCatalog } from '../tools/tool-catalog.js';
+import type { WorkspaceFile } from '../workspace/workspace.js';
 import { truncate } from '../model/prompt-render.js';
 import { Thinking, thinkingOptions } from '../model/thinking.js';
 import type { Lesson } from '../memory/lesson.js';
@@ -75,13 +77,29 @@ export interface PlanCacheRef {
 export type PlanRunResult =
   { outcome: PlanOutcome; planning: PlanningRecord; cache?: PlanCacheRef } | { error: string };
 
-export async function planRun(
+/** What every planner call of a task run is assembled from: catalog, workspace, lessons, checks. */
+export interface PlannerContext {
+  readonly model: ModelClient;
+  readonly catalog: ToolCatalog;
+  readonly workspace: WorkspaceFile[];
+  /** The lessons the planner is told, most confident first. */
+  readonly told: Lesson[];
+  readonly lessonsVersion: number;
+  /** The agent within its tenant: whose lessons and cached plans these are. */
+  readonly memoryAgent: string;
+  /** The checks of a plan of this agent. */
+  readonly planner: Omit<PlannerDeps, 'model'>;
+  /** The planning record of a plan made by `model` with prompt `promptVersion`. */
+  readonly record: (model: string, promptVersion: string) => PlanningRecord;
+}
+
+/** Reads what the planner of `task` needs: its catalog, workspace files and lessons in effect. */
+export async function plannerContext(
   deps: PlanningDeps,
   task: TaskSpec,
-  input: unknown,
-  options: PlanRunOptions,
-): Promise<PlanRunResult> {
-  const { planVersion, replan, environmentVersion = 0, signal, runId, tenant = DEFAULT_TENANT } = options;
+  options: Pick<PlanRunOptions, 'planVersion' | 'environmentVersion' | 'tenant' | 'runId'>,
+): Promise<PlannerContext | { error: string }> {
+  const { planVersion, environmentVersion = 0, tenant = DEFAULT_TENANT, runId } = options;
   if (!deps.model) return { error: 'no model is configured' };
   const allowed = deps.allowedTools(task.agentId);
   const catalog = toolCatalog(deps.tools, allowed);
@@ -114,24 +132,44 @@ export async function planRun(
   };
   // Told to the planner, or part of the cached plan made with the same lessons version.
   if (told.length > 0) metrics.lessonApplications.inc({ kind: 'soft' }, told.length);
-  const planner: Omit<PlannerDeps, 'model'> = {
-    tools: deps.tools,
-    limits: deps.limits,
-    allowedTools: allowed,
-    ...(deps.ceilings ? { models: deps.ceilings.models(tenant, task.agentId) } : {}),
-    blocked,
+  return {
+    model: deps.model,
+    catalog,
+    workspace,
+    told,
+    lessonsVersion: book.version,
+    memoryAgent,
+    planner: {
+      tools: deps.tools,
+      limits: deps.limits,
+      allowedTools: allowed,
+      ...(deps.ceilings ? { models: deps.ceilings.models(tenant, task.agentId) } : {}),
+      blocked,
+    },
+    record: (model, promptVersion) => ({
+      plannerModel: model,
+      promptVersion,
+      toolCatalogVersion: catalog.version,
+      planVersion,
+      environmentVersion,
+      ...(deps.lessons ? { lessonsVersion: book.version, lessons: told.map((l) => l.id) } : {}),
+    }),
   };
-  const plannerModel = task.model ?? deps.model.config.plannerModel;
-  const asked = Thinking.safeParse(task.thinking);
-  const thinking = asked.success ? thinkingOptions(asked.data) : undefined;
-  const record = (model: string): PlanningRecord => ({
-    plannerModel: model,
-    promptVersion: PLANNER_PROMPT_VERSION,
-    toolCatalogVersion: catalog.version,
-    planVersion,
-    environmentVersion,
-    ...(deps.lessons ? { lessonsVersion: book.version, lessons: told.map((l) => l.id) } : {}),
-  });
+}
+
+export async function planRun(
+  deps: PlanningDeps,
+  task: TaskSpec,
+  input: unknown,
+  options: PlanRunOptions,
+): Promise<PlanRunResult> {
+  const { planVersion, replan, signal, runId } = options;
+  const context = await plannerContext(deps, task, options);
+  if ('error' in context) return context;
+  const { catalog, workspace, told, memoryAgent, planner, model: client } = context;
+  const call = plannerCall(task);
+  const plannerModel = call.model ?? client.config.plannerModel;
+  const record = (model: string): PlanningRecord => context.record(model, PLANNER_PROMPT_VERSION);
 
   // Only a run's first plan goes through the plan cache; replans are always asked for.
   const cache = deps.cache?.enabled && !replan && planVersion === 0 && runId ? deps.cache : undefined;
@@ -141,7 +179,7 @@ export async function planRun(
       task: task.task,
       input,
       toolCatalogVersion: catalog.version,
-      lessonsVersion: book.version,
+      lessonsVersion: context.lessonsVersion,
       plannerModel,
       promptVersion: PLANNER_PROMPT_VERSION,
       overrides: task.overrides,
@@ -184,7 +222,7 @@ export async function planRun(
       )
     : undefined;
   const outcome = await planTask(
-    { ...planner, model: deps.model },
+    { ...planner, model: client },
     {
       task: task.task,
       catalog,
@@ -195,7 +233,7 @@ export async function planRun(
     },
     input,
     signal,
-    { model: plannerModel, ...(thinking ? { thinking } : {}) },
+    call,
   );
   if (!cache || !cacheKey || !runId) return { outcome, planning: record(outcome.model) };
   if (outcome.ok) {
@@ -220,4 +258,11 @@ export async function forgetCachedPlan(
   if (!deps.cache) return false;
   const ref = await store.planCacheRef(runId);
   return ref ? deps.cache.forget(ref.key, ref.runId) : false;
+}
+
+/** A run may name its planner's model and reasoning effort (`model`, `thinking`). */
+export function plannerCall(task: TaskSpec): { model?: string; thinking?: ThinkingOptions } {
+  const asked = Thinking.safeParse(task.thinking);
+  const thinking = asked.success ? thinkingOptions(asked.data) : undefined;
+  return { ...(task.model !== undefined ? { model: task.model } : {}), ...(thinking ? { thinking } : {}) };
 }

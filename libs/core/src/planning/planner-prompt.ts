@@ -12,10 +12,8 @@ import { assembleSystemPrompt } from './system-prompt.js';
 
 export const PLANNER_PROMPT_VERSION = 'planner-v2';
 
-const BASE = `You plan tasks for Tetraloop, a runtime that executes a plan as a directed acyclic graph.
-Answer with one JSON object {"nodes": [...], "edges": [[from, to], ...]} and nothing else.
-Rules:
-- Node ids match [A-Za-z0-9_-]{1,64} and are unique. "input" is reserved.
+/** The rules of a graph every planner states: ids, node kinds, failure policy, references, tools. */
+export const GRAPH_RULES = `- Node ids match [A-Za-z0-9_-]{1,64} and are unique. "input" is reserved.
 ${Object.values(NODE_KINDS)
   .flatMap((k) => (k.planner ? [`- ${k.planner.rule}`] : []))
   .join('\n')}
@@ -24,6 +22,11 @@ ${Object.values(NODE_KINDS)
 - A node may only reference nodes it depends on (directly or through other nodes), and every dependency is an edge.
 - No cycles. Independent steps must not depend on each other, so they run in parallel.
 - Use only the tools in the catalog.`;
+
+const BASE = `You plan tasks for Tetraloop, a runtime that executes a plan as a directed acyclic graph.
+Answer with one JSON object {"nodes": [...], "edges": [[from, to], ...]} and nothing else.
+Rules:
+${GRAPH_RULES}`;
 
 export interface PlannerPromptInput {
   readonly task: string;

@@ -18,8 +18,10 @@ import { plannerMessages, repairMessage, type PlannerPromptInput } from './plann
 
 /** What the planner may answer: the kinds the table lets it write. Sent as the structured-output schema. */
 const plannedKinds = Object.values(NODE_KINDS).flatMap((k) => (k.planner ? [k.planner.schema] : []));
+/** One node as the planner may write it (any planned kind). */
+export const PlannedNode = z.union(plannedKinds as [z.ZodType, z.ZodType, ...z.ZodType[]]);
 const PlannedGraph = z.object({
-  nodes: z.array(z.union(plannedKinds as [z.ZodType, z.ZodType, ...z.ZodType[]])),
+  nodes: z.array(PlannedNode),
   edges: z.array(z.tuple([z.string(), z.string()])),
 });
 export const PLANNER_SCHEMA = z.toJSONSchema(PlannedGraph, { unrepresentable: 'any' }) as Record<
@@ -80,20 +82,54 @@ export async function planTask(
   /** The run's own model and reasoning effort for the planner call (`model`, `thinking` of a dag-mode run). */
   call: { readonly model?: string; readonly thinking?: ThinkingOptions } = {},
 ): Promise<PlanOutcome> {
-  const messages = plannerMessages(prompt);
+  const asked = await askPlanner(
+    deps.model,
+    plannerMessages(prompt),
+    { name: 'graph', schema: PLANNER_SCHEMA },
+    (raw) => {
+      const checked = validatePlan(deps, raw, runInput);
+      return checked.ok ? { ok: true, value: checked } : checked;
+    },
+    signal,
+    call,
+  );
+  if (!asked.ok) return asked;
+  const { value, ...rest } = asked;
+  return { ...rest, graph: value.graph, plan: value.plan, topology: value.topology };
+}
+
+/** What one planner exchange (an answer and at most one repair) ends with. */
+export type Asked<T> =
+  | { ok: true; value: T; usage: ModelUsage; calls: number; model: string }
+  | { ok: false; issues: readonly ValidationIssue[]; usage: ModelUsage; calls: number; model: string };
+
+/**
+ * Asks the planner model with structured output named `schema.name`, parses and checks the answer
+ * with `check`, and sends every problem back for one repair. Shared by plan-once and window
+ * planning, so both count calls and tokens, retry and repair the same way.
+ */
+export async function askPlanner<T>(
+  client: ModelClient,
+  messages: ChatMessage[],
+  schema: { name: string; schema: Record<string, unknown> },
+  check: (raw: unknown) => { ok: true; value: T } | { ok: false; issues: readonly ValidationIssue[] },
+  signal?: AbortSignal,
+  /** The run's own model and reasoning effort (`model`, `thinking` of a task run). */
+  call: { readonly model?: string; readonly thinking?: ThinkingOptions } = {},
+): Promise<Asked<T>> {
   const usage: ModelUsage = { promptTokens: 0, completionTokens: 0 };
   let calls = 0;
-  const model = call.model ?? deps.model.config.plannerModel;
+  const model = call.model ?? client.config.plannerModel;
   let issues: readonly ValidationIssue[] = [];
   // One plan, and at most one repair of it.
   for (let round = 0; round < 2; round++) {
     const answer = await inChatSpan(model, () =>
-      deps.model.chat({
+      client.chat({
         model,
         messages,
-        schema: { name: 'graph', schema: PLANNER_SCHEMA },
+        schema,
         ...(call.thinking?.effort ? { thinking: { effort: call.thinking.effort } } : {}),
-        retries: deps.model.config.maxRetries,
+        retries: client.config.maxRetries,
         ...(signal ? { signal } : {}),
       }),
     );
@@ -113,17 +149,8 @@ export async function planTask(
     const result =
       raw === undefined
         ? { ok: false as const, issues: [{ path: '', message: 'the answer is not JSON' }] }
-        : validatePlan(deps, raw, runInput);
-    if (result.ok)
-      return {
-        ok: true,
-        graph: result.graph,
-        plan: result.plan,
-        topology: result.topology,
-        usage,
-        calls,
-        model,
-      };
+        : check(raw);
+    if (result.ok) return { ok: true, value: result.value, usage, calls, model };
     issues = result.issues;
     messages.push({ role: 'assistant', content: answer.text } satisfies ChatMessage, repairMessage(issues));
   }

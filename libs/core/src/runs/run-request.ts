@@ -1,5 +1,12 @@
 import { z } from 'zod';
-import { Budget, MAX_RUN_SECONDS, MAX_RUN_TAGS, OnBudget, RunTag } from '../domain/run-model.js';
+import {
+  Budget,
+  MAX_RUN_SECONDS,
+  MAX_RUN_TAGS,
+  OnBudget,
+  RunTag,
+  type WindowSettings,
+} from '../domain/run-model.js';
 import { RunWebhook } from '../domain/webhook.js';
 import { DEFAULT_PRIORITY, Priority } from '../flow/limits.js';
 import { Thinking } from '../model/thinking.js';
@@ -7,17 +14,22 @@ import { Thinking } from '../model/thinking.js';
 /** Longest `task` (and `overrides`) a run request may have, in characters. */
 export const MAX_TASK_CHARS = 200_000;
 
+/** Most nodes a window may hold (`window`), and most windows a run may have (`maxWindows`). */
+export const MAX_WINDOW_SIZE = 20;
+export const MAX_WINDOWS = 50;
+
 /**
  * Body of `POST /v1/runs`: a fixed `graph`, or a `task` that the plan loop plans into one
- * (`mode: "dag"`) or that the classic tool-calling loop works on (`mode: "loop"`). The graph is
- * validated separately so every problem gets a path.
+ * (`mode: "dag"`), plans a few nodes at a time (`mode: "window"`), or that the classic
+ * tool-calling loop works on (`mode: "loop"`). The graph is validated separately so every problem
+ * gets a path.
  */
 export const RunRequest = z
   .strictObject({
     graph: z.unknown().optional(),
     task: z.string().min(1).max(MAX_TASK_CHARS).optional(),
     /** @defaultValue "dag" */
-    mode: z.enum(['dag', 'loop']).default('dag'),
+    mode: z.enum(['dag', 'loop', 'window']).default('dag'),
     agentId: z
       .string()
       .regex(/^[A-Za-z0-9_-]{1,64}$/, 'must match [A-Za-z0-9_-]{1,64}')
@@ -36,8 +48,12 @@ export const RunRequest = z
     overrides: z.string().max(MAX_TASK_CHARS).optional(),
     /** Loop mode: most model turns. @defaultValue 10 */
     maxIterations: z.number().int().min(1).max(50).default(10),
-    /** Task runs: most replans. @defaultValue 2 */
+    /** Task runs: most replans (dag mode; window mode bounds its windows instead). @defaultValue 2 */
     maxReplans: z.number().int().min(0).max(10).default(2),
+    /** Window mode: most nodes per window. Unset: the deployment's `TETRALOOP_PLAN_WINDOW`. */
+    window: z.number().int().min(1).max(MAX_WINDOW_SIZE).optional(),
+    /** Window mode: most windows (planner calls that install nodes). Unset: `TETRALOOP_PLAN_MAX_WINDOWS`. */
+    maxWindows: z.number().int().min(1).max(MAX_WINDOWS).optional(),
     input: z.unknown().optional(),
     /** Run deadline. @defaultValue 600 */
     timeoutSeconds: z.number().int().positive().max(MAX_RUN_SECONDS).default(600),
@@ -80,8 +96,30 @@ export const RunRequest = z
         });
       }
     }
-    if (r.mode === 'loop' && r.task === undefined) {
-      ctx.addIssue({ code: 'custom', path: ['mode'], message: 'loop mode needs a task' });
+    if (r.mode !== 'dag' && r.task === undefined) {
+      ctx.addIssue({ code: 'custom', path: ['mode'], message: `${r.mode} mode needs a task` });
+    }
+    for (const field of ['window', 'maxWindows'] as const) {
+      if (r[field] !== undefined && r.mode !== 'window') {
+        ctx.addIssue({ code: 'custom', path: [field], message: 'only window mode takes this field' });
+      }
     }
   });
 export type RunRequest = z.infer<typeof RunRequest>;
+
+/**
+ * How many times a task run may be planned again, and its window settings in window mode. A window
+ * after the first is installed like a replan, so window mode's bound is `maxWindows - 1` replans
+ * (the request's `maxReplans` does not apply there).
+ */
+export function taskBounds(
+  request: Pick<RunRequest, 'mode' | 'maxReplans' | 'window' | 'maxWindows'>,
+  defaults: WindowSettings,
+): { maxReplans: number; window?: WindowSettings } {
+  if (request.mode !== 'window') return { maxReplans: request.maxReplans };
+  const window = {
+    size: request.window ?? defaults.size,
+    maxWindows: request.maxWindows ?? defaults.maxWindows,
+  };
+  return { maxReplans: window.maxWindows - 1, window };
+}

@@ -31,11 +31,11 @@ import type { RunSearchPage } from '../state/run-index.js';
 import type { RunStore } from '../state/run-store.js';
 import type { RunSearch } from '../insight/run-search.js';
 import { explainRun, readyTimes, type RunExplain } from '../insight/explain.js';
-import type { RunEvent } from '../domain/run-model.js';
+import type { RunEvent, WindowSettings } from '../domain/run-model.js';
 import type { WebhookOutbox } from '../queues/webhook-jobs.js';
 import { WebhookStoreError, type WebhookStore } from '../state/webhook-store.js';
 import type { ToolRegistry } from '../tools/tool.js';
-import type { RunRequest } from './run-request.js';
+import { taskBounds, type RunRequest } from './run-request.js';
 import { rerunSet, rerunStart } from './rerun-set.js';
 
 export class GraphRejectedError extends Error {
@@ -95,6 +95,8 @@ export interface RunServiceDeps {
   readonly tools: ToolRegistry;
   readonly limits: GraphLimits;
   readonly defaultBudget: RunBudget;
+  /** Window mode when the request sets no `window` / `maxWindows`. */
+  readonly windowDefaults: WindowSettings;
   /** Whether llm nodes, agents and task runs can run here. */
   readonly modelConfigured: boolean;
   readonly allowedTools: (agentId: string) => ReadonlySet<string>;
@@ -133,7 +135,7 @@ export class RunService {
       ]);
     }
     this.checkModel(tenant, request);
-    const taskPlansLater = request.task !== undefined && request.mode === 'dag';
+    const taskPlansLater = request.task !== undefined && request.mode !== 'loop';
     const graph =
       request.task !== undefined && request.mode === 'loop'
         ? loopModeGraph(request.task, [...allowedTools], request.maxIterations, options.system, {
@@ -172,7 +174,7 @@ export class RunService {
               task: request.task,
               agentId: request.agentId,
               tenant,
-              maxReplans: request.maxReplans,
+              ...taskBounds(request, this.deps.windowDefaults),
               ...(request.overrides ? { overrides: request.overrides } : {}),
               ...(request.model !== undefined ? { model: request.model } : {}),
               ...(request.thinking !== undefined ? { thinking: request.thinking } : {}),
@@ -408,6 +410,7 @@ export class RunService {
               agentId: task.agentId,
               tenant,
               maxReplans: task.maxReplans,
+              ...(task.window ? { window: task.window } : {}),
               ...(task.overrides ? { overrides: task.overrides } : {}),
             },
           }

@@ -134,6 +134,7 @@ export function buildServices(
       tokens: env.TETRALOOP_BUDGET_TOKENS,
       ...(env.TETRALOOP_BUDGET_COST_USD ? { costUsd: env.TETRALOOP_BUDGET_COST_USD } : {}),
     },
+    windowDefaults: { size: env.TETRALOOP_PLAN_WINDOW, maxWindows: env.TETRALOOP_PLAN_MAX_WINDOWS },
     lanePosition: (sessionKey, runId) => sessionStore.position(sessionKey, runId),
   });
   const memory =

@@ -22,6 +22,7 @@ import {
   type PlanningRecord,
   type RunDocument,
   type RunEvent,
+  type TaskMode,
   type TaskSpec,
   type UsageCharge,
 } from '../domain/run-model.js';
@@ -210,6 +211,23 @@ export interface OutcomeState {
   readonly createdAt: string | null;
   readonly sessionKey: string | null;
   readonly replanRequested: boolean;
+  /** A task run's mode (null for a fixed graph): a window-mode run's drained window asks for the next. */
+  readonly mode: TaskMode | null;
+}
+
+/** The usage counters `replan-6.lua` restarts with a new plan. */
+const REPLAN_COUNTERS = [
+  'toolCalls',
+  'toolTimeMs',
+  'promptTokens',
+  'completionTokens',
+  'modelCalls',
+] as const;
+
+export interface WindowState {
+  readonly graph: Graph;
+  readonly planning: PlanningRecord | null;
+  readonly usage: Record<(typeof REPLAN_COUNTERS)[number], number>;
 }
 
 export interface CompleteNodeResult {
@@ -245,6 +263,9 @@ export interface RunStoreOptions {
    */
   readonly eventsMax?: number;
 }
+
+const taskMode = (mode: string | null | undefined): TaskMode =>
+  mode === 'loop' || mode === 'window' ? mode : 'dag';
 
 const parseJson = (text: string | null | undefined): unknown => (text ? (JSON.parse(text) as unknown) : null);
 
@@ -314,6 +335,8 @@ export class RunStore {
             task: run.task.task,
             mode: run.task.mode ?? 'dag',
             maxReplans: String(run.task.maxReplans),
+            // Window mode's size; its window bound is `maxReplans + 1`.
+            ...(run.task.window ? { window: String(run.task.window.size) } : {}),
             ...(run.task.overrides ? { overrides: run.task.overrides } : {}),
             ...(run.task.model !== undefined ? { taskModel: run.task.model } : {}),
             ...(run.task.thinking !== undefined ? { thinking: JSON.stringify(run.task.thinking) } : {}),
@@ -669,6 +692,7 @@ export class RunStore {
         'parentRunId',
         'taskModel',
         'thinking',
+        'window',
       )
       .hexists(meta, 'plan')
       .exec();
@@ -686,6 +710,7 @@ export class RunStore {
       parentRunId,
       taskModel,
       thinking,
+      size,
     ] = fields;
     return {
       status: status ? RunStatus.parse(status) : null,
@@ -698,13 +723,14 @@ export class RunStore {
           ? null
           : {
               task,
-              mode: mode === 'loop' ? 'loop' : 'dag',
+              mode: taskMode(mode),
               agentId: agentId ?? 'main',
               tenant: tenant ?? DEFAULT_TENANT,
               ...(overrides ? { overrides } : {}),
               ...(taskModel ? { model: taskModel } : {}),
               ...(thinking ? { thinking: parseJson(thinking) } : {}),
               maxReplans: Number(maxReplans ?? 0),
+              ...(size ? { window: { size: Number(size), maxWindows: Number(maxReplans ?? 0) + 1 } } : {}),
               planned: hasPlan === 1,
               replanRequest: parseJson(replan),
             },
@@ -719,10 +745,10 @@ export class RunStore {
     const k = runKeys(this.options.prefix, runId);
     const replies = await slotMulti(this.redis)
       .hgetall(k.nodes)
-      .hmget(k.meta, 'status', 'error', 'createdAt', 'sessionKey', 'replan')
+      .hmget(k.meta, 'status', 'error', 'createdAt', 'sessionKey', 'replan', 'mode')
       .exec();
     const [nodes, fields] = multiReplies(replies) as [Record<string, string>, (string | null)[]];
-    const [status, error, createdAt, sessionKey, replan] = fields;
+    const [status, error, createdAt, sessionKey, replan, mode] = fields;
     return {
       snapshots: new Map(Object.entries(nodes).map(([id, raw]) => [id, JSON.parse(raw) as NodeSnapshot])),
       status: status ? RunStatus.parse(status) : null,
@@ -730,6 +756,8 @@ export class RunStore {
       createdAt: createdAt ?? null,
       sessionKey: sessionKey ?? null,
       replanRequested: replan !== null && replan !== undefined,
+      // Only a task run has a mode.
+      mode: mode === null || mode === undefined ? null : taskMode(mode),
     };
   }
 
@@ -752,6 +780,27 @@ export class RunStore {
     return stored === 1;
   }
 
+  /**
+   * What planning a window-mode run's next window reads, in one round trip: the graph so far, the
+   * current planning record (its windows) and the usage counters a replan restarts, which the next
+   * window carries over so the run's budget holds across windows.
+   */
+  async windowState(runId: string): Promise<WindowState> {
+    const k = runKeys(this.options.prefix, runId);
+    const replies = await slotMulti(this.redis)
+      .hmget(k.meta, 'graph', 'planning')
+      .hmget(k.aux, ...REPLAN_COUNTERS.map((c) => `usage:${c}`))
+      .exec();
+    const [[graph, planning], counters] = multiReplies(replies) as [(string | null)[], (string | null)[]];
+    return {
+      graph: (parseJson(graph) as Graph | null) ?? { nodes: [], edges: [] },
+      planning: parseJson(planning) as PlanningRecord | null,
+      usage: Object.fromEntries(
+        REPLAN_COUNTERS.map((c, i) => [c, Number(counters[i] ?? 0)]),
+      ) as WindowState['usage'],
+    };
+  }
+
   /** The plan cache entry a run's first plan came from or was stored in, if any. */
   async planCacheRef(runId: string): Promise<{ key: string; runId: string } | null> {
     const [key, from] = await this.redis.hmget(
@@ -771,8 +820,15 @@ export class RunStore {
     ]);
   }
 
-  /** Hands a running task run back to the plan loop; false when it cannot be replanned. */
-  async requestReplan(runId: string, failure: RunError, generation: number): Promise<boolean> {
+  /**
+   * Hands a running task run back to the plan loop; false when it cannot be replanned. A window
+   * run whose window drained asks for its next window the same way (`window_drained`).
+   */
+  async requestReplan(
+    runId: string,
+    failure: RunError | { code: 'window_drained'; message: string },
+    generation: number,
+  ): Promise<boolean> {
     const requested = await this.script('request-replan-6', this.keys(runId), [
       JSON.stringify(failure),
       generation,

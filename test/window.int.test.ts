@@ -1,0 +1,309 @@
+/**
+ * Window mode against a scripted OpenAI-compatible planner, through the real `openai` SDK: windows
+ * run in parallel, the next window is asked when one drains (or a node fails) and sees only the
+ * outputs asked for, the goal ends the run, windows are bounded in size and number, and an invalid
+ * window is rejected whole.
+ */
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import {
+  startModelServer,
+  type ChatRequest,
+  type ModelServer,
+  type ScriptedReply,
+} from './support/model-server.js';
+import { postRun, readEvents, runToEnd, startStack, type Stack } from './support/stack.js';
+import { overlaps, startToolServer, type ToolServer } from './support/tool-server.js';
+
+let stack: Stack;
+let model: ModelServer;
+let server: ToolServer;
+
+/** Answers window-planner calls (structured output named "window"); `index` counts them per test. */
+let planner: (request: ChatRequest, index: number) => ScriptedReply = () => ({ content: '{}' });
+let windowCalls = 0;
+const isWindowCall = (r: ChatRequest): boolean =>
+  (r.response_format as { json_schema?: { name?: string } } | undefined)?.json_schema?.name === 'window';
+
+beforeAll(async () => {
+  server = await startToolServer();
+  model = await startModelServer({
+    script: (request) => (isWindowCall(request) ? planner(request, windowCalls++) : { content: 'ok' }),
+  });
+  stack = await startStack({
+    env: {
+      OPENAI_BASE_URL: model.url,
+      TETRALOOP_PLANNER_MODEL: 'scripted-planner',
+      TETRALOOP_MODEL_MAX_RETRIES: '0',
+      TETRALOOP_PLAN_WINDOW: '3',
+      TETRALOOP_PLAN_MAX_WINDOWS: '4',
+    },
+  });
+});
+afterAll(async () => {
+  await stack?.close();
+  await model?.close();
+  await server?.close();
+});
+
+/** Sets the planner's answers for one test: the n-th window call gets `windows[n]` (the last repeats). */
+function plan(...windows: unknown[]): void {
+  windowCalls = 0;
+  planner = (_request, index) => ({
+    content: JSON.stringify(windows[Math.min(index, windows.length - 1)]),
+    usage: { promptTokens: 100, completionTokens: 50 },
+  });
+}
+const work = (id: string, ms = 1) => ({
+  id,
+  kind: 'tool',
+  tool: 'http',
+  args: { url: `${server.url}/work?node=${id}&ms=${ms}` },
+});
+const windowRequests = (before: number): ChatRequest[] => model.requests.slice(before).filter(isWindowCall);
+const userOf = (r: ChatRequest): string => r.messages.find((m) => m.role === 'user')!.content!;
+
+describe('window mode', () => {
+  it('runs a window in parallel, asks for the next with only the observed outputs, and ends at the goal', async () => {
+    const before = model.requests.length;
+    plan(
+      {
+        // w-b reads w-a, so only w-b and w-c (the window's results) are shown next time.
+        nodes: [
+          work('w-a', 150),
+          { id: 'w-b', kind: 'tool', tool: 'json', args: { value: { seen: '{{w-a.output.body.node}}' } } },
+          work('w-c', 150),
+        ],
+        edges: [['w-a', 'w-b']],
+        goalReached: false,
+      },
+      {
+        nodes: [{ id: 'w-d', kind: 'tool', tool: 'json', args: { value: { from: { $ref: 'w-b.output' } } } }],
+        edges: [['w-b', 'w-d']],
+        goalReached: true,
+      },
+    );
+    const doc = await runToEnd(stack.url, { task: 'two windows', mode: 'window' });
+    expect(doc.status).toBe('succeeded');
+    // The first window's independent fetches ran side by side.
+    expect(overlaps(server.hitsOf('w-a')[0]!, server.hitsOf('w-c')[0]!)).toBe(true);
+    const calls = windowRequests(before);
+    expect(calls).toHaveLength(2);
+    expect(calls[0]!.model).toBe('scripted-planner');
+    expect(userOf(calls[0]!)).toBe(
+      'Task: two windows\n\nWindow 1 of at most 4, at most 3 nodes.\n\nReturn the first window.',
+    );
+    const second = userOf(calls[1]!);
+    expect(second).toContain('Window 2 of at most 4');
+    expect(second).toContain('Why you are asked again: window_drained: window 1 drained');
+    expect(second).toContain('Completed nodes you may depend on: w-a (http), w-b (json), w-c (http)');
+    expect(second).toContain('"w-b":"{\\"seen\\":\\"w-a\\"}"');
+    expect(second).toContain('"w-c":');
+    // w-a's output was consumed inside the window: the next call does not see it.
+    expect(second).not.toContain('"w-a":');
+    // Each call is fresh: no earlier answer travels with it.
+    expect(calls[1]!.messages).toHaveLength(2);
+    expect(doc.output).toEqual({ 'w-c': expect.anything(), 'w-d': { from: { seen: 'w-a' } } });
+    // Every window is a plan generation, recorded on the run.
+    expect(doc.generation).toBe(1);
+    expect(doc.planning).toMatchObject({ promptVersion: 'planner-window-v1', planVersion: 1 });
+    expect(doc.planning!.windows).toEqual([
+      {
+        generation: 0,
+        nodes: ['w-a', 'w-b', 'w-c'],
+        observe: ['w-b', 'w-c'],
+        goalReached: false,
+        reason: 'start',
+        usage: { promptTokens: 100, completionTokens: 50, modelCalls: 1 },
+      },
+      {
+        generation: 1,
+        nodes: ['w-d'],
+        observe: ['w-d'],
+        goalReached: true,
+        reason: 'window_drained: window 1 drained',
+        usage: { promptTokens: 100, completionTokens: 50, modelCalls: 1 },
+      },
+    ]);
+    // The completed nodes kept their snapshots; the run's usage spans both windows.
+    expect(server.hitsOf('w-a')).toHaveLength(1);
+    expect(doc.usage).toMatchObject({
+      promptTokens: 200,
+      completionTokens: 100,
+      modelCalls: 2,
+      toolCalls: 4,
+    });
+    const events = await readEvents(stack.url, doc.runId);
+    expect(events.filter((e) => e.data.type === 'plan')).toHaveLength(2);
+  });
+
+  it('shows the outputs a window asks to observe, and ends on a goal reached with no nodes', async () => {
+    const before = model.requests.length;
+    plan(
+      {
+        nodes: [
+          work('o-a'),
+          { id: 'o-b', kind: 'tool', tool: 'json', args: { value: '{{o-a.output.body.node}}' } },
+        ],
+        edges: [['o-a', 'o-b']],
+        goalReached: false,
+        observe: ['o-a'],
+      },
+      { nodes: [], edges: [], goalReached: true },
+    );
+    const doc = await runToEnd(stack.url, { task: 'observe', mode: 'window' });
+    expect(doc.status).toBe('succeeded');
+    const second = userOf(windowRequests(before)[1]!);
+    expect(second).toContain('"o-a":');
+    expect(second).not.toContain('"o-b":');
+    expect(doc.output).toEqual({ 'o-b': 'o-a' });
+    expect(doc.planning!.windows!.map((w) => w.nodes)).toEqual([['o-a', 'o-b'], []]);
+  });
+
+  it('asks for the next window when a node fails, and drops the failed node', async () => {
+    const before = model.requests.length;
+    const hits = server.hits.length;
+    plan(
+      {
+        nodes: [
+          {
+            id: 'f-bad',
+            kind: 'tool',
+            tool: 'http',
+            args: { url: `${server.url}/status/500?node=f-bad` },
+            retry: { server: 0 },
+          },
+          { id: 'f-after', kind: 'tool', tool: 'json', args: { value: { $ref: 'f-bad.output' } } },
+          work('f-ok', 50),
+        ],
+        edges: [['f-bad', 'f-after']],
+        goalReached: false,
+      },
+      { nodes: [work('f-mirror')], edges: [], goalReached: true },
+    );
+    const doc = await runToEnd(stack.url, { task: 'blocked', mode: 'window' });
+    expect(doc.status).toBe('succeeded');
+    const second = userOf(windowRequests(before)[1]!);
+    expect(second).toContain('Why you are asked again: server: node "f-bad" failed: HTTP 500');
+    expect(second).toContain('- f-bad: server: HTTP 500');
+    expect(second).toContain('- f-after: did not run');
+    expect(second).toContain('Completed nodes you may depend on: f-ok (http)');
+    // The failed node and its dependent are not part of the run any more; the completed one is.
+    expect(Object.keys(doc.nodes).sort()).toEqual(['f-mirror', 'f-ok']);
+    expect(doc.planning!.windows![1]!.reason).toContain('server: node "f-bad" failed');
+    // The failure policy a window node gets unless the planner sets one.
+    expect(doc.graph!.nodes.find((n) => n.id === 'f-mirror')).toMatchObject({ onError: 'replan' });
+    expect(server.hits.slice(hits).filter((h) => h.node === 'f-ok')).toHaveLength(1);
+  });
+
+  it('lets each window set the priority of its nodes', async () => {
+    const before = model.requests.length;
+    plan(
+      { nodes: [{ ...work('p-low'), priority: 2 }], edges: [], goalReached: false },
+      { nodes: [{ ...work('p-high'), priority: 9 }], edges: [['p-low', 'p-high']], goalReached: true },
+    );
+    const doc = await runToEnd(stack.url, { task: 'prioritised', mode: 'window' });
+    expect(doc.status).toBe('succeeded');
+    expect(doc.graph!.nodes.find((n) => n.id === 'p-high')).toMatchObject({ priority: 9 });
+    expect(doc.graph!.nodes.find((n) => n.id === 'p-low')).toMatchObject({ priority: 2 });
+    const [first] = windowRequests(before);
+    expect(JSON.stringify(first!.response_format)).toContain('"priority"');
+    expect(first!.messages[0]!.content).toContain('"priority" orders the ready nodes of a window');
+  });
+
+  it('holds the budget for the whole run, across windows', async () => {
+    plan(
+      { nodes: [work('b-1'), work('b-2')], edges: [], goalReached: false },
+      { nodes: [work('b-3')], edges: [], goalReached: true },
+    );
+    const doc = await runToEnd(stack.url, {
+      task: 'two tool calls allowed',
+      mode: 'window',
+      maxWindows: 2,
+      budget: { toolCalls: 2 },
+    });
+    // The second window starts with the first window's two calls counted: its node has none left.
+    expect(doc.status).toBe('failed');
+    expect(doc.error).toMatchObject({ code: 'budget_exhausted', nodeId: 'b-3' });
+    expect(server.hitsOf('b-3')).toHaveLength(0);
+    // The first window's calls are still counted after the second was installed.
+    expect(doc.usage.toolCalls).toBeGreaterThanOrEqual(2);
+  });
+
+  it('fails the run with window_limit when its windows are used up', async () => {
+    const before = model.requests.length;
+    let n = 0;
+    windowCalls = 0;
+    planner = () => ({
+      content: JSON.stringify({ nodes: [work(`l-${n++}`)], edges: [], goalReached: false }),
+    });
+    const doc = await runToEnd(stack.url, { task: 'never done', mode: 'window', maxWindows: 2 });
+    expect(doc.status).toBe('failed');
+    expect(doc.error).toMatchObject({ code: 'window_limit' });
+    expect(doc.error!.message).toContain('2 window(s)');
+    expect(windowRequests(before)).toHaveLength(2);
+    expect(doc.planning!.windows).toHaveLength(2);
+  });
+
+  it('sends a window larger than its bound back for repair, and rejects it whole if it stays too large', async () => {
+    const before = model.requests.length;
+    plan(
+      { nodes: [work('s-1'), work('s-2'), work('s-3')], edges: [], goalReached: true },
+      { nodes: [work('s-1'), work('s-2')], edges: [], goalReached: true },
+    );
+    const repaired = await runToEnd(stack.url, { task: 'too big once', mode: 'window', window: 2 });
+    expect(repaired.status).toBe('succeeded');
+    const calls = windowRequests(before);
+    expect(calls).toHaveLength(2);
+    expect(calls[1]!.messages.at(-1)!.content).toContain(
+      '- nodes: at most 2 nodes per window; the answer has 3',
+    );
+    // The structured-output schema carries the bound too.
+    expect(JSON.stringify(calls[0]!.response_format)).toContain('"maxItems":2');
+
+    const hits = server.hits.length;
+    plan({ nodes: [work('t-1'), work('t-2'), work('t-3')], edges: [], goalReached: true });
+    const rejected = await runToEnd(stack.url, { task: 'too big', mode: 'window', window: 2 });
+    expect(rejected.status).toBe('failed');
+    expect(rejected.error).toMatchObject({
+      code: 'plan_rejected',
+      issues: [{ path: 'nodes', message: 'at most 2 nodes per window; the answer has 3' }],
+    });
+    expect(rejected.graph).toBeNull();
+    expect(server.hits.length).toBe(hits);
+  });
+
+  it('rejects an invalid next window whole: nothing of it runs and the run fails', async () => {
+    const hits = server.hits.length;
+    plan(
+      { nodes: [work('i-a')], edges: [], goalReached: false },
+      {
+        nodes: [
+          work('i-b'),
+          { id: 'i-c', kind: 'tool', tool: 'teleport', args: {} },
+          { id: 'i-a', kind: 'tool', tool: 'json', args: { value: 1 } },
+        ],
+        edges: [],
+        goalReached: true,
+      },
+    );
+    const doc = await runToEnd(stack.url, { task: 'invalid second window', mode: 'window' });
+    expect(doc.status).toBe('failed');
+    expect(doc.error).toMatchObject({ code: 'plan_rejected', message: 'the next window was rejected' });
+    expect(doc.error!.issues).toEqual([
+      { path: 'nodes.2.id', message: '"i-a" is a completed node of an earlier window' },
+    ]);
+    expect(server.hits.slice(hits).map((h) => h.node)).toEqual(['i-a']);
+  });
+
+  it('refuses window fields outside window mode, and a window out of bounds, naming the field', async () => {
+    const dag = await postRun(stack.url, { task: 't', window: 3 });
+    expect(dag.status).toBe(400);
+    expect(JSON.stringify(dag.body)).toContain('"path":"window"');
+    const big = await postRun(stack.url, { task: 't', mode: 'window', maxWindows: 51 });
+    expect(big.status).toBe(400);
+    expect(JSON.stringify(big.body)).toContain('"path":"maxWindows"');
+    const graph = await postRun(stack.url, { graph: { nodes: [] }, mode: 'window' });
+    expect(graph.status).toBe(400);
+    expect(JSON.stringify(graph.body)).toContain('window mode needs a task');
+  });
+});
