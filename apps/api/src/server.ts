@@ -127,7 +127,11 @@ export async function startApi(env: ApiEnv, options: StartApiOptions = {}): Prom
         ),
     ]);
   };
-  const keys = new ApiKeyStore(redis, { prefix, maxPerTenant: env.TETRALOOP_KEYS_MAX_PER_TENANT });
+  const keys = new ApiKeyStore(redis, {
+    prefix,
+    maxPerTenant: env.TETRALOOP_KEYS_MAX_PER_TENANT,
+    cacheMs: env.TETRALOOP_KEY_CACHE_MS,
+  });
   if (env.TETRALOOP_AUTH === 'off') {
     logger.warn({ host: env.HOST }, 'auth is off: every request may do anything (TETRALOOP_AUTH=off)');
   } else if (!env.TETRALOOP_ADMIN_TOKEN) {

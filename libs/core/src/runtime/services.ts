@@ -69,6 +69,7 @@ export function retentionOf(env: BaseEnv): JobRetention {
     completedAgeSeconds: env.TETRALOOP_JOB_COMPLETED_AGE_SECONDS,
     completedCount: env.TETRALOOP_JOB_COMPLETED_COUNT,
     failedAgeSeconds: env.TETRALOOP_JOB_FAILED_AGE_SECONDS,
+    nodeCompletedCount: env.TETRALOOP_NODE_JOBS_KEEP_COMPLETED,
   };
 }
 
