@@ -10,12 +10,15 @@ import type { Server } from 'node:http';
 import autocannon from 'autocannon';
 import express from 'express';
 import { RunRequest } from '@tetraloop/core';
+import { profileRedis, profileTable, type ProfileRow } from './support/redis-profile.js';
 import { median, startBenchStack } from './support/stack.js';
 
 const DURATION_S = 3;
 /** Targets take turns, round after round, so drift on a shared machine hits them alike. */
 const ROUNDS = 3;
 const CONNECTIONS = 20;
+/** Accepts made one at a time under MONITOR, apart from the measured ones: the commands per accept. */
+const PROFILE_ACCEPTS = 200;
 const BODY = JSON.stringify({
   graph: { nodes: [{ id: 'a', kind: 'tool', tool: 'json', args: { value: 1 } }] },
 });
@@ -71,12 +74,15 @@ async function startBare(): Promise<{ url: string; server: Server }> {
 export async function runApi(log: (line: string) => void = console.log): Promise<{
   rows: ApiRow[];
   acceptRatio: number;
+  /** Redis commands per accept, by what sent them. */
+  profile: ProfileRow[];
   settings: Record<string, unknown>;
 }> {
   const stack = await startBenchStack({}, { pools: [] });
   const bare = await startBare();
   const rows: ApiRow[] = [];
   const ratios: number[] = [];
+  let profile: ProfileRow[] = [];
   try {
     const res = await fetch(`${stack.url}/v1/runs`, {
       method: 'POST',
@@ -115,6 +121,17 @@ export async function runApi(log: (line: string) => void = console.log): Promise
       });
     });
     ratios.push(...rounds.map((r) => r[0]!.requestsPerSecond / r[2]!.requestsPerSecond));
+    ({ rows: profile } = await profileRedis(stack.env.REDIS_URL!, PROFILE_ACCEPTS, async () => {
+      for (let i = 0; i < PROFILE_ACCEPTS; i++) {
+        const accepted = await fetch(`${stack.url}/v1/runs`, {
+          method: 'POST',
+          headers: { 'content-type': 'application/json' },
+          body: BODY,
+        });
+        if (accepted.status !== 202) throw new Error(`accept answered ${accepted.status}`);
+        await accepted.arrayBuffer();
+      }
+    }));
   } finally {
     await new Promise((r) => bare.server.close(r));
     await stack.close();
@@ -123,6 +140,7 @@ export async function runApi(log: (line: string) => void = console.log): Promise
   return {
     rows,
     acceptRatio,
+    profile,
     settings: {
       durationSeconds: DURATION_S,
       rounds: ROUNDS,
@@ -133,7 +151,11 @@ export async function runApi(log: (line: string) => void = console.log): Promise
   };
 }
 
-export function apiTable(result: { rows: readonly ApiRow[]; acceptRatio: number }): string {
+export function apiTable(result: {
+  rows: readonly ApiRow[];
+  acceptRatio: number;
+  profile: readonly ProfileRow[];
+}): string {
   return [
     `Medians of ${ROUNDS} rounds of ${DURATION_S} s each (${CONNECTIONS} connections), the targets taking turns.`,
     '',
@@ -144,6 +166,10 @@ export function apiTable(result: { rows: readonly ApiRow[]; acceptRatio: number 
         `| ${r.target} | ${r.requestsPerSecond} | ${r.p99Ms} | ${r.requests} | ${r.non2xx} | ${r.errors} |`,
     ),
     '',
-    `Tetraloop accept ÷ bare Express, median of the per-round ratios: **${result.acceptRatio}** (target ≥ 0.5)`,
+    `Tetraloop accept ÷ bare Express, median of the per-round ratios: **${result.acceptRatio}** (target ≥ 0.7)`,
+    '',
+    `Where an accept's Redis commands go: ${PROFILE_ACCEPTS} accepts one at a time under MONITOR, apart from the measured ones.`,
+    '',
+    profileTable(result.profile, 'accept'),
   ].join('\n');
 }

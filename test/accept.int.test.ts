@@ -130,7 +130,7 @@ describe('reconciler pass', () => {
     node = open(QUEUE_NAMES.tool);
     queues = runQueuesOf(
       [{ plan, node }],
-      { completedAgeSeconds: 3600, completedCount: 1000, failedAgeSeconds: 3600 },
+      { completedAgeSeconds: 3600, completedCount: 1000, failedAgeSeconds: 3600, nodeCompletedCount: 0 },
       store,
     );
     sessions = new SessionStore(redis, stack.prefix);

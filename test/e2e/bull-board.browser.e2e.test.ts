@@ -15,7 +15,12 @@ let browser: Browser;
 
 beforeAll(async () => {
   stack = await startStack({
-    env: { TETRALOOP_ADMIN_TOKEN: TOKEN, TETRALOOP_JOB_COMPLETED_AGE_SECONDS: '3600' },
+    env: {
+      TETRALOOP_ADMIN_TOKEN: TOKEN,
+      TETRALOOP_JOB_COMPLETED_AGE_SECONDS: '3600',
+      // Completed node jobs are removed at once by default; kept here so the board shows them.
+      TETRALOOP_NODE_JOBS_KEEP_COMPLETED: '100',
+    },
   });
   browser = await chromium.launch({
     executablePath: CHROMIUM,

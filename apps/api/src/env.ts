@@ -41,6 +41,11 @@ export const ApiEnv = BaseEnv.extend({
   TETRALOOP_METRICS_TOKEN: z.string().min(16, 'use at least 16 characters').optional(),
   /** API keys one tenant may hold. */
   TETRALOOP_KEYS_MAX_PER_TENANT: z.coerce.number().int().min(1).max(100_000).default(100),
+  /**
+   * How long an API process reuses an API key it verified before reading Redis again (0: every
+   * request reads it). A key revoked through another API process is refused here within this time.
+   */
+  TETRALOOP_KEY_CACHE_MS: z.coerce.number().int().min(0).max(5000).default(2000),
   /** On SIGTERM: how long open event streams and requests get to finish. */
   TETRALOOP_SHUTDOWN_GRACE_MS: z.coerce.number().int().min(0).default(10_000),
   /** Signals a run accepts at most (`POST /v1/runs/:id/signals/:name`); more answer 429. */

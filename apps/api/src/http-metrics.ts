@@ -16,6 +16,14 @@ const MATCHERS = (Object.entries(ROUTES) as [RouteName, (typeof ROUTES)[RouteNam
   }),
 );
 
+/** Route names by `METHOD path` as Express registered them (`req.route.path`). */
+const BY_ROUTE = new Map(
+  (Object.entries(ROUTES) as [RouteName, (typeof ROUTES)[RouteName]][]).map(([name, route]) => [
+    `${route.method.toUpperCase()} ${route.path}`,
+    name,
+  ]),
+);
+
 /** The route label of a request: its route's name, or what else it reached. */
 export function routeLabel(method: string, path: string): string {
   const hit = MATCHERS.find((m) => m.method === method && m.pattern.test(path));
@@ -36,7 +44,11 @@ export function httpMetrics(): RequestHandler {
   return (req, res, next) => {
     const started = performance.now();
     res.once('close', () => {
-      const route = routeLabel(req.method, req.path);
+      // A request that reached its route names it; one refused before (or no route) is matched.
+      const matched = (req.route as { path?: unknown } | undefined)?.path;
+      const route =
+        (typeof matched === 'string' ? BY_ROUTE.get(`${req.method} ${matched}`) : undefined) ??
+        routeLabel(req.method, req.path);
       const method = req.method;
       metrics.httpRequests.inc({ route, method, status: String(res.statusCode) });
       metrics.httpDuration.observe({ route, method }, (performance.now() - started) / 1000);

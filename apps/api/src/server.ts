@@ -60,14 +60,20 @@ export async function startApi(env: ApiEnv, options: StartApiOptions = {}): Prom
   );
   // First, so a Redis that cannot give the accept durability asked for stops the API before it opens anything else.
   const barrier = await openAcceptBarrier(env, logger);
-  const redis = connectRedis(env.REDIS_URL, 'client', `tetraloop-api-${process.pid}`);
+  // Run state, keys and indexes: one connection every request shares, auto-pipelined (concurrent
+  // requests' commands leave in one write; a write per command cost more CPU than the command).
+  const redis = connectRedis(env.REDIS_URL, 'client', `tetraloop-api-${process.pid}`, { autoPipeline: true });
+  // BullMQ's queues get a connection of their own, without Tetraloop's scripts: ioredis copies every
+  // script defined on a connection into each pipeline it builds. Every accept awaits its run's
+  // create before it adds the root job, so the order across the two connections holds.
+  const queueConnection = connectRedis(env.REDIS_URL, 'client', `tetraloop-api-queues-${process.pid}`);
   const subscriber = connectRedis(env.REDIS_URL, 'subscriber', `tetraloop-api-sub-${process.pid}`);
   const eventsConnection = connectRedis(env.REDIS_URL, 'worker', `tetraloop-api-qe-${process.pid}`);
-  for (const c of [redis, subscriber, eventsConnection]) {
+  for (const c of [redis, queueConnection, subscriber, eventsConnection]) {
     c.on('error', (err: Error) => logger.warn({ err: err.message }, 'redis connection error'));
   }
   const prefix = env.TETRALOOP_PREFIX;
-  const queues = openQueues(redis, prefix, logger, env.TETRALOOP_QUEUE_SHARDS);
+  const queues = openQueues(queueConnection, prefix, logger, env.TETRALOOP_QUEUE_SHARDS);
   // Finished sense jobs answer session messages; one listener per API process.
   const senseEvents = new QueueEvents(QUEUE_NAMES.sense, {
     connection: eventsConnection,
@@ -121,7 +127,11 @@ export async function startApi(env: ApiEnv, options: StartApiOptions = {}): Prom
         ),
     ]);
   };
-  const keys = new ApiKeyStore(redis, { prefix, maxPerTenant: env.TETRALOOP_KEYS_MAX_PER_TENANT });
+  const keys = new ApiKeyStore(redis, {
+    prefix,
+    maxPerTenant: env.TETRALOOP_KEYS_MAX_PER_TENANT,
+    cacheMs: env.TETRALOOP_KEY_CACHE_MS,
+  });
   if (env.TETRALOOP_AUTH === 'off') {
     logger.warn({ host: env.HOST }, 'auth is off: every request may do anything (TETRALOOP_AUTH=off)');
   } else if (!env.TETRALOOP_ADMIN_TOKEN) {
@@ -205,6 +215,7 @@ export async function startApi(env: ApiEnv, options: StartApiOptions = {}): Prom
       await closed;
       await hub.close();
       await closeQueues(queues);
+      await queueConnection.quit().catch(() => queueConnection.disconnect());
       // A blocking reader's close waits for Redis; with Redis gone it would wait forever.
       await Promise.race([senseEvents.close(), delay(1000)]).catch(() => undefined);
       eventsConnection.disconnect();

@@ -146,6 +146,13 @@ export const BaseEnv = z.object({
   TETRALOOP_JOB_COMPLETED_AGE_SECONDS: z.coerce.number().int().positive().default(3600),
   TETRALOOP_JOB_COMPLETED_COUNT: z.coerce.number().int().positive().default(10_000),
   TETRALOOP_JOB_FAILED_AGE_SECONDS: z.coerce.number().int().positive().default(86_400),
+  /**
+   * Completed *node* jobs kept in the node (`tool`) queue: 0 removes each when it completes (the
+   * cheapest: no completed set to add to and trim); N keeps the newest N, each at most
+   * `TETRALOOP_JOB_COMPLETED_AGE_SECONDS`. Root jobs keep `TETRALOOP_JOB_COMPLETED_COUNT`; failed
+   * node jobs keep `TETRALOOP_JOB_FAILED_AGE_SECONDS`. The run record holds every node's outcome.
+   */
+  TETRALOOP_NODE_JOBS_KEEP_COMPLETED: z.coerce.number().int().min(0).default(0),
   /** Graph limits (nested graphs expanded), for fixed and planned graphs alike. */
   TETRALOOP_MAX_NODES: z.coerce.number().int().positive().default(500),
   TETRALOOP_MAX_EDGES: z.coerce.number().int().positive().default(5000),

@@ -8,17 +8,38 @@ export interface JobRetention {
   readonly completedCount: number;
   /** @defaultValue 86400 (1 day) */
   readonly failedAgeSeconds: number;
+  /**
+   * Completed node jobs kept (`TETRALOOP_NODE_JOBS_KEEP_COMPLETED`): 0 removes each as it completes.
+   * @defaultValue 0
+   */
+  readonly nodeCompletedCount: number;
 }
 
 export const DEFAULT_JOB_RETENTION: JobRetention = {
   completedAgeSeconds: 3600,
   completedCount: 10_000,
   failedAgeSeconds: 86_400,
+  nodeCompletedCount: 0,
 };
 
 export function keepJobs(r: JobRetention): { removeOnComplete: KeepJobs; removeOnFail: KeepJobs } {
   return {
     removeOnComplete: { age: r.completedAgeSeconds, count: r.completedCount },
+    removeOnFail: { age: r.failedAgeSeconds },
+  };
+}
+
+/**
+ * The retention of a node job. With none kept, BullMQ's `moveToFinished` deletes the job at once
+ * instead of adding it to the completed set and trimming that set by age and count (the parent's
+ * bookkeeping is the same either way: the root job still learns the child completed). A node job
+ * added again after its job is gone (a completing job redelivered after a crash) is a new job whose
+ * `begin-node` finds the node's snapshot and does not run it (docs/execution-model.md).
+ */
+export function keepNodeJobs(r: JobRetention): { removeOnComplete: KeepJobs | true; removeOnFail: KeepJobs } {
+  return {
+    removeOnComplete:
+      r.nodeCompletedCount === 0 ? true : { age: r.completedAgeSeconds, count: r.nodeCompletedCount },
     removeOnFail: { age: r.failedAgeSeconds },
   };
 }

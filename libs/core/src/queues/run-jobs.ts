@@ -17,7 +17,7 @@ import {
   type NodeJobData,
   type RunJobData,
 } from './catalog.js';
-import { keepJobs, type JobRetention } from './retention.js';
+import { keepJobs, keepNodeJobs, type JobRetention } from './retention.js';
 import type { RunShard } from './loop-queues.js';
 import { shardOfRunId } from './queue-shards.js';
 import { traceCarrier } from '../telemetry/tracing.js';
@@ -179,7 +179,7 @@ export async function enqueueNodes(
       // A node job that dies for good (stalled too often) must not wedge the run's root job:
       // the root then finalizes and records the node as not completed.
       ignoreDependencyOnFailure: true,
-      ...keepJobs(queues.retention),
+      ...keepNodeJobs(queues.retention),
     },
   }));
   // One ready node (a chain's next hop) is one script call; a pipeline costs more to build.

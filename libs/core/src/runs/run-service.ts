@@ -103,7 +103,7 @@ export interface RunServiceDeps {
   /** Declared agents, tenants' agents and models, budget ceilings. */
   readonly ceilings: Ceilings;
   /** The agents with a workspace folder (they are declared). */
-  readonly agentFolders: () => Promise<ReadonlySet<string>>;
+  readonly agentFolders: (fresh?: boolean) => Promise<ReadonlySet<string>>;
   /** Where a queued session run stands in its lane. */
   readonly lanePosition?: (sessionKey: string, runId: string) => Promise<number | null>;
   /** The tenants' signing secrets and delivery attempts; absent: a run's `webhook` is refused. */
@@ -231,7 +231,10 @@ export class RunService {
   }
 
   async checkAgent(tenant: string, agentId: string): Promise<void> {
-    const refused = this.deps.ceilings.agentRefusal(tenant, agentId, await this.deps.agentFolders());
+    const { ceilings, agentFolders } = this.deps;
+    // The folders may be a cached read: a refusal is made only on a fresh one.
+    let refused = ceilings.agentRefusal(tenant, agentId, await agentFolders());
+    if (refused !== undefined) refused = ceilings.agentRefusal(tenant, agentId, await agentFolders(true));
     if (refused !== undefined) throw new RequestRefusedError([{ path: 'agentId', message: refused }]);
   }
 

@@ -36,7 +36,7 @@ import { LessonBook } from '../reflect/lesson-book.js';
 import { DEFAULT_TRIGGERS, MemoryService } from '../reflect/memory-service.js';
 import type { EgressPolicy } from '../tools/egress-policy.js';
 import type { ToolRegistry } from '../tools/tool.js';
-import { agentFolders } from '../workspace/workspace.js';
+import { cachedAgentFolders } from '../workspace/workspace.js';
 
 /** Memory and the lessons in effect; absent with `TETRALOOP_REFLECT=off`. */
 export interface MemoryServices {
@@ -69,6 +69,7 @@ export function retentionOf(env: BaseEnv): JobRetention {
     completedAgeSeconds: env.TETRALOOP_JOB_COMPLETED_AGE_SECONDS,
     completedCount: env.TETRALOOP_JOB_COMPLETED_COUNT,
     failedAgeSeconds: env.TETRALOOP_JOB_FAILED_AGE_SECONDS,
+    nodeCompletedCount: env.TETRALOOP_NODE_JOBS_KEEP_COMPLETED,
   };
 }
 
@@ -127,7 +128,7 @@ export function buildServices(
     modelConfigured: isModelConfigured(modelConfigOf(env)),
     allowedTools: allowedToolsOf(env, tools),
     ceilings: ceilingsOf(env),
-    agentFolders: () => agentFolders(env.TETRALOOP_WORKSPACE_DIR),
+    agentFolders: cachedAgentFolders(env.TETRALOOP_WORKSPACE_DIR),
     defaultBudget: {
       toolCalls: env.TETRALOOP_BUDGET_TOOL_CALLS,
       toolTimeMs: env.TETRALOOP_BUDGET_TOOL_TIME_MS,

@@ -1,8 +1,11 @@
 /**
  * API keys in Redis. A key is `tl_<keyId>_<secret>`: the id (16 hex digits) finds its record, the
  * secret (32 random bytes, base64url) is shown once and stored only as its SHA-256. A key belongs to
- * one tenant and carries scopes; revoking it deletes its record, so every API process refuses it at
- * once (nothing is cached). An expiring key's record expires with it.
+ * one tenant and carries scopes; revoking it deletes its record. An expiring key's record expires
+ * with it. With `cacheMs` (the API's `TETRALOOP_KEY_CACHE_MS`) a process reuses a key it verified
+ * for that long instead of reading Redis on every request: a key revoked through this process is
+ * refused by it at once, by every other process within `cacheMs` (at most 5 s); an expired key is
+ * refused at once everywhere. Unknown or wrong keys are never cached.
  */
 import { createHash, randomBytes, timingSafeEqual } from 'node:crypto';
 import type { RedisClient } from './redis-client.js';
@@ -35,11 +38,26 @@ export interface ApiKeyStoreOptions {
   readonly prefix: string;
   /** Keys one tenant may hold. @defaultValue 100 */
   readonly maxPerTenant: number;
+  /** How long a verified key is reused without reading Redis (0: never). @defaultValue 0 */
+  readonly cacheMs?: number;
+}
+
+/** Most verified keys one process remembers; past it the cache starts over. */
+const KEY_CACHE_MAX = 10_000;
+
+interface VerifiedKey {
+  readonly hash: Buffer;
+  readonly record: ApiKeyRecord;
+  /** Epoch ms after which Redis is read again. */
+  readonly until: number;
 }
 
 const sha256 = (text: string): Buffer => createHash('sha256').update(text).digest();
 
 export class ApiKeyStore {
+  /** Keys verified in the last `cacheMs`, by key id. */
+  private readonly verified = new Map<string, VerifiedKey>();
+
   constructor(
     private readonly redis: RedisClient,
     private readonly options: ApiKeyStoreOptions,
@@ -79,14 +97,33 @@ export class ApiKeyStore {
     const match = KEY_FORMAT.exec(presented);
     if (!match) return null;
     const [, keyId = '', secret = ''] = match;
+    const given = sha256(secret);
+    const now = Date.now();
+    const expired = (record: ApiKeyRecord): boolean =>
+      record.expiresAt !== undefined && Date.parse(record.expiresAt) <= now;
+    const cached = this.verified.get(keyId);
+    if (cached && cached.until > now && timingSafeEqual(cached.hash, given)) {
+      return expired(cached.record) ? null : cached.record;
+    }
     const [hash, json] = await this.redis.hmget(apiKeyKey(this.options.prefix, keyId), 'hash', 'record');
     if (!hash || !json) return null;
     const expected = Buffer.from(hash, 'hex');
-    const given = sha256(secret);
     if (expected.length !== given.length || !timingSafeEqual(expected, given)) return null;
     const record = ApiKeyRecord.parse(JSON.parse(json));
-    if (record.expiresAt && Date.parse(record.expiresAt) <= Date.now()) return null;
+    if (expired(record)) return null;
+    const cacheMs = this.options.cacheMs ?? 0;
+    if (cacheMs > 0) {
+      if (this.verified.size >= KEY_CACHE_MAX) this.verified.clear();
+      this.verified.set(keyId, { hash: expected, record, until: now + cacheMs });
+    }
     return record;
+  }
+
+  /** Forgets what this process verified of the key (or of every key of `tenant`). */
+  private forget(keyId: string | undefined, tenant?: string): void {
+    if (keyId !== undefined) this.verified.delete(keyId);
+    if (tenant === undefined) return;
+    for (const [id, entry] of this.verified) if (entry.record.tenant === tenant) this.verified.delete(id);
   }
 
   /** One tenant's keys, or every tenant's (never their secrets). */
@@ -107,6 +144,7 @@ export class ApiKeyStore {
     const record = await this.record(keyId);
     if (!record || (tenant !== undefined && record.tenant !== tenant)) return false;
     const { prefix } = this.options;
+    this.forget(keyId);
     await slotMulti(this.redis)
       .del(apiKeyKey(prefix, keyId))
       .srem(tenantApiKeysKey(prefix, record.tenant), keyId)
@@ -118,6 +156,7 @@ export class ApiKeyStore {
   async revokeTenant(tenant: string): Promise<number> {
     const { prefix } = this.options;
     const ids = await this.redis.smembers(tenantApiKeysKey(prefix, tenant));
+    this.forget(undefined, tenant);
     const tx = slotMulti(this.redis);
     for (const id of ids) tx.del(apiKeyKey(prefix, id));
     await tx.del(tenantApiKeysKey(prefix, tenant)).srem(apiKeyTenantsKey(prefix), tenant).exec();

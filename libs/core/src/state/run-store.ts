@@ -322,8 +322,9 @@ export class RunStore {
   /**
    * Stores a new run, queued, unless a run with its id exists: then nothing changes and the
    * existing run's status and acceptance time are answered (`created: false`). Safe to repeat.
-   * The run is put on the index of queued runs first, so no crash leaves a stored run the
-   * reconciler cannot find; an entry whose run was never stored is dropped by the reconciler.
+   * The run is put on the index of queued runs in the same step (one Redis) or first (a cluster),
+   * so no crash leaves a stored run the reconciler cannot find; an entry whose run was never stored
+   * is dropped by the reconciler.
    */
   async create(run: NewRun): Promise<CreateResult> {
     const meta = {
@@ -375,35 +376,45 @@ export class RunStore {
             keepMs,
           }),
         };
-    // Indexes written ahead of the run, in one round trip (other slots in a Redis Cluster): NX keeps
-    // a repeat's first time. The index of queued runs feeds the reconciler, which drops an entry
-    // whose run was never made. The tenant's index of runs is trimmed of runs past any retention (a
-    // run lives at most its deadline plus the retention), so it stays as large as the runs that
-    // can still exist.
+    // The index of queued runs feeds the reconciler; the tenant's index of runs is trimmed of runs
+    // past any retention (a run lives at most its deadline plus the retention), so it stays as large
+    // as the runs that can still exist. On one Redis the create script writes both in the same step
+    // as the run (`_lists`): no MULTI, no round trip of their own, and never a run without them. On a
+    // cluster they are in other slots: written first, in one round trip (NX keeps a repeat's first
+    // time), and the create waits for them; the reconciler drops an entry whose run was never made.
     const runs = tenantRunsKey(this.options.prefix, meta.tenant);
-    const indexed = slotMulti(this.redis)
-      .zadd(queuedRunsKey(this.options.prefix), 'NX', created, run.runId)
-      .zadd(runs, 'NX', created, run.runId)
-      .zremrangebyscore(runs, '-inf', created - keepMs)
-      .expire(runs, MAX_RUN_SECONDS + this.options.retentionSeconds)
-      .exec();
-    // On one Redis the create follows the index writes on the same connection, which Redis runs in
-    // the order sent: they stay ahead of the run without a round trip of their own. On a cluster
-    // they go to other nodes, so the create waits for them.
-    if (isCluster(this.redis)) await indexed;
+    const cluster = isCluster(this.redis);
+    if (cluster) {
+      await slotMulti(this.redis)
+        .zadd(queuedRunsKey(this.options.prefix), 'NX', created, run.runId)
+        .zadd(runs, 'NX', created, run.runId)
+        .zremrangebyscore(runs, '-inf', created - keepMs)
+        .expire(runs, MAX_RUN_SECONDS + this.options.retentionSeconds)
+        .exec();
+    }
+    const lists = cluster
+      ? {}
+      : {
+          _lists: {
+            queued: queuedRunsKey(this.options.prefix),
+            runs,
+            id: run.runId,
+            score: created,
+            keepMs,
+            ttl: MAX_RUN_SECONDS + this.options.retentionSeconds,
+          },
+        };
     const reused = [...(run.rerun?.reused ?? [])].flatMap(([id, snapshot]) => [
       id,
       snapshotJson({ ...snapshot, reusedFrom: run.rerun!.of.runId }),
     ]);
-    const creating = this.script('create-run-6', this.keys(run.runId), [
-      JSON.stringify({ ...meta, ...index }),
+    const reply = await this.script('create-run-6', this.keys(run.runId), [
+      JSON.stringify({ ...meta, ...index, ...lists }),
       JSON.stringify(pending),
       this.safetyTtl(run.timeoutSeconds),
       run.rerun?.of.runId ?? '',
       ...reused,
     ]);
-    // Both are awaited, so neither rejects unobserved; a failed index write fails the accept as before.
-    const [, reply] = await Promise.all([indexed, creating]);
     const [made, status, createdAt] = reply as [number, string | null | undefined, string | null | undefined];
     const acceptedAt = made === 1 ? run.createdAt : (createdAt ?? run.createdAt);
     if (made === 1) return { created: true, status: 'queued', createdAt: run.createdAt };

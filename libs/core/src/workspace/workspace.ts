@@ -63,3 +63,25 @@ export async function agentFolders(dir: string): Promise<Set<string>> {
     return new Set();
   }
 }
+
+/** How long the API reuses a read of the workspace's agent folders (see `cachedAgentFolders`). */
+export const AGENT_FOLDERS_CACHE_MS = 1000;
+
+/**
+ * `agentFolders(dir)` read at most once per `ttlMs` (a `readdir` per accepted run cost ~8 % of the
+ * accept's CPU). `fresh` reads again now: a caller about to refuse an agent asks for it, so a folder
+ * made a moment ago is never refused. A folder removed (or the first folder made, which turns
+ * unknown agents away) takes effect within `ttlMs`.
+ */
+export function cachedAgentFolders(
+  dir: string,
+  ttlMs = AGENT_FOLDERS_CACHE_MS,
+  now: () => number = Date.now,
+): (fresh?: boolean) => Promise<Set<string>> {
+  let cached: { at: number; folders: Promise<Set<string>> } | undefined;
+  return (fresh = false) => {
+    const at = now();
+    if (fresh || !cached || at - cached.at >= ttlMs) cached = { at, folders: agentFolders(dir) };
+    return cached.folders;
+  };
+}

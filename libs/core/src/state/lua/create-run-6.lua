@@ -8,7 +8,8 @@
   agent, its session, each tag). A rerun starts with its origin's snapshots of the nodes it does not
   run again: they are written here, with a `node.reused` event each, so the run never exists
   without them.
-  ARGV[1] meta fields (JSON object of strings), ARGV[2] readiness counters (JSON object of numbers),
+  ARGV[1] meta fields (JSON object of strings; `_lists`, on one Redis only, names the run-listing
+  indexes to add it to: {queued, runs, id, score, keepMs, ttl}), ARGV[2] readiness counters (JSON object of numbers),
   ARGV[3] safety TTL in seconds (until the run settles and gets its retention TTL),
   ARGV[4] the run the reused snapshots come from ('' for none), ARGV[5..] pairs: node id, snapshot
   JSON (status first, with `reusedFrom`)
@@ -21,9 +22,27 @@ if redis.call('EXISTS', KEYS[1]) == 1 then
   return { 0, existing[1] or false, existing[2] or false }
 end
 local meta = cjson.decode(ARGV[1])
-for k, v in pairs(meta) do redis.call('HSET', KEYS[1], k, v) end
-local pending = cjson.decode(ARGV[2])
-for k, v in pairs(pending) do redis.call('HSET', KEYS[2], k, v) end
+-- On one Redis the tenant's index of runs and the index of queued runs come with the run (not
+-- fields of it): written here, in the same step, instead of a MULTI of their own.
+local lists = meta['_lists']
+meta['_lists'] = nil
+if lists then
+  redis.call('ZADD', lists.queued, 'NX', lists.score, lists.id)
+  redis.call('ZADD', lists.runs, 'NX', lists.score, lists.id)
+  redis.call('ZREMRANGEBYSCORE', lists.runs, '-inf', string.format('%d', lists.score - lists.keepMs))
+  redis.call('EXPIRE', lists.runs, lists.ttl)
+end
+-- One HSET per hash, every field at once.
+local function hsetAll(key, fields)
+  local args = {}
+  for k, v in pairs(fields) do
+    args[#args + 1] = k
+    args[#args + 1] = v
+  end
+  if #args > 0 then redis.call('HSET', key, unpack(args)) end
+end
+hsetAll(KEYS[1], meta)
+hsetAll(KEYS[2], cjson.decode(ARGV[2]))
 -- Placeholders so every key of the run exists now and carries the safety TTL below.
 redis.call('HSET', KEYS[4], '_', '{}')
 redis.call('HSET', KEYS[6], 'createdAt', meta.createdAt or '')
