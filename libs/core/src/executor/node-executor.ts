@@ -94,7 +94,10 @@ async function runNodeJob(deps: ExecutorDeps, job: Job, token: string | undefine
   const plan = await deps.plans.get(data.runId, data.generation);
   const planned = plan?.nodes.get(data.nodeId);
   // The run expired or was deleted: nothing to do, nothing to report to.
-  if (!plan || !planned) return { status: 'gone' };
+  if (!plan) return { status: 'gone' };
+  // A node the current plan no longer has: a job of an older generation (another process read the
+  // plan after a replan) is stale; otherwise the node was never planned.
+  if (!planned) return { status: plan.generation > data.generation ? 'stale' : 'gone' };
 
   const attempt = job.attemptsMade + 1;
   // A node not started before its TTL is skipped, failed, or replaced by its fallback — decided

@@ -35,6 +35,8 @@ export interface CompiledPlan {
   readonly reusesSnapshots: boolean;
   /** Some node carries a `priority`: its node jobs are queued by priority. */
   readonly prioritized: boolean;
+  /** The run's generation when this plan was read: a job of an older one is stale. */
+  readonly generation: number;
 }
 
 /** The nodes whose snapshots `node` reads through its references. */
@@ -95,6 +97,7 @@ export class PlanCache {
       reads,
       reusesSnapshots: stored.reusesSnapshots,
       prioritized: stored.plan.nodes.some((n) => typeof (n as { priority?: unknown }).priority === 'number'),
+      generation: stored.generation,
     };
   }
 }

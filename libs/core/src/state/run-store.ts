@@ -145,6 +145,8 @@ export interface RunPlan {
   readonly onBudget: OnBudget;
   /** A rerun starts with snapshots it did not write (its origin's): its first start reads them. */
   readonly reusesSnapshots: boolean;
+  /** The run's generation when the plan was read (a replan or resume moves it on). */
+  readonly generation: number;
 }
 
 export interface BeginNodeResult {
@@ -618,7 +620,7 @@ export class RunStore {
 
   /** The run's current executable plan, or null when it has none yet (an unplanned task run). */
   async plan(runId: string): Promise<RunPlan | null> {
-    const [plan, input, timeoutSeconds, agentId, tenant, priority, metadata, sessionKey, onBudget, rerunOf] =
+    const [plan, input, timeoutSeconds, agentId, tenant, priority, metadata, sessionKey, onBudget, rerunOf, generation] =
       await this.redis.hmget(
         runKeys(this.options.prefix, runId).meta,
         'plan',
@@ -631,6 +633,7 @@ export class RunStore {
         'sessionKey',
         'onBudget',
         'rerunOf',
+        'generation',
       );
     if (plan === null) return null;
     return {
@@ -644,6 +647,7 @@ export class RunStore {
       timeoutSeconds: Number(timeoutSeconds),
       onBudget: onBudget === 'pause' ? 'pause' : 'fail',
       reusesSnapshots: rerunOf !== null,
+      generation: Number(generation ?? 0),
     };
   }
 
