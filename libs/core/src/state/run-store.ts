@@ -620,21 +620,32 @@ export class RunStore {
 
   /** The run's current executable plan, or null when it has none yet (an unplanned task run). */
   async plan(runId: string): Promise<RunPlan | null> {
-    const [plan, input, timeoutSeconds, agentId, tenant, priority, metadata, sessionKey, onBudget, rerunOf, generation] =
-      await this.redis.hmget(
-        runKeys(this.options.prefix, runId).meta,
-        'plan',
-        'input',
-        'timeoutSeconds',
-        'agentId',
-        'tenant',
-        'priority',
-        'metadata',
-        'sessionKey',
-        'onBudget',
-        'rerunOf',
-        'generation',
-      );
+    const [
+      plan,
+      input,
+      timeoutSeconds,
+      agentId,
+      tenant,
+      priority,
+      metadata,
+      sessionKey,
+      onBudget,
+      rerunOf,
+      generation,
+    ] = await this.redis.hmget(
+      runKeys(this.options.prefix, runId).meta,
+      'plan',
+      'input',
+      'timeoutSeconds',
+      'agentId',
+      'tenant',
+      'priority',
+      'metadata',
+      'sessionKey',
+      'onBudget',
+      'rerunOf',
+      'generation',
+    );
     if (plan === null) return null;
     return {
       agentId: agentId ?? 'main',
