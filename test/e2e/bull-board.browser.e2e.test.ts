@@ -20,6 +20,8 @@ beforeAll(async () => {
       TETRALOOP_JOB_COMPLETED_AGE_SECONDS: '3600',
       // Completed node jobs are removed at once by default; kept here so the board shows them.
       TETRALOOP_NODE_JOBS_KEEP_COMPLETED: '100',
+      // Every node in a job of its own: a node handed off runs in its releaser's job.
+      TETRALOOP_NODE_HANDOFF: '0',
     },
   });
   browser = await chromium.launch({

@@ -15,6 +15,7 @@ import {
   type Budget,
   type ExecutableGraph,
   type Graph,
+  type LiveNodeState,
   type NodeSnapshot,
   type OnBudget,
   type PlanningRecord,
@@ -521,7 +522,8 @@ describe('complete-node', () => {
     );
     expect(result.ready).toEqual(['c']);
     expect(await redis.hget(keysOf(runId).pending, 'c')).toBe('0');
-    expect(await redis.hget(keysOf(runId).live, 'c')).toBe('{"status":"queued"}');
+    // Marked queued with the node that released it.
+    expect(JSON.parse((await redis.hget(keysOf(runId).live, 'c'))!)).toEqual({ status: 'queued', by: 'b' });
     expect(brief(events).map((e) => [e.type, e.nodeId])).toEqual([
       ['node.succeeded', 'b'],
       ['node.queued', 'c'],
@@ -542,6 +544,27 @@ describe('complete-node', () => {
     expect(await redis.hget(k.pending, 'c')).toBe('0');
     expect(await redis.hget(k.aux, 'usage:toolTimeMs')).toBe('10');
     expect(events).toEqual([]);
+  });
+
+  it('on a redelivery answers only the dependents this node released and no other job runs handed off', async () => {
+    const runId = await runningRun();
+    const options = { release: true, children: ['c'], charge: {} };
+    const redeliver = async (id: string, job: string): Promise<readonly string[]> =>
+      (await store.completeNode(runId, id, snapshot('succeeded'), { ...options, job })).ready;
+    await store.completeNode(runId, 'a', snapshot('succeeded'), { ...options, job: 'run.a.0' });
+    await store.completeNode(runId, 'b', snapshot('succeeded'), { ...options, job: 'run.b.0' });
+    // b released c: a's redelivery leaves it to b's job.
+    expect(await redeliver('a', 'run.a.0')).toEqual([]);
+    expect(await redeliver('b', 'run.b.0')).toEqual(['c']);
+    const begin = (live: LiveNodeState) =>
+      store.beginNode(runId, 'c', { generation: 0, live, countExecution: true, chargeCall: true, reads: [] });
+    // c runs handed off in b's job: only that job's redelivery (it crashed) answers it again.
+    await begin({ status: 'running', startedAt: T, attempt: 1, carriedBy: 'run.b.0' });
+    expect(await redeliver('b', 'run.b.0')).toEqual(['c']);
+    expect(await redeliver('a', 'run.a.0')).toEqual([]);
+    // c in a job of its own: answered (adding that job again is a no-op).
+    await begin({ status: 'running', startedAt: T, attempt: 1 });
+    expect(await redeliver('a', 'run.a.0')).toEqual(['c']);
   });
 
   it('of a tool node also emits tool.result', async () => {

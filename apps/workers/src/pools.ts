@@ -198,6 +198,8 @@ export async function startPools(env: WorkerEnv, options: StartPoolsOptions): Pr
   // Model calls are priced once per process from the same table, and booked per tenant and day.
   const cost = { prices: priceTableOf(env), ledger: services.costs, ceilings };
 
+  // Set by close(): node jobs stop handing off, so the tool pool drains within its grace.
+  let closing = false;
   // One set of executor dependencies per pool: each gets its own plan cache and logger layer.
   const depsFor = (layer: Pool): ExecutorDeps => ({
     store,
@@ -206,6 +208,8 @@ export async function startPools(env: WorkerEnv, options: StartPoolsOptions): Pr
     retries,
     backoff,
     maxNodeExecutions: env.TETRALOOP_MAX_NODE_EXECUTIONS,
+    handoff: env.TETRALOOP_NODE_HANDOFF,
+    stopping: () => closing,
     hooks,
     tools,
     secrets: services.secrets,
@@ -424,7 +428,6 @@ export async function startPools(env: WorkerEnv, options: StartPoolsOptions): Pr
     log.debug({ err: err.message }, 'queue check failed'),
   );
 
-  let closing = false;
   return {
     pools: options.pools,
     workers,

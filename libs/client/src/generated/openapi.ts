@@ -1159,6 +1159,8 @@ export interface components {
             signal?: string;
             key?: string;
             iterations?: number;
+            by?: string;
+            carriedBy?: string;
             id: string;
             waits?: components["schemas"]["WaitRecord"][];
             throttledMs?: number;
@@ -1183,6 +1185,7 @@ export interface components {
             target?: string;
             lessons?: string[];
             variant?: number;
+            carriedBy?: string;
         };
         WaitRecord: {
             signal: string;

@@ -153,6 +153,12 @@ export const BaseEnv = z.object({
    * node jobs keep `TETRALOOP_JOB_FAILED_AGE_SECONDS`. The run record holds every node's outcome.
    */
   TETRALOOP_NODE_JOBS_KEEP_COMPLETED: z.coerce.number().int().min(0).default(0),
+  /**
+   * How many released nodes a node job may run itself after its own node, one at a time in the
+   * same worker slot, instead of adding a job for each (node handoff; see docs/execution-model.md).
+   * 0 gives every node a job of its own.
+   */
+  TETRALOOP_NODE_HANDOFF: z.coerce.number().int().min(0).max(1000).default(32),
   /** Graph limits (nested graphs expanded), for fixed and planned graphs alike. */
   TETRALOOP_MAX_NODES: z.coerce.number().int().positive().default(500),
   TETRALOOP_MAX_EDGES: z.coerce.number().int().positive().default(5000),

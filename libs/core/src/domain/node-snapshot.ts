@@ -25,6 +25,8 @@ export const AttemptRecord = z.object({
   lessons: z.array(z.string()).optional(),
   /** The node's `retry.vary` override this attempt ran with (1-based). */
   variant: z.number().int().positive().optional(),
+  /** The job the attempt ran in when the node ran handed off: that of the node that released it. */
+  carriedBy: z.string().optional(),
 });
 export type AttemptRecord = z.infer<typeof AttemptRecord>;
 
@@ -80,6 +82,10 @@ export const LiveNodeState = z.object({
   /** For throttled nodes: the flow counter their call waits on. */
   key: z.string().optional(),
   iterations: z.number().int().nonnegative().optional(),
+  /** For queued nodes: the node whose completion released it. */
+  by: z.string().optional(),
+  /** For running nodes handed off (`executor/handoff.ts`): the job that runs it, its releaser's. */
+  carriedBy: z.string().optional(),
 });
 export type LiveNodeState = z.infer<typeof LiveNodeState>;
 

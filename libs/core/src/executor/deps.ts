@@ -64,6 +64,13 @@ export interface ExecutorDeps {
   readonly backoff: BackoffPolicy;
   /** A node executed more often than this in one run is stopped as a suspected loop. @defaultValue 5 */
   readonly maxNodeExecutions: number;
+  /**
+   * How many released nodes one node job may run after its own, in the same slot (`handoff.ts`).
+   * 0 or absent: every node gets a job. @defaultValue 32 (`TETRALOOP_NODE_HANDOFF`)
+   */
+  readonly handoff?: number;
+  /** True once the process is shutting down: node jobs then hand nothing off. */
+  readonly stopping?: () => boolean;
   readonly hooks: ExecutorHooks;
   readonly tools: ToolRegistry;
   /** Where `{"$secret"}` references are read at call time (refuses them without `TETRALOOP_SECRET_KEY`). */

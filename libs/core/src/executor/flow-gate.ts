@@ -15,6 +15,7 @@ import type { FlowDecision, FlowStore, HeldCall } from '../state/flow-store.js';
 import { metrics } from '../telemetry/metrics.js';
 import type { RunStore } from '../state/run-store.js';
 import type { CompiledPlan } from './plan-cache.js';
+import { OwnJobNeeded } from './handoff.js';
 
 export interface FlowSettings {
   /** `TETRALOOP_LIMITS`; limits set with `PUT /v1/limits` replace them. */
@@ -178,6 +179,8 @@ export interface FlowContext {
   readonly deps: { readonly flow?: FlowGate; readonly store: Pick<RunStore, 'recordThrottle'> };
   readonly job: Job;
   readonly token: string | undefined;
+  /** A handed-off node (`handoff.ts`): `job` is its carrier's, so it never parks it. */
+  readonly inline: boolean;
   readonly plan: Pick<CompiledPlan, 'runId' | 'tenant' | 'agentId' | 'metadata' | 'priority'>;
   readonly node: { readonly id: string };
   readonly attempt: number;
@@ -281,6 +284,8 @@ export async function passFlow(
     tokens,
   });
   if (keys.length === 0) return { ok: true };
+  // Counters hold jobs by id: a handed-off node asks from a job of its own.
+  if (ctx.inline) throw new OwnJobNeeded('pass flow control');
   const member = ctx.job.id ?? `${ctx.plan.runId}.${ctx.node.id}`;
   const leaseMs = gate.leaseFor(call.limitMs);
   const first = ctx.call.flowCalls === undefined;

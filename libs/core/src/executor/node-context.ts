@@ -25,6 +25,7 @@ import { lessonsForCall, probed, type RateLimitFix } from '../reflect/lesson-eff
 import { failSpan, inSpan } from '../telemetry/tracing.js';
 import { failedCallEnd, passFlow } from './flow-gate.js';
 import { invokeTool } from './invoke-tool.js';
+import { OwnJobNeeded } from './handoff.js';
 import type { CompiledPlan } from './plan-cache.js';
 
 export const WORKER = `${hostname()}/${process.pid}`;
@@ -38,8 +39,15 @@ export interface NodeContext {
   readonly generation: number;
   /** The job re-entered after parking itself (loop interval, wait). */
   readonly continuation: boolean;
+  /**
+   * Handed off: running in the job of the node that released it (`handoff.ts`). `job` is that
+   * job, so a wait of any kind moves the node to a job of its own first (`ownJobFor`).
+   */
+  readonly inline: boolean;
   /** 1-based attempt number of this execution. */
   readonly attempt: number;
+  /** How many attempts the node may make in all. */
+  readonly attemptsAllowed: number;
   /** The `retry.vary` override this attempt runs with (1-based), when it runs with one. */
   readonly variant?: number;
   readonly startedAt: string;
@@ -95,6 +103,7 @@ export function attemptRecord(
     ...(ctx.call.target !== undefined ? { target: ctx.call.target } : {}),
     ...(ctx.call.lessons.length > 0 ? { lessons: [...ctx.call.lessons] } : {}),
     ...(ctx.variant !== undefined ? { variant: ctx.variant } : {}),
+    ...(ctx.inline && ctx.job.id !== undefined ? { carriedBy: ctx.job.id } : {}),
   };
 }
 
@@ -279,8 +288,14 @@ export async function announce(ctx: NodeContext, notice: RunEventNotice): Promis
   }
 }
 
+/** A handed-off node cannot park its carrier's job: it goes on in a job of its own (`handoff.ts`). */
+export function ownJobFor(ctx: NodeContext, reason: string): void {
+  if (ctx.inline) throw new OwnJobNeeded(reason);
+}
+
 /** Parks the node job in the delayed set until `until`; it re-enters as a continuation. */
 export async function park(ctx: NodeContext, until: number): Promise<never> {
+  ownJobFor(ctx, 'park');
   if (ctx.token === undefined) throw new Error('parking a node job needs a worker token');
   await ctx.job.updateData({ ...(ctx.job.data as object), continuation: true });
   await ctx.job.moveToDelayed(until, ctx.token);
@@ -306,6 +321,7 @@ export async function awaitSignal(
   wait: Omit<WaitSpec, 'nodeId'>,
   timeoutSeconds: number,
 ): Promise<SignalAnswer> {
+  ownJobFor(ctx, 'wait for a signal');
   const { store } = ctx.deps;
   const runId = ctx.plan.runId;
   const spec: WaitSpec = { nodeId: ctx.node.id, ...wait };

@@ -1,8 +1,8 @@
 /**
  * Executes one node job (the tool loop, L3): read the dependencies' snapshots, guard against
  * loops and spent budgets, run the node by its kind's runner, write its snapshot once, release
- * ready dependents. A retry is handed back to BullMQ's backoff; a waiting node parks itself in the
- * delayed set; neither holds a worker slot.
+ * ready dependents — and run one of them in the same job (`handoff.ts`). A retry is handed back
+ * to BullMQ's backoff; a waiting node parks itself in the delayed set; neither holds a worker slot.
  */
 import { DelayedError, WaitingChildrenError, type Job } from 'bullmq';
 import type { NodeSnapshot, NodeUsage, RunStatus } from '../domain/run-model.js';
@@ -18,13 +18,14 @@ import { rateLimitFixUsed } from '../reflect/lesson-effects.js';
 import { NodeJobData } from '../queues/catalog.js';
 import { enqueueNodes, nodeJobAttempts, wakeParkedNodes } from '../queues/run-jobs.js';
 import { metrics } from '../telemetry/metrics.js';
-import { failSpan, inSpan } from '../telemetry/tracing.js';
+import { failSpan, inSpan, traceCarrier, type TraceCarrier } from '../telemetry/tracing.js';
 import { readBlobs, withOutputBlob } from './blob-reads.js';
 import { retryTableFor, type ExecutorDeps } from './deps.js';
 import { announce, attemptRecord, nowIso, scopeOf, snapshotOf, type NodeContext } from './node-context.js';
 import { askEarly, dropEarly, leaveFlow, type EarlyAsk } from './flow-gate.js';
 import { nodeRun } from './node-run.js';
 import type { CompiledPlan } from './plan-cache.js';
+import { OwnJobNeeded, pickHandoff } from './handoff.js';
 
 /** Thrown to hand a failed attempt back to BullMQ for a retry after `delayMs`. */
 export class RetryNodeError extends Error {
@@ -38,7 +39,8 @@ export class RetryNodeError extends Error {
 }
 
 export interface NodeJobResult {
-  readonly status: NodeSnapshot['status'] | 'gone' | 'stale';
+  /** `running`: a handed-off node moved on to a job of its own. */
+  readonly status: NodeSnapshot['status'] | 'gone' | 'stale' | 'running';
   /** A failed node's error class. */
   readonly code?: string;
 }
@@ -48,8 +50,30 @@ const controlFlow = (err: unknown): boolean =>
   err instanceof DelayedError || err instanceof WaitingChildrenError || err instanceof RetryNodeError;
 
 /**
+ * One execution of a node: by its own job, or handed off in the job of the node that released it
+ * (`inline`). The job is the one that carries it; parking, retries and flow-control holds of a
+ * handed-off node move it to a job of its own instead of touching the carrier.
+ */
+interface Execution {
+  readonly job: Job;
+  readonly token: string | undefined;
+  readonly data: ReturnType<typeof NodeJobData.parse>;
+  readonly attempt: number;
+  /** Attempts the node may make in all (BullMQ's ceiling, with those made before its job existed). */
+  readonly attemptsAllowed: number;
+  /** When the node became ready: its job was queued, or it was released for a handoff. */
+  readonly queuedAt: number;
+  readonly inline: boolean;
+  /** How many more nodes the carrying job may run after this one. */
+  readonly hopsLeft: number;
+}
+
+type ExecutionResult = NodeJobResult & { readonly handoff?: Execution };
+
+/**
  * Executes one node job in its span (a child of whatever released the node, from the job's data):
  * one span per execution, so attempts are spans; a failed attempt or node carries its error class.
+ * Then the nodes it hands off, each in its own span. Answers for the job's own node.
  */
 export async function executeNodeJob(
   deps: ExecutorDeps,
@@ -57,21 +81,49 @@ export async function executeNodeJob(
   token: string | undefined,
 ): Promise<NodeJobResult> {
   const data = NodeJobData.parse(job.data);
+  const own: Execution = {
+    job,
+    token,
+    data,
+    attempt: job.attemptsMade + 1 + data.attemptsBefore,
+    attemptsAllowed: data.attemptsBefore + (job.opts.attempts ?? 1),
+    queuedAt: job.timestamp,
+    inline: false,
+    hopsLeft: deps.handoff ?? 0,
+  };
+  const first = await inNodeSpan(deps, own, data.trace);
+  let next = first.handoff;
+  while (next) {
+    const execution = next;
+    next = (await inNodeSpan(deps, execution, execution.data.trace)).handoff;
+  }
+  return { status: first.status, ...(first.code !== undefined ? { code: first.code } : {}) };
+}
+
+async function inNodeSpan(
+  deps: ExecutorDeps,
+  execution: Execution,
+  parent: TraceCarrier | undefined,
+): Promise<ExecutionResult> {
+  const { data } = execution;
   return inSpan(
     `node ${data.nodeId}`,
     {
-      ...(data.trace ? { parent: data.trace } : {}),
+      ...(parent ? { parent } : {}),
       attributes: {
         'tetraloop.run.id': data.runId,
         'tetraloop.node.id': data.nodeId,
-        'tetraloop.attempt': job.attemptsMade + 1,
+        'tetraloop.attempt': execution.attempt,
         'tetraloop.generation': data.generation,
+        ...(execution.inline ? { 'tetraloop.node.handoff': true } : {}),
       },
       expected: controlFlow,
     },
     async (span) => {
       try {
-        const result = await runNodeJob(deps, job, token);
+        const result = execution.inline
+          ? await runHandedOff(deps, execution)
+          : await runExecution(deps, execution);
         span.setAttribute('tetraloop.node.status', result.status);
         if (result.code !== undefined) failSpan(span, result.code);
         return result;
@@ -85,25 +137,58 @@ export async function executeNodeJob(
   );
 }
 
+/**
+ * A handed-off node. One that must wait — a retry's backoff, a park, a flow-control hold — or that
+ * throws goes on in a job of its own with the attempts it has made; the carrier goes on.
+ */
+async function runHandedOff(deps: ExecutorDeps, execution: Execution): Promise<ExecutionResult> {
+  try {
+    return await runExecution(deps, execution);
+  } catch (err) {
+    const { runId, nodeId, generation } = execution.data;
+    const plan = await deps.plans.get(runId, generation);
+    const node = plan?.nodes.get(nodeId);
+    if (!plan || !node) throw err;
+    const retry = err instanceof RetryNodeError;
+    if (!retry && !(err instanceof OwnJobNeeded)) {
+      deps.logger.warn({ err, runId, nodeId }, 'a handed-off node failed; moving it to a job of its own');
+    }
+    // A retry is a new attempt after its delay; anything else re-enters the same attempt, whose
+    // begin was made (not counted or charged again).
+    const attemptsBefore = retry ? execution.attempt : execution.attempt - 1;
+    await enqueueNodes(deps.queues, runId, generation, [
+      {
+        id: nodeId,
+        attempts: Math.max(1, execution.attemptsAllowed - attemptsBefore),
+        ...(plan.prioritized ? { priority: nodePriorityOf(node) } : {}),
+        ...(retry ? { delayMs: err.delayMs } : { moved: true }),
+        attemptsBefore,
+      },
+    ]);
+    metrics.nodeHandoffs.inc({ outcome: retry ? 'retry' : 'own_job' });
+    return { status: 'running' };
+  }
+}
+
 /** Whether a failure of this node is data for its dependents rather than the end of the run. */
 export const continuesOnFailure = (node: ExecutableNode): boolean =>
   executionOf(node).continuesOnFailure(node);
 
-async function runNodeJob(deps: ExecutorDeps, job: Job, token: string | undefined): Promise<NodeJobResult> {
-  const data = NodeJobData.parse(job.data);
+async function runExecution(deps: ExecutorDeps, execution: Execution): Promise<ExecutionResult> {
+  const { job, token, data, attempt } = execution;
   const plan = await deps.plans.get(data.runId, data.generation);
-  const planned = plan?.nodes.get(data.nodeId);
   // The run expired or was deleted: nothing to do, nothing to report to.
   if (!plan) return { status: 'gone' };
+  const planned = plan.nodes.get(data.nodeId);
   // A node the current plan no longer has: a job of an older generation (another process read the
   // plan after a replan) is stale; otherwise the node was never planned.
   if (!planned) return { status: plan.generation > data.generation ? 'stale' : 'gone' };
 
-  const attempt = job.attemptsMade + 1;
   // A node not started before its TTL is skipped, failed, or replaced by its fallback — decided
   // when its job is first taken; a downgraded node's retries run the fallback too.
-  const firstTake = attempt === 1 && !data.continuation && !data.throttled;
-  const expiry = firstTake ? expiryOf(planned, job.timestamp, Date.now()) : undefined;
+  const reentry = data.continuation || data.throttled || data.moved;
+  const firstTake = attempt === 1 && !reentry;
+  const expiry = firstTake ? expiryOf(planned, execution.queuedAt, Date.now()) : undefined;
   const downgradedAt = data.downgraded ?? (expiry?.onExpire === 'downgrade' ? iso(expiry.at) : undefined);
   // Skipped or failed for its TTL: it does not run, so it is neither counted nor charged.
   const expiredUnrun = expiry !== undefined && expiry.onExpire !== 'downgrade';
@@ -114,15 +199,20 @@ async function runNodeJob(deps: ExecutorDeps, job: Job, token: string | undefine
   // Tracked before reading the run's status, so an abort published in between is not missed.
   const tracked = deps.aborts.track(plan.runId);
   // Asked beside the start script, so the node's call under a limit makes no round trip of its own.
-  const early = data.throttled || data.continuation ? undefined : earlyFlowAsk(deps, plan, node, job);
+  const early = reentry || execution.inline ? undefined : earlyFlowAsk(deps, plan, node, job);
   try {
     const begin = await deps.store.beginNode(plan.runId, node.id, {
       generation: data.generation,
-      live: { status: 'running', startedAt, attempt },
-      // A job re-entering after parking (or after flow control held its call back) is the same
-      // execution: not counted or charged again.
-      countExecution: !data.continuation && !data.throttled && !expiredUnrun,
-      chargeCall: kind.chargesToolCall && !data.throttled && !expiredUnrun,
+      live: {
+        status: 'running',
+        startedAt,
+        attempt,
+        ...(execution.inline ? { carriedBy: jobIdOf(job) } : {}),
+      },
+      // A job re-entering after parking (or after flow control held its call back, or moving on
+      // from a handoff) is the same execution: not counted or charged again.
+      countExecution: !reentry && !expiredUnrun,
+      chargeCall: kind.chargesToolCall && !data.throttled && !data.moved && !expiredUnrun,
       reads: plan.reads.get(node.id) ?? [],
     });
     if (begin.status === 'stale') return { status: 'stale' };
@@ -137,7 +227,9 @@ async function runNodeJob(deps: ExecutorDeps, job: Job, token: string | undefine
       node,
       generation: data.generation,
       continuation: data.continuation,
+      inline: execution.inline,
       attempt,
+      attemptsAllowed: execution.attemptsAllowed,
       ...(variant !== undefined ? { variant } : {}),
       startedAt,
       started: performance.now(),
@@ -157,8 +249,19 @@ async function runNodeJob(deps: ExecutorDeps, job: Job, token: string | undefine
           : withExpiry(await runNode(ctx, reads.error), downgradedAt)
         : notRunSnapshot(begin.status, begin.attempts));
     if (!begin.existing && begin.status === 'running') observeNode(node, snapshot);
-    await complete(ctx, snapshot, begin.existing !== null);
-    return { status: snapshot.status, ...(snapshot.error ? { code: snapshot.error.code } : {}) };
+    const ready = await complete(ctx, snapshot, begin.existing !== null);
+    // A redelivered job whose node was complete: it hands nothing off, it finishes what the crashed
+    // delivery left (the nodes that one ran handed off and what they released).
+    if (begin.existing) {
+      await recoverCarried(deps, plan, data.generation, jobIdOf(job), node.id, ready);
+      return { status: snapshot.status, ...(snapshot.error ? { code: snapshot.error.code } : {}) };
+    }
+    const handoff = await dispatchReady(deps, plan, ready, execution);
+    return {
+      status: snapshot.status,
+      ...(snapshot.error ? { code: snapshot.error.code } : {}),
+      ...(handoff ? { handoff } : {}),
+    };
   } finally {
     tracked.release();
     // The node did not run, or its call did not take the early answer: its capacity goes back.
@@ -258,7 +361,7 @@ async function failureSnapshot(
   const own = kind.retryable ? kind.retry(node)?.rate_limited : undefined;
   const fix =
     kind.retryable && error.code === 'rate_limited' && own === undefined ? ctx.call.rateLimit : undefined;
-  const room = (ctx.job.opts.attempts ?? 1) - 1;
+  const room = ctx.attemptsAllowed - 1;
   const retries = fix ? Math.max(base, Math.min(fix.retries, room)) : base;
   if (ctx.attempt > retries || ctx.runSignal.aborted) return failedSnapshot(ctx, error, usage);
   const delayMs = Math.max(retryDelay(ctx.attempt, error, deps.backoff), fix?.backoffFloorMs ?? 0);
@@ -367,7 +470,12 @@ function notRunSnapshot(runStatus: RunStatus | null, attempts: NodeSnapshot['att
   };
 }
 
-async function complete(ctx: NodeContext, snapshot: NodeSnapshot, existed: boolean): Promise<void> {
+/** Writes the node's snapshot (once) and answers the dependents it released, not yet enqueued. */
+async function complete(
+  ctx: NodeContext,
+  snapshot: NodeSnapshot,
+  existed: boolean,
+): Promise<readonly string[]> {
   const { deps, plan, node } = ctx;
   const kind = executionOf(node);
   const failsRun = snapshot.status === 'failed' && !kind.continuesOnFailure(node);
@@ -378,6 +486,7 @@ async function complete(ctx: NodeContext, snapshot: NodeSnapshot, existed: boole
     release,
     children: plan.topology.children.get(node.id) ?? [],
     charge: existed ? {} : kind.charge(snapshot),
+    job: jobIdOf(ctx.job),
     // A node that is one tool call names its tool in its completion event.
     ...(tool !== undefined ? { tool } : {}),
   });
@@ -398,9 +507,6 @@ async function complete(ctx: NodeContext, snapshot: NodeSnapshot, existed: boole
   ) {
     await deps.store.decideError(plan.runId, deadlineError(plan.timeoutSeconds), now, ctx.generation);
   }
-  if (done.status === 'running' && done.generation === ctx.generation) {
-    await enqueueReady(deps, plan, done.ready, ctx.generation);
-  }
   if (snapshot.status === 'failed' && snapshot.error) {
     const { code, message } = snapshot.error;
     await announce(ctx, {
@@ -409,7 +515,97 @@ async function complete(ctx: NodeContext, snapshot: NodeSnapshot, existed: boole
       data: { nodeId: node.id, error: { code, message }, attempts: snapshot.attempts.length, failsRun },
     });
   }
+  return done.status === 'running' && done.generation === ctx.generation ? done.ready : [];
 }
+
+/**
+ * Enqueues the released nodes, but one the job may run itself next: that one is answered as its
+ * handoff. Ready nodes are always enqueued (or handed off) before the job finishes, so the root
+ * job cannot finish early and a crash cannot strand them.
+ */
+async function dispatchReady(
+  deps: ExecutorDeps,
+  plan: CompiledPlan,
+  ready: readonly string[],
+  from: Execution,
+): Promise<Execution | undefined> {
+  const next =
+    from.hopsLeft > 0 && !deps.stopping?.() ? pickHandoff(plan.nodes, ready, plan.prioritized) : undefined;
+  await enqueueReady(
+    deps,
+    plan,
+    next === undefined ? ready : ready.filter((id) => id !== next),
+    from.data.generation,
+  );
+  if (next === undefined) return undefined;
+  const node = plan.nodes.get(next)!;
+  metrics.nodeHandoffs.inc({ outcome: 'ran' });
+  return {
+    job: from.job,
+    token: from.token,
+    data: {
+      runId: plan.runId,
+      nodeId: next,
+      generation: from.data.generation,
+      continuation: false,
+      throttled: false,
+      moved: false,
+      attemptsBefore: 0,
+      ...traceCarrier(),
+    },
+    attempt: 1,
+    attemptsAllowed: nodeJobAttempts(node, retryTableFor(deps), deps.lessons?.maxRetries),
+    queuedAt: Date.now(),
+    inline: true,
+    hopsLeft: from.hopsLeft - 1,
+  };
+}
+
+/**
+ * After a crash, finishes what the crashed delivery of a job left: enqueues the ready children its
+ * node released (the caller re-completed it), then walks the nodes the job ran handed off (their
+ * last attempt names it, `carriedBy`), re-completing each — `complete-node.lua` on an existing
+ * snapshot writes nothing and answers the ready children that node released and no other job runs —
+ * and enqueues what they released. Job ids are deterministic, so an existing job is not added
+ * twice; a node another job runs handed off is never answered, so nothing runs twice.
+ */
+async function recoverCarried(
+  deps: ExecutorDeps,
+  plan: CompiledPlan,
+  generation: number,
+  job: string,
+  from: string,
+  ready: readonly string[],
+): Promise<void> {
+  await enqueueReady(deps, plan, ready, generation);
+  const seen = new Set<string>([from]);
+  let frontier = [from];
+  while (frontier.length > 0) {
+    const children = [...new Set(frontier.flatMap((id) => plan.topology.children.get(id) ?? []))].filter(
+      (id) => !seen.has(id),
+    );
+    const snapshots = await deps.store.snapshotsOf(plan.runId, children);
+    frontier = [];
+    for (const [child, snapshot] of snapshots) {
+      const node = plan.nodes.get(child);
+      if (!node || snapshot.attempts.at(-1)?.carriedBy !== job) continue;
+      seen.add(child);
+      frontier.push(child);
+      const done = await deps.store.completeNode(plan.runId, child, snapshot, {
+        release: releasesDependents(node, snapshot),
+        children: plan.topology.children.get(child) ?? [],
+        charge: {},
+        job,
+      });
+      if (done.status === 'running' && done.generation === generation) {
+        await enqueueReady(deps, plan, done.ready, generation);
+      }
+    }
+  }
+}
+
+/** The id of a node job (BullMQ sets it; node jobs are added with one). */
+const jobIdOf = (job: Job): string => job.id ?? '';
 
 /** A node's dispatch priority: its own, or the default for a node that gives none (wait nodes). */
 const nodePriorityOf = (node: ExecutableNode): number =>

@@ -9,7 +9,15 @@ import type { ExecutableNode, NodeRun } from '../nodes/index.js';
 import { derivedRunId } from '../domain/run-id.js';
 import { startChildRun } from './child-run.js';
 import { callModel } from './model-call.js';
-import { awaitSignal, callTool, park, resolve, snapshotOf, type NodeContext } from './node-context.js';
+import {
+  awaitSignal,
+  callTool,
+  ownJobFor,
+  park,
+  resolve,
+  snapshotOf,
+  type NodeContext,
+} from './node-context.js';
 import { afterToolCall, beforeToolCall } from './tool-hooks.js';
 
 export function nodeRun<N extends ExecutableNode>(
@@ -73,6 +81,7 @@ export function nodeRun<N extends ExecutableNode>(
     event: (type, data) => deps.store.appendEvent(runId, type, node.id, data),
     childRun: async (n) => childOutcome(await deps.store.document(childId(n))),
     startChildRun: async (n, request) => {
+      ownJobFor(ctx, 'start a child run');
       const id = childId(n);
       await startChildRun(
         deps,

@@ -49,6 +49,13 @@ export const NodeJobData = z.object({
   throttled: z.boolean().default(false),
   /** When the node expired and runs its fallback instead (ISO time): its retries run the fallback too. */
   downgraded: z.string().optional(),
+  /**
+   * Attempts made before this job existed: the node ran handed off in another node's job (see
+   * `executor/handoff.ts`) and moved to a job of its own for a retry or to park.
+   */
+  attemptsBefore: z.number().int().min(0).default(0),
+  /** Set when a handed-off node moved here mid-execution: its begin was made, not counted or charged again. */
+  moved: z.boolean().default(false),
   /** The trace context of what released the node (tracing on). */
   trace: TraceCarrier.optional(),
 });

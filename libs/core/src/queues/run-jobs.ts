@@ -149,6 +149,15 @@ export function nodeJobAttempts(node: ExecutableNode, retries: RetryTable, lesso
   return 1 + (kind.retryable ? Math.max(maxRetries(retries, kind.retry(node)), lessonRetries) : 0);
 }
 
+export interface NodeToEnqueue {
+  readonly id: string;
+  readonly attempts: number;
+  readonly priority?: number;
+  readonly delayMs?: number;
+  readonly attemptsBefore?: number;
+  readonly moved?: boolean;
+}
+
 /**
  * Adds node jobs as children of the run's root job. Job ids derive from run, node and generation,
  * so adding a node twice is a no-op; adding them while the completing job is still active keeps
@@ -158,8 +167,11 @@ export async function enqueueNodes(
   queues: RunQueues,
   runId: string,
   generation: number,
-  /** `priority`: the node's 1–10 (10 first), given to the nodes of a run that prioritizes any. */
-  nodes: readonly { id: string; attempts: number; priority?: number }[],
+  /**
+   * `priority`: the node's 1–10 (10 first), given to the nodes of a run that prioritizes any.
+   * `delayMs`, `attemptsBefore`, `moved`: a handed-off node moving to a job of its own.
+   */
+  nodes: readonly NodeToEnqueue[],
 ): Promise<void> {
   if (nodes.length === 0) return;
   const shard = await queues.shardOf(runId);
@@ -168,11 +180,19 @@ export async function enqueueNodes(
   const traced = traceCarrier();
   const jobs = nodes.map((node) => ({
     name: JOB.node,
-    data: { runId, nodeId: node.id, generation, ...traced } satisfies NodeJobData,
+    data: {
+      runId,
+      nodeId: node.id,
+      generation,
+      ...(node.attemptsBefore ? { attemptsBefore: node.attemptsBefore } : {}),
+      ...(node.moved ? { moved: true } : {}),
+      ...traced,
+    } satisfies NodeJobData,
     opts: {
       jobId: nodeJobId(runId, node.id, generation),
       parent,
       attempts: node.attempts,
+      ...(node.delayMs ? { delay: node.delayMs } : {}),
       // BullMQ serves its lowest number first (and jobs without one before any).
       ...(node.priority !== undefined ? { priority: 11 - node.priority } : {}),
       backoff: { type: BACKOFF_TYPE },

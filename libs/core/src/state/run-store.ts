@@ -994,7 +994,14 @@ export class RunStore {
     runId: string,
     nodeId: string,
     snapshot: NodeSnapshot,
-    options: { release: boolean; children: readonly string[]; charge: UsageCharge; tool?: string },
+    options: {
+      release: boolean;
+      children: readonly string[];
+      charge: UsageCharge;
+      tool?: string;
+      /** The job completing it: a redelivery answers again the children this job runs handed off. */
+      job?: string;
+    },
   ): Promise<CompleteNodeResult> {
     const last = snapshot.attempts.at(-1);
     const event = {
@@ -1011,7 +1018,7 @@ export class RunStore {
       `node.${snapshot.status}`,
       JSON.stringify(event),
       options.release ? '1' : '0',
-      JSON.stringify({ status: 'queued' } satisfies LiveNodeState),
+      options.job ?? '',
       chargeJson(options.charge),
       ...options.children,
     ])) as [number, string | null, number, ...string[]];
@@ -1111,6 +1118,15 @@ export class RunStore {
     return Object.entries(live)
       .filter(([, state]) => statuses.includes((JSON.parse(state) as { status?: string }).status ?? ''))
       .map(([id]) => id);
+  }
+
+  /** The snapshots of these nodes that exist. */
+  async snapshotsOf(runId: string, nodeIds: readonly string[]): Promise<Map<string, NodeSnapshot>> {
+    if (nodeIds.length === 0) return new Map();
+    const raw = await this.redis.hmget(runKeys(this.options.prefix, runId).nodes, ...nodeIds);
+    return new Map(
+      nodeIds.flatMap((id, i) => (raw[i] ? [[id, JSON.parse(raw[i]) as NodeSnapshot] as const] : [])),
+    );
   }
 
   /** All snapshots written so far. */

@@ -58,6 +58,12 @@ export const metrics = {
     labelNames: ['onExpire'] as const,
     registers: [registry],
   }),
+  nodeHandoffs: new Counter({
+    name: 'tetraloop_node_handoffs_total',
+    help: 'Released nodes a node job ran itself (ran), and handed-off nodes that moved to a job of their own for a retry (retry) or to wait (own_job).',
+    labelNames: ['outcome'] as const,
+    registers: [registry],
+  }),
   nodeRetries: new Counter({
     name: 'tetraloop_node_retries_total',
     help: 'Failed attempts handed back for a retry, by error code.',

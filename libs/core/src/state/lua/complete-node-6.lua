@@ -2,17 +2,31 @@
   Records a node's snapshot (once, counted under its status) and releases the dependents it was the
   last to wait for.
   ARGV[1] node id, ARGV[2] snapshot JSON, ARGV[3] event type, ARGV[4] event data JSON,
-  ARGV[5] '1' to release dependents, ARGV[6] live JSON for a queued node, ARGV[7] usage to charge
+  ARGV[5] '1' to release dependents, ARGV[6] id of the job completing it, ARGV[7] usage to charge
   (JSON object of integers, e.g. {"toolTimeMs":12,"promptTokens":30}), ARGV[8..] children
   Returns { written (1 = this call wrote the snapshot, 0 = it existed), run status, generation,
   ready child ids... }; { 0, false, 0 }, writing nothing, for an unknown run.
-  A child is ready when its counter is 0 and it has no snapshot. On a redelivery (written = 0) the
-  counters are not decremented again, but ready children are still returned so a crash between
-  this script and the enqueue cannot strand them; their job ids are deterministic, so adding them
-  twice is harmless.
+  A child is ready when its counter is 0 and it has no snapshot; it is marked queued with the id of
+  the node that released it (`by`). On a redelivery (written = 0) the counters are not decremented
+  again, but the ready children this node released are returned again, so a crash between this
+  script and the enqueue cannot strand them; their job ids are deterministic, so adding them twice
+  is harmless. Left out are those another node released and those another job runs handed off
+  (`carriedBy`, executor/handoff.ts): they have no job, and adding one would run them twice.
   Of the run's keys it may create only `nodes` (its first snapshot); the run's hash is read once.
 ]]
 ttlKeys = { 3 }
+
+-- Whether a redelivery answers a ready child again: one this node released and no other job runs
+-- handed off. A child marked queued before `by` existed, or in its own job, is answered (adding its
+-- job again is a no-op).
+local function releasedHere(live, id, job)
+  if not live then return true end
+  local state = cjson.decode(live)
+  if state.carriedBy then return state.carriedBy == job end
+  if state.status == 'queued' and state.by then return state.by == id end
+  return true
+end
+
 local id = ARGV[1]
 local meta = redis.call('HMGET', KEYS[1], 'status', 'generation', 'replan', 'eventsMax')
 local status = meta[1]
@@ -45,12 +59,14 @@ end
 if #counted == 0 then return result end
 -- Those without a snapshot are ready, read in one HMGET and marked queued in one HSET.
 local snapshots = hmgetList(KEYS[3], counted)
+local lives = written == 1 and {} or hmgetList(KEYS[4], counted)
+local queuedLive = cjson.encode({ status = 'queued', by = id })
 local queued = {}
 for i, child in ipairs(counted) do
-  if not snapshots[i] then
+  if not snapshots[i] and (written == 1 or releasedHere(lives[i], id, ARGV[6])) then
     result[#result + 1] = child
     queued[#queued + 1] = child
-    queued[#queued + 1] = ARGV[6]
+    queued[#queued + 1] = queuedLive
   end
 end
 if status == 'running' and written == 1 and #queued > 0 then

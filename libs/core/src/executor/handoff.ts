@@ -1,0 +1,61 @@
+/**
+ * Node handoff: a node job that releases ready dependents runs one of them itself, at once, in the
+ * same job and worker slot, instead of adding a job for it and waiting for a worker to fetch it.
+ * A chain's next hop then costs the completing script and the next start script, not a queue
+ * round trip, a wake-up and BullMQ's job bookkeeping. The others are enqueued as usual.
+ *
+ * Why it keeps the execution model's guarantees:
+ * - the carrying job stays active while its handed-off nodes run, so the run's root job stays in
+ *   waiting-children: it cannot finalize early;
+ * - a crash leaves the carrying job to stall and be redelivered; its node's snapshot exists, so
+ *   the redelivery re-completes it and the handed-off nodes below it (as deep as a job may hand
+ *   off) and enqueues whatever they had released: nothing is stranded;
+ * - snapshots are still written once, by the same scripts;
+ * - a handed-off node that must wait (a retry's backoff, a signal, an approval, a flow-control
+ *   hold, a budget pause) moves to a job of its own, with the attempts it has made.
+ *
+ * Pure: which ready node a job takes.
+ */
+import { DEFAULT_NODE_PRIORITY } from '../graph/schema.js';
+import type { ExecutableNode } from '../nodes/index.js';
+
+/** Thrown inside a handed-off node that has to park: it goes on in a job of its own. */
+export class OwnJobNeeded extends Error {
+  constructor(readonly reason: string) {
+    super(`a handed-off node needs its own job to ${reason}`);
+    this.name = 'OwnJobNeeded';
+  }
+}
+
+/**
+ * Whether a node may run handed off: a tool or llm node without a TTL (a TTL counts from when its
+ * job was queued; a downgrade is noted in its job). Waits and loops park by nature.
+ */
+export function mayHandOff(node: ExecutableNode): boolean {
+  if (node.kind !== 'tool' && node.kind !== 'llm') return false;
+  return node.ttlMs === undefined && node.expiresAt === undefined;
+}
+
+const priorityOf = (node: ExecutableNode): number =>
+  ('priority' in node && typeof node.priority === 'number' ? node.priority : undefined) ??
+  DEFAULT_NODE_PRIORITY;
+
+/**
+ * Of the ready nodes, the one the completing job runs next (the first that may, or in a run
+ * that prioritizes, the highest priority that may), or undefined.
+ */
+export function pickHandoff(
+  nodes: ReadonlyMap<string, ExecutableNode>,
+  ready: readonly string[],
+  prioritized: boolean,
+): string | undefined {
+  let best: { id: string; priority: number } | undefined;
+  for (const id of ready) {
+    const node = nodes.get(id);
+    if (!node || !mayHandOff(node)) continue;
+    if (!prioritized) return id;
+    const priority = priorityOf(node);
+    if (!best || priority > best.priority) best = { id, priority };
+  }
+  return best?.id;
+}

@@ -1,0 +1,182 @@
+/**
+ * Node handoff on a real Redis: a node job runs one of the nodes it releases itself, so a chain
+ * takes one job, a fan-out one job per branch; a handed-off node that has to wait (a retry, a
+ * flow-control hold) moves to a job of its own and keeps its attempts, counted and charged once.
+ */
+import { Redis } from 'ioredis';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { spawnTetraloop, stderrMatches, type Spawned } from './support/processes.js';
+import { postRun, readEvents, runToEnd, startStack, waitFor, type Stack } from './support/stack.js';
+import { startToolServer, type ToolServer } from './support/tool-server.js';
+
+let server: ToolServer;
+let stack: Stack;
+let limited: Stack;
+let plain: Stack;
+/** Its tool pool in worker processes, one of which is killed. */
+let crashing: Stack;
+const workers: Spawned[] = [];
+
+beforeAll(async () => {
+  server = await startToolServer();
+  [stack, limited, plain] = await Promise.all([
+    startStack(),
+    // Every call passes a flow limit: a handed-off node asks for it from a job of its own.
+    startStack({
+      env: { TETRALOOP_LIMITS: JSON.stringify({ limits: [{ name: 'all', key: 'tool', concurrency: 50 }] }) },
+    }),
+    startStack({ env: { TETRALOOP_NODE_HANDOFF: '0' } }),
+  ]);
+  crashing = await startStack({
+    pools: ['plan'],
+    // Short locks so the killed worker's job is found stalled within seconds.
+    env: { TETRALOOP_LOCK_DURATION_MS: '2000', TETRALOOP_STALLED_INTERVAL_MS: '1000' },
+  });
+  await startWorker();
+}, 60_000);
+afterAll(async () => {
+  await Promise.all(workers.map((w) => w.kill('SIGKILL')));
+  await Promise.all([stack?.close(), limited?.close(), plain?.close(), crashing?.close()]);
+  await server?.close();
+});
+
+const call = (id: string, path = '/work?ms=5') => ({
+  id,
+  kind: 'tool',
+  tool: 'http',
+  args: { url: `${server.url}${path}&node=${id}` },
+});
+
+/** The node jobs added to the tool queue for a run, by node id, read from BullMQ's event stream. */
+async function nodeJobsAdded(of: Stack, runId: string): Promise<string[]> {
+  const redis = new Redis(of.env.REDIS_URL!);
+  try {
+    const entries = await redis.xrange(`${of.prefix}:tool:events`, '-', '+');
+    return entries
+      .map(([, fields]) => Object.fromEntries(fields.flatMap((f, i) => (i % 2 ? [] : [[f, fields[i + 1]]]))))
+      .filter((e) => e.event === 'added' && String(e.jobId).startsWith(`${runId}.`))
+      .map((e) => String(e.jobId).slice(runId.length + 1))
+      .sort();
+  } finally {
+    redis.disconnect();
+  }
+}
+
+async function startWorker(): Promise<void> {
+  const worker = spawnTetraloop(['worker', '--pool', 'tool'], crashing.env);
+  workers.push(worker);
+  await stderrMatches(worker, /worker ready/);
+}
+
+const chain = (ids: string[], node = (id: string) => call(id)) => ({
+  graph: { nodes: ids.map(node), edges: ids.slice(1).map((id, i) => [ids[i]!, id]) },
+});
+
+describe('node handoff', () => {
+  it('runs a chain in one job, every node with its own start, snapshot and events', async () => {
+    const ids = ['c0', 'c1', 'c2', 'c3', 'c4', 'c5'];
+    const doc = await runToEnd(stack.url, chain(ids));
+    expect(doc.status).toBe('succeeded');
+    expect(await nodeJobsAdded(stack, doc.runId)).toEqual(['c0']);
+    for (const id of ids) {
+      expect(doc.nodes[id]).toMatchObject({ status: 'succeeded', attempts: [{ attempt: 1 }] });
+      expect(server.hitsOf(id)).toHaveLength(1);
+    }
+    expect(doc.usage.toolCalls).toBe(ids.length);
+    const events = (await readEvents(stack.url, doc.runId)).map((e) => e.data);
+    const lifecycle = new Set(['node.queued', 'node.started', 'node.succeeded']);
+    for (const id of ids.slice(1)) {
+      const mine = events.filter((e) => e.nodeId === id && lifecycle.has(e.type)).map((e) => e.type);
+      expect(mine, id).toEqual(['node.queued', 'node.started', 'node.succeeded']);
+    }
+    // One after the other: each started after the one it depends on finished.
+    for (let i = 1; i < ids.length; i++) {
+      expect(server.hitsOf(ids[i]!)[0]!.start).toBeGreaterThanOrEqual(server.hitsOf(ids[i - 1]!)[0]!.end!);
+    }
+  });
+
+  it('runs a fan-out with one job per branch, the join handed off by the branch that released it', async () => {
+    const doc = await runToEnd(stack.url, {
+      graph: {
+        nodes: [call('f-src'), call('f-a'), call('f-b'), call('f-c'), call('f-join')],
+        edges: [
+          ['f-src', 'f-a'],
+          ['f-src', 'f-b'],
+          ['f-src', 'f-c'],
+          ['f-a', 'f-join'],
+          ['f-b', 'f-join'],
+          ['f-c', 'f-join'],
+        ],
+      },
+    });
+    expect(doc.status).toBe('succeeded');
+    const added = await nodeJobsAdded(stack, doc.runId);
+    // The source's job runs one branch; the other two get jobs; the join gets none.
+    expect(added).toHaveLength(3);
+    expect(added).toContain('f-src');
+    expect(added).not.toContain('f-join');
+    expect(doc.nodes['f-join']!.status).toBe('succeeded');
+  });
+
+  it('moves a handed-off node that fails to a job of its own for its retry, keeping its attempts', async () => {
+    const doc = await runToEnd(
+      stack.url,
+      chain(['r0', 'r1', 'r2'], (id) => (id === 'r1' ? call(id, '/flaky?fail=1&status=503') : call(id))),
+    );
+    expect(doc.status).toBe('succeeded');
+    const attempts = doc.nodes.r1!.attempts;
+    expect(attempts.map((a) => [a.attempt, a.error?.code ?? 'ok'])).toEqual([
+      [1, 'server'],
+      [2, 'ok'],
+    ]);
+    // The recorded backoff was honoured by the new job's delay.
+    const [first, second] = server.hitsOf('r1');
+    expect(second!.start - first!.end!).toBeGreaterThanOrEqual(attempts[0]!.retryDelayMs! - 5);
+    // r1's retry got a job, which handed off r2.
+    expect(await nodeJobsAdded(stack, doc.runId)).toEqual(['r0', 'r1']);
+    expect(doc.usage.toolCalls).toBe(4);
+  });
+
+  it('moves a handed-off node under a flow limit to a job of its own, counted and charged once', async () => {
+    const ids = ['l0', 'l1', 'l2'];
+    const doc = await runToEnd(limited.url, chain(ids));
+    expect(doc.status).toBe('succeeded');
+    expect(await nodeJobsAdded(limited, doc.runId)).toEqual(ids);
+    for (const id of ids)
+      expect(doc.nodes[id]).toMatchObject({ status: 'succeeded', attempts: [{ attempt: 1 }] });
+    expect(doc.usage.toolCalls).toBe(ids.length);
+    // The move re-enters the same attempt: not executed or counted twice.
+    for (const id of ids) expect(server.hitsOf(id)).toHaveLength(1);
+  });
+
+  it('gives every node a job of its own with TETRALOOP_NODE_HANDOFF=0', async () => {
+    const ids = ['p0', 'p1', 'p2'];
+    const doc = await runToEnd(plain.url, chain(ids));
+    expect(doc.status).toBe('succeeded');
+    expect(await nodeJobsAdded(plain, doc.runId)).toEqual(ids);
+  });
+
+  it('finishes a chain whose carrying job died mid-node: the interrupted node runs again, no other', async () => {
+    const ids = ['k0', 'k1', 'k2', 'k3', 'k4'];
+    const posted = await postRun(
+      crashing.url,
+      chain(ids, (id) => (id === 'k2' ? call(id, '/work?ms=3000') : call(id))),
+    );
+    const runId = posted.body.runId as string;
+    // k1 and k2 run handed off in k0's job; the worker dies while k2 runs.
+    await server.hitCount('k2', 1);
+    await workers[0]!.kill('SIGKILL');
+    await startWorker();
+    const doc = await waitFor(crashing.url, runId, 60_000);
+    expect(doc.status).toBe('succeeded');
+    for (const id of ids) expect(server.hitsOf(id), id).toHaveLength(id === 'k2' ? 2 : 1);
+    const [before, after] = server.hitsOf('k2');
+    expect(after!.idempotencyKey).toBe(before!.idempotencyKey);
+    // k0's redelivered job re-completed k0 and k1 (written once) and gave k2 a job of its own,
+    // which handed off the rest.
+    expect(await nodeJobsAdded(crashing, runId)).toEqual(['k0', 'k2']);
+    expect(doc.nodes.k1!.attempts.map((a) => a.carriedBy)).toEqual([`${runId}.k0`]);
+    expect(doc.nodes.k3!.attempts.map((a) => a.carriedBy)).toEqual([`${runId}.k2`]);
+    expect(doc.usage.toolCalls).toBe(ids.length + 1);
+  });
+});
