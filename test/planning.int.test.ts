@@ -145,6 +145,32 @@ describe('planning a task', () => {
     expect(JSON.stringify(call!.response_format)).toContain('"onError"');
   });
 
+  it('sends a failure policy past the bounds fixed graphs have back for repair, naming each field', async () => {
+    const before = model.requests.length;
+    let round = 0;
+    planner = () =>
+      round++ === 0
+        ? planReply({
+            nodes: [{ ...fetchNode('b-a'), retry: { server: 11 }, timeoutMs: 700_000, priority: 11 }],
+            edges: [],
+          })
+        : planReply({ nodes: [{ ...fetchNode('b-a'), retry: { server: 2 }, timeoutMs: 5000 }], edges: [] });
+    const doc = await runToEnd(stack.url, { task: 'bounded policy' });
+    expect(doc.status).toBe('succeeded');
+    const calls = requestsSince(before);
+    expect(calls).toHaveLength(2);
+    const repair = calls[1]!.messages.at(-1)!.content!;
+    for (const field of ['nodes.0.retry.server', 'nodes.0.timeoutMs', 'nodes.0.priority']) {
+      expect(repair).toContain(field);
+    }
+    // The same answer as a fixed graph is refused with the same fields, before anything runs.
+    const fixed = await postRun(stack.url, {
+      graph: { nodes: [{ ...fetchNode('b-a'), retry: { server: 11 }, timeoutMs: 700_000, priority: 11 }], edges: [] },
+    });
+    expect(fixed.status).toBe(400);
+    for (const field of ['retry.server', 'timeoutMs', 'priority']) expect(JSON.stringify(fixed.body)).toContain(field);
+  });
+
   it('repairs a rejected plan once, sending the validation errors back', async () => {
     const before = model.requests.length;
     let round = 0;

@@ -29,6 +29,8 @@ export async function startBenchStack(
     HOST: '127.0.0.1',
     // The engine is measured; keys are measured on their own where a benchmark says so.
     TETRALOOP_AUTH: 'off',
+    // Settings from the shell (e.g. `TETRALOOP_NODE_HANDOFF=0 npm run bench -- per-hop`), then the benchmark's own.
+    ...tetraloopSettings(process.env),
     ...env,
   };
   const pools =
@@ -51,6 +53,13 @@ export async function startBenchStack(
       await redis.stop();
     },
   };
+}
+
+/** The `TETRALOOP_*` variables of an environment. */
+function tetraloopSettings(from: NodeJS.ProcessEnv): Record<string, string> {
+  return Object.fromEntries(
+    Object.entries(from).filter((e): e is [string, string] => e[0].startsWith('TETRALOOP_') && e[1] !== undefined),
+  );
 }
 
 const clients = new Map<string, TetraloopClient>();

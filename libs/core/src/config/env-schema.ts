@@ -269,8 +269,8 @@ export const BaseEnv = z.object({
   TETRALOOP_COLLECT_DROP: z.enum(['summarize', 'old', 'new']).default('summarize'),
   /** Most runs waiting in one session's lane; a `followup` message past it is refused (`429 lane_full`). */
   TETRALOOP_FOLLOWUP_CAP: z.coerce.number().int().min(1).max(100_000).default(100),
-  /** How session runs work: the agent loop (conversational) or a planned DAG. */
-  TETRALOOP_SESSION_RUN_MODE: z.enum(['loop', 'dag']).default('loop'),
+  /** How session runs work: the agent loop (conversational), a planned DAG, or planned in windows. */
+  TETRALOOP_SESSION_RUN_MODE: z.enum(['loop', 'dag', 'window']).default('loop'),
   /**
    * Compact a session's history (fold its older turns into a summary) once what a run would see of
    * it is estimated (characters / 4) past this many tokens.

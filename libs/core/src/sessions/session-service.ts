@@ -64,7 +64,7 @@ export interface SessionConfig {
   /** Most runs waiting in one lane; a `followup` message past it is refused. @defaultValue 100 */
   readonly followupCap: number;
   /** How session runs work: the classic agent loop (conversational) or a planned DAG. @defaultValue "loop" */
-  readonly runMode: 'loop' | 'dag';
+  readonly runMode: 'loop' | 'dag' | 'window';
   /** Recent events kept in a session's environment. @defaultValue 100 */
   readonly environmentCap: number;
   /** Duplicate window of event ids. @defaultValue 600 */
@@ -623,7 +623,7 @@ export class SessionService {
       ...(call.model !== undefined ? { model: call.model } : {}),
       ...(call.thinking !== undefined ? { thinking: call.thinking } : {}),
       // A planner reads the workspace itself; it gets the conversation and hook context only.
-      ...(config.runMode === 'dag' && extra.length
+      ...(config.runMode !== 'loop' && extra.length
         ? { overrides: fitText(extra.join('\n\n'), MAX_TASK_CHARS) }
         : {}),
       metadata: { ...metadata, sessionKey },
