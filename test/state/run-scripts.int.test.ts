@@ -567,6 +567,49 @@ describe('complete-node', () => {
     expect(await redeliver('a', 'run.a.0')).toEqual(['c']);
   });
 
+  it('begins the first released handoff candidate in the same step, as begin-node would', async () => {
+    const runId = await runningRun();
+    const options = { release: true, children: ['c'], charge: {} };
+    await store.completeNode(runId, 'a', snapshot('succeeded', 'from a'), options);
+    const live: LiveNodeState = { status: 'running', startedAt: T, attempt: 1, carriedBy: 'run.b' };
+    const handoff = {
+      generation: 0,
+      live,
+      // `x` is not released here; `c` is, and is begun with its reads.
+      candidates: [
+        { id: 'x', chargeCall: true, reads: [] },
+        { id: 'c', chargeCall: true, reads: ['a', 'b'] },
+      ],
+    };
+    const { result, events } = await withEvents(runId, () =>
+      store.completeNode(runId, 'b', snapshot('succeeded', 'from b'), { ...options, job: 'run.b', handoff }),
+    );
+    expect(result.ready).toEqual(['c']);
+    expect(result.handedOff?.nodeId).toBe('c');
+    expect(result.handedOff?.begin).toMatchObject({
+      status: 'running',
+      existing: null,
+      executions: 1,
+      toolCalls: 1,
+    });
+    expect([...result.handedOff!.begin.reads.keys()]).toEqual(['a', 'b']);
+    expect(JSON.parse((await redis.hget(keysOf(runId).live, 'c'))!)).toEqual(live);
+    expect(brief(events).map((e) => [e.type, e.nodeId])).toEqual([
+      ['node.succeeded', 'b'],
+      ['node.queued', 'c'],
+      ['node.started', 'c'],
+      ['tool.start', 'c'],
+    ]);
+    // A redelivery begins nothing again.
+    const again = await store.completeNode(runId, 'b', snapshot('succeeded', 'from b'), {
+      ...options,
+      job: 'run.b',
+      handoff,
+    });
+    expect(again.handedOff).toBeUndefined();
+    expect(await redis.hget(keysOf(runId).aux, 'execs:c')).toBe('1');
+  });
+
   it('of a tool node also emits tool.result', async () => {
     const runId = await runningRun();
     const { events } = await withEvents(runId, () =>

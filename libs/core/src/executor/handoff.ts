@@ -14,7 +14,7 @@
  * - a handed-off node that must wait (a retry's backoff, a signal, an approval, a flow-control
  *   hold, a budget pause) moves to a job of its own, with the attempts it has made.
  *
- * Pure: which ready node a job takes.
+ * Pure: which released nodes a job may take, in its order of preference.
  */
 import { DEFAULT_NODE_PRIORITY } from '../graph/schema.js';
 import type { ExecutableNode } from '../nodes/index.js';
@@ -41,21 +41,20 @@ const priorityOf = (node: ExecutableNode): number =>
   DEFAULT_NODE_PRIORITY;
 
 /**
- * Of the ready nodes, the one the completing job runs next (the first that may, or in a run
- * that prioritizes, the highest priority that may), or undefined.
+ * The children a completing job may run next, in the order it prefers them: those that may be
+ * handed off, in the graph's order, or in a run that prioritizes, highest priority first (the
+ * graph's order among equals). `complete-node.lua` begins the first of them it released.
  */
-export function pickHandoff(
+export function handoffCandidates(
   nodes: ReadonlyMap<string, ExecutableNode>,
-  ready: readonly string[],
+  children: readonly string[],
   prioritized: boolean,
-): string | undefined {
-  let best: { id: string; priority: number } | undefined;
-  for (const id of ready) {
+): string[] {
+  const candidates = children.filter((id) => {
     const node = nodes.get(id);
-    if (!node || !mayHandOff(node)) continue;
-    if (!prioritized) return id;
-    const priority = priorityOf(node);
-    if (!best || priority > best.priority) best = { id, priority };
-  }
-  return best?.id;
+    return node !== undefined && mayHandOff(node);
+  });
+  if (!prioritized) return candidates;
+  // Array.prototype.sort is stable: equals keep the graph's order.
+  return candidates.sort((a, b) => priorityOf(nodes.get(b)!) - priorityOf(nodes.get(a)!));
 }

@@ -15,6 +15,7 @@ import { DEFAULT_NODE_PRIORITY } from '../graph/schema.js';
 import { executionOf, toolOf, type ExecutableNode } from '../nodes/index.js';
 import { retriesFor, retryDelay } from '../policy/retry-policy.js';
 import { rateLimitFixUsed } from '../reflect/lesson-effects.js';
+import type { BeginNodeResult, CompleteNodeResult, HandoffRequest } from '../state/run-store.js';
 import { NodeJobData } from '../queues/catalog.js';
 import { enqueueNodes, nodeJobAttempts, wakeParkedNodes } from '../queues/run-jobs.js';
 import { metrics } from '../telemetry/metrics.js';
@@ -25,7 +26,7 @@ import { announce, attemptRecord, nowIso, scopeOf, snapshotOf, type NodeContext 
 import { askEarly, dropEarly, leaveFlow, type EarlyAsk } from './flow-gate.js';
 import { nodeRun } from './node-run.js';
 import type { CompiledPlan } from './plan-cache.js';
-import { OwnJobNeeded, pickHandoff } from './handoff.js';
+import { OwnJobNeeded, handoffCandidates } from './handoff.js';
 
 /** Thrown to hand a failed attempt back to BullMQ for a retry after `delayMs`. */
 export class RetryNodeError extends Error {
@@ -66,6 +67,15 @@ interface Execution {
   readonly inline: boolean;
   /** How many more nodes the carrying job may run after this one. */
   readonly hopsLeft: number;
+  /**
+   * A handed-off node begun by its releaser's completing script (`complete-node.lua`): its begin
+   * answer, its start time and the abort tracking taken before that script read the run's status.
+   */
+  readonly begun?: {
+    readonly begin: BeginNodeResult;
+    readonly startedAt: string;
+    readonly tracked: { signal: AbortSignal; release: () => void };
+  };
 }
 
 type ExecutionResult = NodeJobResult & { readonly handoff?: Execution };
@@ -177,12 +187,15 @@ export const continuesOnFailure = (node: ExecutableNode): boolean =>
 async function runExecution(deps: ExecutorDeps, execution: Execution): Promise<ExecutionResult> {
   const { job, token, data, attempt } = execution;
   const plan = await deps.plans.get(data.runId, data.generation);
-  // The run expired or was deleted: nothing to do, nothing to report to.
-  if (!plan) return { status: 'gone' };
-  const planned = plan.nodes.get(data.nodeId);
-  // A node the current plan no longer has: a job of an older generation (another process read the
-  // plan after a replan) is stale; otherwise the node was never planned.
-  if (!planned) return { status: plan.generation > data.generation ? 'stale' : 'gone' };
+  const planned = plan?.nodes.get(data.nodeId);
+  if (!plan || !planned) {
+    execution.begun?.tracked.release();
+    // The run expired or was deleted: nothing to do, nothing to report to.
+    if (!plan) return { status: 'gone' };
+    // A node the current plan no longer has: a job of an older generation (another process read
+    // the plan after a replan) is stale; otherwise the node was never planned.
+    return { status: plan.generation > data.generation ? 'stale' : 'gone' };
+  }
 
   // A node not started before its TTL is skipped, failed, or replaced by its fallback — decided
   // when its job is first taken; a downgraded node's retries run the fallback too.
@@ -195,26 +208,29 @@ async function runExecution(deps: ExecutorDeps, execution: Execution): Promise<E
   // A retry may run with different parameters (`retry.vary`).
   const { node, variant } = nodeForAttempt(downgradedAt ? fallbackNode(planned) : planned, attempt);
   const kind = executionOf(node);
-  const startedAt = nowIso();
-  // Tracked before reading the run's status, so an abort published in between is not missed.
-  const tracked = deps.aborts.track(plan.runId);
+  const startedAt = execution.begun?.startedAt ?? nowIso();
+  // Tracked before reading the run's status, so an abort published in between is not missed (a
+  // node begun by its releaser's script was tracked before that script).
+  const tracked = execution.begun?.tracked ?? deps.aborts.track(plan.runId);
   // Asked beside the start script, so the node's call under a limit makes no round trip of its own.
   const early = reentry || execution.inline ? undefined : earlyFlowAsk(deps, plan, node, job);
   try {
-    const begin = await deps.store.beginNode(plan.runId, node.id, {
-      generation: data.generation,
-      live: {
-        status: 'running',
-        startedAt,
-        attempt,
-        ...(execution.inline ? { carriedBy: jobIdOf(job) } : {}),
-      },
-      // A job re-entering after parking (or after flow control held its call back, or moving on
-      // from a handoff) is the same execution: not counted or charged again.
-      countExecution: !reentry && !expiredUnrun,
-      chargeCall: kind.chargesToolCall && !data.throttled && !data.moved && !expiredUnrun,
-      reads: plan.reads.get(node.id) ?? [],
-    });
+    const begin =
+      execution.begun?.begin ??
+      (await deps.store.beginNode(plan.runId, node.id, {
+        generation: data.generation,
+        live: {
+          status: 'running',
+          startedAt,
+          attempt,
+          ...(execution.inline ? { carriedBy: jobIdOf(job) } : {}),
+        },
+        // A job re-entering after parking (or after flow control held its call back, or moving on
+        // from a handoff) is the same execution: not counted or charged again.
+        countExecution: !reentry && !expiredUnrun,
+        chargeCall: kind.chargesToolCall && !data.throttled && !data.moved && !expiredUnrun,
+        reads: plan.reads.get(node.id) ?? [],
+      }));
     if (begin.status === 'stale') return { status: 'stale' };
     // A held-back call whose node will not run now gives its place in the queue up.
     if (data.throttled && (begin.existing || begin.status !== 'running')) await leaveFlow(deps, job);
@@ -249,14 +265,14 @@ async function runExecution(deps: ExecutorDeps, execution: Execution): Promise<E
           : withExpiry(await runNode(ctx, reads.error), downgradedAt)
         : notRunSnapshot(begin.status, begin.attempts));
     if (!begin.existing && begin.status === 'running') observeNode(node, snapshot);
-    const ready = await complete(ctx, snapshot, begin.existing !== null);
     // A redelivered job whose node was complete: it hands nothing off, it finishes what the crashed
     // delivery left (the nodes that one ran handed off and what they released).
     if (begin.existing) {
+      const { ready } = await complete(ctx, snapshot, true);
       await recoverCarried(deps, plan, data.generation, jobIdOf(job), node.id, ready);
       return { status: snapshot.status, ...(snapshot.error ? { code: snapshot.error.code } : {}) };
     }
-    const handoff = await dispatchReady(deps, plan, ready, execution);
+    const handoff = await completeAndDispatch(ctx, snapshot, execution);
     return {
       status: snapshot.status,
       ...(snapshot.error ? { code: snapshot.error.code } : {}),
@@ -470,12 +486,16 @@ function notRunSnapshot(runStatus: RunStatus | null, attempts: NodeSnapshot['att
   };
 }
 
-/** Writes the node's snapshot (once) and answers the dependents it released, not yet enqueued. */
+/**
+ * Writes the node's snapshot (once) and answers the dependents it released, not yet enqueued, and
+ * the one of `handoff`'s candidates the same script began.
+ */
 async function complete(
   ctx: NodeContext,
   snapshot: NodeSnapshot,
   existed: boolean,
-): Promise<readonly string[]> {
+  handoff?: HandoffRequest,
+): Promise<{ ready: readonly string[]; handedOff?: CompleteNodeResult['handedOff'] }> {
   const { deps, plan, node } = ctx;
   const kind = executionOf(node);
   const failsRun = snapshot.status === 'failed' && !kind.continuesOnFailure(node);
@@ -489,6 +509,7 @@ async function complete(
     job: jobIdOf(ctx.job),
     // A node that is one tool call names its tool in its completion event.
     ...(tool !== undefined ? { tool } : {}),
+    ...(handoff ? { handoff } : {}),
   });
   const now = nowIso();
   if (failsRun && snapshot.error) {
@@ -515,38 +536,70 @@ async function complete(
       data: { nodeId: node.id, error: { code, message }, attempts: snapshot.attempts.length, failsRun },
     });
   }
-  return done.status === 'running' && done.generation === ctx.generation ? done.ready : [];
+  const dispatch = done.status === 'running' && done.generation === ctx.generation;
+  return dispatch
+    ? { ready: done.ready, ...(done.handedOff ? { handedOff: done.handedOff } : {}) }
+    : { ready: [] };
 }
 
 /**
- * Enqueues the released nodes, but one the job may run itself next: that one is answered as its
- * handoff. Ready nodes are always enqueued (or handed off) before the job finishes, so the root
- * job cannot finish early and a crash cannot strand them.
+ * Writes the node's snapshot and dispatches what it released: one of them (node handoff) begun by
+ * the same script and answered as the job's next execution, the others enqueued. Ready nodes are
+ * enqueued (or begun) before the job finishes, so the root job cannot finish early and a crash
+ * cannot strand them.
  */
-async function dispatchReady(
-  deps: ExecutorDeps,
-  plan: CompiledPlan,
-  ready: readonly string[],
+async function completeAndDispatch(
+  ctx: NodeContext,
+  snapshot: NodeSnapshot,
   from: Execution,
 ): Promise<Execution | undefined> {
-  const next =
-    from.hopsLeft > 0 && !deps.stopping?.() ? pickHandoff(plan.nodes, ready, plan.prioritized) : undefined;
-  await enqueueReady(
-    deps,
-    plan,
-    next === undefined ? ready : ready.filter((id) => id !== next),
-    from.data.generation,
-  );
-  if (next === undefined) return undefined;
-  const node = plan.nodes.get(next)!;
+  const { deps, plan } = ctx;
+  const generation = from.data.generation;
+  const candidates =
+    from.hopsLeft > 0 && !deps.stopping?.()
+      ? handoffCandidates(plan.nodes, plan.topology.children.get(ctx.node.id) ?? [], plan.prioritized)
+      : [];
+  const startedAt = nowIso();
+  // Tracked before the script reads the run's status, as for a node's own start.
+  const tracked = candidates.length > 0 ? deps.aborts.track(plan.runId) : undefined;
+  let handedOff: CompleteNodeResult['handedOff'];
+  try {
+    const done = await complete(
+      ctx,
+      snapshot,
+      false,
+      candidates.length > 0
+        ? {
+            generation,
+            live: { status: 'running', startedAt, attempt: 1, carriedBy: jobIdOf(from.job) },
+            candidates: candidates.map((id) => ({
+              id,
+              chargeCall: executionOf(plan.nodes.get(id)!).chargesToolCall,
+              reads: plan.reads.get(id) ?? [],
+            })),
+          }
+        : undefined,
+    );
+    await enqueueReady(
+      deps,
+      plan,
+      done.ready.filter((id) => id !== done.handedOff?.nodeId),
+      generation,
+    );
+    handedOff = done.handedOff;
+  } finally {
+    if (!handedOff) tracked?.release();
+  }
+  if (!handedOff || !tracked) return undefined;
+  const node = plan.nodes.get(handedOff.nodeId)!;
   metrics.nodeHandoffs.inc({ outcome: 'ran' });
   return {
     job: from.job,
     token: from.token,
     data: {
       runId: plan.runId,
-      nodeId: next,
-      generation: from.data.generation,
+      nodeId: handedOff.nodeId,
+      generation,
       continuation: false,
       throttled: false,
       moved: false,
@@ -558,6 +611,7 @@ async function dispatchReady(
     queuedAt: Date.now(),
     inline: true,
     hopsLeft: from.hopsLeft - 1,
+    begun: { begin: handedOff.begin, startedAt, tracked },
   };
 }
 

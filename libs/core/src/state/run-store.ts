@@ -236,7 +236,19 @@ export interface CompleteNodeResult {
   readonly written: boolean;
   readonly status: RunStatus | null;
   readonly generation: number;
+  /** The ready children, the handed-off one among them. */
   readonly ready: readonly string[];
+  /** The child begun in the same step (node handoff), and its begin answer. */
+  readonly handedOff?: { readonly nodeId: string; readonly begin: BeginNodeResult };
+}
+
+/** The children a completing job may run next, in the order it prefers them (`executor/handoff.ts`). */
+export interface HandoffRequest {
+  /** The job's generation. */
+  readonly generation: number;
+  /** The running state of the one begun. */
+  readonly live: LiveNodeState;
+  readonly candidates: readonly { id: string; chargeCall: boolean; reads: readonly string[] }[];
 }
 
 export interface CreateResult {
@@ -897,39 +909,7 @@ export class RunStore {
       options.chargeCall ? '1' : '0',
       ...options.reads,
     ])) as unknown[];
-    const [
-      status,
-      existing,
-      executions,
-      toolCalls,
-      toolTimeMs,
-      attempts,
-      progress,
-      deadlineAt,
-      budget,
-      tokens,
-      costNanoUsd,
-      ...snapshots
-    ] = raw;
-    const reads = new Map<string, NodeSnapshot>();
-    options.reads.forEach((id, i) => {
-      const s = str(snapshots[i]);
-      if (s) reads.set(id, JSON.parse(s) as NodeSnapshot);
-    });
-    return {
-      status: status === 'stale' ? 'stale' : str(status) ? RunStatus.parse(status) : null,
-      existing: (parseJson(str(existing)) as NodeSnapshot | null) ?? null,
-      executions: Number(executions ?? 0),
-      toolCalls: Number(toolCalls ?? 0),
-      toolTimeMs: Number(toolTimeMs ?? 0),
-      attempts: (parseJson(str(attempts)) as AttemptRecord[] | null) ?? [],
-      progress: (parseJson(str(progress)) as unknown[] | null) ?? [],
-      deadlineAt: str(deadlineAt) ? Number(deadlineAt) : null,
-      budget: (parseJson(str(budget)) as Budget | null) ?? {},
-      tokens: Number(tokens ?? 0),
-      costNanoUsd: Number(costNanoUsd ?? 0),
-      reads,
-    };
+    return beginResult(raw, options.reads);
   }
 
   /** Records a failed attempt that BullMQ will retry. */
@@ -1001,6 +981,8 @@ export class RunStore {
       tool?: string;
       /** The job completing it: a redelivery answers again the children this job runs handed off. */
       job?: string;
+      /** Begin the first ready one of these children in the same step (node handoff). */
+      handoff?: HandoffRequest;
     },
   ): Promise<CompleteNodeResult> {
     const last = snapshot.attempts.at(-1);
@@ -1020,10 +1002,30 @@ export class RunStore {
       options.release ? '1' : '0',
       options.job ?? '',
       chargeJson(options.charge),
+      options.handoff
+        ? JSON.stringify({
+            generation: options.handoff.generation,
+            live: JSON.stringify(options.handoff.live),
+            candidates: options.handoff.candidates.map((c) => ({
+              id: c.id,
+              charge: c.chargeCall,
+              reads: c.reads,
+            })),
+          })
+        : '',
       ...options.children,
-    ])) as [number, string | null, number, ...string[]];
-    const [written, status, generation, ...ready] = raw;
-    return { written: written === 1, status: status ? RunStatus.parse(status) : null, generation, ready };
+    ])) as [number, string | null, number, string | null, unknown[] | null, ...string[]];
+    const [written, status, generation, handedOff, begin, ...ready] = raw;
+    const candidate = handedOff ? options.handoff?.candidates.find((c) => c.id === handedOff) : undefined;
+    return {
+      written: written === 1,
+      status: status ? RunStatus.parse(status) : null,
+      generation,
+      ready,
+      ...(handedOff && begin && candidate
+        ? { handedOff: { nodeId: handedOff, begin: beginResult(begin, candidate.reads) } }
+        : {}),
+    };
   }
 
   /**
@@ -1404,4 +1406,41 @@ async function pollStreams(
     if (left <= 0) return null;
     await new Promise((resolve) => setTimeout(resolve, Math.min(CLUSTER_POLL_MS, left)));
   }
+}
+
+/** begin-node.lua's answer (also complete-node.lua's for a node it hands off), as a result. */
+function beginResult(raw: unknown[], readIds: readonly string[]): BeginNodeResult {
+  const [
+    status,
+    existing,
+    executions,
+    toolCalls,
+    toolTimeMs,
+    attempts,
+    progress,
+    deadlineAt,
+    budget,
+    tokens,
+    costNanoUsd,
+    ...snapshots
+  ] = raw;
+  const reads = new Map<string, NodeSnapshot>();
+  readIds.forEach((id, i) => {
+    const s = str(snapshots[i]);
+    if (s) reads.set(id, JSON.parse(s) as NodeSnapshot);
+  });
+  return {
+    status: status === 'stale' ? 'stale' : str(status) ? RunStatus.parse(status) : null,
+    existing: (parseJson(str(existing)) as NodeSnapshot | null) ?? null,
+    executions: Number(executions ?? 0),
+    toolCalls: Number(toolCalls ?? 0),
+    toolTimeMs: Number(toolTimeMs ?? 0),
+    attempts: (parseJson(str(attempts)) as AttemptRecord[] | null) ?? [],
+    progress: (parseJson(str(progress)) as unknown[] | null) ?? [],
+    deadlineAt: str(deadlineAt) ? Number(deadlineAt) : null,
+    budget: (parseJson(str(budget)) as Budget | null) ?? {},
+    tokens: Number(tokens ?? 0),
+    costNanoUsd: Number(costNanoUsd ?? 0),
+    reads,
+  };
 }

@@ -3,9 +3,15 @@
   last to wait for.
   ARGV[1] node id, ARGV[2] snapshot JSON, ARGV[3] event type, ARGV[4] event data JSON,
   ARGV[5] '1' to release dependents, ARGV[6] id of the job completing it, ARGV[7] usage to charge
-  (JSON object of integers, e.g. {"toolTimeMs":12,"promptTokens":30}), ARGV[8..] children
+  (JSON object of integers, e.g. {"toolTimeMs":12,"promptTokens":30}), ARGV[8] the node handoff
+  ('' for none): JSON {generation, live, candidates: [{id, charge, reads}]}, the children the job may
+  run next in the order it prefers them, ARGV[9..] children
   Returns { written (1 = this call wrote the snapshot, 0 = it existed), run status, generation,
-  ready child ids... }; { 0, false, 0 }, writing nothing, for an unknown run.
+  handed-off child id | false, its begin answer | false, ready child ids... }; { 0, false, 0, false,
+  false }, writing nothing, for an unknown run.
+  Node handoff: when this call wrote the snapshot and released a candidate, the first such one is
+  begun here as begin-node.lua would (`beginNode` in run.lib.lua), so the job's next node starts in
+  the same step; it stays among the ready ids.
   A child is ready when its counter is 0 and it has no snapshot; it is marked queued with the id of
   the node that released it (`by`). On a redelivery (written = 0) the counters are not decremented
   again, but the ready children this node released are returned again, so a crash between this
@@ -31,7 +37,7 @@ local id = ARGV[1]
 local meta = redis.call('HMGET', KEYS[1], 'status', 'generation', 'replan', 'eventsMax')
 local status = meta[1]
 -- A run that expired or was deleted gets no keys back from a late node.
-if not status then return { 0, false, 0 } end
+if not status then return { 0, false, 0, false, false } end
 eventsMax = tonumber(meta[4] or '10000')
 local written = redis.call('HSETNX', KEYS[3], id, ARGV[2])
 if written == 1 then
@@ -42,11 +48,11 @@ if written == 1 then
   -- A tool node's result is also a tool event.
   if string.find(ARGV[4], '"tool":', 1, true) then emit('tool.result', id, ARGV[4]) end
 end
-local result = { written, status, tonumber(meta[2] or '0') }
+local result = { written, status, tonumber(meta[2] or '0'), false, false }
 -- Nothing new starts while the run waits to be replanned.
 if ARGV[5] ~= '1' or meta[3] then return result end
 local counted = {}
-for i = 8, #ARGV do
+for i = 9, #ARGV do
   local child = ARGV[i]
   local left
   if written == 1 then
@@ -74,5 +80,18 @@ if status == 'running' and written == 1 and #queued > 0 then
     redis.call('HSET', KEYS[4], unpack(queued, from, math.min(from + 999, #queued)))
   end
   for i = 1, #queued, 2 do emit('node.queued', queued[i], '') end
+  if ARGV[8] ~= '' then
+    local handoff = cjson.decode(ARGV[8])
+    local isReady = {}
+    for i = 1, #queued, 2 do isReady[queued[i]] = true end
+    for _, candidate in ipairs(handoff.candidates) do
+      if isReady[candidate.id] then
+        result[4] = candidate.id
+        result[5] = beginNode(candidate.id, handoff.generation, handoff.live, true, candidate.charge,
+          candidate.reads)
+        break
+      end
+    end
+  end
 end
 return result

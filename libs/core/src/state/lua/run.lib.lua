@@ -177,3 +177,63 @@ local function requestReplan(failureJson, gen)
   emit('replan.requested', '', failureJson)
   return 1
 end
+
+-- Reads what node `id` (of a job of generation `gen`) needs before it runs and marks it running:
+-- begin-node.lua's step, which complete-node.lua also takes for the node its job runs next (node
+-- handoff), so a hop costs one script. `live`: its running state (JSON); `count`: count this as an
+-- execution (loop suspicion) and announce it; `chargeCall`: charge one tool call; `reads`: ids whose
+-- snapshots to read. Answers as begin-node.lua does.
+local function beginNode(id, gen, live, count, chargeCall, reads)
+  local meta = redis.call('HMGET', KEYS[1], 'generation', 'status', 'deadlineAt', 'budget', 'eventsMax',
+    'replan', 'envVersion', 'planEnvVersion')
+  if tonumber(gen) < tonumber(meta[1] or '0') then return { 'stale' } end
+  local status = meta[2]
+  eventsMax = tonumber(meta[5] or '10000')
+  local aux = redis.call('HMGET', KEYS[6], 'execs:' .. id, 'usage:toolCalls', 'usage:toolTimeMs',
+    'attempts:' .. id, 'progress:' .. id, 'usage:promptTokens', 'usage:completionTokens', 'usage:costNanoUsd')
+  -- The node's own snapshot, then those of the nodes it reads.
+  local fields = { id }
+  for _, read in ipairs(reads) do fields[#fields + 1] = read end
+  local snapshots = hmgetList(KEYS[3], fields)
+  local own = snapshots[1]
+  -- A node of a plan made before its session's environment moved does not start while the run waits
+  -- to be replanned for it: the new plan runs it (or does without it). One already started (a retry,
+  -- a parked node coming back) goes on; its result may be reused by the new plan.
+  if status == 'running' and meta[6] and not own then
+    local seen = tonumber(meta[7] or '0')
+    local planned = tonumber(meta[8] or '0')
+    local current = redis.call('HGET', KEYS[4], id)
+    if seen > planned and (not current or string.find(current, '"status":"queued"', 1, true)) then
+      emit('node.deferred', id, cjson.encode({
+        reason = 'environment_changed', planEnvironmentVersion = planned, environmentVersion = seen,
+      }))
+      return { 'stale' }
+    end
+  end
+  local execs = tonumber(aux[1] or '0')
+  local calls = tonumber(aux[2] or '0')
+  if status == 'running' and not own then
+    if count then execs = redis.call('HINCRBY', KEYS[6], 'execs:' .. id, 1) end
+    if chargeCall then calls = redis.call('HINCRBY', KEYS[6], 'usage:toolCalls', 1) end
+    redis.call('HSET', KEYS[4], id, live)
+    if count then emit('node.started', id, live) end
+    if chargeCall then emit('tool.start', id, '') end
+  end
+  local result = {
+    status or false,
+    own or false,
+    execs,
+    calls,
+    tonumber(aux[3] or '0'),
+    aux[4] or false,
+    aux[5] or false,
+    meta[3] or false,
+    meta[4] or false,
+    tonumber(aux[6] or '0') + tonumber(aux[7] or '0'),
+    tonumber(aux[8] or '0'),
+  }
+  for i = 2, #fields do
+    result[#result + 1] = snapshots[i] or false
+  end
+  return result
+end
