@@ -165,10 +165,14 @@ describe('planning a task', () => {
     }
     // The same answer as a fixed graph is refused with the same fields, before anything runs.
     const fixed = await postRun(stack.url, {
-      graph: { nodes: [{ ...fetchNode('b-a'), retry: { server: 11 }, timeoutMs: 700_000, priority: 11 }], edges: [] },
+      graph: {
+        nodes: [{ ...fetchNode('b-a'), retry: { server: 11 }, timeoutMs: 700_000, priority: 11 }],
+        edges: [],
+      },
     });
     expect(fixed.status).toBe(400);
-    for (const field of ['retry.server', 'timeoutMs', 'priority']) expect(JSON.stringify(fixed.body)).toContain(field);
+    for (const field of ['retry.server', 'timeoutMs', 'priority'])
+      expect(JSON.stringify(fixed.body)).toContain(field);
   });
 
   it('repairs a rejected plan once, sending the validation errors back', async () => {

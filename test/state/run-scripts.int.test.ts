@@ -593,7 +593,11 @@ describe('complete-node', () => {
       toolCalls: 1,
     });
     expect([...result.handedOff!.begin.reads.keys()]).toEqual(['a', 'b']);
-    expect(JSON.parse((await redis.hget(keysOf(runId).live, 'c'))!)).toEqual(live);
+    // It starts at the step's instant, which is also its node.queued's time.
+    const startedAt = result.handedOff!.startedAt;
+    expect(new Date(startedAt).toISOString()).toBe(startedAt);
+    expect(Date.parse(startedAt)).toBe(events.find((e) => e.type === 'node.queued')!.ts);
+    expect(JSON.parse((await redis.hget(keysOf(runId).live, 'c'))!)).toEqual({ ...live, startedAt });
     expect(brief(events).map((e) => [e.type, e.nodeId])).toEqual([
       ['node.succeeded', 'b'],
       ['node.queued', 'c'],

@@ -611,7 +611,7 @@ async function completeAndDispatch(
     queuedAt: Date.now(),
     inline: true,
     hopsLeft: from.hopsLeft - 1,
-    begun: { begin: handedOff.begin, startedAt, tracked },
+    begun: { begin: handedOff.begin, startedAt: handedOff.startedAt, tracked },
   };
 }
 

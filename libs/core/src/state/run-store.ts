@@ -238,15 +238,19 @@ export interface CompleteNodeResult {
   readonly generation: number;
   /** The ready children, the handed-off one among them. */
   readonly ready: readonly string[];
-  /** The child begun in the same step (node handoff), and its begin answer. */
-  readonly handedOff?: { readonly nodeId: string; readonly begin: BeginNodeResult };
+  /** The child begun in the same step (node handoff), its begin answer and start time (the step's). */
+  readonly handedOff?: {
+    readonly nodeId: string;
+    readonly begin: BeginNodeResult;
+    readonly startedAt: string;
+  };
 }
 
 /** The children a completing job may run next, in the order it prefers them (`executor/handoff.ts`). */
 export interface HandoffRequest {
   /** The job's generation. */
   readonly generation: number;
-  /** The running state of the one begun. */
+  /** The running state of the one begun; its `startedAt` is replaced by the step's instant. */
   readonly live: LiveNodeState;
   readonly candidates: readonly { id: string; chargeCall: boolean; reads: readonly string[] }[];
 }
@@ -1014,16 +1018,16 @@ export class RunStore {
           })
         : '',
       ...options.children,
-    ])) as [number, string | null, number, string | null, unknown[] | null, ...string[]];
-    const [written, status, generation, handedOff, begin, ...ready] = raw;
+    ])) as [number, string | null, number, string | null, unknown[] | null, string | null, ...string[]];
+    const [written, status, generation, handedOff, begin, startedAt, ...ready] = raw;
     const candidate = handedOff ? options.handoff?.candidates.find((c) => c.id === handedOff) : undefined;
     return {
       written: written === 1,
       status: status ? RunStatus.parse(status) : null,
       generation,
       ready,
-      ...(handedOff && begin && candidate
-        ? { handedOff: { nodeId: handedOff, begin: beginResult(begin, candidate.reads) } }
+      ...(handedOff && begin && candidate && startedAt
+        ? { handedOff: { nodeId: handedOff, begin: beginResult(begin, candidate.reads), startedAt } }
         : {}),
     };
   }

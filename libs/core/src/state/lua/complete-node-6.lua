@@ -7,11 +7,12 @@
   ('' for none): JSON {generation, live, candidates: [{id, charge, reads}]}, the children the job may
   run next in the order it prefers them, ARGV[9..] children
   Returns { written (1 = this call wrote the snapshot, 0 = it existed), run status, generation,
-  handed-off child id | false, its begin answer | false, ready child ids... }; { 0, false, 0, false,
-  false }, writing nothing, for an unknown run.
+  handed-off child id | false, its begin answer | false, its start time (ISO) | false, ready child
+  ids... }; { 0, false, 0, false, false, false }, writing nothing, for an unknown run.
   Node handoff: when this call wrote the snapshot and released a candidate, the first such one is
   begun here as begin-node.lua would (`beginNode` in run.lib.lua), so the job's next node starts in
-  the same step; it stays among the ready ids.
+  the same step, its `startedAt` (in the live JSON given) set to this step's instant; it stays
+  among the ready ids.
   A child is ready when its counter is 0 and it has no snapshot; it is marked queued with the id of
   the node that released it (`by`). On a redelivery (written = 0) the counters are not decremented
   again, but the ready children this node released are returned again, so a crash between this
@@ -37,7 +38,7 @@ local id = ARGV[1]
 local meta = redis.call('HMGET', KEYS[1], 'status', 'generation', 'replan', 'eventsMax')
 local status = meta[1]
 -- A run that expired or was deleted gets no keys back from a late node.
-if not status then return { 0, false, 0, false, false } end
+if not status then return { 0, false, 0, false, false, false } end
 eventsMax = tonumber(meta[4] or '10000')
 local written = redis.call('HSETNX', KEYS[3], id, ARGV[2])
 if written == 1 then
@@ -48,7 +49,7 @@ if written == 1 then
   -- A tool node's result is also a tool event.
   if string.find(ARGV[4], '"tool":', 1, true) then emit('tool.result', id, ARGV[4]) end
 end
-local result = { written, status, tonumber(meta[2] or '0'), false, false }
+local result = { written, status, tonumber(meta[2] or '0'), false, false, false }
 -- Nothing new starts while the run waits to be replanned.
 if ARGV[5] ~= '1' or meta[3] then return result end
 local counted = {}
@@ -86,9 +87,12 @@ if status == 'running' and written == 1 and #queued > 0 then
     for i = 1, #queued, 2 do isReady[queued[i]] = true end
     for _, candidate in ipairs(handoff.candidates) do
       if isReady[candidate.id] then
+        -- It starts at this step's instant, the same as its node.queued: never before it was ready.
+        local startedAt = isoNow()
+        local live = string.gsub(handoff.live, '"startedAt":"[^"]*"', '"startedAt":"' .. startedAt .. '"')
         result[4] = candidate.id
-        result[5] = beginNode(candidate.id, handoff.generation, handoff.live, true, candidate.charge,
-          candidate.reads)
+        result[5] = beginNode(candidate.id, handoff.generation, live, true, candidate.charge, candidate.reads)
+        result[6] = startedAt
         break
       end
     end

@@ -30,6 +30,34 @@ local function emit(etype, node, data)
   return tonumber(string.sub(id, 3))
 end
 
+-- Epoch ms as ISO 8601 UTC, as JavaScript writes it (`toISOString`): the date from the day count
+-- by the civil-from-days algorithm (H. Hinnant).
+local function isoOf(ms)
+  local s = math.floor(ms / 1000)
+  local days = math.floor(s / 86400)
+  local rem = s - days * 86400
+  local z = days + 719468
+  local era = math.floor(z / 146097)
+  local doe = z - era * 146097
+  local yoe = math.floor((doe - math.floor(doe / 1460) + math.floor(doe / 36524) - math.floor(doe / 146096)) / 365)
+  local doy = doe - (365 * yoe + math.floor(yoe / 4) - math.floor(yoe / 100))
+  local mp = math.floor((5 * doy + 2) / 153)
+  local d = doy - math.floor((153 * mp + 2) / 5) + 1
+  local m = mp < 10 and mp + 3 or mp - 9
+  local y = yoe + era * 400 + (m <= 2 and 1 or 0)
+  return string.format('%04d-%02d-%02dT%02d:%02d:%02d.%03dZ', y, m, d, math.floor(rem / 3600),
+    math.floor(rem % 3600 / 60), rem % 60, ms % 1000)
+end
+
+-- The script's instant (its events' timestamp) as ISO 8601.
+local function isoNow()
+  if not eventTs then
+    local t = redis.call('TIME')
+    eventTs = tostring(tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000))
+  end
+  return isoOf(tonumber(eventTs))
+end
+
 -- The keys (indexes into KEYS) a script may create, for keepTtl; nil: any of 2..6. Meta, live,
 -- events and aux exist from create-run (or resume-run, replan) until the run settles, created with
 -- the run's TTL, and a script writes live only while the run is not settled: a script that writes

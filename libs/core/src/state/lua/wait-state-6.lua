@@ -30,25 +30,8 @@ end
 local first = redis.call('HSETNX', KEYS[6], 'waitUntil:' .. key, ARGV[5]) == 1
 local deadline = tonumber(redis.call('HGET', KEYS[6], 'waitUntil:' .. key))
 
--- Epoch ms as an ISO-8601 UTC time (days to civil date: H. Hinnant's algorithm).
-local function iso(ms)
-  local s = math.floor(ms / 1000)
-  local days = math.floor(s / 86400)
-  local rem = s - days * 86400
-  local z = days + 719468
-  local era = math.floor(z / 146097)
-  local doe = z - era * 146097
-  local yoe = math.floor((doe - math.floor(doe / 1460) + math.floor(doe / 36524) - math.floor(doe / 146096)) / 365)
-  local doy = doe - (365 * yoe + math.floor(yoe / 4) - math.floor(yoe / 100))
-  local mp = math.floor((5 * doy + 2) / 153)
-  local d = doy - math.floor((153 * mp + 2) / 5) + 1
-  local m = mp < 10 and mp + 3 or mp - 9
-  local y = yoe + era * 400 + (m <= 2 and 1 or 0)
-  return string.format('%04d-%02d-%02dT%02d:%02d:%02d.%03dZ', y, m, d, math.floor(rem / 3600),
-    math.floor(rem % 3600 / 60), rem % 60, ms % 1000)
-end
 -- The wait's deadline as the caller wrote it, or, under a key another node set, as that one's.
-local untilIso = deadline == tonumber(ARGV[5]) and ARGV[6] or iso(deadline)
+local untilIso = deadline == tonumber(ARGV[5]) and ARGV[6] or isoOf(deadline)
 local payload = redis.call('HGET', KEYS[6], 'signal:' .. name)
 local decision = redis.call('HGET', KEYS[6], 'signalBy:' .. name)
 local awaiting = cjson.decode(redis.call('HGET', KEYS[6], 'awaiting:' .. name) or '{}')
