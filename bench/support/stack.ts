@@ -58,7 +58,9 @@ export async function startBenchStack(
 /** The `TETRALOOP_*` variables of an environment. */
 function tetraloopSettings(from: NodeJS.ProcessEnv): Record<string, string> {
   return Object.fromEntries(
-    Object.entries(from).filter((e): e is [string, string] => e[0].startsWith('TETRALOOP_') && e[1] !== undefined),
+    Object.entries(from).filter(
+      (e): e is [string, string] => e[0].startsWith('TETRALOOP_') && e[1] !== undefined,
+    ),
   );
 }
 
