@@ -149,6 +149,21 @@ describe('node handoff', () => {
     for (const id of ids) expect(server.hitsOf(id)).toHaveLength(1);
   });
 
+  it('counts and charges the retries a moved node makes in its own job', async () => {
+    const doc = await runToEnd(
+      limited.url,
+      chain(['mr0', 'mr1'], (id) => (id === 'mr1' ? call(id, '/flaky?fail=1&status=503') : call(id))),
+    );
+    expect(doc.status).toBe('succeeded');
+    // mr1 moved to its own job for the flow limit; its retry there is a new attempt and call.
+    expect(doc.nodes.mr1!.attempts.map((a) => [a.attempt, a.error?.code ?? 'ok'])).toEqual([
+      [1, 'server'],
+      [2, 'ok'],
+    ]);
+    expect(server.hitsOf('mr1')).toHaveLength(2);
+    expect(doc.usage.toolCalls).toBe(3);
+  });
+
   it('gives every node a job of its own with TETRALOOP_NODE_HANDOFF=0', async () => {
     const ids = ['p0', 'p1', 'p2'];
     const doc = await runToEnd(plain.url, chain(ids));

@@ -550,9 +550,9 @@ describe('complete-node', () => {
     const runId = await runningRun();
     const options = { release: true, children: ['c'], charge: {} };
     const redeliver = async (id: string, job: string): Promise<readonly string[]> =>
-      (await store.completeNode(runId, id, snapshot('succeeded'), { ...options, job })).ready;
-    await store.completeNode(runId, 'a', snapshot('succeeded'), { ...options, job: 'run.a.0' });
-    await store.completeNode(runId, 'b', snapshot('succeeded'), { ...options, job: 'run.b.0' });
+      (await store.completeNode(runId, id, snapshot('succeeded'), { ...options, jobs: [job] })).ready;
+    await store.completeNode(runId, 'a', snapshot('succeeded'), { ...options, jobs: ['run.a.0'] });
+    await store.completeNode(runId, 'b', snapshot('succeeded'), { ...options, jobs: ['run.b.0'] });
     // b released c: a's redelivery leaves it to b's job.
     expect(await redeliver('a', 'run.a.0')).toEqual([]);
     expect(await redeliver('b', 'run.b.0')).toEqual(['c']);
@@ -582,7 +582,11 @@ describe('complete-node', () => {
       ],
     };
     const { result, events } = await withEvents(runId, () =>
-      store.completeNode(runId, 'b', snapshot('succeeded', 'from b'), { ...options, job: 'run.b', handoff }),
+      store.completeNode(runId, 'b', snapshot('succeeded', 'from b'), {
+        ...options,
+        jobs: ['run.b'],
+        handoff,
+      }),
     );
     expect(result.ready).toEqual(['c']);
     expect(result.handedOff?.nodeId).toBe('c');
@@ -607,7 +611,7 @@ describe('complete-node', () => {
     // A redelivery begins nothing again.
     const again = await store.completeNode(runId, 'b', snapshot('succeeded', 'from b'), {
       ...options,
-      job: 'run.b',
+      jobs: ['run.b'],
       handoff,
     });
     expect(again.handedOff).toBeUndefined();

@@ -173,6 +173,7 @@ async function runHandedOff(deps: ExecutorDeps, execution: Execution): Promise<E
         ...(plan.prioritized ? { priority: nodePriorityOf(node) } : {}),
         ...(retry ? { delayMs: err.delayMs } : { moved: true }),
         attemptsBefore,
+        carrier: jobIdOf(execution.job),
       },
     ]);
     metrics.nodeHandoffs.inc({ outcome: retry ? 'retry' : 'own_job' });
@@ -199,7 +200,9 @@ async function runExecution(deps: ExecutorDeps, execution: Execution): Promise<E
 
   // A node not started before its TTL is skipped, failed, or replaced by its fallback — decided
   // when its job is first taken; a downgraded node's retries run the fallback too.
-  const reentry = data.continuation || data.throttled || data.moved;
+  // A moved node re-enters its begun attempt once; the retries of its own job are new attempts.
+  const moved = data.moved && job.attemptsMade === 0;
+  const reentry = data.continuation || data.throttled || moved;
   const firstTake = attempt === 1 && !reentry;
   const expiry = firstTake ? expiryOf(planned, execution.queuedAt, Date.now()) : undefined;
   const downgradedAt = data.downgraded ?? (expiry?.onExpire === 'downgrade' ? iso(expiry.at) : undefined);
@@ -228,7 +231,7 @@ async function runExecution(deps: ExecutorDeps, execution: Execution): Promise<E
         // A job re-entering after parking (or after flow control held its call back, or moving on
         // from a handoff) is the same execution: not counted or charged again.
         countExecution: !reentry && !expiredUnrun,
-        chargeCall: kind.chargesToolCall && !data.throttled && !data.moved && !expiredUnrun,
+        chargeCall: kind.chargesToolCall && !data.throttled && !moved && !expiredUnrun,
         reads: plan.reads.get(node.id) ?? [],
       }));
     if (begin.status === 'stale') return { status: 'stale' };
@@ -268,8 +271,9 @@ async function runExecution(deps: ExecutorDeps, execution: Execution): Promise<E
     // A redelivered job whose node was complete: it hands nothing off, it finishes what the crashed
     // delivery left (the nodes that one ran handed off and what they released).
     if (begin.existing) {
-      const { ready } = await complete(ctx, snapshot, true);
-      await recoverCarried(deps, plan, data.generation, jobIdOf(job), node.id, ready);
+      const carriers = carriersOf(execution);
+      const { ready } = await complete(ctx, snapshot, true, carriers);
+      await recoverCarried(deps, plan, data.generation, carriers, node.id, ready);
       return { status: snapshot.status, ...(snapshot.error ? { code: snapshot.error.code } : {}) };
     }
     const handoff = await completeAndDispatch(ctx, snapshot, execution);
@@ -406,7 +410,14 @@ async function failureSnapshot(
     ctx.plan.runId,
     node.id,
     attemptRecord(ctx, { error, retryDelayMs: delayMs }),
-    { status: 'retrying', attempt: ctx.attempt, until },
+    // A handed-off node keeps naming its carrier until its own job exists, so no other job's
+    // recovery gives it one meanwhile.
+    {
+      status: 'retrying',
+      attempt: ctx.attempt,
+      until,
+      ...(ctx.inline && ctx.job.id !== undefined ? { carriedBy: ctx.job.id } : {}),
+    },
   );
   ctx.log.info({ code: error.code, delayMs }, 'node attempt failed; retrying');
   metrics.nodeRetries.inc({ code: error.code });
@@ -494,6 +505,7 @@ async function complete(
   ctx: NodeContext,
   snapshot: NodeSnapshot,
   existed: boolean,
+  carriers: readonly string[],
   handoff?: HandoffRequest,
 ): Promise<{ ready: readonly string[]; handedOff?: CompleteNodeResult['handedOff'] }> {
   const { deps, plan, node } = ctx;
@@ -506,21 +518,14 @@ async function complete(
     release,
     children: plan.topology.children.get(node.id) ?? [],
     charge: existed ? {} : kind.charge(snapshot),
-    job: jobIdOf(ctx.job),
+    jobs: carriers,
     // A node that is one tool call names its tool in its completion event.
     ...(tool !== undefined ? { tool } : {}),
     ...(handoff ? { handoff } : {}),
   });
   const now = nowIso();
-  if (failsRun && snapshot.error) {
-    const error = runErrorForNode(node.id, snapshot.error);
-    // In a task run, some failures hand the run back to the plan loop instead of ending it.
-    const replan = kind.replansOnFailure(node) || failureReplans(snapshot.error);
-    if (replan && (await deps.store.requestReplan(plan.runId, error, ctx.generation))) {
-      ctx.log.info({ code: snapshot.error.code }, 'node handed the run back to the plan loop');
-    } else if (await deps.store.decideError(plan.runId, error, now, ctx.generation)) {
-      await wakeParkedNodes(deps.store, deps.queues, plan.runId);
-    }
+  if (failsRun) {
+    await decideFailure(deps, plan, node, snapshot, ctx.generation);
   } else if (
     snapshot.status === 'cancelled' &&
     ctx.begin.deadlineAt !== null &&
@@ -540,6 +545,30 @@ async function complete(
   return dispatch
     ? { ready: done.ready, ...(done.handedOff ? { handedOff: done.handedOff } : {}) }
     : { ready: [] };
+}
+
+/**
+ * What a node's failure does to its run: in a task run some failures hand the run back to the plan
+ * loop; otherwise the run fails (the first decision wins) and its parked nodes are woken.
+ */
+async function decideFailure(
+  deps: ExecutorDeps,
+  plan: CompiledPlan,
+  node: ExecutableNode,
+  snapshot: NodeSnapshot,
+  generation: number,
+): Promise<void> {
+  if (!snapshot.error) return;
+  const error = runErrorForNode(node.id, snapshot.error);
+  const replan = executionOf(node).replansOnFailure(node) || failureReplans(snapshot.error);
+  if (replan && (await deps.store.requestReplan(plan.runId, error, generation))) {
+    deps.logger.info(
+      { runId: plan.runId, nodeId: node.id, code: snapshot.error.code },
+      'node handed the run back to the plan loop',
+    );
+  } else if (await deps.store.decideError(plan.runId, error, nowIso(), generation)) {
+    await wakeParkedNodes(deps.store, deps.queues, plan.runId);
+  }
 }
 
 /**
@@ -568,6 +597,7 @@ async function completeAndDispatch(
       ctx,
       snapshot,
       false,
+      carriersOf(from),
       candidates.length > 0
         ? {
             generation,
@@ -627,7 +657,7 @@ async function recoverCarried(
   deps: ExecutorDeps,
   plan: CompiledPlan,
   generation: number,
-  job: string,
+  carriers: readonly string[],
   from: string,
   ready: readonly string[],
 ): Promise<void> {
@@ -642,15 +672,20 @@ async function recoverCarried(
     frontier = [];
     for (const [child, snapshot] of snapshots) {
       const node = plan.nodes.get(child);
-      if (!node || snapshot.attempts.at(-1)?.carriedBy !== job) continue;
+      const carriedBy = snapshot.attempts.at(-1)?.carriedBy;
+      if (!node || carriedBy === undefined || !carriers.includes(carriedBy)) continue;
       seen.add(child);
       frontier.push(child);
       const done = await deps.store.completeNode(plan.runId, child, snapshot, {
         release: releasesDependents(node, snapshot),
         children: plan.topology.children.get(child) ?? [],
         charge: {},
-        job,
+        jobs: carriers,
       });
+      // A carried node that failed the run: the decision the crash may have cut off.
+      if (snapshot.status === 'failed' && !continuesOnFailure(node)) {
+        await decideFailure(deps, plan, node, snapshot, generation);
+      }
       if (done.status === 'running' && done.generation === generation) {
         await enqueueReady(deps, plan, done.ready, generation);
       }
@@ -660,6 +695,15 @@ async function recoverCarried(
 
 /** The id of a node job (BullMQ sets it; node jobs are added with one). */
 const jobIdOf = (job: Job): string => job.id ?? '';
+
+/**
+ * The jobs whose handed-off nodes count as this execution's own: the job running it, and for a
+ * node moved to its own job, the job it was handed off in.
+ */
+const carriersOf = (execution: Execution): string[] => [
+  jobIdOf(execution.job),
+  ...(execution.data.carrier !== undefined && !execution.inline ? [execution.data.carrier] : []),
+];
 
 /** A node's dispatch priority: its own, or the default for a node that gives none (wait nodes). */
 const nodePriorityOf = (node: ExecutableNode): number =>

@@ -56,6 +56,11 @@ export const NodeJobData = z.object({
   attemptsBefore: z.number().int().min(0).default(0),
   /** Set when a handed-off node moved here mid-execution: its begin was made, not counted or charged again. */
   moved: z.boolean().default(false),
+  /**
+   * The job a moved node ran handed off in: what its completion released and began there is marked
+   * with that job (`carriedBy`), so a redelivery of this job treats those as its own too.
+   */
+  carrier: z.string().optional(),
   /** The trace context of what released the node (tracing on). */
   trace: TraceCarrier.optional(),
 });

@@ -156,6 +156,7 @@ export interface NodeToEnqueue {
   readonly delayMs?: number;
   readonly attemptsBefore?: number;
   readonly moved?: boolean;
+  readonly carrier?: string;
 }
 
 /**
@@ -186,6 +187,7 @@ export async function enqueueNodes(
       generation,
       ...(node.attemptsBefore ? { attemptsBefore: node.attemptsBefore } : {}),
       ...(node.moved ? { moved: true } : {}),
+      ...(node.carrier ? { carrier: node.carrier } : {}),
       ...traced,
     } satisfies NodeJobData,
     opts: {

@@ -983,8 +983,11 @@ export class RunStore {
       children: readonly string[];
       charge: UsageCharge;
       tool?: string;
-      /** The job completing it: a redelivery answers again the children this job runs handed off. */
-      job?: string;
+      /**
+       * The jobs whose handed-off children count as this completion's own (the completing job, and
+       * for a moved node the job it ran in before): a redelivery answers those again.
+       */
+      jobs?: readonly string[];
       /** Begin the first ready one of these children in the same step (node handoff). */
       handoff?: HandoffRequest;
     },
@@ -1004,7 +1007,7 @@ export class RunStore {
       `node.${snapshot.status}`,
       JSON.stringify(event),
       options.release ? '1' : '0',
-      options.job ?? '',
+      options.jobs?.length ? JSON.stringify(options.jobs) : '',
       chargeJson(options.charge),
       options.handoff
         ? JSON.stringify({

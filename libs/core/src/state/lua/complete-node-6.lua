@@ -2,7 +2,8 @@
   Records a node's snapshot (once, counted under its status) and releases the dependents it was the
   last to wait for.
   ARGV[1] node id, ARGV[2] snapshot JSON, ARGV[3] event type, ARGV[4] event data JSON,
-  ARGV[5] '1' to release dependents, ARGV[6] id of the job completing it, ARGV[7] usage to charge
+  ARGV[5] '1' to release dependents, ARGV[6] JSON list of the jobs whose handed-off children are
+  this completion's own (the completing job's, a moved node's earlier carrier) or '', ARGV[7] usage to charge
   (JSON object of integers, e.g. {"toolTimeMs":12,"promptTokens":30}), ARGV[8] the node handoff
   ('' for none): JSON {generation, live, candidates: [{id, charge, reads}]}, the children the job may
   run next in the order it prefers them, ARGV[9..] children
@@ -26,10 +27,10 @@ ttlKeys = { 3 }
 -- Whether a redelivery answers a ready child again: one this node released and no other job runs
 -- handed off. A child marked queued before `by` existed, or in its own job, is answered (adding its
 -- job again is a no-op).
-local function releasedHere(live, id, job)
+local function releasedHere(live, id, jobs)
   if not live then return true end
   local state = cjson.decode(live)
-  if state.carriedBy then return state.carriedBy == job end
+  if state.carriedBy then return jobs[state.carriedBy] == true end
   if state.status == 'queued' and state.by then return state.by == id end
   return true
 end
@@ -67,10 +68,14 @@ if #counted == 0 then return result end
 -- Those without a snapshot are ready, read in one HMGET and marked queued in one HSET.
 local snapshots = hmgetList(KEYS[3], counted)
 local lives = written == 1 and {} or hmgetList(KEYS[4], counted)
+local jobs = {}
+if written == 0 and ARGV[6] ~= '' then
+  for _, job in ipairs(cjson.decode(ARGV[6])) do jobs[job] = true end
+end
 local queuedLive = cjson.encode({ status = 'queued', by = id })
 local queued = {}
 for i, child in ipairs(counted) do
-  if not snapshots[i] and (written == 1 or releasedHere(lives[i], id, ARGV[6])) then
+  if not snapshots[i] and (written == 1 or releasedHere(lives[i], id, jobs)) then
     result[#result + 1] = child
     queued[#queued + 1] = child
     queued[#queued + 1] = queuedLive
