@@ -22,6 +22,7 @@ import {
   type RedisClusterServer,
   type RunDocument,
 } from '@tetraloop/core';
+import { slotOwner } from '../support/cluster-slots.js';
 import { spawnTetraloop, stderrMatches, type Spawned } from '../support/processes.js';
 import { startModelServer, type ModelServer } from '../support/model-server.js';
 import { post, postRun, startStack, waitFor, type Stack } from '../support/stack.js';
@@ -82,23 +83,12 @@ const http = (id: string, ms: number) => ({
   args: { url: `${tools.url}/work?node=${id}&ms=${ms}` },
 });
 
-/** The port of the master serving `key`'s slot, asked of a master (CLUSTER KEYSLOT / SLOTS). */
-async function masterOf(key: string): Promise<number> {
-  const slot = keySlot(key);
-  const probe = new Redis(cluster.masters[0]!);
-  try {
-    const ranges = (await probe.cluster('SLOTS')) as unknown as [number, number, [string, number]][];
-    const range = ranges.find(([low, high]) => slot >= low && slot <= high)!;
-    return range[2][1];
-  } finally {
-    probe.disconnect();
-  }
-}
-
 describe('on a 3-master Redis Cluster with 3 queue shards', () => {
   it('puts each shard of the run queues on its own master, with jobs in them', async () => {
     const layout = queueLayout(stack.prefix, { clustered: true, shards: SHARDS });
-    const masters = await Promise.all(layout.shards.map((p) => masterOf(`${p}:tool:id`)));
+    const masters = await Promise.all(
+      layout.shards.map((p) => slotOwner(cluster.masters[0]!, `${p}:tool:id`)),
+    );
     expect(new Set(masters).size).toBe(SHARDS);
     // A shard's plan and tool queues share its slot: a run's flow lives in one slot.
     for (const p of layout.shards) expect(keySlot(`${p}:plan:id`)).toBe(keySlot(`${p}:tool:id`));

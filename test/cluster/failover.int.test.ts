@@ -1,0 +1,247 @@
+/**
+ * Tetraloop through a Redis Cluster failover: three masters with a replica each, the run queues in
+ * three shards, the API and every pool in this process. While a chain runs, the replicas of the
+ * masters that hold its run keys and its shard's queues take over (`CLUSTER FAILOVER`, the
+ * promotion an operator or a managed cluster makes for maintenance), and the run finishes with
+ * every node once; runs accepted after the failover run on the new masters.
+ */
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { Redis } from 'ioredis';
+import {
+  keySlot,
+  queueLayout,
+  shardOfRunId,
+  startRedisCluster,
+  type RedisClusterServer,
+  type RunDocument,
+} from '@tetraloop/core';
+import { slotOwner, slotOwners } from '../support/cluster-slots.js';
+import { postRun, startStack, waitFor, type Stack } from '../support/stack.js';
+import { startToolServer, type ToolServer } from '../support/tool-server.js';
+
+const SHARDS = 3;
+let cluster: RedisClusterServer;
+let stack: Stack;
+let tools: ToolServer;
+
+beforeAll(async () => {
+  [cluster, tools] = await Promise.all([
+    startRedisCluster({ masters: 3, replicas: 1, nodeTimeoutMs: 3000 }),
+    startToolServer(),
+  ]);
+  stack = await startStack({
+    pools: ['sense', 'plan', 'tool'],
+    env: { REDIS_URL: cluster.url, TETRALOOP_QUEUE_SHARDS: String(SHARDS) },
+  });
+}, 60_000);
+afterAll(async () => {
+  await stack?.close();
+  await Promise.all([cluster?.stop(), tools?.close()]);
+});
+
+const http = (id: string, ms: number) => ({
+  id,
+  kind: 'tool',
+  tool: 'http',
+  args: { url: `${tools.url}/work?node=${id}&ms=${ms}` },
+});
+
+/** Submits a chain of `http` nodes, each taking `ms(id)`, and answers its run id. */
+async function startChain(ids: readonly string[], ms: (id: string) => number): Promise<string> {
+  const posted = await postRun(stack.url, {
+    graph: {
+      nodes: ids.map((id) => http(id, ms(id))),
+      edges: ids.slice(1).map((id, i) => [ids[i], id]),
+    },
+  });
+  expect(posted.status).toBe(202);
+  return posted.body.runId as string;
+}
+
+/** Which of `cluster.masters` (as created) serves `key`'s slot now. */
+const masterIndexOf = async (key: string): Promise<number> =>
+  cluster.masters.indexOf(await slotOwner(cluster.nodes[0]!, key));
+
+/**
+ * Waits for a run to settle as a client does through a failover: a wait that ends unsettled
+ * (202) is asked again, a 503 after its Retry-After, up to 60 s in all. Answers the document and the 503s met on the way.
+ */
+async function waitRetrying(
+  runId: string,
+): Promise<{ doc: RunDocument; unavailable: { status: number; retryAfter: string | null }[] }> {
+  const unavailable: { status: number; retryAfter: string | null }[] = [];
+  const deadline = Date.now() + 60_000;
+  while (Date.now() < deadline) {
+    const res = await fetch(`${stack.url}/v1/runs/${runId}/wait?timeoutMs=5000`);
+    if (res.status === 200) return { doc: (await res.json()) as RunDocument, unavailable };
+    // 202: not settled within this wait; ask again.
+    if (res.status === 202) {
+      await res.arrayBuffer();
+      continue;
+    }
+    unavailable.push({ status: res.status, retryAfter: res.headers.get('retry-after') });
+    await res.arrayBuffer();
+    await new Promise((r) => setTimeout(r, Number(res.headers.get('retry-after') ?? 1) * 1000));
+  }
+  throw new Error(`run ${runId} did not settle within 60 s (answers: ${JSON.stringify(unavailable)})`);
+}
+
+/**
+ * Every node ran: once if none of its calls was in flight during `[from, to]` (the move, the kill), and at
+ * most twice with the same idempotency key if they did: a node in flight while its keys or its
+ * job moved may be run again (at least once), as after a worker crash, never lost.
+ */
+function expectOnceOutside(ids: readonly string[], from: number, to: number): void {
+  for (const id of ids) {
+    const hits = tools.hitsOf(id);
+    const during = hits.some((h) => h.start <= to && (h.end ?? Infinity) >= from);
+    if (!during) expect(hits, id).toHaveLength(1);
+    else {
+      expect(hits.length, id).toBeGreaterThanOrEqual(1);
+      expect(hits.length, id).toBeLessThanOrEqual(2);
+      expect(new Set(hits.map((h) => h.idempotencyKey)).size, id).toBe(1);
+    }
+  }
+}
+
+/** A hash tag whose slot is `slot` (found by trying; any key tagged with it lives in that slot). */
+function slotKeyTag(slot: number): string {
+  for (let n = 0; ; n++) if (keySlot(`tag-${n}`) === slot) return `tag-${n}`;
+}
+
+/**
+ * Moves one slot and its keys between masters as `redis-cli --cluster reshard` does: the target
+ * imports, the source migrates, the keys go over with MIGRATE in batches, then every master is
+ * told the new owner. Clients in between get ASK, TRYAGAIN and then MOVED.
+ */
+async function moveSlot(slot: number, fromUrl: string, toUrl: string): Promise<void> {
+  const from = new Redis(fromUrl);
+  const to = new Redis(toUrl);
+  try {
+    const [fromId, toId] = await Promise.all([from.cluster('MYID'), to.cluster('MYID')]);
+    await to.cluster('SETSLOT', slot, 'IMPORTING', fromId);
+    await from.cluster('SETSLOT', slot, 'MIGRATING', toId);
+    const port = Number(new URL(toUrl).port);
+    for (;;) {
+      const batch = await from.cluster('GETKEYSINSLOT', slot, 50);
+      if (batch.length === 0) break;
+      await from.migrate('127.0.0.1', port, '', 0, 5000, 'KEYS', ...batch);
+    }
+    for (const url of await slotOwners(cluster.nodes[0]!)) {
+      const node = new Redis(url);
+      await node.cluster('SETSLOT', slot, 'NODE', toId);
+      node.disconnect();
+    }
+  } finally {
+    from.disconnect();
+    to.disconnect();
+  }
+}
+
+/**
+ * Promotes master `index`'s replica with `CLUSTER FAILOVER` (the replica catches up with its
+ * master, then takes its slots) and resolves once it reports itself master of them.
+ */
+async function failOver(index: number): Promise<void> {
+  const replica = new Redis(cluster.replicas[index]![0]!);
+  try {
+    await replica.cluster('FAILOVER');
+    for (;;) {
+      const role = (await replica.role()) as unknown as [string];
+      const state = await replica.cluster('INFO');
+      if (role[0] === 'master' && state.includes('cluster_state:ok')) return;
+      await new Promise((r) => setTimeout(r, 50));
+    }
+  } finally {
+    replica.disconnect();
+  }
+}
+
+describe('on a 3-master Redis Cluster with a replica each', () => {
+  it('finishes a run whose masters fail over mid-run, every node once, and runs more after', async () => {
+    const ids = Array.from({ length: 6 }, (_, i) => `f${i}`);
+    const runId = await startChain(ids, () => 250);
+    const layout = queueLayout(stack.prefix, { clustered: true, shards: SHARDS });
+    const shardPrefix = layout.shards[shardOfRunId(runId, SHARDS)]!;
+    const masters = new Set([
+      await masterIndexOf(`${stack.prefix}:run:{${runId}}`),
+      await masterIndexOf(`${shardPrefix}:tool:id`),
+    ]);
+    await tools.hitCount('f1', 1);
+    for (const index of masters) await failOver(index);
+
+    const doc = await waitFor(stack.url, runId, 60_000);
+    expect(doc.status).toBe('succeeded');
+    for (const id of ids) expect(tools.hitsOf(id), id).toHaveLength(1);
+    // The masters the run lived on are replicas now: its keys moved with the promotion.
+    for (const index of masters) {
+      const old = new Redis(cluster.masters[index]!);
+      expect(((await old.role()) as unknown as [string])[0]).toBe('slave');
+      old.disconnect();
+    }
+    // Accepts, the queues and the workers all follow the new masters.
+    const after = await Promise.all(
+      Array.from({ length: 6 }, (_, i) =>
+        postRun(stack.url, {
+          graph: {
+            nodes: [http(`after${i}a`, 10), http(`after${i}b`, 10)],
+            edges: [[`after${i}a`, `after${i}b`]],
+          },
+        }),
+      ),
+    );
+    for (const posted of after) {
+      expect(posted.status).toBe(202);
+      expect((await waitFor(stack.url, posted.body.runId as string, 30_000)).status).toBe('succeeded');
+    }
+  }, 90_000);
+
+  it('finishes a run whose slots move to another master mid-run (resharding)', async () => {
+    const ids = Array.from({ length: 6 }, (_, i) => `m${i}`);
+    const runId = await startChain(ids, () => 250);
+    const layout = queueLayout(stack.prefix, { clustered: true, shards: SHARDS });
+    const keys = [`${stack.prefix}:run:{${runId}}`, `${layout.shards[shardOfRunId(runId, SHARDS)]!}:tool:id`];
+    await tools.hitCount('m1', 1);
+    const moveStart = Date.now();
+    const moved: [number, string, string][] = [];
+    for (const key of keys) {
+      const from = await slotOwner(cluster.nodes[0]!, key);
+      const to = (await slotOwners(cluster.nodes[0]!)).find((m) => m !== from)!;
+      if (moved.some(([slot]) => slot === keySlot(key))) continue;
+      await moveSlot(keySlot(key), from, to);
+      moved.push([keySlot(key), from, to]);
+    }
+    const moveEnd = Date.now();
+    const doc = await waitFor(stack.url, runId, 60_000);
+    expect(doc.status).toBe('succeeded');
+    expectOnceOutside(ids, moveStart, moveEnd);
+    for (const [slot, , to] of moved)
+      expect(await slotOwner(cluster.nodes[0]!, `{${slotKeyTag(slot)}}`)).toBe(to);
+    const after = await postRun(stack.url, { graph: { nodes: [http('after-move', 10)], edges: [] } });
+    expect((await waitFor(stack.url, after.body.runId as string, 30_000)).status).toBe('succeeded');
+  }, 90_000);
+
+  it('finishes a run whose master is killed mid-run, once its replica has taken over', async () => {
+    const ids = Array.from({ length: 5 }, (_, i) => `k${i}`);
+    const runId = await startChain(ids, (id) => (id === 'k1' ? 1500 : 100));
+    const master = await slotOwner(cluster.nodes[0]!, `${stack.prefix}:run:{${runId}}`);
+    await tools.hitCount('k1', 1);
+    // The run's keys were replicated while k1 runs: the write that began it is on the replica
+    // before the master dies (WAIT), so what this test loses is the master, not an acknowledged write.
+    const direct = new Redis(master);
+    await direct.wait(1, 2000);
+    direct.disconnect();
+    const killedAt = Date.now();
+    process.kill(cluster.pids[cluster.nodes.indexOf(master)]!, 'SIGKILL');
+
+    // Until the replica is promoted (cluster-node-timeout, 3 s here) the API answers 503 with
+    // Retry-After at once rather than hang; a client retries, and it serves again on its own.
+    const { doc, unavailable } = await waitRetrying(runId);
+    expect(doc.status).toBe('succeeded');
+    expect(unavailable.filter((r) => r.status !== 503 || r.retryAfter !== '1')).toEqual([]);
+    // k1 was in flight on the dead master's watch: it may run again (at least once), never lost.
+    expectOnceOutside(ids, killedAt, killedAt);
+    const after = await postRun(stack.url, { graph: { nodes: [http('after-kill', 10)], edges: [] } });
+    expect((await waitFor(stack.url, after.body.runId as string, 30_000)).status).toBe('succeeded');
+  }, 90_000);
+});
