@@ -79,7 +79,13 @@ export async function startRedisCluster(options: RedisClusterOptions = {}): Prom
     ),
   );
   const exits = children.map((child) => new Promise<void>((resolve) => child.once('exit', () => resolve())));
+  // The nodes go with this process even when it ends without stopping them (a test cut short).
+  const killAll = (): void => {
+    for (const child of children) child.kill('SIGKILL');
+  };
+  process.once('exit', killAll);
   const stop = async (): Promise<void> => {
+    process.off('exit', killAll);
     for (const child of children) {
       if (child.exitCode === null && child.signalCode === null) child.kill('SIGTERM');
     }
