@@ -111,8 +111,12 @@ async function executeRunJob(deps: ExecutorDeps, job: Job, token: string | undef
     );
     if (started.status === 'stale') return { status: 'stale' };
     if (started.status === 'running') {
-      await enqueueDeadline(deps.queues, plan.runId, data.generation, started.deadlineAt);
-      await enqueueReady(deps, plan, ready, data.generation);
+      // Side by side: a redelivered start pass adds both again (their job ids are fixed), so
+      // neither needs the other to have landed first.
+      await Promise.all([
+        enqueueDeadline(deps.queues, plan.runId, data.generation, started.deadlineAt),
+        enqueueReady(deps, plan, ready, data.generation),
+      ]);
       if (data.generation === 0) metrics.runsStarted.inc({ kind: header?.task?.mode ?? 'graph' });
     }
     await job.updateData({ ...data, step: 'finalize' } satisfies RunJobInput);
