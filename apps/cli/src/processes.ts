@@ -35,7 +35,8 @@ export async function runWorker(
   concurrency: number | undefined,
   metricsPort: number | undefined,
 ): Promise<void> {
-  const handle = await startPools(parseWorkerEnv(), { pools, ...(concurrency ? { concurrency } : {}) });
+  const env = parseWorkerEnv();
+  const handle = await startPools(env, { pools, ...(concurrency ? { concurrency } : {}) });
   const closers: Closer[] = [handle.close];
   if (metricsPort !== undefined) {
     const health = await startHealthServer(metricsPort, handle.ready);
@@ -43,7 +44,9 @@ export async function runWorker(
     closers.unshift(health.close);
     process.stderr.write(`metrics and health on port ${health.port}\n`);
   }
-  process.stderr.write(`worker ready: pools ${pools.join(', ')} (pid ${process.pid})\n`);
+  const shards =
+    env.TETRALOOP_WORKER_SHARDS.length > 0 ? `, shards ${env.TETRALOOP_WORKER_SHARDS.join(', ')}` : '';
+  process.stderr.write(`worker ready: pools ${pools.join(', ')}${shards} (pid ${process.pid})\n`);
   closeOnSignal(closers);
 }
 

@@ -13,4 +13,21 @@ describe('the worker environment', () => {
     expect(parseWorkerEnv({ ...REDIS, TETRALOOP_BACKOFF_MIN_MS: '100' }).TETRALOOP_BACKOFF_MIN_MS).toBe(100);
     expect(parseWorkerEnv(REDIS).TETRALOOP_BACKOFF_MIN_MS).toBe(500);
   });
+
+  it('takes the shards a worker consumes, each below TETRALOOP_QUEUE_SHARDS, naming the variable', () => {
+    expect(parseWorkerEnv(REDIS).TETRALOOP_WORKER_SHARDS).toEqual([]);
+    const env = { ...REDIS, TETRALOOP_QUEUE_SHARDS: '3' };
+    expect(parseWorkerEnv({ ...env, TETRALOOP_WORKER_SHARDS: '2, 0,2' }).TETRALOOP_WORKER_SHARDS).toEqual([
+      2, 0,
+    ]);
+    expect(() => parseWorkerEnv({ ...env, TETRALOOP_WORKER_SHARDS: '3' })).toThrow(
+      /TETRALOOP_WORKER_SHARDS: shard 3 does not exist: TETRALOOP_QUEUE_SHARDS is 3/,
+    );
+    expect(() => parseWorkerEnv({ ...env, TETRALOOP_WORKER_SHARDS: 'one' })).toThrow(
+      /TETRALOOP_WORKER_SHARDS/,
+    );
+    expect(() => parseWorkerEnv({ ...env, TETRALOOP_WORKER_SHARDS: '-1' })).toThrow(
+      /TETRALOOP_WORKER_SHARDS/,
+    );
+  });
 });

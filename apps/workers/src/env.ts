@@ -15,11 +15,34 @@ import { z } from 'zod';
 
 const Concurrency = z.coerce.number().int().min(1).max(1000);
 
+/** Shard indexes, comma-separated (`0,2`); empty: every shard. */
+const ShardList = z
+  .string()
+  .default('')
+  .transform((v, ctx) => {
+    const parts = v
+      .split(',')
+      .map((s) => s.trim())
+      .filter(Boolean);
+    const shards = parts.map(Number);
+    if (shards.some((n) => !Number.isInteger(n) || n < 0)) {
+      ctx.addIssue({ code: 'custom', message: 'shard indexes (0, 1, …), comma-separated' });
+      return z.NEVER;
+    }
+    return [...new Set(shards)];
+  });
+
 export const WorkerEnv = BaseEnv.extend({
   TETRALOOP_SENSE_CONCURRENCY: Concurrency.default(4),
   TETRALOOP_PLAN_CONCURRENCY: Concurrency.default(16),
   TETRALOOP_TOOL_CONCURRENCY: Concurrency.default(32),
   TETRALOOP_REFLECT_CONCURRENCY: Concurrency.default(1),
+  /**
+   * The shards of the run queues this process's plan and tool pools consume (`0,2`), each below
+   * TETRALOOP_QUEUE_SHARDS; empty: every shard. Each shard needs some process that consumes it in
+   * each pool, or its runs wait (docs/operations.md#redis-cluster).
+   */
+  TETRALOOP_WORKER_SHARDS: ShardList,
   /** Hosts (`host` or `host:port`, comma-separated) the http tool may reach although they are not public. */
   TETRALOOP_HTTP_ALLOW_HOSTS: z.string().default(''),
   /** Largest response body the http tool and polled sources read; a longer one fails as `validation` (`response_too_large`). */
@@ -92,4 +115,16 @@ export const WorkerEnv = BaseEnv.extend({
 export type WorkerEnv = z.infer<typeof WorkerEnv>;
 
 export const parseWorkerEnv = (env: Record<string, string | undefined> = process.env): WorkerEnv =>
-  parseEnv(WorkerEnv, env);
+  parseEnv(
+    WorkerEnv.superRefine((e, ctx) => {
+      const beyond = e.TETRALOOP_WORKER_SHARDS.filter((shard) => shard >= e.TETRALOOP_QUEUE_SHARDS);
+      if (beyond.length > 0) {
+        ctx.addIssue({
+          code: 'custom',
+          path: ['TETRALOOP_WORKER_SHARDS'],
+          message: `shard ${beyond.join(', ')} does not exist: TETRALOOP_QUEUE_SHARDS is ${e.TETRALOOP_QUEUE_SHARDS} (shards 0 to ${e.TETRALOOP_QUEUE_SHARDS - 1})`,
+        });
+      }
+    }),
+    env,
+  );

@@ -321,14 +321,19 @@ export async function startPools(env: WorkerEnv, options: StartPoolsOptions): Pr
     }
   };
 
-  // The plan and tool pools consume every shard of the run queues, a Worker each, sharing the
-  // pool's concurrency among them (at least 1 each); the other pools have one queue.
+  // The plan and tool pools consume every shard of the run queues (or those of
+  // TETRALOOP_WORKER_SHARDS), a Worker each, sharing the pool's concurrency among them (at least 1
+  // each); the other pools have one queue.
+  const assigned = env.TETRALOOP_WORKER_SHARDS;
+  const runShards = queues.shards
+    .map((s, shard) => ({ ...s, shard }))
+    .filter(({ shard }) => assigned.length === 0 || assigned.includes(shard));
   const queuesOf = (pool: Pool): { queue: Queue; shard: number }[] => {
     switch (pool) {
       case 'plan':
-        return queues.shards.map((s, shard) => ({ queue: s.plan, shard }));
+        return runShards.map((s) => ({ queue: s.plan, shard: s.shard }));
       case 'tool':
-        return queues.shards.map((s, shard) => ({ queue: s.node, shard }));
+        return runShards.map((s) => ({ queue: s.node, shard: s.shard }));
       case 'sense':
         return [{ queue: queues.sense, shard: 0 }];
       case 'reflect':
