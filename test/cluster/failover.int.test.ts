@@ -62,28 +62,40 @@ async function startChain(ids: readonly string[], ms: (id: string) => number): P
 const masterIndexOf = async (key: string): Promise<number> =>
   cluster.masters.indexOf(await slotOwner(cluster.nodes[0]!, key));
 
+/** What a wait answered on the way: its status, its Retry-After, how long it took (ms). */
+interface WaitAnswer {
+  readonly status: number;
+  readonly retryAfter: string | null;
+  readonly tookMs: number;
+}
+
+/** The `timeoutMs` each wait of `waitRetrying` asks for. */
+const WAIT_MS = 5000;
+
 /**
  * Waits for a run to settle as a client does through a failover: a wait that ends unsettled
- * (202) is asked again, a 503 after its Retry-After, up to 60 s in all. Answers the document and the 503s met on the way.
+ * (202) is asked again, a 503 after its Retry-After, up to 60 s in all. Answers the document and
+ * every answer met on the way.
  */
-async function waitRetrying(
-  runId: string,
-): Promise<{ doc: RunDocument; unavailable: { status: number; retryAfter: string | null }[] }> {
-  const unavailable: { status: number; retryAfter: string | null }[] = [];
+async function waitRetrying(runId: string): Promise<{ doc: RunDocument; answers: WaitAnswer[] }> {
+  const answers: WaitAnswer[] = [];
   const deadline = Date.now() + 60_000;
   while (Date.now() < deadline) {
-    const res = await fetch(`${stack.url}/v1/runs/${runId}/wait?timeoutMs=5000`);
-    if (res.status === 200) return { doc: (await res.json()) as RunDocument, unavailable };
-    // 202: not settled within this wait; ask again.
-    if (res.status === 202) {
-      await res.arrayBuffer();
-      continue;
+    const started = performance.now();
+    const res = await fetch(`${stack.url}/v1/runs/${runId}/wait?timeoutMs=${WAIT_MS}`);
+    const body = await res.text();
+    answers.push({
+      status: res.status,
+      retryAfter: res.headers.get('retry-after'),
+      tookMs: performance.now() - started,
+    });
+    if (res.status === 200) return { doc: JSON.parse(body) as RunDocument, answers };
+    // 202: not settled within this wait, ask again; a 503 after its Retry-After.
+    if (res.status !== 202) {
+      await new Promise((r) => setTimeout(r, Number(res.headers.get('retry-after') ?? 1) * 1000));
     }
-    unavailable.push({ status: res.status, retryAfter: res.headers.get('retry-after') });
-    await res.arrayBuffer();
-    await new Promise((r) => setTimeout(r, Number(res.headers.get('retry-after') ?? 1) * 1000));
   }
-  throw new Error(`run ${runId} did not settle within 60 s (answers: ${JSON.stringify(unavailable)})`);
+  throw new Error(`run ${runId} did not settle within 60 s (answers: ${JSON.stringify(answers)})`);
 }
 
 /**
@@ -111,8 +123,8 @@ function slotKeyTag(slot: number): string {
 
 /**
  * Moves one slot and its keys between masters as `redis-cli --cluster reshard` does: the target
- * imports, the source migrates, the keys go over with MIGRATE in batches, then every master is
- * told the new owner. Clients in between get ASK, TRYAGAIN and then MOVED.
+ * imports, the source migrates, the keys go over with MIGRATE in batches, then the target, the
+ * source and every other master are told the new owner. Clients in between get ASK, TRYAGAIN and then MOVED.
  */
 async function moveSlot(slot: number, fromUrl: string, toUrl: string): Promise<void> {
   const from = new Redis(fromUrl);
@@ -127,10 +139,18 @@ async function moveSlot(slot: number, fromUrl: string, toUrl: string): Promise<v
       if (batch.length === 0) break;
       await from.migrate('127.0.0.1', port, '', 0, 5000, 'KEYS', ...batch);
     }
+    // The new owner first, then the old one, then the rest (as Redis's reshard docs order it),
+    // so no client is sent back and forth between the two.
+    await to.cluster('SETSLOT', slot, 'NODE', toId);
+    await from.cluster('SETSLOT', slot, 'NODE', toId);
     for (const url of await slotOwners(cluster.nodes[0]!)) {
+      if (url === fromUrl || url === toUrl) continue;
       const node = new Redis(url);
-      await node.cluster('SETSLOT', slot, 'NODE', toId);
-      node.disconnect();
+      try {
+        await node.cluster('SETSLOT', slot, 'NODE', toId);
+      } finally {
+        node.disconnect();
+      }
     }
   } finally {
     from.disconnect();
@@ -146,10 +166,14 @@ async function failOver(index: number): Promise<void> {
   const replica = new Redis(cluster.replicas[index]![0]!);
   try {
     await replica.cluster('FAILOVER');
+    const deadline = Date.now() + 20_000;
     for (;;) {
       const role = (await replica.role()) as unknown as [string];
       const state = await replica.cluster('INFO');
       if (role[0] === 'master' && state.includes('cluster_state:ok')) return;
+      if (Date.now() > deadline) {
+        throw new Error(`the replica of master ${index} was not promoted within 20 s (role ${role[0]})`);
+      }
       await new Promise((r) => setTimeout(r, 50));
     }
   } finally {
@@ -159,8 +183,8 @@ async function failOver(index: number): Promise<void> {
 
 describe('on a 3-master Redis Cluster with a replica each', () => {
   it('finishes a run whose masters fail over mid-run, every node once, and runs more after', async () => {
-    const ids = Array.from({ length: 6 }, (_, i) => `f${i}`);
-    const runId = await startChain(ids, () => 250);
+    const ids = Array.from({ length: 8 }, (_, i) => `f${i}`);
+    const runId = await startChain(ids, () => 300);
     const layout = queueLayout(stack.prefix, { clustered: true, shards: SHARDS });
     const shardPrefix = layout.shards[shardOfRunId(runId, SHARDS)]!;
     const masters = new Set([
@@ -169,6 +193,8 @@ describe('on a 3-master Redis Cluster with a replica each', () => {
     ]);
     await tools.hitCount('f1', 1);
     for (const index of masters) await failOver(index);
+    // Mid-run: the chain's last node has not been called yet.
+    expect(tools.hitsOf('f7')).toEqual([]);
 
     const doc = await waitFor(stack.url, runId, 60_000);
     expect(doc.status).toBe('succeeded');
@@ -176,8 +202,11 @@ describe('on a 3-master Redis Cluster with a replica each', () => {
     // The masters the run lived on are replicas now: its keys moved with the promotion.
     for (const index of masters) {
       const old = new Redis(cluster.masters[index]!);
-      expect(((await old.role()) as unknown as [string])[0]).toBe('slave');
-      old.disconnect();
+      try {
+        expect(((await old.role()) as unknown as [string])[0]).toBe('slave');
+      } finally {
+        old.disconnect();
+      }
     }
     // Accepts, the queues and the workers all follow the new masters.
     const after = await Promise.all(
@@ -197,8 +226,8 @@ describe('on a 3-master Redis Cluster with a replica each', () => {
   }, 90_000);
 
   it('finishes a run whose slots move to another master mid-run (resharding)', async () => {
-    const ids = Array.from({ length: 6 }, (_, i) => `m${i}`);
-    const runId = await startChain(ids, () => 250);
+    const ids = Array.from({ length: 8 }, (_, i) => `m${i}`);
+    const runId = await startChain(ids, () => 300);
     const layout = queueLayout(stack.prefix, { clustered: true, shards: SHARDS });
     const keys = [`${stack.prefix}:run:{${runId}}`, `${layout.shards[shardOfRunId(runId, SHARDS)]!}:tool:id`];
     await tools.hitCount('m1', 1);
@@ -212,6 +241,7 @@ describe('on a 3-master Redis Cluster with a replica each', () => {
       moved.push([keySlot(key), from, to]);
     }
     const moveEnd = Date.now();
+    expect(tools.hitsOf('m7')).toEqual([]);
     const doc = await waitFor(stack.url, runId, 60_000);
     expect(doc.status).toBe('succeeded');
     expectOnceOutside(ids, moveStart, moveEnd);
@@ -226,19 +256,28 @@ describe('on a 3-master Redis Cluster with a replica each', () => {
     const runId = await startChain(ids, (id) => (id === 'k1' ? 1500 : 100));
     const master = await slotOwner(cluster.nodes[0]!, `${stack.prefix}:run:{${runId}}`);
     await tools.hitCount('k1', 1);
-    // The run's keys were replicated while k1 runs: the write that began it is on the replica
-    // before the master dies (WAIT), so what this test loses is the master, not an acknowledged write.
+    // What this test loses is the master, not an acknowledged write: the replica has the run's
+    // writes before the kill. WAIT covers this connection's own writes, so it writes in the run's
+    // slot: once the replica has that, it has every write before it on that master too.
     const direct = new Redis(master);
-    await direct.wait(1, 2000);
-    direct.disconnect();
+    try {
+      await direct.set(`failover-probe:{${runId}}`, '1', 'PX', 60_000);
+      expect(await direct.wait(1, 5000)).toBeGreaterThanOrEqual(1);
+    } finally {
+      direct.disconnect();
+    }
     const killedAt = Date.now();
     process.kill(cluster.pids[cluster.nodes.indexOf(master)]!, 'SIGKILL');
 
     // Until the replica is promoted (cluster-node-timeout, 3 s here) the API answers 503 with
     // Retry-After at once rather than hang; a client retries, and it serves again on its own.
-    const { doc, unavailable } = await waitRetrying(runId);
+    const { doc, answers } = await waitRetrying(runId);
     expect(doc.status).toBe('succeeded');
-    expect(unavailable.filter((r) => r.status !== 503 || r.retryAfter !== '1')).toEqual([]);
+    // Every answer is the run, a wait that timed out, or 503 with Retry-After; none hangs past
+    // its wait (a Redis request fails fast rather than queueing while the slot has no master).
+    expect(answers.filter((a) => ![200, 202, 503].includes(a.status))).toEqual([]);
+    expect(answers.filter((a) => a.status === 503 && a.retryAfter !== '1')).toEqual([]);
+    expect(answers.filter((a) => a.tookMs > WAIT_MS + 3000)).toEqual([]);
     // k1 was in flight on the dead master's watch: it may run again (at least once), never lost.
     expectOnceOutside(ids, killedAt, killedAt);
     const after = await postRun(stack.url, { graph: { nodes: [http('after-kill', 10)], edges: [] } });

@@ -84,3 +84,20 @@ it.skipIf(!dockerClient)('says so when the docker client is there but no engine 
     /no Redis to start: redis-server is not installed, and no Docker engine answers \(docker version: .+\)\. Do one of:/,
   );
 });
+
+it('refuses TETRALOOP_WORKER_SHARDS, which would leave the other shards without a worker, and leaves no redis-server behind', async () => {
+  const cwd = mkdtempSync(join(tmpdir(), 'tetraloop-dev-'));
+  const proc = spawnTetraloop(
+    ['dev'],
+    { PORT: String(await freePort()), TETRALOOP_QUEUE_SHARDS: '2', TETRALOOP_WORKER_SHARDS: '0' },
+    { cwd },
+  );
+  const { code } = await proc.exited;
+  expect(code).toBe(2);
+  expect(proc.stderr()).toMatch(/TETRALOOP_WORKER_SHARDS: dev runs every pool on every shard/);
+  const [, redisPort] = /embedded Redis: redis:\/\/127\.0\.0\.1:(\d+)/.exec(proc.stderr()) ?? [];
+  if (redisPort) {
+    const left = spawnSync('redis-cli', ['-p', redisPort, 'ping'], { encoding: 'utf8' });
+    expect(left.stdout.trim()).not.toBe('PONG');
+  }
+});

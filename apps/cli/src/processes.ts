@@ -1,7 +1,8 @@
 /** Long-running process types, each stopping cleanly on SIGINT/SIGTERM. */
 import { join, resolve } from 'node:path';
 import { startApi, parseApiEnv } from '@tetraloop/api';
-import { startEmbeddedRedis, type Pool } from '@tetraloop/core';
+import { ConfigError, startEmbeddedRedis, type Pool } from '@tetraloop/core';
+import { z } from 'zod';
 import { parseWorkerEnv, startHealthServer, startPools } from '@tetraloop/workers';
 import { parseDevEnv } from './dev-env.js';
 import { stopTracing } from './tracing.js';
@@ -44,8 +45,9 @@ export async function runWorker(
     closers.unshift(health.close);
     process.stderr.write(`metrics and health on port ${health.port}\n`);
   }
-  const shards =
-    env.TETRALOOP_WORKER_SHARDS.length > 0 ? `, shards ${env.TETRALOOP_WORKER_SHARDS.join(', ')}` : '';
+  // Only the plan and tool pools are bound to shards.
+  const sharded = env.TETRALOOP_WORKER_SHARDS.length > 0 && pools.some((p) => p === 'plan' || p === 'tool');
+  const shards = sharded ? `, shards ${env.TETRALOOP_WORKER_SHARDS.join(', ')}` : '';
   process.stderr.write(`worker ready: pools ${pools.join(', ')}${shards} (pid ${process.pid})\n`);
   closeOnSignal(closers);
 }
@@ -88,7 +90,21 @@ async function startDev(closers: Closer[]): Promise<void> {
   env.HOST ??= '127.0.0.1';
   // In dev the example graphs call the API itself, so its own address is allowed by default.
   env.TETRALOOP_HTTP_ALLOW_HOSTS ??= `localhost:${port},127.0.0.1:${port}`;
-  const pools = await startPools(parseWorkerEnv(env), { pools: ['sense', 'plan', 'tool', 'reflect'] });
+  const workerEnv = parseWorkerEnv(env);
+  // One process runs every pool here: a shard it skipped would have no worker at all.
+  if (workerEnv.TETRALOOP_WORKER_SHARDS.length > 0) {
+    throw new ConfigError(
+      new z.ZodError([
+        {
+          code: 'custom',
+          path: ['TETRALOOP_WORKER_SHARDS'],
+          message: 'dev runs every pool on every shard: unset it (it is for `tetraloop worker`)',
+          input: env.TETRALOOP_WORKER_SHARDS,
+        },
+      ]),
+    );
+  }
+  const pools = await startPools(workerEnv, { pools: ['sense', 'plan', 'tool', 'reflect'] });
   closers.push(pools.close);
   const api = await startApi(parseApiEnv(env));
   closers.push(api.close);

@@ -23,11 +23,13 @@ describe('the worker environment', () => {
     expect(() => parseWorkerEnv({ ...env, TETRALOOP_WORKER_SHARDS: '3' })).toThrow(
       /TETRALOOP_WORKER_SHARDS: shard 3 does not exist: TETRALOOP_QUEUE_SHARDS is 3/,
     );
-    expect(() => parseWorkerEnv({ ...env, TETRALOOP_WORKER_SHARDS: 'one' })).toThrow(
-      /TETRALOOP_WORKER_SHARDS/,
+    expect(() => parseWorkerEnv({ ...env, TETRALOOP_WORKER_SHARDS: '3,4' })).toThrow(
+      /shards 3 and 4 do not exist/,
     );
-    expect(() => parseWorkerEnv({ ...env, TETRALOOP_WORKER_SHARDS: '-1' })).toThrow(
-      /TETRALOOP_WORKER_SHARDS/,
-    );
+    for (const bad of ['one', '-1', '1.0', '0x1', '1e0', ',', '0,,1']) {
+      expect(() => parseWorkerEnv({ ...env, TETRALOOP_WORKER_SHARDS: bad }), bad).toThrow(
+        /TETRALOOP_WORKER_SHARDS: shard indexes/,
+      );
+    }
   });
 });

@@ -20,16 +20,13 @@ const ShardList = z
   .string()
   .default('')
   .transform((v, ctx) => {
-    const parts = v
-      .split(',')
-      .map((s) => s.trim())
-      .filter(Boolean);
-    const shards = parts.map(Number);
-    if (shards.some((n) => !Number.isInteger(n) || n < 0)) {
-      ctx.addIssue({ code: 'custom', message: 'shard indexes (0, 1, …), comma-separated' });
+    if (v.trim() === '') return [];
+    const parts = v.split(',').map((s) => s.trim());
+    if (parts.some((p) => !/^\d{1,2}$/.test(p))) {
+      ctx.addIssue({ code: 'custom', message: 'shard indexes (0, 1, …), comma-separated, such as 0,2' });
       return z.NEVER;
     }
-    return [...new Set(shards)];
+    return [...new Set(parts.map(Number))];
   });
 
 export const WorkerEnv = BaseEnv.extend({
@@ -122,7 +119,7 @@ export const parseWorkerEnv = (env: Record<string, string | undefined> = process
         ctx.addIssue({
           code: 'custom',
           path: ['TETRALOOP_WORKER_SHARDS'],
-          message: `shard ${beyond.join(', ')} does not exist: TETRALOOP_QUEUE_SHARDS is ${e.TETRALOOP_QUEUE_SHARDS} (shards 0 to ${e.TETRALOOP_QUEUE_SHARDS - 1})`,
+          message: `${beyond.length === 1 ? `shard ${beyond[0]} does not` : `shards ${beyond.join(' and ')} do not`} exist: TETRALOOP_QUEUE_SHARDS is ${e.TETRALOOP_QUEUE_SHARDS} (shards 0 to ${e.TETRALOOP_QUEUE_SHARDS - 1})`,
         });
       }
     }),

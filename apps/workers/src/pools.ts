@@ -340,6 +340,12 @@ export async function startPools(env: WorkerEnv, options: StartPoolsOptions): Pr
         return [{ queue: queues.reflect, shard: 0 }];
     }
   };
+  if (options.pools.includes('plan') && assigned.length > 0 && !assigned.includes(0)) {
+    loggerFor('plan').warn(
+      { shards: assigned },
+      'this plan pool does not consume shard 0, which holds the reconcile and env-check schedules: another plan worker must',
+    );
+  }
   const workers = new Map<Pool, Worker[]>();
   for (const pool of options.pools) {
     const targets = queuesOf(pool);

@@ -112,11 +112,13 @@ async function executeRunJob(deps: ExecutorDeps, job: Job, token: string | undef
     if (started.status === 'stale') return { status: 'stale' };
     if (started.status === 'running') {
       // Side by side: a redelivered start pass adds both again (their job ids are fixed), so
-      // neither needs the other to have landed first.
-      await Promise.all([
+      // neither needs the other to have landed first. Both are settled before a failure is
+      // thrown, so nothing of this pass is still in flight when the job fails.
+      const added = await Promise.allSettled([
         enqueueDeadline(deps.queues, plan.runId, data.generation, started.deadlineAt),
         enqueueReady(deps, plan, ready, data.generation),
       ]);
+      for (const result of added) if (result.status === 'rejected') throw result.reason;
       if (data.generation === 0) metrics.runsStarted.inc({ kind: header?.task?.mode ?? 'graph' });
     }
     await job.updateData({ ...data, step: 'finalize' } satisfies RunJobInput);

@@ -79,7 +79,8 @@ export async function startRedisCluster(options: RedisClusterOptions = {}): Prom
     ),
   );
   const exits = children.map((child) => new Promise<void>((resolve) => child.once('exit', () => resolve())));
-  // The nodes go with this process even when it ends without stopping them (a test cut short).
+  // The nodes go with this process when it exits without stopping them (a test run cut short by
+  // a timeout or an uncaught error); a process killed by a signal it does not handle leaves them.
   const killAll = (): void => {
     for (const child of children) child.kill('SIGKILL');
   };
