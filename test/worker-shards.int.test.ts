@@ -15,7 +15,7 @@ import {
   shardOfRunId,
 } from '@tetraloop/core';
 import { spawnTetraloop, stderrMatches, type Spawned } from './support/processes.js';
-import { postRun, startStack, waitFor, type Stack } from './support/stack.js';
+import { followJobEvents, postRun, startStack, waitFor, type Stack } from './support/stack.js';
 import { startToolServer, type ToolServer } from './support/tool-server.js';
 
 const SHARDS = 2;
@@ -45,33 +45,6 @@ async function startToolWorker(shards: string): Promise<string> {
 
 const shardPrefix = (shard: number): string =>
   queueLayout(stack.prefix, { clustered: false, shards: SHARDS }).shards[shard]!;
-
-/** Resolves once BullMQ has announced each of `jobIds` added to shard `shard`'s tool queue (its event stream, from the start). */
-async function untilAdded(shard: number, jobIds: readonly string[]): Promise<void> {
-  const redis = new Redis(stack.env.REDIS_URL!);
-  const left = new Set(jobIds);
-  try {
-    for (let cursor = '0-0'; left.size > 0;) {
-      const reply = await redis.xread(
-        'COUNT',
-        1000,
-        'BLOCK',
-        20_000,
-        'STREAMS',
-        `${shardPrefix(shard)}:${QUEUE_NAMES.tool}:events`,
-        cursor,
-      );
-      if (!reply) throw new Error(`jobs ${[...left].join(', ')} not added to shard ${shard} within 20 s`);
-      for (const [id, fields] of reply[0]![1]) {
-        cursor = id;
-        const event = Object.fromEntries(fields.flatMap((f, i) => (i % 2 === 0 ? [[f, fields[i + 1]]] : [])));
-        if (event.event === 'added') left.delete(event.jobId ?? '');
-      }
-    }
-  } finally {
-    redis.disconnect();
-  }
-}
 
 /** The number of jobs waiting in shard `shard`'s tool queue. */
 async function waitingIn(shard: number): Promise<number> {
@@ -105,6 +78,8 @@ describe('TETRALOOP_WORKER_SHARDS', () => {
       expect(posted.status).toBe(202);
       return { runId: posted.body.runId as string, node };
     };
+    // Followed from before the submits, so no announcement of shard 1's node jobs is missed.
+    const shard1 = await followJobEvents(stack, ['tool'], shardPrefix(1));
     const byShard = await Promise.all(
       ([0, 1] as const).map((shard) =>
         Promise.all(keys[shard].map((key, i) => submit(key, `s${shard}n${i}`))),
@@ -114,10 +89,20 @@ describe('TETRALOOP_WORKER_SHARDS', () => {
     for (const run of byShard[0]!) expect((await waitFor(stack.url, run.runId)).status).toBe('succeeded');
     // Shard 1's runs started (the plan pool serves every shard) and their node jobs are in shard
     // 1's queue, but no worker takes them: their nodes were never called.
-    await untilAdded(
-      1,
-      byShard[1]!.map((r) => nodeJobId(r.runId, r.node)),
-    );
+    try {
+      const deadline = Date.now() + 20_000;
+      const left = new Set(byShard[1]!.map((r) => nodeJobId(r.runId, r.node)));
+      while (left.size > 0) {
+        const added = await shard1.next(
+          (e) => e.event === 'added' && left.has(e.jobId),
+          deadline,
+          'shard 1’s node jobs added',
+        );
+        left.delete(added.jobId);
+      }
+    } finally {
+      shard1.close();
+    }
     for (const run of byShard[1]!) {
       const doc = await (await fetch(`${stack.url}/v1/runs/${run.runId}`)).json();
       expect(doc).toMatchObject({ status: 'running', nodes: { [run.node]: { status: 'queued' } } });

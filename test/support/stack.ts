@@ -301,9 +301,14 @@ export interface JobEvents {
  * reads, XREAD BLOCK). Make it before looking at the state it is to report changes of: nothing
  * that happens after that look can then be missed.
  */
-export async function followJobEvents(stack: StackRef, queues: readonly Pool[]): Promise<JobEvents> {
+export async function followJobEvents(
+  stack: StackRef,
+  queues: readonly Pool[],
+  /** The BullMQ prefix of the queues: the stack's own, or one shard's (`queueLayout`). */
+  bullPrefix = stack.prefix,
+): Promise<JobEvents> {
   const redis = connectRedis(stack.env.REDIS_URL!, 'worker', 'tetraloop-test-job-events');
-  const keys = queues.map((q) => `${stack.prefix}:${q}:events`);
+  const keys = queues.map((q) => `${bullPrefix}:${q}:events`);
   const queueOf = new Map(keys.map((k, i) => [k, queues[i]!]));
   // Each stream is read after its newest entry now ('0-0' when it has none yet).
   const cursors = await Promise.all(
