@@ -164,6 +164,39 @@ describe('numbers from outside', () => {
     const ok = await postRun(stack.url, { graph: { nodes: [call('shallow', '/work')] }, input });
     expect(ok.status).toBe(202);
   });
+
+  it('refuses JSON in UTF-16 with 415 unsupported_charset: its bytes cannot hide a deep body', async () => {
+    // U+2200 is `00 22` in UTF-16LE: read as UTF-8 bytes, a quote opens a string that never closes.
+    // Before: depth 3000 was stored as the run's input, depth 200,000 answered 500 (RangeError).
+    const graph = JSON.stringify({ nodes: [{ id: 'a', kind: 'tool', tool: 'json', args: { value: 1 } }] });
+    for (const deep of [3000, 200_000]) {
+      const text = `{"graph":${graph},"input":["\u2200",${'['.repeat(deep)}${']'.repeat(deep)}]}`;
+      const res = await fetch(`${stack.url}/v1/runs`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json; charset=utf-16le' },
+        body: Buffer.from(text, 'utf16le'),
+      });
+      expect(res.status, `depth ${deep}`).toBe(415);
+      expect(await res.json()).toMatchObject({ error: { code: 'unsupported_charset' } });
+    }
+    // A charset body-parser does not know, and one that is not Unicode: the same answer.
+    for (const charset of ['utf-9', 'latin1']) {
+      const res = await fetch(`${stack.url}/v1/runs`, {
+        method: 'POST',
+        headers: { 'content-type': `application/json; charset=${charset}` },
+        body: '{"graph":{"nodes":[]}}',
+      });
+      expect(res.status, charset).toBe(415);
+      expect(await res.json()).toMatchObject({ error: { code: 'unsupported_charset' } });
+    }
+    // UTF-8 said out loud is accepted.
+    const utf8 = await fetch(`${stack.url}/v1/runs`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json; charset=UTF-8' },
+      body: JSON.stringify({ graph: { nodes: [call('utf8', '/work')] }, input: '\u2200' }),
+    });
+    expect(utf8.status).toBe(202);
+  });
 });
 
 describe('schema patterns', () => {

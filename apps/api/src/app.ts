@@ -28,7 +28,7 @@ import { authenticate, authorize, type AuthSettings } from './auth.js';
 import { blobHandlers } from './blobs-router.js';
 import { mountConsole } from './console-pages.js';
 import { errorHandler, HttpError, sendError, sendUnavailable } from './http-errors.js';
-import { JsonTooDeepError, nestsDeeperThan } from './json-depth.js';
+import { checkJsonBody } from './json-depth.js';
 import type { LongRequests } from './long-requests.js';
 import { keyHandlers, type KeysRouterDeps } from './keys-router.js';
 import { limitHandlers } from './limits-router.js';
@@ -134,15 +134,16 @@ export function createApp(deps: AppDeps): express.Express {
   mountConsole(app);
 
   // The raw body stays on the request: a webhook's signature is over its exact bytes. A body
-  // nested too deep is refused before it is parsed: nothing after the parser walks it.
+  // not in UTF-8, or nested too deep, is refused before it is parsed: nothing after the parser
+  // walks it.
   app.use(
     '/v1',
     requireRedis,
     express.json({
       limit: deps.bodyLimitBytes,
       strict: false,
-      verify: (req, _res, buf) => {
-        if (nestsDeeperThan(buf, deps.jsonMaxDepth)) throw new JsonTooDeepError(deps.jsonMaxDepth);
+      verify: (req, _res, buf, charset) => {
+        checkJsonBody(buf, charset, deps.jsonMaxDepth);
         (req as RawBodyRequest).rawBody = buf;
       },
     }),

@@ -65,8 +65,9 @@ function bodyParserError(err: unknown): HttpError | undefined {
     case 'entity.too.large':
       return new HttpError(413, 'body_too_large', 'the body exceeds the size limit');
     case 'encoding.unsupported':
-    case 'charset.unsupported':
       return new HttpError(415, 'unsupported_encoding', 'unsupported body encoding');
+    case 'charset.unsupported':
+      return new HttpError(415, 'unsupported_charset', 'send JSON as UTF-8 (charset=utf-8, or none)');
     default:
       return undefined;
   }

@@ -41,7 +41,7 @@ const SIGNED_ROUTE_ERRORS: Readonly<Record<number, readonly string[]>> = {
 const BODY_ERRORS: Readonly<Record<number, readonly string[]>> = {
   400: ['invalid_json', 'json_too_deep'],
   413: ['body_too_large'],
-  415: ['unsupported_encoding'],
+  415: ['unsupported_encoding', 'unsupported_charset'],
 };
 
 const STATUS_TEXT: Readonly<Record<number, string>> = {

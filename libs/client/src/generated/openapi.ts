@@ -2183,7 +2183,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Unsupported media type: `unsupported_encoding`, `unsupported_media_type`. */
+            /** @description Unsupported media type: `unsupported_encoding`, `unsupported_charset`, `unsupported_media_type`. */
             415: {
                 headers: {
                     [name: string]: unknown;
@@ -2192,7 +2192,7 @@ export interface operations {
                     "application/json": components["schemas"]["ApiError"] & {
                         error?: {
                             /** @enum {unknown} */
-                            code?: "unsupported_encoding" | "unsupported_media_type";
+                            code?: "unsupported_encoding" | "unsupported_charset" | "unsupported_media_type";
                         };
                     };
                 };
@@ -3197,7 +3197,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Unsupported media type: `unsupported_encoding`, `unsupported_media_type`. */
+            /** @description Unsupported media type: `unsupported_encoding`, `unsupported_charset`, `unsupported_media_type`. */
             415: {
                 headers: {
                     [name: string]: unknown;
@@ -3206,7 +3206,7 @@ export interface operations {
                     "application/json": components["schemas"]["ApiError"] & {
                         error?: {
                             /** @enum {unknown} */
-                            code?: "unsupported_encoding" | "unsupported_media_type";
+                            code?: "unsupported_encoding" | "unsupported_charset" | "unsupported_media_type";
                         };
                     };
                 };
@@ -3384,7 +3384,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Unsupported media type: `unsupported_encoding`, `unsupported_media_type`. */
+            /** @description Unsupported media type: `unsupported_encoding`, `unsupported_charset`, `unsupported_media_type`. */
             415: {
                 headers: {
                     [name: string]: unknown;
@@ -3393,7 +3393,7 @@ export interface operations {
                     "application/json": components["schemas"]["ApiError"] & {
                         error?: {
                             /** @enum {unknown} */
-                            code?: "unsupported_encoding" | "unsupported_media_type";
+                            code?: "unsupported_encoding" | "unsupported_charset" | "unsupported_media_type";
                         };
                     };
                 };
@@ -3560,7 +3560,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Unsupported media type: `unsupported_encoding`. */
+            /** @description Unsupported media type: `unsupported_encoding`, `unsupported_charset`. */
             415: {
                 headers: {
                     [name: string]: unknown;
@@ -3569,7 +3569,7 @@ export interface operations {
                     "application/json": components["schemas"]["ApiError"] & {
                         error?: {
                             /** @enum {unknown} */
-                            code?: "unsupported_encoding";
+                            code?: "unsupported_encoding" | "unsupported_charset";
                         };
                     };
                 };
@@ -3972,7 +3972,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Unsupported media type: `unsupported_encoding`. */
+            /** @description Unsupported media type: `unsupported_encoding`, `unsupported_charset`. */
             415: {
                 headers: {
                     [name: string]: unknown;
@@ -3981,7 +3981,7 @@ export interface operations {
                     "application/json": components["schemas"]["ApiError"] & {
                         error?: {
                             /** @enum {unknown} */
-                            code?: "unsupported_encoding";
+                            code?: "unsupported_encoding" | "unsupported_charset";
                         };
                     };
                 };
@@ -4545,7 +4545,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Unsupported media type: `unsupported_encoding`, `unsupported_media_type`. */
+            /** @description Unsupported media type: `unsupported_encoding`, `unsupported_charset`, `unsupported_media_type`. */
             415: {
                 headers: {
                     [name: string]: unknown;
@@ -4554,7 +4554,7 @@ export interface operations {
                     "application/json": components["schemas"]["ApiError"] & {
                         error?: {
                             /** @enum {unknown} */
-                            code?: "unsupported_encoding" | "unsupported_media_type";
+                            code?: "unsupported_encoding" | "unsupported_charset" | "unsupported_media_type";
                         };
                     };
                 };
@@ -5214,7 +5214,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Unsupported media type: `unsupported_encoding`. */
+            /** @description Unsupported media type: `unsupported_encoding`, `unsupported_charset`. */
             415: {
                 headers: {
                     [name: string]: unknown;
@@ -5223,7 +5223,7 @@ export interface operations {
                     "application/json": components["schemas"]["ApiError"] & {
                         error?: {
                             /** @enum {unknown} */
-                            code?: "unsupported_encoding";
+                            code?: "unsupported_encoding" | "unsupported_charset";
                         };
                     };
                 };
@@ -5374,7 +5374,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Unsupported media type: `unsupported_encoding`. */
+            /** @description Unsupported media type: `unsupported_encoding`, `unsupported_charset`. */
             415: {
                 headers: {
                     [name: string]: unknown;
@@ -5383,7 +5383,7 @@ export interface operations {
                     "application/json": components["schemas"]["ApiError"] & {
                         error?: {
                             /** @enum {unknown} */
-                            code?: "unsupported_encoding";
+                            code?: "unsupported_encoding" | "unsupported_charset";
                         };
                     };
                 };
@@ -5917,7 +5917,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Unsupported media type: `unsupported_encoding`. */
+            /** @description Unsupported media type: `unsupported_encoding`, `unsupported_charset`. */
             415: {
                 headers: {
                     [name: string]: unknown;
@@ -5926,7 +5926,7 @@ export interface operations {
                     "application/json": components["schemas"]["ApiError"] & {
                         error?: {
                             /** @enum {unknown} */
-                            code?: "unsupported_encoding";
+                            code?: "unsupported_encoding" | "unsupported_charset";
                         };
                     };
                 };
@@ -6574,7 +6574,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Unsupported media type: `unsupported_encoding`. */
+            /** @description Unsupported media type: `unsupported_encoding`, `unsupported_charset`. */
             415: {
                 headers: {
                     [name: string]: unknown;
@@ -6583,7 +6583,7 @@ export interface operations {
                     "application/json": components["schemas"]["ApiError"] & {
                         error?: {
                             /** @enum {unknown} */
-                            code?: "unsupported_encoding";
+                            code?: "unsupported_encoding" | "unsupported_charset";
                         };
                     };
                 };
@@ -7091,7 +7091,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Unsupported media type: `unsupported_encoding`. */
+            /** @description Unsupported media type: `unsupported_encoding`, `unsupported_charset`. */
             415: {
                 headers: {
                     [name: string]: unknown;
@@ -7100,7 +7100,7 @@ export interface operations {
                     "application/json": components["schemas"]["ApiError"] & {
                         error?: {
                             /** @enum {unknown} */
-                            code?: "unsupported_encoding";
+                            code?: "unsupported_encoding" | "unsupported_charset";
                         };
                     };
                 };
