@@ -120,6 +120,28 @@ describe('the http tool', () => {
     });
     expect(JSON.stringify(doc)).not.toMatch(/127\.0\.0\.1|::1/);
   });
+
+  it('refuses the IPv4-compatible loopback [::127.0.0.1] as egress_refused, not on the network', async () => {
+    const port = new URL(tools.url).port;
+    const doc = await runToEnd(stack.url, {
+      graph: {
+        nodes: [
+          {
+            id: 'compat',
+            kind: 'tool',
+            tool: 'http',
+            retry: { network: 0 },
+            args: { url: `http://[::127.0.0.1]:${port}/work?node=compat` },
+          },
+        ],
+      },
+    });
+    expect(doc.nodes.compat).toMatchObject({
+      status: 'failed',
+      error: { code: 'validation', reason: 'egress_refused' },
+    });
+    expect(tools.hitsOf('compat')).toHaveLength(0);
+  });
 });
 
 describe('numbers from outside', () => {

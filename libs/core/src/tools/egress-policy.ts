@@ -1,7 +1,8 @@
 /**
  * Which hosts the `http` tool may reach. Loopback, private, link-local (cloud metadata lives
  * there), carrier-grade NAT, unique-local and unspecified addresses are refused unless the host is
- * allowlisted. The check runs on the address a name resolves to, inside the socket's own lookup,
+ * allowlisted, and so is every IPv6 address outside global unicast or in a range that carries an
+ * IPv4 address (IPv4-compatible `::/96`, NAT64, 6to4, Teredo): one could lead to a private IPv4. The check runs on the address a name resolves to, inside the socket's own lookup,
  * so a DNS answer cannot swap in an internal address after the check (no rebinding window).
  */
 import { lookup as dnsLookup, type LookupAddress } from 'node:dns';
@@ -44,14 +45,36 @@ export function isAllowlisted(policy: EgressPolicy, hostname: string, port: stri
   return policy.allowHosts.has(host) || policy.allowHosts.has(`${host}:${port}`);
 }
 
-/** True for globally routable unicast addresses only. */
+/**
+ * IANA's global unicast space: an IPv6 address outside it is reserved, such as the
+ * IPv4-compatible `::a.b.c.d` (`::/96`), which ipaddr.js calls `unicast`.
+ */
+const GLOBAL_UNICAST = ipaddr.IPv6.parseCIDR('2000::/3');
+
+const DOTTED_TAIL = /(\d+)\.(\d+)\.(\d+)\.(\d+)(%.*)?$/;
+
+/**
+ * An IPv6 address with its dotted IPv4 tail written as two hex groups. ipaddr.js reads `::a.b.c.d`
+ * as `::ffff:a.b.c.d`; a socket (and `dns.lookup`, which prints `::/96` that way) means `::/96`.
+ */
+const hexTail = (address: string): string =>
+  address.replace(DOTTED_TAIL, (_all, a: string, b: string, c: string, d: string, zone = '') => {
+    const group = (high: string, low: string): string => ((Number(high) << 8) | Number(low)).toString(16);
+    return `${group(a, b)}:${group(c, d)}${zone}`;
+  });
+
+/**
+ * True for globally routable unicast addresses only. An IPv4-mapped address (`::ffff:a.b.c.d`) is
+ * judged by its IPv4 address; NAT64 (`64:ff9b::/96`), 6to4 (`2002::/16`) and Teredo (`2001::/32`)
+ * are refused whatever IPv4 address they carry (ipaddr.js names them; they are not `unicast`).
+ */
 export function isPublicAddress(address: string): boolean {
-  if (!ipaddr.isValid(address)) return false;
-  let parsed = ipaddr.parse(address);
-  if (parsed.kind() === 'ipv6' && (parsed as ipaddr.IPv6).isIPv4MappedAddress()) {
-    parsed = (parsed as ipaddr.IPv6).toIPv4Address();
-  }
-  return parsed.range() === 'unicast';
+  const family = isIP(address);
+  if (family === 0 || !ipaddr.isValid(address)) return false;
+  if (family === 4) return ipaddr.IPv4.parse(address).range() === 'unicast';
+  const v6 = ipaddr.IPv6.parse(hexTail(address));
+  if (v6.isIPv4MappedAddress()) return v6.toIPv4Address().range() === 'unicast';
+  return v6.range() === 'unicast' && v6.match(GLOBAL_UNICAST);
 }
 
 /**
