@@ -3,7 +3,9 @@
  * all`, both exporting over OTLP/HTTP to a receiver this test runs. The run is submitted with a W3C
  * `traceparent`; every span of it lands in that trace, and the span tree follows the graph: the
  * run's root job under the request, each node under the node (or root job) that released it, the
- * tool and model calls under their node, the HTTP and Redis calls they make under them.
+ * tool and model calls under their node, the HTTP and Redis calls they make under them. And what
+ * the spans carry: no secret (from a query or a header), no URL query, no prompt, no completion,
+ * no node output; a Redis span names its command and nothing else.
  */
 import { createServer, type Server } from 'node:http';
 import { setTimeout as delay } from 'node:timers/promises';
@@ -28,6 +30,8 @@ interface ReceivedSpan {
   name: string;
   attributes: Record<string, string | number | boolean | undefined>;
   status: number;
+  /** The span as received (attributes, events, status message, links), to search for values. */
+  raw: string;
 }
 
 const spans: ReceivedSpan[] = [];
@@ -38,6 +42,12 @@ let model: ModelServer;
 let api: Spawned;
 let worker: Spawned;
 let apiUrl: string;
+
+/** A secret with characters a query encodes; `SECRET_CORE` is in every encoding of it. */
+const SECRET_CORE = randomBytes(12).toString('hex');
+const SECRET = `tok/${SECRET_CORE}+=`;
+const PROMPT_MARK = `prompt-${randomBytes(8).toString('hex')}`;
+const COMPLETION_MARK = `completion-${randomBytes(8).toString('hex')}`;
 
 const valueOf = (v: OtlpValue): string | number | boolean | undefined =>
   v.stringValue ?? (v.intValue !== undefined ? Number(v.intValue) : v.boolValue);
@@ -77,6 +87,7 @@ async function startReceiver(): Promise<void> {
               name: s.name,
               attributes: Object.fromEntries((s.attributes ?? []).map((a) => [a.key, valueOf(a.value)])),
               status: s.status?.code ?? 0,
+              raw: JSON.stringify(s),
             });
       }
       res.writeHead(200, { 'content-type': 'application/json' }).end('{}');
@@ -90,7 +101,10 @@ beforeAll(async () => {
   await startReceiver();
   tools = await startToolServer();
   model = await startModelServer({
-    script: () => ({ content: 'traced', usage: { promptTokens: 12, completionTokens: 3 } }),
+    script: (r) => ({
+      content: r.messages.some((m) => m.content?.includes(PROMPT_MARK)) ? COMPLETION_MARK : 'traced',
+      usage: { promptTokens: 12, completionTokens: 3 },
+    }),
   });
   const port = await freePort();
   apiUrl = `http://127.0.0.1:${port}`;
@@ -105,6 +119,7 @@ beforeAll(async () => {
     TETRALOOP_MODEL_MAX_RETRIES: '0',
     OTEL_EXPORTER_OTLP_ENDPOINT: receiverUrl,
     OTEL_BSP_SCHEDULE_DELAY: '100',
+    TETRALOOP_SECRET_KEY: randomBytes(32).toString('base64'),
     LOG_LEVEL: 'warn',
   };
   api = spawnTetraloop(['api'], env);
@@ -246,4 +261,131 @@ it('marks a failed node with its error class', async () => {
   const failed = spans.find((s) => s.traceId === traceId && s.name === 'node x')!;
   expect(failed.attributes['error.type']).toBe('validation');
   expect(failed.status).toBe(2);
+}, 60_000);
+
+it('exports no secret, URL query, prompt, completion or node output; Redis spans name their command only', async () => {
+  const traceId = randomBytes(16).toString('hex');
+  const traceparent = (): string => `00-${traceId}-${randomBytes(8).toString('hex')}-01`;
+  const json = (body: unknown): RequestInit => ({
+    headers: { 'content-type': 'application/json', traceparent: traceparent() },
+    body: JSON.stringify(body),
+  });
+  // The secret, stored in this trace (a store that wants the hosts a secret may go to gets any).
+  const putSecret = (body: unknown): Promise<{ status: number; text: string }> =>
+    fetch(`${apiUrl}/v1/secrets/TRACE_TOKEN`, { method: 'PUT', ...json(body) }).then(async (r) => ({
+      status: r.status,
+      text: await r.text(),
+    }));
+  let put = await putSecret({ value: SECRET });
+  if (put.status === 400 && put.text.includes('hosts'))
+    put = await putSecret({ value: SECRET, hosts: ['*'] });
+  expect(put.status, put.text).toBe(204);
+  // Sent in a query and an Authorization header; a prompt and a completion to recognise; outputs.
+  const graph = {
+    nodes: [
+      {
+        id: 'call',
+        kind: 'tool',
+        tool: 'http',
+        args: {
+          url: `${tools.url}/echo?node=call`,
+          query: { token: { $secret: 'TRACE_TOKEN' } },
+          headers: { Authorization: { $secret: 'TRACE_TOKEN' } },
+        },
+      },
+      { id: 'ask', kind: 'llm', prompt: `${PROMPT_MARK} {{call.output.body.query.node}}` },
+      { id: 'keep', kind: 'tool', tool: 'json', args: { value: { said: '{{ask.output.text}}' } } },
+    ],
+    edges: [
+      ['call', 'ask'],
+      ['ask', 'keep'],
+    ],
+  };
+  const posted = await fetch(`${apiUrl}/v1/runs`, { method: 'POST', ...json({ graph }) });
+  const answer = (await posted.json()) as { runId: string };
+  expect(posted.status, JSON.stringify(answer)).toBe(202);
+  const done = await fetch(`${apiUrl}/v1/runs/${answer.runId}/wait?timeoutMs=30000`).then(
+    (r) => r.json() as Promise<{ status: string; nodes: Record<string, { output?: unknown }> }>,
+  );
+  expect(done.status).toBe('succeeded');
+  expect(JSON.stringify(done.nodes.keep?.output)).toContain(COMPLETION_MARK);
+  expect(tools.hitsOf('call')[0]?.headers.authorization).toBe(SECRET);
+  // An API request with the secret in its query.
+  const health = await fetch(`${apiUrl}/healthz?token=${encodeURIComponent(SECRET)}`, {
+    headers: { traceparent: traceparent() },
+  });
+  expect(health.ok).toBe(true);
+
+  const ofTrace = (): ReceivedSpan[] => spans.filter((s) => s.traceId === traceId);
+  const server = (path: string): ReceivedSpan | undefined =>
+    ofTrace().find((s) => s.service === 'tetraloop-api' && s.attributes['url.path'] === path);
+  await expect
+    .poll(
+      () =>
+        ['node keep', 'run finalize'].every((n) => ofTrace().some((s) => s.name === n)) &&
+        server('/healthz') !== undefined &&
+        server('/v1/secrets/TRACE_TOKEN') !== undefined,
+      { timeout: 20_000, interval: 100 },
+    )
+    .toBe(true);
+  const trace = ofTrace();
+
+  // Nothing any span of any trace carries holds the secret (in any encoding), the prompt, the
+  // completion or the output made from it.
+  const encoded = new URLSearchParams({ t: SECRET }).toString().slice('t='.length);
+  for (const s of spans)
+    for (const value of [
+      SECRET_CORE,
+      SECRET,
+      encodeURIComponent(SECRET),
+      encoded,
+      PROMPT_MARK,
+      COMPLETION_MARK,
+    ])
+      expect(s.raw, `span ${s.name} (${s.service})`).not.toContain(value);
+
+  // URLs keep scheme, host, port and path: no query, no credentials, no fragment.
+  for (const s of spans) {
+    expect(s.attributes['url.query'], `span ${s.name}`).toBeUndefined();
+    for (const key of ['url.full', 'http.url', 'http.target'])
+      expect(String(s.attributes[key] ?? ''), `${key} of ${s.name}`).not.toMatch(/[?#@]/);
+  }
+  const byId = new Map(trace.map((s) => [s.spanId, s]));
+  const toolCall = trace.find((s) => s.name === 'tool http')!;
+  const outgoing = trace.find((s) => byId.get(s.parentSpanId) === toolCall && s.attributes['url.full'])!;
+  expect(outgoing.attributes).toMatchObject({ 'url.full': `${tools.url}/echo`, 'url.path': '/echo' });
+  expect(server('/healthz')!.attributes['http.request.method']).toBe('GET');
+
+  // The model call: its model and usage, never its messages.
+  const chat = trace.find((s) => s.name.startsWith('chat '))!;
+  expect(chat.attributes['gen_ai.usage.output_tokens']).toBe(3);
+  expect(
+    Object.keys(chat.attributes).filter((k) => /messages|instructions|prompt|completion/.test(k)),
+  ).toEqual([]);
+
+  // A Redis span: its command as name and statement, and the server it went to; no argument.
+  const redis = trace.filter(
+    (s) => s.attributes['db.system.name'] === 'redis' || s.attributes['db.system'] === 'redis',
+  );
+  expect(redis.map((s) => s.name)).toContain('evalsha');
+  const allowed = new Set([
+    'db.system.name',
+    'db.system',
+    'db.operation.name',
+    'db.query.text',
+    'db.statement',
+    'server.address',
+    'server.port',
+  ]);
+  for (const s of redis) {
+    expect(
+      Object.keys(s.attributes).filter((k) => !allowed.has(k)),
+      `attributes of ${s.name}`,
+    ).toEqual([]);
+    for (const key of ['db.query.text', 'db.statement'])
+      if (s.attributes[key] !== undefined) expect(s.attributes[key], `${key} of ${s.name}`).toBe(s.name);
+    expect(String(s.attributes['db.operation.name'] ?? s.name)).toMatch(
+      new RegExp(`^((MULTI|PIPELINE) )?${s.name}$`),
+    );
+  }
 }, 60_000);

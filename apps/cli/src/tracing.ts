@@ -4,8 +4,11 @@
  * then the SDK is never loaded and the spans Tetraloop makes (`libs/core/src/telemetry/tracing.ts`)
  * are the OpenTelemetry API's no-ops. Started before anything else is imported, so the
  * instrumentations of incoming HTTP (the API's requests, `traceparent` honoured), outgoing fetches
- * (tool calls, model calls) and ioredis see their modules load.
+ * (tool calls, model calls) and ioredis see their modules load. What a span may carry (no URL
+ * query or credentials, Redis commands without their arguments, no prompt or completion unless
+ * opted in) is enforced in `span-redaction.ts`.
  */
+import { bareUrl, RedactingSpanProcessor, spanRedaction } from './span-redaction.js';
 
 let stop: (() => Promise<void>) | undefined;
 
@@ -43,17 +46,31 @@ export async function startTracing(service: string): Promise<void> {
     resource: resourceFromAttributes({
       'service.name': process.env.OTEL_SERVICE_NAME ?? `tetraloop-${service}`,
     }),
-    // Endpoint, headers and batching from the standard OTEL_* variables.
-    spanProcessors: [new BatchSpanProcessor(new OTLPTraceExporter())],
+    // Endpoint, headers and batching from the standard OTEL_* variables; every span rewritten as
+    // span-redaction.ts says before it is batched.
+    spanProcessors: [
+      new RedactingSpanProcessor(new BatchSpanProcessor(new OTLPTraceExporter()), spanRedaction(process.env)),
+    ],
   });
   // The AsyncLocalStorage context manager and the W3C trace-context propagator.
   provider.register();
   registerInstrumentations({
     instrumentations: [
       // Only requests and calls inside a trace: not health checks' outgoing calls, not BullMQ's polling.
-      new HttpInstrumentation({ requireParentforOutgoingSpans: true }),
-      new UndiciInstrumentation({ requireParentforSpans: true }),
-      new IORedisInstrumentation({ requireParentSpan: true }),
+      // The hooks keep a URL's query (a token in it) and a Redis command's arguments (run data) out
+      // of a span from its start: an attribute a start hook sets to undefined is not set at all.
+      new HttpInstrumentation({
+        requireParentforOutgoingSpans: true,
+        startIncomingSpanHook: () => ({ 'url.query': undefined }),
+      }),
+      new UndiciInstrumentation({
+        requireParentforSpans: true,
+        startSpanHook: (request) => ({
+          'url.full': bareUrl(new URL(request.path, request.origin).href),
+          'url.query': undefined,
+        }),
+      }),
+      new IORedisInstrumentation({ requireParentSpan: true, dbStatementSerializer: (command) => command }),
     ],
   });
   stop = () => provider.shutdown();
