@@ -68,7 +68,7 @@ const VALID_BODIES: Partial<Record<RouteName, unknown>> = {
   'runs.feedback': { score: -1, comment: 'bad' },
   'sessions.message': { text: 'hello', mode: 'followup' },
   'lessons.patch': { status: 'retired' },
-  'secrets.put': { value: 'hunter2' },
+  'secrets.put': { value: 'hunter2', hosts: ['api.example.com'] },
   'webhooks.create': { url: 'https://example.test/hook', events: ['run.finished', 'node.failed'] },
   'keys.create': { scopes: ['runs:read'], name: 'fuzz' },
   'limits.put': {

@@ -415,6 +415,8 @@ describe('real answers match the documented schemas', () => {
     expect(made.status).toBe(201);
     expect((await api('get', '/v1/keys')).status).toBe(200);
     expect((await api('get', '/v1/keys', { key: ROOT })).status).toBe(200);
+    expect((await api('get', `/v1/keys?createdBy=${acme.slice(3, 19)}`)).status).toBe(200);
+    expect((await api('get', '/v1/keys?createdBy=nobody')).status).toBe(400);
     expect((await api('delete', `/v1/keys/${(made.body as { keyId: string }).keyId}`)).status).toBe(204);
     expect((await api('delete', `/v1/keys/${'f'.repeat(16)}`)).status).toBe(404);
     expect((await api('post', '/v1/keys', { body: { scopes: [] } })).status).toBe(400);
@@ -426,7 +428,9 @@ describe('real answers match the documented schemas', () => {
     expect((await api('delete', '/v1/tenants/default', { key: ROOT })).status).toBe(409);
     expect((await api('delete', '/v1/tenants/NO', { key: ROOT })).status).toBe(400);
 
-    expect((await api('put', '/v1/secrets/TOKEN', { body: { value: 'hunter2-hunter2' } })).status).toBe(204);
+    expect(
+      (await api('put', '/v1/secrets/TOKEN', { body: { value: 'hunter2-hunter2', hosts: ['*'] } })).status,
+    ).toBe(204);
     expect((await api('put', '/v1/secrets/TOKEN', { body: { value: '' } })).status).toBe(400);
     expect((await api('get', '/v1/secrets')).status).toBe(200);
     expect((await api('delete', '/v1/secrets/TOKEN')).status).toBe(204);

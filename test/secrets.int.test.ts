@@ -132,16 +132,24 @@ const echo = (id: string, args: Record<string, unknown> = {}) => ({
 
 describe('the secret routes', () => {
   it('store a value write-only and list names only; the value is encrypted at rest', async () => {
-    expect((await request(stack.url, 'PUT', '/v1/secrets/API_TOKEN', { value: TOKEN })).status).toBe(204);
-    expect((await request(stack.url, 'PUT', '/v1/secrets/BODY_SECRET', { value: BODY_SECRET })).status).toBe(
-      204,
-    );
+    expect(
+      (await request(stack.url, 'PUT', '/v1/secrets/API_TOKEN', { value: TOKEN, hosts: ['127.0.0.1'] }))
+        .status,
+    ).toBe(204);
+    expect(
+      (
+        await request(stack.url, 'PUT', '/v1/secrets/BODY_SECRET', {
+          value: BODY_SECRET,
+          hosts: ['127.0.0.1'],
+        })
+      ).status,
+    ).toBe(204);
     const listed = await request(stack.url, 'GET', '/v1/secrets');
     expect(listed.status).toBe(200);
     expect(listed.body).toEqual({
       secrets: [
-        { name: 'API_TOKEN', updatedAt: expect.any(String) },
-        { name: 'BODY_SECRET', updatedAt: expect.any(String) },
+        { name: 'API_TOKEN', updatedAt: expect.any(String), hosts: ['127.0.0.1'], tools: [] },
+        { name: 'BODY_SECRET', updatedAt: expect.any(String), hosts: ['127.0.0.1'], tools: [] },
       ],
     });
     const raw = await redis.hget(`${stack.prefix}:secrets:{t:default}`, 'API_TOKEN');
@@ -315,7 +323,7 @@ describe('an agent', () => {
     const keys = ['agent-a', 'agent-b', 'agent-c'].map((n) => server.hitsOf(n)[0]?.idempotencyKey);
     expect(keys.every((k) => k !== undefined && /^[0-9a-f]{64}$/.test(k))).toBe(true);
     expect(new Set(keys).size).toBe(3);
-    // The model's own {"$secret"} is data, not a secret: the args fail the tool's schema.
+    // The model's own {"$secret"} names a secret the agent was not granted: refused, nothing sent.
     expect(server.hitsOf('agent-secret')).toHaveLength(0);
     expect(JSON.stringify(doc)).not.toContain(TOKEN);
     const toolMessages = model.requests.at(-1)!.messages.filter((m) => m.role === 'tool');
@@ -325,18 +333,22 @@ describe('an agent', () => {
 
 describe('limits and deletion', () => {
   it('caps a value at TETRALOOP_SECRET_MAX_BYTES (413) and a tenant at TETRALOOP_SECRET_MAX_COUNT (409)', async () => {
-    const big = await request(stack.url, 'PUT', '/v1/secrets/BIG', { value: 'x'.repeat(257) });
+    const big = await request(stack.url, 'PUT', '/v1/secrets/BIG', { value: 'x'.repeat(257), hosts: ['*'] });
     expect(big.status).toBe(413);
     expect(big.body).toMatchObject({ error: { code: 'secret_too_large' } });
     expect(JSON.stringify(big.body)).toContain('TETRALOOP_SECRET_MAX_BYTES');
     // Two are stored by now; the cap is four.
     for (const name of ['THIRD', 'FOURTH'])
-      expect((await request(stack.url, 'PUT', `/v1/secrets/${name}`, { value: 'v' })).status).toBe(204);
-    const over = await request(stack.url, 'PUT', '/v1/secrets/FIFTH', { value: 'v' });
+      expect(
+        (await request(stack.url, 'PUT', `/v1/secrets/${name}`, { value: 'v', hosts: ['*'] })).status,
+      ).toBe(204);
+    const over = await request(stack.url, 'PUT', '/v1/secrets/FIFTH', { value: 'v', hosts: ['*'] });
     expect(over.status).toBe(409);
     expect(over.body).toMatchObject({ error: { code: 'too_many_secrets' } });
     // Replacing one at the cap is fine.
-    expect((await request(stack.url, 'PUT', '/v1/secrets/THIRD', { value: 'w' })).status).toBe(204);
+    expect((await request(stack.url, 'PUT', '/v1/secrets/THIRD', { value: 'w', hosts: ['*'] })).status).toBe(
+      204,
+    );
   });
 
   it('deletes a secret (204), then knows it no more (404)', async () => {
@@ -361,7 +373,7 @@ describe('without TETRALOOP_SECRET_KEY', () => {
   });
 
   it('the routes answer 409 naming the variable', async () => {
-    const put = await request(bare.url, 'PUT', '/v1/secrets/API_TOKEN', { value: 'v' });
+    const put = await request(bare.url, 'PUT', '/v1/secrets/API_TOKEN', { value: 'v', hosts: ['*'] });
     expect(put.status).toBe(409);
     expect(put.body).toMatchObject({
       error: { code: 'secrets_off', message: expect.stringContaining('TETRALOOP_SECRET_KEY') },

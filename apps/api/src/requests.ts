@@ -4,6 +4,7 @@
  * document is generated from them (`openapi.ts`), so the two cannot disagree.
  */
 import {
+  KEY_MAKER_PATTERN,
   LESSON_STATUSES,
   LANE_MODES,
   LimitDefinition,
@@ -15,6 +16,8 @@ import {
   RunStatus,
   RunTag,
   SCOPES,
+  SecretGrant,
+  SecretScope,
   SessionKey,
   SIGNAL_NAME_PATTERN,
   TenantId,
@@ -150,6 +153,8 @@ export const MessageBody = z.strictObject({
   model: z.string().min(1).max(200).optional(),
   /** This message's run: how hard a reasoning model thinks, `"low"` or `{effort?, summary?}`. */
   thinking: Thinking.optional(),
+  /** The tenant secrets this message's run grants the nodes a model plans for it. */
+  secrets: SecretGrant.optional(),
 });
 export type MessageBody = z.infer<typeof MessageBody>;
 
@@ -166,7 +171,20 @@ export const FeedbackBody = z.strictObject({
 export const LessonPatch = z.strictObject({ status: z.enum(['active', 'retired', 'pinned']) });
 
 /** Body of `PUT /v1/secrets/:name`: the value, never shown again. */
-export const SecretBody = z.strictObject({ value: z.string().min(1, 'a secret is not empty') });
+export const SecretBody = z
+  .strictObject({
+    /** The value; leave it out to change only where an existing secret may go. */
+    value: z.string().min(1, 'a secret is not empty').optional(),
+    /** Hosts an `http` call may send it to: names, `*.example.com`, addresses, `:port`; `["*"]` for any. */
+    hosts: SecretScope.shape.hosts.optional(),
+    /** Other tools it may be given to (`mcp.crm.lookup`). */
+    tools: SecretScope.shape.tools.optional(),
+  })
+  .refine((b) => (b.hosts?.length ?? 0) + (b.tools?.length ?? 0) > 0, {
+    message:
+      'a secret says where it may go: give "hosts" (the hosts an http call may send it to; ["*"] for any) or "tools"',
+    path: ['hosts'],
+  });
 
 /** Body of `POST /v1/keys`. */
 export const KeyBody = z.strictObject({
@@ -178,6 +196,12 @@ export const KeyBody = z.strictObject({
     .datetime({ offset: true })
     .refine((at) => Date.parse(at) > Date.now(), 'must be in the future')
     .optional(),
+});
+
+/** `GET /v1/keys`: other query parameters are refused. */
+export const KeyListQuery = z.strictObject({
+  /** Only the keys this key made (its id), or the operator made (`root`). */
+  createdBy: z.string().regex(KEY_MAKER_PATTERN, 'must be a key id (16 hex digits) or root').optional(),
 });
 
 /**

@@ -1,7 +1,8 @@
 /**
- * Each tenant's secrets over HTTP, write-only: a value goes in with PUT and never comes out; the
- * list holds names and update times. Runs use a secret as `{"$secret": "NAME"}` in a tool call's
- * args, filled in by the worker at call time.
+ * Each tenant's secrets over HTTP, write-only: a value goes in with PUT, with the hosts and tools
+ * it may go to, and never comes out; the list holds names, update times and scopes. Runs use a
+ * secret as `{"$secret": "NAME"}` in a tool call's args, filled in by the worker at call time where
+ * its scope allows.
  */
 import type { Request, RequestHandler } from 'express';
 import { SecretName, SecretStoreError, type SecretErrorCode, type SecretStore } from '@tetraloop/core';
@@ -20,6 +21,7 @@ const STATUS: Record<SecretErrorCode, number> = {
   secret_too_large: 413,
   too_many_secrets: 409,
   secret_unreadable: 500,
+  secret_not_found: 404,
 };
 
 function nameOf(req: Request): string {
@@ -44,7 +46,8 @@ export function secretHandlers(deps: SecretsRouterDeps): Partial<Record<RouteNam
     const body = SecretBody.safeParse(req.body);
     // The issues name the field, never the value.
     if (!body.success) throw zodToHttp(body.error);
-    await answering(() => deps.secrets.put(callerOf(res).tenant, name, body.data.value));
+    const { value, hosts = [], tools = [] } = body.data;
+    await answering(() => deps.secrets.put(callerOf(res).tenant, name, value, { hosts, tools }));
     res.status(204).end();
   };
 

@@ -54,6 +54,7 @@ import {
   IdempotencyKey,
   KeyBody,
   KeyIdParam,
+  KeyListQuery,
   LessonId,
   LessonPatch,
   LessonsQuery,
@@ -474,20 +475,21 @@ export function routeOperations(settings: OperationSettings): { readonly [K in R
     },
     'secrets.put': {
       tag: 'secrets',
-      summary: 'Store or replace a secret',
+      summary: 'Store or replace a secret, with the hosts and tools it may go to',
       params: { name: { schema: SecretName, description: 'The secret’s name.' } },
       body: { schema: SecretBody, required: true },
       answers: { 204: { description: 'Stored.' } },
       errors: {
         400: ['invalid_request'],
+        404: ['secret_not_found'],
         409: ['secrets_off', 'too_many_secrets'],
         413: ['secret_too_large'],
       },
     },
     'secrets.list': {
       tag: 'secrets',
-      summary: 'List the tenant’s secrets (names only)',
-      answers: { 200: { description: 'Names and update times, by name.', json: SecretList } },
+      summary: 'List the tenant’s secrets (names and scopes, never values)',
+      answers: { 200: { description: 'Names, update times and scopes, by name.', json: SecretList } },
       errors: { 409: ['secrets_off'] },
     },
     'secrets.delete': {
@@ -550,7 +552,7 @@ export function routeOperations(settings: OperationSettings): { readonly [K in R
       tag: 'keys',
       summary: 'Make an API key',
       description:
-        'An `admin` key makes keys of its own tenant with at most its own scopes; the root token of any tenant. The key itself is in this answer only.',
+        'An `admin` key makes keys of its own tenant with at most its own scopes, expiring no later than itself (a key with an expiry makes none without one): `403 forbidden` otherwise, its `issues` naming `tenant`, `scopes` or `expiresAt`. The root token makes keys of any tenant. The new key’s `createdBy` is the making key’s id, or `root`; revoking a key revokes the keys it made. The key itself is in this answer only.',
       body: { schema: KeyBody, required: true },
       answers: { 201: { description: 'Made.', json: KeyCreated } },
       errors: { 400: ['invalid_request'], 409: ['key_limit'] },
@@ -559,12 +561,20 @@ export function routeOperations(settings: OperationSettings): { readonly [K in R
       tag: 'keys',
       summary: 'List API keys',
       description: 'The admin key’s tenant’s, or every tenant’s for the root token; never a secret.',
+      query: {
+        schema: KeyListQuery,
+        describe: {
+          createdBy:
+            'Only the keys this key made (its id), or the operator made (`root`: the root token, or `tetraloop keys` on Redis directly); a key of another tenant than an admin key’s lists none.',
+        },
+      },
       answers: { 200: { description: 'Oldest first.', json: KeyList } },
-      errors: {},
+      errors: { 400: ['invalid_request'] },
     },
     'keys.revoke': {
       tag: 'keys',
       summary: 'Revoke an API key',
+      description: 'With it, every key it made, and every key those made.',
       params: { keyId: { schema: KeyIdParam, description: 'The key’s id (16 hex digits).' } },
       answers: { 204: { description: 'Revoked: refused from the next request on.' } },
       errors: { 404: ['key_not_found'] },

@@ -7,14 +7,19 @@
  */
 import { z } from 'zod';
 import { MAX_BUDGET_COST_USD, type Budget } from '../domain/node-snapshot.js';
+import { SecretName } from '../secrets/secret-ref.js';
 
 /** An agent id as the run request spells it. */
 export const AgentId = z.string().regex(/^[A-Za-z0-9_-]{1,64}$/, 'must match [A-Za-z0-9_-]{1,64}');
 
-/** One declared agent: the tools and models it may use (each: any when omitted). */
+/**
+ * One declared agent: the tools and models it may use (each: any when omitted), and the tenant
+ * secrets its planned nodes may reference in every run (none when omitted; a run grants more).
+ */
 export const AgentCeiling = z.strictObject({
   tools: z.array(z.string().min(1).max(128)).optional(),
   models: z.array(z.string().min(1).max(200)).optional(),
+  secrets: z.array(SecretName).max(100).optional(),
 });
 export type AgentCeiling = z.infer<typeof AgentCeiling>;
 
@@ -175,6 +180,11 @@ export class Ceilings {
     return [this.agent(agentId)?.tools, this.settings.agentTools[agentId]].filter(
       (l): l is readonly string[] => l !== undefined,
     );
+  }
+
+  /** The secrets `agentId` grants the nodes a model plans for it in every run (its declared `secrets`). */
+  agentSecrets(agentId: string): readonly string[] {
+    return this.agent(agentId)?.secrets ?? [];
   }
 
   /** The models a run of `agentId` in `tenant` may call: the deployment's, the tenant's and the agent's lists together. */

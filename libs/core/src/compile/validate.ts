@@ -71,6 +71,11 @@ export interface ValidateOptions {
   readonly models?: ModelPolicy;
   /** Why a call of `tool` to `target` is refused (a hard lesson), or undefined when it is not. */
   readonly blocked?: (tool: string, target: string) => string | undefined;
+  /**
+   * The secrets a graph written by a model may reference (the run's grant); any secret of the
+   * tenant when omitted (a graph its caller wrote).
+   */
+  readonly secrets?: ReadonlySet<string>;
 }
 
 interface Options extends ValidateOptions {
@@ -470,7 +475,11 @@ function checkToolCall(
   if (!checkToolName(name, [...path, 'tool'], opts, issues)) return false;
   const tool = opts.tools.get(name)!;
   const before = issues.length;
-  for (const problem of [...malformedSecretRefs(args), ...(tool.checkArgs?.(args) ?? [])])
+  for (const problem of [
+    ...malformedSecretRefs(args),
+    ...ungrantedSecretRefs(args, opts.secrets),
+    ...(tool.checkArgs?.(args) ?? []),
+  ])
     issues.push({ path: join(...path, ...argsPath, ...problem.at), message: problem.message });
   if (issues.length > before) return false;
   // Args with references are checked at run time, once the references are resolved.
@@ -486,6 +495,20 @@ function checkToolCall(
   if (blocked === undefined) return true;
   issues.push({ path: join(...path, ...argsPath), message: blocked });
   return false;
+}
+
+/** References to secrets a model-written graph was not granted (none when `granted` is omitted). */
+function ungrantedSecretRefs(
+  args: Record<string, unknown>,
+  granted: ReadonlySet<string> | undefined,
+): { at: readonly (string | number)[]; message: string }[] {
+  if (granted === undefined) return [];
+  return findSecretRefs(args)
+    .filter((ref) => !granted.has(ref.name))
+    .map((ref) => ({
+      at: ref.at,
+      message: `secret "${ref.name}" is not granted to this run: a planned node may use only the secrets the request grants ("secrets": ["${ref.name}"] on the run or session message, or the agent's declared secrets)`,
+    }));
 }
 
 /**

@@ -292,4 +292,6 @@ export interface TaskSpec {
   readonly model?: string;
   /** The run's `thinking` (its schema: model/thinking.ts), as for `model`. */
   readonly thinking?: unknown;
+  /** The tenant secrets the request grants the nodes a model writes for it (names; never values). */
+  readonly secrets?: readonly string[];
 }

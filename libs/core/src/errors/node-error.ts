@@ -38,9 +38,10 @@ export const NodeErrorData = z.discriminatedUnion('code', [
     /**
      * Which limit refused the call, for failures a caller handles by kind:
      * `response_too_large` (a response body past `TETRALOOP_HTTP_MAX_BYTES`), `egress_refused`
-     * (a private destination not allowlisted).
+     * (a private destination not allowlisted), `secret_not_allowed` (a secret's scope does not
+     * allow the host or tool the call would give it to; nothing was sent).
      */
-    reason: z.enum(['response_too_large', 'egress_refused']).optional(),
+    reason: z.enum(['response_too_large', 'egress_refused', 'secret_not_allowed']).optional(),
   }),
   /** Stopped by a cancel, a failure elsewhere in the run, or the run deadline. */
   z.object({ code: z.literal('aborted'), message }),

@@ -19,7 +19,8 @@ import type { BeginNodeResult, WaitSpec } from '../state/run-store.js';
 import type { Tool, ToolOutcome } from '../tools/tool.js';
 import { callIdempotencyKey } from '../secrets/call-key.js';
 import { fillSecrets, scrubSecrets, type SecretRef } from '../secrets/secret-ref.js';
-import { SECRETS_OFF_MESSAGE, SecretStoreError } from '../state/secret-store.js';
+import { secretRefusal, unscopedSecretMessage } from '../secrets/secret-scope.js';
+import { SECRETS_OFF_MESSAGE, SecretStoreError, type ResolvedSecrets } from '../state/secret-store.js';
 import type { ExecutorDeps } from './deps.js';
 import { lessonsForCall, probed, type RateLimitFix } from '../reflect/lesson-effects.js';
 import { failSpan, inSpan } from '../telemetry/tracing.js';
@@ -221,14 +222,21 @@ async function callWithin(
     call: call.index ?? '0',
   });
   const sent = fillSecrets(args, call.secrets ?? [], secrets.values);
+  // Where the call would send what it is given decides, before a byte goes out.
+  const refused = secrets.values.size > 0 ? scopeRefusal(tool, sent, secrets) : undefined;
+  if (refused) return { ok: false, error: refused };
   const raw = await invokeTool(
     tool,
     sent,
     { runId: ctx.plan.runId, nodeId: ctx.node.id, idempotencyKey },
     { timeoutMs: limit.ms, runSignal: ctx.runSignal },
   );
-  // Nothing that comes back (an output echoing the request, an error quoting it) keeps a value.
-  const outcome = secrets.values.size > 0 ? scrubSecrets(raw, secrets.values.values()) : raw;
+  // Nothing that comes back (an output echoing the request, an error quoting it) keeps a value,
+  // in any form the call made of it.
+  const outcome =
+    secrets.values.size > 0
+      ? scrubSecrets(raw, [...secrets.values.values(), ...derivedSecrets(tool, sent)])
+      : raw;
   if (!outcome.ok && outcome.error.code === 'timeout' && limit.kind !== 'timeout') {
     return { ok: false, error: limitError(limit) };
   }
@@ -236,14 +244,43 @@ async function callWithin(
 }
 
 /**
- * The values of the secrets a call's declared args reference, read from the run's tenant's store
- * now; a call that needs one that is missing (or secrets that are off) fails as `validation`.
+ * Why the call with `sent` (its secrets filled in) may not carry them: a secret whose scope does
+ * not allow the host the call reaches (a tool with a destination: the http tool) or the tool
+ * itself, or a secret stored without a scope. Args that do not fit the tool's schema are refused
+ * by the call itself, before it sends anything.
+ */
+function scopeRefusal(tool: Tool, sent: unknown, secrets: ResolvedSecrets): NodeErrorData | undefined {
+  const parsed = tool.input.safeParse(sent);
+  if (!parsed.success) return undefined;
+  const url = tool.destination?.(parsed.data);
+  for (const name of secrets.values.keys()) {
+    const scope = secrets.scopes.get(name) ?? null;
+    const message =
+      scope === null
+        ? unscopedSecretMessage(name)
+        : secretRefusal(name, scope, { tool: tool.name, ...(url ? { url } : {}) });
+    if (message !== undefined) return { code: 'validation', message, reason: 'secret_not_allowed' };
+  }
+  return undefined;
+}
+
+/** What the call makes of its args and sends besides them (Basic auth's `user:password`). */
+function derivedSecrets(tool: Tool, sent: unknown): string[] {
+  if (!tool.derivedSecrets) return [];
+  const parsed = tool.input.safeParse(sent);
+  return parsed.success ? tool.derivedSecrets(parsed.data) : [];
+}
+
+/**
+ * The values of the secrets a call's declared args reference, and their scopes, read from the
+ * run's tenant's store now; a call that needs one that is missing (or secrets that are off) fails
+ * as `validation`.
  */
 async function secretsOf(
   ctx: NodeContext,
   refs: readonly SecretRef[],
-): Promise<{ ok: true; values: ReadonlyMap<string, string> } | { ok: false; error: NodeErrorData }> {
-  if (refs.length === 0) return { ok: true, values: new Map() };
+): Promise<({ ok: true } & ResolvedSecrets) | { ok: false; error: NodeErrorData }> {
+  if (refs.length === 0) return { ok: true, values: new Map(), scopes: new Map(), missing: [] };
   const store = ctx.deps.secrets;
   const where = `args.${refs[0]!.at.join('.')}`;
   if (!store?.configured) {
@@ -253,10 +290,11 @@ async function secretsOf(
     };
   }
   try {
-    const { values, missing } = await store.resolve(
+    const resolved = await store.resolve(
       ctx.plan.tenant,
       refs.map((r) => r.name),
     );
+    const { missing } = resolved;
     if (missing.length > 0) {
       const names = missing.map((n) => `"${n}"`).join(', ');
       return {
@@ -267,7 +305,7 @@ async function secretsOf(
         },
       };
     }
-    return { ok: true, values };
+    return { ok: true, ...resolved };
   } catch (err) {
     if (err instanceof SecretStoreError)
       return { ok: false, error: { code: 'validation', message: err.message } };

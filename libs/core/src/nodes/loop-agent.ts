@@ -11,6 +11,7 @@ import type { NodeBase } from '../graph/schema.js';
 import type { ChatMessage } from '../model/model-client.js';
 import { Thinking, thinkingOptions } from '../model/thinking.js';
 import { renderPrompt, truncate } from '../model/prompt-render.js';
+import { findSecretRefs, SecretName } from '../secrets/secret-ref.js';
 import { functionNames } from '../tools/function-names.js';
 import { toolCatalog } from '../tools/tool-catalog.js';
 import type { ToolOutcome } from '../tools/tool.js';
@@ -33,6 +34,11 @@ export const AgentBody = z.strictObject({
     model: z.string().min(1).max(200).optional(),
     /** How hard a reasoning model thinks, and whether its reasoning is kept (see model/thinking.ts). */
     thinking: Thinking.optional(),
+    /**
+     * The tenant secrets the agent's tool calls may reference (`{"$secret": "NAME"}` in the args the
+     * model writes), each still only where its scope allows; none when omitted.
+     */
+    secrets: z.array(SecretName).max(100).optional(),
   }),
 });
 export type AgentBody = z.infer<typeof AgentBody>;
@@ -129,6 +135,24 @@ export function agentIteration(
     }
     // The tools of one answer run in parallel, each under the usual limits.
     const toolStarted = performance.now();
+    // An agent's args come from the model: they get only the secrets the agent was granted.
+    const granted = new Set(body.agent.secrets ?? []);
+    const agentCall = async (
+      args: unknown,
+      call: (secrets: ReturnType<typeof findSecretRefs>) => Promise<ToolOutcome>,
+    ): Promise<ToolOutcome> => {
+      const refs = findSecretRefs(args);
+      const ungranted = refs.find((r) => !granted.has(r.name));
+      if (ungranted === undefined) return call(refs);
+      return {
+        ok: false,
+        error: {
+          code: 'validation',
+          reason: 'secret_not_allowed',
+          message: `secret "${ungranted.name}" is not granted to this agent`,
+        },
+      };
+    };
     const toolResults = await Promise.all(
       result.toolCalls.map(async (c, i) => {
         const name = names.toTool(c.name);
@@ -152,8 +176,9 @@ export function agentIteration(
               ? { ok: false, error: { code: 'validation', message: 'arguments are not JSON' } }
               : !before.ok
                 ? before
-                : // An agent's args come from the model: they never get secrets filled in.
-                  await run.callTool(tool, before.args, usage.toolTimeMs, { index: `${n}.${i}` });
+                : await agentCall(before.args, (secrets) =>
+                    run.callTool(tool, before.args, usage.toolTimeMs, { index: `${n}.${i}`, secrets }),
+                  );
           if (before?.ok) await run.afterToolCall(name, before.args, out);
           await run.event('tool.result', {
             tool: name,

@@ -62,7 +62,7 @@ export function loopModeGraph(
   tools: readonly string[],
   maxIterations: number,
   system?: string,
-  call: Pick<AgentBody['agent'], 'model' | 'thinking'> = {},
+  call: Pick<AgentBody['agent'], 'model' | 'thinking' | 'secrets'> = {},
 ): GraphOf<LoopNode> {
   const prompt = literalText(task);
   const literalSystem = system === undefined ? undefined : literalText(system);
@@ -72,6 +72,7 @@ export function loopModeGraph(
     ...(literalSystem ? { system: literalSystem } : {}),
     ...(call.model !== undefined ? { model: call.model } : {}),
     ...(call.thinking !== undefined ? { thinking: call.thinking } : {}),
+    ...(call.secrets?.length ? { secrets: [...call.secrets] } : {}),
   };
   return {
     nodes: [

@@ -46,6 +46,8 @@ export interface PlanCacheKeyParts {
   readonly overrides: string | undefined;
   /** The agent's workspace files as the planner reads them. */
   readonly workspace: readonly WorkspaceFile[];
+  /** The secrets the run grants its planned nodes, sorted: a plan is replayed only under the same grant. */
+  readonly secrets: readonly string[];
 }
 
 /** The hash a first plan is cached under: 32 hex digits of the SHA-256 of its key's parts. */
@@ -59,6 +61,7 @@ export function planCacheHash(parts: PlanCacheKeyParts): string {
     parts.promptVersion,
     parts.overrides ?? '',
     parts.workspace.map((f) => [f.name, f.content]),
+    parts.secrets,
   ]);
   return createHash('sha256').update(text).digest('hex').slice(0, 32);
 }

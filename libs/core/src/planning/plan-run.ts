@@ -130,6 +130,8 @@ export async function plannerContext(
     const lesson = hard.find((l) => l.scope.tool === tool && l.scope.host === target);
     return lesson ? `blocked by lesson ${lesson.id}: ${lesson.statement}` : undefined;
   };
+  // What the run grants its planned nodes: the request's grant and the agent's declared secrets.
+  const secrets = new Set([...(task.secrets ?? []), ...(deps.ceilings?.agentSecrets(task.agentId) ?? [])]);
   // Told to the planner, or part of the cached plan made with the same lessons version.
   if (told.length > 0) metrics.lessonApplications.inc({ kind: 'soft' }, told.length);
   return {
@@ -145,6 +147,7 @@ export async function plannerContext(
       allowedTools: allowed,
       ...(deps.ceilings ? { models: deps.ceilings.models(tenant, task.agentId) } : {}),
       blocked,
+      secrets,
     },
     record: (model, promptVersion) => ({
       plannerModel: model,
@@ -184,6 +187,8 @@ export async function planRun(
       promptVersion: PLANNER_PROMPT_VERSION,
       overrides: task.overrides,
       workspace,
+      // A plan made with a grant is never replayed to a run without it.
+      secrets: [...planner.secrets].sort(),
     }),
   );
   if (cache && cacheKey) {

@@ -38,6 +38,8 @@ export interface PlannerDeps {
   readonly models?: ModelPolicy;
   /** Why a call is refused by a hard lesson; a plan with such a call fails validation. */
   readonly blocked?: (tool: string, target: string) => string | undefined;
+  /** The secrets the run grants its planned nodes: a plan naming any other is rejected. */
+  readonly secrets: ReadonlySet<string>;
 }
 
 export type PlanOutcome =
@@ -55,7 +57,7 @@ export type PlanOutcome =
 /**
  * Checks a graph as a plan of this agent for this input: the static validation of a fixed graph
  * (tools, limits, the agent's allowlist, the models allowed, `input.*` references) and the hard
- * lessons in effect.
+ * lessons in effect; and it may reference only the secrets the run grants.
  * A planner's answer and a cached plan go through the same checks.
  */
 export function validatePlan(
@@ -70,6 +72,7 @@ export function validatePlan(
     input: { value: runInput },
     ...(deps.models ? { models: deps.models } : {}),
     ...(deps.blocked ? { blocked: deps.blocked } : {}),
+    secrets: deps.secrets,
   });
 }
 

@@ -10,6 +10,20 @@ import {
 import { RunWebhook } from '../domain/webhook.js';
 import { DEFAULT_PRIORITY, Priority } from '../flow/limits.js';
 import { Thinking } from '../model/thinking.js';
+import { SecretName } from '../secrets/secret-ref.js';
+
+/** Most secrets one request may grant its planned nodes. */
+export const MAX_SECRET_GRANTS = 50;
+
+/**
+ * The tenant secrets a request grants the nodes a model writes for it (plan, repair, replan,
+ * window): a planned node referencing any other secret is rejected with its plan. A repeated name
+ * counts once.
+ */
+export const SecretGrant = z
+  .array(SecretName)
+  .max(MAX_SECRET_GRANTS)
+  .transform((names) => [...new Set(names)]);
 
 /** Longest `task` (and `overrides`) a run request may have, in characters. */
 export const MAX_TASK_CHARS = 200_000;
@@ -46,6 +60,11 @@ export const RunRequest = z
     thinking: Thinking.optional(),
     /** Extra instructions appended to the prompt, after the workspace files. */
     overrides: z.string().max(MAX_TASK_CHARS).optional(),
+    /**
+     * Task runs: the tenant secrets the planned nodes may reference (`{"$secret": "NAME"}`), beside
+     * the agent's declared ones. A fixed graph names its secrets itself.
+     */
+    secrets: SecretGrant.optional(),
     /** Loop mode: most model turns. @defaultValue 10 */
     maxIterations: z.number().int().min(1).max(50).default(10),
     /** Task runs: most replans (dag mode; window mode bounds its windows instead). @defaultValue 2 */
@@ -87,7 +106,7 @@ export const RunRequest = z
         message: 'give exactly one of graph and task',
       });
     }
-    for (const field of ['model', 'thinking'] as const) {
+    for (const field of ['model', 'thinking', 'secrets'] as const) {
       if (r[field] !== undefined && r.task === undefined) {
         ctx.addIssue({
           code: 'custom',

@@ -141,6 +141,7 @@ export class RunService {
         ? loopModeGraph(request.task, [...allowedTools], request.maxIterations, options.system, {
             ...(request.model !== undefined ? { model: request.model } : {}),
             ...(request.thinking !== undefined ? { thinking: request.thinking } : {}),
+            secrets: this.grantOf(request),
           })
         : request.graph;
     const validation = taskPlansLater
@@ -178,6 +179,7 @@ export class RunService {
               ...(request.overrides ? { overrides: request.overrides } : {}),
               ...(request.model !== undefined ? { model: request.model } : {}),
               ...(request.thinking !== undefined ? { thinking: request.thinking } : {}),
+              ...(request.secrets?.length ? { secrets: request.secrets } : {}),
             },
           }
         : {}),
@@ -201,10 +203,11 @@ export class RunService {
     return { runId, status: stored.status, acceptedAt: stored.createdAt, created: stored.created };
   }
 
-  /**
-   * Refuses (RequestRefusedError at `agentId`) an agent that is not declared while agents are
-   * declared, or that `tenant` may not run.
-   */
+  /** The secrets a task run grants what a model writes for it: the request's and the agent's declared ones. */
+  private grantOf(request: Pick<RunRequest, 'secrets' | 'agentId'>): string[] {
+    return [...new Set([...(request.secrets ?? []), ...this.deps.ceilings.agentSecrets(request.agentId)])];
+  }
+
   /**
    * A run's own `webhook` is signed with its tenant's signing secret, so the tenant must have one
    * before it asks: a run is refused rather than given deliveries no one could verify.
@@ -230,6 +233,10 @@ export class RunService {
     if (refused !== undefined) throw new RequestRefusedError([{ path: 'model', message: refused }]);
   }
 
+  /**
+   * Refuses (RequestRefusedError at `agentId`) an agent that is not declared while agents are
+   * declared, or that `tenant` may not run.
+   */
   async checkAgent(tenant: string, agentId: string): Promise<void> {
     const { ceilings, agentFolders } = this.deps;
     // The folders may be a cached read: a refusal is made only on a fresh one.
@@ -415,6 +422,8 @@ export class RunService {
               maxReplans: task.maxReplans,
               ...(task.window ? { window: task.window } : {}),
               ...(task.overrides ? { overrides: task.overrides } : {}),
+              // A rerun that replans may use what its origin was granted, and nothing more.
+              ...(task.secrets?.length ? { secrets: task.secrets } : {}),
             },
           }
         : {}),

@@ -84,3 +84,38 @@ describe('scrubbing secret values', () => {
     expect(scrubSecrets(value, ['ab'])).toBe(value);
   });
 });
+
+describe('secret masking', () => {
+  const value = 'Sup3rS3cretValue/with?chars&=+ x';
+
+  it('masks every form a call makes of a value: URL, form, JSON, base64, inside longer text', () => {
+    const forms = [
+      value,
+      encodeURIComponent(value),
+      new URLSearchParams({ token: value }).toString(),
+      `http://h/p?token=${encodeURIComponent(value).replace(/%[0-9A-F]{2}/g, (h) => h.toLowerCase())}`,
+      JSON.stringify({ token: value }),
+      JSON.stringify(JSON.stringify({ token: value })),
+      Buffer.from(value).toString('base64'),
+      Buffer.from(value).toString('base64url'),
+      `Basic ${Buffer.from(`user:${value}`).toString('base64')}`,
+      Buffer.from(`{"echo": "${value}"}`).toString('base64'),
+      Buffer.from(`xx${value}yy`).toString('base64'),
+    ];
+    for (const form of forms) {
+      const scrubbed = scrubSecrets({ seen: form }, [value, `user:${value}`]);
+      expect(scrubbed.seen, form).toContain(SECRET_MASK);
+      expect(scrubbed.seen, form).not.toContain(value);
+      expect(scrubbed.seen, form).not.toContain(encodeURIComponent(value));
+      expect(scrubbed.seen, form).not.toContain(Buffer.from(value).toString('base64').slice(4, 20));
+    }
+  });
+
+  it('leaves text without the value alone', () => {
+    expect(scrubSecrets({ a: 'nothing to see', b: 'U3VwM3', c: 42 }, [value])).toEqual({
+      a: 'nothing to see',
+      b: 'U3VwM3',
+      c: 42,
+    });
+  });
+});

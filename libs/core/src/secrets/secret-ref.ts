@@ -98,13 +98,65 @@ export function fillSecrets(
   return copy;
 }
 
+/** The shortest run of base64 characters looked for inside a longer base64 text. */
+const MIN_BASE64_CORE = 8;
+
 /**
- * `value` with every occurrence of a secret's value in its strings (and keys) replaced by
- * {@link SECRET_MASK}: for outputs and errors of a call that carried secrets (a server that echoes
- * a request). Values shorter than 4 characters are not looked for (they would mask at random).
+ * The base64 runs that any base64 text holding `bytes` at some offset must contain: one per
+ * alignment (the value may start at any of a 3-byte group's places), without the characters it
+ * shares with its neighbours. Masking these hides the value inside a larger encoded body.
+ */
+function base64Cores(bytes: Buffer): string[] {
+  const cores: string[] = [];
+  for (let skip = 0; skip < 3; skip++) {
+    const whole = Math.floor((bytes.length - skip) / 3) * 3;
+    if (whole <= 0) continue;
+    const core = bytes.subarray(skip, skip + whole).toString('base64');
+    if (core.length >= MIN_BASE64_CORE) cores.push(core, core.replace(/\+/g, '-').replace(/\//g, '_'));
+  }
+  return cores;
+}
+
+/**
+ * Every form in which a call may carry `value` and a server may echo it back: as it is,
+ * URL-encoded (query, path, form; either case of hex digits), JSON-escaped (with and without `\/`
+ * and `\uXXXX` escapes) and base64 (standard and URL-safe, whole and inside a longer text).
+ */
+export function secretForms(value: string): string[] {
+  const forms = new Set<string>([value]);
+  const percent = [
+    encodeURIComponent(value),
+    encodeURI(value),
+    new URLSearchParams([['', value]]).toString().slice(1),
+  ];
+  for (const p of percent) {
+    forms.add(p);
+    forms.add(p.replace(/%[0-9A-F]{2}/g, (h) => h.toLowerCase()));
+  }
+  const json = JSON.stringify(value).slice(1, -1);
+  forms.add(json);
+  forms.add(json.replace(/\//g, '\\/'));
+  forms.add(json.replace(/[\u007f-\uffff]/g, (c) => `\\u${c.charCodeAt(0).toString(16).padStart(4, '0')}`));
+  const bytes = Buffer.from(value, 'utf8');
+  const b64 = bytes.toString('base64');
+  forms.add(b64);
+  forms.add(b64.replace(/=+$/, ''));
+  forms.add(bytes.toString('base64url'));
+  for (const core of base64Cores(bytes)) forms.add(core);
+  return [...forms];
+}
+
+/**
+ * `value` with every occurrence of a secret's value, in any of its {@link secretForms}, in its
+ * strings (and keys) replaced by {@link SECRET_MASK}: for outputs and errors of a call that carried
+ * secrets (a server that echoes a request, encoded or not). Values shorter than 4 characters are
+ * not looked for (they would mask at random).
  */
 export function scrubSecrets<T>(value: T, secrets: Iterable<string>): T {
-  const needles = [...new Set(secrets)].filter((s) => s.length >= 4).sort((a, b) => b.length - a.length);
+  const values = [...new Set(secrets)].filter((s) => s.length >= 4);
+  const needles = [...new Set(values.flatMap(secretForms))]
+    .filter((s) => s.length >= 4)
+    .sort((a, b) => b.length - a.length);
   if (needles.length === 0) return value;
   const scrubText = (text: string): string =>
     needles.reduce((t, n) => (t.includes(n) ? t.split(n).join(SECRET_MASK) : t), text);

@@ -1,10 +1,11 @@
 /** The sense queue's (L1) job catalog: each job name and the zod schema of its payload. */
 import { z } from 'zod';
-import { TenantId } from '../domain/tenant.js';
+import { TenantId, unscopeName } from '../domain/tenant.js';
 import { WEBHOOK_JOB, WebhookJobData } from '../queues/webhook-jobs.js';
 import { LANE_MODES } from '../state/session-store.js';
 import { AgentId } from '../ceilings/ceilings.js';
 import { Thinking } from '../model/thinking.js';
+import { SecretGrant } from '../runs/run-request.js';
 
 export const SENSE_JOB = {
   /** A message to a session: dedupe, command or lane admission. */
@@ -23,22 +24,29 @@ export const SENSE_JOB = {
   webhookDelivery: WEBHOOK_JOB,
 } as const;
 
+/**
+ * A session key as a client, a source or a source's event names it: the one alphabet of session
+ * keys, checked on every path that names a session (API routes, webhook, polled, WebSocket, timer
+ * and file source events, session messages). It is part of the session's Redis keys and has no
+ * `~`, so a name can never reach another tenant's session (see `scopedName`); stored as
+ * `<tenant>~<key>` outside the default tenant.
+ */
+export const SessionKey = z.string().regex(/^[A-Za-z0-9:_.@-]{1,128}$/, 'must match [A-Za-z0-9:_.@-]{1,128}');
+/** A session key as the sense loop and the stores take it: tenant-scoped (see `scopedName`). */
+export const ScopedSessionKey = z.string().refine((stored) => {
+  const { tenant, name } = unscopeName(stored);
+  return TenantId.safeParse(tenant).success && SessionKey.safeParse(name).success;
+}, 'must be [<tenant>~]<session key>');
+
 /** An event as it enters: from a webhook body or a poll answer. */
 export const InboundEvent = z.object({
   eventId: z.string().min(1).max(256).optional(),
   type: z.string().min(1).max(64).default('event'),
-  sessionKey: z.string().min(1).max(128).optional(),
+  /** The session of its source's tenant it is for. */
+  sessionKey: SessionKey.optional(),
   payload: z.unknown().optional(),
 });
 export type InboundEvent = z.infer<typeof InboundEvent>;
-
-/** A session key: also part of the session's Redis keys, so its characters are checked everywhere. */
-/** A session key as a client names it; stored as `<tenant>~<key>` outside the default tenant. */
-export const SessionKey = z.string().regex(/^[A-Za-z0-9:_.@-]{1,128}$/, 'must match [A-Za-z0-9:_.@-]{1,128}');
-/** A session key as the sense loop and the stores take it: tenant-scoped (see `scopedName`). */
-export const ScopedSessionKey = z
-  .string()
-  .regex(/^([a-z0-9][a-z0-9-]{0,39}~)?[A-Za-z0-9:_.@-]{1,128}$/, 'must be [<tenant>~]<session key>');
 
 /** A session message as the session service takes it (the API checks its own limits first). */
 export const MessageInput = z.object({
@@ -51,6 +59,8 @@ export const MessageInput = z.object({
   /** This message's run: the model (instead of the deployment's) and the reasoning effort. */
   model: z.string().min(1).max(200).optional(),
   thinking: Thinking.optional(),
+  /** The tenant secrets this message's run grants its planned nodes. */
+  secrets: SecretGrant.optional(),
 });
 export type MessageInput = z.infer<typeof MessageInput>;
 

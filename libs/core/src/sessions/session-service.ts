@@ -98,6 +98,8 @@ interface RunCall {
   readonly agentId: string;
   readonly model?: string;
   readonly thinking?: Thinking;
+  /** The secrets granted to the run's planned nodes. */
+  readonly secrets?: readonly string[];
 }
 
 export interface SessionDeps {
@@ -222,11 +224,13 @@ export class SessionService {
       ...(input.eventId ? { eventId: input.eventId } : {}),
       ...(input.model !== undefined ? { model: input.model } : {}),
       ...(input.thinking !== undefined ? { thinking: input.thinking } : {}),
+      ...(input.secrets?.length ? { secrets: input.secrets } : {}),
     };
     const call: RunCall = {
       agentId,
       ...(input.model !== undefined ? { model: input.model } : {}),
       ...(input.thinking !== undefined ? { thinking: input.thinking } : {}),
+      ...(input.secrets?.length ? { secrets: input.secrets } : {}),
     };
     // The run is stored before the lane sees it, so a lane never points at a run that does not exist.
     await this.prepareRun(sessionKey, input.text, input.metadata, runId, call, input.text);
@@ -559,10 +563,13 @@ export class SessionService {
     const agentId = (await this.deps.sessions.agent(sessionKey)) ?? this.deps.config.agentId;
     const model = messages.findLast((m) => m.model !== undefined)?.model;
     const thinking = Thinking.safeParse(messages.findLast((m) => m.thinking !== undefined)?.thinking);
+    // Each message's caller granted its secrets; the merged run answers them all.
+    const secrets = [...new Set(messages.flatMap((m) => m.secrets ?? []))];
     return {
       agentId,
       ...(model !== undefined ? { model } : {}),
       ...(thinking.success && thinking.data !== undefined ? { thinking: thinking.data } : {}),
+      ...(secrets.length ? { secrets } : {}),
     };
   }
 
@@ -622,6 +629,7 @@ export class SessionService {
       agentId,
       ...(call.model !== undefined ? { model: call.model } : {}),
       ...(call.thinking !== undefined ? { thinking: call.thinking } : {}),
+      ...(call.secrets?.length ? { secrets: [...call.secrets] } : {}),
       // A planner reads the workspace itself; it gets the conversation and hook context only.
       ...(config.runMode !== 'loop' && extra.length
         ? { overrides: fitText(extra.join('\n\n'), MAX_TASK_CHARS) }

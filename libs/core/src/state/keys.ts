@@ -218,6 +218,15 @@ export const planCacheKey = (prefix: string, agentId: string, hash: string): str
 /** Hash of one API key: its secret's hash, tenant, scopes, name, times. Expires with the key. */
 export const apiKeyKey = (prefix: string, keyId: string): string => `${prefix}:auth:key:${keyId}`;
 
+/**
+ * Set of the ids of the API keys one key made (its tenant's; see `domain/key-grant.ts`): what
+ * revoking it revokes with it. Expires with the key (a key it made expires no later); deleted when
+ * the key is revoked or its tenant deleted; pruned of keys gone whenever a key is added to it, so
+ * it holds at most the tenant's key limit and one more.
+ */
+export const apiKeyChildrenKey = (prefix: string, keyId: string): string =>
+  `${prefix}:auth:key:${keyId}:children`;
+
 /** Set of the ids of one tenant's API keys. */
 export const tenantApiKeysKey = (prefix: string, tenant: string): string =>
   `${prefix}:auth:tenant-keys:${tenant}`;
@@ -234,15 +243,17 @@ export interface SecretKeys {
   readonly values: string;
   /** Hash secret name → when it was last written (ISO time): what listing reads, never a value. */
   readonly updated: string;
+  /** Hash secret name → where it may go (JSON `{"hosts", "tools"}`, see `secrets/secret-scope.ts`). */
+  readonly scopes: string;
 }
 
 /** Keys of one tenant's secrets share the hash tag `{t:<tenant>}`, so its scripts stay on one slot. */
 export function secretKeys(prefix: string, tenant: string): SecretKeys {
   const base = `${prefix}:secrets:{t:${tenant}}`;
-  return { values: base, updated: `${base}:updated` };
+  return { values: base, updated: `${base}:updated`, scopes: `${base}:scopes` };
 }
 
-export const secretKeyList = (k: SecretKeys): string[] => [k.values, k.updated];
+export const secretKeyList = (k: SecretKeys): string[] => [k.values, k.updated, k.scopes];
 
 /**
  * The deployment's random key for outbound `Idempotency-Key`s (hex), written once, used when no

@@ -287,6 +287,10 @@ const taskMode = (mode: string | null | undefined): TaskMode =>
 
 const parseJson = (text: string | null | undefined): unknown => (text ? (JSON.parse(text) as unknown) : null);
 
+/** The strings of a stored JSON array (anything else: none). */
+const stringList = (value: unknown): string[] =>
+  Array.isArray(value) ? value.filter((v): v is string => typeof v === 'string') : [];
+
 /**
  * A snapshot as stored: its status first, so a script reads it off the front of the text (the node
  * counts, `run.lib.lua`) without decoding outputs of any depth.
@@ -359,6 +363,7 @@ export class RunStore {
             ...(run.task.overrides ? { overrides: run.task.overrides } : {}),
             ...(run.task.model !== undefined ? { taskModel: run.task.model } : {}),
             ...(run.task.thinking !== undefined ? { thinking: JSON.stringify(run.task.thinking) } : {}),
+            ...(run.task.secrets?.length ? { secrets: JSON.stringify(run.task.secrets) } : {}),
           }
         : {}),
       agentId: run.task?.agentId ?? run.agentId ?? 'main',
@@ -735,6 +740,7 @@ export class RunStore {
         'taskModel',
         'thinking',
         'window',
+        'secrets',
       )
       .hexists(meta, 'plan')
       .exec();
@@ -753,6 +759,7 @@ export class RunStore {
       taskModel,
       thinking,
       size,
+      secrets,
     ] = fields;
     return {
       status: status ? RunStatus.parse(status) : null,
@@ -771,6 +778,7 @@ export class RunStore {
               ...(overrides ? { overrides } : {}),
               ...(taskModel ? { model: taskModel } : {}),
               ...(thinking ? { thinking: parseJson(thinking) } : {}),
+              ...(secrets ? { secrets: stringList(parseJson(secrets)) } : {}),
               maxReplans: Number(maxReplans ?? 0),
               ...(size ? { window: { size: Number(size), maxWindows: Number(maxReplans ?? 0) + 1 } } : {}),
               planned: hasPlan === 1,

@@ -59,7 +59,7 @@ const MEMORY_SCRIPTS = ['record-run-4', 'save-reflection-4', 'set-lesson-status-
 const PLAN_SCRIPTS = ['forget-cached-plan-1'] as const;
 
 /** Scripts over one tenant's secrets (lua-secret/). */
-const SECRET_SCRIPTS = ['put-secret-2', 'delete-secret-2'] as const;
+const SECRET_SCRIPTS = ['put-secret-3', 'delete-secret-3'] as const;
 /** Scripts over one tenant's outbound webhooks (lua-webhook/). */
 const WEBHOOK_SCRIPTS = ['add-webhook-1'] as const;
 /** Scripts over one tenant's rate buckets and running slots (lua-limits/). */

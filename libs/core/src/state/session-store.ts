@@ -31,6 +31,8 @@ export interface LaneMessage {
   readonly model?: string;
   /** The reasoning effort the message asked for (see model/thinking.ts). */
   readonly thinking?: unknown;
+  /** The secrets the message granted its run (a merged collect run gets every message's). */
+  readonly secrets?: readonly string[];
 }
 
 export type AdmitResult =

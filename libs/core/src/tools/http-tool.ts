@@ -15,12 +15,19 @@ export const HttpInput = z
     query: z.record(z.string(), z.union([z.string(), z.number(), z.boolean()])).default({}),
     body: z.string().optional(),
     json: z.unknown().optional(),
+    /** Sent as `Authorization: Basic base64(username:password)`; give the password as a `{"$secret"}`. */
+    basicAuth: z.strictObject({ username: z.string().max(256), password: z.string() }).optional(),
     timeoutMs: z.number().int().positive().max(600_000).optional(),
   })
   .refine((v) => v.body === undefined || v.json === undefined, {
     message: 'give either body or json, not both',
     path: ['json'],
-  });
+  })
+  .refine(
+    (v) =>
+      v.basicAuth === undefined || !Object.keys(v.headers).some((h) => h.toLowerCase() === 'authorization'),
+    { message: 'give either basicAuth or an Authorization header, not both', path: ['basicAuth'] },
+  );
 export type HttpInput = z.infer<typeof HttpInput>;
 
 export const HttpOutput = z.object({
@@ -81,15 +88,27 @@ export function isCredentialHeader(name: string): boolean {
  * it must be a `{"$secret": "NAME"}` (or come from a reference).
  */
 function credentialHeaderIssues(args: Readonly<Record<string, unknown>>): ArgIssue[] {
+  const inClear = (value: unknown): boolean =>
+    typeof value === 'string' && findReferences(value).length === 0;
   const headers = args.headers;
-  if (typeof headers !== 'object' || headers === null || Array.isArray(headers)) return [];
-  return Object.entries(headers as Record<string, unknown>)
-    .filter(([name, value]) => isCredentialHeader(name) && typeof value === 'string')
-    .filter(([, value]) => findReferences(value).length === 0)
-    .map(([name]) => ({
-      at: ['headers', name],
-      message: `header "${name}" carries a credential: give it as {"$secret": "NAME"} (stored with PUT /v1/secrets/NAME), not in clear`,
-    }));
+  const issues: ArgIssue[] =
+    typeof headers !== 'object' || headers === null || Array.isArray(headers)
+      ? []
+      : Object.entries(headers as Record<string, unknown>)
+          .filter(([name, value]) => isCredentialHeader(name) && inClear(value))
+          .map(([name]) => ({
+            at: ['headers', name],
+            message: `header "${name}" carries a credential: give it as {"$secret": "NAME"} (stored with PUT /v1/secrets/NAME), not in clear`,
+          }));
+  const basic = args.basicAuth;
+  if (typeof basic === 'object' && basic !== null && inClear((basic as Record<string, unknown>).password)) {
+    issues.push({
+      at: ['basicAuth', 'password'],
+      message:
+        'basicAuth.password is a credential: give it as {"$secret": "NAME"} (stored with PUT /v1/secrets/NAME), not in clear',
+    });
+  }
+  return issues;
 }
 
 function classifyTransportError(err: unknown, signal: AbortSignal): ToolError {
@@ -118,11 +137,16 @@ export function httpTool(policy: EgressPolicy): Tool {
     input: HttpInput,
     output: HttpOutput,
     target: (args) => new URL(args.url).host,
+    destination: (args) => new URL(args.url),
+    derivedSecrets: (args) => (args.basicAuth ? [basicCredentials(args.basicAuth)] : []),
     checkArgs: credentialHeaderIssues,
     async run(args, ctx) {
       const url = new URL(args.url);
       for (const [k, v] of Object.entries(args.query)) url.searchParams.append(k, String(v));
       const headers: Record<string, string> = { 'idempotency-key': ctx.idempotencyKey, ...args.headers };
+      if (args.basicAuth) {
+        headers.authorization = `Basic ${Buffer.from(basicCredentials(args.basicAuth)).toString('base64')}`;
+      }
       let body: string | undefined = args.body;
       if (args.json !== undefined) {
         body = JSON.stringify(args.json);
@@ -151,6 +175,11 @@ export function httpTool(policy: EgressPolicy): Tool {
       };
     },
   });
+}
+
+/** What Basic auth encodes: `username:password`. */
+function basicCredentials(auth: { username: string; password: string }): string {
+  return `${auth.username}:${auth.password}`;
 }
 
 function parseBody(text: string, contentType: string | undefined): unknown {

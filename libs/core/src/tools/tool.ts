@@ -37,6 +37,18 @@ export interface Tool<I = unknown, O = unknown> {
    */
   target?(args: I): string | undefined;
   /**
+   * The URL a call with these args sends them to, when the caller picks it (the http tool): a
+   * secret then goes only to a host its `hosts` allow. A tool without it gets a secret only when
+   * the secret's `tools` name it.
+   */
+  destination?(args: I): URL;
+  /**
+   * Strings a call makes out of its args and sends (the http tool: `user:password` of Basic auth,
+   * sent as base64): each is masked like a secret's value in whatever the call answers, when the
+   * call carried a secret.
+   */
+  derivedSecrets?(args: I): string[];
+  /**
    * Checks of a call's args as the graph declares them (references and `{"$secret"}` still in
    * place), beyond the schema: each problem with its path below the args. The http tool refuses
    * credential headers written in clear here.
