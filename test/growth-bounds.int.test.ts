@@ -233,14 +233,14 @@ describe('the lane sweep', () => {
 describe('source statuses', () => {
   it('carry a TTL refreshed by each event, and leave the list once expired', async () => {
     const { sources } = services;
-    await sources.register('polled-a', 'poll');
+    await sources.register('polled-a', 'poll', 'default');
     await sources.ingest('polled-a', { type: 'tick', eventId: 'e1', payload: 1 }, 'poll');
     const key = `${sourcesKey(stack.prefix)}:polled-a`;
     const ttl = await redis.ttl(key);
     expect(ttl).toBeGreaterThan(30 * 86_400 - 60);
-    expect((await sources.statuses()).map((s) => s.name)).toContain('polled-a');
+    expect((await sources.statuses('default')).map((s) => s.name)).toContain('polled-a');
     await redis.del(key);
-    expect((await sources.statuses()).map((s) => s.name)).not.toContain('polled-a');
+    expect((await sources.statuses('default')).map((s) => s.name)).not.toContain('polled-a');
     expect(await redis.sismember(sourcesKey(stack.prefix), 'polled-a')).toBe(0);
   });
 });

@@ -1,9 +1,11 @@
 /**
  * Sessions and the sense loop on a real Redis: lanes and their modes, commands, transcripts,
- * NO_REPLY, environment versions and steering, deduplication, bursts, sources.
+ * NO_REPLY, environment versions and steering, deduplication, bursts, sources; session keys
+ * outside the API's alphabet refused on every path that names a session.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { Redis } from 'ioredis';
+import { Queue } from 'bullmq';
 import { HookRegistry, SENSE_JOB, tenantRunsKey, type RunDocument, type SessionView } from '@tetraloop/core';
 import {
   startModelServer,
@@ -284,6 +286,53 @@ describe('lanes', () => {
     expect(
       (await transcript('dedupe')).filter((l) => l.type === 'message' && l.role === 'user'),
     ).toHaveLength(1);
+  });
+});
+
+describe('session keys', () => {
+  // `acme~victim` is how acme's session `victim` is stored; `Zz~…` would make a tenant nobody can delete.
+  const CROSSING = ['acme~victim', 'Zz~a}b{c d'];
+
+  it("are refused with 400 by the API's session routes when outside the alphabet", async () => {
+    for (const key of CROSSING.map(encodeURIComponent)) {
+      const sent = await post(stack.url, `/v1/sessions/${key}/messages`, { text: 'hi' });
+      expect(sent, key).toMatchObject({ status: 400, body: { error: { code: 'invalid_request' } } });
+      for (const path of [`/v1/sessions/${key}`, `/v1/sessions/${key}/transcript`]) {
+        expect((await fetch(`${stack.url}${path}`)).status, path).toBe(400);
+      }
+    }
+  });
+
+  it("are checked again by the sense loop: a message or event job naming another tenant's session fails, writing nothing", async () => {
+    const redis = new Redis(stack.env.REDIS_URL!);
+    const sense = new Queue('sense', { connection: redis, prefix: stack.prefix });
+    const events = await followJobEvents(stack, ['sense']);
+    try {
+      // Jobs as a process that skipped the API's check would put them: a message of session
+      // `Zz~a}b{c d`, a default-tenant source's event for `acme~victim`.
+      const jobs = [
+        await sense.add(SENSE_JOB.message, { sessionKey: CROSSING[1], message: { text: 'hi' } }),
+        await sense.add(SENSE_JOB.event, {
+          source: 'hooks',
+          tenant: 'default',
+          event: { eventId: 'cross', type: 'push', sessionKey: CROSSING[0], payload: { injected: true } },
+        }),
+      ];
+      for (const job of jobs) {
+        await events.next(
+          (e) => e.jobId === job.id && (e.event === 'failed' || e.event === 'completed'),
+          Date.now() + 10_000,
+          `the end of sense job ${job.name}`,
+        );
+        expect(await job.getState(), job.name).toBe('failed');
+      }
+      const keys = await redis.keys(`${stack.prefix}:*`);
+      expect(keys.filter((k) => k.includes('victim') || k.includes('Zz~'))).toEqual([]);
+    } finally {
+      events.close();
+      await sense.close();
+      redis.disconnect();
+    }
   });
 });
 

@@ -1,10 +1,14 @@
 /**
- * Timer and file sources on a real Redis with the real sense pool: a timer puts one event per
+ * Timer, file and HTTP sources on a real Redis with the real sense pool: a timer puts one event per
  * interval into its session's environment, not doubled by a second sense process; a file source
  * takes a new or changed file of its directory once, a big one as metadata only; a source whose
- * directory is missing reports its error; a bad entry is refused at start naming the field.
+ * directory is missing reports its error; a polled answer naming a session key outside the API's
+ * alphabet (another tenant's session) is dropped and counted; `GET /v1/sources` shows each
+ * tenant its own sources; a bad entry is refused at start naming the field.
  */
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { createServer, type Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Redis } from 'ioredis';
@@ -17,6 +21,7 @@ import {
   type FilePayload,
   type SenseEvent,
 } from '@tetraloop/core';
+import { parseApiEnv, startApi } from '@tetraloop/api';
 import { parseWorkerEnv, startPools, type PoolsHandle } from '@tetraloop/workers';
 import { followJobEvents, startStack, testEnv, type JobEvents, type Stack } from './support/stack.js';
 
@@ -25,9 +30,22 @@ let redis: Redis;
 let sessions: SessionStore;
 let dir: string;
 let second: PoolsHandle | undefined;
+/** A polled source's remote end: its answer names sessions of other tenants, and one of its own. */
+let remote: Server;
+const POLLED_ANSWER = [
+  { eventId: 'p-victim', sessionKey: 'acme~polled-victim', payload: { injected: true } },
+  { eventId: 'p-odd', sessionKey: 'Zz~a}b{c d', payload: { injected: true } },
+  { eventId: 'p-own', sessionKey: 'polled-own', payload: { fine: true } },
+];
 
 beforeAll(async () => {
   dir = await mkdtemp(join(tmpdir(), 'tetraloop-inbox-'));
+  remote = createServer((_req, res) => {
+    res.setHeader('content-type', 'application/json');
+    res.end(JSON.stringify(POLLED_ANSWER));
+  });
+  await new Promise<void>((resolve) => remote.listen(0, '127.0.0.1', resolve));
+  const { port } = remote.address() as AddressInfo;
   stack = await startStack({
     pools: ['sense'],
     env: {
@@ -37,6 +55,9 @@ beforeAll(async () => {
         { kind: 'timer', name: 'acme-beat', tenant: 'acme', intervalMs: 1000, sessionKey: 'beat' },
         { kind: 'file', name: 'inbox', dir, intervalMs: 1000, sessionKey: 'inbox', pattern: '*.txt' },
         { kind: 'file', name: 'nowhere', dir: join(dir, 'missing'), intervalMs: 1000, sessionKey: 'inbox' },
+        { name: 'polled', url: `http://127.0.0.1:${port}/events`, intervalMs: 1000 },
+        // Nothing listens on port 1: each poll fails, and the error is acme's to see.
+        { name: 'acme-poll', tenant: 'acme', url: 'http://127.0.0.1:1/', intervalMs: 1000 },
       ]),
     },
   });
@@ -48,6 +69,7 @@ afterAll(async () => {
   await stack?.close();
   redis?.disconnect();
   await rm(dir, { recursive: true, force: true });
+  await new Promise<void>((resolve) => (remote ? remote.close(() => resolve()) : resolve()));
 });
 
 /** The events of one source in a session's environment, oldest first. */
@@ -146,6 +168,97 @@ describe('file sources', () => {
   });
 });
 
+/** `tetraloop_source_events_refused_total{reason}` in this process's metrics. */
+async function refusedEvents(reason: string): Promise<number> {
+  const text = await (await fetch(`${stack.url}/metrics`)).text();
+  const line = text
+    .split('\n')
+    .find((l) => l.startsWith(`tetraloop_source_events_refused_total{reason="${reason}"}`));
+  return line ? Number(line.split(' ')[1]) : 0;
+}
+
+/** Every Redis key under this stack's prefix that contains `part`. */
+async function keysWith(part: string): Promise<string[]> {
+  const found: string[] = [];
+  let cursor = '0';
+  do {
+    const [next, keys] = await redis.scan(cursor, 'MATCH', `${stack.prefix}:*`, 'COUNT', 1000);
+    cursor = next;
+    found.push(...keys.filter((k) => k.includes(part)));
+  } while (cursor !== '0');
+  return found;
+}
+
+describe('polled sources', () => {
+  it("never write into another tenant's session: an answer naming a key outside the alphabet is dropped and counted", async () => {
+    const before = await refusedEvents('invalid_session_key');
+    const sense = await followJobEvents(stack, ['sense']);
+    try {
+      // The second of two polls that end from here on started after `before` was read.
+      await ran(sense, 'polled');
+      await ran(sense, 'polled');
+    } finally {
+      sense.close();
+    }
+    // The source's own session (of its tenant, the default one) got its event…
+    expect(await eventsOf('polled-own', 'polled')).toEqual([
+      expect.objectContaining({ eventId: 'p-own', payload: { fine: true } }),
+    ]);
+    // …acme's session got nothing, and no key was made under a tenant "Zz" nobody can delete.
+    expect((await sessions.environment(scopedName('acme', 'polled-victim'))).events).toEqual([]);
+    expect(await keysWith('polled-victim')).toEqual([]);
+    expect(await keysWith('Zz~')).toEqual([]);
+    // Both refusals of each poll are counted.
+    expect((await refusedEvents('invalid_session_key')) - before).toBeGreaterThanOrEqual(2);
+  });
+});
+
+describe('the source list', () => {
+  it("shows each tenant its own sources with their errors, and no other tenant's", async () => {
+    // A second API on the same Redis, with keys: the stack's own answers as the default tenant.
+    const root = 'root-token-0123456789-0123456789-0123456789';
+    const api = await startApi(
+      parseApiEnv({ ...stack.env, TETRALOOP_AUTH: 'required', TETRALOOP_ADMIN_TOKEN: root }),
+    );
+    type Listed = { name: string; lastError: string | null }[];
+    const listed = async (url: string, key?: string): Promise<Listed> => {
+      const res = await fetch(
+        `${url}/v1/sources`,
+        key ? { headers: { authorization: `Bearer ${key}` } } : {},
+      );
+      expect(res.status).toBe(200);
+      return ((await res.json()) as { sources: Listed }).sources;
+    };
+    try {
+      const keyOf = async (tenant: string): Promise<string> => {
+        const res = await fetch(`${api.url}/v1/keys`, {
+          method: 'POST',
+          headers: { authorization: `Bearer ${root}`, 'content-type': 'application/json' },
+          body: JSON.stringify({ tenant, scopes: ['sessions:read'], name: 'sources' }),
+        });
+        expect(res.status).toBe(201);
+        return ((await res.json()) as { key: string }).key;
+      };
+      const [acme, house, beta] = await Promise.all(['acme', 'default', 'beta'].map(keyOf));
+      await expect
+        .poll(async () => (await listed(api.url, acme)).find((s) => s.name === 'acme-poll')?.lastError, {
+          timeout: 20_000,
+          interval: 100,
+        })
+        .toBeTruthy();
+      expect((await listed(api.url, acme)).map((s) => s.name)).toEqual(['acme-beat', 'acme-poll']);
+      const ofDefault = (await listed(api.url, house)).map((s) => s.name);
+      expect(ofDefault).toEqual(expect.arrayContaining(['beat', 'inbox', 'nowhere', 'polled']));
+      expect(ofDefault.filter((name) => name.startsWith('acme-'))).toEqual([]);
+      // Auth off is the default tenant: acme's sources are not there either.
+      expect((await listed(stack.url)).map((s) => s.name)).toEqual(ofDefault);
+      expect(await listed(api.url, beta)).toEqual([]);
+    } finally {
+      await api.close();
+    }
+  });
+});
+
 describe('configuration', () => {
   const refused = (sources: unknown[]) => () =>
     parseWorkerEnv(testEnv({ TETRALOOP_SOURCES: JSON.stringify(sources) }));
@@ -161,6 +274,15 @@ describe('configuration', () => {
       'TETRALOOP_SOURCES.0.sessionKey',
     );
     expect(refused([{ kind: 'ws', name: 'w' }])).toThrow('TETRALOOP_SOURCES.0.kind');
+    // A fixed session key is checked against the API's alphabet for every kind: no tenant's `~`.
+    for (const source of [
+      { name: 'h', url: 'https://example.com/', intervalMs: 200, sessionKey: 'acme~victim' },
+      { kind: 'timer', name: 't', intervalMs: 1000, sessionKey: 'acme~victim' },
+      { kind: 'file', name: 'f', dir: '/tmp', sessionKey: 'Zz~a}b{c d' },
+      { kind: 'websocket', name: 'w', url: 'wss://example.com/', sessionKey: 'acme~victim' },
+    ]) {
+      expect(refused([source]), source.name).toThrow('TETRALOOP_SOURCES.0.sessionKey');
+    }
     expect(
       refused([{ kind: 'timer', name: 't', intervalMs: 1000, sessionKey: 's', tenant: 'Acme' }]),
     ).toThrow('TETRALOOP_SOURCES.0.tenant');

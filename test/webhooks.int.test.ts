@@ -1,7 +1,8 @@
 /**
  * Signed webhooks on a real Redis: only configured sources, each request signed over its raw body
  * within the tolerance and accepted once; a source bound to its tenant and, if it says so, to its
- * sessions; and a webhook's payload reaching the model only as delimited, untrusted data.
+ * sessions, never reaching another tenant's by a session key outside the API's alphabet; and a
+ * webhook's payload reaching the model only as delimited, untrusted data.
  */
 import { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -129,6 +130,24 @@ describe('webhooks', () => {
     expect(other).toMatchObject({ status: 403, body: { error: { code: 'session_not_allowed' } } });
     const none = await postWebhook(stack.url, 'gh', { type: 'push', payload: 1 }, GH);
     expect(none).toMatchObject({ status: 403, body: { error: { code: 'session_not_allowed' } } });
+  });
+
+  it("refuse with 400 a session key outside the API's alphabet: no tenant's session is reachable by name", async () => {
+    // `open` is the default tenant's; `acme~victim` is how acme's session `victim` is stored.
+    for (const sessionKey of ['acme~victim', 'Zz~a}b{c d']) {
+      const res = await postWebhook(stack.url, 'open', event(sessionKey, `cross-${sessionKey}`), OPEN);
+      expect(res, sessionKey).toMatchObject({
+        status: 400,
+        body: {
+          error: { code: 'invalid_request', issues: [expect.objectContaining({ path: 'sessionKey' })] },
+        },
+      });
+    }
+    // A later event of the source is taken: the refused ones left nothing behind.
+    await deliver('open', event('wh-after', 'after'), OPEN);
+    expect((await sessions.environment('acme~victim')).events).toEqual([]);
+    const keys = await redis.keys(`${stack.prefix}:*`);
+    expect(keys.filter((k) => k.includes('victim') || k.includes('Zz~'))).toEqual([]);
   });
 
   it('reach the model only as delimited, untrusted data, never as a user message', async () => {

@@ -1,7 +1,8 @@
 /**
  * WebSocket sources on a real Redis with the real sense pool and a real WebSocket server on
  * loopback: messages become events in the session's environment (an envelope, a bare payload, plain
- * text); however many sense processes run, one holds the connection; a dropped connection is made
+ * text); an envelope naming a session key outside the API's alphabet (another tenant's session) is
+ * dropped and counted; however many sense processes run, one holds the connection; a dropped connection is made
  * again; a host the egress policy refuses is reported on the source's status and never reached.
  */
 import { Redis } from 'ioredis';
@@ -123,6 +124,36 @@ it('turns each message into an event of the session environment: an envelope, a 
   socket.send(JSON.stringify({ eventId: 'tick-1', type: 'price', payload: { symbol: 'ACME', price: 12.5 } }));
   await expect.poll(async () => (await statusOf('feed'))?.duplicates, { timeout: 20_000 }).toBe(1);
   expect(await feedEvents(3)).toHaveLength(3);
+});
+
+/** `tetraloop_source_events_refused_total{reason}` in this process's metrics. */
+async function refusedEvents(reason: string): Promise<number> {
+  const text = await (await fetch(`${stack.url}/metrics`)).text();
+  const line = text
+    .split('\n')
+    .find((l) => l.startsWith(`tetraloop_source_events_refused_total{reason="${reason}"}`));
+  return line ? Number(line.split(' ')[1]) : 0;
+}
+
+it("drops and counts a message naming a session key outside the API's alphabet: never another tenant's session", async () => {
+  const before = await refusedEvents('invalid_session_key');
+  const socket = await connected(1);
+  // The source is the default tenant's; `acme~victim` is how acme's session `victim` is stored.
+  socket.send(JSON.stringify({ eventId: 'ws-victim', sessionKey: 'acme~victim', payload: { injected: 1 } }));
+  socket.send(JSON.stringify({ eventId: 'ws-odd', sessionKey: 'Zz~a}b{c d', payload: { injected: 2 } }));
+  await expect
+    .poll(async () => (await refusedEvents('invalid_session_key')) - before, {
+      timeout: 20_000,
+      interval: 50,
+    })
+    .toBe(2);
+  expect((await sessions.environment('acme~victim')).events).toEqual([]);
+  const keys = await redis.keys(`${stack.prefix}:*`);
+  expect(keys.filter((k) => k.includes('victim') || k.includes('Zz~'))).toEqual([]);
+  // Neither became a payload of the source's own session either.
+  const ids = ((await sessions.environment('feed')).events as SenseEvent[]).map((e) => e.eventId);
+  expect(ids).not.toContain('ws-victim');
+  expect(ids).not.toContain('ws-odd');
 });
 
 it('holds one connection however many sense processes run, and connects again when it drops', async () => {

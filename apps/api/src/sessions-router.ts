@@ -9,7 +9,6 @@ import type { Request, RequestHandler, Response } from 'express';
 import type { Queue, QueueEvents } from 'bullmq';
 import {
   InboundEvent,
-  DEFAULT_TENANT,
   decodeCursor,
   encodeCursor,
   SENSE_JOB,
@@ -236,13 +235,10 @@ export function sessionHandlers(deps: SessionsRouterDeps): Partial<Record<RouteN
     res.status(202).json({ source: source.name, accepted: true } satisfies SourceEventAccepted);
   };
 
-  // A webhook source is its configured tenant's; polled sources are the deployment's, the default
-  // tenant's.
-  const tenantOfSource = (name: string): string => webhooks.get(name)?.tenant ?? DEFAULT_TENANT;
+  // Each source is its configured tenant's (a webhook's or a polled source's `tenant`): its status
+  // keeps the tenant, and a tenant sees only its own.
   const sources: RequestHandler = async (_req, res) => {
-    const tenant = callerOf(res).tenant;
-    const all = await deps.sources.statuses();
-    res.json({ sources: all.filter((s) => tenantOfSource(s.name) === tenant) } satisfies SourceList);
+    res.json({ sources: await deps.sources.statuses(callerOf(res).tenant) } satisfies SourceList);
   };
 
   return {

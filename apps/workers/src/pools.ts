@@ -404,7 +404,7 @@ export async function startPools(env: WorkerEnv, options: StartPoolsOptions): Pr
       { name: SENSE_JOB.laneSweep, opts: keepSchedules },
     );
     for (const source of polled.values()) {
-      await services.sources.register(source.name, statusKindOf(source));
+      await services.sources.register(source.name, statusKindOf(source), source.tenant);
       await queues.sense.upsertJobScheduler(
         `poll:${source.name}`,
         { every: source.intervalMs },

@@ -5,7 +5,9 @@
  * deduplicated by id (or content hash) within a window, merged with same-type events of its
  * source that arrive within a burst window, and written into its session's environment, whose
  * version then moves. Each source is polled by its own job with its own timeout and backoff, so
- * one hanging source never delays another; its status is kept for `GET /v1/sources`.
+ * one hanging source never delays another; its status is kept, with its tenant, for `GET /v1/sources`.
+ * An event naming a session key outside the API's alphabet (`SessionKey`: no `~`, so never another
+ * tenant's session) is dropped, counted and logged.
  */
 import { DEFAULT_TENANT, TenantId, scopedName } from '../domain/tenant.js';
 import type { Queue } from 'bullmq';
@@ -38,8 +40,8 @@ export const HttpSource = z.strictObject({
   intervalMs: z.number().int().min(200),
   /** @defaultValue 5000 */
   timeoutMs: z.number().int().positive().default(5000),
-  /** Session whose environment receives the events. */
-  sessionKey: z.string().min(1).max(128).optional(),
+  /** Session whose environment receives the events (an event of its answer may name its own). */
+  sessionKey: SessionKey.optional(),
   /** Event type when the source's answer gives none. @defaultValue "poll" */
   type: z.string().min(1).max(64).default('poll'),
 });
@@ -122,6 +124,13 @@ export interface SenseEvent {
   tenant?: string;
 }
 
+/** Why a source's event was dropped before reaching a session (`tetraloop_source_events_refused_total{reason}`). */
+export const SOURCE_EVENT_REFUSALS = {
+  /** It names a session key outside the API's alphabet (`SessionKey`). */
+  invalidSessionKey: 'invalid_session_key',
+} as const;
+export type SourceEventRefusal = (typeof SOURCE_EVENT_REFUSALS)[keyof typeof SOURCE_EVENT_REFUSALS];
+
 /** A source's health as `GET /v1/sources` shows it. */
 export const SourceStatus = z.object({
   name: z.string(),
@@ -186,13 +195,22 @@ export class SourceService {
     await this.sockets.close();
   }
 
-  /** Normalises, deduplicates and routes one event. Returns what became of it. */
+  /**
+   * Normalises, deduplicates and routes one event into its source's tenant (`tenant`: the default
+   * tenant's when absent). Returns what became of it: one naming a session key outside the API's
+   * alphabet is refused, whoever made it.
+   */
   async ingest(
     source: string,
     raw: InboundEvent,
     kind: SourceStatus['kind'],
     tenant?: string,
-  ): Promise<'accepted' | 'duplicate'> {
+  ): Promise<'accepted' | 'duplicate' | 'refused'> {
+    if (raw.sessionKey !== undefined && !SessionKey.safeParse(raw.sessionKey).success) {
+      this.refuse(source, kind, SOURCE_EVENT_REFUSALS.invalidSessionKey, raw.sessionKey);
+      return 'refused';
+    }
+    const owner = tenant ?? DEFAULT_TENANT;
     const event: SenseEvent = {
       source,
       ...(tenant ? { tenant } : {}),
@@ -205,10 +223,10 @@ export class SourceService {
     metrics.eventsIngested.inc({ kind });
     if (!(await this.deps.sessionService.firstSighting(`source:${source}`, event.eventId))) {
       metrics.eventsDeduplicated.inc({ kind });
-      await this.bumpStatus(source, kind, { duplicates: 1 });
+      await this.bumpStatus(source, kind, owner, { duplicates: 1 });
       return 'duplicate';
     }
-    await this.bumpStatus(source, kind, { events: 1, lastEventAt: event.receivedAt });
+    await this.bumpStatus(source, kind, owner, { events: 1, lastEventAt: event.receivedAt });
     if (this.deps.burstWindowMs <= 0) {
       await this.write(event);
       return 'accepted';
@@ -229,6 +247,20 @@ export class SourceService {
       );
     }
     return 'accepted';
+  }
+
+  /** Drops a source's event: counted by reason and logged with (the start of) what it named. */
+  private refuse(
+    source: string,
+    kind: SourceStatus['kind'],
+    reason: SourceEventRefusal,
+    named: unknown,
+  ): void {
+    metrics.sourceEventsRefused.inc({ reason });
+    this.deps.logger.warn(
+      { source, kind, reason, sessionKey: String(JSON.stringify(named)).slice(0, 200) },
+      'source event refused: it names no session key the API accepts',
+    );
   }
 
   /** Merges a closed burst window into one event and writes it. */
@@ -265,6 +297,7 @@ export class SourceService {
   async poll(source: PolledSource, at = Date.now()): Promise<void> {
     const kind = statusKindOf(source);
     const status = await this.status(source.name);
+    const { tenant } = source;
     if (status?.nextAttemptAt && Date.parse(status.nextAttemptAt) > Date.now()) return;
     try {
       if (source.kind === 'timer') await this.tick(source, at);
@@ -272,7 +305,7 @@ export class SourceService {
       else if (source.kind === 'websocket') await this.sockets.check(source);
       else await this.fetch(source);
       metrics.sourcePolls.inc({ source: source.name, outcome: 'ok' });
-      await this.setStatus(source.name, kind, {
+      await this.setStatus(source.name, kind, tenant, {
         status: 'ok',
         lastSuccessAt: new Date().toISOString(),
         failures: 0,
@@ -282,7 +315,7 @@ export class SourceService {
       metrics.sourcePolls.inc({ source: source.name, outcome: 'error' });
       const failures = (status?.failures ?? 0) + 1;
       const delay = retryDelay(failures, {});
-      await this.setStatus(source.name, kind, {
+      await this.setStatus(source.name, kind, tenant, {
         status: failures >= 3 ? 'down' : 'degraded',
         lastError: err instanceof Error ? err.message : String(err),
         failures,
@@ -306,7 +339,8 @@ export class SourceService {
 
   /**
    * What an HTTP source answered or a WebSocket source's message held: an event, or a list of
-   * them. An item is an event envelope only if it says so; anything else is the payload itself.
+   * them. An item is an event envelope only if it says so; anything else is the payload itself. An
+   * envelope naming a session key outside the API's alphabet is refused, not taken as a payload.
    */
   private async item(
     source: HttpSource | WebSocketSource,
@@ -316,6 +350,15 @@ export class SourceService {
     for (const item of Array.isArray(body) ? body : [body]) {
       const envelope = typeof item === 'object' && item !== null && ('payload' in item || 'eventId' in item);
       const parsed = InboundEvent.safeParse(item);
+      if (envelope && !parsed.success && parsed.error.issues.some((i) => i.path[0] === 'sessionKey')) {
+        this.refuse(
+          source.name,
+          kind,
+          SOURCE_EVENT_REFUSALS.invalidSessionKey,
+          (item as { sessionKey?: unknown }).sessionKey,
+        );
+        continue;
+      }
       const event: InboundEvent =
         envelope && parsed.success
           ? { ...parsed.data, type: parsed.data.type === 'event' ? source.type : parsed.data.type }
@@ -377,11 +420,15 @@ export class SourceService {
     await tx.expire(key, this.statusTtl).exec();
   }
 
-  /** Every known source's status; a source whose status expired is dropped from the set here. */
-  async statuses(): Promise<SourceStatus[]> {
+  /**
+   * The statuses of one tenant's sources (each status keeps the tenant of the source that wrote
+   * it; one written before statuses kept it is nobody's until its source is heard from again). A
+   * source whose status expired is dropped from the set here.
+   */
+  async statuses(tenant: string): Promise<SourceStatus[]> {
     const set = sourcesKey(this.deps.prefix);
     const names = await this.deps.redis.smembers(set);
-    const all = await Promise.all(names.map((n) => this.status(n)));
+    const all = await Promise.all(names.map((n) => this.owned(n)));
     const gone = names.filter((_, i) => all[i] === null);
     if (gone.length > 0) {
       await this.deps.redis.srem(set, ...gone);
@@ -390,15 +437,22 @@ export class SourceService {
       const again = gone.filter((_, i) => back[i] === 1);
       if (again.length > 0) await this.deps.redis.sadd(set, ...again);
     }
-    return all.filter((s): s is SourceStatus => s !== null).sort((a, b) => a.name.localeCompare(b.name));
+    return all
+      .flatMap((s) => (s !== null && s.tenant === tenant ? [s.status] : []))
+      .sort((a, b) => a.name.localeCompare(b.name));
   }
 
   async status(name: string): Promise<SourceStatus | null> {
+    return (await this.owned(name))?.status ?? null;
+  }
+
+  /** A source's status and the tenant it belongs to (null: written before statuses kept it). */
+  private async owned(name: string): Promise<{ status: SourceStatus; tenant: string | null } | null> {
     const raw = await this.deps.redis.hgetall(this.key(name));
     if (!raw.kind) return null;
     const num = (k: string): number => Number(raw[k] ?? 0);
     const str = (k: string): string | null => (raw[k] ? raw[k] : null);
-    return {
+    const status: SourceStatus = {
       name,
       kind: raw.kind as SourceStatus['kind'],
       status: (raw.status as SourceStatus['status'] | undefined) ?? 'ok',
@@ -410,6 +464,7 @@ export class SourceService {
       failures: num('failures'),
       nextAttemptAt: str('nextAttemptAt'),
     };
+    return { status, tenant: str('tenant') };
   }
 
   /**
@@ -421,9 +476,9 @@ export class SourceService {
     return (await this.deps.redis.set(key, '1', 'EX', ttlSeconds, 'NX')) === 'OK';
   }
 
-  /** Registers a source (a configured poller) so it shows before its first event. */
-  async register(name: string, kind: SourceStatus['kind']): Promise<void> {
-    await this.setStatus(name, kind, {});
+  /** Registers a source (a configured poller) so it shows to its tenant before its first event. */
+  async register(name: string, kind: SourceStatus['kind'], tenant: string): Promise<void> {
+    await this.setStatus(name, kind, tenant, {});
   }
 
   private get statusTtl(): number {
@@ -438,6 +493,7 @@ export class SourceService {
   private async setStatus(
     name: string,
     kind: SourceStatus['kind'],
+    tenant: string,
     patch: Partial<SourceStatus>,
   ): Promise<void> {
     const fields = Object.entries(patch).flatMap(([k, v]) => [
@@ -446,7 +502,7 @@ export class SourceService {
     ]);
     const tx = slotMulti(this.deps.redis)
       .sadd(sourcesKey(this.deps.prefix), name)
-      .hset(this.key(name), 'kind', kind);
+      .hset(this.key(name), 'kind', kind, 'tenant', tenant);
     if (fields.length > 0) tx.hset(this.key(name), ...fields);
     await tx.expire(this.key(name), this.statusTtl).exec();
   }
@@ -454,10 +510,13 @@ export class SourceService {
   private async bumpStatus(
     name: string,
     kind: SourceStatus['kind'],
+    tenant: string,
     patch: { events?: number; duplicates?: number; lastEventAt?: string },
   ): Promise<void> {
     const key = this.key(name);
-    const tx = slotMulti(this.deps.redis).sadd(sourcesKey(this.deps.prefix), name).hset(key, 'kind', kind);
+    const tx = slotMulti(this.deps.redis)
+      .sadd(sourcesKey(this.deps.prefix), name)
+      .hset(key, 'kind', kind, 'tenant', tenant);
     if (patch.events) tx.hincrby(key, 'events', patch.events);
     if (patch.duplicates) tx.hincrby(key, 'duplicates', patch.duplicates);
     if (patch.lastEventAt) tx.hset(key, 'lastEventAt', patch.lastEventAt);

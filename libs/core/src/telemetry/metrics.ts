@@ -261,6 +261,12 @@ export const metrics = {
     labelNames: ['kind'] as const,
     registers: [registry],
   }),
+  sourceEventsRefused: new Counter({
+    name: 'tetraloop_source_events_refused_total',
+    help: 'Source events dropped before reaching a session, by reason (invalid_session_key: a session key outside the API alphabet).',
+    labelNames: ['reason'] as const,
+    registers: [registry],
+  }),
   reflections: new Counter({
     name: 'tetraloop_reflections_total',
     help: 'Reflections of an agent by the reflect loop.',
