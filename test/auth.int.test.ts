@@ -362,6 +362,18 @@ describe('the auth matrix', () => {
       headers: { authorization: 'Bearer metrics-token-0123456789' },
     });
     expect(metrics.status).toBe(200);
+    // The token is compared in constant time (both sides hashed): a wrong one of any length, a
+    // prefix or an extension of it, or another token is refused the same way.
+    for (const wrong of [
+      'metrics-token-0123456780',
+      'metrics-token-012345678',
+      'metrics-token-01234567890',
+      ROOT,
+    ]) {
+      const refused = await fetch(`${stack.url}/metrics`, { headers: { authorization: `Bearer ${wrong}` } });
+      expect(refused.status, wrong).toBe(401);
+      expect(await refused.json()).toMatchObject({ error: { code: 'unauthorized' } });
+    }
   });
 
   it('leaves the console open: its pages and assets hold no data (the page sends a key to /v1)', async () => {

@@ -238,6 +238,43 @@ describe('Bull Board', () => {
     expect((await fetch(`${stack.url}/admin/queues/api/queues`, { headers: { cookie } })).status).toBe(401);
   });
 
+  it('sets the login cookie Secure behind a TLS proxy that TETRALOOP_TRUST_PROXY trusts, and only then', async () => {
+    // This test is the proxy: on loopback, saying the client's request came over HTTPS.
+    const login = async (url: string, headers: Record<string, string> = {}): Promise<string> => {
+      const res = await fetch(`${url}/admin/login`, {
+        method: 'POST',
+        headers,
+        body: new URLSearchParams({ token: TOKEN }),
+        redirect: 'manual',
+      });
+      expect(res.status).toBe(303);
+      return res.headers.get('set-cookie') ?? '';
+    };
+    const https = { 'x-forwarded-proto': 'https' };
+    const secure = /;\s*Secure(;|$)/i;
+    // No proxy trusted (the default): its header is anyone's word, the cookie is not Secure.
+    expect(await login(stack.url, https)).not.toMatch(secure);
+    const proxied = await startStack({
+      pools: [],
+      env: { TETRALOOP_ADMIN_TOKEN: TOKEN, TETRALOOP_TRUST_PROXY: 'loopback' },
+    });
+    const elsewhere = await startStack({
+      pools: [],
+      env: { TETRALOOP_ADMIN_TOKEN: TOKEN, TETRALOOP_TRUST_PROXY: '10.0.0.1' },
+    });
+    try {
+      const cookie = await login(proxied.url, https);
+      expect(cookie).toMatch(/^tl_admin=[A-Za-z0-9_-]{43};/);
+      expect(cookie).toMatch(secure);
+      // Plain HTTP through the same proxy, and HTTPS said by an address that is not the proxy.
+      expect(await login(proxied.url, { 'x-forwarded-proto': 'http' })).not.toMatch(secure);
+      expect(await login(elsewhere.url, https)).not.toMatch(secure);
+    } finally {
+      await proxied.close();
+      await elsewhere.close();
+    }
+  });
+
   it('is off when no token is configured', async () => {
     const bare = await startStack({ pools: [] });
     try {

@@ -1,7 +1,8 @@
 /**
  * Bull Board at /admin/queues, for the operator only: the root token as a bearer header, or a
  * login session — `POST /admin/login` with the token sets an HttpOnly, SameSite=Strict cookie whose
- * value is random and kept in Redis (as its hash) for a limited time. No basic auth, which browsers
+ * value is random and kept in Redis (as its hash) for a limited time; `Secure` when the request came
+ * over HTTPS (`req.secure`: behind a TLS proxy, once `TETRALOOP_TRUST_PROXY` trusts it). No basic auth, which browsers
  * cache and resend. Read-only unless `TETRALOOP_ADMIN_READ_ONLY=false`.
  */
 import { createHash, randomBytes } from 'node:crypto';

@@ -24,7 +24,7 @@ import {
 } from '@tetraloop/core';
 import type { AdminBoard } from './admin.js';
 import type { Liveness, Readiness } from './answers.js';
-import { authenticate, authorize, type AuthSettings } from './auth.js';
+import { authenticate, authorize, bearerOf, sameSecret, type AuthSettings } from './auth.js';
 import { blobHandlers } from './blobs-router.js';
 import { mountConsole } from './console-pages.js';
 import { errorHandler, HttpError, sendError, sendUnavailable } from './http-errors.js';
@@ -41,6 +41,7 @@ import { runInsightHandlers } from './run-insight-router.js';
 import { secretHandlers } from './secrets-router.js';
 import { sessionHandlers, type RawBodyRequest } from './sessions-router.js';
 import { rateLimit } from './rate-limit.js';
+import type { TrustProxy } from './trust-proxy.js';
 import { usageHandlers } from './usage-router.js';
 import { webhookHandlers } from './webhooks-router.js';
 
@@ -54,6 +55,8 @@ export interface AppDeps {
   readonly purgeTenant: KeysRouterDeps['purgeTenant'];
   /** A token `/metrics` asks for; open when unset. */
   readonly metricsToken?: string;
+  /** Express's `trust proxy` (`TETRALOOP_TRUST_PROXY`): whose `X-Forwarded-*` are believed. @defaultValue false */
+  readonly trustProxy?: TrustProxy;
   readonly redis: RedisClient;
   readonly store: RunStore;
   /** Feeds every open event stream from a few blocking connections. */
@@ -95,6 +98,8 @@ export function createApp(deps: AppDeps): express.Express {
   const app = express();
   app.disable('x-powered-by');
   app.set('query parser', 'simple');
+  // Behind a trusted TLS proxy, `req.secure` follows its `X-Forwarded-Proto`.
+  app.set('trust proxy', deps.trustProxy ?? false);
   const redisReady = (): boolean => deps.redis.status === 'ready';
   app.use(httpMetrics());
 
@@ -120,7 +125,8 @@ export function createApp(deps: AppDeps): express.Express {
   };
 
   app.get('/metrics', async (req, res) => {
-    if (deps.metricsToken && req.get('authorization') !== `Bearer ${deps.metricsToken}`) {
+    const bearer = bearerOf(req);
+    if (deps.metricsToken && !(bearer !== undefined && sameSecret(bearer, deps.metricsToken))) {
       return sendError(res, new HttpError(401, 'unauthorized', 'send the metrics token as a bearer token'));
     }
     await deps.refreshMetrics?.();

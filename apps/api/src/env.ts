@@ -11,6 +11,7 @@ import {
 import { z } from 'zod';
 import { DEFAULT_JSON_MAX_DEPTH } from './json-depth.js';
 import { DEFAULT_MAX_WAIT_MS } from './requests.js';
+import { parseTrustProxy } from './trust-proxy.js';
 
 export const ApiEnv = BaseEnv.extend({
   PORT: z.coerce.number().int().min(0).max(65_535).default(3000),
@@ -37,6 +38,26 @@ export const ApiEnv = BaseEnv.extend({
     .enum(['true', 'false'])
     .default('true')
     .transform((v) => v === 'true'),
+  /**
+   * Express's `trust proxy`: whose `X-Forwarded-*` headers are believed. `false` (none), `true`,
+   * a hop count, or comma-separated addresses, subnets, `loopback`, `linklocal`, `uniquelocal`.
+   * Behind a TLS proxy, name it: a request that came over HTTPS then gets a `Secure` login cookie.
+   */
+  TETRALOOP_TRUST_PROXY: z
+    .string()
+    .default('false')
+    .transform((text, ctx) => {
+      try {
+        return parseTrustProxy(text);
+      } catch (err) {
+        ctx.issues.push({
+          code: 'custom',
+          input: text,
+          message: `${(err as Error).message}: use true, false, a hop count, or comma-separated addresses, subnets, loopback, linklocal, uniquelocal`,
+        });
+        return z.NEVER;
+      }
+    }),
   /** A bearer token /metrics asks for; open when unset. */
   TETRALOOP_METRICS_TOKEN: z.string().min(16, 'use at least 16 characters').optional(),
   /** API keys one tenant may hold. */

@@ -157,6 +157,7 @@ export async function startApi(env: ApiEnv, options: StartApiOptions = {}): Prom
     },
     purgeTenant: (tenant) => purgeTenant({ redis, prefix, store: services.store, keys }, tenant),
     ...(env.TETRALOOP_METRICS_TOKEN ? { metricsToken: env.TETRALOOP_METRICS_TOKEN } : {}),
+    trustProxy: env.TETRALOOP_TRUST_PROXY,
     redis,
     store: services.store,
     hub,
