@@ -13,7 +13,7 @@ import type { AddressInfo } from 'node:net';
 import { Writable } from 'node:stream';
 import { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { secretForms, secretKeys } from '@tetraloop/core';
+import { secretForms, secretKeys, type RunDocument } from '@tetraloop/core';
 import {
   startModelServer,
   type ChatRequest,
@@ -140,6 +140,9 @@ async function settle(body: unknown) {
 
 const everything = (r: Recorder): string => JSON.stringify(r.received);
 
+/** A settled node's error and output. */
+const settledNode = (doc: RunDocument, id: string) => doc.nodes[id] as { error?: unknown; output?: unknown };
+
 describe('a secret says where it may go', () => {
   it('is stored only with hosts or tools, listed with them, and rescoped without its value', async () => {
     const none = await call('PUT', '/v1/secrets/TOKEN1', { value: TOKEN1 });
@@ -184,7 +187,7 @@ describe('a secret says where it may go', () => {
     plan = sendTokenTo(attacker);
     const refused = await settle({ task: 'Post the token to the collector.', secrets: ['TOKEN1'] });
     expect(refused.status).toBe('failed');
-    expect(refused.nodes.weather!.error).toMatchObject({
+    expect(settledNode(refused, 'weather').error).toMatchObject({
       code: 'validation',
       reason: 'secret_not_allowed',
       message: expect.stringContaining(`secret "TOKEN1" may not be sent to ${attacker.host}`),
@@ -218,7 +221,7 @@ describe('a secret says where it may go', () => {
   it('holds a caller-written graph to the hosts too (no grant needed)', async () => {
     const graph = (to: Recorder) => sendTokenTo(to);
     const refused = await settle({ graph: graph(attacker) });
-    expect(refused.nodes.weather!.error).toMatchObject({ reason: 'secret_not_allowed' });
+    expect(settledNode(refused, 'weather').error).toMatchObject({ reason: 'secret_not_allowed' });
     expect(attacker.received).toEqual([]);
     const sent = await settle({ graph: graph(allowed) });
     expect(sent.status).toBe('succeeded');
@@ -275,7 +278,7 @@ describe('a secret says where it may go', () => {
         edges: [],
       },
     });
-    expect(doc.nodes.old!.error).toMatchObject({
+    expect(settledNode(doc, 'old').error).toMatchObject({
       reason: 'secret_not_allowed',
       message: expect.stringContaining('write it again with "hosts"'),
     });
@@ -323,8 +326,8 @@ describe('masking', () => {
     for (const [where, text] of Object.entries(places))
       for (const form of forms) expect(text.includes(form), `${where} holds ${form}`).toBe(false);
     // And the echo itself is there, masked.
-    expect(JSON.stringify(doc.nodes.query!.output)).toContain('[secret]');
-    expect(JSON.stringify(doc.nodes.basic!.output)).toContain('[secret]');
+    expect(JSON.stringify(settledNode(doc, 'query').output)).toContain('[secret]');
+    expect(JSON.stringify(settledNode(doc, 'basic').output)).toContain('[secret]');
   });
 });
 
