@@ -263,7 +263,7 @@ export const metrics = {
   }),
   sourceEventsRefused: new Counter({
     name: 'tetraloop_source_events_refused_total',
-    help: 'Source events dropped before reaching a session, by reason (invalid_session_key: a session key outside the API alphabet).',
+    help: 'Source events dropped before reaching a session, by reason (invalid_session_key: a session key the API would refuse).',
     labelNames: ['reason'] as const,
     registers: [registry],
   }),
