@@ -14,6 +14,8 @@ import {
   executionOf,
   expansionOf,
   isExecutable,
+  kindHas,
+  kindsWith,
   mapReferenceFields,
   nodeJobAttempts,
   parseAllowHosts,
@@ -82,6 +84,49 @@ describe('the node-kind table', () => {
       system: '<be {{a.output.tone}}>',
     });
     expect(SAMPLES.llm.prompt).toBe('sum {{a.output}}');
+  });
+
+  it('declares every trait of every kind, in one table', () => {
+    const traitsOf = (n: GraphNode): (boolean | null)[] => {
+      const spec = NODE_KINDS[n.kind];
+      const run = isExecutable(n) ? executionOf(n) : undefined;
+      return [
+        spec.planner !== undefined,
+        expansionOf(n) !== undefined,
+        spec.variesOnRetry,
+        spec.mayBeFallback,
+        spec.replansInWindow,
+        run ? run.retryable : null,
+        run ? run.mayRunHandedOff : null,
+        run ? run.declaredToolCall(n) !== undefined : null,
+        run ? run.chargesToolCall : null,
+        run ? run.usesToolTime : null,
+      ];
+    };
+    const table = Object.fromEntries(Object.values(SAMPLES).map((n) => [n.kind, traitsOf(n)]));
+    // null: the kind never executes (it expands before the run).
+    // prettier-ignore
+    expect(table).toEqual({
+      //      planner expands variesOnRetry mayBeFallback replansInWindow retryable mayRunHandedOff declaredToolCall chargesToolCall usesToolTime
+      tool:  [true,   false,  true,         true,         true,           true,     true,           true,            true,           true ],
+      llm:   [true,   false,  true,         true,         true,           true,     true,           false,           false,          true ],
+      wait:  [false,  false,  false,        false,        false,          false,    false,          false,           false,          false],
+      loop:  [false,  false,  false,        false,        false,          true,     false,          false,           false,          true ],
+      graph: [false,  true,   false,        false,        false,          null,     null,           null,            null,           null ],
+    });
+    expect(executionOf(SAMPLES.tool).declaredToolCall(SAMPLES.tool)).toEqual({
+      tool: 'json',
+      args: { value: { $ref: 'a.output' } },
+    });
+    // What validation's messages name, and how a raw node's kind is read before it is validated.
+    expect(kindsWith('variesOnRetry')).toEqual(['tool', 'llm']);
+    expect(kindsWith('mayBeFallback')).toEqual(['tool', 'llm']);
+    expect(kindsWith('replansInWindow')).toEqual(['tool', 'llm']);
+    expect([kindHas('llm', 'mayBeFallback'), kindHas('wait', 'mayBeFallback')]).toEqual([true, false]);
+    expect([kindHas('toString', 'mayBeFallback'), kindHas(undefined, 'replansInWindow')]).toEqual([
+      false,
+      false,
+    ]);
   });
 
   it('says for each executable kind how it retries, charges, limits, labels and fails', () => {

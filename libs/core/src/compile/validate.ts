@@ -7,8 +7,7 @@ import { z } from 'zod';
 import type { ModelPolicy } from '../ceilings/ceilings.js';
 import { DEFAULT_GRAPH_LIMITS, MAX_NESTING, type GraphLimits } from '../graph/limits.js';
 import { findReferences, getPath } from '../graph/references.js';
-import { FIXED_FIELDS, VARYING_KINDS, applyVariant, variantsOf } from '../graph/retry-variants.js';
-import { FALLBACK_KINDS } from '../graph/task-ttl.js';
+import { FIXED_FIELDS, applyVariant, variantsOf } from '../graph/retry-variants.js';
 import { Edge, NodeId, type ValidationIssue } from '../graph/schema.js';
 import { ancestorsOf, buildTopology, findCycle, type Topology } from '../graph/topology.js';
 import { MODEL_VARIABLES } from '../model/model-config.js';
@@ -21,11 +20,14 @@ import {
 import {
   NODE_KINDS,
   isNodeKind,
+  kindHas,
+  kindsWith,
   referenceFields,
   type ExecutableGraph,
   type Graph,
   type GraphNode,
   type NodeCheck,
+  type NodeKind,
   type NodeKindSpec,
 } from '../nodes/index.js';
 import type { ToolRegistry } from '../tools/tool.js';
@@ -273,8 +275,8 @@ function checkNode(
 
 /**
  * A node's TTL (`graph/task-ttl.ts`): one of `ttlMs` and `expiresAt`, what to do on expiry only
- * with one of them, and a fallback exactly when it downgrades — a `tool` or `llm` node of its own,
- * checked like one under the node's id.
+ * with one of them, and a fallback exactly when it downgrades — a node of its own, of a kind that
+ * may be a fallback (`mayBeFallback`), checked like one under the node's id.
  */
 function checkTtl(
   node: GraphNode,
@@ -305,8 +307,8 @@ function checkTtl(
   if (issues.length > before || fallback === undefined) return issues.length === before;
   const at = [...path, 'fallback'];
   const kind = fallback.kind;
-  if (typeof kind !== 'string' || !FALLBACK_KINDS.has(kind)) {
-    issue('fallback', `a fallback is a ${[...FALLBACK_KINDS].join(' or ')} node`);
+  if (!kindHas(kind, 'mayBeFallback')) {
+    issue('fallback', `a fallback is a ${kindsWith('mayBeFallback').join(' or ')} node`);
     return false;
   }
   const nested = ['id', 'ttlMs', 'expiresAt', 'onExpire', 'fallback'].filter((f) => f in fallback);
@@ -316,7 +318,7 @@ function checkTtl(
       message: 'a fallback takes the node’s id and has no TTL of its own',
     });
   if (nested.length > 0) return false;
-  const spec = NODE_KINDS[kind as 'tool' | 'llm'] as NodeKindSpec<GraphNode>;
+  const spec = NODE_KINDS[kind as NodeKind] as NodeKindSpec<GraphNode>;
   checkStandIn(spec, { ...fallback, id: node.id }, path, ['fallback'], depth, opts, issues, argsPlaces);
   return issues.length === before;
 }
@@ -364,10 +366,10 @@ function checkVariants(
   if (variants.length === 0) return true;
   const before = issues.length;
   const at = [...path, 'retry', 'vary'];
-  if (!VARYING_KINDS.has(node.kind)) {
+  if (!spec.variesOnRetry) {
     issues.push({
       path: join(...at),
-      message: `only ${[...VARYING_KINDS].join(' and ')} nodes vary their retries`,
+      message: `only ${kindsWith('variesOnRetry').join(' and ')} nodes vary their retries`,
     });
     return false;
   }

@@ -17,7 +17,8 @@
  * Pure: which released nodes a job may take, in its order of preference.
  */
 import { DEFAULT_NODE_PRIORITY } from '../graph/schema.js';
-import type { ExecutableNode } from '../nodes/index.js';
+import { hasTtl } from '../graph/task-ttl.js';
+import { executionOf, type ExecutableNode } from '../nodes/index.js';
 
 /** Thrown inside a handed-off node that has to park: it goes on in a job of its own. */
 export class OwnJobNeeded extends Error {
@@ -28,12 +29,12 @@ export class OwnJobNeeded extends Error {
 }
 
 /**
- * Whether a node may run handed off: a tool or llm node without a TTL (a TTL counts from when its
- * job was queued; a downgrade is noted in its job). Waits and loops park by nature.
+ * Whether a node may run handed off: a node of a kind that may (`mayRunHandedOff`: tool, llm; waits
+ * and loops park by nature) without a TTL (a TTL counts from when its job was queued; a downgrade
+ * is noted in its job).
  */
 export function mayHandOff(node: ExecutableNode): boolean {
-  if (node.kind !== 'tool' && node.kind !== 'llm') return false;
-  return node.ttlMs === undefined && node.expiresAt === undefined;
+  return executionOf(node).mayRunHandedOff && !hasTtl(node);
 }
 
 const priorityOf = (node: ExecutableNode): number =>

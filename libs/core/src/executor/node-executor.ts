@@ -290,9 +290,10 @@ async function runExecution(deps: ExecutorDeps, execution: Execution): Promise<E
 }
 
 /**
- * The early flow-control ask of a tool node whose call is known before it starts: its arguments
- * hold no references (so hooks aside, its target is known) and its time limit is its own or the
- * default. `passFlow` takes the answer when the call asks for the same counters.
+ * The early flow-control ask of a node whose one tool call is known before it starts (its kind's
+ * `declaredToolCall`: a tool node's): its arguments hold no references (so hooks aside, its target
+ * is known) and its time limit is its own or the default. `passFlow` takes the answer when the call
+ * asks for the same counters.
  */
 function earlyFlowAsk(
   deps: ExecutorDeps,
@@ -300,15 +301,19 @@ function earlyFlowAsk(
   node: ExecutableNode,
   job: Job,
 ): EarlyAsk | undefined {
-  if (!deps.flow || node.kind !== 'tool' || job.id === undefined) return undefined;
-  const tool = deps.tools.get(node.tool);
-  if (!tool || findReferences(node.args).length > 0) return undefined;
-  const parsed = tool.input.safeParse(node.args);
+  if (!deps.flow || job.id === undefined) return undefined;
+  const kind = executionOf(node);
+  const call = kind.declaredToolCall(node);
+  if (!call) return undefined;
+  const tool = deps.tools.get(call.tool);
+  if (!tool || findReferences(call.args).length > 0) return undefined;
+  const parsed = tool.input.safeParse(call.args);
   if (!parsed.success) return undefined;
   const target = tool.target?.(parsed.data);
   // A call a lesson may give a longer time limit asks when it is made.
   if (target !== undefined && deps.lessons) return undefined;
-  const limitMs = node.timeoutMs ?? Math.max(deps.defaultTimeoutMs, tool.minTimeoutMs?.(parsed.data) ?? 0);
+  const limitMs =
+    kind.timeoutMs(node) ?? Math.max(deps.defaultTimeoutMs, tool.minTimeoutMs?.(parsed.data) ?? 0);
   return askEarly(deps.flow, plan, job.id, {
     tool: tool.name,
     ...(target !== undefined ? { host: target } : {}),

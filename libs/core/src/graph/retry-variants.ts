@@ -2,7 +2,8 @@
  * Retries with different parameters: a node's `retry.vary` lists overrides of its own fields. The
  * first attempt runs the node as written; retry i (attempt i + 1) runs it with `vary[i - 1]`
  * applied — the last override again when there are more retries than overrides — so a retry can
- * lower a temperature, try another extraction prompt or a mirror URL. Pure.
+ * lower a temperature, try another extraction prompt or a mirror URL. Which kinds may vary is each
+ * kind's own trait (`variesOnRetry` in `nodes/`). Pure.
  */
 import { z } from 'zod';
 
@@ -17,9 +18,6 @@ export const RetryVariants = z.array(RetryVariant).min(1).max(MAX_RETRY_VARIANTS
 
 /** Fields an override may not change: what the node is, and how it fails. */
 export const FIXED_FIELDS: ReadonlySet<string> = new Set(['id', 'kind', 'retry', 'onError', 'priority']);
-
-/** The kinds whose retries may vary. */
-export const VARYING_KINDS: ReadonlySet<string> = new Set(['tool', 'llm']);
 
 /** Which override attempt `attempt` (1 for the first) runs with, 1-based; undefined for none. */
 export function variantNumber(count: number, attempt: number): number | undefined {

@@ -19,12 +19,12 @@ export const TaskTtlFields = {
   expiresAt: z.iso.datetime({ offset: true }).optional(),
   /** @defaultValue "skip" */
   onExpire: OnExpire.optional(),
-  /** With `onExpire: "downgrade"`: a `tool` or `llm` node (without `id`) run in the node's place. */
+  /**
+   * With `onExpire: "downgrade"`: a node (without `id`) run in the node's place, of a kind that may
+   * be a fallback (`mayBeFallback` in `nodes/`: `tool`, `llm`).
+   */
   fallback: z.record(z.string(), z.unknown()).optional(),
 };
-
-/** The kinds a fallback may be. */
-export const FALLBACK_KINDS: ReadonlySet<string> = new Set(['tool', 'llm']);
 
 interface TtlFields {
   readonly ttlMs?: number;
@@ -37,6 +37,12 @@ interface TtlFields {
 export interface Expiry {
   readonly at: number;
   readonly onExpire: OnExpire;
+}
+
+/** Whether `node` has a TTL (`ttlMs` or `expiresAt`). */
+export function hasTtl(node: object): boolean {
+  const { ttlMs, expiresAt: at } = node as TtlFields;
+  return ttlMs !== undefined || at !== undefined;
 }
 
 /** When `node` expires, given when it was queued (epoch ms); undefined for a node without a TTL. */

@@ -30,6 +30,10 @@ export const graphKind: ExpandingKindSpec<SubgraphNode> = {
     const inner = check.nested(node.graph, ['graph']);
     return inner ? { ...node, graph: inner } : undefined;
   },
+  // It never runs itself: its nested nodes do, each by its own kind.
+  variesOnRetry: false,
+  mayBeFallback: false,
+  replansInWindow: false,
   expand: expandSubgraph,
 };
 

@@ -2,7 +2,7 @@
  * The node-kind table: one entry per kind, each declared whole in its own module. Adding a kind
  * is one module, plus here its import, its node type in the unions and its entry in the table
  * (the compiler points at each), and a sample in `test/node-kinds.test.ts`. Everything that
- * depends on a node's kind reads it from here.
+ * depends on a node's kind reads it from here: no file outside `nodes/` branches on a kind.
  */
 import { z } from 'zod';
 import { getPath } from '../graph/references.js';
@@ -69,6 +69,19 @@ export function toolOf(node: GraphNode): string | undefined {
   const kind = executionOf(node);
   return kind.chargesToolCall ? kind.label(node) : undefined;
 }
+
+/** The yes-or-no traits every kind declares, read of a node's kind by validation and window planning. */
+export type KindTrait = 'variesOnRetry' | 'mayBeFallback' | 'replansInWindow';
+
+/** Whether `kind` (a node's `kind`, perhaps not validated yet) names a kind with `trait`. */
+export const kindHas = (kind: unknown, trait: KindTrait): boolean =>
+  isNodeKind(kind) && NODE_KINDS[kind][trait];
+
+/** The kinds with `trait`, in the table's order: what a message names. */
+export const kindsWith = (trait: KindTrait): NodeKind[] =>
+  Object.values(NODE_KINDS)
+    .filter((spec) => spec[trait])
+    .map((spec) => spec.kind);
 
 /** The table entry of an expanding node (a nested graph), or undefined for nodes that execute. */
 export const expansionOf = (node: GraphNode): ExpandingKindSpec<GraphNode> | undefined => {

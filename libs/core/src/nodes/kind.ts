@@ -1,10 +1,12 @@
 /**
  * What a node kind is. Each kind (tool, llm, wait, loop, graph) is one module in this folder that
  * declares, in one entry, everything the rest of Tetraloop needs to know about it: its schema, the
- * fields that may hold references, its static checks, how the planner may write it, how it expands,
- * and — for kinds that execute — whether it retries, what it charges, its call limits, its label and
- * its runner. Validation, expansion, the plan cache, the node executor, node-job enqueueing and the
- * planner read the table in `index.ts`; none of them branches on a kind.
+ * fields that may hold references, its static checks, how the planner may write it, whether its
+ * retries may vary, whether it may be a fallback, whether it replans in a window, how it expands,
+ * and — for kinds that execute — whether it retries, whether it may run handed off, the tool call
+ * it declares, what it charges, its call limits, its label and its runner. Validation, expansion,
+ * the plan cache, the node executor, handoff, node-job enqueueing, the planner and window planning
+ * read the table in `index.ts`; none of them branches on a kind.
  *
  * A runner talks to the harness only through {@link NodeRun}: the harness owns snapshots, retries,
  * limits, hooks, parking and the store, so a kind never touches Redis or BullMQ itself.
@@ -54,6 +56,18 @@ export interface NodeKindSpec<N extends NodeBase> {
   check(node: N, check: NodeCheck): N | undefined;
   /** Absent when the planner may not write this kind. */
   readonly planner?: PlannerEntry;
+  /** Whether its retries may run with overrides of its own fields (`retry.vary`, `graph/retry-variants.ts`). */
+  readonly variesOnRetry: boolean;
+  /**
+   * Whether it may stand in for a node not started in time: a TTL's `fallback` with
+   * `onExpire: "downgrade"` (`graph/task-ttl.ts`).
+   */
+  readonly mayBeFallback: boolean;
+  /**
+   * In a window run, whether a node of this kind that sets no `onError` hands the run back to the
+   * planner when it fails (`onError: "replan"`): its failure is news for the next window.
+   */
+  readonly replansInWindow: boolean;
 }
 
 /** What expansion offers a kind that expands: the nodes of a nested graph, and reference renaming. */
@@ -93,6 +107,18 @@ export interface ExecutableKindSpec<N extends NodeBase> extends NodeKindSpec<N> 
   readonly defaultTimeout: 'tool' | 'model' | 'per-call';
   /** The node's own call limit, if it has one. */
   timeoutMs(node: N): number | undefined;
+  /**
+   * Whether a node released by another may run handed off, in the job of the node that released it
+   * (`executor/handoff.ts`); a kind that parks by nature (a wait for its signal, a loop between
+   * iterations) always gets a job of its own.
+   */
+  readonly mayRunHandedOff: boolean;
+  /**
+   * The one tool call each execution makes, as the graph declares it (its args may hold
+   * references), for a kind that makes exactly one; undefined when its calls are known only as it
+   * runs. Flow control may ask for such a call's capacity before the node starts.
+   */
+  declaredToolCall(node: N): { readonly tool: string; readonly args: Record<string, unknown> } | undefined;
   /** Its label in events and metrics: the tool it calls, or its kind. */
   label(node: N): string;
   /** Whether a failure is data for the dependents (`{error}` as output) instead of the end of the run. */

@@ -106,6 +106,9 @@ export const llmKind: ExecutableKindSpec<LlmNode> = {
     }),
     rule: 'An "llm" node: {"id", "kind": "llm", "prompt": "..."} (optional "system"); it sees only what its prompt references.',
   },
+  variesOnRetry: true,
+  mayBeFallback: true,
+  replansInWindow: true,
   retry: (node) => node.retry,
   retryable: true,
   chargesToolCall: false,
@@ -113,6 +116,9 @@ export const llmKind: ExecutableKindSpec<LlmNode> = {
   // Model calls take longer than tool calls; their default is the model client's own timeout.
   defaultTimeout: 'model',
   timeoutMs: (node) => node.timeoutMs,
+  mayRunHandedOff: true,
+  // Its call is a model call, asked for when it is made.
+  declaredToolCall: () => undefined,
   label: () => 'llm',
   continuesOnFailure: (node) => node.onError === 'continue',
   replansOnFailure: (node) => node.onError === 'replan',

@@ -301,6 +301,9 @@ export const loopKind: ExecutableKindSpec<LoopNode> = {
     const inner = check.nested(body.graph, ['body', 'graph']);
     return inner ? { ...node, body: { ...body, graph: inner } } : undefined;
   },
+  variesOnRetry: false,
+  mayBeFallback: false,
+  replansInWindow: false,
   retry: (node) => node.retry,
   retryable: true,
   // Loop bodies charge each iteration as it happens.
@@ -308,6 +311,10 @@ export const loopKind: ExecutableKindSpec<LoopNode> = {
   usesToolTime: true,
   defaultTimeout: 'per-call',
   timeoutMs: (node) => node.timeoutMs,
+  // It parks between iterations and while a child run works.
+  mayRunHandedOff: false,
+  // A call per iteration, asked for when it is made.
+  declaredToolCall: () => undefined,
   label: (node) => ('tool' in node.body ? node.body.tool : 'loop'),
   continuesOnFailure: (node) => node.onError === 'continue',
   replansOnFailure: (node) => node.onError === 'replan',

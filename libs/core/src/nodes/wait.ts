@@ -45,6 +45,9 @@ export const waitKind: ExecutableKindSpec<WaitNode> = {
   schema: WaitNode,
   referenceFields: [],
   check: (node) => node,
+  variesOnRetry: false,
+  mayBeFallback: false,
+  replansInWindow: false,
   // A wait has one outcome per signal: nothing to retry.
   retryable: false,
   retry: () => undefined,
@@ -53,6 +56,9 @@ export const waitKind: ExecutableKindSpec<WaitNode> = {
   defaultTimeout: 'per-call',
   // Its own `timeoutSeconds` bounds the wait; no call limit applies.
   timeoutMs: () => undefined,
+  // It parks until its signal or its timeout.
+  mayRunHandedOff: false,
+  declaredToolCall: () => undefined,
   label: () => 'wait',
   continuesOnFailure: (node) => node.onTimeout === 'continue',
   replansOnFailure: () => false,

@@ -14,7 +14,7 @@ import type { ValidationIssue } from '../graph/schema.js';
 import type { Topology } from '../graph/topology.js';
 import type { ChatMessage } from '../model/model-client.js';
 import { truncate } from '../model/prompt-render.js';
-import type { ExecutableGraph, Graph, GraphNode } from '../nodes/index.js';
+import { kindHas, toolOf, type ExecutableGraph, type Graph, type GraphNode } from '../nodes/index.js';
 import type { ToolCatalog } from '../tools/tool-catalog.js';
 import type { WorkspaceFile } from '../workspace/workspace.js';
 import { GRAPH_RULES } from './planner-prompt.js';
@@ -174,7 +174,8 @@ export function windowHistory(
   };
 }
 
-const labelOf = (node: GraphNode): string => (node.kind === 'tool' ? node.tool : node.kind);
+/** What a completed node is, for the planner: the tool it calls (a `tool` node), or its kind. */
+const labelOf = (node: GraphNode): string => toolOf(node) ?? node.kind;
 
 /** A window answer as the run installs it: the merged graph, checked, and the window's record. */
 export interface CheckedWindow {
@@ -194,13 +195,14 @@ const WindowAnswer = z.object({
 });
 
 /**
- * A window's nodes hand the run back to the planner when they fail (`onError: "replan"`), unless
- * the planner chose otherwise: a failure is news for the next window, not the end of the run.
+ * A window's nodes of the kinds that replan in a window (`replansInWindow`) hand the run back to
+ * the planner when they fail (`onError: "replan"`), unless the planner chose otherwise: a failure
+ * is news for the next window, not the end of the run.
  */
 function withWindowDefaults(node: unknown): unknown {
   if (typeof node !== 'object' || node === null || Array.isArray(node)) return node;
   const n = node as Record<string, unknown>;
-  if ((n.kind === 'tool' || n.kind === 'llm') && n.onError === undefined) return { ...n, onError: 'replan' };
+  if (kindHas(n.kind, 'replansInWindow') && n.onError === undefined) return { ...n, onError: 'replan' };
   return node;
 }
 

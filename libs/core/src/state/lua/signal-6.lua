@@ -1,8 +1,9 @@
 --[[
   Delivers a named signal to a run, only if something may take it: a wait of the run's current
   generation that has begun and is not over (a wait node's signal, a held tool call's approval),
-  or a wait node of the plan that declares the name with `acceptEarly` and has not run yet. The
-  check and the delivery are one step, so nothing can slip a signal in before its wait exists.
+  or a node of the plan that declares the name with `acceptEarly` and has not run yet (fields only
+  a wait node has: read as fields, not by the node's kind). The check and the delivery are one
+  step, so nothing can slip a signal in before its wait exists.
   The first delivery of a name wins; each accepted signal counts against the run's cap. The
   decision (who, when) goes into the signal's record, each waiting node's wait record and the
   `signal.received` event. A budget decision that raises the run's money budget raises it in the
@@ -37,7 +38,7 @@ local function declaredEarly()
   local plan = redis.call('HGET', KEYS[1], 'plan')
   if not plan then return false end
   for _, n in ipairs(cjson.decode(plan).nodes or {}) do
-    if n.kind == 'wait' and n.signal == name and n.acceptEarly == true
+    if n.signal == name and n.acceptEarly == true
       and redis.call('HEXISTS', KEYS[3], n.id) == 0 then
       return true
     end
