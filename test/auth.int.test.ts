@@ -4,7 +4,8 @@
  * key, the right key} answers 401 / 401 / 403 / 404 (for what another tenant owns; its own answer
  * otherwise) / 2xx — a route added to the table without an example here fails the test. Then:
  * two tenants' sessions of one name, approvals recorded with their key, the root token, and a
- * tenant deleted without a key left behind.
+ * tenant deleted without a key left behind; and a key's lineage: a key minted by a key gets
+ * nothing beyond its maker (no longer life either), is revoked with it, and is listed under it.
  */
 import { randomUUID } from 'node:crypto';
 import { Redis } from 'ioredis';
@@ -22,6 +23,14 @@ import {
 } from '@tetraloop/core';
 import { startModelServer, type ModelServer } from './support/model-server.js';
 import { laneIdle, startStack, type Stack } from './support/stack.js';
+
+interface KeyRecord {
+  keyId: string;
+  tenant: string;
+  scopes: string[];
+  createdBy?: string;
+  expiresAt?: string;
+}
 
 const ROOT = 'root-token-0123456789-0123456789-0123456789';
 let stack: Stack;
@@ -533,5 +542,172 @@ describe('tenants', () => {
     expect(await tenantKeys()).toEqual([]);
     expect((await call('get', '/v1/secrets', { key })).status).toBe(401);
     expect((await call('delete', '/v1/tenants/default', { key: ROOT })).status).toBe(409);
+  });
+});
+
+describe('key lineage (issue 27: a key outlived its maker)', () => {
+  const inMinutes = (minutes: number): string => new Date(Date.now() + minutes * 60_000).toISOString();
+
+  /** A key `maker` mints; the answer must be 201. */
+  async function mint(
+    maker: string,
+    body: { scopes: Scope[]; expiresAt?: string; name?: string },
+  ): Promise<{ key: string; keyId: string; record: KeyRecord }> {
+    const made = await call('post', '/v1/keys', { key: maker, body });
+    expect(made.status, JSON.stringify(made.body)).toBe(201);
+    return {
+      key: made.body.key as string,
+      keyId: made.body.keyId as string,
+      record: made.body as unknown as KeyRecord,
+    };
+  }
+
+  /** What a key answers on a route every key here may use. */
+  const statusOf = async (key: string): Promise<number> =>
+    (await call('get', '/v1/runs?limit=1', { key })).status;
+
+  const listed = async (key: string, createdBy: string): Promise<Answer> =>
+    call('get', `/v1/keys?createdBy=${createdBy}`, { key });
+  const idsOf = (answer: Answer): string[] => (answer.body.keys as KeyRecord[]).map((k) => k.keyId).sort();
+
+  it('refuses an admin key expiring in 2 minutes a key without expiry, or one outliving it', async () => {
+    const expiresAt = inMinutes(2);
+    const made = await call('post', '/v1/keys', {
+      key: ROOT,
+      body: { tenant: 'acme', scopes: ['admin', 'runs:read'], expiresAt },
+    });
+    expect(made.status).toBe(201);
+    const maker = made.body.key as string;
+    expect(made.body.createdBy).toBe('root');
+
+    const forever = await call('post', '/v1/keys', { key: maker, body: { scopes: ['admin', 'runs:read'] } });
+    expect(forever.status).toBe(403);
+    expect(forever.body).toMatchObject({
+      error: {
+        code: 'forbidden',
+        issues: [{ path: 'expiresAt', message: expect.stringContaining(expiresAt) }],
+      },
+    });
+    const later = await call('post', '/v1/keys', {
+      key: maker,
+      body: { scopes: ['runs:read'], expiresAt: inMinutes(60) },
+    });
+    expect(later.status).toBe(403);
+    expect(later.body).toMatchObject({ error: { code: 'forbidden', issues: [{ path: 'expiresAt' }] } });
+    // Nor a scope it lacks, nor another tenant.
+    const wider = await call('post', '/v1/keys', {
+      key: maker,
+      body: { scopes: ['runs:write'], expiresAt: inMinutes(1) },
+    });
+    expect(wider.status).toBe(403);
+    expect(wider.body).toMatchObject({ error: { code: 'forbidden', issues: [{ path: 'scopes' }] } });
+    const elsewhere = await call('post', '/v1/keys', {
+      key: maker,
+      body: { tenant: 'beta', scopes: ['runs:read'], expiresAt: inMinutes(1) },
+    });
+    expect(elsewhere.status).toBe(403);
+    expect(elsewhere.body).toMatchObject({ error: { code: 'forbidden', issues: [{ path: 'tenant' }] } });
+    // Nothing refused was made.
+    expect(idsOf(await listed(ROOT, made.body.keyId as string))).toEqual([]);
+
+    // Within its life, scopes and tenant it may: at its own expiry or before.
+    const child = await mint(maker, { scopes: ['runs:read'], expiresAt });
+    expect(child.record).toMatchObject({ createdBy: made.body.keyId, expiresAt, tenant: 'acme' });
+    expect(await statusOf(child.key)).toBe(200);
+    // A key without expiry still makes keys without one.
+    const lasting = await mint(acme, { scopes: ['runs:read'] });
+    expect(lasting.record.expiresAt).toBeUndefined();
+  });
+
+  it('revokes with a key every key it made, and every key those made; nothing else', async () => {
+    const a = await mint(acme, { scopes: ['admin', 'runs:read'], name: 'a' });
+    const b = await mint(a.key, { scopes: ['admin', 'runs:read'], name: 'b' });
+    const c = await mint(b.key, { scopes: ['runs:read'], name: 'c' });
+    const d = await mint(a.key, { scopes: ['runs:read'], name: 'd' });
+    const sibling = await mint(acme, { scopes: ['runs:read'], name: 'sibling' });
+    expect([b.record.createdBy, c.record.createdBy, d.record.createdBy]).toEqual([a.keyId, b.keyId, a.keyId]);
+    for (const k of [a, b, c, d, sibling]) expect(await statusOf(k.key)).toBe(200);
+
+    // Revoking the middle key takes what it made, not its maker or its siblings.
+    expect((await call('delete', `/v1/keys/${b.keyId}`, { key: acme })).status).toBe(204);
+    expect(await statusOf(b.key)).toBe(401);
+    expect(await statusOf(c.key)).toBe(401);
+    expect(await statusOf(a.key)).toBe(200);
+    expect(await statusOf(d.key)).toBe(200);
+
+    const e = await mint(a.key, { scopes: ['admin', 'runs:read'], name: 'e' });
+    const f = await mint(e.key, { scopes: ['runs:read'], name: 'f' });
+    expect((await call('delete', `/v1/keys/${a.keyId}`, { key: acme })).status).toBe(204);
+    for (const k of [a, d, e, f]) {
+      const answer = await call('get', '/v1/runs?limit=1', { key: k.key });
+      expect(answer.status, k.record.keyId).toBe(401);
+      expect(answer.body).toMatchObject({ error: { code: 'unauthorized' } });
+    }
+    expect(await statusOf(sibling.key)).toBe(200);
+    expect(await statusOf(acme)).toBe(200);
+    // The revoked keys are gone from the list, and no set of what they made is left in Redis.
+    const ids = idsOf(await call('get', '/v1/keys', { key: acme }));
+    for (const k of [a, b, c, d, e, f]) expect(ids).not.toContain(k.keyId);
+    for (const k of [a, b, c, d, e, f]) {
+      expect(await redis.keys(`${stack.prefix}:auth:key:${k.keyId}*`)).toEqual([]);
+    }
+  });
+
+  it('lists exactly the keys a key made with ?createdBy=, and none of another tenant', async () => {
+    const a = await mint(acme, { scopes: ['admin', 'runs:read'] });
+    const b1 = await mint(a.key, { scopes: ['admin', 'runs:read'] });
+    const b2 = await mint(a.key, { scopes: ['runs:read'] });
+    const c = await mint(b1.key, { scopes: ['runs:read'] });
+    // Keys that are not a's: its maker's others, and another tenant's.
+    await mint(acme, { scopes: ['runs:read'] });
+    await mint(beta, { scopes: ['runs:read'] });
+
+    for (const viewer of [acme, a.key, ROOT]) {
+      const children = await listed(viewer, a.keyId);
+      expect(children.status).toBe(200);
+      expect(idsOf(children)).toEqual([b1.keyId, b2.keyId].sort());
+      expect((children.body.keys as KeyRecord[]).every((k) => k.createdBy === a.keyId)).toBe(true);
+      expect(JSON.stringify(children.body)).not.toMatch(/tl_[0-9a-f]{16}_/);
+    }
+    expect(idsOf(await listed(acme, b1.keyId))).toEqual([c.keyId]);
+    expect(idsOf(await listed(acme, c.keyId))).toEqual([]);
+    // `root`: the keys the operator made, and not a key minted by a key.
+    const byRoot = await listed(acme, 'root');
+    expect(byRoot.status).toBe(200);
+    // A key is `tl_<keyId>_<secret>`: acme's own key, made with the root token.
+    expect(idsOf(byRoot)).toContain(acme.slice(3, 19));
+    expect(idsOf(byRoot)).not.toContain(a.keyId);
+    expect(
+      (byRoot.body.keys as KeyRecord[]).every((k) => k.createdBy === 'root' && k.tenant === 'acme'),
+    ).toBe(true);
+
+    // Another tenant's admin key learns nothing of acme's keys through the filter.
+    const foreign = await listed(beta, a.keyId);
+    expect(foreign.status).toBe(200);
+    expect(foreign.body.keys).toEqual([]);
+    expect(idsOf(await listed(beta, b1.keyId))).toEqual([]);
+    // Nor can it revoke them, or mint under them.
+    expect((await call('delete', `/v1/keys/${a.keyId}`, { key: beta })).status).toBe(404);
+    expect(await statusOf(b1.key)).toBe(200);
+
+    const bad = await call('get', '/v1/keys?createdBy=someone', { key: acme });
+    expect(bad.status).toBe(400);
+    expect(bad.body).toMatchObject({
+      error: { code: 'invalid_request', issues: [{ path: 'query.createdBy' }] },
+    });
+    expect((await call('get', '/v1/keys?owner=x', { key: acme })).status).toBe(400);
+  });
+
+  it("removes each key's set of what it made when its tenant is deleted", async () => {
+    const tenant = `lineage-${randomUUID().slice(0, 6)}`;
+    const top = await makeKey(tenant, ['admin', 'runs:read']);
+    const made = await mint(top.key, { scopes: ['admin', 'runs:read'] });
+    await mint(made.key, { scopes: ['runs:read'] });
+    expect(await redis.exists(`${stack.prefix}:auth:key:${top.keyId}:children`)).toBe(1);
+    expect(await redis.exists(`${stack.prefix}:auth:key:${made.keyId}:children`)).toBe(1);
+    expect((await call('delete', `/v1/tenants/${tenant}`, { key: ROOT })).body).toMatchObject({ keys: 3 });
+    for (const id of [top.keyId, made.keyId]) {
+      expect(await redis.keys(`${stack.prefix}:auth:key:${id}*`)).toEqual([]);
+    }
   });
 });

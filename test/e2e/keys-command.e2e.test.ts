@@ -119,8 +119,10 @@ describe('tetraloop keys', { timeout: 90_000 }, () => {
     ]);
     expect(table.code, table.stderr).toBe(0);
     const [header, ...rows] = table.stdout.trimEnd().split('\n');
-    expect(header).toMatch(/^KEY ID +TENANT +SCOPES +NAME +CREATED +EXPIRES$/);
-    expect(rows.find((r) => r.startsWith(apiKeyId))).toMatch(/ +acme +runs:write,runs:read +ci +\S+Z +-$/);
+    expect(header).toMatch(/^KEY ID +TENANT +SCOPES +NAME +CREATED +EXPIRES +CREATED BY$/);
+    expect(rows.find((r) => r.startsWith(apiKeyId))).toMatch(
+      / +acme +runs:write,runs:read +ci +\S+Z +- +root$/,
+    );
     expect(table.stderr).toBe('2 keys of tenant acme\n');
     for (const listed of [json, redisJson]) {
       expect(listed.code, listed.stderr).toBe(0);

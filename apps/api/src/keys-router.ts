@@ -1,13 +1,14 @@
 /**
  * `/v1/keys` and `/v1/tenants`: API keys made, listed and revoked by an `admin` key of a tenant
- * (within it) or by the root token (for any tenant), and a tenant deleted with all its data (root).
+ * (within it, no more than it holds, revoked with it) or by the root token (for any tenant), and a
+ * tenant deleted with all its data (root).
  */
 import type { RequestHandler } from 'express';
-import type { ApiKeyStore } from '@tetraloop/core';
+import { KeyGrantError, KeyMakerGoneError, ROOT_MAKER, type ApiKeyStore } from '@tetraloop/core';
 import type { KeyCreated, KeyList, TenantDeleted } from './answers.js';
 import { callerOf } from './auth.js';
 import { HttpError, zodToHttp } from './http-errors.js';
-import { KeyBody, KeyIdParam, TenantId } from './requests.js';
+import { KeyBody, KeyIdParam, KeyListQuery, TenantId } from './requests.js';
 import type { RouteName } from './route-table.js';
 
 export interface KeysRouterDeps {
@@ -22,23 +23,28 @@ export function keyHandlers(deps: KeysRouterDeps): Partial<Record<RouteName, Req
     if (!body.success) throw zodToHttp(body.error);
     const caller = callerOf(res);
     const tenant = body.data.tenant ?? caller.tenant;
-    if (!caller.root && tenant !== caller.tenant) {
-      throw new HttpError(403, 'forbidden', 'an admin key makes keys of its own tenant only', [
-        { path: 'tenant', message: `must be ${caller.tenant}` },
-      ]);
+    try {
+      // A key never gets more than the key that makes it: the store checks the maker's record.
+      const createdBy = caller.root || caller.keyId === null ? ROOT_MAKER : caller.keyId;
+      const { record, key } = await deps.keys.create({ ...body.data, tenant, createdBy });
+      res.status(201).json({ ...record, key } satisfies KeyCreated);
+    } catch (err) {
+      if (err instanceof KeyGrantError) {
+        throw new HttpError(403, 'forbidden', err.message, err.issues);
+      }
+      if (err instanceof KeyMakerGoneError) {
+        throw new HttpError(401, 'unauthorized', 'the API key is unknown, revoked or expired');
+      }
+      throw err;
     }
-    // A key never gets more than the key that makes it.
-    const beyond = body.data.scopes.filter((s) => !caller.root && !caller.scopes.has(s));
-    if (beyond.length > 0) {
-      throw new HttpError(403, 'forbidden', `the API key lacks the scope ${beyond[0]}`);
-    }
-    const { record, key } = await deps.keys.create({ ...body.data, tenant });
-    res.status(201).json({ ...record, key } satisfies KeyCreated);
   };
 
-  const list: RequestHandler = async (_req, res) => {
+  const list: RequestHandler = async (req, res) => {
+    const query = KeyListQuery.safeParse(req.query);
+    if (!query.success) throw zodToHttp(query.error, ['query']);
     const caller = callerOf(res);
-    res.json({ keys: await deps.keys.list(caller.root ? undefined : caller.tenant) } satisfies KeyList);
+    const keys = await deps.keys.list(caller.root ? undefined : caller.tenant, query.data.createdBy);
+    res.json({ keys } satisfies KeyList);
   };
 
   const revoke: RequestHandler = async (req, res) => {

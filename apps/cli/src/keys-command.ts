@@ -43,8 +43,9 @@ export const KEYS_USAGE = `usage: tetraloop keys <command>
 
   create --scopes <scope,…> [--tenant <tenant>] [--name <name>] [--expires-at <ISO time>] [--json]
                                         make a key; its secret is printed once, never again
-  list [--tenant <tenant>] [--json]     keys and their scopes, never their secrets
-  revoke <keyId>                        revoke a key: refused at once by every API process
+  list [--tenant <tenant>] [--json]     keys, their scopes and who made them, never their secrets
+  revoke <keyId>                        revoke a key and every key it made: refused at once by
+                                        every API process
 
   every command also takes --redis: use Redis directly even when TETRALOOP_ADMIN_TOKEN is set
 
@@ -234,7 +235,7 @@ async function revoke(args: readonly string[], io: KeysIo): Promise<number> {
   }
   const { value: revoked, where } = await withBackend(values.redis, io, (keys) => keys.revoke(keyId));
   if (!revoked) throw new RefusedError(`no key ${keyId} in ${where} (tetraloop keys list)`);
-  io.stderr(`key ${keyId} revoked: every API process refuses it from now on\n`);
+  io.stderr(`key ${keyId} revoked, with every key it made: every API process refuses them from now on\n`);
   return 0;
 }
 
@@ -366,7 +367,7 @@ async function redisBackend(io: KeysIo): Promise<KeysBackend> {
 
 /** Keys as an aligned text table, one line each. */
 export function keyTable(keys: readonly ApiKeyRecord[]): string {
-  const header = ['KEY ID', 'TENANT', 'SCOPES', 'NAME', 'CREATED', 'EXPIRES'];
+  const header = ['KEY ID', 'TENANT', 'SCOPES', 'NAME', 'CREATED', 'EXPIRES', 'CREATED BY'];
   const rows = keys.map((k) => [
     k.keyId,
     k.tenant,
@@ -374,6 +375,8 @@ export function keyTable(keys: readonly ApiKeyRecord[]): string {
     k.name ?? '-',
     k.createdAt.replace(/\.\d+Z$/, 'Z'),
     k.expiresAt ?? '-',
+    // A key id, `root`, or `-` for a key made before makers were recorded.
+    k.createdBy ?? '-',
   ]);
   const widths = header.map((h, i) => Math.max(h.length, ...rows.map((r) => r[i]!.length)));
   const line = (cells: string[]): string =>

@@ -479,7 +479,7 @@ export interface paths {
         };
         get?: never;
         /**
-         * Store or replace a secret
+         * Store or replace a secret, with the hosts and tools it may go to
          * @description Needs an API key with the scope `secrets:write` (or the root token).
          */
         put: operations["secrets.put"];
@@ -502,7 +502,7 @@ export interface paths {
             cookie?: never;
         };
         /**
-         * List the tenant’s secrets (names only)
+         * List the tenant’s secrets (names and scopes, never values)
          * @description Needs an API key with the scope `secrets:write` (or the root token).
          */
         get: operations["secrets.list"];
@@ -621,7 +621,7 @@ export interface paths {
         put?: never;
         /**
          * Make an API key
-         * @description An `admin` key makes keys of its own tenant with at most its own scopes; the root token of any tenant. The key itself is in this answer only.
+         * @description An `admin` key makes keys of its own tenant with at most its own scopes, expiring no later than itself (a key with an expiry makes none without one): `403 forbidden` otherwise, its `issues` naming `tenant`, `scopes` or `expiresAt`. The root token makes keys of any tenant. The new key’s `createdBy` is the making key’s id, or `root`; revoking a key revokes the keys it made. The key itself is in this answer only.
          *
          *     Needs an API key with the scope `admin` (or the root token).
          */
@@ -644,7 +644,9 @@ export interface paths {
         post?: never;
         /**
          * Revoke an API key
-         * @description Needs an API key with the scope `admin` (or the root token).
+         * @description With it, every key it made, and every key those made.
+         *
+         *     Needs an API key with the scope `admin` (or the root token).
          */
         delete: operations["keys.revoke"];
         options?: never;
@@ -1242,7 +1244,7 @@ export interface components {
             /** @constant */
             invalidAnswer?: true;
             /** @enum {string} */
-            reason?: "response_too_large" | "egress_refused";
+            reason?: "response_too_large" | "egress_refused" | "secret_not_allowed";
         } | {
             /** @constant */
             code: "aborted";
@@ -1512,6 +1514,8 @@ export interface components {
         SecretEntry: {
             name: string;
             updatedAt: string;
+            hosts: string[] | null;
+            tools: string[] | null;
         };
         RunWebhook: {
             url: string;
@@ -1562,6 +1566,7 @@ export interface components {
             name?: string;
             createdAt: string;
             expiresAt?: string;
+            createdBy?: string;
             key: string;
         };
         KeyList: {
@@ -1574,6 +1579,7 @@ export interface components {
             name?: string;
             createdAt: string;
             expiresAt?: string;
+            createdBy?: string;
         };
         TenantDeleted: {
             tenant: string;
@@ -1663,6 +1669,7 @@ export interface components {
                 summary?: boolean;
             };
             overrides?: string;
+            secrets?: string[];
             /** @default 10 */
             maxIterations?: number;
             /** @default 2 */
@@ -1825,6 +1832,7 @@ export interface components {
                             effort?: "minimal" | "low" | "medium" | "high";
                             summary?: boolean;
                         };
+                        secrets?: string[];
                     };
                 };
                 until?: {
@@ -1866,6 +1874,7 @@ export interface components {
                 effort?: "minimal" | "low" | "medium" | "high";
                 summary?: boolean;
             };
+            secrets?: string[];
         };
         SourceEvent: {
             eventId?: string;
@@ -1883,7 +1892,11 @@ export interface components {
             status: "active" | "retired" | "pinned";
         };
         SecretBody: {
-            value: string;
+            value?: string;
+            /** @default [] */
+            hosts?: string[];
+            /** @default [] */
+            tools?: string[];
         };
         WebhookBody: {
             url: string;
@@ -5346,6 +5359,20 @@ export interface operations {
                     };
                 };
             };
+            /** @description Not found: `secret_not_found`. */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"] & {
+                        error?: {
+                            /** @enum {unknown} */
+                            code?: "secret_not_found";
+                        };
+                    };
+                };
+            };
             /** @description Conflict: `secrets_off`, `too_many_secrets`. */
             409: {
                 headers: {
@@ -5590,7 +5617,7 @@ export interface operations {
         };
         requestBody?: never;
         responses: {
-            /** @description Names and update times, by name. */
+            /** @description Names, update times and scopes, by name. */
             200: {
                 headers: {
                     [name: string]: unknown;
@@ -6366,7 +6393,10 @@ export interface operations {
     };
     "keys.list": {
         parameters: {
-            query?: never;
+            query?: {
+                /** @description Only the keys this key made (its id), or the operator made (`root`: the root token, or `tetraloop keys` on Redis directly); a key of another tenant than an admin key’s lists none. */
+                createdBy?: string;
+            };
             header?: {
                 /** @description Root token only: the tenant to act for (default `default`); a key acts for its own tenant. */
                 "x-tetraloop-tenant"?: components["parameters"]["Tenant"];
