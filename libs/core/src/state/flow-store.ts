@@ -7,7 +7,7 @@
 import type { RedisClient } from './redis-client.js';
 import { z } from 'zod';
 import { LimitsDocument, type FlowKey } from '../flow/limits.js';
-import { flowBaseKey, flowLimitsKey } from './keys.js';
+import { flowKeys, flowLimitsKey, type FlowKeys } from './keys.js';
 import { loadScripts, type ScriptRunner } from './scripts.js';
 import { slotPipeline } from './slot-multi.js';
 
@@ -79,7 +79,7 @@ export interface StoredLimits {
 
 export class FlowStore {
   private readonly script: ScriptRunner;
-  private readonly base: string;
+  private readonly keys: FlowKeys;
 
   constructor(
     private readonly redis: RedisClient,
@@ -87,7 +87,7 @@ export class FlowStore {
     private readonly adaptive: AdaptiveSettings = DEFAULT_ADAPTIVE,
   ) {
     this.script = loadScripts(redis);
-    this.base = flowBaseKey(prefix);
+    this.keys = flowKeys(prefix);
   }
 
   /**
@@ -108,9 +108,10 @@ export class FlowStore {
       a: String(k.adaptive),
       g: k.group,
     }));
+    const k = this.keys;
     const reply = (await this.script(
-      'flow-acquire-1',
-      [this.base],
+      'flow-acquire-5',
+      [k.base, k.waiting, k.granted, k.member(member), k.counters],
       [member, call.priority, Math.max(0, Math.ceil(call.tokens)), call.leaseMs, JSON.stringify(defs)],
     )) as [number, number, string, string, ...string[]];
     const [ok, ms, key, reservations, ...granted] = reply;
@@ -131,9 +132,10 @@ export class FlowStore {
     member: string,
     outcome: { usedTokens?: number; succeeded: boolean; leaseMs: number; held?: HeldCall },
   ): Promise<string[]> {
+    const k = this.keys;
     return (await this.script(
-      'flow-release-1',
-      [this.base],
+      'flow-release-4',
+      [k.base, k.waiting, k.granted, k.member(member)],
       [
         member,
         outcome.usedTokens === undefined ? -1 : Math.max(0, Math.ceil(outcome.usedTokens)),
@@ -148,9 +150,10 @@ export class FlowStore {
 
   /** The periodic step: waiters granted, grants not taken up woken again or revoked. */
   async tick(options: { leaseMs: number; rewakeMs: number; perKey: number }): Promise<string[]> {
+    const k = this.keys;
     return (await this.script(
-      'flow-tick-1',
-      [this.base],
+      'flow-tick-3',
+      [k.base, k.waiting, k.granted],
       [options.leaseMs, options.rewakeMs, options.perKey],
     )) as string[];
   }
@@ -163,7 +166,7 @@ export class FlowStore {
     if (keyIds.length === 0) return [];
     const factors = (await this.script(
       'flow-penalize-1',
-      [this.base],
+      [this.keys.base],
       [
         JSON.stringify(keyIds),
         Math.max(0, Math.round(retryAfterMs ?? 0)),
@@ -177,7 +180,7 @@ export class FlowStore {
 
   /** Counters used in the last day, most recent first (at most `limit`). */
   async counters(limit = 200): Promise<CounterState[]> {
-    const index = `${this.base}:counters`;
+    const index = this.keys.counters;
     await this.redis.zremrangebyscore(index, '-inf', Date.now() - 86_400_000);
     const entries = await this.redis.zrevrange(index, 0, limit - 1, 'WITHSCORES');
     const ids: { key: string; at: number }[] = [];
@@ -185,10 +188,10 @@ export class FlowStore {
       ids.push({ key: entries[i]!, at: Number(entries[i + 1]) });
     const pipeline = slotPipeline(this.redis);
     for (const { key } of ids) {
-      const k = `${this.base}:k:${key}`;
-      pipeline.zcount(`${k}:inflight`, Date.now(), '+inf');
-      pipeline.zcard(`${k}:log`);
-      pipeline.hmget(k, 'logTokens', 'factor', 'pausedUntil');
+      const k = this.keys.counter(key);
+      pipeline.zcount(k.inflight, Date.now(), '+inf');
+      pipeline.zcard(k.log);
+      pipeline.hmget(k.state, 'logTokens', 'factor', 'pausedUntil');
     }
     const replies = (await pipeline.exec()) ?? [];
     return ids.map(({ key, at }, i) => {

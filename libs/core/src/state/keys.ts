@@ -1,9 +1,38 @@
 /**
  * Every Redis key and channel Tetraloop uses, built in one place. The keys of one run share the
- * hash tag `{runId}` so a run's multi-key scripts stay on one Redis Cluster slot.
+ * hash tag `{runId}` so a run's multi-key scripts stay on one Redis Cluster slot. The keys that
+ * belong to one tenant are built from the family heads below, and `tenantKeyPatterns` (what
+ * deleting a tenant scans for) from the same heads, so a key and its pattern cannot drift apart.
  */
 import { createHash } from 'node:crypto';
-import { scopedName } from '../domain/tenant.js';
+import { DEFAULT_TENANT, scopedName } from '../domain/tenant.js';
+
+/**
+ * Families of keys named by a tenant-scoped name (`<tenant>~<name>`, see `scopedName`): every key
+ * of a family is its head, then the name. A tenant's keys of the family are those whose name
+ * begins with `<tenant>~`.
+ */
+const SCOPED_HEADS = {
+  /** `<prefix>:session:{s:<sessionKey>}…` */
+  session: (prefix: string) => `${prefix}:session:{s:`,
+  /** `<prefix>:memory:{m:<agentId>}…` */
+  memory: (prefix: string) => `${prefix}:memory:{m:`,
+  /** `<prefix>:plancache:{a:<agentId>}:<hash>` */
+  planCache: (prefix: string) => `${prefix}:plancache:{a:`,
+  /** `<prefix>:blob:<tenant>~<hex>` */
+  blob: (prefix: string) => `${prefix}:blob:`,
+} as const;
+
+/**
+ * Families of keys that carry their tenant in the hash tag `{t:<tenant>}`, so one script takes
+ * several of a tenant's keys: every key of a family begins with `<prefix>:<family>:{t:<tenant>}`.
+ */
+const TENANT_TAGGED = ['secrets', 'webhooks', 'rate', 'slots', 'cost'] as const;
+const taggedBase = (family: (typeof TENANT_TAGGED)[number], prefix: string, tenant: string): string =>
+  `${prefix}:${family}:{t:${tenant}}`;
+
+/** What one tenant's indexes (its runs, their search indexes, its sessions) are named under. */
+const tenantIndexBase = (prefix: string, tenant: string): string => `${prefix}:tenant:${tenant}`;
 
 export interface RunKeys {
   /** Hash: status, timestamps, graph, input, output, error. */
@@ -53,7 +82,8 @@ export const queuedRunsKey = (prefix: string): string => `${prefix}:runs:queued`
 export const acceptBarrierKey = (prefix: string): string => `${prefix}:accept:barrier`;
 
 /** Sorted set of one tenant's run ids by creation time (ms), trimmed to the retention window. */
-export const tenantRunsKey = (prefix: string, tenant: string): string => `${prefix}:tenant:${tenant}:runs`;
+export const tenantRunsKey = (prefix: string, tenant: string): string =>
+  `${tenantIndexBase(prefix, tenant)}:runs`;
 
 /**
  * One tenant's run search indexes: sorted sets of run ids by creation time (ms), one per value a
@@ -74,7 +104,7 @@ export interface RunSearchKeys {
 }
 
 export function runSearchKeys(prefix: string, tenant: string): RunSearchKeys {
-  const base = `${prefix}:tenant:${tenant}:search`;
+  const base = `${tenantIndexBase(prefix, tenant)}:search`;
   return {
     base,
     all: `${base}:all`,
@@ -90,7 +120,7 @@ export function runSearchKeys(prefix: string, tenant: string): RunSearchKeys {
  * (ms): what `GET /v1/sessions` lists. Written beside each session write, trimmed to the idle TTL.
  */
 export const tenantSessionsKey = (prefix: string, tenant: string): string =>
-  `${prefix}:tenant:${tenant}:sessions`;
+  `${tenantIndexBase(prefix, tenant)}:sessions`;
 
 export interface Channels {
   /** Published with a run id when the run's outcome is decided as not succeeded: abort its nodes. */
@@ -135,7 +165,7 @@ export interface SessionKeys {
 
 /** Keys of one session share the hash tag `{s:<sessionKey>}`. */
 export function sessionKeys(prefix: string, sessionKey: string): SessionKeys {
-  const base = `${prefix}:session:{s:${sessionKey}}`;
+  const base = `${SCOPED_HEADS.session(prefix)}${sessionKey}}`;
   return {
     meta: base,
     queue: `${base}:queue`,
@@ -186,7 +216,7 @@ export interface MemoryKeys {
 
 /** Keys of one agent's memory share the hash tag `{m:<agentId>}`, so its scripts stay on one slot. */
 export function memoryKeys(prefix: string, agentId: string): MemoryKeys {
-  const base = `${prefix}:memory:{m:${agentId}}`;
+  const base = `${SCOPED_HEADS.memory(prefix)}${agentId}}`;
   return { meta: base, runs: `${base}:runs`, stats: `${base}:stats`, lessons: `${base}:lessons` };
 }
 
@@ -194,7 +224,7 @@ export const memoryKeyList = (k: MemoryKeys): string[] => [k.meta, k.runs, k.sta
 
 /** The lock that lets one probe call through to a service a hard lesson blocks, once per interval. */
 export const probeKey = (prefix: string, agentId: string, lessonId: string): string =>
-  `${prefix}:memory:{m:${agentId}}:probe:${lessonId}`;
+  `${memoryKeys(prefix, agentId).meta}:probe:${lessonId}`;
 
 /** Agents that have memory, for the periodic reflection. */
 export const memoryAgentsKey = (prefix: string): string => `${prefix}:memory:agents`;
@@ -205,7 +235,7 @@ export const memoryAgentsKey = (prefix: string): string => `${prefix}:memory:age
  * tenant's are its own.
  */
 export const blobKey = (prefix: string, tenant: string, hex: string): string =>
-  `${prefix}:blob:${scopedName(tenant, hex)}`;
+  `${SCOPED_HEADS.blob(prefix)}${scopedName(tenant, hex)}`;
 
 /**
  * One entry of an agent's plan cache: a validated first plan under the hash of everything the
@@ -213,7 +243,7 @@ export const blobKey = (prefix: string, tenant: string, hex: string): string =>
  * tag `{a:<agentId>}`.
  */
 export const planCacheKey = (prefix: string, agentId: string, hash: string): string =>
-  `${prefix}:plancache:{a:${agentId}}:${hash}`;
+  `${SCOPED_HEADS.planCache(prefix)}${agentId}}:${hash}`;
 
 /** Hash of one API key: its secret's hash, tenant, scopes, name, times. Expires with the key. */
 export const apiKeyKey = (prefix: string, keyId: string): string => `${prefix}:auth:key:${keyId}`;
@@ -249,7 +279,7 @@ export interface SecretKeys {
 
 /** Keys of one tenant's secrets share the hash tag `{t:<tenant>}`, so its scripts stay on one slot. */
 export function secretKeys(prefix: string, tenant: string): SecretKeys {
-  const base = `${prefix}:secrets:{t:${tenant}}`;
+  const base = taggedBase('secrets', prefix, tenant);
   return { values: base, updated: `${base}:updated`, scopes: `${base}:scopes` };
 }
 
@@ -265,7 +295,7 @@ export const callKeyKey = (prefix: string): string => `${prefix}:deployment:call
  * tenant. A tenant's buckets share the hash tag `{t:<tenant>}`, so one script takes from both.
  */
 export const rateBucketKey = (prefix: string, tenant: string, keyId: string | null): string =>
-  `${prefix}:rate:{t:${tenant}}:${keyId === null ? 'tenant' : `key:${keyId}`}`;
+  `${taggedBase('rate', prefix, tenant)}:${keyId === null ? 'tenant' : `key:${keyId}`}`;
 
 export interface TenantSlotKeys {
   /** Sorted set: the tenant's runs holding a running slot → when they got it (epoch ms). */
@@ -276,15 +306,55 @@ export interface TenantSlotKeys {
 
 /** Keys of one tenant's running slots share the hash tag `{t:<tenant>}`. */
 export function tenantSlotKeys(prefix: string, tenant: string): TenantSlotKeys {
-  const base = `${prefix}:slots:{t:${tenant}}`;
+  const base = taggedBase('slots', prefix, tenant);
   return { running: `${base}:running`, waiting: `${base}:waiting` };
 }
 
 /**
- * Base of flow control's counters and queues (`lua-flow/flow.lib.lua` lists them): one hash tag,
- * so a call's counters are taken together in one script.
+ * Flow control's counters and queues (`lua-flow/flow.lib.lua` lists them): all under one hash tag
+ * `{f}`, so a call's counters are taken together in one script.
  */
-export const flowBaseKey = (prefix: string): string => `${prefix}:flow:{f}`;
+export interface FlowKeys {
+  /**
+   * What every counter's and member's keys are named from (`<prefix>:flow:{f}`): the flow scripts
+   * take it as KEYS[1] to name the keys they learn only at run time.
+   */
+  readonly base: string;
+  /** Set of the counters with waiters. */
+  readonly waiting: string;
+  /** Sorted set: members granted capacity but not yet running → when they were last woken (ms). */
+  readonly granted: string;
+  /** Sorted set: counter → when it was last used (ms), what `GET /v1/limits` lists. */
+  readonly counters: string;
+  /** One counter's keys (its ring and queues per priority are named by the scripts). */
+  counter(id: string): FlowCounterKeys;
+  /** Hash of one call that waits or was granted capacity (a member: its node job's id). */
+  member(member: string): string;
+}
+
+export interface FlowCounterKeys {
+  /** Hash: the limit as last seen, adaptive factor, pause, tokens reserved in the interval. */
+  readonly state: string;
+  /** Sorted set: member → lease expiry (calls in flight). */
+  readonly inflight: string;
+  /** Sorted set: reservation → when its call ended (calls inside the rate's interval). */
+  readonly log: string;
+}
+
+export function flowKeys(prefix: string): FlowKeys {
+  const base = `${prefix}:flow:{f}`;
+  return {
+    base,
+    waiting: `${base}:waiting`,
+    granted: `${base}:granted`,
+    counters: `${base}:counters`,
+    counter: (id) => {
+      const state = `${base}:k:${id}`;
+      return { state, inflight: `${state}:inflight`, log: `${state}:log` };
+    },
+    member: (member) => `${base}:m:${member}`,
+  };
+}
 
 /** The limits an admin set with `PUT /v1/limits` (JSON with its version), over the configured ones. */
 export const flowLimitsKey = (prefix: string): string => `${prefix}:flow:limits`;
@@ -295,7 +365,7 @@ export const flowLimitsKey = (prefix: string): string => `${prefix}:flow:limits`
  * `{t:<tenant>}`; each expires `TETRALOOP_COST_LEDGER_DAYS` after its day.
  */
 export const costDayKey = (prefix: string, tenant: string, day: string): string =>
-  `${prefix}:cost:{t:${tenant}}:${day}`;
+  `${taggedBase('cost', prefix, tenant)}:${day}`;
 
 export interface WebhookKeys {
   /**
@@ -309,7 +379,7 @@ export interface WebhookKeys {
 
 /** Keys of one tenant's outbound webhooks share the hash tag `{t:<tenant>}`. */
 export function webhookKeys(prefix: string, tenant: string): WebhookKeys {
-  const base = `${prefix}:webhooks:{t:${tenant}}`;
+  const base = taggedBase('webhooks', prefix, tenant);
   return { subscriptions: base, signing: `${base}:signing` };
 }
 
@@ -326,3 +396,21 @@ export const webhookDeliveriesKey = (
   `${webhookKeys(prefix, tenant).subscriptions}:deliveries:${
     'subscription' in target ? target.subscription : `run:${target.runId}`
   }`;
+
+/**
+ * Patterns (`SCAN … MATCH`) that together match every key belonging to `tenant` that its stores
+ * name after it, and no key of another tenant: its indexes, its sessions, agents' memory, cached
+ * plans and blobs (by scoped name), and its secrets, webhooks, rate buckets, running slots and
+ * daily costs (by hash tag). A tenant name has no glob character (`TenantId`). Its runs' keys are
+ * found through its run index and its API keys through their own index. The default tenant's names
+ * are bare, so no pattern matches its keys alone.
+ */
+export function tenantKeyPatterns(prefix: string, tenant: string): string[] {
+  if (tenant === DEFAULT_TENANT) throw new Error('the default tenant has no key patterns of its own');
+  const scoped = `${scopedName(tenant, '')}*`;
+  return [
+    `${tenantIndexBase(prefix, tenant)}:*`,
+    ...Object.values(SCOPED_HEADS).map((head) => `${head(prefix)}${scoped}`),
+    ...TENANT_TAGGED.map((family) => `${taggedBase(family, prefix, tenant)}*`),
+  ];
+}

@@ -1,81 +1,72 @@
 /**
- * Loads the run scripts next to this file as ioredis commands (EVALSHA with EVAL fallback).
- * Every run script gets `run.lib.lua` prepended (the event emitter and the steps several scripts
- * share), so events are appended in the same atomic step as the state change they describe, and
- * runs as a function followed by `keepTtl()`, so a key it created carries the run's TTL.
+ * Loads the Lua scripts next to this file as ioredis commands (EVALSHA with EVAL fallback), all
+ * from one table (`SCRIPT_FILES`). Every run script gets `run.lib.lua` prepended (the event
+ * emitter and the steps several scripts share), so events are appended in the same atomic step as
+ * the state change they describe, and runs as a function followed by `keepTtl()`, so a key it
+ * created carries the run's TTL.
  */
 import { readFileSync } from 'node:fs';
 import { isCluster, type RedisClient } from './redis-client.js';
 import { slotMulti } from './slot-multi.js';
 
-const SCRIPTS = [
-  'create-run-6',
-  'start-run-6',
-  'begin-node-6',
-  'record-attempt-6',
-  'record-iteration-6',
-  'complete-node-6',
-  'decide-run-6',
-  'settle-run-6',
-  'resume-run-6',
-  'signal-6',
-  'wait-state-6',
-  'add-child-6',
-  'append-event-6',
-  'set-plan-6',
-  'charge-6',
-  'request-replan-6',
-  'replan-6',
-  'end-unstarted-6',
-  'environment-changed-6',
-  'throttle-node-6',
-] as const;
-
 /**
- * Scripts over one session's keys (lua-session/). Each gets `session.lib.lua` prepended and ends by
- * giving the session's keys their idle TTL (the reads in SESSION_READS excepted); the caller appends
- * the idle TTL and the transcript cap to its arguments.
+ * Every script, under the folder its file is in (`<folder>/<name>.lua`, the name ending in its
+ * number of keys). A folder holds the scripts over one family of keys, loaded alike (`LOADERS`):
+ * - `lua/`: one run's keys (`runKeyList`), each with `run.lib.lua` first;
+ * - `lua-session/`: one session's keys, each with `session.lib.lua` first, ending by giving the
+ *   session's keys their idle TTL (the reads in SESSION_READS excepted); the caller appends the idle
+ *   TTL and the transcript cap to its arguments;
+ * - `lua-memory/`: one agent's memory, each with `memory.lib.lua` first, ending by giving the
+ *   agent's keys their idle TTL; the caller appends the idle TTL to its arguments;
+ * - `lua-plan/`: one plan cache entry; `lua-secret/`: one tenant's secrets; `lua-webhook/`: one
+ *   tenant's outbound webhooks; `lua-limits/`: one tenant's rate buckets and running slots;
+ * - `lua-flow/`: flow control's counters and queues, each with `flow.lib.lua` first.
  */
-const SESSION_SCRIPTS = [
-  'session-append-5',
-  'session-transcript-5',
-  'lane-admit-6',
-  'session-reply-6',
-  'lane-advance-5',
-  'lane-commit-collect-5',
-  'lane-stop-5',
-  'session-reset-5',
-  'session-history-5',
-  'session-compact-5',
-] as const;
+export const SCRIPT_FILES = {
+  lua: [
+    'create-run-6',
+    'start-run-6',
+    'begin-node-6',
+    'record-attempt-6',
+    'record-iteration-6',
+    'complete-node-6',
+    'decide-run-6',
+    'settle-run-6',
+    'resume-run-6',
+    'signal-6',
+    'wait-state-6',
+    'add-child-6',
+    'append-event-6',
+    'set-plan-6',
+    'charge-6',
+    'request-replan-6',
+    'replan-6',
+    'end-unstarted-6',
+    'environment-changed-6',
+    'throttle-node-6',
+  ],
+  'lua-session': [
+    'session-append-5',
+    'session-transcript-5',
+    'lane-admit-6',
+    'session-reply-6',
+    'lane-advance-5',
+    'lane-commit-collect-5',
+    'lane-stop-5',
+    'session-reset-5',
+    'session-history-5',
+    'session-compact-5',
+  ],
+  'lua-memory': ['record-run-4', 'save-reflection-4', 'set-lesson-status-4'],
+  'lua-plan': ['forget-cached-plan-1'],
+  'lua-secret': ['put-secret-3', 'delete-secret-3'],
+  'lua-webhook': ['add-webhook-1'],
+  'lua-limits': ['take-tokens-2', 'acquire-slot-2', 'release-slot-2', 'forget-slots-2'],
+  'lua-flow': ['flow-acquire-5', 'flow-release-4', 'flow-tick-3', 'flow-penalize-1'],
+} as const;
 
-/**
- * Scripts over one agent's memory (lua-memory/). Each gets `memory.lib.lua` prepended and ends by
- * giving the agent's keys their idle TTL; the caller appends the idle TTL to its arguments.
- */
-const MEMORY_SCRIPTS = ['record-run-4', 'save-reflection-4', 'set-lesson-status-4'] as const;
-
-/** Scripts over one plan cache entry (lua-plan/). */
-const PLAN_SCRIPTS = ['forget-cached-plan-1'] as const;
-
-/** Scripts over one tenant's secrets (lua-secret/). */
-const SECRET_SCRIPTS = ['put-secret-3', 'delete-secret-3'] as const;
-/** Scripts over one tenant's outbound webhooks (lua-webhook/). */
-const WEBHOOK_SCRIPTS = ['add-webhook-1'] as const;
-/** Scripts over one tenant's rate buckets and running slots (lua-limits/). */
-const LIMIT_SCRIPTS = ['take-tokens-2', 'acquire-slot-2', 'release-slot-2', 'forget-slots-2'] as const;
-/** Scripts over flow control's counters and queues (lua-flow/), each with `flow.lib.lua` first. */
-const FLOW_SCRIPTS = ['flow-acquire-1', 'flow-release-1', 'flow-tick-1', 'flow-penalize-1'] as const;
-
-export type ScriptName =
-  | (typeof SCRIPTS)[number]
-  | (typeof SESSION_SCRIPTS)[number]
-  | (typeof MEMORY_SCRIPTS)[number]
-  | (typeof PLAN_SCRIPTS)[number]
-  | (typeof SECRET_SCRIPTS)[number]
-  | (typeof WEBHOOK_SCRIPTS)[number]
-  | (typeof LIMIT_SCRIPTS)[number]
-  | (typeof FLOW_SCRIPTS)[number];
+type ScriptFolder = keyof typeof SCRIPT_FILES;
+export type ScriptName = (typeof SCRIPT_FILES)[ScriptFolder][number];
 
 const read = (dir: string, file: string): string =>
   readFileSync(new URL(`./${dir}/${file}`, import.meta.url), 'utf8');
@@ -85,53 +76,46 @@ const LIB = read('lua', 'run.lib.lua');
  * (run.lib.lua). For a Redis Cluster (`deferIndex`) the search index writes are not made but
  * returned first, `{writes JSON, result}`, for `applyIndexWrites` to make in their own slots.
  */
-const runScript = (name: string, deferIndex: boolean): string =>
-  `local INDEX_DEFERRED = ${deferIndex}\n${LIB}\nlocal function body()\n${read('lua', `${name}.lua`)}\nend\n` +
+const runScript = (body: string, deferIndex: boolean): string =>
+  `local INDEX_DEFERRED = ${deferIndex}\n${LIB}\nlocal function body()\n${body}\nend\n` +
   `local result = body()\nkeepTtl()\n` +
   (deferIndex ? `return { #indexWrites > 0 and cjson.encode(indexWrites) or '', result }` : 'return result');
-const RUN_SCRIPT_NAMES: ReadonlySet<string> = new Set(SCRIPTS);
+const RUN_SCRIPT_NAMES: ReadonlySet<string> = new Set(SCRIPT_FILES.lua);
 const MEMORY_LIB = read('lua-memory', 'memory.lib.lua');
-const memoryScript = (name: string): string =>
-  `${MEMORY_LIB}\nlocal function body()\n${read('lua-memory', `${name}.lua`)}\nend\nlocal result = body()\ntouch()\nreturn result`;
+const memoryScript = (body: string): string =>
+  `${MEMORY_LIB}\nlocal function body()\n${body}\nend\nlocal result = body()\ntouch()\nreturn result`;
 const SESSION_LIB = read('lua-session', 'session.lib.lua');
 /** Session scripts that write nothing, so do not keep the session alive. */
-const SESSION_READS: ReadonlySet<string> = new Set(['session-transcript-5']);
+const SESSION_READS: ReadonlySet<ScriptName> = new Set(['session-transcript-5']);
 /** A session script as loaded: the library, then its body, then the TTL refresh of every write. */
-const sessionScript = (name: string): string =>
-  `${SESSION_LIB}\nlocal function body()\n${read('lua-session', `${name}.lua`)}\nend\n` +
+const sessionScript = (name: ScriptName, body: string): string =>
+  `${SESSION_LIB}\nlocal function body()\n${body}\nend\n` +
   `local result = body()\n${SESSION_READS.has(name) ? '' : 'touch()\n'}return result`;
 const FLOW_LIB = read('lua-flow', 'flow.lib.lua');
+
+/** How each folder's scripts are loaded: the Lua text sent for a script, from its file's text. */
+const LOADERS: Record<ScriptFolder, (name: ScriptName, body: string, deferIndex: boolean) => string> = {
+  lua: (_, body, deferIndex) => runScript(body, deferIndex),
+  'lua-session': (name, body) => sessionScript(name, body),
+  'lua-memory': (_, body) => memoryScript(body),
+  'lua-plan': (_, body) => body,
+  'lua-secret': (_, body) => body,
+  'lua-webhook': (_, body) => body,
+  'lua-limits': (_, body) => body,
+  'lua-flow': (_, body) => `${FLOW_LIB}\n${body}`,
+};
+
 const keysOf = (name: string): number => Number(name.slice(name.lastIndexOf('-') + 1));
 
 const sourcesOf = (deferIndex: boolean) =>
-  new Map<ScriptName, { lua: string; numberOfKeys: number }>([
-    ...SCRIPTS.map(
-      (name) => [name, { lua: runScript(name, deferIndex), numberOfKeys: keysOf(name) }] as const,
+  new Map<ScriptName, { lua: string; numberOfKeys: number }>(
+    (Object.keys(SCRIPT_FILES) as ScriptFolder[]).flatMap((folder) =>
+      SCRIPT_FILES[folder].map((name: ScriptName) => {
+        const lua = LOADERS[folder](name, read(folder, `${name}.lua`), deferIndex);
+        return [name, { lua, numberOfKeys: keysOf(name) }] as const;
+      }),
     ),
-    ...SESSION_SCRIPTS.map(
-      (name) => [name, { lua: sessionScript(name), numberOfKeys: keysOf(name) }] as const,
-    ),
-    ...MEMORY_SCRIPTS.map((name) => [name, { lua: memoryScript(name), numberOfKeys: keysOf(name) }] as const),
-    ...PLAN_SCRIPTS.map(
-      (name) => [name, { lua: read('lua-plan', `${name}.lua`), numberOfKeys: keysOf(name) }] as const,
-    ),
-    ...SECRET_SCRIPTS.map(
-      (name) => [name, { lua: read('lua-secret', `${name}.lua`), numberOfKeys: keysOf(name) }] as const,
-    ),
-    ...WEBHOOK_SCRIPTS.map(
-      (name) => [name, { lua: read('lua-webhook', `${name}.lua`), numberOfKeys: keysOf(name) }] as const,
-    ),
-    ...LIMIT_SCRIPTS.map(
-      (name) => [name, { lua: read('lua-limits', `${name}.lua`), numberOfKeys: keysOf(name) }] as const,
-    ),
-    ...FLOW_SCRIPTS.map(
-      (name) =>
-        [
-          name,
-          { lua: `${FLOW_LIB}\n${read('lua-flow', `${name}.lua`)}`, numberOfKeys: keysOf(name) },
-        ] as const,
-    ),
-  ]);
+  );
 
 const commandName = (name: ScriptName): string => `tetraloop_${name.replaceAll('-', '_')}`;
 

@@ -1,13 +1,14 @@
 /**
  * Deletes a tenant with all its data: its API keys, its runs (found through the tenant's run
- * index), and every key that carries the tenant — sessions, memory and lessons, cached plans,
- * blobs, secrets, webhook subscriptions and their deliveries, rate buckets and running slots, daily cost totals, the run index itself. The default tenant holds
- * unscoped names and cannot be deleted this way.
+ * index), and every key that carries the tenant, found by the patterns of the key registry
+ * (`tenantKeyPatterns` in keys.ts) — sessions, memory and lessons, cached plans, blobs, secrets,
+ * webhook subscriptions and their deliveries, rate buckets and running slots, daily cost totals,
+ * the run index itself. The default tenant holds unscoped names and cannot be deleted this way.
  */
 import { isCluster, mastersOf, type RedisClient } from './redis-client.js';
-import { DEFAULT_TENANT } from '../domain/tenant.js';
+import { DEFAULT_TENANT, scopedName } from '../domain/tenant.js';
 import type { ApiKeyStore } from './api-key-store.js';
-import { busySessionsKey, memoryAgentsKey } from './keys.js';
+import { busySessionsKey, memoryAgentsKey, tenantKeyPatterns } from './keys.js';
 import type { RunStore } from './run-store.js';
 
 export class DefaultTenantError extends Error {
@@ -33,22 +34,6 @@ export interface TenantPurgeResult {
   readonly deleted: number;
 }
 
-/** Every key of the tenant's scoped names: `~` follows the tenant inside a hash tag. */
-export function tenantPatterns(prefix: string, tenant: string): string[] {
-  return [
-    `${prefix}:tenant:${tenant}:*`,
-    `${prefix}:session:{s:${tenant}~*`,
-    `${prefix}:memory:{m:${tenant}~*`,
-    `${prefix}:plancache:{a:${tenant}~*`,
-    `${prefix}:blob:${tenant}~*`,
-    `${prefix}:secrets:{t:${tenant}}*`,
-    `${prefix}:webhooks:{t:${tenant}}*`,
-    `${prefix}:rate:{t:${tenant}}*`,
-    `${prefix}:slots:{t:${tenant}}*`,
-    `${prefix}:cost:{t:${tenant}}*`,
-  ];
-}
-
 export async function purgeTenant(deps: TenantPurgeDeps, tenant: string): Promise<TenantPurgeResult> {
   if (tenant === DEFAULT_TENANT) throw new DefaultTenantError();
   const { redis, prefix, store } = deps;
@@ -56,11 +41,11 @@ export async function purgeTenant(deps: TenantPurgeDeps, tenant: string): Promis
   let deleted = 0;
   const runs = await store.tenantRuns(tenant);
   for (const runId of runs) deleted += await store.purge(runId);
-  for (const pattern of [...tenantPatterns(prefix, tenant), ...(deps.patterns?.(tenant) ?? [])]) {
+  for (const pattern of [...tenantKeyPatterns(prefix, tenant), ...(deps.patterns?.(tenant) ?? [])]) {
     deleted += await unlinkMatching(redis, pattern);
   }
   // Sets that name the tenant's sessions and agents among everyone's.
-  const scoped = `${tenant}~`;
+  const scoped = scopedName(tenant, '');
   for (const set of [busySessionsKey(prefix), memoryAgentsKey(prefix)]) {
     const members = (await redis.smembers(set)).filter((m) => m.startsWith(scoped));
     if (members.length > 0) await redis.srem(set, ...members);

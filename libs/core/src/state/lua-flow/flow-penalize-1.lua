@@ -1,5 +1,7 @@
 --[[
-  A service answered `429` (or said a limit is used up). ARGV[1] JSON list of its counters, ARGV[2]
+  A service answered `429` (or said a limit is used up). KEYS[1] the flow base (flow.lib.lua): the
+  counters' keys are named from it, as their number varies with the call.
+  ARGV[1] JSON list of its counters, ARGV[2]
   ms it asked to wait (0: none given), ARGV[3] factor to scale the limit by (multiplicative
   decrease; 1: pause only), ARGV[4] the lowest factor,
   ARGV[5] ms between two decreases (a burst of 429s from calls already in flight cuts once).

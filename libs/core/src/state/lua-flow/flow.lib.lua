@@ -1,7 +1,15 @@
 --[[
-  Flow control's shared steps (prepended to every script in this folder). KEYS[1] is the base of
-  every flow key (`<prefix>:flow:{f}`): all counters and queues share one hash tag, so one script
-  may take capacity on several counters at once, on one Redis Cluster slot.
+  Flow control's shared steps (prepended to every script in this folder). Every script takes the
+  first keys of this list, as many as its file name says (built by `flowKeys` in keys.ts):
+    KEYS[1] B, the base every counter's and member's keys are named from (`<prefix>:flow:{f}`)
+    KEYS[2] set: the counters with waiters
+    KEYS[3] zset: members granted capacity but not yet running, by when they were last woken
+    KEYS[4] hash: the calling member's record (B:m:<m>, below)
+    KEYS[5] zset: counter -> when it was last used
+  All flow keys share the hash tag `{f}`, so one script may take capacity on several counters at
+  once, on one Redis Cluster slot. The keys of counters and of other members are learned only at
+  run time (a call's counters come in ARGV, and a waiter's from its record; the members from the
+  queues and KEYS[3]), so the steps below name them from B (`kk`, `mk`), in that same slot.
 
   Per counter k (`<limit>=<value>`):
     B:k:<k>            hash: concurrency, requests, tokens, interval, adaptive (the limit as last
@@ -16,13 +24,11 @@
     B:k:<k>:q:<p>:<g>  list: group g's waiting members at priority p, oldest first
   Per member m (a node job): B:m:<m> hash: keys, groups, w (tokens), prio, state
   (waiting | granted | held), on (the counter it waits on), since, grantedAt, resv.
-  B:waiting: counters with waiters; B:granted: members granted capacity but not yet running
-  (zset, by when they were last woken).
 ]]
 local B = KEYS[1]
 local DAY = 86400000
-local WAITING = B .. ':waiting'
-local GRANTED = B .. ':granted'
+local WAITING = KEYS[2]
+local GRANTED = KEYS[3]
 local function kk(k, suffix) return B .. ':k:' .. k .. (suffix or '') end
 local function mk(m) return B .. ':m:' .. m end
 
@@ -41,17 +47,6 @@ end
 
 -- A limit as the adaptive factor scales it; never below one.
 local function scaled(n, f) return math.max(1, math.floor(n * f)) end
-
-local function touch(k, now)
-  redis.call('ZADD', B .. ':counters', now, k)
-  -- The counter's keys live a day past their last use; renewed when half of that is gone.
-  if redis.call('PTTL', kk(k)) < DAY / 2 then
-    redis.call('PEXPIRE', B .. ':counters', DAY)
-    for _, s in ipairs({ '', ':inflight', ':log', ':cost', ':prios' }) do
-      redis.call('PEXPIRE', kk(k, s), DAY)
-    end
-  end
-end
 
 -- Drops leases past their expiry and reservations older than the interval.
 local function expire(k, c, now)

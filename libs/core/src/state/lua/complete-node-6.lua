@@ -11,7 +11,7 @@
   handed-off child id | false, its begin answer | false, its start time (ISO) | false, ready child
   ids... }; { 0, false, 0, false, false, false }, writing nothing, for an unknown run.
   Node handoff: when this call wrote the snapshot and released a candidate, the first such one is
-  begun here as begin-node.lua would (`beginNode` in run.lib.lua), so the job's next node starts in
+  begun here as begin-node-6.lua would (`beginNode` in run.lib.lua), so the job's next node starts in
   the same step, its `startedAt` (in the live JSON given) set to this step's instant; it stays
   among the ready ids.
   A child is ready when its counter is 0 and it has no snapshot; it is marked queued with the id of

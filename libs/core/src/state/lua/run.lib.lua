@@ -207,10 +207,10 @@ local function requestReplan(failureJson, gen)
 end
 
 -- Reads what node `id` (of a job of generation `gen`) needs before it runs and marks it running:
--- begin-node.lua's step, which complete-node.lua also takes for the node its job runs next (node
+-- begin-node-6.lua's step, which complete-node-6.lua also takes for the node its job runs next (node
 -- handoff), so a hop costs one script. `live`: its running state (JSON); `count`: count this as an
 -- execution (loop suspicion) and announce it; `chargeCall`: charge one tool call; `reads`: ids whose
--- snapshots to read. Answers as begin-node.lua does.
+-- snapshots to read. Answers as begin-node-6.lua does.
 local function beginNode(id, gen, live, count, chargeCall, reads)
   local meta = redis.call('HMGET', KEYS[1], 'generation', 'status', 'deadlineAt', 'budget', 'eventsMax',
     'replan', 'envVersion', 'planEnvVersion')

@@ -3,7 +3,7 @@
   budget decision of a model call paused over the run's money budget: the signal's payload if it
   was delivered, its deadline (set once per wait key), its signal name, and who decided it. A
   node's first call begins its wait: it registers the node as awaiting the name (which is what
-  lets `signal.lua` accept it), appends the node's wait record and a `signal.awaited` event (and
+  lets `signal-6.lua` accept it), appends the node's wait record and a `signal.awaited` event (and
   `budget.paused` for a budget decision). An approval's or a budget decision's name ends in a
   nonce, drawn once per wait key and kept, so a redelivered or re-entering job waits for the same
   name, and no one can post the decision before it is asked. Several nodes may share a wait key (a

@@ -1,5 +1,8 @@
 --[[
-  A call ended (or its job gave up waiting). ARGV[1] member, ARGV[2] tokens it really used (-1:
+  A call ended (or its job gave up waiting). KEYS[1] the flow base, KEYS[2] the counters with
+  waiters, KEYS[3] the granted members, KEYS[4] the member's record (flow.lib.lua); the counters'
+  keys are named from KEYS[1], as the member's record (or ARGV[6]) lists them.
+  ARGV[1] member, ARGV[2] tokens it really used (-1:
   keep the reservation), ARGV[3] '1' when it succeeded (adaptive counters climb back by ARGV[5]),
   ARGV[4] lease ms for members granted now, ARGV[6] and ARGV[7] the call's counters and
   reservations (JSON) when it went at once and so was not remembered.
@@ -8,7 +11,7 @@
 ]]
 local now = clock()
 local m = ARGV[1]
-local rec = redis.call('HMGET', mk(m), 'keys', 'resv')
+local rec = redis.call('HMGET', KEYS[4], 'keys', 'resv')
 local remembered = rec[1] ~= false and rec[1] ~= nil
 if not remembered and (ARGV[6] or '') == '' then return {} end
 local ids = cjson.decode(remembered and rec[1] or ARGV[6])

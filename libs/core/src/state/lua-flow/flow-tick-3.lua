@@ -3,6 +3,8 @@
   counters have room again (a rate's interval moved on, a pause ended, a lease expired), wakes
   again members granted ARGV[2] ms ago or more that have not started (their job was not parked
   yet when it was first woken), and revokes grants not taken up within ARGV[1] ms.
+  KEYS[1] the flow base, KEYS[2] the counters with waiters, KEYS[3] the granted members
+  (flow.lib.lua); the keys of the counters and members found there are named from KEYS[1].
   ARGV[1] lease ms, ARGV[2] ms before a grant is woken again, ARGV[3] most grants per counter.
   Returns the members to wake.
 ]]
