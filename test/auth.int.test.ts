@@ -198,7 +198,8 @@ beforeAll(async () => {
     now,
   );
   expect(
-    (await call('put', '/v1/secrets/TOKEN', { key: acme, body: { value: 'hunter2-hunter2' } })).status,
+    (await call('put', '/v1/secrets/TOKEN', { key: acme, body: { value: 'hunter2-hunter2', hosts: ['*'] } }))
+      .status,
   ).toBe(204);
   const subscribe = async (): Promise<string> => {
     const made = await call('post', '/v1/webhooks', {
@@ -289,7 +290,7 @@ async function exampleOf(name: RouteName): Promise<Example> {
     case 'lessons.patch':
       return { path: `/v1/lessons/${f.lesson}`, body: { status: 'pinned' }, ok: 200 };
     case 'secrets.put':
-      return { path: '/v1/secrets/OTHER', body: { value: 'correct-horse' }, ok: 204 };
+      return { path: '/v1/secrets/OTHER', body: { value: 'correct-horse', hosts: ['*'] }, ok: 204 };
     case 'secrets.list':
       return { path: '/v1/secrets', ok: 200 };
     case 'secrets.delete':
@@ -507,7 +508,7 @@ describe('tenants', () => {
       )
       .toBe(true);
     await laneIdle(stack, 'carol', 20_000, { authorization: `Bearer ${key}` });
-    await call('put', '/v1/secrets/TOKEN', { key, body: { value: 'swordfish-swordfish' } });
+    await call('put', '/v1/secrets/TOKEN', { key, body: { value: 'swordfish-swordfish', hosts: ['*'] } });
     await fetch(`${stack.url}/v1/runs`, {
       method: 'POST',
       headers: {
