@@ -1,26 +1,32 @@
 /**
- * What `tetraloop dev` itself reads (the API and the pools it starts parse their own): where its
- * embedded Redis keeps its data, and how that Redis fsyncs.
+ * What `tetraloop dev` itself reads (the API and the pools it starts parse their own): whether a
+ * Redis is given, where its embedded Redis keeps its data, and how that Redis fsyncs.
  */
-import { APPENDFSYNC_POLICIES, parseEnv } from '@tetraloop/core';
+import { APPENDFSYNC_POLICIES, envSchema, parseEnv, setting, type Settings } from '@tetraloop/core';
 import { z } from 'zod';
 
-export const DevEnv = z.object({
-  /** Set: `dev` uses this Redis and starts none. */
-  REDIS_URL: z
-    .string()
-    .optional()
-    .transform((v) => (v === '' ? undefined : v)),
-  /** The embedded Redis keeps its AOF in `<dir>/redis`. */
-  TETRALOOP_DATA_DIR: z.string().min(1).default('.tetraloop'),
-  /**
-   * The embedded Redis' AOF fsync: `everysec` (a crash of the machine can lose about the last
-   * second of writes) or `always` (fsync before each write is answered: slower, nothing lost).
-   */
-  TETRALOOP_REDIS_APPENDFSYNC: z.enum(APPENDFSYNC_POLICIES).default('everysec'),
-});
-export type DevEnv = z.infer<typeof DevEnv>;
+export const DEV_SETTINGS = {
+  TETRALOOP_DATA_DIR: setting({
+    group: 'dev',
+    file: 'dev.dataDir',
+    readBy: ['dev'],
+    doc: 'The embedded Redis keeps its AOF in `<dir>/redis`.',
+    schema: z.string().min(1).default('.tetraloop'),
+  }),
+  TETRALOOP_REDIS_APPENDFSYNC: setting({
+    group: 'dev',
+    file: 'dev.redisAppendfsync',
+    readBy: ['dev'],
+    doc: "The embedded Redis' AOF fsync: `everysec` (a crash of the machine can lose about the last second of writes) or `always` (fsync before each write is answered: slower, nothing lost).",
+    schema: z.enum(APPENDFSYNC_POLICIES).default('everysec'),
+  }),
+} satisfies Settings;
+export const DevEnv = envSchema(DEV_SETTINGS);
+export type DevEnv = z.infer<typeof DevEnv> & {
+  /** Set: `dev` uses this Redis and starts none (the setting is the shared `REDIS_URL`). */
+  readonly REDIS_URL: string | undefined;
+};
 
 export function parseDevEnv(env: Record<string, string | undefined>): DevEnv {
-  return parseEnv(DevEnv, env);
+  return { ...parseEnv(DevEnv, env), REDIS_URL: env.REDIS_URL === '' ? undefined : env.REDIS_URL };
 }

@@ -1,6 +1,7 @@
 /**
  * `tetraloop <command>`: dev | api | worker | run | runs | explain | agent | lessons | keys | mcp |
- * openapi.
+ * openapi | config. Every command first reads the config file (`--config` or TETRALOOP_CONFIG) into
+ * the environment where the environment sets nothing.
  * Each process type also runs alone against a shared REDIS_URL, so pools scale as separate
  * processes; `run`, `runs`, `explain` and `lessons` are clients of the API at TETRALOOP_API_URL
  * (with TETRALOOP_API_KEY as their bearer key when set); `keys` manages API keys through the API
@@ -17,6 +18,7 @@ import {
   type Pool,
 } from '@tetraloop/core';
 import { agentCommand } from './agent-command.js';
+import { applyConfig, configCommand, ConfigFileError, takeConfigFlag } from './config-command.js';
 import { keysCommand } from './keys-command.js';
 import { lessonsCommand } from './lessons-command.js';
 import { runMcpServer } from './mcp-command.js';
@@ -56,14 +58,28 @@ const USAGE = `usage: tetraloop <command>
                                         or into a file
   mcp                                   Tetraloop as an MCP server on stdio (run_graph, run_task,
                                         get_run), a client of TETRALOOP_API_URL
+  config check|print [--process api|workers|dev|client|all] [--json]
+                                        check the whole configuration (exit 1 naming every bad
+                                        field), or print the effective settings and their sources
+  config docs [--out <file>]            the settings reference (docs/configuration.md)
+
+Every command takes --config <file> (or TETRALOOP_CONFIG): a YAML file of settings in groups
+(tetraloop.example.yaml); a variable set in the environment wins over it.
 
 run, runs, explain, agent, lessons and mcp send TETRALOOP_API_KEY as their bearer key when it is set. keys uses the API at
 TETRALOOP_API_URL with TETRALOOP_ADMIN_TOKEN (the root token) when that is set, else (or with
 --redis) Redis directly at REDIS_URL under TETRALOOP_PREFIX, to make the first key.`;
 
-export async function main(argv: string[]): Promise<void> {
+export async function main(args: string[]): Promise<void> {
+  const { argv, config } = takeConfigFlag(args);
   const [command, ...rest] = argv;
   try {
+    // The config file fills what the environment leaves unset, before any command reads its settings.
+    if (command === 'config') {
+      process.exitCode = configCommand(config === undefined ? rest : [...rest, '--config', config]);
+      return;
+    }
+    applyConfig(config, (line) => process.stderr.write(`${line}\n`));
     switch (command) {
       case 'dev':
         return await runDev();
@@ -131,6 +147,7 @@ export async function main(argv: string[]): Promise<void> {
   } catch (err) {
     if (
       err instanceof ConfigError ||
+      err instanceof ConfigFileError ||
       err instanceof AcceptDurabilityError ||
       err instanceof NoRedisError ||
       err instanceof DockerCommandError ||

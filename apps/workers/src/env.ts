@@ -1,6 +1,10 @@
 /** Configuration of worker processes, parsed once at boot. */
 import {
-  BaseEnv,
+  BASE_SETTINGS,
+  SHUTDOWN_GRACE_DEFAULT_MS,
+  envSchema,
+  setting,
+  type Settings,
   DEFAULT_BACKOFF,
   DEFAULT_BLOB_MIN_BYTES,
   DEFAULT_CONNECTION_SETTINGS,
@@ -29,90 +33,217 @@ const ShardList = z
     return [...new Set(parts.map(Number))];
   });
 
-export const WorkerEnv = BaseEnv.extend({
-  TETRALOOP_SENSE_CONCURRENCY: Concurrency.default(4),
-  TETRALOOP_PLAN_CONCURRENCY: Concurrency.default(16),
-  TETRALOOP_TOOL_CONCURRENCY: Concurrency.default(32),
-  TETRALOOP_REFLECT_CONCURRENCY: Concurrency.default(1),
-  /**
-   * The shards of the run queues this process's plan and tool pools consume (`0,2`), each below
-   * TETRALOOP_QUEUE_SHARDS; empty: every shard. Each shard needs some process that consumes it in
-   * each pool, or its runs wait (docs/operations.md#redis-cluster).
-   */
-  TETRALOOP_WORKER_SHARDS: ShardList,
-  /** Hosts (`host` or `host:port`, comma-separated) the http tool may reach although they are not public. */
-  TETRALOOP_HTTP_ALLOW_HOSTS: z.string().default(''),
-  /** Largest response body the http tool and polled sources read; a longer one fails as `validation` (`response_too_large`). */
-  TETRALOOP_HTTP_MAX_BYTES: z.coerce.number().int().min(1024).default(DEFAULT_HTTP_MAX_BYTES),
-  /** Per-node timeout when the node sets none. */
-  TETRALOOP_TOOL_TIMEOUT_MS: z.coerce.number().int().positive().default(10_000),
-  /**
-   * How long a job's lock lives without renewal; a crashed worker's job is recovered after this.
-   * A live worker renews it about every half of it, so a worker whose event loop or Redis stalls
-   * for longer than about half of it loses the job to another worker (a false stall).
-   */
-  TETRALOOP_LOCK_DURATION_MS: z.coerce.number().int().min(1000).default(10_000),
-  /**
-   * How often workers look for jobs whose lock expired (stalled). A job is moved back to the queue
-   * at the first check that finds it without a lock after a check saw it active, so a crashed
-   * worker's job is taken again within about lock duration + 2 × this.
-   */
-  TETRALOOP_STALLED_INTERVAL_MS: z.coerce.number().int().min(1000).default(5_000),
-  /**
-   * Stalls a job survives before it is failed. A stall is a worker's crash or a Redis restart
-   * under the job, not the job's doing; a node that crashes its workers is stopped by
-   * TETRALOOP_MAX_NODE_EXECUTIONS as well (its 1 + 4 executions are that limit's 5).
-   */
-  TETRALOOP_MAX_STALLED_COUNT: z.coerce.number().int().min(0).default(4),
-  /** A node executed more often than this in one run (retries plus redeliveries) is stopped as a suspected loop. */
-  TETRALOOP_MAX_NODE_EXECUTIONS: z.coerce.number().int().min(1).default(5),
-  /** Retries per error class, overriding the defaults, as JSON: `{"server": 3, "network": 1}`. */
-  TETRALOOP_RETRIES: jsonEnv(
-    z.partialRecord(z.enum(ERROR_CODES as [string, ...string[]]), z.number().int().min(0).max(10)),
-    '{}',
-  ),
-  TETRALOOP_BACKOFF_BASE_MS: z.coerce.number().int().positive().default(DEFAULT_BACKOFF.baseMs),
-  /** The seed's rule: a retry never comes at once — at least 100 ms after the failure. */
-  TETRALOOP_BACKOFF_MIN_MS: z.coerce.number().int().min(100).default(DEFAULT_BACKOFF.minMs),
-  TETRALOOP_BACKOFF_MAX_MS: z.coerce.number().int().positive().default(DEFAULT_BACKOFF.maxMs),
-  TETRALOOP_BACKOFF_JITTER: z.coerce.number().min(0).max(1).default(DEFAULT_BACKOFF.jitter),
-  /** Longest `Retry-After` a retry waits for (node retries and planner calls); a longer one is cut to it. */
-  TETRALOOP_RETRY_AFTER_MAX_MS: z.coerce
-    .number()
-    .int()
-    .min(0)
-    .max(86_400_000)
-    .default(DEFAULT_RETRY_AFTER_MAX_MS),
-  /** On SIGTERM: how long in-flight jobs get to finish before the worker closes anyway. */
-  TETRALOOP_SHUTDOWN_GRACE_MS: z.coerce.number().int().min(0).default(30_000),
-  /** Each referenced value in a model prompt is cut to this many characters. */
-  TETRALOOP_MODEL_INPUT_CHARS: z.coerce.number().int().positive().default(8000),
-  /** A node output whose JSON text has more bytes than this is stored once as a blob; the snapshot holds a stub. */
-  TETRALOOP_BLOB_MIN_BYTES: z.coerce.number().int().min(MIN_BLOB_MIN_BYTES).default(DEFAULT_BLOB_MIN_BYTES),
-  /** The longest an MCP server's handshake (and each page of its tool list) may take. */
-  TETRALOOP_MCP_CONNECT_TIMEOUT_MS: z.coerce
-    .number()
-    .int()
-    .min(100)
-    .max(600_000)
-    .default(DEFAULT_CONNECTION_SETTINGS.connectTimeoutMs),
-  /** The first delay before reconnecting to an MCP server; each failed attempt doubles it. */
-  TETRALOOP_MCP_RECONNECT_MIN_MS: z.coerce
-    .number()
-    .int()
-    .min(10)
-    .default(DEFAULT_CONNECTION_SETTINGS.reconnectMinMs),
-  /** The longest delay between reconnect attempts. */
-  TETRALOOP_MCP_RECONNECT_MAX_MS: z.coerce
-    .number()
-    .int()
-    .min(10)
-    .default(DEFAULT_CONNECTION_SETTINGS.reconnectMaxMs),
-});
-export type WorkerEnv = z.infer<typeof WorkerEnv>;
+export const WORKER_SETTINGS = {
+  TETRALOOP_SENSE_CONCURRENCY: setting({
+    group: 'workers',
+    file: 'workers.senseConcurrency',
+    readBy: ['workers'],
+    pools: ['sense'],
+    doc: 'concurrent jobs of the `sense` pool per process (1–1000)',
+    schema: Concurrency.default(4),
+  }),
+  TETRALOOP_PLAN_CONCURRENCY: setting({
+    group: 'workers',
+    file: 'workers.planConcurrency',
+    readBy: ['workers'],
+    pools: ['plan'],
+    doc: 'same for `plan`',
+    schema: Concurrency.default(16),
+  }),
+  TETRALOOP_TOOL_CONCURRENCY: setting({
+    group: 'workers',
+    file: 'workers.toolConcurrency',
+    readBy: ['workers'],
+    pools: ['tool'],
+    doc: 'same for `tool`',
+    schema: Concurrency.default(32),
+  }),
+  TETRALOOP_REFLECT_CONCURRENCY: setting({
+    group: 'workers',
+    file: 'workers.reflectConcurrency',
+    readBy: ['workers'],
+    pools: ['reflect'],
+    doc: 'same for `reflect`',
+    schema: Concurrency.default(1),
+  }),
+  TETRALOOP_WORKER_SHARDS: setting({
+    group: 'workers',
+    file: 'workers.shards',
+    readBy: ['workers'],
+    pools: ['plan', 'tool'],
+    form: 'list',
+    doc: "The shards of the run queues this process's plan and tool pools consume (`0,2`), each below TETRALOOP_QUEUE_SHARDS; empty: every shard. Each shard needs some process that consumes it in each pool, or its runs wait (docs/operations.md#redis-cluster).",
+    schema: ShardList,
+  }),
+  TETRALOOP_HTTP_ALLOW_HOSTS: setting({
+    group: 'tools',
+    file: 'tools.httpAllowHosts',
+    readBy: ['workers'],
+    pools: ['tool', 'sense'],
+    form: 'list',
+    doc: 'Hosts (`host` or `host:port`, comma-separated) the http tool may reach although they are not public.',
+    schema: z.string().default(''),
+  }),
+  TETRALOOP_HTTP_MAX_BYTES: setting({
+    group: 'tools',
+    file: 'tools.httpMaxBytes',
+    readBy: ['workers'],
+    pools: ['tool', 'sense'],
+    doc: 'Largest response body the http tool and polled sources read; a longer one fails as `validation` (`response_too_large`).',
+    schema: z.coerce.number().int().min(1024).default(DEFAULT_HTTP_MAX_BYTES),
+  }),
+  TETRALOOP_TOOL_TIMEOUT_MS: setting({
+    group: 'tools',
+    file: 'tools.timeoutMs',
+    readBy: ['workers'],
+    pools: ['tool'],
+    doc: 'Per-node timeout when the node sets none.',
+    schema: z.coerce.number().int().positive().default(10_000),
+  }),
+  TETRALOOP_LOCK_DURATION_MS: setting({
+    group: 'jobs',
+    file: 'jobs.lockDurationMs',
+    readBy: ['workers'],
+    pools: ['sense', 'plan', 'tool', 'reflect'],
+    doc: "How long a job's lock lives without renewal; a crashed worker's job is recovered after this. A live worker renews it about every half of it, so a worker whose event loop or Redis stalls for longer than about half of it loses the job to another worker (a false stall).",
+    schema: z.coerce.number().int().min(1000).default(10_000),
+  }),
+  TETRALOOP_STALLED_INTERVAL_MS: setting({
+    group: 'jobs',
+    file: 'jobs.stalledIntervalMs',
+    readBy: ['workers'],
+    doc: "How often workers look for jobs whose lock expired (stalled). A job is moved back to the queue at the first check that finds it without a lock after a check saw it active, so a crashed worker's job is taken again within about lock duration + 2 × this.",
+    schema: z.coerce.number().int().min(1000).default(5_000),
+  }),
+  TETRALOOP_MAX_STALLED_COUNT: setting({
+    group: 'jobs',
+    file: 'jobs.maxStalledCount',
+    readBy: ['workers'],
+    doc: "Stalls a job survives before it is failed. A stall is a worker's crash or a Redis restart under the job, not the job's doing; a node that crashes its workers is stopped by TETRALOOP_MAX_NODE_EXECUTIONS as well (its 1 + 4 executions are that limit's 5).",
+    schema: z.coerce.number().int().min(0).default(4),
+  }),
+  TETRALOOP_MAX_NODE_EXECUTIONS: setting({
+    group: 'retries',
+    file: 'retries.maxNodeExecutions',
+    readBy: ['workers'],
+    pools: ['tool'],
+    doc: 'A node executed more often than this in one run (retries plus redeliveries) is stopped as a suspected loop.',
+    schema: z.coerce.number().int().min(1).default(5),
+  }),
+  TETRALOOP_RETRIES: setting({
+    group: 'retries',
+    file: 'retries.byClass',
+    readBy: ['workers'],
+    pools: ['tool'],
+    form: 'json',
+    doc: 'Retries per error class, overriding the defaults, as JSON: `{"server": 3, "network": 1}`.',
+    schema: jsonEnv(
+      z.partialRecord(z.enum(ERROR_CODES as [string, ...string[]]), z.number().int().min(0).max(10)),
+      '{}',
+    ),
+  }),
+  TETRALOOP_BACKOFF_BASE_MS: setting({
+    group: 'retries',
+    file: 'retries.backoffBaseMs',
+    readBy: ['workers'],
+    pools: ['tool'],
+    doc: 'retry delay base × 2^(n−1), ± jitter, clamped to [min, max]; a longer `Retry-After` wins',
+    schema: z.coerce.number().int().positive().default(DEFAULT_BACKOFF.baseMs),
+  }),
+  TETRALOOP_BACKOFF_MIN_MS: setting({
+    group: 'retries',
+    file: 'retries.backoffMinMs',
+    readBy: ['workers'],
+    pools: ['tool'],
+    doc: "The seed's rule: a retry never comes at once — at least 100 ms after the failure.",
+    schema: z.coerce.number().int().min(100).default(DEFAULT_BACKOFF.minMs),
+  }),
+  TETRALOOP_BACKOFF_MAX_MS: setting({
+    group: 'retries',
+    file: 'retries.backoffMaxMs',
+    readBy: ['workers'],
+    pools: ['tool'],
+    doc: 'upper bound of a retry delay (a longer `Retry-After` still wins, up to `TETRALOOP_RETRY_AFTER_MAX_MS`)',
+    schema: z.coerce.number().int().positive().default(DEFAULT_BACKOFF.maxMs),
+  }),
+  TETRALOOP_BACKOFF_JITTER: setting({
+    group: 'retries',
+    file: 'retries.backoffJitter',
+    readBy: ['workers'],
+    pools: ['tool'],
+    doc: 'each delay is randomised by ± this fraction (0–1)',
+    schema: z.coerce.number().min(0).max(1).default(DEFAULT_BACKOFF.jitter),
+  }),
+  TETRALOOP_RETRY_AFTER_MAX_MS: setting({
+    group: 'retries',
+    file: 'retries.retryAfterMaxMs',
+    readBy: ['workers'],
+    pools: ['tool', 'plan'],
+    doc: 'Longest `Retry-After` a retry waits for (node retries and planner calls); a longer one is cut to it.',
+    schema: z.coerce.number().int().min(0).max(86_400_000).default(DEFAULT_RETRY_AFTER_MAX_MS),
+  }),
+  TETRALOOP_MODEL_INPUT_CHARS: setting({
+    group: 'models',
+    file: 'model.inputChars',
+    readBy: ['workers'],
+    pools: ['tool'],
+    doc: 'Each referenced value in a model prompt is cut to this many characters.',
+    schema: z.coerce.number().int().positive().default(8000),
+  }),
+  TETRALOOP_BLOB_MIN_BYTES: setting({
+    group: 'runs',
+    file: 'runs.blobMinBytes',
+    readBy: ['workers'],
+    pools: ['tool'],
+    doc: 'A node output whose JSON text has more bytes than this is stored once as a blob; the snapshot holds a stub.',
+    schema: z.coerce.number().int().min(MIN_BLOB_MIN_BYTES).default(DEFAULT_BLOB_MIN_BYTES),
+  }),
+  TETRALOOP_MCP_CONNECT_TIMEOUT_MS: setting({
+    group: 'mcp',
+    file: 'mcp.connectTimeoutMs',
+    readBy: ['workers'],
+    pools: ['tool'],
+    doc: "The longest an MCP server's handshake (and each page of its tool list) may take.",
+    schema: z.coerce
+      .number()
+      .int()
+      .min(100)
+      .max(600_000)
+      .default(DEFAULT_CONNECTION_SETTINGS.connectTimeoutMs),
+  }),
+  TETRALOOP_MCP_RECONNECT_MIN_MS: setting({
+    group: 'mcp',
+    file: 'mcp.reconnectMinMs',
+    readBy: ['workers'],
+    pools: ['tool'],
+    doc: 'The first delay before reconnecting to an MCP server; each failed attempt doubles it.',
+    schema: z.coerce.number().int().min(10).default(DEFAULT_CONNECTION_SETTINGS.reconnectMinMs),
+  }),
+  TETRALOOP_MCP_RECONNECT_MAX_MS: setting({
+    group: 'mcp',
+    file: 'mcp.reconnectMaxMs',
+    readBy: ['workers'],
+    pools: ['tool'],
+    doc: 'The longest delay between reconnect attempts.',
+    schema: z.coerce.number().int().min(10).default(DEFAULT_CONNECTION_SETTINGS.reconnectMaxMs),
+  }),
+  TETRALOOP_HTTP_DENY_PATTERN: setting({
+    group: 'tools',
+    file: 'tools.httpDenyPattern',
+    readBy: ['workers'],
+    pools: ['tool'],
+    doc: 'With the built-in `deny-http` plugin (`TETRALOOP_PLUGINS=deny-http`): an RE2 pattern; an http call whose URL matches it is refused before it goes out.',
+    schema: z.string().optional(),
+  }),
+} satisfies Settings;
+export const WorkerEnv = envSchema({ ...BASE_SETTINGS, ...WORKER_SETTINGS });
+export type WorkerEnv = Omit<z.infer<typeof WorkerEnv>, 'TETRALOOP_SHUTDOWN_GRACE_MS'> & {
+  /** Filled in with the workers' own default when unset. */
+  readonly TETRALOOP_SHUTDOWN_GRACE_MS: number;
+};
 
-export const parseWorkerEnv = (env: Record<string, string | undefined> = process.env): WorkerEnv =>
-  parseEnv(
+export function parseWorkerEnv(env: Record<string, string | undefined> = process.env): WorkerEnv {
+  const read = parseEnv(
     WorkerEnv.superRefine((e, ctx) => {
       const beyond = e.TETRALOOP_WORKER_SHARDS.filter((shard) => shard >= e.TETRALOOP_QUEUE_SHARDS);
       if (beyond.length > 0) {
@@ -125,3 +256,8 @@ export const parseWorkerEnv = (env: Record<string, string | undefined> = process
     }),
     env,
   );
+  return {
+    ...read,
+    TETRALOOP_SHUTDOWN_GRACE_MS: read.TETRALOOP_SHUTDOWN_GRACE_MS ?? SHUTDOWN_GRACE_DEFAULT_MS.workers,
+  };
+}

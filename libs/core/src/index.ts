@@ -81,6 +81,7 @@ export * from './runtime/redis-cluster-server.js';
 export * from './runtime/redis-container.js';
 export * from './runtime/embedded-redis.js';
 export * from './config/env-schema.js';
+export * from './config/catalog.js';
 export * from './model/model-config.js';
 export * from './model/model-client.js';
 export * from './model/model-errors.js';

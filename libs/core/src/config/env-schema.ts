@@ -5,6 +5,7 @@
 import { redisUrlProblem } from '../runtime/redis-url.js';
 import { readFileSync } from 'node:fs';
 import { z } from 'zod';
+import { envSchema, setting, type Settings } from './catalog.js';
 import { DEFAULT_FLOW_SETTINGS, type FlowSettings } from '../executor/flow-gate.js';
 import { LimitsDocument, parseLimitsSetting } from '../flow/limits.js';
 import { AgentCeiling, AgentId, Ceilings, TenantCeiling } from '../ceilings/ceilings.js';
@@ -54,321 +55,758 @@ const listEnv = () =>
         .filter(Boolean),
     );
 
-/** Variables every process reads. */
-export const BaseEnv = z.object({
-  /**
-   * One Redis (`redis://`, `rediss://`), or a Redis Cluster by some of its nodes:
-   * `redis+cluster://[user:password@]host:port,host:port` (`rediss+cluster://` for TLS).
-   */
-  REDIS_URL: z.string().superRefine((url, ctx) => {
-    const problem = redisUrlProblem(url);
-    if (problem) ctx.addIssue({ code: 'custom', message: problem });
+/** What TETRALOOP_SHUTDOWN_GRACE_MS is when unset: an API closes its streams sooner than a worker its jobs. */
+export const SHUTDOWN_GRACE_DEFAULT_MS = { api: 10_000, workers: 30_000 } as const;
+
+/** Settings every process reads (the API and the workers). */
+export const BASE_SETTINGS = {
+  TETRALOOP_CONFIG_VERSION: setting({
+    group: 'process',
+    file: 'version',
+    readBy: ['api', 'workers'],
+    doc: "The configuration's version tag: every run document records it (`configVersion`) and `/metrics` exposes it (`tetraloop_config_info{version}`), so a change in behaviour can be traced to a tuning change. Unset: `unversioned`.",
+    schema: z.string().trim().min(1).max(100).default('unversioned'),
   }),
-  TETRALOOP_PREFIX: z
-    .string()
-    .regex(/^[A-Za-z0-9_{}-]{1,64}$/, 'letters, digits, _ - { } only')
-    .default('tetraloop'),
-  /**
-   * How many shards the run queues (`plan` and `tool`) are split into, each its own BullMQ queues
-   * under its own hash tag (see `queues/queue-shards.ts`); on a Redis Cluster, at least its number
-   * of masters spreads the queues over all of them. Every process of a deployment must use the
-   * same value: changing it is a migration (docs/operations.md#redis-cluster).
-   */
-  TETRALOOP_QUEUE_SHARDS: z.coerce.number().int().min(1).max(64).default(1),
-  LOG_LEVEL: LogLevel.default('info'),
-  /**
-   * Extra field names to redact in logs, wherever they appear and in any case (comma-separated;
-   * a path such as `*.customerCard` counts as its last name), beside the built-in credentials.
-   */
-  TETRALOOP_LOG_REDACT: listEnv(),
-  /**
-   * The key secrets are encrypted under (AES-256-GCM): 32 bytes, as base64 or as 64 hex digits.
-   * Unset: the secret routes answer 409 and a run that uses a `{"$secret"}` fails its node.
-   */
-  TETRALOOP_SECRET_KEY: z
-    .string()
-    .optional()
-    .transform((v) => (v === '' ? undefined : v))
-    .refine((v) => v === undefined || parseSecretKey(v) !== undefined, `must be ${SECRET_KEY_FORMAT}`),
-  /** Largest secret value, in UTF-8 bytes. */
-  TETRALOOP_SECRET_MAX_BYTES: z.coerce.number().int().min(1).max(1_048_576).default(8192),
-  /** Most secrets one tenant may hold. */
-  TETRALOOP_SECRET_MAX_COUNT: z.coerce.number().int().min(1).max(100_000).default(500),
-  /** Most outbound webhook subscriptions one tenant may hold (`POST /v1/webhooks`). */
-  TETRALOOP_WEBHOOK_SUBSCRIPTIONS_MAX: z.coerce.number().int().min(1).max(1000).default(20),
-  /** Attempts of one outbound webhook delivery, the first included (set when it is enqueued). */
-  TETRALOOP_WEBHOOK_ATTEMPTS: z.coerce
-    .number()
-    .int()
-    .min(1)
-    .max(50)
-    .default(DEFAULT_WEBHOOK_DELIVERY.attempts),
-  /** Time a receiver has to answer a delivery (its headers, and between body chunks). */
-  TETRALOOP_WEBHOOK_TIMEOUT_MS: z.coerce
-    .number()
-    .int()
-    .min(100)
-    .max(60_000)
-    .default(DEFAULT_WEBHOOK_DELIVERY.timeoutMs),
-  /** Delay before a delivery's first retry; each further one doubles it (± TETRALOOP_BACKOFF_JITTER). */
-  TETRALOOP_WEBHOOK_BACKOFF_BASE_MS: z.coerce
-    .number()
-    .int()
-    .min(10)
-    .max(3_600_000)
-    .default(DEFAULT_WEBHOOK_DELIVERY.backoff.baseMs),
-  /** Longest delay between two attempts of a delivery. */
-  TETRALOOP_WEBHOOK_BACKOFF_MAX_MS: z.coerce
-    .number()
-    .int()
-    .min(10)
-    .max(86_400_000)
-    .default(DEFAULT_WEBHOOK_DELIVERY.backoff.maxMs),
-  /** Delivery attempts kept per subscription and per run. */
-  TETRALOOP_WEBHOOK_DELIVERIES_KEPT: z.coerce.number().int().min(1).max(10_000).default(100),
-  /** How long a list of delivery attempts outlives its last attempt. */
-  TETRALOOP_WEBHOOK_DELIVERIES_TTL_SECONDS: z.coerce
-    .number()
-    .int()
-    .min(60)
-    .default(7 * 24 * 3600),
-  /** Retention of settled run records. */
-  TETRALOOP_RUN_RETENTION_SECONDS: z.coerce
-    .number()
-    .int()
-    .positive()
-    .default(7 * 24 * 3600),
-  /**
-   * Events kept in a run's event stream (`XADD MAXLEN ~`): the oldest are trimmed past it, and a
-   * client resuming before them is told by an `events.truncated` event.
-   */
-  TETRALOOP_RUN_EVENTS_MAX: z.coerce.number().int().min(100).max(10_000_000).default(10_000),
-  TETRALOOP_JOB_COMPLETED_AGE_SECONDS: z.coerce.number().int().positive().default(3600),
-  TETRALOOP_JOB_COMPLETED_COUNT: z.coerce.number().int().positive().default(10_000),
-  TETRALOOP_JOB_FAILED_AGE_SECONDS: z.coerce.number().int().positive().default(86_400),
-  /**
-   * Completed *node* jobs kept in the node (`tool`) queue: 0 removes each when it completes (the
-   * cheapest: no completed set to add to and trim); N keeps the newest N, each at most
-   * `TETRALOOP_JOB_COMPLETED_AGE_SECONDS`. Root jobs keep `TETRALOOP_JOB_COMPLETED_COUNT`; failed
-   * node jobs keep `TETRALOOP_JOB_FAILED_AGE_SECONDS`. The run record holds every node's outcome.
-   */
-  TETRALOOP_NODE_JOBS_KEEP_COMPLETED: z.coerce.number().int().min(0).default(0),
-  /**
-   * How many released nodes a node job may run itself after its own node, one at a time in the
-   * same worker slot, instead of adding a job for each (node handoff; see docs/execution-model.md).
-   * 0 gives every node a job of its own.
-   */
-  TETRALOOP_NODE_HANDOFF: z.coerce.number().int().min(0).max(1000).default(32),
-  /** Graph limits (nested graphs expanded), for fixed and planned graphs alike. */
-  TETRALOOP_MAX_NODES: z.coerce.number().int().positive().default(500),
-  TETRALOOP_MAX_EDGES: z.coerce.number().int().positive().default(5000),
-  /** Model access: OpenAI with a key, or any OpenAI-compatible server by base URL. */
-  OPENAI_API_KEY: z.string().min(1).optional(),
-  OPENAI_BASE_URL: z.url().optional(),
-  TETRALOOP_MODEL: z.string().min(1).default('gpt-4o-mini'),
-  /** Planner model; the node model when unset. */
-  TETRALOOP_PLANNER_MODEL: z.string().min(1).optional(),
-  TETRALOOP_MODEL_TIMEOUT_MS: z.coerce.number().int().positive().default(60_000),
-  TETRALOOP_MODEL_MAX_RETRIES: z.coerce.number().int().min(0).max(10).default(2),
-  /**
-   * The models a `thinking` effort is sent to (`reasoning_effort`), comma-separated: names, or
-   * prefixes ending in `*`. Unset: OpenAI's reasoning models (`o1*,o3*,o4*,gpt-5*`).
-   */
-  TETRALOOP_THINKING_MODELS: z
-    .string()
-    .optional()
-    .transform((v) =>
-      v === undefined
-        ? undefined
-        : v
-            .split(',')
-            .map((s) => s.trim())
-            .filter(Boolean),
-    ),
-  /**
-   * Tools each agent may use, as JSON `{"agentId": ["http", "json"]}`; an agent not listed may use
-   * all. Kept beside TETRALOOP_AGENTS: it restricts tools but declares no agent.
-   */
-  TETRALOOP_AGENT_TOOLS: jsonEnv(z.record(z.string(), z.array(z.string())), '{}'),
-  /**
-   * The declared agents, as JSON `{"agentId": {"tools": [...], "models": [...]}}` (each list
-   * optional). Once any agent is declared (here or by a workspace folder), runs of other agents
-   * are refused.
-   */
-  TETRALOOP_AGENTS: jsonEnv(z.record(AgentId, AgentCeiling), '{}'),
-  /**
-   * Tenants' restrictions, as JSON `{"tenant": {"agents", "models", "maxConcurrentRuns",
-   * "requestsPerMinute", "dailyCostUsd"}}` (each optional).
-   */
-  TETRALOOP_TENANTS: jsonEnv(z.record(TenantId, TenantCeiling), '{}'),
-  /**
-   * Flow limits, `{"limits": [...]}` (or the list alone) as JSON, or the path of a JSON file
-   * (docs/flow-control.md). `PUT /v1/limits` replaces them while it is set.
-   */
-  TETRALOOP_LIMITS: z
-    .string()
-    .default('')
-    .transform((text, ctx) => {
-      try {
-        return parseLimitsSetting(text, (path) => readFileSync(path, 'utf8'));
-      } catch (err) {
-        ctx.addIssue({
-          code: 'custom',
-          message: `must be JSON or a readable JSON file: ${(err as Error).message}`,
-        });
-        return z.NEVER;
-      }
-    })
-    .pipe(LimitsDocument),
-  /** How often worker processes look for limits set through the API. */
-  TETRALOOP_LIMITS_REFRESH_MS: z.coerce.number().int().min(100).default(DEFAULT_FLOW_SETTINGS.refreshMs),
-  /** How often waiting calls are granted when a rate's interval moves on or a pause ends. */
-  TETRALOOP_FLOW_TICK_MS: z.coerce.number().int().min(10).max(10_000).default(DEFAULT_FLOW_SETTINGS.tickMs),
-  /** The longest a held-back node job sleeps before it asks again (it is woken when granted). */
-  TETRALOOP_FLOW_RECHECK_MS: z.coerce.number().int().min(100).default(DEFAULT_FLOW_SETTINGS.recheckMs),
-  /** Completion tokens a model call reserves against a `tokens` rate besides its prompt. */
-  TETRALOOP_FLOW_COMPLETION_TOKENS: z.coerce
-    .number()
-    .int()
-    .min(0)
-    .default(DEFAULT_FLOW_SETTINGS.completionTokens),
-  /** The models llm nodes and agents may name (comma-separated); empty: any. */
-  TETRALOOP_MODELS_ALLOW: listEnv(),
-  /** The largest budget a run may ask for; a request asking more gets this. Unset: no ceiling. */
-  TETRALOOP_BUDGET_MAX_TOOL_CALLS: z.coerce.number().int().positive().optional(),
-  TETRALOOP_BUDGET_MAX_TOOL_TIME_MS: z.coerce.number().int().positive().optional(),
-  TETRALOOP_BUDGET_MAX_TOKENS: z.coerce.number().int().positive().optional(),
-  /** The largest money budget (USD); also what a run without one gets, and the most a raise gives. */
-  TETRALOOP_BUDGET_MAX_COST_USD: z.coerce.number().positive().max(MAX_BUDGET_COST_USD).optional(),
-  /** The longest deadline (`timeoutSeconds`) a run may ask for; longer ones are clamped to it. */
-  TETRALOOP_MAX_TIMEOUT_SECONDS: z.coerce.number().int().positive().max(86_400).optional(),
-  /** Runs of one tenant running at once (tenants without `maxConcurrentRuns`); unset: no cap. */
-  TETRALOOP_TENANT_MAX_RUNNING: z.coerce.number().int().positive().optional(),
-  /** Requests per minute per API key, and per tenant (without `requestsPerMinute`); unset: off. */
-  TETRALOOP_RATE_LIMIT_PER_KEY: z.coerce.number().int().positive().optional(),
-  TETRALOOP_RATE_LIMIT_PER_TENANT: z.coerce.number().int().positive().optional(),
-  /** Default per-run budget: tool calls (each attempt and loop iteration counts). */
-  TETRALOOP_BUDGET_TOOL_CALLS: z.coerce.number().int().positive().default(1000),
-  /** Default per-run budget: summed tool time in ms. */
-  TETRALOOP_BUDGET_TOOL_TIME_MS: z.coerce.number().int().positive().default(600_000),
-  /** Default per-run budget: model tokens (prompt plus completion). */
-  TETRALOOP_BUDGET_TOKENS: z.coerce.number().int().positive().default(1_000_000),
-  /** Default per-run budget: USD of model calls, priced by the price table. Unset: no limit. */
-  TETRALOOP_BUDGET_COST_USD: z.coerce.number().positive().max(MAX_BUDGET_COST_USD).optional(),
-  /**
-   * Model prices, as JSON `{"model": {"input", "output", "cachedInput"?}}` in USD per million
-   * tokens, merged over the built-in list prices model by model (`null` removes one).
-   */
-  TETRALOOP_MODEL_PRICES: jsonEnv(ModelPrices, '{}'),
-  /** Days a tenant's daily cost totals are kept (UTC days, one hash each). */
-  TETRALOOP_COST_LEDGER_DAYS: z.coerce.number().int().min(2).max(3660).default(35),
-  /** What a message to a busy session does unless it says: followup, collect, steer, interrupt. */
-  TETRALOOP_SESSION_MODE: z.enum(['followup', 'collect', 'steer', 'interrupt']).default('collect'),
-  TETRALOOP_COLLECT_DEBOUNCE_MS: z.coerce.number().int().min(0).default(1000),
-  TETRALOOP_COLLECT_CAP: z.coerce.number().int().min(1).default(20),
-  TETRALOOP_COLLECT_DROP: z.enum(['summarize', 'old', 'new']).default('summarize'),
-  /** Most runs waiting in one session's lane; a `followup` message past it is refused (`429 lane_full`). */
-  TETRALOOP_FOLLOWUP_CAP: z.coerce.number().int().min(1).max(100_000).default(100),
-  /** How session runs work: the agent loop (conversational), a planned DAG, or planned in windows. */
-  TETRALOOP_SESSION_RUN_MODE: z.enum(['loop', 'dag', 'window']).default('loop'),
-  /**
-   * Compact a session's history (fold its older turns into a summary) once what a run would see of
-   * it is estimated (characters / 4) past this many tokens.
-   */
-  TETRALOOP_SESSION_COMPACT_TOKENS: z.coerce.number().int().min(200).default(8000),
-  /** Compiled JSON schemas (of `llm` nodes' answers) a process keeps, least recently used dropped. */
-  TETRALOOP_SCHEMA_CACHE_MAX: z.coerce.number().int().min(1).max(100_000).default(500),
-  /** A session nobody writes to for this long expires, all its keys; every write restarts it. */
-  TETRALOOP_SESSION_IDLE_TTL_SECONDS: z.coerce
-    .number()
-    .int()
-    .min(60)
-    .default(30 * 86_400),
-  /** Transcript lines kept per session; the oldest are dropped past it (their numbers stay). */
-  TETRALOOP_TRANSCRIPT_MAX_LINES: z.coerce.number().int().min(100).max(10_000_000).default(10_000),
-  TETRALOOP_DEDUPE_WINDOW_SECONDS: z.coerce.number().int().positive().default(600),
-  /** A session message without an `eventId` sent again with the same content within this is taken once (0: off). */
-  TETRALOOP_MESSAGE_DEDUPE_MS: z.coerce.number().int().min(0).max(60_000).default(2000),
-  /** Same-type events of one source within this window merge into one; 0 turns merging off. */
-  TETRALOOP_BURST_WINDOW_MS: z.coerce.number().int().min(0).default(500),
-  /**
-   * Sources run on a schedule, as JSON, each name once: HTTP polls `{"kind"?: "http", "name", "url",
-   * "intervalMs" (≥ 200), "timeoutMs"?, "sessionKey"?, "type"?}`, timers `{"kind": "timer", "name",
-   * "intervalMs" (≥ 1000), "sessionKey", "type"?, "payload"?}` and directories `{"kind": "file",
-   * "name", "dir" (absolute), "sessionKey", "intervalMs"?, "pattern"?, "maxFiles"?, "type"?}`.
-   */
-  TETRALOOP_SOURCES: jsonEnv(PolledSources, '[]'),
-  /**
-   * MCP servers whose tools join the tool registry as `mcp.<server>.<tool>`, as JSON:
-   * `[{"name", "command", "args"?, "env"?}]` (stdio) or `[{"name", "url", "headers"?}]`
-   * (streamable HTTP). Workers connect to them; the API reads their tool lists from Redis.
-   */
-  TETRALOOP_MCP_SERVERS: jsonEnv(McpServers, '[]'),
-  /** How often the plan loop checks session environments for changes. */
-  TETRALOOP_ENV_CHECK_MS: z.coerce.number().int().min(100).default(1500),
-  /** How often lanes a dead process left behind are moved on. */
-  TETRALOOP_LANE_SWEEP_MS: z.coerce.number().int().min(100).default(2000),
-  /** How often the plan loop looks for accepted runs whose root job was never enqueued. */
-  TETRALOOP_RECONCILE_INTERVAL_MS: z.coerce.number().int().min(100).default(15_000),
-  /** A queued run without a root job is enqueued by the reconciler once it is this old. */
-  TETRALOOP_RECONCILE_GRACE_MS: z.coerce.number().int().min(0).default(30_000),
-  /** Plugins to load: built-in names (`deny-http`) or module paths, comma-separated. */
-  TETRALOOP_PLUGINS: listEnv(),
-  /** Directory holding one folder per agent with its workspace files (AGENTS.md, TOOLS.md…). */
-  TETRALOOP_WORKSPACE_DIR: z.string().default('.tetraloop/workspace'),
-  /** Each workspace file is cut to this many characters (head and tail kept). */
-  TETRALOOP_WORKSPACE_FILE_CHARS: z.coerce.number().int().positive().default(12_000),
-  /**
-   * The plan cache: `on` lets a repeated task (same agent, task, input shape, tool catalog, lessons
-   * version, planner model, prompt, overrides and workspace) reuse its first plan without asking
-   * the planner; `off` neither reads nor stores plans.
-   */
-  TETRALOOP_PLAN_CACHE: z.enum(['on', 'off']).default('on'),
-  /** How long a cached plan is kept. */
-  TETRALOOP_PLAN_CACHE_TTL_SECONDS: z.coerce.number().int().min(1).default(3600),
-  /** Window mode: most nodes per window when the request sets no `window` (the seed's 3–5, with margin). */
-  TETRALOOP_PLAN_WINDOW: z.coerce.number().int().min(1).max(MAX_WINDOW_SIZE).default(5),
-  /** Window mode: most windows of a run when the request sets no `maxWindows`. */
-  TETRALOOP_PLAN_MAX_WINDOWS: z.coerce.number().int().min(1).max(MAX_WINDOWS).default(10),
-  /** The reflect loop: `on` records settled runs, reflects and applies lessons; `off` does none of it. */
-  TETRALOOP_REFLECT: z.enum(['on', 'off']).default('on'),
-  /** How often queue depths, the stall alarm and Redis's health are checked (API and workers). */
-  TETRALOOP_QUEUE_CHECK_MS: z.coerce.number().int().min(100).default(5000),
-  /** Reflect on every agent with new runs at least this often. */
-  TETRALOOP_REFLECT_INTERVAL_MS: z.coerce
-    .number()
-    .int()
-    .min(1000)
-    .default(30 * 60_000),
-  /** Reflect on an agent after this many settled runs. */
-  TETRALOOP_REFLECT_EVERY_RUNS: z.coerce.number().int().min(1).default(50),
-  /** Run summaries kept per agent (the hot set). */
-  TETRALOOP_MEMORY_HOT_RUNS: z.coerce.number().int().min(10).max(10_000).default(200),
-  /** An agent's memory (hot set, counters, lessons) nobody writes to for this long expires. */
-  TETRALOOP_MEMORY_IDLE_TTL_SECONDS: z.coerce
-    .number()
-    .int()
-    .min(60)
-    .default(30 * 86_400),
-  /** Distinct supporting runs and confidence a lesson needs to take effect. */
-  TETRALOOP_LESSON_MIN_CASES: z.coerce.number().int().min(1).default(3),
-  TETRALOOP_LESSON_MIN_CONFIDENCE: z.coerce.number().min(0).max(1).default(0.6),
-  /** How long a process uses the lessons it read before reading them again. */
-  TETRALOOP_LESSON_REFRESH_MS: z.coerce.number().int().min(0).default(1000),
-  /** How often one call goes through to a service a hard lesson blocks, as a probe. */
-  TETRALOOP_LESSON_PROBE_INTERVAL_MS: z.coerce
-    .number()
-    .int()
-    .min(100)
-    .default(5 * 60_000),
-  /**
-   * Retries a rate-limited service's `rate_limited` failures get from its template lesson (never
-   * more than TETRALOOP_MAX_NODE_EXECUTIONS allows).
-   */
-  TETRALOOP_LESSON_RATE_LIMIT_RETRIES: z.coerce.number().int().min(0).max(20).default(4),
-  /** The shortest delay between those retries. */
-  TETRALOOP_LESSON_RATE_LIMIT_BACKOFF_MS: z.coerce.number().int().min(0).max(600_000).default(5000),
-});
+  TETRALOOP_SHUTDOWN_GRACE_MS: setting({
+    group: 'process',
+    file: 'shutdownGraceMs',
+    readBy: ['api', 'workers'],
+    defaultText: '10000 (api), 30000 (workers)',
+    doc: 'On SIGTERM: how long open requests and event streams (api) or in-flight jobs (workers) get to finish before the process closes anyway.',
+    schema: z.coerce.number().int().min(0).optional(),
+  }),
+  REDIS_URL: setting({
+    group: 'redis',
+    file: 'redis.url',
+    readBy: ['api', 'workers'],
+    secret: true,
+    doc: 'One Redis (`redis://`, `rediss://`), or a Redis Cluster by some of its nodes: `redis+cluster://[user:password@]host:port,host:port` (`rediss+cluster://` for TLS).',
+    schema: z.string().superRefine((url, ctx) => {
+      const problem = redisUrlProblem(url);
+      if (problem) ctx.addIssue({ code: 'custom', message: problem });
+    }),
+  }),
+  TETRALOOP_PREFIX: setting({
+    group: 'redis',
+    file: 'redis.prefix',
+    readBy: ['api', 'workers'],
+    doc: 'prefix of every Redis key and queue',
+    schema: z
+      .string()
+      .regex(/^[A-Za-z0-9_{}-]{1,64}$/, 'letters, digits, _ - { } only')
+      .default('tetraloop'),
+  }),
+  TETRALOOP_QUEUE_SHARDS: setting({
+    group: 'redis',
+    file: 'redis.queueShards',
+    readBy: ['api', 'workers'],
+    doc: 'How many shards the run queues (`plan` and `tool`) are split into, each its own BullMQ queues under its own hash tag (see `queues/queue-shards.ts`); on a Redis Cluster, at least its number of masters spreads the queues over all of them. Every process of a deployment must use the same value: changing it is a migration (docs/operations.md#redis-cluster).',
+    schema: z.coerce.number().int().min(1).max(64).default(1),
+  }),
+  LOG_LEVEL: setting({
+    group: 'logs',
+    file: 'log.level',
+    readBy: ['api', 'workers'],
+    doc: 'all',
+    schema: LogLevel.default('info'),
+  }),
+  TETRALOOP_LOG_REDACT: setting({
+    group: 'logs',
+    file: 'log.redact',
+    readBy: ['api', 'workers'],
+    form: 'list',
+    doc: 'Extra field names to redact in logs, wherever they appear and in any case (comma-separated; a path such as `*.customerCard` counts as its last name), beside the built-in credentials.',
+    schema: listEnv(),
+  }),
+  TETRALOOP_SECRET_KEY: setting({
+    group: 'secrets',
+    file: 'secrets.key',
+    readBy: ['api', 'workers'],
+    secret: true,
+    doc: 'The key secrets are encrypted under (AES-256-GCM): 32 bytes, as base64 or as 64 hex digits. Unset: the secret routes answer 409 and a run that uses a `{"$secret"}` fails its node.',
+    schema: z
+      .string()
+      .optional()
+      .transform((v) => (v === '' ? undefined : v))
+      .refine((v) => v === undefined || parseSecretKey(v) !== undefined, `must be ${SECRET_KEY_FORMAT}`),
+  }),
+  TETRALOOP_SECRET_MAX_BYTES: setting({
+    group: 'secrets',
+    file: 'secrets.maxBytes',
+    readBy: ['api', 'workers'],
+    doc: 'Largest secret value, in UTF-8 bytes.',
+    schema: z.coerce.number().int().min(1).max(1_048_576).default(8192),
+  }),
+  TETRALOOP_SECRET_MAX_COUNT: setting({
+    group: 'secrets',
+    file: 'secrets.maxCount',
+    readBy: ['api', 'workers'],
+    doc: 'Most secrets one tenant may hold.',
+    schema: z.coerce.number().int().min(1).max(100_000).default(500),
+  }),
+  TETRALOOP_WEBHOOK_SUBSCRIPTIONS_MAX: setting({
+    group: 'outbound webhooks',
+    file: 'outboundWebhooks.maxPerTenant',
+    readBy: ['api', 'workers'],
+    doc: 'Most outbound webhook subscriptions one tenant may hold (`POST /v1/webhooks`).',
+    schema: z.coerce.number().int().min(1).max(1000).default(20),
+  }),
+  TETRALOOP_WEBHOOK_ATTEMPTS: setting({
+    group: 'outbound webhooks',
+    file: 'outboundWebhooks.attempts',
+    readBy: ['api', 'workers'],
+    doc: 'Attempts of one outbound webhook delivery, the first included (set when it is enqueued).',
+    schema: z.coerce.number().int().min(1).max(50).default(DEFAULT_WEBHOOK_DELIVERY.attempts),
+  }),
+  TETRALOOP_WEBHOOK_TIMEOUT_MS: setting({
+    group: 'outbound webhooks',
+    file: 'outboundWebhooks.timeoutMs',
+    readBy: ['api', 'workers'],
+    doc: 'Time a receiver has to answer a delivery (its headers, and between body chunks).',
+    schema: z.coerce.number().int().min(100).max(60_000).default(DEFAULT_WEBHOOK_DELIVERY.timeoutMs),
+  }),
+  TETRALOOP_WEBHOOK_BACKOFF_BASE_MS: setting({
+    group: 'outbound webhooks',
+    file: 'outboundWebhooks.backoffBaseMs',
+    readBy: ['api', 'workers'],
+    doc: "Delay before a delivery's first retry; each further one doubles it (± TETRALOOP_BACKOFF_JITTER).",
+    schema: z.coerce.number().int().min(10).max(3_600_000).default(DEFAULT_WEBHOOK_DELIVERY.backoff.baseMs),
+  }),
+  TETRALOOP_WEBHOOK_BACKOFF_MAX_MS: setting({
+    group: 'outbound webhooks',
+    file: 'outboundWebhooks.backoffMaxMs',
+    readBy: ['api', 'workers'],
+    doc: 'Longest delay between two attempts of a delivery.',
+    schema: z.coerce.number().int().min(10).max(86_400_000).default(DEFAULT_WEBHOOK_DELIVERY.backoff.maxMs),
+  }),
+  TETRALOOP_WEBHOOK_DELIVERIES_KEPT: setting({
+    group: 'outbound webhooks',
+    file: 'outboundWebhooks.deliveriesKept',
+    readBy: ['api', 'workers'],
+    doc: 'Delivery attempts kept per subscription and per run.',
+    schema: z.coerce.number().int().min(1).max(10_000).default(100),
+  }),
+  TETRALOOP_WEBHOOK_DELIVERIES_TTL_SECONDS: setting({
+    group: 'outbound webhooks',
+    file: 'outboundWebhooks.deliveriesTtlSeconds',
+    readBy: ['api', 'workers'],
+    doc: 'How long a list of delivery attempts outlives its last attempt.',
+    schema: z.coerce
+      .number()
+      .int()
+      .min(60)
+      .default(7 * 24 * 3600),
+  }),
+  TETRALOOP_RUN_RETENTION_SECONDS: setting({
+    group: 'runs',
+    file: 'runs.retentionSeconds',
+    readBy: ['api', 'workers'],
+    doc: 'Retention of settled run records.',
+    schema: z.coerce
+      .number()
+      .int()
+      .positive()
+      .default(7 * 24 * 3600),
+  }),
+  TETRALOOP_RUN_EVENTS_MAX: setting({
+    group: 'runs',
+    file: 'runs.eventsMax',
+    readBy: ['api', 'workers'],
+    doc: "Events kept in a run's event stream (`XADD MAXLEN ~`): the oldest are trimmed past it, and a client resuming before them is told by an `events.truncated` event.",
+    schema: z.coerce.number().int().min(100).max(10_000_000).default(10_000),
+  }),
+  TETRALOOP_JOB_COMPLETED_AGE_SECONDS: setting({
+    group: 'jobs',
+    file: 'jobs.completedAgeSeconds',
+    readBy: ['api', 'workers'],
+    doc: 'BullMQ job retention',
+    schema: z.coerce.number().int().positive().default(3600),
+  }),
+  TETRALOOP_JOB_COMPLETED_COUNT: setting({
+    group: 'jobs',
+    file: 'jobs.completedCount',
+    readBy: ['api', 'workers'],
+    doc: 'at most this many completed jobs are kept per queue',
+    schema: z.coerce.number().int().positive().default(10_000),
+  }),
+  TETRALOOP_JOB_FAILED_AGE_SECONDS: setting({
+    group: 'jobs',
+    file: 'jobs.failedAgeSeconds',
+    readBy: ['api', 'workers'],
+    doc: 'failed BullMQ jobs are removed after this age',
+    schema: z.coerce.number().int().positive().default(86_400),
+  }),
+  TETRALOOP_NODE_JOBS_KEEP_COMPLETED: setting({
+    group: 'jobs',
+    file: 'jobs.nodeJobsKeepCompleted',
+    readBy: ['api', 'workers'],
+    doc: "Completed *node* jobs kept in the node (`tool`) queue: 0 removes each when it completes (the cheapest: no completed set to add to and trim); N keeps the newest N, each at most `TETRALOOP_JOB_COMPLETED_AGE_SECONDS`. Root jobs keep `TETRALOOP_JOB_COMPLETED_COUNT`; failed node jobs keep `TETRALOOP_JOB_FAILED_AGE_SECONDS`. The run record holds every node's outcome.",
+    schema: z.coerce.number().int().min(0).default(0),
+  }),
+  TETRALOOP_NODE_HANDOFF: setting({
+    group: 'runs',
+    file: 'runs.nodeHandoff',
+    readBy: ['api', 'workers'],
+    doc: 'How many released nodes a node job may run itself after its own node, one at a time in the same worker slot, instead of adding a job for each (node handoff; see docs/execution-model.md). 0 gives every node a job of its own.',
+    schema: z.coerce.number().int().min(0).max(1000).default(32),
+  }),
+  TETRALOOP_MAX_NODES: setting({
+    group: 'runs',
+    file: 'runs.maxNodes',
+    readBy: ['api', 'workers'],
+    doc: 'Graph limits (nested graphs expanded), for fixed and planned graphs alike.',
+    schema: z.coerce.number().int().positive().default(500),
+  }),
+  TETRALOOP_MAX_EDGES: setting({
+    group: 'runs',
+    file: 'runs.maxEdges',
+    readBy: ['api', 'workers'],
+    doc: 'limits of fixed graphs (api) and planned graphs (plan pool)',
+    schema: z.coerce.number().int().positive().default(5000),
+  }),
+  OPENAI_API_KEY: setting({
+    group: 'models',
+    file: 'model.apiKey',
+    readBy: ['api', 'workers'],
+    secret: true,
+    doc: 'Model access: OpenAI with a key, or any OpenAI-compatible server by base URL.',
+    schema: z.string().min(1).optional(),
+  }),
+  OPENAI_BASE_URL: setting({
+    group: 'models',
+    file: 'model.baseUrl',
+    readBy: ['api', 'workers'],
+    doc: 'the model server; set one of them to enable task runs and model nodes',
+    schema: z.url().optional(),
+  }),
+  TETRALOOP_MODEL: setting({
+    group: 'models',
+    file: 'model.name',
+    readBy: ['api', 'workers'],
+    doc: 'model of `llm` nodes and agent loops; model that plans tasks',
+    schema: z.string().min(1).default('gpt-4o-mini'),
+  }),
+  TETRALOOP_PLANNER_MODEL: setting({
+    group: 'models',
+    file: 'model.planner',
+    readBy: ['api', 'workers'],
+    doc: 'Planner model; the node model when unset.',
+    schema: z.string().min(1).optional(),
+  }),
+  TETRALOOP_MODEL_TIMEOUT_MS: setting({
+    group: 'models',
+    file: 'model.timeoutMs',
+    readBy: ['api', 'workers'],
+    doc: 'model request timeout; in-process retries of a planner call',
+    schema: z.coerce.number().int().positive().default(60_000),
+  }),
+  TETRALOOP_MODEL_MAX_RETRIES: setting({
+    group: 'models',
+    file: 'model.maxRetries',
+    readBy: ['api', 'workers'],
+    doc: 'model request timeout; in-process retries of a planner call',
+    schema: z.coerce.number().int().min(0).max(10).default(2),
+  }),
+  TETRALOOP_THINKING_MODELS: setting({
+    group: 'models',
+    file: 'model.thinkingModels',
+    readBy: ['api', 'workers'],
+    form: 'list',
+    doc: "The models a `thinking` effort is sent to (`reasoning_effort`), comma-separated: names, or prefixes ending in `*`. Unset: OpenAI's reasoning models (`o1*,o3*,o4*,gpt-5*`).",
+    schema: z
+      .string()
+      .optional()
+      .transform((v) =>
+        v === undefined
+          ? undefined
+          : v
+              .split(',')
+              .map((s) => s.trim())
+              .filter(Boolean),
+      ),
+  }),
+  TETRALOOP_AGENT_TOOLS: setting({
+    group: 'ceilings',
+    file: 'agentTools',
+    readBy: ['api', 'workers'],
+    form: 'json',
+    doc: 'Tools each agent may use, as JSON `{"agentId": ["http", "json"]}`; an agent not listed may use all. Kept beside TETRALOOP_AGENTS: it restricts tools but declares no agent.',
+    schema: jsonEnv(z.record(z.string(), z.array(z.string())), '{}'),
+  }),
+  TETRALOOP_AGENTS: setting({
+    group: 'ceilings',
+    file: 'agents',
+    readBy: ['api', 'workers'],
+    form: 'json',
+    doc: 'The declared agents, as JSON `{"agentId": {"tools": [...], "models": [...]}}` (each list optional). Once any agent is declared (here or by a workspace folder), runs of other agents are refused.',
+    schema: jsonEnv(z.record(AgentId, AgentCeiling), '{}'),
+  }),
+  TETRALOOP_TENANTS: setting({
+    group: 'ceilings',
+    file: 'tenants',
+    readBy: ['api', 'workers'],
+    form: 'json',
+    doc: 'Tenants\' restrictions, as JSON `{"tenant": {"agents", "models", "maxConcurrentRuns", "requestsPerMinute", "dailyCostUsd"}}` (each optional).',
+    schema: jsonEnv(z.record(TenantId, TenantCeiling), '{}'),
+  }),
+  TETRALOOP_LIMITS: setting({
+    group: 'flow control',
+    file: 'limits',
+    readBy: ['api', 'workers'],
+    form: 'json',
+    doc: 'Flow limits, `{"limits": [...]}` (or the list alone) as JSON, or the path of a JSON file (docs/flow-control.md). `PUT /v1/limits` replaces them while it is set.',
+    schema: z
+      .string()
+      .default('')
+      .transform((text, ctx) => {
+        try {
+          return parseLimitsSetting(text, (path) => readFileSync(path, 'utf8'));
+        } catch (err) {
+          ctx.addIssue({
+            code: 'custom',
+            message: `must be JSON or a readable JSON file: ${(err as Error).message}`,
+          });
+          return z.NEVER;
+        }
+      })
+      .pipe(LimitsDocument),
+  }),
+  TETRALOOP_LIMITS_REFRESH_MS: setting({
+    group: 'flow control',
+    file: 'flow.refreshMs',
+    readBy: ['api', 'workers'],
+    doc: 'How often worker processes look for limits set through the API.',
+    schema: z.coerce.number().int().min(100).default(DEFAULT_FLOW_SETTINGS.refreshMs),
+  }),
+  TETRALOOP_FLOW_TICK_MS: setting({
+    group: 'flow control',
+    file: 'flow.tickMs',
+    readBy: ['api', 'workers'],
+    doc: "How often waiting calls are granted when a rate's interval moves on or a pause ends.",
+    schema: z.coerce.number().int().min(10).max(10_000).default(DEFAULT_FLOW_SETTINGS.tickMs),
+  }),
+  TETRALOOP_FLOW_RECHECK_MS: setting({
+    group: 'flow control',
+    file: 'flow.recheckMs',
+    readBy: ['api', 'workers'],
+    doc: 'The longest a held-back node job sleeps before it asks again (it is woken when granted).',
+    schema: z.coerce.number().int().min(100).default(DEFAULT_FLOW_SETTINGS.recheckMs),
+  }),
+  TETRALOOP_FLOW_COMPLETION_TOKENS: setting({
+    group: 'flow control',
+    file: 'flow.completionTokens',
+    readBy: ['api', 'workers'],
+    doc: 'Completion tokens a model call reserves against a `tokens` rate besides its prompt.',
+    schema: z.coerce.number().int().min(0).default(DEFAULT_FLOW_SETTINGS.completionTokens),
+  }),
+  TETRALOOP_MODELS_ALLOW: setting({
+    group: 'ceilings',
+    file: 'ceilings.modelsAllow',
+    readBy: ['api', 'workers'],
+    form: 'list',
+    doc: 'The models llm nodes and agents may name (comma-separated); empty: any.',
+    schema: listEnv(),
+  }),
+  TETRALOOP_BUDGET_MAX_TOOL_CALLS: setting({
+    group: 'ceilings',
+    file: 'ceilings.budget.toolCalls',
+    readBy: ['api', 'workers'],
+    doc: 'The largest budget a run may ask for; a request asking more gets this. Unset: no ceiling.',
+    schema: z.coerce.number().int().positive().optional(),
+  }),
+  TETRALOOP_BUDGET_MAX_TOOL_TIME_MS: setting({
+    group: 'ceilings',
+    file: 'ceilings.budget.toolTimeMs',
+    readBy: ['api', 'workers'],
+    doc: 'the largest budget a run gets; a request (or default) asking more is clamped to it, not refused',
+    schema: z.coerce.number().int().positive().optional(),
+  }),
+  TETRALOOP_BUDGET_MAX_TOKENS: setting({
+    group: 'ceilings',
+    file: 'ceilings.budget.tokens',
+    readBy: ['api', 'workers'],
+    doc: 'the largest budget a run gets; a request (or default) asking more is clamped to it, not refused',
+    schema: z.coerce.number().int().positive().optional(),
+  }),
+  TETRALOOP_BUDGET_MAX_COST_USD: setting({
+    group: 'ceilings',
+    file: 'ceilings.budget.costUsd',
+    readBy: ['api', 'workers'],
+    doc: 'The largest money budget (USD); also what a run without one gets, and the most a raise gives.',
+    schema: z.coerce.number().positive().max(MAX_BUDGET_COST_USD).optional(),
+  }),
+  TETRALOOP_MAX_TIMEOUT_SECONDS: setting({
+    group: 'ceilings',
+    file: 'ceilings.maxTimeoutSeconds',
+    readBy: ['api', 'workers'],
+    doc: 'The longest deadline (`timeoutSeconds`) a run may ask for; longer ones are clamped to it.',
+    schema: z.coerce.number().int().positive().max(86_400).optional(),
+  }),
+  TETRALOOP_TENANT_MAX_RUNNING: setting({
+    group: 'ceilings',
+    file: 'ceilings.tenantMaxRunning',
+    readBy: ['api', 'workers'],
+    doc: 'Runs of one tenant running at once (tenants without `maxConcurrentRuns`); unset: no cap.',
+    schema: z.coerce.number().int().positive().optional(),
+  }),
+  TETRALOOP_RATE_LIMIT_PER_KEY: setting({
+    group: 'ceilings',
+    file: 'ceilings.ratePerKey',
+    readBy: ['api', 'workers'],
+    doc: 'Requests per minute per API key, and per tenant (without `requestsPerMinute`); unset: off.',
+    schema: z.coerce.number().int().positive().optional(),
+  }),
+  TETRALOOP_RATE_LIMIT_PER_TENANT: setting({
+    group: 'ceilings',
+    file: 'ceilings.ratePerTenant',
+    readBy: ['api', 'workers'],
+    doc: "requests per minute per API key and per tenant (a tenant's `requestsPerMinute` wins) on `/v1`; past them `429` with `Retry-After`",
+    schema: z.coerce.number().int().positive().optional(),
+  }),
+  TETRALOOP_BUDGET_TOOL_CALLS: setting({
+    group: 'budgets',
+    file: 'budget.toolCalls',
+    readBy: ['api', 'workers'],
+    doc: 'Default per-run budget: tool calls (each attempt and loop iteration counts).',
+    schema: z.coerce.number().int().positive().default(1000),
+  }),
+  TETRALOOP_BUDGET_TOOL_TIME_MS: setting({
+    group: 'budgets',
+    file: 'budget.toolTimeMs',
+    readBy: ['api', 'workers'],
+    doc: 'Default per-run budget: summed tool time in ms.',
+    schema: z.coerce.number().int().positive().default(600_000),
+  }),
+  TETRALOOP_BUDGET_TOKENS: setting({
+    group: 'budgets',
+    file: 'budget.tokens',
+    readBy: ['api', 'workers'],
+    doc: 'Default per-run budget: model tokens (prompt plus completion).',
+    schema: z.coerce.number().int().positive().default(1_000_000),
+  }),
+  TETRALOOP_BUDGET_COST_USD: setting({
+    group: 'budgets',
+    file: 'budget.costUsd',
+    readBy: ['api', 'workers'],
+    doc: 'Default per-run budget: USD of model calls, priced by the price table. Unset: no limit.',
+    schema: z.coerce.number().positive().max(MAX_BUDGET_COST_USD).optional(),
+  }),
+  TETRALOOP_MODEL_PRICES: setting({
+    group: 'models',
+    file: 'modelPrices',
+    readBy: ['api', 'workers'],
+    form: 'json',
+    doc: 'Model prices, as JSON `{"model": {"input", "output", "cachedInput"?}}` in USD per million tokens, merged over the built-in list prices model by model (`null` removes one).',
+    schema: jsonEnv(ModelPrices, '{}'),
+  }),
+  TETRALOOP_COST_LEDGER_DAYS: setting({
+    group: 'budgets',
+    file: 'budget.costLedgerDays',
+    readBy: ['api', 'workers'],
+    doc: "Days a tenant's daily cost totals are kept (UTC days, one hash each).",
+    schema: z.coerce.number().int().min(2).max(3660).default(35),
+  }),
+  TETRALOOP_SESSION_MODE: setting({
+    group: 'sessions',
+    file: 'sessions.mode',
+    readBy: ['api', 'workers'],
+    doc: 'What a message to a busy session does unless it says: followup, collect, steer, interrupt.',
+    schema: z.enum(['followup', 'collect', 'steer', 'interrupt']).default('collect'),
+  }),
+  TETRALOOP_COLLECT_DEBOUNCE_MS: setting({
+    group: 'sessions',
+    file: 'sessions.collectDebounceMs',
+    readBy: ['api', 'workers'],
+    pools: ['sense'],
+    doc: "collect mode's quiet time, most waiting messages, and what a full buffer does (`summarize`, `old`, `new`)",
+    schema: z.coerce.number().int().min(0).default(1000),
+  }),
+  TETRALOOP_COLLECT_CAP: setting({
+    group: 'sessions',
+    file: 'sessions.collectCap',
+    readBy: ['api', 'workers'],
+    doc: "collect mode's quiet time, most waiting messages, and what a full buffer does (`summarize`, `old`, `new`)",
+    schema: z.coerce.number().int().min(1).default(20),
+  }),
+  TETRALOOP_COLLECT_DROP: setting({
+    group: 'sessions',
+    file: 'sessions.collectDrop',
+    readBy: ['api', 'workers'],
+    doc: "collect mode's quiet time, most waiting messages, and what a full buffer does (`summarize`, `old`, `new`)",
+    schema: z.enum(['summarize', 'old', 'new']).default('summarize'),
+  }),
+  TETRALOOP_FOLLOWUP_CAP: setting({
+    group: 'sessions',
+    file: 'sessions.followupCap',
+    readBy: ['api', 'workers'],
+    doc: "Most runs waiting in one session's lane; a `followup` message past it is refused (`429 lane_full`).",
+    schema: z.coerce.number().int().min(1).max(100_000).default(100),
+  }),
+  TETRALOOP_SESSION_RUN_MODE: setting({
+    group: 'sessions',
+    file: 'sessions.runMode',
+    readBy: ['api', 'workers'],
+    doc: 'How session runs work: the agent loop (conversational), a planned DAG, or planned in windows.',
+    schema: z.enum(['loop', 'dag', 'window']).default('loop'),
+  }),
+  TETRALOOP_SESSION_COMPACT_TOKENS: setting({
+    group: 'sessions',
+    file: 'sessions.compactTokens',
+    readBy: ['api', 'workers'],
+    pools: ['sense'],
+    doc: "Compact a session's history (fold its older turns into a summary) once what a run would see of it is estimated (characters / 4) past this many tokens.",
+    schema: z.coerce.number().int().min(200).default(8000),
+  }),
+  TETRALOOP_SCHEMA_CACHE_MAX: setting({
+    group: 'runs',
+    file: 'runs.schemaCacheMax',
+    readBy: ['api', 'workers'],
+    doc: "Compiled JSON schemas (of `llm` nodes' answers) a process keeps, least recently used dropped.",
+    schema: z.coerce.number().int().min(1).max(100_000).default(500),
+  }),
+  TETRALOOP_SESSION_IDLE_TTL_SECONDS: setting({
+    group: 'sessions',
+    file: 'sessions.idleTtlSeconds',
+    readBy: ['api', 'workers'],
+    doc: 'A session nobody writes to for this long expires, all its keys; every write restarts it.',
+    schema: z.coerce
+      .number()
+      .int()
+      .min(60)
+      .default(30 * 86_400),
+  }),
+  TETRALOOP_TRANSCRIPT_MAX_LINES: setting({
+    group: 'sessions',
+    file: 'sessions.transcriptMaxLines',
+    readBy: ['api', 'workers'],
+    doc: 'Transcript lines kept per session; the oldest are dropped past it (their numbers stay).',
+    schema: z.coerce.number().int().min(100).max(10_000_000).default(10_000),
+  }),
+  TETRALOOP_DEDUPE_WINDOW_SECONDS: setting({
+    group: 'sessions',
+    file: 'sessions.dedupeWindowSeconds',
+    readBy: ['api', 'workers'],
+    doc: 'how long event ids are remembered; window in which same-type events of a source merge (`0`: off)',
+    schema: z.coerce.number().int().positive().default(600),
+  }),
+  TETRALOOP_MESSAGE_DEDUPE_MS: setting({
+    group: 'sessions',
+    file: 'sessions.messageDedupeMs',
+    readBy: ['api', 'workers'],
+    doc: 'A session message without an `eventId` sent again with the same content within this is taken once (0: off).',
+    schema: z.coerce.number().int().min(0).max(60_000).default(2000),
+  }),
+  TETRALOOP_BURST_WINDOW_MS: setting({
+    group: 'sources',
+    file: 'sense.burstWindowMs',
+    readBy: ['api', 'workers'],
+    pools: ['sense'],
+    doc: 'Same-type events of one source within this window merge into one; 0 turns merging off.',
+    schema: z.coerce.number().int().min(0).default(500),
+  }),
+  TETRALOOP_SOURCES: setting({
+    group: 'sources',
+    file: 'sources',
+    readBy: ['api', 'workers'],
+    pools: ['sense'],
+    form: 'json',
+    doc: 'Sources run on a schedule, as JSON, each name once: HTTP polls `{"kind"?: "http", "name", "url", "intervalMs" (≥ 200), "timeoutMs"?, "sessionKey"?, "type"?}`, timers `{"kind": "timer", "name", "intervalMs" (≥ 1000), "sessionKey", "type"?, "payload"?}` and directories `{"kind": "file", "name", "dir" (absolute), "sessionKey", "intervalMs"?, "pattern"?, "maxFiles"?, "type"?}`.',
+    schema: jsonEnv(PolledSources, '[]'),
+  }),
+  TETRALOOP_MCP_SERVERS: setting({
+    group: 'mcp',
+    file: 'mcpServers',
+    readBy: ['api', 'workers'],
+    form: 'json',
+    secret: true,
+    doc: 'MCP servers whose tools join the tool registry as `mcp.<server>.<tool>`, as JSON: `[{"name", "command", "args"?, "env"?}]` (stdio) or `[{"name", "url", "headers"?}]` (streamable HTTP). Workers connect to them; the API reads their tool lists from Redis.',
+    schema: jsonEnv(McpServers, '[]'),
+  }),
+  TETRALOOP_ENV_CHECK_MS: setting({
+    group: 'sessions',
+    file: 'sessions.envCheckMs',
+    readBy: ['api', 'workers'],
+    pools: ['plan'],
+    doc: 'How often the plan loop checks session environments for changes.',
+    schema: z.coerce.number().int().min(100).default(1500),
+  }),
+  TETRALOOP_LANE_SWEEP_MS: setting({
+    group: 'sessions',
+    file: 'sessions.laneSweepMs',
+    readBy: ['api', 'workers'],
+    pools: ['plan'],
+    doc: 'How often lanes a dead process left behind are moved on.',
+    schema: z.coerce.number().int().min(100).default(2000),
+  }),
+  TETRALOOP_RECONCILE_INTERVAL_MS: setting({
+    group: 'runs',
+    file: 'runs.reconcileIntervalMs',
+    readBy: ['api', 'workers'],
+    pools: ['plan'],
+    doc: 'How often the plan loop looks for accepted runs whose root job was never enqueued.',
+    schema: z.coerce.number().int().min(100).default(15_000),
+  }),
+  TETRALOOP_RECONCILE_GRACE_MS: setting({
+    group: 'runs',
+    file: 'runs.reconcileGraceMs',
+    readBy: ['api', 'workers'],
+    pools: ['plan'],
+    doc: 'A queued run without a root job is enqueued by the reconciler once it is this old.',
+    schema: z.coerce.number().int().min(0).default(30_000),
+  }),
+  TETRALOOP_PLUGINS: setting({
+    group: 'plugins and workspace',
+    file: 'plugins',
+    readBy: ['api', 'workers'],
+    form: 'list',
+    doc: 'Plugins to load: built-in names (`deny-http`) or module paths, comma-separated.',
+    schema: listEnv(),
+  }),
+  TETRALOOP_WORKSPACE_DIR: setting({
+    group: 'plugins and workspace',
+    file: 'workspace.dir',
+    readBy: ['api', 'workers'],
+    doc: 'Directory holding one folder per agent with its workspace files (AGENTS.md, TOOLS.md…).',
+    schema: z.string().default('.tetraloop/workspace'),
+  }),
+  TETRALOOP_WORKSPACE_FILE_CHARS: setting({
+    group: 'plugins and workspace',
+    file: 'workspace.fileChars',
+    readBy: ['api', 'workers'],
+    doc: 'Each workspace file is cut to this many characters (head and tail kept).',
+    schema: z.coerce.number().int().positive().default(12_000),
+  }),
+  TETRALOOP_PLAN_CACHE: setting({
+    group: 'planning',
+    file: 'planning.cache',
+    readBy: ['api', 'workers'],
+    pools: ['plan'],
+    doc: 'The plan cache: `on` lets a repeated task (same agent, task, input shape, tool catalog, lessons version, planner model, prompt, overrides and workspace) reuse its first plan without asking the planner; `off` neither reads nor stores plans.',
+    schema: z.enum(['on', 'off']).default('on'),
+  }),
+  TETRALOOP_PLAN_CACHE_TTL_SECONDS: setting({
+    group: 'planning',
+    file: 'planning.cacheTtlSeconds',
+    readBy: ['api', 'workers'],
+    pools: ['plan'],
+    doc: 'How long a cached plan is kept.',
+    schema: z.coerce.number().int().min(1).default(3600),
+  }),
+  TETRALOOP_PLAN_WINDOW: setting({
+    group: 'planning',
+    file: 'planning.window',
+    readBy: ['api', 'workers'],
+    doc: "Window mode: most nodes per window when the request sets no `window` (the seed's 3–5, with margin).",
+    schema: z.coerce.number().int().min(1).max(MAX_WINDOW_SIZE).default(5),
+  }),
+  TETRALOOP_PLAN_MAX_WINDOWS: setting({
+    group: 'planning',
+    file: 'planning.maxWindows',
+    readBy: ['api', 'workers'],
+    doc: 'Window mode: most windows of a run when the request sets no `maxWindows`.',
+    schema: z.coerce.number().int().min(1).max(MAX_WINDOWS).default(10),
+  }),
+  TETRALOOP_REFLECT: setting({
+    group: 'reflect',
+    file: 'reflect.mode',
+    readBy: ['api', 'workers'],
+    doc: 'The reflect loop: `on` records settled runs, reflects and applies lessons; `off` does none of it.',
+    schema: z.enum(['on', 'off']).default('on'),
+  }),
+  TETRALOOP_QUEUE_CHECK_MS: setting({
+    group: 'jobs',
+    file: 'jobs.queueCheckMs',
+    readBy: ['api', 'workers'],
+    doc: "How often queue depths, the stall alarm and Redis's health are checked (API and workers).",
+    schema: z.coerce.number().int().min(100).default(5000),
+  }),
+  TETRALOOP_REFLECT_INTERVAL_MS: setting({
+    group: 'reflect',
+    file: 'reflect.intervalMs',
+    readBy: ['api', 'workers'],
+    pools: ['reflect'],
+    doc: 'Reflect on every agent with new runs at least this often.',
+    schema: z.coerce
+      .number()
+      .int()
+      .min(1000)
+      .default(30 * 60_000),
+  }),
+  TETRALOOP_REFLECT_EVERY_RUNS: setting({
+    group: 'reflect',
+    file: 'reflect.everyRuns',
+    readBy: ['api', 'workers'],
+    pools: ['reflect'],
+    doc: 'Reflect on an agent after this many settled runs.',
+    schema: z.coerce.number().int().min(1).default(50),
+  }),
+  TETRALOOP_MEMORY_HOT_RUNS: setting({
+    group: 'reflect',
+    file: 'reflect.hotRuns',
+    readBy: ['api', 'workers'],
+    doc: 'Run summaries kept per agent (the hot set).',
+    schema: z.coerce.number().int().min(10).max(10_000).default(200),
+  }),
+  TETRALOOP_MEMORY_IDLE_TTL_SECONDS: setting({
+    group: 'reflect',
+    file: 'reflect.memoryIdleTtlSeconds',
+    readBy: ['api', 'workers'],
+    doc: "An agent's memory (hot set, counters, lessons) nobody writes to for this long expires.",
+    schema: z.coerce
+      .number()
+      .int()
+      .min(60)
+      .default(30 * 86_400),
+  }),
+  TETRALOOP_LESSON_MIN_CASES: setting({
+    group: 'reflect',
+    file: 'reflect.lessonMinCases',
+    readBy: ['api', 'workers'],
+    doc: 'Distinct supporting runs and confidence a lesson needs to take effect.',
+    schema: z.coerce.number().int().min(1).default(3),
+  }),
+  TETRALOOP_LESSON_MIN_CONFIDENCE: setting({
+    group: 'reflect',
+    file: 'reflect.lessonMinConfidence',
+    readBy: ['api', 'workers'],
+    doc: 'the reflect loop and memory',
+    schema: z.coerce.number().min(0).max(1).default(0.6),
+  }),
+  TETRALOOP_LESSON_REFRESH_MS: setting({
+    group: 'reflect',
+    file: 'reflect.lessonRefreshMs',
+    readBy: ['api', 'workers'],
+    doc: 'How long a process uses the lessons it read before reading them again.',
+    schema: z.coerce.number().int().min(0).default(1000),
+  }),
+  TETRALOOP_LESSON_PROBE_INTERVAL_MS: setting({
+    group: 'reflect',
+    file: 'reflect.lessonProbeIntervalMs',
+    readBy: ['api', 'workers'],
+    pools: ['tool'],
+    doc: 'How often one call goes through to a service a hard lesson blocks, as a probe.',
+    schema: z.coerce
+      .number()
+      .int()
+      .min(100)
+      .default(5 * 60_000),
+  }),
+  TETRALOOP_LESSON_RATE_LIMIT_RETRIES: setting({
+    group: 'reflect',
+    file: 'reflect.rateLimitRetries',
+    readBy: ['api', 'workers'],
+    doc: "Retries a rate-limited service's `rate_limited` failures get from its template lesson (never more than TETRALOOP_MAX_NODE_EXECUTIONS allows).",
+    schema: z.coerce.number().int().min(0).max(20).default(4),
+  }),
+  TETRALOOP_LESSON_RATE_LIMIT_BACKOFF_MS: setting({
+    group: 'reflect',
+    file: 'reflect.rateLimitBackoffMs',
+    readBy: ['api', 'workers'],
+    doc: 'The shortest delay between those retries.',
+    schema: z.coerce.number().int().min(0).max(600_000).default(5000),
+  }),
+} satisfies Settings;
+export const BaseEnv = envSchema(BASE_SETTINGS);
 export type BaseEnv = z.infer<typeof BaseEnv>;
 
 /**

@@ -255,6 +255,11 @@ export const RunDocument = z.object({
   tags: z.array(z.string()),
   /** For a rerun: the run it forked from and the node it ran again from. */
   rerunOf: RerunOf.nullable(),
+  /**
+   * The version tag of the configuration the run was accepted under (`TETRALOOP_CONFIG_VERSION`,
+   * `version:` of the config file); null for a run from before versions were recorded.
+   */
+  configVersion: z.string().nullable().optional(),
   /** Where the run's own events are posted, and its recent delivery attempts; never a secret. */
   webhook: RunWebhookView.nullable(),
   /** Every executable node (nested graphs expanded), by id. */

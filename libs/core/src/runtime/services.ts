@@ -4,6 +4,7 @@
  */
 import type { RedisClient } from './redis.js';
 import type { Logger } from 'pino';
+import { metrics } from '../telemetry/metrics.js';
 import {
   allowedToolsOf,
   ceilingsOf,
@@ -104,7 +105,11 @@ export function buildServices(
     prefix,
     retentionSeconds: env.TETRALOOP_RUN_RETENTION_SECONDS,
     eventsMax: env.TETRALOOP_RUN_EVENTS_MAX,
+    configVersion: env.TETRALOOP_CONFIG_VERSION,
   });
+  // Which tuning a process runs with, beside what it does: a change can be traced to it.
+  metrics.configInfo.reset();
+  metrics.configInfo.set({ version: env.TETRALOOP_CONFIG_VERSION }, 1);
   const runQueues = runQueuesOf(queues.shards, retentionOf(env), store);
   const sessionStore = new SessionStore(redis, prefix, {
     idleTtlSeconds: env.TETRALOOP_SESSION_IDLE_TTL_SECONDS,

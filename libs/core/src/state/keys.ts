@@ -370,7 +370,7 @@ export const costDayKey = (prefix: string, tenant: string, day: string): string 
 export interface WebhookKeys {
   /**
    * Hash subscription id → its record (JSON: id, url, events, createdAt and its signing secret,
-   * encrypted). Bounded by `TETRALOOP_WEBHOOKS_MAX_PER_TENANT`.
+   * encrypted). Bounded by `TETRALOOP_WEBHOOK_SUBSCRIPTIONS_MAX`.
    */
   readonly subscriptions: string;
   /** The tenant's signing secret of runs' own `webhook`s, encrypted; one value. */

@@ -280,6 +280,8 @@ export interface RunStoreOptions {
    * ones are trimmed. @defaultValue 10000
    */
   readonly eventsMax?: number;
+  /** The configuration's version tag, recorded on every run this store creates (`configVersion`). */
+  readonly configVersion?: string;
 }
 
 const taskMode = (mode: string | null | undefined): TaskMode =>
@@ -383,6 +385,7 @@ export class RunStore {
       ...(run.webhook ? { webhook: JSON.stringify(run.webhook) } : {}),
       generation: '0',
       eventsMax: String(this.options.eventsMax ?? 10_000),
+      ...(this.options.configVersion ? { configVersion: this.options.configVersion } : {}),
     };
     const pending = Object.fromEntries([...run.pending].filter(([, n]) => n > 0));
     const created = Date.parse(run.createdAt);
@@ -1355,6 +1358,7 @@ export class RunStore {
       priority: meta.priority === undefined ? DEFAULT_PRIORITY : Number(meta.priority),
       tags: (parseJson(meta.tags) as string[] | null) ?? [],
       rerunOf: parseJson(meta.rerunOf) as RerunOf | null,
+      configVersion: meta.configVersion ?? null,
       // Its deliveries are kept with the tenant's webhooks: the run service adds them.
       webhook: meta.webhook ? { ...RunWebhook.parse(JSON.parse(meta.webhook)), deliveries: [] } : null,
       nodes,

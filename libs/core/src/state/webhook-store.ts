@@ -107,7 +107,7 @@ export class WebhookStore {
     if (added !== 1) {
       throw new WebhookStoreError(
         'too_many_webhooks',
-        `a tenant holds at most ${this.options.maxPerTenant} webhook subscriptions (TETRALOOP_WEBHOOKS_MAX_PER_TENANT); delete one first`,
+        `a tenant holds at most ${this.options.maxPerTenant} webhook subscriptions (TETRALOOP_WEBHOOK_SUBSCRIPTIONS_MAX); delete one first`,
       );
     }
     return { subscription, secret };

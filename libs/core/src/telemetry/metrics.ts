@@ -14,6 +14,12 @@ collectDefaultMetrics({ register: registry });
 const SECONDS = [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300, 600, 1200];
 
 export const metrics = {
+  configInfo: new Gauge({
+    name: 'tetraloop_config_info',
+    help: "1, labelled with the configuration's version tag (TETRALOOP_CONFIG_VERSION, the config file's version:).",
+    labelNames: ['version'] as const,
+    registers: [registry],
+  }),
   runsStarted: new Counter({
     name: 'tetraloop_runs_started_total',
     help: 'Runs that started executing, by how they were given.',
