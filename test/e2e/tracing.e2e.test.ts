@@ -8,10 +8,9 @@
  * no node output; a Redis span names its command and nothing else.
  */
 import { createServer, type Server } from 'node:http';
-import { setTimeout as delay } from 'node:timers/promises';
 import type { AddressInfo } from 'node:net';
 import { randomBytes, randomUUID } from 'node:crypto';
-import { afterAll, beforeAll, expect, inject, it } from 'vitest';
+import { afterAll, beforeAll, expect, inject, it, vi } from 'vitest';
 import { freePort } from '@tetraloop/core';
 import { startModelServer, type ModelServer } from '../support/model-server.js';
 import { spawnTetraloop, stderrMatches, type Spawned } from '../support/processes.js';
@@ -125,17 +124,17 @@ beforeAll(async () => {
   api = spawnTetraloop(['api'], env);
   worker = spawnTetraloop(['worker', '--pool', 'all'], env);
   await stderrMatches(worker, /worker ready/);
-  // The API answers once it listens: poll its health until then (its port is chosen here).
-  const deadline = Date.now() + 30_000;
-  while (
-    !(await fetch(`${apiUrl}/healthz`).then(
-      (r) => r.ok,
-      () => false,
-    ))
-  ) {
-    if (Date.now() > deadline) throw new Error(`the API did not start:\n${api.stderr()}`);
-    await delay(100);
-  }
+  // The API answers once it listens (it prints nothing at LOG_LEVEL warn): its health, polled.
+  await vi.waitFor(
+    async () => {
+      const ok = await fetch(`${apiUrl}/healthz`).then(
+        (r) => r.ok,
+        () => false,
+      );
+      if (!ok) throw new Error(`the API did not start:\n${api.stderr()}`);
+    },
+    { timeout: 30_000, interval: 100 },
+  );
 }, 60_000);
 
 afterAll(async () => {

@@ -3,7 +3,7 @@
  * exits; its metrics port answers probes and Prometheus until then, with the queue and Redis
  * gauges of its own.
  */
-import { afterAll, beforeAll, expect, it } from 'vitest';
+import { afterAll, beforeAll, expect, it, vi } from 'vitest';
 import { freePort } from '@tetraloop/core';
 import { spawnTetraloop, stderrMatches, type Spawned } from '../support/processes.js';
 import { postRun, startStack, waitFor, type Stack } from '../support/stack.js';
@@ -56,14 +56,15 @@ it('reports Redis and the queues from the worker itself, with no API process of 
   try {
     await stderrMatches(alone, /worker ready/);
     // The worker's own registry: the gauges an alert or the autoscaler reads while the API is down.
-    const scrape = async (): Promise<string> => (await fetch(`http://127.0.0.1:${port}/metrics`)).text();
-    const deadline = Date.now() + 10_000;
-    let text = await scrape();
-    while (!/^tetraloop_redis_up 1$/m.test(text) && Date.now() < deadline) {
-      await new Promise((resolve) => setTimeout(resolve, 100));
-      text = await scrape();
-    }
-    expect(text).toMatch(/^tetraloop_redis_up 1$/m);
+    // Scraped until its first queue check (every 100 ms here) has set the gauges.
+    const text = await vi.waitFor(
+      async () => {
+        const scraped = await (await fetch(`http://127.0.0.1:${port}/metrics`)).text();
+        expect(scraped).toMatch(/^tetraloop_redis_up 1$/m);
+        return scraped;
+      },
+      { timeout: 10_000, interval: 100 },
+    );
     for (const queue of ['sense', 'plan', 'tool', 'reflect']) {
       expect(text).toMatch(
         new RegExp(`^tetraloop_queue_jobs\\{queue="${queue}",state="waiting"\\} \\d+$`, 'm'),

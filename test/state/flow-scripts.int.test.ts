@@ -1,8 +1,9 @@
 /** Flow control's scripts (`lua-flow/`), called through FlowStore against a real Redis. */
 import { randomUUID } from 'node:crypto';
 import { Redis } from 'ioredis';
-import { afterAll, describe, expect, inject, it } from 'vitest';
+import { afterAll, describe, expect, inject, it, vi } from 'vitest';
 import {
+  DEFAULT_ADAPTIVE,
   FlowStore,
   LimitsDocument,
   flowKeysFor,
@@ -47,6 +48,27 @@ const end = (store: FlowStore, member: string, usedTokens?: number) => {
     ...(call ? { held: call } : {}),
   });
 };
+
+/**
+ * Ticks until a tick answers what `expected` accepts, and answers every tick's answer: how a test
+ * waits for a pause or a lease to run out on Redis's clock (`TIME`, which a test cannot move).
+ */
+async function tickUntil(
+  store: FlowStore,
+  options: { leaseMs: number; rewakeMs: number; perKey: number },
+  expected: (woken: string[]) => boolean,
+): Promise<string[][]> {
+  const answers: string[][] = [];
+  await vi.waitFor(
+    async () => {
+      answers.push(await store.tick(options));
+      if (!expected(answers.at(-1)!))
+        throw new Error(`no tick woke the expected yet: ${JSON.stringify(answers)}`);
+    },
+    { timeout: 10_000, interval: 20 },
+  );
+  return answers;
+}
 
 describe('flow limits (pure)', () => {
   it('matches calls by key expression and value, and names each counter by limit and value', () => {
@@ -172,24 +194,14 @@ describe('flow-acquire / flow-release', () => {
     if (!waiting.ok) expect(waiting.waitMs).toBeGreaterThan(200);
     // A second 429 within the cooldown pauses again but does not cut twice.
     expect(await store.penalize(['hosts=api.test'], 300)).toEqual([0.5]);
-    // Once the pause is over, the tick grants the waiter (the cut limit, 2, has room for it).
-    await new Promise((r) => setTimeout(r, 350));
-    expect(await store.tick({ leaseMs: LEASE, rewakeMs: 1000, perKey: 10 })).toEqual(['b']);
+    // Once the pause is over, a tick grants the waiter (the cut limit, 2, has room for it); the
+    // ticks before it grant nothing.
+    const ticks = await tickUntil(store, { leaseMs: LEASE, rewakeMs: 1000, perKey: 10 }, (w) => w.length > 0);
+    expect(ticks.at(-1)).toEqual(['b']);
+    expect(ticks.slice(0, -1).flat()).toEqual([]);
     await end(store, 'a');
     const [counter] = await store.counters();
     expect(counter!.factor).toBeCloseTo(0.55);
-  });
-
-  it('revokes a grant nobody takes up and gives it to the next waiter', async () => {
-    const store = freshStore();
-    const keys = keysOf([{ name: 'hosts', key: 'host', concurrency: 1 }]);
-    expect((await take(store, 'a', keys)).ok).toBe(true);
-    expect((await take(store, 'b', keys)).ok).toBe(false);
-    expect((await take(store, 'c', keys)).ok).toBe(false);
-    expect(await end(store, 'a')).toEqual(['b']);
-    // b never comes: with a lease of 0 its grant is revoked at the next tick and c gets the slot.
-    await new Promise((r) => setTimeout(r, 5));
-    expect(await store.tick({ leaseMs: 1, rewakeMs: 0, perKey: 10 })).toEqual(['c']);
   });
 
   it('keeps the limits set through the API over the configured ones, versioned', async () => {
@@ -200,5 +212,118 @@ describe('flow-acquire / flow-release', () => {
     expect((await store.putLimits(doc)).version).toBe(2);
     expect(await store.clearLimits()).toBe(true);
     expect(await store.storedLimits()).toBeNull();
+  });
+});
+
+describe('flow-tick', () => {
+  const hosts = (concurrency: number, adaptive = true) =>
+    keysOf([{ name: 'hosts', key: 'host', concurrency, adaptive }]);
+
+  it('grants nothing while a counter is paused, then its waiters, at most perKey a tick, oldest first', async () => {
+    const store = freshStore();
+    const keys = hosts(10);
+    expect((await take(store, 'a', keys)).ok).toBe(true);
+    // A limit used up: a pause, no cut. Every call waits for it, with room on the counter.
+    expect(await store.penalize(['hosts=api.test'], 60_000, false)).toEqual([1]);
+    for (const m of ['w1', 'w2', 'w3']) expect((await take(store, m, keys)).ok).toBe(false);
+    expect(await store.tick({ leaseMs: LEASE, rewakeMs: 60_000, perKey: 2 })).toEqual([]);
+
+    const short = freshStore();
+    expect((await take(short, 'a', keys)).ok).toBe(true);
+    expect(await short.penalize(['hosts=api.test'], 200, false)).toEqual([1]);
+    for (const m of ['w1', 'w2', 'w3']) expect((await take(short, m, keys)).ok).toBe(false);
+    const options = { leaseMs: LEASE, rewakeMs: 60_000, perKey: 2 };
+    const ticks = await tickUntil(short, options, (w) => w.length > 0);
+    expect(ticks.at(-1)).toEqual(['w1', 'w2']);
+    expect(await short.tick(options)).toEqual(['w3']);
+    expect(await short.tick(options)).toEqual([]);
+  });
+
+  it('wakes a granted call again once rewakeMs has passed, until it starts', async () => {
+    const store = freshStore();
+    const keys = hosts(1);
+    expect((await take(store, 'a', keys)).ok).toBe(true);
+    expect((await take(store, 'b', keys)).ok).toBe(false);
+    expect(await end(store, 'a')).toEqual(['b']);
+    // Woken at its grant just now: not again within rewakeMs; with 0, again at once (its job may
+    // not have been parked yet when it was first woken). Its lease is not over: the grant stays.
+    expect(await store.tick({ leaseMs: LEASE, rewakeMs: 60_000, perKey: 10 })).toEqual([]);
+    expect(await store.tick({ leaseMs: LEASE, rewakeMs: 0, perKey: 10 })).toEqual(['b']);
+    expect(await store.tick({ leaseMs: LEASE, rewakeMs: 0, perKey: 10 })).toEqual(['b']);
+    // Once it has started it is nobody to wake.
+    expect((await take(store, 'b', keys)).ok).toBe(true);
+    expect(await store.tick({ leaseMs: LEASE, rewakeMs: 0, perKey: 10 })).toEqual([]);
+    expect(await end(store, 'b')).toEqual([]);
+  });
+
+  it('revokes a grant nobody takes up within leaseMs and gives it to the next waiter', async () => {
+    const store = freshStore();
+    const keys = hosts(1);
+    expect((await take(store, 'a', keys)).ok).toBe(true);
+    expect((await take(store, 'b', keys)).ok).toBe(false);
+    expect((await take(store, 'c', keys)).ok).toBe(false);
+    expect(await end(store, 'a')).toEqual(['b']);
+    // b never comes: with a lease of 1 ms its grant is revoked by a tick and c gets the slot; the
+    // ticks before that (within the millisecond) only woke b again.
+    const ticks = await tickUntil(store, { leaseMs: 1, rewakeMs: 0, perKey: 10 }, (w) => w.includes('c'));
+    expect(ticks.at(-1)).toEqual(['c']);
+    expect(ticks.slice(0, -1).every((w) => w.length === 1 && w[0] === 'b')).toBe(true);
+  });
+});
+
+describe('flow-penalize', () => {
+  it('cuts an adaptive counter by the decrease down to the floor, once per cooldown, and the cut limit holds calls', async () => {
+    // No cooldown: every 429 cuts, 1 → 0.5 → 0.25 → the floor, 0.2.
+    const eager = new FlowStore(redis, `test-${randomUUID()}`, {
+      ...DEFAULT_ADAPTIVE,
+      floor: 0.2,
+      cooldownMs: 0,
+    });
+    const keys = keysOf([{ name: 'hosts', key: 'host', concurrency: 10 }]);
+    expect((await take(eager, 'a', keys)).ok).toBe(true);
+    const cuts: number[] = [];
+    for (let i = 0; i < 4; i++) cuts.push(...(await eager.penalize(['hosts=api.test'], undefined)));
+    expect(cuts).toEqual([0.5, 0.25, 0.2, 0.2]);
+    // 10 × 0.2 = 2 calls at once: a and b go, c waits; no Retry-After was given, so no pause.
+    expect((await take(eager, 'b', keys)).ok).toBe(true);
+    expect(await take(eager, 'c', keys)).toMatchObject({ ok: false, waitMs: null });
+    expect((await eager.counters())[0]).toMatchObject({ factor: 0.2, pausedUntil: null, inFlight: 2 });
+
+    // The default cooldown (1 s): a burst of 429s from calls already in flight cuts once.
+    const store = freshStore();
+    expect((await take(store, 'a', keys)).ok).toBe(true);
+    expect(await store.penalize(['hosts=api.test'], undefined)).toEqual([0.5]);
+    expect(await store.penalize(['hosts=api.test'], undefined)).toEqual([0.5]);
+  });
+
+  it('pauses every call for a Retry-After without a cut when told so; a shorter one never shortens the pause', async () => {
+    const store = freshStore();
+    const keys = keysOf([{ name: 'hosts', key: 'host', concurrency: 10 }]);
+    expect((await take(store, 'a', keys)).ok).toBe(true);
+    expect(await store.penalize(['hosts=api.test'], 60_000, false)).toEqual([1]);
+    const paused = (await store.counters())[0]!.pausedUntil;
+    expect(Date.parse(paused!) - Date.now()).toBeGreaterThan(50_000);
+    const waiting = await take(store, 'b', keys);
+    expect(waiting).toMatchObject({ ok: false, key: 'hosts=api.test' });
+    if (!waiting.ok) expect(waiting.waitMs).toBeGreaterThan(50_000);
+    expect(await store.penalize(['hosts=api.test'], 1000, false)).toEqual([1]);
+    expect((await store.counters())[0]!.pausedUntil).toBe(paused);
+    await store.penalize(['hosts=api.test'], 120_000, false);
+    expect(Date.parse((await store.counters())[0]!.pausedUntil!)).toBeGreaterThan(Date.parse(paused!));
+  });
+
+  it('leaves counters declared adaptive: false alone, answering one factor per counter in order', async () => {
+    const store = freshStore();
+    const keys = keysOf([
+      { name: 'fixed', key: 'host', concurrency: 1, adaptive: false },
+      { name: 'tenants', key: 'tenant', concurrency: 4 },
+    ]);
+    expect((await take(store, 'a', keys)).ok).toBe(true);
+    expect(await store.penalize(['fixed=api.test', 'tenants=acme'], 60_000)).toEqual([1, 0.5]);
+    const byKey = new Map((await store.counters()).map((c) => [c.key, c]));
+    expect(byKey.get('fixed=api.test')).toMatchObject({ factor: 1, pausedUntil: null });
+    expect(byKey.get('tenants=acme')).toMatchObject({ factor: 0.5, pausedUntil: expect.any(String) });
+    // No counters, no script: nothing to answer.
+    expect(await store.penalize([], 1000)).toEqual([]);
   });
 });

@@ -1,8 +1,8 @@
 /** The rate-bucket and tenant-slot scripts, called through their stores against a real Redis. */
 import { randomUUID } from 'node:crypto';
 import { Redis } from 'ioredis';
-import { afterAll, describe, expect, inject, it } from 'vitest';
-import { RateLimitStore, RunStore, TenantSlots } from '@tetraloop/core';
+import { afterAll, afterEach, describe, expect, inject, it, vi } from 'vitest';
+import { RateLimitStore, RunStore, TenantSlots, tenantSlotKeys } from '@tetraloop/core';
 
 const prefix = `test-${randomUUID()}`;
 const redis = new Redis(inject('redisUrl'));
@@ -13,6 +13,37 @@ const store = new RunStore(redis, { prefix, retentionSeconds: 60 });
 afterAll(async () => {
   await redis.quit();
 });
+afterEach(() => {
+  vi.useRealTimers();
+});
+
+const newTenant = (): string => `t-${randomUUID().slice(0, 8)}`;
+/** The time `TenantSlots` hands the slot scripts (`Date` only is faked: sockets keep real time). */
+const clockAt = (at: number): void => {
+  vi.useFakeTimers({ toFake: ['Date'], now: at });
+};
+/** A tenant's running or waiting set, with each run's score. */
+const scores = async (tenant: string, set: 'running' | 'waiting'): Promise<Record<string, number>> => {
+  const flat = await redis.zrange(tenantSlotKeys(prefix, tenant)[set], '0', '-1', 'WITHSCORES');
+  const out: Record<string, number> = {};
+  for (let i = 0; i + 1 < flat.length; i += 2) out[flat[i]!] = Number(flat[i + 1]);
+  return out;
+};
+/** A run in the run store, running or settled (`cancelled` before it started). */
+async function storedRun(settled: boolean): Promise<string> {
+  const runId = randomUUID();
+  await store.create({
+    runId,
+    input: null,
+    timeoutSeconds: 60,
+    budget: {},
+    metadata: undefined,
+    createdAt: new Date().toISOString(),
+    pending: new Map(),
+  });
+  if (settled) await store.endUnstarted(runId, { code: 'cancelled', message: 'x' }, new Date().toISOString());
+  return runId;
+}
 
 describe('take-tokens-2', () => {
   it("takes from the key's and the tenant's bucket together, or from neither", async () => {
@@ -44,37 +75,128 @@ describe('take-tokens-2', () => {
   });
 });
 
-describe('tenant slots', () => {
-  it('holds runs up to the cap, keeps a holder on repeat, and names the oldest waiting run on release', async () => {
-    const tenant = `t-${randomUUID().slice(0, 8)}`;
+describe('acquire-slot', () => {
+  it('holds runs up to the cap, answers a holder that asks again that it holds, and lists the rest as waiting', async () => {
+    const tenant = newTenant();
     expect(await slots.acquire(tenant, 'a', 1)).toBe(true);
     expect(await slots.acquire(tenant, 'a', 1)).toBe(true);
     expect(await slots.acquire(tenant, 'b', 1)).toBe(false);
-    expect(await slots.acquire(tenant, 'c', 1)).toBe(false);
-    expect(await slots.release(tenant, 'a', 1)).toEqual({ free: 1, waiting: ['b', 'c'] });
-    expect(await slots.acquire(tenant, 'c', 1)).toBe(true);
-    expect(await slots.release(tenant, null, 1)).toEqual({ free: 0, waiting: [] });
-    expect(await slots.holders(tenant)).toEqual(['c']);
+    expect(await slots.holders(tenant)).toEqual(['a']);
+    expect(Object.keys(await scores(tenant, 'waiting'))).toEqual(['b']);
+    // A raised cap lets the waiting run in, and takes it off the waiting list in the same step.
+    expect(await slots.acquire(tenant, 'b', 2)).toBe(true);
+    expect(await scores(tenant, 'waiting')).toEqual({});
+    expect(await slots.holders(tenant)).toEqual(['a', 'b']);
   });
 
-  it('frees the slots of runs that settled or are gone without giving them back, and only those', async () => {
-    const tenant = `t-${randomUUID().slice(0, 8)}`;
-    const running = randomUUID();
-    const settled = randomUUID();
-    for (const runId of [running, settled]) {
-      await store.create({
-        runId,
-        input: null,
-        timeoutSeconds: 60,
-        budget: {},
-        metadata: undefined,
-        createdAt: new Date().toISOString(),
-        pending: new Map(),
-      });
+  it('keeps a waiting run at the time it first waited, so asking again keeps its place', async () => {
+    const tenant = newTenant();
+    const t0 = Date.now();
+    clockAt(t0);
+    expect(await slots.acquire(tenant, 'holder', 1)).toBe(true);
+    clockAt(t0 + 1000);
+    expect(await slots.acquire(tenant, 'z-first', 1)).toBe(false);
+    clockAt(t0 + 2000);
+    expect(await slots.acquire(tenant, 'a-second', 1)).toBe(false);
+    clockAt(t0 + 3000);
+    expect(await slots.acquire(tenant, 'z-first', 1)).toBe(false);
+    expect(await scores(tenant, 'waiting')).toEqual({ 'z-first': t0 + 1000, 'a-second': t0 + 2000 });
+    expect(await slots.release(tenant, 'holder', 1)).toEqual({ free: 1, waiting: ['z-first', 'a-second'] });
+  });
+
+  it('gives both sets the TTL on every change', async () => {
+    const tenant = newTenant();
+    const k = tenantSlotKeys(prefix, tenant);
+    await slots.acquire(tenant, 'a', 1);
+    await slots.acquire(tenant, 'b', 1);
+    for (const key of [k.running, k.waiting]) {
+      const ttl = await redis.ttl(key);
+      expect(ttl).toBeGreaterThan(2 * 86_400 - 60);
+      expect(ttl).toBeLessThanOrEqual(2 * 86_400);
     }
-    await store.endUnstarted(settled, { code: 'cancelled', message: 'x' }, new Date().toISOString());
+  });
+});
+
+describe('release-slot', () => {
+  it('gives a slot back and names the oldest waiting runs: as many as are free, and extra more', async () => {
+    const tenant = newTenant();
+    const t0 = Date.now();
+    clockAt(t0);
+    expect(await slots.acquire(tenant, 'a', 1)).toBe(true);
+    for (const [i, run] of ['w1', 'w2', 'w3', 'w4', 'w5'].entries()) {
+      clockAt(t0 + 1 + i);
+      expect(await slots.acquire(tenant, run, 1)).toBe(false);
+    }
+    expect(await slots.release(tenant, 'a', 1, 2)).toEqual({ free: 1, waiting: ['w1', 'w2', 'w3'] });
+    // Safe to repeat: the same answer, nothing else freed.
+    expect(await slots.release(tenant, 'a', 1, 2)).toEqual({ free: 1, waiting: ['w1', 'w2', 'w3'] });
+    // A waiting run that goes away (settled before it got a slot) leaves the list.
+    expect(await slots.release(tenant, 'w1', 1, 0)).toEqual({ free: 1, waiting: ['w2'] });
+    expect(Object.keys(await scores(tenant, 'waiting'))).toEqual(['w2', 'w3', 'w4', 'w5']);
+  });
+
+  it('only looks when given no run, and names nobody while no slot is free', async () => {
+    const tenant = newTenant();
+    await slots.acquire(tenant, 'a', 2);
+    await slots.acquire(tenant, 'b', 2);
+    await slots.acquire(tenant, 'c', 2);
+    expect(await slots.release(tenant, null, 2)).toEqual({ free: 0, waiting: [] });
+    // The cap lowered under the holders: still none free, none named.
+    expect(await slots.release(tenant, null, 1)).toEqual({ free: 0, waiting: [] });
+    expect(await slots.holders(tenant)).toEqual(['a', 'b']);
+    expect(await slots.release(tenant, null, 3)).toEqual({ free: 1, waiting: ['c'] });
+  });
+});
+
+describe('forget-slots', () => {
+  it('frees the slots of runs that settled or are gone without giving them back, and only those', async () => {
+    const tenant = newTenant();
+    const running = await storedRun(false);
+    const settled = await storedRun(true);
     for (const runId of [running, settled, 'gone']) await slots.acquire(tenant, runId, 10);
     expect(await slots.reconcile(tenant)).toBe(2);
     expect(await slots.holders(tenant)).toEqual([running]);
+    expect(await slots.reconcile(tenant)).toBe(0);
+  });
+
+  it('leaves a slot taken again between the read and the script (another score) with its holder', async () => {
+    const tenant = newTenant();
+    const settled = await storedRun(true);
+    const gone = 'gone';
+    const t0 = Date.now();
+    clockAt(t0);
+    for (const runId of [settled, gone]) await slots.acquire(tenant, runId, 10);
+    // Between reconcile's read of the holders and its script, the settled run's slot is given
+    // back and taken again (a resumed run), at a later time: the script finds another score.
+    const retake = async (): Promise<void> => {
+      clockAt(t0 + 5000);
+      await slots.release(tenant, settled, 10);
+      expect(await slots.acquire(tenant, settled, 10)).toBe(true);
+    };
+    const racing = new TenantSlots(interleaved(redis, 'zrange', retake), prefix);
+    expect(await racing.reconcile(tenant)).toBe(1);
+    expect(await scores(tenant, 'running')).toEqual({ [settled]: t0 + 5000 });
   });
 });
+
+/**
+ * `client` with `after` run once right after the first call of its method `name` answers: a real
+ * Redis, with another process's change landing between two steps of the code under test.
+ */
+function interleaved(client: Redis, name: keyof Redis, after: () => Promise<void>): Redis {
+  let done = false;
+  return new Proxy(client, {
+    get(target, property) {
+      const value: unknown = Reflect.get(target, property, target);
+      if (typeof value !== 'function') return value;
+      const method = value as (...args: unknown[]) => unknown;
+      if (property !== name || done) return method.bind(target);
+      return async (...args: unknown[]): Promise<unknown> => {
+        const answer = await method.apply(target, args);
+        done = true;
+        await after();
+        return answer;
+      };
+    },
+  });
+}

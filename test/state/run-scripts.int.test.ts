@@ -437,6 +437,58 @@ describe('record-attempt', () => {
   });
 });
 
+describe('throttle-node', () => {
+  const throttled = { status: 'throttled' as const, key: 'hosts=api.test', until: T, attempt: 1 };
+  const event = { key: 'hosts=api.test', waitMs: 500 };
+
+  it('marks a node throttled with its node.throttled event, and adds the time each call waited', async () => {
+    const runId = await runningRun();
+    const k = keysOf(runId);
+    const { events } = await withEvents(runId, async () => {
+      await store.recordThrottle(runId, 'a', { live: throttled, event });
+      // A later ask of the same call: the event only, the live state left as it is.
+      await store.recordThrottle(runId, 'a', { event: { ...event, waitMs: null } });
+    });
+    expect(JSON.parse((await redis.hget(k.live, 'a'))!)).toEqual(throttled);
+    expect(brief(events)).toEqual([
+      { type: 'node.throttled', nodeId: 'a', data: event },
+      { type: 'node.throttled', nodeId: 'a', data: { ...event, waitMs: null } },
+    ]);
+    // Let go after waiting, twice (a redelivered call waits again): the times add up, no event.
+    const after = await withEvents(runId, async () => {
+      await store.recordThrottle(runId, 'a', { live: running, waitedMs: 120.4 });
+      await store.recordThrottle(runId, 'a', { waitedMs: 80 });
+    });
+    expect(after.events).toEqual([]);
+    expect(JSON.parse((await redis.hget(k.live, 'a'))!)).toEqual(running);
+    expect(await redis.hget(k.aux, 'throttled:a')).toBe('200');
+    expect((await store.document(runId))?.nodes.a).toMatchObject({ status: 'running', throttledMs: 200 });
+  });
+
+  it('records nothing for a node that has its snapshot, or on a run that is not running', async () => {
+    const runId = await runningRun();
+    await store.completeNode(runId, 'a', snapshot('succeeded'), { release: false, children: [], charge: {} });
+    // Queued, and decided but not settled yet: no node of either has a snapshot.
+    const queued = await createRun();
+    const decided = await runningRun();
+    await store.decide(decided, 'failed', failure, T);
+    for (const [id, node] of [
+      [runId, 'a'],
+      [queued, 'a'],
+      [decided, 'b'],
+    ] as const) {
+      const k = keysOf(id);
+      const live = await redis.hget(k.live, node);
+      const { events } = await withEvents(id, () =>
+        store.recordThrottle(id, node, { live: throttled, event, waitedMs: 50 }),
+      );
+      expect(events).toEqual([]);
+      expect(await redis.hget(k.live, node)).toBe(live);
+      expect(await redis.hexists(k.aux, `throttled:${node}`)).toBe(0);
+    }
+  });
+});
+
 describe('record-iteration', () => {
   const charge = { toolCalls: 2, toolTimeMs: 5, promptTokens: 1, completionTokens: 2, costNanoUsd: 40 };
   const live = (iterations: number): { status: 'running'; iterations: number } => ({

@@ -4,11 +4,13 @@
  */
 import { randomUUID } from 'node:crypto';
 import { Redis } from 'ioredis';
-import { afterAll, describe, expect, inject, it } from 'vitest';
+import { afterAll, afterEach, describe, expect, inject, it, vi } from 'vitest';
 import {
   SessionStore,
   busySessionsKey,
+  sessionKeyList,
   sessionKeys,
+  tenantSessionsKey,
   type DropPolicy,
   type LaneMessage,
   type LaneMode,
@@ -447,5 +449,100 @@ describe('session-history and session-compact', () => {
       messages: [{ index: 4, role: 'user', text: 'current' }],
     });
     expect(await redis.hget(k.meta, 'contextFrom')).toBe('4');
+  });
+});
+
+describe('session-append, session-reply and session-transcript', () => {
+  /** A store with a small cap and a short idle TTL, to see both at work. */
+  const IDLE_MS = 60_000;
+  const capped = new SessionStore(redis, prefix, { transcriptMaxLines: 3, idleTtlSeconds: IDLE_MS / 1000 });
+  const line = (text: string) => ({ type: 'message', role: 'user', text });
+  const texts = async (session: string): Promise<unknown[]> =>
+    (await capped.transcriptPage(session, 0, 100)).lines.map((l) => (l as { text?: unknown }).text);
+  const pttls = (session: string): Promise<number[]> =>
+    Promise.all(sessionKeyList(sessionKeys(prefix, session)).map((key) => redis.pttl(key)));
+  // `default` is the tenant of a session key without one.
+  const listed = (session: string): Promise<string | null> =>
+    redis.zscore(tenantSessionsKey(prefix, 'default'), session);
+
+  afterEach(() => {
+    vi.useRealTimers();
+  });
+
+  it('session-append creates the session once, appends in order past the cap, and sets, clears or leaves the mode', async () => {
+    const session = randomUUID();
+    const k = sessionKeys(prefix, session);
+    await capped.appendTranscript(session, line('a'), line('b'));
+    const createdAt = await redis.hget(k.meta, 'createdAt');
+    expect(createdAt).toMatch(/^\d+$/);
+    expect(await listed(session)).not.toBeNull();
+    // The mode: set with its command line, left by a plain append, cleared with one.
+    await capped.setMode(session, 'collect', line('c'));
+    expect(await capped.mode(session)).toBe('collect');
+    await capped.appendTranscript(session, line('d'));
+    expect(await capped.mode(session)).toBe('collect');
+    await capped.setMode(session, null, line('e'));
+    expect(await capped.mode(session)).toBeNull();
+    // Five lines under a cap of three: the oldest two dropped, the numbers kept.
+    expect(await texts(session)).toEqual(['c', 'd', 'e']);
+    expect(await redis.hget(k.meta, 'trimmed')).toBe('2');
+    expect(await capped.transcriptPage(session, 0, 100)).toMatchObject({ first: 2, length: 5 });
+    // Created once: later appends leave createdAt; every write gives the keys the idle TTL.
+    expect(await redis.hget(k.meta, 'createdAt')).toBe(createdAt);
+    for (const ttl of [await redis.pttl(k.meta), await redis.pttl(k.transcript)]) {
+      expect(ttl).toBeGreaterThan(IDLE_MS - 10_000);
+      expect(ttl).toBeLessThanOrEqual(IDLE_MS);
+    }
+  });
+
+  it('session-reply appends a reply once per id within the window, and again once the window has passed', async () => {
+    const session = randomUUID();
+    const k = sessionKeys(prefix, session);
+    const WINDOW = 600_000;
+    // A reply may be the session's first write: it creates the session.
+    expect(await capped.appendOnce(session, 'reply:r1', WINDOW, line('r1'))).toBe(true);
+    expect(await redis.hget(k.meta, 'createdAt')).toMatch(/^\d+$/);
+    expect(await capped.appendOnce(session, 'reply:r1', WINDOW, line('r1 again'))).toBe(false);
+    expect(await capped.appendOnce(session, 'reply:r2', WINDOW, line('r2'), line('r2 tools'))).toBe(true);
+    expect(await texts(session)).toEqual(['r1', 'r2', 'r2 tools']);
+    expect(await capped.seen(session, 'reply:r1', WINDOW)).toBe(true);
+    // The ids live the window.
+    const seenTtl = await redis.pttl(k.seen);
+    expect(seenTtl).toBeGreaterThan(WINDOW - 10_000);
+    expect(seenTtl).toBeLessThanOrEqual(WINDOW);
+    // Past the window (this process's clock moved, which gives the script its now) r1 is new again.
+    vi.useFakeTimers({ toFake: ['Date'], now: Date.now() + WINDOW + 1 });
+    expect(await capped.appendOnce(session, 'reply:r1', WINDOW, line('r1 later'))).toBe(true);
+    expect(await texts(session)).toEqual(['r2', 'r2 tools', 'r1 later']);
+  });
+
+  it('session-reply keeps as many ids as transcript lines, the newest', async () => {
+    const session = randomUUID();
+    for (const id of ['a', 'b', 'c', 'd'])
+      expect(await capped.appendOnce(session, id, 600_000, line(id))).toBe(true);
+    // A cap of three: a, the oldest id, is forgotten, and its reply would be written again.
+    expect(await redis.zrange(sessionKeys(prefix, session).seen, '0', '-1')).toEqual(['b', 'c', 'd']);
+    expect(await capped.appendOnce(session, 'd', 600_000, line('d again'))).toBe(false);
+    expect(await capped.appendOnce(session, 'a', 600_000, line('a again'))).toBe(true);
+  });
+
+  it('session-transcript pages by line number, clamped to the lines kept, and writes nothing', async () => {
+    const session = randomUUID();
+    await capped.appendTranscript(session, ...['m0', 'm1', 'm2', 'm3', 'm4'].map(line));
+    const page = (from: number, limit: number) => capped.transcriptPage(session, from, limit);
+    expect(await page(3, 1)).toEqual({ first: 2, length: 5, from: 3, lines: [line('m3')] });
+    // Before the oldest kept: from it; past the end: the end, no lines.
+    expect(await page(0, 2)).toEqual({ first: 2, length: 5, from: 2, lines: [line('m2'), line('m3')] });
+    expect(await page(99, 2)).toEqual({ first: 2, length: 5, from: 5, lines: [] });
+    // A read keeps nothing alive: the TTLs lowered stay lowered, the session is not listed again.
+    for (const key of sessionKeyList(sessionKeys(prefix, session))) await redis.pexpire(key, 5000);
+    await redis.zrem(tenantSessionsKey(prefix, 'default'), session);
+    await page(0, 10);
+    for (const ttl of await pttls(session)) expect(ttl).toBeLessThanOrEqual(5000);
+    expect(await listed(session)).toBeNull();
+    // An unknown session reads empty and is not created.
+    const unknown = randomUUID();
+    expect(await capped.transcriptPage(unknown, 0, 10)).toEqual({ first: 0, length: 0, from: 0, lines: [] });
+    expect(await redis.exists(...sessionKeyList(sessionKeys(prefix, unknown)))).toBe(0);
   });
 });
