@@ -11,8 +11,23 @@ import { parse, parseAllDocuments } from 'yaml';
 import { POOLS, registry } from '@tetraloop/core';
 import { parseApiEnv } from '@tetraloop/api';
 import { parseWorkerEnv } from '@tetraloop/workers';
+import { mkdtempSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { layered, readConfigFile, type ConfigFile } from '../apps/cli/src/config-file.js';
+import { CATALOG } from '../apps/cli/src/settings-catalog.js';
 
 const ROOT = fileURLToPath(new URL('..', import.meta.url));
+
+/** A config file given as text (a ConfigMap's), read as the CLI reads one. */
+function configFileOf(text: string): ConfigFile {
+  const path = join(mkdtempSync(join(tmpdir(), 'tetraloop-deploy-')), 'tetraloop.yaml');
+  writeFileSync(path, text);
+  return readConfigFile(path, CATALOG);
+}
+
+/** The environment a process sees from a config file alone. */
+const envOfFile = (file: ConfigFile): Record<string, string> =>
+  layered({}, file, CATALOG).env as Record<string, string>;
 const read = (path: string): string => readFileSync(join(ROOT, path), 'utf8');
 
 type Labels = Record<string, string>;
@@ -62,7 +77,11 @@ interface K8sObject {
     selector?: Labels | { matchLabels: Labels };
     template?: {
       metadata: { labels: Labels; annotations?: Record<string, string> };
-      spec: { containers: Container[]; terminationGracePeriodSeconds?: number };
+      spec: {
+        containers: Container[];
+        terminationGracePeriodSeconds?: number;
+        volumes?: { name: string; configMap?: { name: string } }[];
+      };
     };
     scaleTargetRef?: { kind?: string; name: string };
     triggers?: { type: string; metadata: { query?: string; ignoreNullValues?: string } }[];
@@ -414,7 +433,7 @@ describe('deployment files', () => {
       for (const d of deployments) {
         const spec = d.spec!.template!.spec;
         const c = spec.containers[0]!;
-        const env: Record<string, string> = { ...config.data };
+        const env: Record<string, string> = envOfFile(configFileOf(config.data!['tetraloop.yaml']!));
         for (const e of c.env ?? []) if (e.value !== undefined) env[e.name] = e.value;
         const isApi = templateLabels(d)['app.kubernetes.io/component'] === 'api';
         const graceMs = isApi
@@ -448,14 +467,26 @@ describe('deployment files', () => {
       }
     });
 
-    it('has a ConfigMap the processes accept, with a hash-tagged prefix, and the Secret keys they use', () => {
+    it('has a config file the processes accept, mounted where TETRALOOP_CONFIG says, with a hash-tagged prefix, and the Secret keys they use', () => {
       const config = ofKind('ConfigMap')[0]!;
       const secret = ofKind('Secret')[0]!;
-      expect(config.data!.TETRALOOP_PREFIX).toMatch(/^\{[^{}]+\}$/);
-      expect(() => parseApiEnv({ ...config.data })).not.toThrow();
-      expect(() => parseWorkerEnv({ ...config.data })).not.toThrow();
+      const file = configFileOf(config.data!['tetraloop.yaml']!);
+      expect(file.problems).toEqual([]);
+      const env = envOfFile(file);
+      expect(env.TETRALOOP_PREFIX).toMatch(/^\{[^{}]+\}$/);
+      expect(env.TETRALOOP_CONFIG_VERSION).toBeTruthy();
+      expect(() => parseApiEnv(env)).not.toThrow();
+      expect(() => parseWorkerEnv(env)).not.toThrow();
       for (const d of deployments) {
-        for (const c of d.spec!.template!.spec.containers) {
+        const spec = d.spec!.template!.spec;
+        const volume = spec.volumes?.find((v) => v.configMap?.name === config.metadata.name);
+        expect(volume, d.metadata.name).toBeDefined();
+        for (const c of spec.containers) {
+          const mounts = (c as { volumeMounts?: { name: string; mountPath: string }[] }).volumeMounts ?? [];
+          const mount = mounts.find((m) => m.name === volume!.name);
+          expect(c.env?.find((e) => e.name === 'TETRALOOP_CONFIG')?.value, d.metadata.name).toBe(
+            `${mount!.mountPath}/tetraloop.yaml`,
+          );
           for (const from of c.envFrom ?? []) {
             if (from.configMapRef) expect(from.configMapRef.name).toBe(config.metadata.name);
             if (from.secretRef) expect(from.secretRef.name).toBe(secret.metadata.name);
@@ -473,10 +504,11 @@ describe('deployment files', () => {
     it('runs the API with auth required, and the root token and the secret key from the Secret only', () => {
       const config = ofKind('ConfigMap')[0]!;
       const secret = ofKind('Secret')[0]!;
+      const fileEnv = envOfFile(configFileOf(config.data!['tetraloop.yaml']!));
       for (const d of deployments) {
         const isApi = templateLabels(d)['app.kubernetes.io/component'] === 'api';
         const c = d.spec!.template!.spec.containers[0]!;
-        const env: Record<string, string> = { ...config.data };
+        const env: Record<string, string> = { ...fileEnv };
         for (const e of c.env ?? []) if (e.value !== undefined) env[e.name] = e.value;
         if (isApi) {
           expect(c.env?.find((e) => e.name === 'TETRALOOP_AUTH')?.value).toBe('required');
@@ -491,18 +523,18 @@ describe('deployment files', () => {
             name: secret.metadata.name,
             key: variable,
           });
-          expect(config.data, variable).not.toHaveProperty(variable);
+          expect(fileEnv[variable], variable).toBeUndefined();
         }
       }
       // The Secret's placeholders fail the processes' checks: applied unchanged, nothing boots.
       const placeholders = { ...secret.data, ...secret.stringData };
       expect(() =>
-        parseApiEnv({ ...config.data, TETRALOOP_ADMIN_TOKEN: placeholders.TETRALOOP_ADMIN_TOKEN }),
+        parseApiEnv({ ...fileEnv, TETRALOOP_ADMIN_TOKEN: placeholders.TETRALOOP_ADMIN_TOKEN }),
       ).toThrow(/TETRALOOP_ADMIN_TOKEN/);
       for (const parse of [parseApiEnv, parseWorkerEnv]) {
-        expect(() =>
-          parse({ ...config.data, TETRALOOP_SECRET_KEY: placeholders.TETRALOOP_SECRET_KEY }),
-        ).toThrow(/TETRALOOP_SECRET_KEY/);
+        expect(() => parse({ ...fileEnv, TETRALOOP_SECRET_KEY: placeholders.TETRALOOP_SECRET_KEY })).toThrow(
+          /TETRALOOP_SECRET_KEY/,
+        );
       }
     });
 

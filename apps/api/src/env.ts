@@ -22,14 +22,14 @@ export const API_SETTINGS = {
     group: 'api',
     file: 'api.port',
     readBy: ['api'],
-    doc: 'api',
+    doc: 'The port the API listens on (0: any free port).',
     schema: z.coerce.number().int().min(0).max(65_535).default(3000),
   }),
   HOST: setting({
     group: 'api',
     file: 'api.host',
     readBy: ['api'],
-    doc: 'api',
+    doc: 'The address the API binds (`tetraloop dev`: `127.0.0.1`). Auth off is refused off the loopback unless `TETRALOOP_AUTH_OFF_I_UNDERSTAND=1`.',
     schema: z.string().default('0.0.0.0'),
   }),
   TETRALOOP_BODY_LIMIT_BYTES: setting({
@@ -234,7 +234,7 @@ export const API_SETTINGS = {
     group: 'api',
     file: 'api.accept.waitMs',
     readBy: ['api'],
-    doc: 'The longest each of those waits may take.',
+    doc: 'The longest each of the accept waits (`TETRALOOP_ACCEPT_WAIT_REPLICAS`, `TETRALOOP_ACCEPT_WAITAOF`) may take.',
     schema: z.coerce.number().int().min(1).max(60_000).default(1000),
   }),
 } satisfies Settings;

@@ -47,7 +47,7 @@ export const WORKER_SETTINGS = {
     file: 'workers.planConcurrency',
     readBy: ['workers'],
     pools: ['plan'],
-    doc: 'same for `plan`',
+    doc: 'Concurrent jobs of the `plan` pool per process (1–1000).',
     schema: Concurrency.default(16),
   }),
   TETRALOOP_TOOL_CONCURRENCY: setting({
@@ -55,7 +55,7 @@ export const WORKER_SETTINGS = {
     file: 'workers.toolConcurrency',
     readBy: ['workers'],
     pools: ['tool'],
-    doc: 'same for `tool`',
+    doc: 'Concurrent node jobs of the `tool` pool per process (1–1000).',
     schema: Concurrency.default(32),
   }),
   TETRALOOP_REFLECT_CONCURRENCY: setting({
@@ -63,7 +63,7 @@ export const WORKER_SETTINGS = {
     file: 'workers.reflectConcurrency',
     readBy: ['workers'],
     pools: ['reflect'],
-    doc: 'same for `reflect`',
+    doc: 'Concurrent jobs of the `reflect` pool per process (1–1000).',
     schema: Concurrency.default(1),
   }),
   TETRALOOP_WORKER_SHARDS: setting({

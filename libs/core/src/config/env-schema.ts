@@ -90,7 +90,7 @@ export const BASE_SETTINGS = {
     group: 'redis',
     file: 'redis.prefix',
     readBy: ['api', 'workers'],
-    doc: 'prefix of every Redis key and queue',
+    doc: 'Prefix of every Redis key and queue: letters, digits, `_ - { }`, up to 64 (no `{ }` on a Redis Cluster). Every process of a deployment uses the same.',
     schema: z
       .string()
       .regex(/^[A-Za-z0-9_{}-]{1,64}$/, 'letters, digits, _ - { } only')
@@ -107,7 +107,7 @@ export const BASE_SETTINGS = {
     group: 'logs',
     file: 'log.level',
     readBy: ['api', 'workers'],
-    doc: 'all',
+    doc: 'How much the processes log: `fatal`, `error`, `warn`, `info`, `debug`, `trace` or `silent` (JSON lines, pino).',
     schema: LogLevel.default('info'),
   }),
   TETRALOOP_LOG_REDACT: setting({
@@ -123,7 +123,7 @@ export const BASE_SETTINGS = {
     file: 'secrets.key',
     readBy: ['api', 'workers'],
     secret: true,
-    doc: 'The key secrets are encrypted under (AES-256-GCM): 32 bytes, as base64 or as 64 hex digits. Unset: the secret routes answer 409 and a run that uses a `{"$secret"}` fails its node.',
+    doc: 'The key secrets are encrypted under (AES-256-GCM): 32 bytes, as base64 or as 64 hex digits. Unset: the secret routes answer 409 and a run that uses a `{"$secret"}` fails its node; `tetraloop dev` alone makes one of its own instead (`<TETRALOOP_DATA_DIR>/secret-key`).',
     schema: z
       .string()
       .optional()
@@ -219,7 +219,7 @@ export const BASE_SETTINGS = {
     group: 'jobs',
     file: 'jobs.completedAgeSeconds',
     readBy: ['api', 'workers'],
-    doc: 'BullMQ job retention',
+    doc: 'Completed root, plan and sense jobs are removed from BullMQ after this age.',
     schema: z.coerce.number().int().positive().default(3600),
   }),
   TETRALOOP_JOB_COMPLETED_COUNT: setting({
@@ -769,7 +769,7 @@ export const BASE_SETTINGS = {
     group: 'reflect',
     file: 'reflect.lessonMinConfidence',
     readBy: ['api', 'workers'],
-    doc: 'the reflect loop and memory',
+    doc: 'The confidence a lesson needs (with `TETRALOOP_LESSON_MIN_CASES` supporting runs) to take effect.',
     schema: z.coerce.number().min(0).max(1).default(0.6),
   }),
   TETRALOOP_LESSON_REFRESH_MS: setting({
@@ -802,7 +802,7 @@ export const BASE_SETTINGS = {
     group: 'reflect',
     file: 'reflect.rateLimitBackoffMs',
     readBy: ['api', 'workers'],
-    doc: 'The shortest delay between those retries.',
+    doc: "The shortest delay between the retries a rate-limited service's template lesson gives (`TETRALOOP_LESSON_RATE_LIMIT_RETRIES`).",
     schema: z.coerce.number().int().min(0).max(600_000).default(5000),
   }),
 } satisfies Settings;
