@@ -1104,6 +1104,7 @@ export interface components {
                 runId: string;
                 from: string;
             } | null;
+            configVersion?: string | null;
             webhook: components["schemas"]["RunWebhook"] | null;
             nodes: {
                 [key: string]: components["schemas"]["NodeView"];
