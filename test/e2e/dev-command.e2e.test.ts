@@ -1,12 +1,21 @@
 /** `tetraloop dev`: embedded Redis it starts and stops itself, API and every pool in one process tree. */
 import { execFileSync, spawnSync } from 'node:child_process';
-import { mkdtempSync, symlinkSync } from 'node:fs';
+import { randomBytes } from 'node:crypto';
+import {
+  existsSync,
+  mkdirSync,
+  mkdtempSync,
+  readFileSync,
+  statSync,
+  symlinkSync,
+  writeFileSync,
+} from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { expect, it } from 'vitest';
-import { freePort } from '@tetraloop/core';
-import { spawnTetraloop, stderrMatches } from '../support/processes.js';
-import { runToEnd } from '../support/stack.js';
+import { freePort, type RunDocument } from '@tetraloop/core';
+import { spawnTetraloop, stderrMatches, type Spawned } from '../support/processes.js';
+import { postRun, runToEnd } from '../support/stack.js';
 
 function isAlive(pid: number): boolean {
   try {
@@ -60,6 +69,99 @@ it('starts an embedded Redis, runs a graph, and leaves no redis-server behind on
   await proc.kill('SIGTERM');
   expect(await proc.exited).toEqual({ code: 0, signal: null });
   expect(isAlive(redisPid)).toBe(false);
+});
+
+/** `tetraloop dev` in `cwd`, once it says it is running. */
+async function startDev(
+  cwd: string,
+  env: Record<string, string> = {},
+): Promise<{ proc: Spawned; url: string }> {
+  const port = await freePort();
+  const proc = spawnTetraloop(['dev'], { PORT: String(port), LOG_LEVEL: 'warn', ...env }, { cwd });
+  await stderrMatches(proc, /Tetraloop is running/);
+  return { proc, url: `http://127.0.0.1:${port}` };
+}
+
+async function stop(proc: Spawned): Promise<void> {
+  await proc.kill('SIGTERM');
+  expect(await proc.exited).toEqual({ code: 0, signal: null });
+}
+
+const putSecret = (url: string, name: string, value: string): Promise<Response> =>
+  fetch(`${url}/v1/secrets/${name}`, {
+    method: 'PUT',
+    headers: { 'content-type': 'application/json' },
+    body: JSON.stringify({ value, hosts: ['*'] }),
+  });
+
+/** A run whose one call sends the secret `name` as a header: it succeeds only when the value decrypts. */
+const useSecret = (url: string, name: string): Promise<RunDocument> =>
+  runToEnd(url, {
+    graph: {
+      nodes: [
+        {
+          id: 'call',
+          kind: 'tool',
+          tool: 'http',
+          args: { url: `${url}/healthz`, headers: { Authorization: { $secret: name } } },
+        },
+      ],
+      edges: [],
+    },
+  });
+
+it('makes a secret key of its own on the first start (0600, its place printed, never the key) and uses it again on the next', async () => {
+  const cwd = mkdtempSync(join(tmpdir(), 'tetraloop-dev-'));
+  const file = join(cwd, '.tetraloop', 'secret-key');
+
+  const first = await startDev(cwd);
+  expect(first.proc.stderr()).toContain('secret key: made .tetraloop/secret-key (mode 0600');
+  expect(statSync(file).mode & 0o777).toBe(0o600);
+  const key = readFileSync(file, 'utf8').trim();
+  expect(Buffer.from(key, 'base64')).toHaveLength(32);
+  expect(first.proc.stderr()).not.toContain(key);
+  expect((await putSecret(first.url, 'TOKEN', 'Bearer dev-token')).status).toBe(204);
+  const signing = await fetch(`${first.url}/v1/webhooks/secret`, { method: 'POST' });
+  expect(signing.status).toBe(201);
+  expect((await useSecret(first.url, 'TOKEN')).status).toBe('succeeded');
+  // A run with a webhook of its own is taken: its tenant's signing secret is kept under the key.
+  const hooked = await postRun(first.url, {
+    graph: { nodes: [{ id: 'a', kind: 'tool', tool: 'json', args: { value: 1 } }], edges: [] },
+    webhook: { url: `${first.url}/healthz` },
+  });
+  expect(hooked.status, JSON.stringify(hooked.body)).toBe(202);
+  await stop(first.proc);
+
+  // The next start reads the same key back: the secret stored under it still decrypts.
+  const second = await startDev(cwd);
+  expect(second.proc.stderr()).toMatch(/^secret key: \.tetraloop\/secret-key$/m);
+  expect(second.proc.stderr()).not.toContain('secret key: made');
+  expect(readFileSync(file, 'utf8').trim()).toBe(key);
+  const listed = (await (await fetch(`${second.url}/v1/secrets`)).json()) as { secrets: { name: string }[] };
+  expect(listed.secrets.map((s) => s.name)).toEqual(['TOKEN']);
+  const run = await useSecret(second.url, 'TOKEN');
+  expect(run.status, JSON.stringify(run.nodes)).toBe('succeeded');
+  await stop(second.proc);
+});
+
+it('makes no secret key when TETRALOOP_SECRET_KEY is given, and uses the one given', async () => {
+  const cwd = mkdtempSync(join(tmpdir(), 'tetraloop-dev-'));
+  const { proc, url } = await startDev(cwd, { TETRALOOP_SECRET_KEY: randomBytes(32).toString('hex') });
+  expect(proc.stderr()).not.toContain('secret key:');
+  expect(existsSync(join(cwd, '.tetraloop', 'secret-key'))).toBe(false);
+  expect((await putSecret(url, 'TOKEN', 'Bearer given')).status).toBe(204);
+  await stop(proc);
+});
+
+it('refuses to start on a secret-key file that holds no key, and leaves it as it was', async () => {
+  const cwd = mkdtempSync(join(tmpdir(), 'tetraloop-dev-'));
+  mkdirSync(join(cwd, '.tetraloop'));
+  writeFileSync(join(cwd, '.tetraloop', 'secret-key'), 'not a key\n');
+  const proc = spawnTetraloop(['dev'], { PORT: String(await freePort()) }, { cwd });
+  const { code } = await proc.exited;
+  expect(code).toBe(2);
+  expect(proc.stderr()).toMatch(/\.tetraloop\/secret-key does not hold a secret key \(32 bytes/);
+  expect(readFileSync(join(cwd, '.tetraloop', 'secret-key'), 'utf8')).toBe('not a key\n');
 });
 
 it('says how to get Redis when neither redis-server nor docker is installed and REDIS_URL is unset', async () => {

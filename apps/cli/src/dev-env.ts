@@ -1,6 +1,6 @@
 /**
  * What `tetraloop dev` itself reads (the API and the pools it starts parse their own): whether a
- * Redis is given, where its embedded Redis keeps its data, and how that Redis fsyncs.
+ * Redis is given, where its embedded Redis and its own secret key are kept, and how that Redis fsyncs.
  */
 import { APPENDFSYNC_POLICIES, envSchema, parseEnv, setting, type Settings } from '@tetraloop/core';
 import { z } from 'zod';
@@ -10,7 +10,7 @@ export const DEV_SETTINGS = {
     group: 'dev',
     file: 'dev.dataDir',
     readBy: ['dev'],
-    doc: 'The embedded Redis keeps its AOF in `<dir>/redis`.',
+    doc: 'The embedded Redis keeps its AOF in `<dir>/redis`; when `TETRALOOP_SECRET_KEY` is unset, dev makes a secret key of its own in `<dir>/secret-key` (mode 0600) on its first start and uses it on every later one.',
     schema: z.string().min(1).default('.tetraloop'),
   }),
   TETRALOOP_REDIS_APPENDFSYNC: setting({

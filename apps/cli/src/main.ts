@@ -19,6 +19,7 @@ import {
 } from '@tetraloop/core';
 import { agentCommand } from './agent-command.js';
 import { applyConfig, configCommand, ConfigFileError, takeConfigFlag } from './config-command.js';
+import { DevSecretKeyError } from './dev-secret-key.js';
 import { keysCommand } from './keys-command.js';
 import { lessonsCommand } from './lessons-command.js';
 import { runMcpServer } from './mcp-command.js';
@@ -30,7 +31,9 @@ import { explainCommand, runsCommand } from './runs-command.js';
 const USAGE = `usage: tetraloop <command>
 
   dev                                   API + every worker pool; embedded Redis when REDIS_URL is unset
-                                        (redis-server, or a redis:7 container with Docker)
+                                        (redis-server, or a redis:7 container with Docker); a secret
+                                        key of its own in TETRALOOP_DATA_DIR when TETRALOOP_SECRET_KEY
+                                        is unset
   api                                   the HTTP API alone
   worker --pool <${POOLS.join('|')}|all> [--concurrency N] [--metrics-port P]
                                         one worker pool (or all of them)
@@ -151,7 +154,8 @@ export async function main(args: string[]): Promise<void> {
       err instanceof AcceptDurabilityError ||
       err instanceof NoRedisError ||
       err instanceof DockerCommandError ||
-      err instanceof DataDirLockedError
+      err instanceof DataDirLockedError ||
+      err instanceof DevSecretKeyError
     )
       return fail(err.message);
     // node:util parseArgs: an unknown option or a missing value is a usage error.

@@ -5,6 +5,7 @@ import { ConfigError, startEmbeddedRedis, type Pool } from '@tetraloop/core';
 import { z } from 'zod';
 import { parseWorkerEnv, startHealthServer, startPools } from '@tetraloop/workers';
 import { parseDevEnv } from './dev-env.js';
+import { devSecretKey } from './dev-secret-key.js';
 import { stopTracing } from './tracing.js';
 
 type Closer = () => Promise<void>;
@@ -71,6 +72,16 @@ export async function runDev(): Promise<void> {
 async function startDev(closers: Closer[]): Promise<void> {
   const env: Record<string, string | undefined> = { ...process.env };
   const dev = parseDevEnv(env);
+  // Secrets work out of the box on a laptop: a key of its own, kept with the data (one given wins).
+  if (!env.TETRALOOP_SECRET_KEY) {
+    const secretKey = devSecretKey(dev.TETRALOOP_DATA_DIR);
+    env.TETRALOOP_SECRET_KEY = secretKey.key;
+    process.stderr.write(
+      secretKey.made
+        ? `secret key: made ${secretKey.file} (mode 0600; secrets stored under it decrypt only with it)\n`
+        : `secret key: ${secretKey.file}\n`,
+    );
+  }
   if (!dev.REDIS_URL) {
     const dataDir = join(dev.TETRALOOP_DATA_DIR, 'redis');
     const redis = await startEmbeddedRedis({
