@@ -43,7 +43,9 @@ const LAYERS = [
   ['executor'],
   ['runs'],
   ['sessions'],
-  ['config', 'runtime'],
+  ['config'],
+  ['runtime'],
+  ['durability'],
 ];
 /** Beyond the order: the services start and wake runs through queues/, never through the executor. */
 const ALSO_FORBIDDEN = { runs: ['executor'], sessions: ['executor'] };

@@ -98,7 +98,7 @@ describe('the node-kind table', () => {
         spec.replansInWindow,
         run ? run.retryable : null,
         run ? run.mayRunHandedOff : null,
-        run ? run.declaredToolCall(n) !== undefined : null,
+        run && isExecutable(n) ? run.declaredToolCall(n) !== undefined : null,
         run ? run.chargesToolCall : null,
         run ? run.usesToolTime : null,
       ];

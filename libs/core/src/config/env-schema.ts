@@ -2,7 +2,7 @@
  * Pieces shared by the apps' env modules. Each app parses `process.env` once at boot with its own
  * schema; a bad value stops the process with a message naming the variable.
  */
-import { redisUrlProblem } from '../runtime/redis-url.js';
+import { redisUrlProblem } from './redis-url.js';
 import { readFileSync } from 'node:fs';
 import { z } from 'zod';
 import { envSchema, setting, type Settings } from './catalog.js';

@@ -1,6 +1,6 @@
 import { CONNECTION_CLOSED_ERROR_MSG, ConnectionClosedError } from 'bullmq';
 import { Cluster, Redis, type RedisOptions } from 'ioredis';
-import { isClusterUrl, parseClusterUrl } from './redis-url.js';
+import { isClusterUrl, parseClusterUrl } from '../config/redis-url.js';
 import type { RedisClient } from '../state/redis-client.js';
 
 export { isCluster, mastersOf, type RedisClient } from '../state/redis-client.js';
