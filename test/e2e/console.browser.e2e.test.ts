@@ -170,7 +170,16 @@ describe('a run', () => {
       await node(page, 'report').click();
       const details = page.locator('[data-role="node-details"][data-node-id="report"]');
       await details.locator('[data-role="output"]').getByText('"ok"').first().waitFor();
-      await expect(details.locator('[data-role="input"]').textContent()).resolves.toContain('waitedMs');
+      // The input the run recorded on the node's snapshot: the args as the call got them, every
+      // reference already filled in by the worker (the console resolves nothing itself).
+      const runId = new URL(page.url()).pathname.split('/').pop()!;
+      const recorded = (await settled(runId)).nodes.report as { input?: { value: { waitedMs: number } } };
+      expect(recorded.input?.value).toMatchObject({ health: 'ok', redis: 'up' });
+      const input = details.locator('[data-role="input"][data-recorded="true"]');
+      const shown = await input.textContent();
+      expect(shown).toContain(`waitedMs: ${recorded.input!.value.waitedMs}`);
+      expect(shown).toContain('health: "ok"');
+      expect(shown).not.toContain('$ref');
       await page.screenshot({ path: `${ARTIFACTS}/console-run.png` });
     });
   }, 60_000);
@@ -188,6 +197,11 @@ describe('a run', () => {
     await inConsole('wait-approve', async (page) => {
       await runPage(page, runId);
       await node(page, 'gate').and(page.locator('[data-status="waiting"]')).waitFor();
+      // A node that has not finished has no recorded input yet, and says so.
+      await node(page, 'after').click();
+      const pending = page.locator('[data-role="node-details"][data-node-id="after"] [data-role="input"]');
+      await expect(pending.getAttribute('data-recorded')).resolves.toBe('false');
+      await expect(pending.textContent()).resolves.toMatch(/^Not recorded yet/);
       const form = page.locator('form[data-role="decision"][data-node-id="gate"]');
       await form.locator('input[name="comment"]').fill('looks right');
       await form.locator('[data-action="approve"]').click();

@@ -1,11 +1,12 @@
 /**
  * The panel of the node a person clicked: its status and error, timings, tokens and cost, the
- * lessons that changed its calls, every attempt, its waits, its resolved input and its output.
+ * lessons that changed its calls, every attempt, its waits, its input as the run recorded it and
+ * its output.
  */
 import type { NodeExplain, RunDocument } from '@tetraloop/client';
 import { clock, dataTable, duration, h, type Child } from './dom.js';
 import { jsonView, type BlobLoader } from './json-view.js';
-import { definitionOf, resolvedInput } from './resolved-input.js';
+import { definitionOf, recordedInput } from './node-input.js';
 import { paths } from './routes.js';
 
 interface NodeError {
@@ -34,6 +35,8 @@ export interface NodeFields {
   readonly status: string;
   readonly attempts?: readonly Attempt[];
   readonly error?: NodeError;
+  /** What its call was made with, on its snapshot (see `node-input.ts`). */
+  readonly input?: unknown;
   readonly output?: unknown;
   readonly startedAt?: string;
   readonly finishedAt?: string;
@@ -166,9 +169,14 @@ export function nodeDetails(
       ),
     );
   }
+  const input = recordedInput(node);
   panel.append(
     h('h3', {}, 'Input'),
-    h('div', { 'data-role': 'input' }, jsonView(resolvedInput(doc, nodeId) ?? null, loadBlob)),
+    h(
+      'div',
+      { 'data-role': 'input', 'data-recorded': String(input.recorded) },
+      input.recorded ? jsonView(input.value, loadBlob) : h('span', { class: 'muted' }, input.why),
+    ),
     h('h3', {}, 'Output'),
     h(
       'div',
