@@ -155,7 +155,7 @@ export const WORKER_SETTINGS = {
     file: 'retries.backoffMinMs',
     readBy: ['workers'],
     pools: ['tool'],
-    doc: "The seed's rule: a retry never comes at once — at least 100 ms after the failure.",
+    doc: "The shortest delay before a retry. The default, 0.5 s, is the seed's floor (a retry never comes at once); the setting accepts down to 100 ms, below that floor.",
     schema: z.coerce.number().int().min(100).default(DEFAULT_BACKOFF.minMs),
   }),
   TETRALOOP_BACKOFF_MAX_MS: setting({
