@@ -97,6 +97,7 @@ beforeAll(async () => {
     },
   });
   stack = await startStack({
+    pools: ['sense', 'plan', 'tool'],
     env: {
       OPENAI_BASE_URL: model.url,
       TETRALOOP_PLANNER_MODEL: 'scripted-planner',
@@ -255,6 +256,25 @@ describe('a secret says where it may go', () => {
     expect(allowed.received.length - hits).toBe(1);
     expect(JSON.parse(allowed.received.at(-1)!.body)).toEqual({ token: TOKEN1 });
     expect(attacker.received).toEqual([]);
+  });
+
+  it("gives a session message's run only what the message grants", async () => {
+    const toolCall = {
+      name: 'http',
+      arguments: { method: 'POST', url: `${allowed.url}/session`, json: { token: { $secret: 'TOKEN1' } } },
+    };
+    const ask = async (key: string, grant: object) => {
+      agentTurns = [{ content: '', toolCalls: [toolCall] }, { content: 'done' }];
+      const hits = allowed.received.length;
+      const placed = await call('POST', `/v1/sessions/${key}/messages`, { text: 'use the token', ...grant });
+      expect(placed.status).toBe(202);
+      const doc = await waitFor(stack.url, placed.body!.runId as string);
+      expect(doc.status).toBe('succeeded');
+      return allowed.received.length - hits;
+    };
+    expect(await ask('granted', { secrets: ['TOKEN1'] })).toBe(1);
+    expect(JSON.parse(allowed.received.at(-1)!.body)).toEqual({ token: TOKEN1 });
+    expect(await ask('ungranted', {})).toBe(0);
   });
 
   it('refuses a secret stored before secrets had scopes, telling the operator to add hosts', async () => {
