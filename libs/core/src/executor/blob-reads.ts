@@ -8,7 +8,7 @@ import type { NodeSnapshot } from '../domain/run-model.js';
 import type { NodeErrorData } from '../errors/node-error.js';
 import { findReferences } from '../graph/references.js';
 import { referenceFields, type ExecutableNode } from '../nodes/index.js';
-import type { BeginNodeResult } from '../state/run-store.js';
+import type { BeginNodeResult } from '../state/runs/node-state.js';
 import type { ExecutorDeps } from './deps.js';
 
 export interface BlobReads {

@@ -15,7 +15,7 @@ import type { WebhookOutbox } from '../queues/webhook-jobs.js';
 import type { CallLessonDeps } from '../reflect/lesson-effects.js';
 import type { MemoryService } from '../reflect/memory-service.js';
 import type { CostLedger } from '../state/cost-ledger.js';
-import type { RunStore } from '../state/run-store.js';
+import type { RunStore } from '../state/runs/run-store.js';
 import type { SecretStore } from '../state/secret-store.js';
 import type { TenantSlots } from '../state/tenant-slots.js';
 import type { ToolRegistry } from '../tools/tool.js';

@@ -13,7 +13,7 @@ import type { NodeErrorData } from '../errors/node-error.js';
 import { flowKeysFor, reservedTokens, type FlowKey, type LimitsDocument } from '../flow/limits.js';
 import type { FlowDecision, FlowStore, HeldCall } from '../state/flow-store.js';
 import { metrics } from '../telemetry/metrics.js';
-import type { RunStore } from '../state/run-store.js';
+import type { NodeStates } from '../state/runs/node-state.js';
 import type { CompiledPlan } from './plan-cache.js';
 import { OwnJobNeeded } from './handoff.js';
 
@@ -176,7 +176,7 @@ export function failedCallEnd(error: NodeErrorData): CallEnd {
 
 /** The execution a call belongs to, as the gate needs it (a `NodeContext` is one). */
 export interface FlowContext {
-  readonly deps: { readonly flow?: FlowGate; readonly store: Pick<RunStore, 'recordThrottle'> };
+  readonly deps: { readonly flow?: FlowGate; readonly store: Pick<NodeStates, 'recordThrottle'> };
   readonly job: Job;
   readonly token: string | undefined;
   /** A handed-off node (`handoff.ts`): `job` is its carrier's, so it never parks it. */

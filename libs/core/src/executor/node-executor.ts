@@ -15,7 +15,7 @@ import { DEFAULT_NODE_PRIORITY } from '../graph/schema.js';
 import { executionOf, toolOf, type ExecutableNode } from '../nodes/index.js';
 import { retriesFor, retryDelay } from '../policy/retry-policy.js';
 import { rateLimitFixUsed } from '../reflect/lesson-effects.js';
-import type { BeginNodeResult, CompleteNodeResult, HandoffRequest } from '../state/run-store.js';
+import type { BeginNodeResult, CompleteNodeResult, HandoffRequest } from '../state/runs/node-state.js';
 import { NodeJobData } from '../queues/catalog.js';
 import { enqueueNodes, nodeJobAttempts, wakeParkedNodes } from '../queues/run-jobs.js';
 import { metrics } from '../telemetry/metrics.js';

@@ -8,7 +8,7 @@ import { scopedName } from '../domain/tenant.js';
 import { findReferences } from '../graph/references.js';
 import { buildTopology, type Topology } from '../graph/topology.js';
 import { referenceFields, type ExecutableNode } from '../nodes/index.js';
-import type { RunStore } from '../state/run-store.js';
+import type { RunPlans } from '../state/runs/run-plan.js';
 
 export interface CompiledPlan {
   readonly runId: string;
@@ -49,7 +49,7 @@ export class PlanCache {
   private readonly plans = new Map<string, Promise<CompiledPlan | null>>();
 
   constructor(
-    private readonly store: RunStore,
+    private readonly store: Pick<RunPlans, 'plan'>,
     private readonly capacity = 1000,
   ) {}
 

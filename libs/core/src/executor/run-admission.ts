@@ -9,7 +9,7 @@
 import { DelayedError, Job } from 'bullmq';
 import { DEFAULT_TENANT } from '../domain/tenant.js';
 import { runJobId } from '../queues/catalog.js';
-import type { RunHeader } from '../state/run-store.js';
+import type { RunHeader } from '../state/runs/run-read-model.js';
 import type { ExecutorDeps } from './deps.js';
 
 /** How often a waiting run's root job looks for a free slot if no settling run woke it. */

@@ -15,7 +15,7 @@ import { Thinking, thinkingOptions } from '../model/thinking.js';
 import type { Lesson } from '../memory/lesson.js';
 import type { LessonBook } from '../reflect/lesson-book.js';
 import type { PlanCacheStore } from '../state/plan-cache-store.js';
-import type { RunStore } from '../state/run-store.js';
+import type { RunPlans } from '../state/runs/run-plan.js';
 import { metrics } from '../telemetry/metrics.js';
 import { toolCatalog } from '../tools/tool-catalog.js';
 import type { ToolRegistry } from '../tools/tool.js';
@@ -257,7 +257,7 @@ export async function planRun(
  */
 export async function forgetCachedPlan(
   deps: Pick<PlanningDeps, 'cache'>,
-  store: RunStore,
+  store: Pick<RunPlans, 'planCacheRef'>,
   runId: string,
 ): Promise<boolean> {
   if (!deps.cache) return false;

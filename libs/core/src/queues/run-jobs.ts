@@ -7,7 +7,8 @@
 import { Job } from 'bullmq';
 import { executionOf, type ExecutableNode } from '../nodes/index.js';
 import { maxRetries, type RetryTable } from '../policy/retry-policy.js';
-import type { RunStore } from '../state/run-store.js';
+import type { RunStore } from '../state/runs/run-store.js';
+import type { RunReadModel } from '../state/runs/run-read-model.js';
 import {
   DeadlineJobData,
   JOB,
@@ -44,7 +45,7 @@ const SHARD_CACHE_MAX = 10_000;
 export function runQueuesOf(
   shards: readonly RunShard[],
   retention: JobRetention,
-  store: Pick<RunStore, 'queueShard'>,
+  store: Pick<RunReadModel, 'queueShard'>,
 ): RunQueues {
   if (shards.length === 1) {
     const only = shards[0]!;

@@ -8,7 +8,7 @@
 import type { Job } from 'bullmq';
 import type { Logger } from 'pino';
 import type { DeliveryAttempt, DeliveryOutcome } from '../domain/webhook.js';
-import type { RunStore } from '../state/run-store.js';
+import type { RunReadModel } from '../state/runs/run-read-model.js';
 import type { DeliveryList, WebhookStore } from '../state/webhook-store.js';
 import { metrics } from '../telemetry/metrics.js';
 import type { EgressClient } from '../tools/egress-client.js';
@@ -23,7 +23,7 @@ import {
 import { RetryDeliveryError, WebhookJobData } from './webhook-jobs.js';
 
 export interface WebhookDeliveryDeps {
-  readonly runs: RunStore;
+  readonly runs: Pick<RunReadModel, 'webhookSubject'>;
   readonly webhooks: WebhookStore;
   readonly egress: EgressClient;
   readonly settings: WebhookDeliverySettings;

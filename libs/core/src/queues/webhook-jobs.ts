@@ -9,7 +9,7 @@ import type { Queue } from 'bullmq';
 import { z } from 'zod';
 import { unscopeName } from '../domain/tenant.js';
 import { WebhookEvent, type WebhookEventType } from '../domain/webhook.js';
-import type { RunStore, WebhookSubject } from '../state/run-store.js';
+import type { RunReadModel, WebhookSubject } from '../state/runs/run-read-model.js';
 import type { WebhookStore } from '../state/webhook-store.js';
 import {
   deliveryIdOf,
@@ -69,7 +69,7 @@ export interface RunEventNotice {
 export interface WebhookOutboxDeps {
   /** The `sense` queue. */
   readonly queue: Queue;
-  readonly runs: RunStore;
+  readonly runs: Pick<RunReadModel, 'webhookSubject'>;
   readonly webhooks: WebhookStore;
   readonly retention: JobRetention;
   readonly delivery: WebhookDeliverySettings;

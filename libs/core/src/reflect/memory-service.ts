@@ -8,7 +8,7 @@ import { scopedName } from '../domain/tenant.js';
 import { summarize } from '../memory/run-summary.js';
 import { enqueueReflection, type ReflectReason } from '../queues/reflect-jobs.js';
 import type { MemoryStore } from '../state/memory-store.js';
-import type { RunStore } from '../state/run-store.js';
+import type { RunStore } from '../state/runs/run-store.js';
 
 export interface ReflectTriggers {
   /** Reflect after this many settled runs of an agent. @defaultValue 50 */

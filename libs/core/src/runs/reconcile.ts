@@ -9,7 +9,7 @@ import { Job } from 'bullmq';
 import type { RunStatus } from '../domain/run-model.js';
 import { runJobId } from '../queues/catalog.js';
 import { enqueueRunRoot, type RunQueues } from '../queues/run-jobs.js';
-import type { RunStore } from '../state/run-store.js';
+import type { RunLifecycle } from '../state/runs/run-lifecycle.js';
 
 /** What the reconciler knows about one run of the index. */
 export interface QueuedRunFacts {
@@ -47,7 +47,7 @@ export function reconcileAction(run: QueuedRunFacts): ReconcileAction {
 }
 
 export interface ReconcileDeps {
-  readonly store: RunStore;
+  readonly store: Pick<RunLifecycle, 'queuedRuns' | 'reconcileView' | 'unqueue' | 'requeueLater'>;
   readonly queues: RunQueues;
   /** The run a session's lane holds (its turn), or null. */
   readonly laneHolder: (sessionKey: string) => Promise<string | null>;

@@ -10,7 +10,7 @@
 import { isCluster, type RedisClient } from '../state/redis-client.js';
 import { setTimeout as delay } from 'node:timers/promises';
 import type { RunEvent } from '../domain/run-model.js';
-import type { RunStore } from '../state/run-store.js';
+import type { RunEventLog } from '../state/runs/run-event-log.js';
 
 export interface RunEventHubOptions {
   /** Opens the connection of reader `index` (blocking reads only). */
@@ -222,7 +222,7 @@ class Reader {
    * just ends at its block time.
    */
   private async unblock(): Promise<void> {
-    // On a Redis Cluster the reads poll (see RunStore.readEventStreams): the next poll names the run.
+    // On a Redis Cluster the reads poll (see RunEventLog.readEventStreams): the next poll names the run.
     if (this.unblocking || isCluster(this.connection)) return;
     this.unblocking = true;
     try {
@@ -247,7 +247,7 @@ export class RunEventHub {
   private closedFlag = false;
 
   constructor(
-    readonly store: RunStore,
+    readonly store: Pick<RunEventLog, 'events' | 'readEventStreams'>,
     options: RunEventHubOptions,
   ) {
     const settings = {

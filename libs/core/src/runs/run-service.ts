@@ -28,7 +28,7 @@ import { MODEL_VARIABLES } from '../model/model-config.js';
 import { loopModeGraph } from '../nodes/index.js';
 import { enqueueRunRoot, wakeParkedNodes, wakeRunRoot, type RunQueues } from '../queues/run-jobs.js';
 import type { RunSearchPage } from '../state/run-index.js';
-import type { RunStore } from '../state/run-store.js';
+import type { RunStore } from '../state/runs/run-store.js';
 import type { RunSearch } from '../insight/run-search.js';
 import { explainRun, readyTimes, type RunExplain } from '../insight/explain.js';
 import type { RunEvent, WindowSettings } from '../domain/run-model.js';

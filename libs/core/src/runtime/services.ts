@@ -28,7 +28,7 @@ import { modelSummarizer } from '../sessions/compaction.js';
 import { SESSION_AGENT, SessionService } from '../sessions/session-service.js';
 import { SourceService } from '../sessions/source-service.js';
 import { CostLedger } from '../state/cost-ledger.js';
-import { RunStore } from '../state/run-store.js';
+import { RunStore } from '../state/runs/run-store.js';
 import { MemoryStore } from '../state/memory-store.js';
 import { SecretStore } from '../state/secret-store.js';
 import { SessionStore } from '../state/session-store.js';

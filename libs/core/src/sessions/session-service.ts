@@ -22,7 +22,7 @@ import { wakeParkedNodes, type RunQueues } from '../queues/run-jobs.js';
 import { BOOTSTRAP_FILES, readWorkspace } from '../workspace/workspace.js';
 import { MAX_TASK_CHARS, RunRequest } from '../runs/run-request.js';
 import type { RunService } from '../runs/run-service.js';
-import type { RunStore } from '../state/run-store.js';
+import type { RunStore } from '../state/runs/run-store.js';
 import {
   LANE_MODES,
   type DropPolicy,

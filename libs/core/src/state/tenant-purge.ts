@@ -9,7 +9,7 @@ import { isCluster, mastersOf, type RedisClient } from './redis-client.js';
 import { DEFAULT_TENANT, scopedName } from '../domain/tenant.js';
 import type { ApiKeyStore } from './api-key-store.js';
 import { busySessionsKey, memoryAgentsKey, tenantKeyPatterns } from './keys.js';
-import type { RunStore } from './run-store.js';
+import type { RunStore } from './runs/run-store.js';
 
 export class DefaultTenantError extends Error {
   constructor() {

@@ -1,0 +1,265 @@
+/**
+ * A run's nodes: beginning one (its live state, its attempts and usage so far, the snapshots it
+ * reads), what happens while it runs (failed attempts, throttling, loop iterations), completing it
+ * (its immutable snapshot, its children's readiness, a handed-off child begun in the same step),
+ * and reading the snapshots written.
+ */
+import {
+  RunStatus,
+  type AttemptRecord,
+  type Budget,
+  type LiveNodeState,
+  type NodeSnapshot,
+  type UsageCharge,
+} from '../../domain/run-model.js';
+import { chargeJson, parseJson, snapshotJson, type RunContext } from './run-context.js';
+
+export interface BeginNodeResult {
+  /** `stale`: the job belongs to an older generation of the run. */
+  readonly status: RunStatus | 'stale' | null;
+  /** The node's snapshot when one exists already (a redelivered job): reported, not run again. */
+  readonly existing: NodeSnapshot | null;
+  readonly executions: number;
+  readonly toolCalls: number;
+  readonly toolTimeMs: number;
+  readonly attempts: AttemptRecord[];
+  /** Loop iterations recorded so far. */
+  readonly progress: unknown[];
+  readonly deadlineAt: number | null;
+  readonly budget: Budget;
+  /** Model tokens (prompt + completion) used so far. */
+  readonly tokens: number;
+  /** What the run's priced model calls cost so far, in nano-dollars. */
+  readonly costNanoUsd: number;
+  readonly reads: ReadonlyMap<string, NodeSnapshot>;
+}
+
+export interface CompleteNodeResult {
+  readonly written: boolean;
+  readonly status: RunStatus | null;
+  readonly generation: number;
+  /** The ready children, the handed-off one among them. */
+  readonly ready: readonly string[];
+  /** The child begun in the same step (node handoff), its begin answer and start time (the step's). */
+  readonly handedOff?: {
+    readonly nodeId: string;
+    readonly begin: BeginNodeResult;
+    readonly startedAt: string;
+  };
+}
+
+/** The children a completing job may run next, in the order it prefers them (`executor/handoff.ts`). */
+export interface HandoffRequest {
+  /** The job's generation. */
+  readonly generation: number;
+  /** The running state of the one begun; its `startedAt` is replaced by the step's instant. */
+  readonly live: LiveNodeState;
+  readonly candidates: readonly { id: string; chargeCall: boolean; reads: readonly string[] }[];
+}
+
+export class NodeStates {
+  constructor(private readonly ctx: RunContext) {}
+
+  async beginNode(
+    runId: string,
+    nodeId: string,
+    options: {
+      generation: number;
+      live: LiveNodeState;
+      countExecution: boolean;
+      chargeCall: boolean;
+      reads: readonly string[];
+    },
+  ): Promise<BeginNodeResult> {
+    const raw = (await this.ctx.script('begin-node-6', this.ctx.scriptKeys(runId), [
+      nodeId,
+      options.generation,
+      JSON.stringify(options.live),
+      options.countExecution ? '1' : '0',
+      options.chargeCall ? '1' : '0',
+      ...options.reads,
+    ])) as unknown[];
+    return beginResult(raw, options.reads);
+  }
+
+  /** Records a failed attempt that BullMQ will retry. */
+  async recordAttempt(
+    runId: string,
+    nodeId: string,
+    attempt: AttemptRecord,
+    live: LiveNodeState,
+  ): Promise<void> {
+    await this.ctx.script('record-attempt-6', this.ctx.scriptKeys(runId), [
+      nodeId,
+      JSON.stringify(attempt),
+      JSON.stringify(live),
+      Math.round(attempt.durationMs),
+    ]);
+  }
+
+  /**
+   * Flow control held a node's call back (`throttled`: its live state and the `node.throttled`
+   * event) or let it go after `waitedMs` (added to the node's throttled time).
+   */
+  async recordThrottle(
+    runId: string,
+    nodeId: string,
+    change: { live?: LiveNodeState; event?: { key: string; waitMs: number | null }; waitedMs?: number },
+  ): Promise<void> {
+    await this.ctx.script('throttle-node-6', this.ctx.scriptKeys(runId), [
+      nodeId,
+      change.live ? JSON.stringify(change.live) : '',
+      change.event ? JSON.stringify(change.event) : '',
+      Math.round(change.waitedMs ?? 0),
+    ]);
+  }
+
+  /**
+   * Records loop iteration `n` (1-based) once, charging its tool calls and time to the run.
+   * Returns iterations recorded and usage so far.
+   */
+  async recordIteration(
+    runId: string,
+    nodeId: string,
+    n: number,
+    iteration: unknown,
+    charge: UsageCharge,
+    live: LiveNodeState,
+  ): Promise<{
+    iterations: number;
+    toolCalls: number;
+    toolTimeMs: number;
+    tokens: number;
+    costNanoUsd: number;
+  }> {
+    const [iterations, toolCalls, toolTimeMs, tokens, costNanoUsd] = (await this.ctx.script(
+      'record-iteration-6',
+      this.ctx.scriptKeys(runId),
+      [nodeId, n, JSON.stringify(iteration), chargeJson(charge), JSON.stringify(live)],
+    )) as [number, number, number, number, number];
+    return { iterations, toolCalls, toolTimeMs, tokens, costNanoUsd: Number(costNanoUsd ?? 0) };
+  }
+
+  async completeNode(
+    runId: string,
+    nodeId: string,
+    snapshot: NodeSnapshot,
+    options: {
+      release: boolean;
+      children: readonly string[];
+      charge: UsageCharge;
+      tool?: string;
+      /**
+       * The jobs whose handed-off children count as this completion's own (the completing job, and
+       * for a moved node the job it ran in before): a redelivery answers those again.
+       */
+      jobs?: readonly string[];
+      /** Begin the first ready one of these children in the same step (node handoff). */
+      handoff?: HandoffRequest;
+    },
+  ): Promise<CompleteNodeResult> {
+    const last = snapshot.attempts.at(-1);
+    const event = {
+      ...(options.tool ? { tool: options.tool } : {}),
+      status: snapshot.status,
+      attempts: snapshot.attempts.length,
+      durationMs: snapshot.durationMs,
+      ...(snapshot.error ? { error: snapshot.error } : {}),
+      ...(last ? { worker: last.worker } : {}),
+    };
+    const raw = (await this.ctx.script('complete-node-6', this.ctx.scriptKeys(runId), [
+      nodeId,
+      snapshotJson(snapshot),
+      `node.${snapshot.status}`,
+      JSON.stringify(event),
+      options.release ? '1' : '0',
+      options.jobs?.length ? JSON.stringify(options.jobs) : '',
+      chargeJson(options.charge),
+      options.handoff
+        ? JSON.stringify({
+            generation: options.handoff.generation,
+            live: JSON.stringify(options.handoff.live),
+            candidates: options.handoff.candidates.map((c) => ({
+              id: c.id,
+              charge: c.chargeCall,
+              reads: c.reads,
+            })),
+          })
+        : '',
+      ...options.children,
+    ])) as [number, string | null, number, string | null, unknown[] | null, string | null, ...string[]];
+    const [written, status, generation, handedOff, begin, startedAt, ...ready] = raw;
+    const candidate = handedOff ? options.handoff?.candidates.find((c) => c.id === handedOff) : undefined;
+    return {
+      written: written === 1,
+      status: status ? RunStatus.parse(status) : null,
+      generation,
+      ready,
+      ...(handedOff && begin && candidate && startedAt
+        ? { handedOff: { nodeId: handedOff, begin: beginResult(begin, candidate.reads), startedAt } }
+        : {}),
+    };
+  }
+
+  /** Nodes whose jobs sit in the delayed set: waiting for a signal or in retry backoff. */
+  async parkedNodes(runId: string, statuses: readonly string[] = ['waiting', 'retrying']): Promise<string[]> {
+    const live = await this.ctx.redis.hgetall(this.ctx.keysOf(runId).live);
+    return Object.entries(live)
+      .filter(([, state]) => statuses.includes((JSON.parse(state) as { status?: string }).status ?? ''))
+      .map(([id]) => id);
+  }
+
+  /** The snapshots of these nodes that exist. */
+  async snapshotsOf(runId: string, nodeIds: readonly string[]): Promise<Map<string, NodeSnapshot>> {
+    if (nodeIds.length === 0) return new Map();
+    const raw = await this.ctx.redis.hmget(this.ctx.keysOf(runId).nodes, ...nodeIds);
+    return new Map(
+      nodeIds.flatMap((id, i) => (raw[i] ? [[id, JSON.parse(raw[i]) as NodeSnapshot] as const] : [])),
+    );
+  }
+
+  /** All snapshots written so far. */
+  async snapshots(runId: string): Promise<Map<string, NodeSnapshot>> {
+    const raw = await this.ctx.redis.hgetall(this.ctx.keysOf(runId).nodes);
+    return new Map(Object.entries(raw).map(([id, s]) => [id, JSON.parse(s) as NodeSnapshot]));
+  }
+}
+
+const str = (v: unknown): string | null => (typeof v === 'string' ? v : null);
+
+/** begin-node.lua's answer (also complete-node.lua's for a node it hands off), as a result. */
+function beginResult(raw: unknown[], readIds: readonly string[]): BeginNodeResult {
+  const [
+    status,
+    existing,
+    executions,
+    toolCalls,
+    toolTimeMs,
+    attempts,
+    progress,
+    deadlineAt,
+    budget,
+    tokens,
+    costNanoUsd,
+    ...snapshots
+  ] = raw;
+  const reads = new Map<string, NodeSnapshot>();
+  readIds.forEach((id, i) => {
+    const s = str(snapshots[i]);
+    if (s) reads.set(id, JSON.parse(s) as NodeSnapshot);
+  });
+  return {
+    status: status === 'stale' ? 'stale' : str(status) ? RunStatus.parse(status) : null,
+    existing: (parseJson(str(existing)) as NodeSnapshot | null) ?? null,
+    executions: Number(executions ?? 0),
+    toolCalls: Number(toolCalls ?? 0),
+    toolTimeMs: Number(toolTimeMs ?? 0),
+    attempts: (parseJson(str(attempts)) as AttemptRecord[] | null) ?? [],
+    progress: (parseJson(str(progress)) as unknown[] | null) ?? [],
+    deadlineAt: str(deadlineAt) ? Number(deadlineAt) : null,
+    budget: (parseJson(str(budget)) as Budget | null) ?? {},
+    tokens: Number(tokens ?? 0),
+    costNanoUsd: Number(costNanoUsd ?? 0),
+    reads,
+  };
+}

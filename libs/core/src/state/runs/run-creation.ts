@@ -1,0 +1,184 @@
+/**
+ * A new run: its record, readiness counters and (for a rerun) the origin's snapshots it reuses,
+ * written by `create-run-6.lua` in one step, with the indexes that find it (the queued runs the
+ * reconciler reads, the tenant's runs and, for a listed run, its search indexes).
+ */
+import { isCluster } from '../redis-client.js';
+import {
+  MAX_RUN_SECONDS,
+  RunStatus,
+  type Budget,
+  type NodeSnapshot,
+  type OnBudget,
+  type RerunOf,
+  type TaskSpec,
+} from '../../domain/run-model.js';
+import type { ExecutableGraph, Graph } from '../../nodes/index.js';
+import { DEFAULT_TENANT } from '../../domain/tenant.js';
+import type { RunWebhook } from '../../domain/webhook.js';
+import { DEFAULT_PRIORITY } from '../../flow/limits.js';
+import { queuedRunsKey, runSearchKeys, tenantRunsKey } from '../keys.js';
+import { slotMulti } from '../slot-multi.js';
+import { pendingJson, snapshotJson, type RunContext } from './run-context.js';
+
+export interface NewRun {
+  readonly runId: string;
+  /** Absent for a task run until the plan loop plans it. */
+  readonly graph?: Graph;
+  readonly plan?: ExecutableGraph;
+  readonly task?: TaskSpec;
+  readonly agentId?: string;
+  /** The tenant the run belongs to. @defaultValue DEFAULT_TENANT */
+  readonly tenant?: string;
+  /** The run a child run (a loop iteration over a nested graph) serves. */
+  readonly parentRunId?: string;
+  /**
+   * The queue shard of the run's jobs, recorded for a child run (its parent's shard) when the run
+   * queues are sharded; a run without it is routed by its id (see `queues/queue-shards.ts`).
+   */
+  readonly queueShard?: number;
+  /** The session whose lane the run belongs to. */
+  readonly sessionKey?: string;
+  readonly input: unknown;
+  readonly timeoutSeconds: number;
+  readonly budget: Budget;
+  /** What a spent money budget does. @defaultValue "fail" */
+  readonly onBudget?: OnBudget;
+  readonly metadata: Record<string, unknown> | undefined;
+  /** @defaultValue DEFAULT_PRIORITY */
+  readonly priority?: number;
+  /** Labels to find the run by (its search indexes). */
+  readonly tags?: readonly string[];
+  /** Where the run's own events are posted (see `domain/webhook.ts`); never a secret. */
+  readonly webhook?: RunWebhook;
+  readonly createdAt: string;
+  /** Dependencies per node; nodes with none may be left out. */
+  readonly pending: ReadonlyMap<string, number>;
+  /**
+   * A rerun: the run it forks and the node it runs again from, with the origin's snapshots of the
+   * nodes it does not run (stored with the run, in the same step, marked `reusedFrom`).
+   */
+  readonly rerun?: { readonly of: RerunOf; readonly reused: ReadonlyMap<string, NodeSnapshot> };
+}
+
+export interface CreateResult {
+  /** False when a run with this id existed: nothing was written. */
+  readonly created: boolean;
+  /** The run's status now (`queued` when just created). */
+  readonly status: RunStatus;
+  /** When the run was accepted (its first request's time). */
+  readonly createdAt: string;
+}
+
+export class RunCreation {
+  constructor(private readonly ctx: RunContext) {}
+
+  /**
+   * Stores a new run, queued, unless a run with its id exists: then nothing changes and the
+   * existing run's status and acceptance time are answered (`created: false`). Safe to repeat.
+   * The run is put on the index of queued runs in the same step (one Redis) or first (a cluster),
+   * so no crash leaves a stored run the reconciler cannot find; an entry whose run was never stored
+   * is dropped by the reconciler.
+   */
+  async create(run: NewRun): Promise<CreateResult> {
+    const { redis, options } = this.ctx;
+    const meta = recordOf(run, options);
+    const created = Date.parse(run.createdAt);
+    // Listed runs (not child runs: they are found through their parent) name their tenant's search
+    // indexes, which the run scripts keep (run.lib.lua).
+    const keepMs = (MAX_RUN_SECONDS + options.retentionSeconds) * 1000;
+    const index = run.parentRunId
+      ? {}
+      : {
+          index: JSON.stringify({
+            base: runSearchKeys(options.prefix, meta.tenant).base,
+            id: run.runId,
+            score: created,
+            keepMs,
+          }),
+        };
+    // The index of queued runs feeds the reconciler; the tenant's index of runs is trimmed of runs
+    // past any retention (a run lives at most its deadline plus the retention), so it stays as large
+    // as the runs that can still exist. On one Redis the create script writes both in the same step
+    // as the run (`_lists`): no MULTI, no round trip of their own, and never a run without them. On a
+    // cluster they are in other slots: written first, in one round trip (NX keeps a repeat's first
+    // time), and the create waits for them; the reconciler drops an entry whose run was never made.
+    const runs = tenantRunsKey(options.prefix, meta.tenant);
+    const cluster = isCluster(redis);
+    if (cluster) {
+      await slotMulti(redis)
+        .zadd(queuedRunsKey(options.prefix), 'NX', created, run.runId)
+        .zadd(runs, 'NX', created, run.runId)
+        .zremrangebyscore(runs, '-inf', created - keepMs)
+        .expire(runs, MAX_RUN_SECONDS + options.retentionSeconds)
+        .exec();
+    }
+    const lists = cluster
+      ? {}
+      : {
+          _lists: {
+            queued: queuedRunsKey(options.prefix),
+            runs,
+            id: run.runId,
+            score: created,
+            keepMs,
+            ttl: MAX_RUN_SECONDS + options.retentionSeconds,
+          },
+        };
+    const reused = [...(run.rerun?.reused ?? [])].flatMap(([id, snapshot]) => [
+      id,
+      snapshotJson({ ...snapshot, reusedFrom: run.rerun!.of.runId }),
+    ]);
+    const reply = await this.ctx.script('create-run-6', this.ctx.scriptKeys(run.runId), [
+      JSON.stringify({ ...meta, ...index, ...lists }),
+      pendingJson(run.pending),
+      this.ctx.safetyTtl(run.timeoutSeconds),
+      run.rerun?.of.runId ?? '',
+      ...reused,
+    ]);
+    const [made, status, createdAt] = reply as [number, string | null | undefined, string | null | undefined];
+    const acceptedAt = made === 1 ? run.createdAt : (createdAt ?? run.createdAt);
+    if (made === 1) return { created: true, status: 'queued', createdAt: run.createdAt };
+    return { created: false, status: RunStatus.parse(status ?? 'queued'), createdAt: acceptedAt };
+  }
+}
+
+/** The fields of a new run's record (its `meta` hash). */
+function recordOf(run: NewRun, options: RunContext['options']) {
+  return {
+    status: 'queued' satisfies RunStatus,
+    createdAt: run.createdAt,
+    ...(run.graph && run.plan ? { graph: JSON.stringify(run.graph), plan: JSON.stringify(run.plan) } : {}),
+    ...(run.task
+      ? {
+          task: run.task.task,
+          mode: run.task.mode ?? 'dag',
+          maxReplans: String(run.task.maxReplans),
+          // Window mode's size; its window bound is `maxReplans + 1`.
+          ...(run.task.window ? { window: String(run.task.window.size) } : {}),
+          ...(run.task.overrides ? { overrides: run.task.overrides } : {}),
+          ...(run.task.model !== undefined ? { taskModel: run.task.model } : {}),
+          ...(run.task.thinking !== undefined ? { thinking: JSON.stringify(run.task.thinking) } : {}),
+          ...(run.task.secrets?.length ? { secrets: JSON.stringify(run.task.secrets) } : {}),
+        }
+      : {}),
+    agentId: run.task?.agentId ?? run.agentId ?? 'main',
+    tenant: run.tenant ?? DEFAULT_TENANT,
+    ...(run.parentRunId ? { parentRunId: run.parentRunId } : {}),
+    ...(run.queueShard !== undefined ? { shard: String(run.queueShard) } : {}),
+    ...(run.sessionKey ? { sessionKey: run.sessionKey } : {}),
+    input: JSON.stringify(run.input ?? null),
+    timeoutSeconds: String(run.timeoutSeconds),
+    budget: JSON.stringify(run.budget),
+    ...(run.onBudget === 'pause' ? { onBudget: run.onBudget } : {}),
+    metadata: JSON.stringify(run.metadata ?? null),
+    priority: String(run.priority ?? DEFAULT_PRIORITY),
+    ...(run.tags && run.tags.length > 0 ? { tags: JSON.stringify(run.tags) } : {}),
+    ...(run.plan ? { nodeCount: String(run.plan.nodes.length) } : {}),
+    ...(run.rerun ? { rerunOf: JSON.stringify(run.rerun.of) } : {}),
+    ...(run.webhook ? { webhook: JSON.stringify(run.webhook) } : {}),
+    generation: '0',
+    eventsMax: String(options.eventsMax ?? 10_000),
+    ...(options.configVersion ? { configVersion: options.configVersion } : {}),
+  };
+}

@@ -1,0 +1,281 @@
+/**
+ * A run's way from queued to settled: the index of queued runs the reconciler reads, the start,
+ * the outcome (decided once, ending the run's child runs with it), the end of a run that never
+ * started, settling, resuming a settled run, and deleting one. Each change of status is one script.
+ */
+import {
+  RunError,
+  RunStatus,
+  isTerminal,
+  type LiveNodeState,
+  type NodeSnapshot,
+} from '../../domain/run-model.js';
+import { RUN_ERROR_STATUS, cancelledError } from '../../errors/run-error.js';
+import { queuedRunsKey } from '../keys.js';
+import { pendingJson, snapshotJson, type RunContext } from './run-context.js';
+
+export interface ReconcileView {
+  readonly status: RunStatus;
+  readonly generation: number;
+  readonly parentRunId: string | null;
+  readonly sessionKey: string | null;
+}
+
+export class RunLifecycle {
+  constructor(private readonly ctx: RunContext) {}
+
+  /**
+   * Queued runs accepted before `before` (epoch ms), oldest first, at most `limit`: what the
+   * reconciler looks at.
+   */
+  async queuedRuns(before: number, limit: number): Promise<string[]> {
+    return this.ctx.redis.zrangebyscore(
+      queuedRunsKey(this.ctx.options.prefix),
+      '-inf',
+      before,
+      'LIMIT',
+      0,
+      limit,
+    );
+  }
+
+  /** Takes a run off the index of queued runs (it started, ended or is gone). */
+  async unqueue(runId: string): Promise<void> {
+    await this.ctx.redis.zrem(queuedRunsKey(this.ctx.options.prefix), runId);
+  }
+
+  /**
+   * Moves a run that waits legitimately (in its lane, for its parent, for a running slot) to the
+   * back of the index of queued runs, so the reconciler's next passes look at the others first.
+   */
+  async requeueLater(runId: string, at: number): Promise<void> {
+    await this.ctx.redis.zadd(queuedRunsKey(this.ctx.options.prefix), 'XX', at, runId);
+  }
+
+  /** What the reconciler reads of a run: null for an unknown run. */
+  async reconcileView(runId: string): Promise<ReconcileView | null> {
+    const [status, generation, parentRunId, sessionKey] = await this.ctx.redis.hmget(
+      this.ctx.keysOf(runId).meta,
+      'status',
+      'generation',
+      'parentRunId',
+      'sessionKey',
+    );
+    if (status === null) return null;
+    return {
+      status: RunStatus.parse(status),
+      generation: Number(generation ?? 0),
+      parentRunId: parentRunId ?? null,
+      sessionKey: sessionKey ?? null,
+    };
+  }
+
+  async status(runId: string): Promise<RunStatus | null> {
+    const status = await this.ctx.redis.hget(this.ctx.keysOf(runId).meta, 'status');
+    return status === null ? null : RunStatus.parse(status);
+  }
+
+  async generation(runId: string): Promise<number> {
+    return Number((await this.ctx.redis.hget(this.ctx.keysOf(runId).meta, 'generation')) ?? 0);
+  }
+
+  /** Whether the run has settled (its current generation is final). */
+  async isSettled(runId: string): Promise<boolean> {
+    return (await this.settledState(runId)) === true;
+  }
+
+  /** Whether the run has settled, or null for an unknown run; cheaper than reading the document. */
+  async settledState(runId: string): Promise<boolean | null> {
+    const [status, finishedAt] = await this.ctx.redis.hmget(
+      this.ctx.keysOf(runId).meta,
+      'status',
+      'finishedAt',
+    );
+    return status === null ? null : finishedAt !== null;
+  }
+
+  /**
+   * Moves a queued run to running and marks `ready` queued. Returns its status after (or `stale`)
+   * and its deadline, which a replanned run keeps from before.
+   */
+  async start(
+    runId: string,
+    generation: number,
+    ready: readonly string[],
+    deadlineAt: number,
+    now: string,
+  ): Promise<{ status: RunStatus | 'stale' | null; deadlineAt: number }> {
+    const [status, deadline] = (await this.ctx.script('start-run-6', this.ctx.scriptKeys(runId), [
+      now,
+      deadlineAt,
+      generation,
+      JSON.stringify({ status: 'queued' } satisfies LiveNodeState),
+      ...ready,
+    ])) as [string | null, string | undefined];
+    const at = deadline ? Number(deadline) : deadlineAt;
+    if (status !== 'queued' && status !== 'stale') await this.unqueue(runId);
+    if (status === 'stale') return { status: 'stale', deadlineAt: at };
+    return { status: status ? RunStatus.parse(status) : null, deadlineAt: at };
+  }
+
+  /** Records `childRunId` as serving `runId`, so ending the parent ends it. */
+  async addChild(runId: string, childRunId: string): Promise<void> {
+    await this.ctx.script('add-child-6', this.ctx.scriptKeys(runId), [childRunId]);
+  }
+
+  async error(runId: string): Promise<RunError | null> {
+    const raw = await this.ctx.redis.hget(this.ctx.keysOf(runId).meta, 'error');
+    return raw ? RunError.parse(JSON.parse(raw)) : null;
+  }
+
+  /**
+   * Sets the run's outcome if none is set yet; true when this call decided it. An outcome other
+   * than succeeded also cancels the run's child runs (loop iterations over nested graphs), and
+   * theirs, since they only exist to serve it.
+   */
+  async decide(
+    runId: string,
+    status: RunStatus,
+    error: RunError | null,
+    now: string,
+    generation?: number,
+  ): Promise<boolean> {
+    return (await this.decideOutcome(runId, status, error, now, generation)).decided;
+  }
+
+  /**
+   * Ends the run with `error` unless an outcome is set, with the status its code ends a run with
+   * (`RUN_ERROR_STATUS`); true when this call decided it.
+   */
+  async decideError(runId: string, error: RunError, now: string, generation?: number): Promise<boolean> {
+    return this.decide(runId, RUN_ERROR_STATUS[error.code], error, now, generation);
+  }
+
+  /** {@link decide}, also answering the run's status after it (null for an unknown run). */
+  async decideOutcome(
+    runId: string,
+    status: RunStatus,
+    error: RunError | null,
+    now: string,
+    generation?: number,
+  ): Promise<{ decided: boolean; status: RunStatus | null }> {
+    const [decided, children, current] = (await this.ctx.script('decide-run-6', this.ctx.scriptKeys(runId), [
+      status,
+      error ? JSON.stringify(error) : '',
+      this.ctx.channels.abort,
+      runId,
+      now,
+      generation ?? '',
+    ])) as [number, string | null, string | null];
+    const after = current ? RunStatus.parse(current) : null;
+    if (children && after !== null && after !== 'succeeded' && after !== 'running' && after !== 'queued') {
+      const parentEnded: RunError = {
+        code: 'parent_ended',
+        message: `the parent run ${runId} ended as ${after}`,
+      };
+      for (const child of JSON.parse(children) as string[]) await this.decideError(child, parentEnded, now);
+    }
+    return { decided: decided === 1, status: after };
+  }
+
+  /**
+   * Ends a run none of whose nodes ran, in one step: unless an outcome is set, decides it with
+   * `error` (the status its code ends a run with); then gives every node of its plan a snapshot
+   * and settles it. With `error` null it only settles a run already decided. A running run is left
+   * alone: its nodes may have run. Answers whether this call settled it and the run's status after
+   * it (null for an unknown run).
+   */
+  async endUnstarted(
+    runId: string,
+    error: RunError | null,
+    now: string,
+  ): Promise<{ settled: boolean; status: RunStatus | null }> {
+    const [settled, after] = (await this.ctx.script('end-unstarted-6', this.ctx.scriptKeys(runId), [
+      error ? RUN_ERROR_STATUS[error.code] : '',
+      error ? JSON.stringify(error) : '',
+      now,
+      this.ctx.channels.abort,
+      this.ctx.channels.settled,
+      runId,
+      this.ctx.options.retentionSeconds,
+    ])) as [number, string | null];
+    if (after === null || isTerminal(RunStatus.parse(after))) await this.unqueue(runId);
+    return { settled: settled === 1, status: after ? RunStatus.parse(after) : null };
+  }
+
+  /** Closes a run: fills in snapshots for nodes that never ran, stores the output, sets TTLs. */
+  async settle(
+    runId: string,
+    generation: number,
+    fill: ReadonlyMap<string, NodeSnapshot>,
+    output: Record<string, unknown> | null,
+    final: { status: RunStatus; error: RunError | null; generation: number },
+    now: string,
+  ): Promise<boolean> {
+    const triples = [...fill].flatMap(([id, s]) => [id, snapshotJson(s), `node.${s.status}`]);
+    const settled = await this.ctx.script('settle-run-6', this.ctx.scriptKeys(runId), [
+      now,
+      output ? JSON.stringify(output) : '',
+      this.ctx.options.retentionSeconds,
+      this.ctx.channels.settled,
+      runId,
+      generation,
+      JSON.stringify(final),
+      ...triples,
+    ]);
+    return settled === 1;
+  }
+
+  /**
+   * Reopens a settled failed/timed_out run for the nodes in `rerun`, with `pending` as the new
+   * readiness counters. Returns the new generation, or the status that prevented it.
+   */
+  async resume(
+    runId: string,
+    rerun: readonly string[],
+    pending: ReadonlyMap<string, number>,
+    timeoutSeconds: number,
+  ): Promise<{ resumed: true; generation: number } | { resumed: false; status: string | null }> {
+    const [status, generation] = (await this.ctx.script('resume-run-6', this.ctx.scriptKeys(runId), [
+      pendingJson(pending),
+      this.ctx.safetyTtl(timeoutSeconds),
+      ...rerun,
+    ])) as [string | null, number | undefined];
+    return status === 'queued' && generation !== undefined
+      ? { resumed: true, generation }
+      : { resumed: false, status };
+  }
+
+  /** Whether the session reply of a run was written (see `markSessionReplied`). */
+  async sessionReplied(runId: string): Promise<boolean> {
+    return (await this.ctx.redis.hexists(this.ctx.keysOf(runId).meta, 'sessionReplied')) === 1;
+  }
+
+  /**
+   * Marks a run's session reply written, after it was: a writer that dies in between leaves it
+   * to the next pass, whose write the session's once-check makes a no-op if it had happened.
+   */
+  async markSessionReplied(runId: string): Promise<void> {
+    await this.ctx.redis.hset(this.ctx.keysOf(runId).meta, 'sessionReplied', '1');
+  }
+
+  /** Deletes a run that never started (a prepared session run its lane did not need). */
+  async delete(runId: string): Promise<void> {
+    await this.ctx.redis.del(...this.ctx.scriptKeys(runId));
+    await this.unqueue(runId);
+  }
+
+  /**
+   * Ends a run that has not (as cancelled: its running nodes abort, nothing else starts) and
+   * deletes its keys; its jobs then find no run and do nothing. Answers the keys deleted.
+   */
+  async purge(runId: string): Promise<number> {
+    const status = await this.status(runId);
+    if (status !== null && !isTerminal(status)) {
+      await this.decideError(runId, cancelledError('its tenant was deleted'), new Date().toISOString());
+    }
+    const deleted = await this.ctx.redis.del(...this.ctx.scriptKeys(runId));
+    await this.unqueue(runId);
+    return deleted;
+  }
+}

@@ -1,0 +1,329 @@
+/**
+ * Reads of a run for those who look at it rather than move it: the whole document (`GET
+ * /v1/runs/:id`), the header the plan loop starts from, what settling reads, what a webhook event
+ * is made of, who the run belongs to, and the runs of a tenant. Each read is one round trip.
+ */
+import {
+  Budget,
+  LiveNodeState,
+  NodeSnapshot,
+  RunError,
+  RunStatus,
+  WaitRecord,
+  type AttemptRecord,
+  type NodeView,
+  type PlanningRecord,
+  type RerunOf,
+  type RunDocument,
+  type TaskMode,
+  type TaskSpec,
+} from '../../domain/run-model.js';
+import type { ExecutableGraph, Graph } from '../../nodes/index.js';
+import { usageFromCounters } from '../../insight/run-search.js';
+import { Thinking } from '../../domain/thinking.js';
+import { DEFAULT_TENANT } from '../../domain/tenant.js';
+import { RunWebhook } from '../../domain/webhook.js';
+import { DEFAULT_PRIORITY } from '../../flow/limits.js';
+import { tenantRunsKey } from '../keys.js';
+import { slotMulti } from '../slot-multi.js';
+import { multiReplies, parseJson, type RunContext } from './run-context.js';
+
+export type TaskState = TaskSpec & { planned: boolean; replanRequest: unknown };
+
+export interface RunHeader {
+  readonly status: RunStatus | null;
+  readonly tenant: string;
+  /** Set for a child run: the run it serves. */
+  readonly parentRunId: string | null;
+  readonly sessionKey: string | null;
+  /** Null for a fixed-graph run. */
+  readonly task: TaskState | null;
+  /** The agent the run is of. */
+  readonly agentId: string;
+}
+
+export interface OutcomeState {
+  readonly snapshots: Map<string, NodeSnapshot>;
+  readonly status: RunStatus | null;
+  readonly error: RunError | null;
+  readonly createdAt: string | null;
+  readonly sessionKey: string | null;
+  readonly replanRequested: boolean;
+  /** A task run's mode (null for a fixed graph): a window-mode run's drained window asks for the next. */
+  readonly mode: TaskMode | null;
+}
+
+/** What a run's webhook events are made from (see `webhookSubject`). */
+export interface WebhookSubject {
+  readonly runId: string;
+  readonly status: RunStatus;
+  readonly tenant: string;
+  readonly agentId: string;
+  /** As stored: tenant-scoped. */
+  readonly sessionKey: string | null;
+  readonly webhook: RunWebhook | null;
+  readonly createdAt: string;
+  readonly finishedAt: string | null;
+  readonly error: RunError | null;
+  readonly output: unknown;
+  readonly usage: RunDocument['usage'];
+}
+
+/** The usage counters of a run's aux hash (`usage:<name>`). */
+const USAGE_COUNTERS = [
+  'toolCalls',
+  'toolTimeMs',
+  'promptTokens',
+  'completionTokens',
+  'modelCalls',
+  'costNanoUsd',
+  'unpricedModelCalls',
+] as const;
+
+const usageOf = (aux: Record<string, string>): RunDocument['usage'] =>
+  usageFromCounters((field) => Number(aux[field] ?? 0));
+
+const taskMode = (mode: string | null | undefined): TaskMode =>
+  mode === 'loop' || mode === 'window' ? mode : 'dag';
+
+/** The strings of a stored JSON array (anything else: none). */
+const stringList = (value: unknown): string[] =>
+  Array.isArray(value) ? value.filter((v): v is string => typeof v === 'string') : [];
+
+export class RunReadModel {
+  constructor(private readonly ctx: RunContext) {}
+
+  /** The ids of a tenant's runs that may still exist (their keys may have expired since). */
+  async tenantRuns(tenant: string): Promise<string[]> {
+    return this.ctx.redis.zrange(tenantRunsKey(this.ctx.options.prefix, tenant), '0', '-1');
+  }
+
+  /** The tenant a run belongs to, or null for an unknown run. */
+  async tenantOf(runId: string): Promise<string | null> {
+    const [status, tenant] = await this.ctx.redis.hmget(this.ctx.keysOf(runId).meta, 'status', 'tenant');
+    return status === null ? null : (tenant ?? DEFAULT_TENANT);
+  }
+
+  /** The session of a session run. */
+  async sessionOf(runId: string): Promise<string | null> {
+    return this.ctx.redis.hget(this.ctx.keysOf(runId).meta, 'sessionKey');
+  }
+
+  /** The queue shard recorded for a run (a child run of sharded queues), or null. */
+  async queueShard(runId: string): Promise<number | null> {
+    const shard = await this.ctx.redis.hget(this.ctx.keysOf(runId).meta, 'shard');
+    return shard === null ? null : Number(shard);
+  }
+
+  /** The run's budget now (a budget decision may have raised it since a node began). */
+  async budget(runId: string): Promise<Budget> {
+    const raw = await this.ctx.redis.hget(this.ctx.keysOf(runId).meta, 'budget');
+    return Budget.parse(parseJson(raw) ?? {});
+  }
+
+  /** The task of a task run (null for a fixed graph), and whether it has been planned. */
+  async taskOf(runId: string): Promise<TaskState | null> {
+    return (await this.header(runId)).task;
+  }
+
+  /**
+   * What the plan loop reads before starting a run, in one round trip: its status, its session and
+   * its task (the plan itself is only checked for, not read).
+   */
+  async header(runId: string): Promise<RunHeader> {
+    const meta = this.ctx.keysOf(runId).meta;
+    const replies = await slotMulti(this.ctx.redis)
+      .hmget(
+        meta,
+        'status',
+        'sessionKey',
+        'task',
+        'agentId',
+        'overrides',
+        'maxReplans',
+        'replan',
+        'mode',
+        'tenant',
+        'parentRunId',
+        'taskModel',
+        'thinking',
+        'window',
+        'secrets',
+      )
+      .hexists(meta, 'plan')
+      .exec();
+    const [fields, hasPlan] = multiReplies(replies) as [(string | null)[], number];
+    const [
+      status,
+      sessionKey,
+      task,
+      agentId,
+      overrides,
+      maxReplans,
+      replan,
+      mode,
+      tenant,
+      parentRunId,
+      taskModel,
+      thinking,
+      size,
+      secrets,
+    ] = fields;
+    return {
+      status: status ? RunStatus.parse(status) : null,
+      tenant: tenant ?? DEFAULT_TENANT,
+      parentRunId: parentRunId ?? null,
+      sessionKey: sessionKey ?? null,
+      agentId: agentId ?? 'main',
+      task:
+        task === null || task === undefined
+          ? null
+          : {
+              task,
+              mode: taskMode(mode),
+              agentId: agentId ?? 'main',
+              tenant: tenant ?? DEFAULT_TENANT,
+              ...(overrides ? { overrides } : {}),
+              ...(taskModel ? { model: taskModel } : {}),
+              ...(thinking ? { thinking: parseJson(thinking) } : {}),
+              ...(secrets ? { secrets: stringList(parseJson(secrets)) } : {}),
+              maxReplans: Number(maxReplans ?? 0),
+              ...(size ? { window: { size: Number(size), maxWindows: Number(maxReplans ?? 0) + 1 } } : {}),
+              planned: hasPlan === 1,
+              replanRequest: parseJson(replan),
+            },
+    };
+  }
+
+  /**
+   * What settling a run needs, in one round trip: its snapshots, status, error, creation time,
+   * session and whether a replan was requested.
+   */
+  async outcomeState(runId: string): Promise<OutcomeState> {
+    const k = this.ctx.keysOf(runId);
+    const replies = await slotMulti(this.ctx.redis)
+      .hgetall(k.nodes)
+      .hmget(k.meta, 'status', 'error', 'createdAt', 'sessionKey', 'replan', 'mode')
+      .exec();
+    const [nodes, fields] = multiReplies(replies) as [Record<string, string>, (string | null)[]];
+    const [status, error, createdAt, sessionKey, replan, mode] = fields;
+    return {
+      snapshots: new Map(Object.entries(nodes).map(([id, raw]) => [id, JSON.parse(raw) as NodeSnapshot])),
+      status: status ? RunStatus.parse(status) : null,
+      error: error ? RunError.parse(JSON.parse(error)) : null,
+      createdAt: createdAt ?? null,
+      sessionKey: sessionKey ?? null,
+      replanRequested: replan !== null && replan !== undefined,
+      // Only a task run has a mode.
+      mode: mode === null || mode === undefined ? null : taskMode(mode),
+    };
+  }
+
+  /**
+   * What a webhook event of the run is made from: who it belongs to, its own `webhook`, and, once
+   * it has settled, its outcome, usage and output. Null for an unknown run.
+   */
+  async webhookSubject(runId: string): Promise<WebhookSubject | null> {
+    const k = this.ctx.keysOf(runId);
+    const fields = [
+      'status',
+      'tenant',
+      'agentId',
+      'sessionKey',
+      'webhook',
+      'createdAt',
+      'finishedAt',
+      'error',
+      'output',
+    ] as const;
+    const usageFields = USAGE_COUNTERS.map((c) => `usage:${c}`);
+    const replies = await slotMulti(this.ctx.redis)
+      .hmget(k.meta, ...fields)
+      .hmget(k.aux, ...usageFields)
+      .exec();
+    const [meta, usage] = multiReplies(replies) as [(string | null)[], (string | null)[]];
+    const [status, tenant, agentId, sessionKey, webhook, createdAt, finishedAt, error, output] = meta;
+    if (!status) return null;
+    const aux: Record<string, string> = {};
+    usageFields.forEach((f, i) => {
+      const v = usage[i];
+      if (v !== null && v !== undefined) aux[f] = v;
+    });
+    return {
+      runId,
+      status: RunStatus.parse(status),
+      tenant: tenant ?? DEFAULT_TENANT,
+      agentId: agentId ?? 'main',
+      sessionKey: sessionKey ?? null,
+      webhook: webhook ? RunWebhook.parse(JSON.parse(webhook)) : null,
+      createdAt: createdAt ?? '',
+      finishedAt: finishedAt ?? null,
+      error: error ? RunError.parse(JSON.parse(error)) : null,
+      output: parseJson(output),
+      usage: usageOf(aux),
+    };
+  }
+
+  /** The run as `GET /v1/runs/:id` shows it, every node of its plan with its state; null for an unknown run. */
+  async document(runId: string): Promise<RunDocument | null> {
+    const k = this.ctx.keysOf(runId);
+    const replies = await slotMulti(this.ctx.redis)
+      .hgetall(k.meta)
+      .hgetall(k.nodes)
+      .hgetall(k.live)
+      .hgetall(k.aux)
+      .exec();
+    type Hash = Record<string, string>;
+    const [meta, snapshots, live, aux] = multiReplies(replies) as [Hash, Hash, Hash, Hash];
+    if (!meta.status) return null;
+    const plan = (parseJson(meta.plan) as ExecutableGraph | null) ?? { nodes: [], edges: [] };
+    const nodes: Record<string, NodeView> = {};
+    for (const node of plan.nodes) {
+      const snapshot = snapshots[node.id];
+      const state = live[node.id];
+      const attempts = (parseJson(aux[`attempts:${node.id}`]) as AttemptRecord[] | null) ?? [];
+      const waitsRaw = aux[`waits:${node.id}`];
+      const waits = waitsRaw ? { waits: WaitRecord.array().parse(JSON.parse(waitsRaw)) } : {};
+      const throttledMs = Number(aux[`throttled:${node.id}`] ?? 0);
+      const extra = { ...waits, ...(throttledMs > 0 ? { throttledMs } : {}) };
+      nodes[node.id] = snapshot
+        ? { id: node.id, ...NodeSnapshot.parse(JSON.parse(snapshot)), ...extra }
+        : state
+          ? { id: node.id, ...LiveNodeState.parse(JSON.parse(state)), attempts, ...extra }
+          : { id: node.id, status: 'pending', attempts, ...extra };
+    }
+    return {
+      runId,
+      status: RunStatus.parse(meta.status),
+      createdAt: meta.createdAt ?? '',
+      startedAt: meta.startedAt ?? null,
+      finishedAt: meta.finishedAt ?? null,
+      graph: parseJson(meta.graph) as Graph | null,
+      task: meta.task ?? null,
+      model: meta.taskModel ?? null,
+      thinking: meta.thinking ? Thinking.parse(JSON.parse(meta.thinking)) : null,
+      agentId: meta.agentId ?? 'main',
+      tenant: meta.tenant ?? DEFAULT_TENANT,
+      sessionKey: meta.sessionKey ?? null,
+      lanePosition: null,
+      planning: parseJson(meta.planning) as PlanningRecord | null,
+      replans: Number(meta.replans ?? 0),
+      input: parseJson(meta.input),
+      timeoutSeconds: Number(meta.timeoutSeconds),
+      budget: Budget.parse(parseJson(meta.budget) ?? {}),
+      onBudget: meta.onBudget === 'pause' ? 'pause' : 'fail',
+      usage: usageOf(aux),
+      generation: Number(meta.generation ?? 0),
+      metadata: parseJson(meta.metadata) as Record<string, unknown> | null,
+      priority: meta.priority === undefined ? DEFAULT_PRIORITY : Number(meta.priority),
+      tags: (parseJson(meta.tags) as string[] | null) ?? [],
+      rerunOf: parseJson(meta.rerunOf) as RerunOf | null,
+      configVersion: meta.configVersion ?? null,
+      // Its deliveries are kept with the tenant's webhooks: the run service adds them.
+      webhook: meta.webhook ? { ...RunWebhook.parse(JSON.parse(meta.webhook)), deliveries: [] } : null,
+      nodes,
+      output: parseJson(meta.output) as Record<string, unknown> | null,
+      error: meta.error ? RunError.parse(JSON.parse(meta.error)) : null,
+    };
+  }
+}
