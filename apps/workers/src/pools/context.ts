@@ -1,0 +1,245 @@
+/**
+ * What the pools of one worker process share: its Redis connections, the loop queues, the tools
+ * (MCP servers' included), the services, run aborts, flow control of the tool pool's calls, and the
+ * executor dependencies each pool's processors are given. Opened once by `startPools`; each pool's
+ * module (`plan.ts`, `node.ts`, `sense.ts`, `reflect.ts`) takes what it needs from it.
+ */
+import {
+  DEFAULT_RETRIES,
+  ruleSettingsOf,
+  ModelClient,
+  PlanCache,
+  PlanCacheStore,
+  TenantSlots,
+  RunAborts,
+  allowedToolsOf,
+  buildServices,
+  ceilingsOf,
+  priceTableOf,
+  builtinTools,
+  closeQueues,
+  connectMcpServers,
+  connectRedis,
+  followMcpCatalog,
+  createLogger,
+  graphLimitsOf,
+  loadCallKey,
+  isModelConfigured,
+  loadPlugins,
+  McpCatalogStore,
+  modelConfigOf,
+  openQueues,
+  FlowGate,
+  FlowStore,
+  flowSettingsOf,
+  parseAllowHosts,
+  planCacheOptionsOf,
+  secretStoreOptionsOf,
+  type EgressPolicy,
+  type ExecutorDeps,
+  type Logger,
+  type LoopQueues,
+  type McpTools,
+  type Pool,
+  type RedisClient,
+  type RetryTable,
+  type DestinationStream,
+  type ExecutorHooks,
+  type Services,
+} from '@tetraloop/core';
+import type { WorkerEnv } from '../env.js';
+
+export interface StartPoolsOptions {
+  readonly pools: readonly Pool[];
+  /** Overrides the pool's configured concurrency. */
+  readonly concurrency?: number;
+  /** Functions the executors call at set points, e.g. to refresh credentials before an `auth` retry. */
+  readonly hooks?: ExecutorHooks;
+  /** Where the pools' logs go; stdout when absent. */
+  readonly logDestination?: DestinationStream;
+}
+
+export interface PoolContext {
+  readonly env: WorkerEnv;
+  readonly options: StartPoolsOptions;
+  /** BullMQ's connection (the Workers and the queues). */
+  readonly connection: RedisClient;
+  /** Run and session state's connection, auto-pipelined. */
+  readonly state: RedisClient;
+  readonly queues: LoopQueues;
+  readonly services: Services;
+  /** The process's tools: the built-in ones and its MCP servers', with their connections. */
+  readonly mcp: McpTools;
+  /** The egress policy the http tool, polled sources and webhook deliveries are held to. */
+  readonly egress: EgressPolicy;
+  /** Flow control of the tool pool's calls; its tick grants waiting calls and wakes their jobs. */
+  readonly flow: FlowGate;
+  /** The process's logger (its first pool's layer). */
+  readonly log: Logger;
+  readonly loggerFor: (layer: Pool) => Logger;
+  /** Executor dependencies for one Worker of a pool: its own plan cache and logger layer. */
+  readonly executorDeps: (layer: Pool) => ExecutorDeps;
+  /** Marks the process closing: node jobs stop handing off, so the tool pool drains within its grace. */
+  readonly stop: () => void;
+  readonly closing: () => boolean;
+  /** Closes what the context opened; after the workers (active jobs may still be calling MCP tools). */
+  readonly close: () => Promise<void>;
+}
+
+export async function openPoolContext(env: WorkerEnv, options: StartPoolsOptions): Promise<PoolContext> {
+  const connection = connectRedis(env.REDIS_URL, 'worker', `tetraloop-worker-${process.pid}`);
+  // Run and session state get a connection of their own: ioredis copies every script defined on a
+  // connection into each pipeline it builds, so keeping Tetraloop's scripts off BullMQ's
+  // connection keeps BullMQ's pipelines cheap.
+  const state = connectRedis(env.REDIS_URL, 'worker', `tetraloop-worker-state-${process.pid}`, {
+    autoPipeline: true,
+  });
+  const subscriber = connectRedis(env.REDIS_URL, 'subscriber', `tetraloop-worker-sub-${process.pid}`);
+  const prefix = env.TETRALOOP_PREFIX;
+  const loggerFor = (layer: Pool): Logger =>
+    createLogger({ level: env.LOG_LEVEL, layer, redact: env.TETRALOOP_LOG_REDACT }, options.logDestination);
+  const log = loggerFor(options.pools[0] ?? 'tool');
+  for (const c of [connection, state])
+    c.on('error', (err: Error) => log.warn({ err: err.message }, 'redis connection error'));
+  subscriber.on('error', (err: Error) => log.warn({ err: err.message }, 'redis subscriber error'));
+
+  const queues = openQueues(connection, prefix, log, env.TETRALOOP_QUEUE_SHARDS);
+  const egress = parseAllowHosts(env.TETRALOOP_HTTP_ALLOW_HOSTS, env.TETRALOOP_HTTP_MAX_BYTES);
+  // Every MCP server's tools join the built-in ones. A process that runs the tool pool calls
+  // tools: it connects to each server (a stdio server is its child process; one that cannot be
+  // reached is retried in the background and never stops the process) and publishes the lists.
+  // The other pools only validate and plan: they read the lists from Redis, as the API does.
+  const mcpOptions = {
+    servers: env.TETRALOOP_MCP_SERVERS,
+    builtins: builtinTools({ egress }),
+    store: new McpCatalogStore(state, prefix),
+    logger: log.child({ component: 'mcp' }),
+  };
+  const mcp = options.pools.includes('tool')
+    ? await connectMcpServers({
+        ...mcpOptions,
+        settings: {
+          connectTimeoutMs: env.TETRALOOP_MCP_CONNECT_TIMEOUT_MS,
+          reconnectMinMs: env.TETRALOOP_MCP_RECONNECT_MIN_MS,
+          reconnectMaxMs: env.TETRALOOP_MCP_RECONNECT_MAX_MS,
+        },
+      })
+    : await followMcpCatalog({ ...mcpOptions, subscriber });
+  const tools = mcp.tools;
+  const registry = options.hooks?.registry ?? (await loadPlugins(env.TETRALOOP_PLUGINS, process.env, log));
+  // A plugin's refreshCredentials serves when the embedding program passes none.
+  const refreshCredentials = options.hooks?.refreshCredentials ?? registry.credentialRefresh();
+  const hooks = { ...options.hooks, registry, ...(refreshCredentials ? { refreshCredentials } : {}) };
+  const retries = { ...DEFAULT_RETRIES, ...env.TETRALOOP_RETRIES } as RetryTable;
+  const backoff = {
+    baseMs: env.TETRALOOP_BACKOFF_BASE_MS,
+    minMs: env.TETRALOOP_BACKOFF_MIN_MS,
+    maxMs: env.TETRALOOP_BACKOFF_MAX_MS,
+    jitter: env.TETRALOOP_BACKOFF_JITTER,
+    retryAfterMaxMs: env.TETRALOOP_RETRY_AFTER_MAX_MS,
+  };
+  const modelConfig = modelConfigOf(env);
+  const model = isModelConfigured(modelConfig) ? new ModelClient(modelConfig, backoff) : undefined;
+  // The sense pool (and the plan pool, for merged collect runs) prepares session runs, whose
+  // history compactions the model summarises.
+  const services = buildServices(env, state, queues, tools, registry, log, {
+    egress,
+    ...(model ? { model } : {}),
+  });
+  const { store } = services;
+  const aborts = await RunAborts.listen(subscriber, store.channels.abort);
+  // First plans of repeated tasks, shared by every plan worker through Redis.
+  const planCache = new PlanCacheStore(state, planCacheOptionsOf(env));
+  // Every worker of the deployment signs outbound Idempotency-Keys with the same key.
+  const callKey = await loadCallKey(state, prefix, secretStoreOptionsOf(env).key);
+  const ceilings = ceilingsOf(env);
+  const slots = new TenantSlots(state, prefix);
+  const flow = new FlowGate(
+    new FlowStore(state, prefix),
+    flowSettingsOf(env),
+    // A member is a node job's id, `<runId>.<nodeId>[@generation]`; node ids hold no '.'.
+    async (jobId) => (await services.runQueues.shardOf(jobId.slice(0, jobId.lastIndexOf('.')))).node,
+    log.child({ layer: 'flow' }),
+  );
+  // Model calls are priced once per process from the same table, and booked per tenant and day.
+  const cost = { prices: priceTableOf(env), ledger: services.costs, ceilings };
+
+  let closing = false;
+  const executorDeps = (layer: Pool): ExecutorDeps => ({
+    store,
+    plans: new PlanCache(store),
+    queues: services.runQueues,
+    retries,
+    backoff,
+    maxNodeExecutions: env.TETRALOOP_MAX_NODE_EXECUTIONS,
+    handoff: env.TETRALOOP_NODE_HANDOFF,
+    stopping: () => closing,
+    hooks,
+    tools,
+    secrets: services.secrets,
+    callKey,
+    ...(model ? { model } : {}),
+    defaultTimeoutMs: env.TETRALOOP_TOOL_TIMEOUT_MS,
+    modelInputChars: env.TETRALOOP_MODEL_INPUT_CHARS,
+    blobMinBytes: env.TETRALOOP_BLOB_MIN_BYTES,
+    planning: {
+      ...(model ? { model } : {}),
+      tools,
+      limits: graphLimitsOf(env),
+      allowedTools: allowedToolsOf(env, tools),
+      ceilings,
+      workspaceDir: env.TETRALOOP_WORKSPACE_DIR,
+      workspaceFileChars: env.TETRALOOP_WORKSPACE_FILE_CHARS,
+      ...(services.memory ? { lessons: services.memory.book } : {}),
+      cache: planCache,
+      hooks: registry,
+    },
+    admission: { ceilings, slots },
+    cost,
+    webhooks: services.outbox,
+    sessions: {
+      onRunSettled: (runId: string) => services.sessions.onRunSettled(runId),
+      environmentVersion: async (sessionKey: string) =>
+        (await services.sessionStore.environment(sessionKey)).version,
+    },
+    aborts,
+    ...(services.memory
+      ? {
+          memory: services.memory.service,
+          lessons: {
+            book: services.memory.book,
+            memory: services.memory.store,
+            probeIntervalMs: env.TETRALOOP_LESSON_PROBE_INTERVAL_MS,
+            maxRetries: ruleSettingsOf(env).rateLimitRetries,
+          },
+        }
+      : {}),
+    logger: loggerFor(layer),
+  });
+
+  return {
+    env,
+    options,
+    connection,
+    state,
+    queues,
+    services,
+    mcp,
+    egress,
+    flow,
+    log,
+    loggerFor,
+    executorDeps,
+    stop: () => {
+      closing = true;
+    },
+    closing: () => closing,
+    async close() {
+      await mcp.close();
+      await services.sources.close();
+      await closeQueues(queues);
+      await aborts.close();
+      await Promise.all([connection, state].map((c) => c.quit().catch(() => c.disconnect())));
+    },
+  };
+}

@@ -1,0 +1,19 @@
+/**
+ * The tool pool: node jobs (`executeNodeJob`: a node's tool or model calls, waits and loops), its
+ * calls held to flow control, whose tick runs while the pool does.
+ */
+import type { Job } from 'bullmq';
+import { executeNodeJob } from '@tetraloop/core';
+import type { PoolContext } from './context.js';
+import { assignedShards, type PoolDefinition } from './workers.js';
+
+export function nodePool(ctx: PoolContext): PoolDefinition {
+  return {
+    queues: assignedShards(ctx).map((s) => ({ queue: s.node, shard: s.shard })),
+    processor: () => {
+      const deps = { ...ctx.executorDeps('tool'), flow: ctx.flow };
+      ctx.flow.start();
+      return (job: Job, token?: string) => executeNodeJob(deps, job, token);
+    },
+  };
+}

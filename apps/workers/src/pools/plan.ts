@@ -1,0 +1,73 @@
+/**
+ * The plan pool: root, plan and deadline jobs of runs (`executePlanJob`), the periodic environment
+ * check of sessions and the reconciler's pass over accepted runs left without a root job, and the
+ * settling of a run whose root job failed for good.
+ */
+import type { Job } from 'bullmq';
+import { executePlanJob, reconcileQueuedRuns, settleAfterRootFailure } from '@tetraloop/core';
+import type { PoolContext } from './context.js';
+import { KEEP_SCHEDULES, assignedShards, type PoolDefinition } from './workers.js';
+
+/** Periodic plan-loop job: compare session environments with what running plans have seen. */
+const ENV_CHECK_JOB = 'env-check';
+/** Periodic plan-loop job: enqueue accepted runs whose root job was never enqueued. */
+const RECONCILE_JOB = 'reconcile';
+
+export function planPool(ctx: PoolContext): PoolDefinition {
+  const { env, services } = ctx;
+  const shards = assignedShards(ctx);
+  if (env.TETRALOOP_WORKER_SHARDS.length > 0 && !env.TETRALOOP_WORKER_SHARDS.includes(0)) {
+    ctx
+      .loggerFor('plan')
+      .warn(
+        { shards: env.TETRALOOP_WORKER_SHARDS },
+        'this plan pool does not consume shard 0, which holds the reconcile and env-check schedules: another plan worker must',
+      );
+  }
+  // A root job that failed for good leaves its run to be settled here (see settleAfterRootFailure).
+  const settleDeps = ctx.executorDeps('plan');
+  const settleAbandoned = async (job: Job): Promise<void> => {
+    try {
+      if ((await job.getState()) !== 'failed') return;
+      const status = await settleAfterRootFailure(settleDeps, job);
+      if (status !== null)
+        settleDeps.logger.error({ jobId: job.id, status }, 'run settled after its root job failed for good');
+    } catch (err) {
+      settleDeps.logger.error({ jobId: job.id, err }, 'run of a failed root job not settled');
+    }
+  };
+  return {
+    queues: shards.map((s) => ({ queue: s.plan, shard: s.shard })),
+    processor: () => {
+      const deps = ctx.executorDeps('plan');
+      const reconcile = {
+        store: services.store,
+        queues: services.runQueues,
+        laneHolder: (sessionKey: string) => services.sessionStore.running(sessionKey),
+      };
+      return async (job: Job, token?: string) => {
+        if (job.name === ENV_CHECK_JOB) return services.sessions.checkEnvironment();
+        if (job.name === RECONCILE_JOB) {
+          const report = await reconcileQueuedRuns(reconcile, { graceMs: env.TETRALOOP_RECONCILE_GRACE_MS });
+          if (report.enqueue + report.retry > 0)
+            deps.logger.warn(report, 'enqueued runs left without a root job');
+          return report;
+        }
+        return executePlanJob(deps, job, token);
+      };
+    },
+    onFailed: (job) => void settleAbandoned(job),
+    async schedule() {
+      await ctx.queues.plan.upsertJobScheduler(
+        'env-check',
+        { every: env.TETRALOOP_ENV_CHECK_MS },
+        { name: ENV_CHECK_JOB, opts: KEEP_SCHEDULES },
+      );
+      await ctx.queues.plan.upsertJobScheduler(
+        'reconcile',
+        { every: env.TETRALOOP_RECONCILE_INTERVAL_MS },
+        { name: RECONCILE_JOB, opts: KEEP_SCHEDULES },
+      );
+    },
+  };
+}

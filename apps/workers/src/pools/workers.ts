@@ -1,0 +1,140 @@
+/**
+ * The BullMQ Workers of a pool, alike for every pool: how many share a queue's slots, the retry
+ * delays the executors computed, the events they log, and how they stop within the shutdown grace.
+ * What a pool does with its jobs is its own module's (`plan.ts`, `node.ts`, `sense.ts`,
+ * `reflect.ts`: a {@link PoolDefinition} each).
+ */
+import { setTimeout as delay } from 'node:timers/promises';
+import { Worker, type Job, type Processor, type Queue } from 'bullmq';
+import {
+  BACKOFF_TYPE,
+  QUEUE_NAMES,
+  metrics,
+  RetryNodeError,
+  RetryDeliveryError,
+  WEBHOOK_BACKOFF_TYPE,
+  type Pool,
+} from '@tetraloop/core';
+import type { WorkerEnv } from '../env.js';
+import type { PoolContext } from './context.js';
+
+/** One pool of a process, as its module defines it. */
+export interface PoolDefinition {
+  /** The queues its Workers consume, with the shard each belongs to. */
+  readonly queues: readonly { readonly queue: Queue; readonly shard: number }[];
+  /** A processor for one Worker (each Worker of the pool gets its own). */
+  readonly processor: () => Processor;
+  /** Its periodic jobs, as BullMQ job schedulers: one schedule however many processes run the pool. */
+  readonly schedule?: () => Promise<void>;
+  /** A job of the pool failed (for good, or before a retry). */
+  readonly onFailed?: (job: Job) => void;
+}
+
+/** How schedules keep their jobs: completed ones go, the last failed ones stay to be looked at. */
+export const KEEP_SCHEDULES = { removeOnComplete: true, removeOnFail: { count: 100 } };
+
+/**
+ * The shards of the run queues this process's plan and tool pools consume: every shard, or those
+ * of TETRALOOP_WORKER_SHARDS.
+ */
+export function assignedShards(ctx: PoolContext): { shard: number; plan: Queue; node: Queue }[] {
+  const assigned = ctx.env.TETRALOOP_WORKER_SHARDS;
+  return ctx.queues.shards
+    .map((s, shard) => ({ ...s, shard }))
+    .filter(({ shard }) => assigned.length === 0 || assigned.includes(shard));
+}
+
+/** Slots per BullMQ Worker of the tool pool beyond which the pool's queue gets another Worker. */
+const SLOTS_PER_FETCHER = 8;
+/** At most this many Workers per tool queue in one process. */
+const MAX_FETCHERS = 4;
+
+/**
+ * How many BullMQ Workers share one queue's slots in this process. A Worker fetches its jobs one
+ * `moveToActive` round trip at a time, so the 32 nodes a fan-out releases at once would start one
+ * round trip apart; each fetch leaves BullMQ's marker for the next, so several Workers on the
+ * queue fetch side by side. Only the tool pool has such bursts; each Worker adds one blocking
+ * connection and its own stalled-job check.
+ */
+const fetchersOf = (pool: Pool, slots: number): number =>
+  pool === 'tool' ? Math.min(MAX_FETCHERS, Math.max(1, Math.ceil(slots / SLOTS_PER_FETCHER))) : 1;
+
+const CONCURRENCY_KEY = {
+  sense: 'TETRALOOP_SENSE_CONCURRENCY',
+  plan: 'TETRALOOP_PLAN_CONCURRENCY',
+  tool: 'TETRALOOP_TOOL_CONCURRENCY',
+  reflect: 'TETRALOOP_REFLECT_CONCURRENCY',
+} as const satisfies Record<Pool, keyof WorkerEnv>;
+
+/**
+ * Starts a pool's Workers: on each of its queues (the plan and tool pools have one per shard of the
+ * run queues), sharing the pool's concurrency among them (at least 1 each).
+ */
+export function startWorkers(ctx: PoolContext, pool: Pool, definition: PoolDefinition): Worker[] {
+  const { env } = ctx;
+  const targets = definition.queues;
+  const perQueue = Math.max(
+    1,
+    Math.ceil((ctx.options.concurrency ?? env[CONCURRENCY_KEY[pool]]) / targets.length),
+  );
+  const fetchers = fetchersOf(pool, perQueue);
+  const concurrency = Math.ceil(perQueue / fetchers);
+  const poolLog = ctx.loggerFor(pool);
+  return targets.flatMap(({ queue, shard }) =>
+    Array.from({ length: fetchers }, () => {
+      const worker = new Worker(QUEUE_NAMES[pool], definition.processor(), {
+        connection: ctx.connection,
+        prefix: queue.opts.prefix!,
+        concurrency,
+        lockDuration: env.TETRALOOP_LOCK_DURATION_MS,
+        stalledInterval: env.TETRALOOP_STALLED_INTERVAL_MS,
+        maxStalledCount: env.TETRALOOP_MAX_STALLED_COUNT,
+        // The node executor (and a webhook delivery) computes each retry's delay (class, jitter,
+        // Retry-After) and hands it over here.
+        settings: {
+          backoffStrategy: (_attempts, type, err) =>
+            type === BACKOFF_TYPE && err instanceof RetryNodeError
+              ? err.delayMs
+              : type === WEBHOOK_BACKOFF_TYPE && err instanceof RetryDeliveryError
+                ? err.delayMs
+                : 1000,
+        },
+      });
+      worker.on('error', (err) => poolLog.error({ err, shard }, 'worker error'));
+      // A job whose worker died (or missed its lock) goes back to run again elsewhere.
+      worker.on('stalled', (jobId) => {
+        metrics.jobsStalled.inc({ queue: QUEUE_NAMES[pool] });
+        poolLog.warn({ jobId, shard }, 'job stalled: moved back to run again');
+      });
+      worker.on('failed', (job, err) => {
+        if (!(err instanceof RetryNodeError) && !(err instanceof RetryDeliveryError))
+          poolLog.warn({ jobId: job?.id, err, shard }, 'job failed');
+        if (job) definition.onFailed?.(job);
+      });
+      return worker;
+    }),
+  );
+}
+
+/**
+ * The order pools stop taking work on shutdown: the innermost loop first (tool), then the loops
+ * around it (plan, sense), the slowest (reflect) last.
+ */
+export const SHUTDOWN_ORDER: readonly Pool[] = ['tool', 'plan', 'sense', 'reflect'];
+
+/**
+ * Closes workers: they stop fetching and their active jobs get `graceMs` to finish, then they are
+ * closed anyway (those jobs are recovered as after a crash). True when they finished in time.
+ */
+export async function closeWithin(stage: readonly Worker[], graceMs: number): Promise<boolean> {
+  const graceful = Promise.all(stage.map((w) => w.close()));
+  // The grace timer is cancelled once the workers are closed, so it keeps no process alive.
+  const grace = new AbortController();
+  const inTime = await Promise.race([
+    graceful.then(() => true),
+    delay(graceMs, false, { signal: grace.signal }).catch(() => false),
+  ]);
+  grace.abort();
+  if (!inTime) await Promise.all(stage.map((w) => w.close(true)));
+  return inTime;
+}
