@@ -11,9 +11,13 @@ import {
   jsonEnv,
   parseEnv,
   type AcceptDurability,
+  type ApiKeyStoreOptions,
+  type RunEventHubOptions,
 } from '@tetraloop/core';
 import { z } from 'zod';
+import type { AppDeps } from './app.js';
 import { DEFAULT_JSON_MAX_DEPTH } from './json-depth.js';
+import type { LongRequestLimits } from './long-requests.js';
 import { DEFAULT_MAX_WAIT_MS } from './requests.js';
 import { parseTrustProxy } from './trust-proxy.js';
 
@@ -250,6 +254,56 @@ export function acceptDurabilityOf(env: ApiEnv): AcceptDurability {
     replicas: env.TETRALOOP_ACCEPT_WAIT_REPLICAS,
     waitAof: env.TETRALOOP_ACCEPT_WAITAOF,
     waitMs: env.TETRALOOP_ACCEPT_WAIT_MS,
+  };
+}
+
+/** The API keys as configured: how many a tenant may hold, how long a verified one is reused. */
+export function apiKeyStoreOptionsOf(env: ApiEnv): ApiKeyStoreOptions {
+  return {
+    prefix: env.TETRALOOP_PREFIX,
+    maxPerTenant: env.TETRALOOP_KEYS_MAX_PER_TENANT,
+    cacheMs: env.TETRALOOP_KEY_CACHE_MS,
+  };
+}
+
+/** The caps on open event streams and waits, per process and per tenant. */
+export function longRequestsOf(env: ApiEnv): LongRequestLimits {
+  return {
+    events: { perProcess: env.TETRALOOP_MAX_STREAMS, perTenant: env.TETRALOOP_MAX_STREAMS_PER_TENANT },
+    wait: { perProcess: env.TETRALOOP_MAX_WAITS, perTenant: env.TETRALOOP_MAX_WAITS_PER_TENANT },
+  };
+}
+
+/** How the event streams of the process are read: readers, and streams named in one read. */
+export function eventHubSettingsOf(env: ApiEnv): Pick<RunEventHubOptions, 'readers' | 'maxKeysPerRead'> {
+  return { readers: env.TETRALOOP_EVENT_READERS, maxKeysPerRead: env.TETRALOOP_EVENT_READ_KEYS };
+}
+
+/** What the app takes from the configuration: request bounds, signals, webhooks, limits, proxies. */
+export function appSettingsOf(
+  env: ApiEnv,
+): Pick<
+  AppDeps,
+  | 'metricsToken'
+  | 'trustProxy'
+  | 'bodyLimitBytes'
+  | 'jsonMaxDepth'
+  | 'maxWaitMs'
+  | 'placeTimeoutMs'
+  | 'webhooks'
+  | 'signalLimits'
+  | 'configuredLimits'
+> {
+  return {
+    ...(env.TETRALOOP_METRICS_TOKEN ? { metricsToken: env.TETRALOOP_METRICS_TOKEN } : {}),
+    trustProxy: env.TETRALOOP_TRUST_PROXY,
+    bodyLimitBytes: env.TETRALOOP_BODY_LIMIT_BYTES,
+    jsonMaxDepth: env.TETRALOOP_JSON_MAX_DEPTH,
+    maxWaitMs: env.TETRALOOP_MAX_WAIT_MS,
+    placeTimeoutMs: env.TETRALOOP_MESSAGE_PLACE_TIMEOUT_MS,
+    webhooks: { sources: env.TETRALOOP_WEBHOOKS, toleranceSeconds: env.TETRALOOP_WEBHOOK_TOLERANCE_SECONDS },
+    signalLimits: { maxPerRun: env.TETRALOOP_SIGNALS_MAX_PER_RUN, maxBytes: env.TETRALOOP_SIGNAL_MAX_BYTES },
+    configuredLimits: env.TETRALOOP_LIMITS,
   };
 }
 

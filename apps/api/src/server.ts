@@ -9,21 +9,17 @@ import {
   QUEUE_NAMES,
   QueueWatch,
   RateLimitStore,
-  FlowStore,
-  McpCatalogStore,
   RunEventHub,
   RunWaiter,
   type DestinationStream,
   type Logger,
   type RunService,
   buildServices,
-  builtinTools,
-  ceilingsOf,
   closeQueues,
   connectRedis,
   createLogger,
-  followMcpCatalog,
   openQueues,
+  openTools,
   shownQueues,
   parseAllowHosts,
   purgeTenant,
@@ -32,7 +28,14 @@ import {
 import type { RedisClient } from '@tetraloop/core';
 import { adminBoard } from './admin.js';
 import { createApp, registeredRoutes, type RegisteredRoute } from './app.js';
-import { acceptDurabilityOf, type ApiEnv } from './env.js';
+import {
+  acceptDurabilityOf,
+  apiKeyStoreOptionsOf,
+  appSettingsOf,
+  eventHubSettingsOf,
+  longRequestsOf,
+  type ApiEnv,
+} from './env.js';
 import { refreshLessonGauge } from './lesson-metrics.js';
 import { LongRequests } from './long-requests.js';
 
@@ -82,13 +85,7 @@ export async function startApi(env: ApiEnv, options: StartApiOptions = {}): Prom
   senseEvents.on('error', (err) => logger.warn({ err: err.message }, 'queue events error'));
   // The API validates graphs against the tools' schemas; egress is the workers' concern. MCP
   // servers' tools it knows from the lists workers publish to Redis: it starts no server.
-  const mcp = await followMcpCatalog({
-    servers: env.TETRALOOP_MCP_SERVERS,
-    builtins: builtinTools({ egress: parseAllowHosts('') }),
-    store: new McpCatalogStore(redis, prefix),
-    subscriber,
-    logger,
-  });
+  const mcp = await openTools(env, { redis, subscriber, logger, egress: parseAllowHosts('') });
   const services = buildServices(env, redis, queues, mcp.tools, undefined, logger);
   const waiter = await RunWaiter.listen(subscriber, services.store.channels.settled);
   // Every event stream of the process is fed from these few blocking connections.
@@ -99,14 +96,10 @@ export async function startApi(env: ApiEnv, options: StartApiOptions = {}): Prom
       c.on('error', (err: Error) => logger.warn({ err: err.message }, 'redis connection error'));
       return c;
     },
-    readers: env.TETRALOOP_EVENT_READERS,
-    maxKeysPerRead: env.TETRALOOP_EVENT_READ_KEYS,
+    ...eventHubSettingsOf(env),
     onError: (err) => logger.warn({ err: err.message }, 'event stream read failed; retrying'),
   });
-  const longRequests = new LongRequests({
-    events: { perProcess: env.TETRALOOP_MAX_STREAMS, perTenant: env.TETRALOOP_MAX_STREAMS_PER_TENANT },
-    wait: { perProcess: env.TETRALOOP_MAX_WAITS, perTenant: env.TETRALOOP_MAX_WAITS_PER_TENANT },
-  });
+  const longRequests = new LongRequests(longRequestsOf(env));
   const watch = new QueueWatch(shownQueues(queues));
   const stopWatch = await watch.start(env.TETRALOOP_QUEUE_CHECK_MS, () => undefined);
   const memory = services.memory;
@@ -127,17 +120,14 @@ export async function startApi(env: ApiEnv, options: StartApiOptions = {}): Prom
         ),
     ]);
   };
-  const keys = new ApiKeyStore(redis, {
-    prefix,
-    maxPerTenant: env.TETRALOOP_KEYS_MAX_PER_TENANT,
-    cacheMs: env.TETRALOOP_KEY_CACHE_MS,
-  });
+  const keys = new ApiKeyStore(redis, apiKeyStoreOptionsOf(env));
   if (env.TETRALOOP_AUTH === 'off') {
     logger.warn({ host: env.HOST }, 'auth is off: every request may do anything (TETRALOOP_AUTH=off)');
   } else if (!env.TETRALOOP_ADMIN_TOKEN) {
     logger.warn('no TETRALOOP_ADMIN_TOKEN: keys can only be made with `tetraloop keys create` on Redis');
   }
   const app = createApp({
+    ...appSettingsOf(env),
     refreshMetrics,
     ...(env.TETRALOOP_ADMIN_TOKEN
       ? {
@@ -156,8 +146,6 @@ export async function startApi(env: ApiEnv, options: StartApiOptions = {}): Prom
       keys,
     },
     purgeTenant: (tenant) => purgeTenant({ redis, prefix, store: services.store, keys }, tenant),
-    ...(env.TETRALOOP_METRICS_TOKEN ? { metricsToken: env.TETRALOOP_METRICS_TOKEN } : {}),
-    trustProxy: env.TETRALOOP_TRUST_PROXY,
     redis,
     store: services.store,
     hub,
@@ -174,16 +162,9 @@ export async function startApi(env: ApiEnv, options: StartApiOptions = {}): Prom
     senseEvents,
     waiter,
     logger,
-    bodyLimitBytes: env.TETRALOOP_BODY_LIMIT_BYTES,
-    jsonMaxDepth: env.TETRALOOP_JSON_MAX_DEPTH,
-    maxWaitMs: env.TETRALOOP_MAX_WAIT_MS,
-    placeTimeoutMs: env.TETRALOOP_MESSAGE_PLACE_TIMEOUT_MS,
-    webhooks: { sources: env.TETRALOOP_WEBHOOKS, toleranceSeconds: env.TETRALOOP_WEBHOOK_TOLERANCE_SECONDS },
-    signalLimits: { maxPerRun: env.TETRALOOP_SIGNALS_MAX_PER_RUN, maxBytes: env.TETRALOOP_SIGNAL_MAX_BYTES },
-    ceilings: ceilingsOf(env),
+    ceilings: services.ceilings,
     rateLimits: new RateLimitStore(redis, prefix),
-    flow: new FlowStore(redis, prefix),
-    configuredLimits: env.TETRALOOP_LIMITS,
+    flow: services.flow,
   });
   const server = app.listen(env.PORT, env.HOST);
   await new Promise<void>((resolve, reject) => {

@@ -12,9 +12,17 @@ import {
   DEFAULT_RETRY_AFTER_MAX_MS,
   ERROR_CODES,
   MIN_BLOB_MIN_BYTES,
+  DEFAULT_RETRIES,
   jsonEnv,
   parseEnv,
+  ruleSettingsOf,
+  type BackoffPolicy,
+  type CallLessonDeps,
+  type ConnectionSettings,
+  type ExecutorDeps,
+  type RetryTable,
 } from '@tetraloop/core';
+import type { WorkerOptions } from 'bullmq';
 import { z } from 'zod';
 
 const Concurrency = z.coerce.number().int().min(1).max(1000);
@@ -259,5 +267,73 @@ export function parseWorkerEnv(env: Record<string, string | undefined> = process
   return {
     ...read,
     TETRALOOP_SHUTDOWN_GRACE_MS: read.TETRALOOP_SHUTDOWN_GRACE_MS ?? SHUTDOWN_GRACE_DEFAULT_MS.workers,
+  };
+}
+
+/** How many times each error class is retried: the defaults with TETRALOOP_RETRIES over them. */
+export function retryTableOf(env: WorkerEnv): RetryTable {
+  return { ...DEFAULT_RETRIES, ...env.TETRALOOP_RETRIES };
+}
+
+/** The delay before a retry (of a node, and of a model call within one). */
+export function backoffOf(env: WorkerEnv): BackoffPolicy {
+  return {
+    baseMs: env.TETRALOOP_BACKOFF_BASE_MS,
+    minMs: env.TETRALOOP_BACKOFF_MIN_MS,
+    maxMs: env.TETRALOOP_BACKOFF_MAX_MS,
+    jitter: env.TETRALOOP_BACKOFF_JITTER,
+    retryAfterMaxMs: env.TETRALOOP_RETRY_AFTER_MAX_MS,
+  };
+}
+
+/** How the tool pool connects to MCP servers, and reconnects to one that went away. */
+export function mcpConnectionOf(env: WorkerEnv): ConnectionSettings {
+  return {
+    connectTimeoutMs: env.TETRALOOP_MCP_CONNECT_TIMEOUT_MS,
+    reconnectMinMs: env.TETRALOOP_MCP_RECONNECT_MIN_MS,
+    reconnectMaxMs: env.TETRALOOP_MCP_RECONNECT_MAX_MS,
+  };
+}
+
+/** What every BullMQ Worker of a pool is given: its job locks and stalled-job checks. */
+export function workerOptionsOf(
+  env: WorkerEnv,
+): Pick<WorkerOptions, 'lockDuration' | 'stalledInterval' | 'maxStalledCount'> {
+  return {
+    lockDuration: env.TETRALOOP_LOCK_DURATION_MS,
+    stalledInterval: env.TETRALOOP_STALLED_INTERVAL_MS,
+    maxStalledCount: env.TETRALOOP_MAX_STALLED_COUNT,
+  };
+}
+
+/** What the executors take from the configuration; the rest of their dependencies are services. */
+export function executorSettingsOf(
+  env: WorkerEnv,
+): Pick<
+  ExecutorDeps,
+  | 'retries'
+  | 'backoff'
+  | 'maxNodeExecutions'
+  | 'handoff'
+  | 'defaultTimeoutMs'
+  | 'modelInputChars'
+  | 'blobMinBytes'
+> {
+  return {
+    retries: retryTableOf(env),
+    backoff: backoffOf(env),
+    maxNodeExecutions: env.TETRALOOP_MAX_NODE_EXECUTIONS,
+    handoff: env.TETRALOOP_NODE_HANDOFF,
+    defaultTimeoutMs: env.TETRALOOP_TOOL_TIMEOUT_MS,
+    modelInputChars: env.TETRALOOP_MODEL_INPUT_CHARS,
+    blobMinBytes: env.TETRALOOP_BLOB_MIN_BYTES,
+  };
+}
+
+/** How lessons act on a call: how often a blocked service is probed, the retries a rate limit gets. */
+export function lessonSettingsOf(env: WorkerEnv): Pick<CallLessonDeps, 'probeIntervalMs' | 'maxRetries'> {
+  return {
+    probeIntervalMs: env.TETRALOOP_LESSON_PROBE_INTERVAL_MS,
+    maxRetries: ruleSettingsOf(env).rateLimitRetries,
   };
 }

@@ -5,8 +5,6 @@
  * module (`plan.ts`, `node.ts`, `sense.ts`, `reflect.ts`) takes what it needs from it.
  */
 import {
-  DEFAULT_RETRIES,
-  ruleSettingsOf,
   ModelClient,
   PlanCache,
   PlanCacheStore,
@@ -14,26 +12,21 @@ import {
   RunAborts,
   allowedToolsOf,
   buildServices,
-  ceilingsOf,
   priceTableOf,
-  builtinTools,
   closeQueues,
-  connectMcpServers,
   connectRedis,
-  followMcpCatalog,
   createLogger,
-  graphLimitsOf,
   loadCallKey,
   isModelConfigured,
   loadPlugins,
-  McpCatalogStore,
   modelConfigOf,
   openQueues,
+  openTools,
   FlowGate,
-  FlowStore,
   flowSettingsOf,
   parseAllowHosts,
   planCacheOptionsOf,
+  planningSettingsOf,
   secretStoreOptionsOf,
   type EgressPolicy,
   type ExecutorDeps,
@@ -42,12 +35,11 @@ import {
   type McpTools,
   type Pool,
   type RedisClient,
-  type RetryTable,
   type DestinationStream,
   type ExecutorHooks,
   type Services,
 } from '@tetraloop/core';
-import type { WorkerEnv } from '../env.js';
+import { executorSettingsOf, lessonSettingsOf, mcpConnectionOf, type WorkerEnv } from '../env.js';
 
 export interface StartPoolsOptions {
   readonly pools: readonly Pool[];
@@ -105,41 +97,23 @@ export async function openPoolContext(env: WorkerEnv, options: StartPoolsOptions
 
   const queues = openQueues(connection, prefix, log, env.TETRALOOP_QUEUE_SHARDS);
   const egress = parseAllowHosts(env.TETRALOOP_HTTP_ALLOW_HOSTS, env.TETRALOOP_HTTP_MAX_BYTES);
-  // Every MCP server's tools join the built-in ones. A process that runs the tool pool calls
-  // tools: it connects to each server (a stdio server is its child process; one that cannot be
-  // reached is retried in the background and never stops the process) and publishes the lists.
-  // The other pools only validate and plan: they read the lists from Redis, as the API does.
-  const mcpOptions = {
-    servers: env.TETRALOOP_MCP_SERVERS,
-    builtins: builtinTools({ egress }),
-    store: new McpCatalogStore(state, prefix),
+  // A process that runs the tool pool calls tools: it connects to every MCP server. The other
+  // pools only validate and plan: they read the servers' lists from Redis, as the API does.
+  const mcp = await openTools(env, {
+    redis: state,
+    subscriber,
     logger: log.child({ component: 'mcp' }),
-  };
-  const mcp = options.pools.includes('tool')
-    ? await connectMcpServers({
-        ...mcpOptions,
-        settings: {
-          connectTimeoutMs: env.TETRALOOP_MCP_CONNECT_TIMEOUT_MS,
-          reconnectMinMs: env.TETRALOOP_MCP_RECONNECT_MIN_MS,
-          reconnectMaxMs: env.TETRALOOP_MCP_RECONNECT_MAX_MS,
-        },
-      })
-    : await followMcpCatalog({ ...mcpOptions, subscriber });
+    egress,
+    ...(options.pools.includes('tool') ? { connect: mcpConnectionOf(env) } : {}),
+  });
   const tools = mcp.tools;
   const registry = options.hooks?.registry ?? (await loadPlugins(env.TETRALOOP_PLUGINS, process.env, log));
   // A plugin's refreshCredentials serves when the embedding program passes none.
   const refreshCredentials = options.hooks?.refreshCredentials ?? registry.credentialRefresh();
   const hooks = { ...options.hooks, registry, ...(refreshCredentials ? { refreshCredentials } : {}) };
-  const retries = { ...DEFAULT_RETRIES, ...env.TETRALOOP_RETRIES } as RetryTable;
-  const backoff = {
-    baseMs: env.TETRALOOP_BACKOFF_BASE_MS,
-    minMs: env.TETRALOOP_BACKOFF_MIN_MS,
-    maxMs: env.TETRALOOP_BACKOFF_MAX_MS,
-    jitter: env.TETRALOOP_BACKOFF_JITTER,
-    retryAfterMaxMs: env.TETRALOOP_RETRY_AFTER_MAX_MS,
-  };
+  const settings = executorSettingsOf(env);
   const modelConfig = modelConfigOf(env);
-  const model = isModelConfigured(modelConfig) ? new ModelClient(modelConfig, backoff) : undefined;
+  const model = isModelConfigured(modelConfig) ? new ModelClient(modelConfig, settings.backoff) : undefined;
   // The sense pool (and the plan pool, for merged collect runs) prepares session runs, whose
   // history compactions the model summarises.
   const services = buildServices(env, state, queues, tools, registry, log, {
@@ -152,10 +126,10 @@ export async function openPoolContext(env: WorkerEnv, options: StartPoolsOptions
   const planCache = new PlanCacheStore(state, planCacheOptionsOf(env));
   // Every worker of the deployment signs outbound Idempotency-Keys with the same key.
   const callKey = await loadCallKey(state, prefix, secretStoreOptionsOf(env).key);
-  const ceilings = ceilingsOf(env);
+  const { ceilings } = services;
   const slots = new TenantSlots(state, prefix);
   const flow = new FlowGate(
-    new FlowStore(state, prefix),
+    services.flow,
     flowSettingsOf(env),
     // A member is a node job's id, `<runId>.<nodeId>[@generation]`; node ids hold no '.'.
     async (jobId) => (await services.runQueues.shardOf(jobId.slice(0, jobId.lastIndexOf('.')))).node,
@@ -169,27 +143,19 @@ export async function openPoolContext(env: WorkerEnv, options: StartPoolsOptions
     store,
     plans: new PlanCache(store),
     queues: services.runQueues,
-    retries,
-    backoff,
-    maxNodeExecutions: env.TETRALOOP_MAX_NODE_EXECUTIONS,
-    handoff: env.TETRALOOP_NODE_HANDOFF,
+    ...settings,
     stopping: () => closing,
     hooks,
     tools,
     secrets: services.secrets,
     callKey,
     ...(model ? { model } : {}),
-    defaultTimeoutMs: env.TETRALOOP_TOOL_TIMEOUT_MS,
-    modelInputChars: env.TETRALOOP_MODEL_INPUT_CHARS,
-    blobMinBytes: env.TETRALOOP_BLOB_MIN_BYTES,
     planning: {
+      ...planningSettingsOf(env),
       ...(model ? { model } : {}),
       tools,
-      limits: graphLimitsOf(env),
       allowedTools: allowedToolsOf(env, tools),
       ceilings,
-      workspaceDir: env.TETRALOOP_WORKSPACE_DIR,
-      workspaceFileChars: env.TETRALOOP_WORKSPACE_FILE_CHARS,
       ...(services.memory ? { lessons: services.memory.book } : {}),
       cache: planCache,
       hooks: registry,
@@ -206,12 +172,7 @@ export async function openPoolContext(env: WorkerEnv, options: StartPoolsOptions
     ...(services.memory
       ? {
           memory: services.memory.service,
-          lessons: {
-            book: services.memory.book,
-            memory: services.memory.store,
-            probeIntervalMs: env.TETRALOOP_LESSON_PROBE_INTERVAL_MS,
-            maxRetries: ruleSettingsOf(env).rateLimitRetries,
-          },
+          lessons: { ...lessonSettingsOf(env), book: services.memory.book, memory: services.memory.store },
         }
       : {}),
     logger: loggerFor(layer),

@@ -15,7 +15,7 @@ import {
   WEBHOOK_BACKOFF_TYPE,
   type Pool,
 } from '@tetraloop/core';
-import type { WorkerEnv } from '../env.js';
+import { workerOptionsOf, type WorkerEnv } from '../env.js';
 import type { PoolContext } from './context.js';
 
 /** One pool of a process, as its module defines it. */
@@ -86,9 +86,7 @@ export function startWorkers(ctx: PoolContext, pool: Pool, definition: PoolDefin
         connection: ctx.connection,
         prefix: queue.opts.prefix!,
         concurrency,
-        lockDuration: env.TETRALOOP_LOCK_DURATION_MS,
-        stalledInterval: env.TETRALOOP_STALLED_INTERVAL_MS,
-        maxStalledCount: env.TETRALOOP_MAX_STALLED_COUNT,
+        ...workerOptionsOf(env),
         // The node executor (and a webhook delivery) computes each retry's delay (class, jitter,
         // Retry-After) and hands it over here.
         settings: {

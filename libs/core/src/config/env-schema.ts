@@ -15,7 +15,7 @@ import { TenantId } from '../domain/tenant.js';
 import { MAX_WINDOWS, MAX_WINDOW_SIZE } from '../runs/run-request.js';
 import { DEFAULT_LIFECYCLE, type LifecycleSettings } from '../memory/lesson-lifecycle.js';
 import { DEFAULT_RULE_SETTINGS, type RuleSettings } from '../memory/lesson-rules.js';
-import type { ModelConfig } from '../model/model-config.js';
+import { isModelConfigured, type ModelConfig } from '../model/model-config.js';
 import type { PlanCacheOptions } from '../state/plan-cache-store.js';
 import { SECRET_KEY_FORMAT, parseSecretKey } from '../secrets/secret-cipher.js';
 import { McpServers } from '../mcp/server-config.js';
@@ -24,6 +24,17 @@ import type { SecretStoreOptions } from '../state/secret-store.js';
 import type { WebhookStoreOptions } from '../state/webhook-store.js';
 import { DEFAULT_WEBHOOK_DELIVERY, type WebhookDeliverySettings } from '../webhooks/delivery-rules.js';
 import type { ToolRegistry } from '../tools/tool.js';
+import type { GraphLimits } from '../graph/limits.js';
+import type { PlanningDeps } from '../planning/plan-run.js';
+import type { JobRetention } from '../queues/retention.js';
+import { DEFAULT_TRIGGERS, type ReflectTriggers } from '../reflect/memory-service.js';
+import type { RunServiceDeps } from '../runs/run-service.js';
+import { SESSION_AGENT, type SessionConfig } from '../sessions/session-service.js';
+import type { SourceDeps } from '../sessions/source-service.js';
+import type { CostLedgerOptions } from '../state/cost-ledger.js';
+import type { MemoryStoreOptions } from '../state/memory-store.js';
+import type { RunStoreOptions } from '../state/runs/run-store.js';
+import type { SessionStoreOptions } from '../state/session-store.js';
 
 export const LogLevel = z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']);
 
@@ -967,4 +978,121 @@ export function webhookDeliveryOf(
       jitter,
     },
   };
+}
+
+/** Job retention as configured: how long and how many finished jobs BullMQ keeps. */
+export function retentionOf(env: BaseEnv): JobRetention {
+  return {
+    completedAgeSeconds: env.TETRALOOP_JOB_COMPLETED_AGE_SECONDS,
+    completedCount: env.TETRALOOP_JOB_COMPLETED_COUNT,
+    failedAgeSeconds: env.TETRALOOP_JOB_FAILED_AGE_SECONDS,
+    nodeCompletedCount: env.TETRALOOP_NODE_JOBS_KEEP_COMPLETED,
+  };
+}
+
+/** The bounds of a submitted or planned graph. */
+export const graphLimitsOf = (env: BaseEnv): GraphLimits => ({
+  maxNodes: env.TETRALOOP_MAX_NODES,
+  maxEdges: env.TETRALOOP_MAX_EDGES,
+});
+
+/** The run store as configured: retention, the event stream's length, the version runs record. */
+export function runStoreOptionsOf(env: BaseEnv): RunStoreOptions {
+  return {
+    prefix: env.TETRALOOP_PREFIX,
+    retentionSeconds: env.TETRALOOP_RUN_RETENTION_SECONDS,
+    eventsMax: env.TETRALOOP_RUN_EVENTS_MAX,
+    configVersion: env.TETRALOOP_CONFIG_VERSION,
+  };
+}
+
+/** What the run service takes from the configuration: graph bounds, a run's defaults, the model. */
+export function runSettingsOf(
+  env: BaseEnv,
+): Pick<RunServiceDeps, 'limits' | 'modelConfigured' | 'defaultBudget' | 'windowDefaults'> {
+  return {
+    limits: graphLimitsOf(env),
+    modelConfigured: isModelConfigured(modelConfigOf(env)),
+    defaultBudget: {
+      toolCalls: env.TETRALOOP_BUDGET_TOOL_CALLS,
+      toolTimeMs: env.TETRALOOP_BUDGET_TOOL_TIME_MS,
+      tokens: env.TETRALOOP_BUDGET_TOKENS,
+      ...(env.TETRALOOP_BUDGET_COST_USD ? { costUsd: env.TETRALOOP_BUDGET_COST_USD } : {}),
+    },
+    windowDefaults: { size: env.TETRALOOP_PLAN_WINDOW, maxWindows: env.TETRALOOP_PLAN_MAX_WINDOWS },
+  };
+}
+
+/** What the planner takes from the configuration: graph bounds and the workspace. */
+export function planningSettingsOf(
+  env: BaseEnv,
+): Pick<PlanningDeps, 'limits' | 'workspaceDir' | 'workspaceFileChars'> {
+  return {
+    limits: graphLimitsOf(env),
+    workspaceDir: env.TETRALOOP_WORKSPACE_DIR,
+    workspaceFileChars: env.TETRALOOP_WORKSPACE_FILE_CHARS,
+  };
+}
+
+/** Recent events kept in a session's environment. */
+const ENVIRONMENT_CAP = 100;
+
+/** The session store as configured: how long an idle session lives, how long its transcript grows. */
+export function sessionStoreOptionsOf(env: BaseEnv): SessionStoreOptions {
+  return {
+    idleTtlSeconds: env.TETRALOOP_SESSION_IDLE_TTL_SECONDS,
+    transcriptMaxLines: env.TETRALOOP_TRANSCRIPT_MAX_LINES,
+  };
+}
+
+/** The session service as configured: lane modes, dedupe, compaction, the workspace. */
+export function sessionConfigOf(env: BaseEnv): SessionConfig {
+  return {
+    defaultMode: env.TETRALOOP_SESSION_MODE,
+    collectDebounceMs: env.TETRALOOP_COLLECT_DEBOUNCE_MS,
+    collectCap: env.TETRALOOP_COLLECT_CAP,
+    collectDrop: env.TETRALOOP_COLLECT_DROP,
+    followupCap: env.TETRALOOP_FOLLOWUP_CAP,
+    runMode: env.TETRALOOP_SESSION_RUN_MODE,
+    environmentCap: ENVIRONMENT_CAP,
+    dedupeWindowSeconds: env.TETRALOOP_DEDUPE_WINDOW_SECONDS,
+    contentDedupeMs: env.TETRALOOP_MESSAGE_DEDUPE_MS,
+    compactTokens: env.TETRALOOP_SESSION_COMPACT_TOKENS,
+    compactLines: 1000,
+    compactTimeoutMs: Math.min(30_000, env.TETRALOOP_MODEL_TIMEOUT_MS),
+    workspaceDir: env.TETRALOOP_WORKSPACE_DIR,
+    workspaceFileChars: env.TETRALOOP_WORKSPACE_FILE_CHARS,
+    agentId: SESSION_AGENT,
+  };
+}
+
+/** The source service as configured: bursts, the environment's length, how long a status lasts. */
+export function sourceSettingsOf(
+  env: BaseEnv,
+): Pick<SourceDeps, 'burstWindowMs' | 'environmentCap' | 'statusTtlSeconds'> {
+  return {
+    burstWindowMs: env.TETRALOOP_BURST_WINDOW_MS,
+    environmentCap: ENVIRONMENT_CAP,
+    statusTtlSeconds: env.TETRALOOP_SESSION_IDLE_TTL_SECONDS,
+  };
+}
+
+/** The memory store as configured: each agent's hot set and how long idle memory lives. */
+export function memoryStoreOptionsOf(env: BaseEnv): MemoryStoreOptions {
+  return {
+    prefix: env.TETRALOOP_PREFIX,
+    hotRuns: env.TETRALOOP_MEMORY_HOT_RUNS,
+    useBonus: 0.05,
+    idleTtlSeconds: env.TETRALOOP_MEMORY_IDLE_TTL_SECONDS,
+  };
+}
+
+/** When a recorded run asks for a reflection. */
+export function reflectTriggersOf(env: BaseEnv): ReflectTriggers {
+  return { ...DEFAULT_TRIGGERS, everyRuns: env.TETRALOOP_REFLECT_EVERY_RUNS };
+}
+
+/** The cost ledger as configured: how long a day's totals are kept. */
+export function costLedgerOptionsOf(env: BaseEnv): CostLedgerOptions {
+  return { prefix: env.TETRALOOP_PREFIX, days: env.TETRALOOP_COST_LEDGER_DAYS };
 }

@@ -1,6 +1,9 @@
 /**
- * The services every process builds the same way from its configuration: runs, sessions and
- * sources over one Redis connection and the loop queues.
+ * The composition root every process shares: the services the API and the workers build the same
+ * way from their configuration (runs, sessions and sources over one Redis connection and the loop
+ * queues, the stores beside them, the ceilings in force) and the tools a process knows. What each
+ * service is given from the settings is mapped in `config/env-schema.ts` (`runStoreOptionsOf`,
+ * `sessionConfigOf`, `ceilingsOf`, …); what only the API or the workers build is theirs.
  */
 import type { RedisClient } from './redis.js';
 import type { Logger } from 'pino';
@@ -8,36 +11,47 @@ import { metrics } from '../telemetry/metrics.js';
 import {
   allowedToolsOf,
   ceilingsOf,
-  modelConfigOf,
+  costLedgerOptionsOf,
+  memoryStoreOptionsOf,
+  reflectTriggersOf,
+  retentionOf,
+  runSettingsOf,
+  runStoreOptionsOf,
   secretStoreOptionsOf,
+  sessionConfigOf,
+  sessionStoreOptionsOf,
+  sourceSettingsOf,
   webhookDeliveryOf,
   webhookStoreOptionsOf,
   type BaseEnv,
 } from '../config/env-schema.js';
-import type { GraphLimits } from '../graph/limits.js';
+import type { Ceilings } from '../ceilings/ceilings.js';
 import type { HookRegistry } from '../hooks/hook-registry.js';
+import type { ConnectionSettings } from '../mcp/server-connection.js';
 import type { ModelClient } from '../model/model-client.js';
 import { setSchemaCacheMax } from '../model/json-schema.js';
-import { isModelConfigured } from '../model/model-config.js';
 import type { LoopQueues } from '../queues/loop-queues.js';
-import type { JobRetention } from '../queues/retention.js';
 import { runQueuesOf, type RunQueues } from '../queues/run-jobs.js';
 import { WebhookOutbox } from '../queues/webhook-jobs.js';
 import { RunService } from '../runs/run-service.js';
 import { modelSummarizer } from '../sessions/compaction.js';
-import { SESSION_AGENT, SessionService } from '../sessions/session-service.js';
+import { SessionService } from '../sessions/session-service.js';
 import { SourceService } from '../sessions/source-service.js';
 import { CostLedger } from '../state/cost-ledger.js';
+import { FlowStore } from '../state/flow-store.js';
+import { McpCatalogStore } from '../state/mcp-catalog-store.js';
 import { RunStore } from '../state/runs/run-store.js';
 import { MemoryStore } from '../state/memory-store.js';
 import { SecretStore } from '../state/secret-store.js';
 import { SessionStore } from '../state/session-store.js';
 import { WebhookStore } from '../state/webhook-store.js';
 import { LessonBook } from '../reflect/lesson-book.js';
-import { DEFAULT_TRIGGERS, MemoryService } from '../reflect/memory-service.js';
+import { MemoryService } from '../reflect/memory-service.js';
+import { builtinTools } from '../tools/builtins.js';
 import type { EgressPolicy } from '../tools/egress-policy.js';
 import type { ToolRegistry } from '../tools/tool.js';
 import { cachedAgentFolders } from '../workspace/workspace.js';
+import { connectMcpServers, followMcpCatalog, type McpTools } from './mcp-tools.js';
 
 /** Memory and the lessons in effect; absent with `TETRALOOP_REFLECT=off`. */
 export interface MemoryServices {
@@ -62,22 +76,12 @@ export interface Services {
   readonly webhooks: WebhookStore;
   /** Turns runs' events into delivery jobs on the `sense` queue. */
   readonly outbox: WebhookOutbox;
+  /** The deployment's ceilings: agents, tenants, models, budgets, rates. */
+  readonly ceilings: Ceilings;
+  /** Flow control's counters and the limits set through the API. */
+  readonly flow: FlowStore;
   readonly memory?: MemoryServices;
 }
-
-export function retentionOf(env: BaseEnv): JobRetention {
-  return {
-    completedAgeSeconds: env.TETRALOOP_JOB_COMPLETED_AGE_SECONDS,
-    completedCount: env.TETRALOOP_JOB_COMPLETED_COUNT,
-    failedAgeSeconds: env.TETRALOOP_JOB_FAILED_AGE_SECONDS,
-    nodeCompletedCount: env.TETRALOOP_NODE_JOBS_KEEP_COMPLETED,
-  };
-}
-
-export const graphLimitsOf = (env: BaseEnv): GraphLimits => ({
-  maxNodes: env.TETRALOOP_MAX_NODES,
-  maxEdges: env.TETRALOOP_MAX_EDGES,
-});
 
 export interface ServiceOptions {
   /**
@@ -101,20 +105,12 @@ export function buildServices(
   const prefix = env.TETRALOOP_PREFIX;
   // Callers' schemas are compiled in both the API (validation) and the workers (answers).
   setSchemaCacheMax(env.TETRALOOP_SCHEMA_CACHE_MAX);
-  const store = new RunStore(redis, {
-    prefix,
-    retentionSeconds: env.TETRALOOP_RUN_RETENTION_SECONDS,
-    eventsMax: env.TETRALOOP_RUN_EVENTS_MAX,
-    configVersion: env.TETRALOOP_CONFIG_VERSION,
-  });
+  const store = new RunStore(redis, runStoreOptionsOf(env));
   // Which tuning a process runs with, beside what it does: a change can be traced to it.
   metrics.configInfo.reset();
   metrics.configInfo.set({ version: env.TETRALOOP_CONFIG_VERSION }, 1);
   const runQueues = runQueuesOf(queues.shards, retentionOf(env), store);
-  const sessionStore = new SessionStore(redis, prefix, {
-    idleTtlSeconds: env.TETRALOOP_SESSION_IDLE_TTL_SECONDS,
-    transcriptMaxLines: env.TETRALOOP_TRANSCRIPT_MAX_LINES,
-  });
+  const sessionStore = new SessionStore(redis, prefix, sessionStoreOptionsOf(env));
   const webhooks = new WebhookStore(redis, webhookStoreOptionsOf(env));
   const outbox = new WebhookOutbox({
     queue: queues.sense,
@@ -123,24 +119,17 @@ export function buildServices(
     retention: runQueues.retention,
     delivery: webhookDeliveryOf(env),
   });
+  const ceilings = ceilingsOf(env);
   const runs = new RunService({
+    ...runSettingsOf(env),
     store,
     webhooks,
     outbox,
     queues: runQueues,
     tools,
-    limits: graphLimitsOf(env),
-    modelConfigured: isModelConfigured(modelConfigOf(env)),
     allowedTools: allowedToolsOf(env, tools),
-    ceilings: ceilingsOf(env),
+    ceilings,
     agentFolders: cachedAgentFolders(env.TETRALOOP_WORKSPACE_DIR),
-    defaultBudget: {
-      toolCalls: env.TETRALOOP_BUDGET_TOOL_CALLS,
-      toolTimeMs: env.TETRALOOP_BUDGET_TOOL_TIME_MS,
-      tokens: env.TETRALOOP_BUDGET_TOKENS,
-      ...(env.TETRALOOP_BUDGET_COST_USD ? { costUsd: env.TETRALOOP_BUDGET_COST_USD } : {}),
-    },
-    windowDefaults: { size: env.TETRALOOP_PLAN_WINDOW, maxWindows: env.TETRALOOP_PLAN_MAX_WINDOWS },
     lanePosition: (sessionKey, runId) => sessionStore.position(sessionKey, runId),
   });
   const memory =
@@ -157,38 +146,20 @@ export function buildServices(
     hooks,
     ...(options.model ? { summarize: modelSummarizer(options.model) } : {}),
     logger,
-    config: {
-      defaultMode: env.TETRALOOP_SESSION_MODE,
-      collectDebounceMs: env.TETRALOOP_COLLECT_DEBOUNCE_MS,
-      collectCap: env.TETRALOOP_COLLECT_CAP,
-      collectDrop: env.TETRALOOP_COLLECT_DROP,
-      followupCap: env.TETRALOOP_FOLLOWUP_CAP,
-      runMode: env.TETRALOOP_SESSION_RUN_MODE,
-      environmentCap: 100,
-      dedupeWindowSeconds: env.TETRALOOP_DEDUPE_WINDOW_SECONDS,
-      contentDedupeMs: env.TETRALOOP_MESSAGE_DEDUPE_MS,
-      compactTokens: env.TETRALOOP_SESSION_COMPACT_TOKENS,
-      compactLines: 1000,
-      compactTimeoutMs: Math.min(30_000, env.TETRALOOP_MODEL_TIMEOUT_MS),
-      workspaceDir: env.TETRALOOP_WORKSPACE_DIR,
-      workspaceFileChars: env.TETRALOOP_WORKSPACE_FILE_CHARS,
-      agentId: SESSION_AGENT,
-    },
+    config: sessionConfigOf(env),
   });
   const sources = new SourceService({
+    ...sourceSettingsOf(env),
     redis,
     prefix,
     sessions: sessionStore,
     sessionService: sessions,
     senseQueue: queues.sense,
-    burstWindowMs: env.TETRALOOP_BURST_WINDOW_MS,
-    environmentCap: 100,
     ...(options.egress ? { egress: options.egress } : {}),
-    statusTtlSeconds: env.TETRALOOP_SESSION_IDLE_TTL_SECONDS,
     logger,
   });
   const secrets = new SecretStore(redis, secretStoreOptionsOf(env));
-  const costs = new CostLedger(redis, { prefix, days: env.TETRALOOP_COST_LEDGER_DAYS });
+  const costs = new CostLedger(redis, costLedgerOptionsOf(env));
   return {
     store,
     sessionStore,
@@ -200,6 +171,8 @@ export function buildServices(
     costs,
     webhooks,
     outbox,
+    ceilings,
+    flow: new FlowStore(redis, prefix),
     ...(memory ? { memory } : {}),
   };
 }
@@ -211,18 +184,45 @@ function memoryServices(
   queues: LoopQueues,
   logger: Logger,
 ): MemoryServices {
-  const memory = new MemoryStore(redis, {
-    prefix: env.TETRALOOP_PREFIX,
-    hotRuns: env.TETRALOOP_MEMORY_HOT_RUNS,
-    useBonus: 0.05,
-    idleTtlSeconds: env.TETRALOOP_MEMORY_IDLE_TTL_SECONDS,
-  });
+  const memory = new MemoryStore(redis, memoryStoreOptionsOf(env));
   const service = new MemoryService({
     store,
     memory,
     reflectQueue: queues.reflect,
-    triggers: { ...DEFAULT_TRIGGERS, everyRuns: env.TETRALOOP_REFLECT_EVERY_RUNS },
+    triggers: reflectTriggersOf(env),
     logger,
   });
   return { store: memory, service, book: new LessonBook(memory, env.TETRALOOP_LESSON_REFRESH_MS) };
+}
+
+export interface ToolsOptions {
+  /** Its state connection (where the MCP servers' tool lists are kept) and its subscriber. */
+  readonly redis: RedisClient;
+  readonly subscriber: RedisClient;
+  readonly logger: Logger;
+  /** The egress policy the built-in http tool is held to. */
+  readonly egress: EgressPolicy;
+  /**
+   * Connect to every MCP server (a process that calls tools: the workers with the tool pool) with
+   * these settings; without them the process follows the lists published to Redis.
+   */
+  readonly connect?: ConnectionSettings;
+}
+
+/**
+ * The tools a process knows: the built-in ones and every MCP server's. A process that calls tools
+ * connects to each server (a stdio server is its child process; one that cannot be reached is
+ * retried in the background and never stops the process) and publishes the lists; the others (the
+ * API, the pools that only validate and plan) read the lists from Redis.
+ */
+export async function openTools(env: BaseEnv, options: ToolsOptions): Promise<McpTools> {
+  const common = {
+    servers: env.TETRALOOP_MCP_SERVERS,
+    builtins: builtinTools({ egress: options.egress }),
+    store: new McpCatalogStore(options.redis, env.TETRALOOP_PREFIX),
+    logger: options.logger,
+  };
+  return options.connect
+    ? connectMcpServers({ ...common, settings: options.connect })
+    : followMcpCatalog({ ...common, subscriber: options.subscriber });
 }
