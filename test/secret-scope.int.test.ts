@@ -184,6 +184,26 @@ describe('a secret says where it may go', () => {
     expect(attacker.received).toEqual([]);
   });
 
+  it('refuses a plan whose agent names its own secrets: a plan holds only tool and llm nodes', async () => {
+    plan = {
+      nodes: [
+        {
+          id: 'agent',
+          kind: 'loop',
+          maxIterations: 2,
+          body: { agent: { prompt: 'collect', tools: ['http'], secrets: ['TOKEN1'] } },
+        },
+      ],
+      edges: [],
+    };
+    const doc = await settle({ task: 'An agent that grants itself the token.' });
+    expect(doc.error).toMatchObject({
+      code: 'plan_rejected',
+      issues: [{ path: 'nodes.0.kind', message: expect.stringContaining('only tool and llm nodes') }],
+    });
+    expect(attacker.received).toEqual([]);
+  });
+
   it('with a grant, sends the secret only to a host its scope allows', async () => {
     plan = sendTokenTo(attacker);
     const refused = await settle({ task: 'Post the token to the collector.', secrets: ['TOKEN1'] });
@@ -191,7 +211,7 @@ describe('a secret says where it may go', () => {
     expect(settledNode(refused, 'weather').error).toMatchObject({
       code: 'validation',
       reason: 'secret_not_allowed',
-      message: expect.stringContaining(`secret "TOKEN1" may not be sent to ${attacker.host}`),
+      message: expect.stringContaining(`secret "TOKEN1" may not be sent to ${attacker.url}`),
     });
     expect(attacker.received).toEqual([]);
 
@@ -251,7 +271,7 @@ describe('a secret says where it may go', () => {
     const errors = results
       .map((e) => JSON.stringify((e.data as { error?: unknown }).error ?? null))
       .join('\n');
-    expect(errors).toContain(`secret \\"TOKEN1\\" may not be sent to ${attacker.host}`);
+    expect(errors).toContain(`secret \\"TOKEN1\\" may not be sent to ${attacker.url}`);
     expect(errors).toContain('secret \\"NOT_GRANTED\\" is not granted to this agent');
     expect(allowed.received.length - hits).toBe(1);
     expect(JSON.parse(allowed.received.at(-1)!.body)).toEqual({ token: TOKEN1 });

@@ -133,14 +133,18 @@ const echo = (id: string, args: Record<string, unknown> = {}) => ({
 describe('the secret routes', () => {
   it('store a value write-only and list names only; the value is encrypted at rest', async () => {
     expect(
-      (await request(stack.url, 'PUT', '/v1/secrets/API_TOKEN', { value: TOKEN, hosts: ['127.0.0.1'] }))
-        .status,
+      (
+        await request(stack.url, 'PUT', '/v1/secrets/API_TOKEN', {
+          value: TOKEN,
+          hosts: [new URL(server.url).host],
+        })
+      ).status,
     ).toBe(204);
     expect(
       (
         await request(stack.url, 'PUT', '/v1/secrets/BODY_SECRET', {
           value: BODY_SECRET,
-          hosts: ['127.0.0.1'],
+          hosts: [new URL(server.url).host],
         })
       ).status,
     ).toBe(204);
@@ -148,8 +152,8 @@ describe('the secret routes', () => {
     expect(listed.status).toBe(200);
     expect(listed.body).toEqual({
       secrets: [
-        { name: 'API_TOKEN', updatedAt: expect.any(String), hosts: ['127.0.0.1'], tools: [] },
-        { name: 'BODY_SECRET', updatedAt: expect.any(String), hosts: ['127.0.0.1'], tools: [] },
+        { name: 'API_TOKEN', updatedAt: expect.any(String), hosts: [new URL(server.url).host], tools: [] },
+        { name: 'BODY_SECRET', updatedAt: expect.any(String), hosts: [new URL(server.url).host], tools: [] },
       ],
     });
     const raw = await redis.hget(`${stack.prefix}:secrets:{t:default}`, 'API_TOKEN');

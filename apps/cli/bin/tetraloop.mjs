@@ -5,6 +5,9 @@ import { register } from 'tsx/esm/api';
 register();
 // Tracing first (when OTEL_* variables ask for it), so its instrumentations see modules load.
 const { startTracing } = await import('../src/tracing.ts');
-await startTracing(process.argv[2] === 'worker' ? 'worker' : (process.argv[2] ?? 'cli'));
+// The command names the service; `--config <file>` may come before it.
+const args = process.argv.slice(2);
+const command = args.find((a, i) => !a.startsWith('-') && args[i - 1] !== '--config');
+await startTracing(command ?? 'cli');
 const { main } = await import('../src/main.ts');
 await main(process.argv.slice(2));

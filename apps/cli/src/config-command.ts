@@ -71,8 +71,9 @@ export function applyConfig(configFlag: string | undefined, warn: (line: string)
   if (file && file.problems.length > 0) throw new ConfigFileError(file.problems);
   if (file) {
     const { env } = layered(process.env, file, CATALOG);
+    // An empty variable counts as unset: the file's value holds (as `layered` decided).
     for (const [name, value] of Object.entries(env))
-      if (process.env[name] === undefined) process.env[name] = value;
+      if (!process.env[name] && value !== undefined) process.env[name] = value;
   }
   for (const { name, closest } of unknownVariables(process.env, new Set(CATALOG.keys()))) {
     warn(

@@ -16,7 +16,7 @@ describe('a config file', () => {
   it('sets each setting by its group key, lists as comma lists and documents as JSON, with their lines', () => {
     const path = file(
       [
-        'version: v3',
+        'version: 1.10',
         'secrets:',
         '  maxBytes: 4096',
         'ceilings:',
@@ -29,7 +29,7 @@ describe('a config file', () => {
     expect(read.problems).toEqual([]);
     expect(Object.fromEntries([...read.values].map(([name, v]) => [name, [v.text, v.line, v.path]]))).toEqual(
       {
-        TETRALOOP_CONFIG_VERSION: ['v3', 1, 'version'],
+        TETRALOOP_CONFIG_VERSION: ['1.10', 1, 'version'],
         TETRALOOP_SECRET_MAX_BYTES: ['4096', 3, 'secrets.maxBytes'],
         TETRALOOP_MODELS_ALLOW: ['gpt-4o-mini,o3', 5, 'ceilings.modelsAllow'],
         TETRALOOP_AGENTS: ['{"analyst":{"tools":["http"],"secrets":["CRM_TOKEN"]}}', 6, 'agents'],
@@ -50,7 +50,12 @@ describe('a config file', () => {
 
   it('yields to the environment, and says where each value came from', () => {
     const read = readConfigFile(file('secrets:\n  maxBytes: 4096\n  maxCount: 9\n'), CATALOG);
-    const { env, sources } = layered({ TETRALOOP_SECRET_MAX_COUNT: '7' }, read, CATALOG);
+    const { env, sources } = layered(
+      { TETRALOOP_SECRET_MAX_COUNT: '7', TETRALOOP_SECRET_MAX_BYTES: '' },
+      read,
+      CATALOG,
+    );
+    // An empty variable is an unset one: the file's value holds.
     expect([env.TETRALOOP_SECRET_MAX_BYTES, env.TETRALOOP_SECRET_MAX_COUNT]).toEqual(['4096', '7']);
     expect(sources.get('TETRALOOP_SECRET_MAX_BYTES')).toBe('file');
     expect(sources.get('TETRALOOP_SECRET_MAX_COUNT')).toBe('environment');

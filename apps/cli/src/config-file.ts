@@ -5,7 +5,7 @@
  * environment wins. Every problem names the file, the line and the setting.
  */
 import { readFileSync } from 'node:fs';
-import { isMap, isScalar, isSeq, LineCounter, parseDocument, type Node as YamlNode } from 'yaml';
+import { isMap, isScalar, isSeq, LineCounter, parseDocument, type Node as YamlNode, type Scalar } from 'yaml';
 import type { Setting } from '@tetraloop/core';
 
 /** One value the file sets: its variable's text and the line it is on. */
@@ -31,14 +31,28 @@ function byFilePath(catalog: ReadonlyMap<string, Setting>): Map<string, string> 
   return paths;
 }
 
-/** A value as its variable's text, as the setting's form writes it. */
-function textOf(value: unknown, s: Setting): string {
-  if (s.form === 'json') return JSON.stringify(value);
-  if (Array.isArray(value)) return value.map(String).join(',');
-  if (typeof value === 'string') return value;
-  if (typeof value === 'number' || typeof value === 'boolean') return String(value);
-  if (value === null || value === undefined) return '';
-  return JSON.stringify(value);
+/**
+ * A value as its variable's text, as the setting's form writes it. A scalar keeps the text it was
+ * written with (`version: 1.10` stays `1.10`, `0123` keeps its zero), a list is joined with commas,
+ * a JSON setting's document is written as JSON.
+ */
+function textOf(node: YamlNode | null, s: Setting): string {
+  if (node === null) return '';
+  if (s.form !== 'json') {
+    if (isScalar(node)) return scalarText(node);
+    if (isSeq(node))
+      return node.items.map((item) => (isScalar(item) ? scalarText(item) : JSON.stringify(item))).join(',');
+  }
+  return JSON.stringify(node.toJSON());
+}
+
+function scalarText(node: Scalar): string {
+  if (node.value === null) return '';
+  if (typeof node.source === 'string') return node.source;
+  const value: unknown = node.value;
+  return typeof value === 'string' || typeof value === 'number' || typeof value === 'boolean'
+    ? String(value)
+    : JSON.stringify(value);
 }
 
 /** Reads `path` against `catalog`; throws only when the file cannot be read at all. */
@@ -72,11 +86,7 @@ export function readConfigFile(path: string, catalog: ReadonlyMap<string, Settin
       const valueNode = pair.value as YamlNode | null;
       const line = lineOf((pair.key as YamlNode | null) ?? valueNode);
       if (name !== undefined) {
-        const value: unknown =
-          valueNode && (isMap(valueNode) || isSeq(valueNode) || isScalar(valueNode))
-            ? valueNode.toJSON()
-            : null;
-        values.set(name, { text: textOf(value, catalog.get(name)!), line, path: at });
+        values.set(name, { text: textOf(valueNode, catalog.get(name)!), line, path: at });
       } else if (groups.has(at) && valueNode && isMap(valueNode)) {
         walk(valueNode, at);
       } else {
@@ -108,7 +118,8 @@ export function layered(
   for (const name of catalog.keys()) {
     const fromEnv = env[name];
     const fromFile = file?.values.get(name);
-    if (fromEnv !== undefined) sources.set(name, 'environment');
+    // An empty variable is an unset one (a Compose `VAR:` with no value): the file's value holds.
+    if (fromEnv !== undefined && fromEnv !== '') sources.set(name, 'environment');
     else if (fromFile !== undefined) {
       merged[name] = fromFile.text;
       sources.set(name, 'file');

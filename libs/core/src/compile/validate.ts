@@ -410,6 +410,15 @@ function nodeCheck(
       return checkToolCall(name, args, [...path, ...at], ['args'], opts, issues);
     },
     nested: (raw, at) => checkNested(raw, [...path, ...at], depth, opts, issues),
+    secretNames: (names, at) => {
+      const granted = opts.secrets;
+      if (granted === undefined) return true;
+      const before = issues.length;
+      names.forEach((name, i) => {
+        if (!granted.has(name)) issues.push({ path: join(...path, ...at, i), message: notGranted(name) });
+      });
+      return issues.length === before;
+    },
   };
 }
 
@@ -507,11 +516,11 @@ function ungrantedSecretRefs(
   if (granted === undefined) return [];
   return findSecretRefs(args)
     .filter((ref) => !granted.has(ref.name))
-    .map((ref) => ({
-      at: ref.at,
-      message: `secret "${ref.name}" is not granted to this run: a planned node may use only the secrets the request grants ("secrets": ["${ref.name}"] on the run or session message, or the agent's declared secrets)`,
-    }));
+    .map((ref) => ({ at: ref.at, message: notGranted(ref.name) }));
 }
+
+const notGranted = (name: string): string =>
+  `secret "${name}" is not granted to this run: a planned node may use only the secrets the request grants ("secrets": ["${name}"] on the run or session message, or the agent's declared secrets)`;
 
 /**
  * `{"$secret"}` objects in a node's reference field `field` that are not inside one of its

@@ -19,7 +19,7 @@ import type { BeginNodeResult } from '../state/runs/node-state.js';
 import type { WaitSpec } from '../state/runs/run-signals.js';
 import type { Tool, ToolOutcome } from '../tools/tool.js';
 import { callIdempotencyKey } from '../secrets/call-key.js';
-import { fillSecrets, scrubSecrets, type SecretRef } from '../secrets/secret-ref.js';
+import { fillSecrets, scrubSecrets, withSecretsMasked, type SecretRef } from '../secrets/secret-ref.js';
 import { secretRefusal, unscopedSecretMessage } from '../secrets/secret-scope.js';
 import { SECRETS_OFF_MESSAGE, SecretStoreError, type ResolvedSecrets } from '../state/secret-store.js';
 import type { ExecutorDeps } from './deps.js';
@@ -165,7 +165,9 @@ export async function callTool(
   toolTimeUsedMs: number,
   call: ToolCallOptions = {},
 ): Promise<ToolOutcome> {
-  const parsed = tool.input.safeParse(args);
+  // Read with its secrets as strings of unknown content: the host a call reaches is known before
+  // they are filled in (host limits, lessons and the call record keep it).
+  const parsed = tool.input.safeParse(withSecretsMasked(args));
   const target = parsed.success ? tool.target?.(parsed.data) : undefined;
   ctx.call.tool = tool.name;
   ctx.call.target = target;

@@ -5,6 +5,7 @@
  * to BullMQ's backoff; a waiting node parks itself in the delayed set; neither holds a worker slot.
  */
 import { DelayedError, WaitingChildrenError, type Job } from 'bullmq';
+import { withSecretsMasked } from '../secrets/secret-ref.js';
 import type { NodeSnapshot, NodeUsage, RunStatus } from '../domain/run-model.js';
 import type { NodeErrorData } from '../errors/node-error.js';
 import { deadlineError, failureReplans, runErrorForNode } from '../errors/run-error.js';
@@ -307,7 +308,8 @@ function earlyFlowAsk(
   if (!call) return undefined;
   const tool = deps.tools.get(call.tool);
   if (!tool || findReferences(call.args).length > 0) return undefined;
-  const parsed = tool.input.safeParse(call.args);
+  // A secret is a string of unknown content until the call: the call is read with it as one.
+  const parsed = tool.input.safeParse(withSecretsMasked(call.args));
   if (!parsed.success) return undefined;
   const target = tool.target?.(parsed.data);
   // A call a lesson may give a longer time limit asks when it is made.

@@ -37,6 +37,11 @@ export interface NodeCheck {
   toolCall(name: string, args: Record<string, unknown>, at: readonly PropertyKey[]): boolean;
   /** A nested graph at `at`, checked one level deeper; undefined when it has problems. */
   nested(raw: unknown, at: readonly PropertyKey[]): GraphOf | undefined;
+  /**
+   * The secrets named at `at` (an agent's `secrets`) are ones this graph may use: any of the
+   * tenant's in a graph its caller wrote, only the run's grant in one a model wrote.
+   */
+  secretNames(names: readonly string[], at: readonly PropertyKey[]): boolean;
 }
 
 /** How the planner may write a kind: the shape it answers in and the rule its prompt states. */

@@ -291,6 +291,7 @@ export const loopKind: ExecutableKindSpec<LoopNode> = {
       (body.agent.tools ?? []).forEach((name, t) => {
         ok = check.toolName(name, ['body', 'agent', 'tools', t]) && ok;
       });
+      ok = check.secretNames(body.agent.secrets ?? [], ['body', 'agent', 'secrets']) && ok;
       return ok ? node : undefined;
     }
     if (!isGraphBody(body)) {

@@ -65,6 +65,8 @@ export function validatePlan(
   raw: unknown,
   runInput: unknown,
 ): ValidationResult {
+  const unplannable = unplannableKinds(raw);
+  if (unplannable.length > 0) return { ok: false, issues: unplannable };
   return validateGraph(raw, {
     tools: deps.tools,
     limits: deps.limits,
@@ -73,6 +75,28 @@ export function validatePlan(
     ...(deps.models ? { models: deps.models } : {}),
     ...(deps.blocked ? { blocked: deps.blocked } : {}),
     secrets: deps.secrets,
+  });
+}
+
+/**
+ * Nodes of kinds the planner may not write (`wait`, `loop`, `graph`: kinds without a planner
+ * entry). Its structured output offers only the planned kinds, but an answer is data, not
+ * authority: a model that ignores the schema (or an injected plan) must not get a kind that
+ * carries its own capabilities, such as an agent loop naming its secrets.
+ */
+function unplannableKinds(raw: unknown): ValidationIssue[] {
+  const nodes = (raw as { nodes?: unknown } | null)?.nodes;
+  if (!Array.isArray(nodes)) return [];
+  const planned: string[] = Object.values(NODE_KINDS).flatMap((k) => (k.planner ? [k.kind] : []));
+  return nodes.flatMap((node: unknown, i) => {
+    const kind = (node as { kind?: unknown } | null)?.kind;
+    if (typeof kind !== 'string' || planned.includes(kind) || !Object.hasOwn(NODE_KINDS, kind)) return [];
+    return [
+      {
+        path: `nodes.${i}.kind`,
+        message: `a plan may hold only ${planned.join(' and ')} nodes, not "${kind}"`,
+      },
+    ];
   });
 }
 

@@ -73,6 +73,9 @@ export function replaceSecretRefs(value: unknown, replace: (name: string) => unk
   return value;
 }
 
+/** `value` with each secret reference standing as {@link SECRET_MASK}: how a call is read before it is filled in. */
+export const withSecretsMasked = (value: unknown): unknown => replaceSecretRefs(value, () => SECRET_MASK);
+
 /**
  * `args` with the value of each declared reference filled in at its place. A place that no longer
  * holds that reference (a plugin rewrote the args) is left as it is. `args` is not changed.

@@ -46,14 +46,14 @@ export interface SecretDestination {
   readonly url?: URL;
 }
 
-/** `host:port` of a URL as a scope entry is matched against (default ports filled in). */
-function hostAndPort(url: URL): { host: string; port: string } {
+/** `host:port` of a URL as a scope entry is matched against (default ports filled in), and whether it is TLS. */
+function hostAndPort(url: URL): { host: string; port: string; secure: boolean } {
   const host = url.hostname
     .toLowerCase()
     .replace(/^\[(.*)\]$/, '$1')
     .replace(/\.$/, '');
   const port = url.port || (url.protocol === 'https:' ? '443' : url.protocol === 'http:' ? '80' : '');
-  return { host, port };
+  return { host, port, secure: url.protocol === 'https:' };
 }
 
 /** An entry split into its host part (IPv6 without brackets) and its port, if it names one. */
@@ -65,11 +65,15 @@ function splitEntry(entry: string): { name: string; port?: string } {
   return { name: entry };
 }
 
-/** Whether one `hosts` entry admits `host` (lower case, IPv6 without brackets) on `port`. */
-export function hostMatches(entry: string, host: string, port: string): boolean {
+/**
+ * Whether one `hosts` entry admits `host` (lower case, IPv6 without brackets) on `port`. An entry
+ * without a port admits HTTPS only (on any port): a secret is never sent in clear to a host that
+ * was named without saying so. An entry with a port admits that port, over HTTP or HTTPS.
+ */
+export function hostMatches(entry: string, host: string, port: string, secure: boolean): boolean {
   if (entry === '*') return true;
   const { name: raw, port: wanted } = splitEntry(entry);
-  if (wanted !== undefined && wanted !== port) return false;
+  if (wanted === undefined ? !secure : wanted !== port) return false;
   const name = raw.toLowerCase().replace(/\.$/, '');
   if (name.startsWith('*.')) {
     const suffix = name.slice(1);
@@ -81,10 +85,11 @@ export function hostMatches(entry: string, host: string, port: string): boolean 
 /** Why `scope` keeps secret `name` from `to`, or undefined when it may go there. */
 export function secretRefusal(name: string, scope: SecretScope, to: SecretDestination): string | undefined {
   if (to.url) {
-    const { host, port } = hostAndPort(to.url);
-    if (scope.hosts.some((entry) => hostMatches(entry, host, port))) return undefined;
+    const { host, port, secure } = hostAndPort(to.url);
+    if (scope.hosts.some((entry) => hostMatches(entry, host, port, secure))) return undefined;
     const allowed = scope.hosts.length > 0 ? scope.hosts.join(', ') : 'none';
-    return `secret "${name}" may not be sent to ${to.url.host} (its hosts: ${allowed}); add the host to the secret's "hosts" with PUT /v1/secrets/${name}`;
+    const where = `${to.url.protocol}//${to.url.host}`;
+    return `secret "${name}" may not be sent to ${where} (its hosts: ${allowed}; an entry without a port admits https only); add the host to the secret's "hosts" with PUT /v1/secrets/${name}`;
   }
   if (scope.tools.includes(to.tool)) return undefined;
   const allowed = scope.tools.length > 0 ? scope.tools.join(', ') : 'none';
