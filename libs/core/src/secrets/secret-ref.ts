@@ -73,8 +73,20 @@ export function replaceSecretRefs(value: unknown, replace: (name: string) => unk
   return value;
 }
 
-/** `value` with each secret reference standing as {@link SECRET_MASK}: how a call is read before it is filled in. */
-export const withSecretsMasked = (value: unknown): unknown => replaceSecretRefs(value, () => SECRET_MASK);
+/** Whether `value` holds a secret reference anywhere (stops at the first). */
+export function hasSecretRef(value: unknown): boolean {
+  if (isSecretRef(value)) return true;
+  if (Array.isArray(value)) return value.some(hasSecretRef);
+  if (isObject(value)) return Object.values(value).some(hasSecretRef);
+  return false;
+}
+
+/**
+ * `value` with each secret reference standing as {@link SECRET_MASK}: how a call is read before it
+ * is filled in. A value without one is answered as it is (no copy: most calls carry none).
+ */
+export const withSecretsMasked = (value: unknown): unknown =>
+  hasSecretRef(value) ? replaceSecretRefs(value, () => SECRET_MASK) : value;
 
 /**
  * `args` with the value of each declared reference filled in at its place. A place that no longer
