@@ -220,6 +220,12 @@ describe('a secret says where it may go', () => {
     expect(sent.status).toBe('succeeded');
     expect(JSON.parse(allowed.received.at(-1)!.body)).toEqual({ token: TOKEN1 });
     expect(JSON.stringify(sent)).not.toContain(TOKEN1);
+    // A rerun replays the plan under the grant its run was given.
+    const hits = allowed.received.length;
+    const rerun = await call('POST', `/v1/runs/${sent.runId}/rerun`, { from: 'weather' });
+    expect(rerun.status, JSON.stringify(rerun.body)).toBe(202);
+    expect((await waitFor(stack.url, rerun.body!.runId as string)).status).toBe('succeeded');
+    expect(allowed.received.length).toBe(hits + 1);
   });
 
   it('never replays a granted plan to the same task without the grant', async () => {

@@ -375,6 +375,11 @@ export class RunService {
       allowedTools,
       models: ceilings.models(tenant, origin.agentId),
       input: { value: origin.input },
+      // A planned graph is held to today's grant: what the origin asked for, and what its agent
+      // declares now (a secret taken off the agent is not replayed by a rerun).
+      ...(header.task
+        ? { secrets: new Set(this.grantOf({ ...header.task, secrets: [...(header.task.secrets ?? [])] })) }
+        : {}),
     });
     if (!validation.ok) {
       throw new GraphRejectedError(validation.issues.map((i) => ({ ...i, path: join('graph', i.path) })));
