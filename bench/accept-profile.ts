@@ -7,7 +7,7 @@ import { writeFileSync } from 'node:fs';
 import type { AddressInfo } from 'node:net';
 import autocannon from 'autocannon';
 import express from 'express';
-import { RunRequest } from '@tetraloop/core';
+import { RunRequest } from '@tetraloop/core/runs';
 import { cpuMsOf } from './support/cpu.js';
 import { profileRedis, profileTable } from './support/redis-profile.js';
 import { startBenchStack } from './support/stack.js';

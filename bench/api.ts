@@ -9,7 +9,7 @@ import type { AddressInfo } from 'node:net';
 import type { Server } from 'node:http';
 import autocannon from 'autocannon';
 import express from 'express';
-import { RunRequest } from '@tetraloop/core';
+import { RunRequest } from '@tetraloop/core/runs';
 import { profileRedis, profileTable, type ProfileRow } from './support/redis-profile.js';
 import { median, startBenchStack } from './support/stack.js';
 

@@ -34,7 +34,7 @@ import { join } from 'node:path';
 import { parseArgs } from 'node:util';
 import { Redis } from 'ioredis';
 import { TetraloopApiError, TetraloopClient, type RunRequest } from '@tetraloop/client';
-import { freePort, startRedisServer, type RedisServer } from '@tetraloop/core';
+import { freePort, startRedisServer, type RedisServer } from '@tetraloop/core/runtime';
 import { parseWorkerEnv } from '@tetraloop/workers';
 import { startModelServer, type ChatRequest, type ModelServer } from '../test/support/model-server.js';
 import { spawnTetraloop, stderrMatches, type Spawned } from '../test/support/processes.js';

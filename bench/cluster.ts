@@ -14,7 +14,7 @@ import { randomUUID } from 'node:crypto';
 import { fileURLToPath } from 'node:url';
 import { Redis } from 'ioredis';
 import { parseApiEnv, startApi } from '@tetraloop/api';
-import { startRedisCluster, startRedisServer } from '@tetraloop/core';
+import { startRedisCluster, startRedisServer } from '@tetraloop/core/runtime';
 import { commandCounts, cpuMsOf } from './support/cpu.js';
 import { libraryDriver } from './support/library-driver.js';
 import { NODES_PER_RUN, graph, stopAll } from './throughput.js';

@@ -18,7 +18,7 @@ import {
   unevenBranches,
   type Dag,
 } from './support/dag.js';
-import type { RunDocument } from '@tetraloop/core';
+import type { RunDocument } from '@tetraloop/core/domain';
 import { median, startBenchStack, timedRun } from './support/stack.js';
 
 const REPEATS = 3;

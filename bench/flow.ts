@@ -13,7 +13,7 @@
  *   run by run; the difference of the per-hop medians is what flow control costs a node (one
  *   acquire and one release script).
  */
-import { HookRegistry } from '@tetraloop/core';
+import { HookRegistry } from '@tetraloop/core/hooks';
 import { startToolServer } from '../test/support/tool-server.js';
 import { chain } from './support/dag.js';
 import { median, percentile, startBenchStack, timedRun, type BenchStack } from './support/stack.js';

@@ -23,7 +23,9 @@
 import { QueueEvents } from 'bullmq';
 import { TetraloopClient, unwrap } from '@tetraloop/client';
 import { Redis } from 'ioredis';
-import { QUEUE_NAMES, type Lesson, type RunDocument } from '@tetraloop/core';
+import type { RunDocument } from '@tetraloop/core/domain';
+import type { Lesson } from '@tetraloop/core/memory';
+import { QUEUE_NAMES } from '@tetraloop/core/queues';
 import { startModelServer, type ChatRequest } from '../test/support/model-server.js';
 import { startToolServer, type Hit, type ToolServer } from '../test/support/tool-server.js';
 import { mulberry32 } from './support/dag.js';

@@ -9,7 +9,8 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import { once } from 'node:events';
 import { fileURLToPath } from 'node:url';
 import { Redis } from 'ioredis';
-import { nodeJobId, runJobId, runKeys } from '@tetraloop/core';
+import { nodeJobId, runJobId } from '@tetraloop/core/queues';
+import { runKeys } from '@tetraloop/core/state';
 import { libraryDriver, type LibraryDriver } from './support/library-driver.js';
 import { startBenchStack } from './support/stack.js';
 

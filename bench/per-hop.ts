@@ -7,7 +7,7 @@
  */
 import { Queue, Worker } from 'bullmq';
 import { Redis } from 'ioredis';
-import { HookRegistry } from '@tetraloop/core';
+import { HookRegistry } from '@tetraloop/core/hooks';
 import { chain, langGraphOf } from './support/dag.js';
 import { median, percentile, startBenchStack, timedRun, type BenchStack } from './support/stack.js';
 

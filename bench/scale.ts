@@ -3,7 +3,8 @@
  * validation time per node (`validateGraph`, median of repetitions) and run time per node
  * (submitted through the API, awaited through `/wait`, median of 3 after a warm-up).
  */
-import { builtinTools, parseAllowHosts, validateGraph } from '@tetraloop/core';
+import { validateGraph } from '@tetraloop/core/compile';
+import { builtinTools, parseAllowHosts } from '@tetraloop/core/tools';
 import { randomDag } from './support/dag.js';
 import { median, startBenchStack, timedRun } from './support/stack.js';
 

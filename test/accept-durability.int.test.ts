@@ -16,14 +16,12 @@ import { parseApiEnv, startApi } from '@tetraloop/api';
 import {
   AcceptBarrier,
   AcceptDurabilityError,
-  RunRequest,
-  freePort,
   parseRedisVersion,
   redisServerFacts,
-  runKeys,
-  startRedisServer,
-  type RedisServer,
-} from '@tetraloop/core';
+} from '@tetraloop/core/durability';
+import { RunRequest } from '@tetraloop/core/runs';
+import { freePort, startRedisServer, type RedisServer } from '@tetraloop/core/runtime';
+import { runKeys } from '@tetraloop/core/state';
 import { runTetraloop } from './support/processes.js';
 import { startStack, testEnv, type Stack } from './support/stack.js';
 

@@ -6,19 +6,10 @@
 import { randomUUID } from 'node:crypto';
 import { Queue } from 'bullmq';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import {
-  QUEUE_NAMES,
-  RunRequest,
-  RunStore,
-  SessionStore,
-  connectRedis,
-  whenReady,
-  reconcileQueuedRuns,
-  runJobId,
-  type RunQueues,
-  type RedisClient,
-  runQueuesOf,
-} from '@tetraloop/core';
+import { QUEUE_NAMES, runJobId, type RunQueues, runQueuesOf } from '@tetraloop/core/queues';
+import { RunRequest, reconcileQueuedRuns } from '@tetraloop/core/runs';
+import { connectRedis, whenReady, type RedisClient } from '@tetraloop/core/runtime';
+import { RunStore, SessionStore } from '@tetraloop/core/state';
 import { postRun, readEvents, startStack, waitFor, type Stack } from './support/stack.js';
 
 const graph = (value: unknown) =>

@@ -12,15 +12,9 @@ import { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ROUTES, type RouteName } from '@tetraloop/api';
 import { CONSOLE_PAGES, CONSOLE_SCRIPT_PATH, CONSOLE_STYLE_PATH } from '@tetraloop/console';
-import {
-  MemoryStore,
-  SCOPES,
-  lessonId,
-  scopedName,
-  type Lesson,
-  type RunDocument,
-  type Scope,
-} from '@tetraloop/core';
+import { SCOPES, scopedName, type RunDocument, type Scope } from '@tetraloop/core/domain';
+import { lessonId, type Lesson } from '@tetraloop/core/memory';
+import { MemoryStore } from '@tetraloop/core/state';
 import { startModelServer, type ModelServer } from './support/model-server.js';
 import { laneIdle, startStack, type Stack } from './support/stack.js';
 

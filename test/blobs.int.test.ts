@@ -2,7 +2,8 @@
 import { createHash, randomUUID } from 'node:crypto';
 import { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { DEFAULT_TENANT, blobKey, runKeys, type RunDocument } from '@tetraloop/core';
+import { DEFAULT_TENANT, type RunDocument } from '@tetraloop/core/domain';
+import { blobKey, runKeys } from '@tetraloop/core/state';
 import { startModelServer, type ModelServer } from './support/model-server.js';
 import {
   post,

@@ -6,7 +6,8 @@
  */
 import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
-import { RETRY_AFTER_CEILING_MS, type RunDocument } from '@tetraloop/core';
+import type { RunDocument } from '@tetraloop/core/domain';
+import { RETRY_AFTER_CEILING_MS } from '@tetraloop/core/errors';
 import {
   startModelServer,
   type ChatRequest,

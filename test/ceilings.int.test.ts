@@ -7,13 +7,9 @@ import { mkdirSync, mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import {
-  RequestRefusedError,
-  derivedRunId,
-  runJobId,
-  type RunDocument,
-  type RunRequest,
-} from '@tetraloop/core';
+import { derivedRunId, type RunDocument } from '@tetraloop/core/domain';
+import { runJobId } from '@tetraloop/core/queues';
+import { RequestRefusedError, type RunRequest } from '@tetraloop/core/runs';
 import {
   startModelServer,
   type ChatRequest,

@@ -18,7 +18,7 @@ import {
   type RunRequest,
   type StreamEvent,
 } from '@tetraloop/client';
-import { SCOPES } from '@tetraloop/core';
+import { SCOPES } from '@tetraloop/core/domain';
 import { startModelServer, type ModelServer } from './support/model-server.js';
 import { laneIdle, startStack, type Stack } from './support/stack.js';
 import { startTcpProxy, type TcpProxy } from './support/tcp-proxy.js';

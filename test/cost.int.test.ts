@@ -12,17 +12,11 @@ import { join } from 'node:path';
 import { Queue } from 'bullmq';
 import { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
-import {
-  CostLedger,
-  costDay,
-  costDayKey,
-  nodeJobId,
-  runKeys,
-  type DailyCost,
-  type RunDocument,
-  type RunRequest,
-  type WaitRecord,
-} from '@tetraloop/core';
+import { costDay } from '@tetraloop/core/cost';
+import type { RunDocument, WaitRecord } from '@tetraloop/core/domain';
+import { nodeJobId } from '@tetraloop/core/queues';
+import type { RunRequest } from '@tetraloop/core/runs';
+import { CostLedger, costDayKey, runKeys, type DailyCost } from '@tetraloop/core/state';
 import { startModelServer, type ChatRequest, type ModelServer } from './support/model-server.js';
 import {
   followJobEvents,

@@ -7,7 +7,7 @@ import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { expect, it } from 'vitest';
-import { DataDirLockedError, startRedisServer } from '@tetraloop/core';
+import { DataDirLockedError, startRedisServer } from '@tetraloop/core/runtime';
 
 it('lets one Redis at a time use a data directory, and takes over a lock left behind', async () => {
   const dataDir = mkdtempSync(join(tmpdir(), 'tetraloop-data-'));

@@ -4,8 +4,7 @@
  * answer 429 (a tenant's) or 503 (the process's) with Retry-After.
  */
 import { afterEach, describe, expect, it } from 'vitest';
-import type { RedisClient } from '@tetraloop/core';
-import { connectRedis } from '@tetraloop/core';
+import { type RedisClient, connectRedis } from '@tetraloop/core/runtime';
 import {
   openEvents,
   post,

@@ -5,7 +5,8 @@
  * run of another tenant is not found.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { NodeSnapshot, RunDocument, RunExplain } from '@tetraloop/core';
+import type { NodeSnapshot, RunDocument } from '@tetraloop/core/domain';
+import type { RunExplain } from '@tetraloop/core/insight';
 import { startModelServer, type ModelServer } from './support/model-server.js';
 import { startStack, runToEnd, type Stack } from './support/stack.js';
 import { startToolServer, type ToolServer } from './support/tool-server.js';

@@ -4,7 +4,7 @@
  * Every check is structural: recorded call intervals, counts and orders, never a wall-clock bound.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { RunDocument } from '@tetraloop/core';
+import type { RunDocument } from '@tetraloop/core/domain';
 import { openEvents, startStack, type Stack } from './support/stack.js';
 import { startToolServer, type Hit, type ToolServer } from './support/tool-server.js';
 

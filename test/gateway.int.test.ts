@@ -6,7 +6,9 @@
  * plugin's `refreshCredentials` renewing the model key after a 401.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { HookRegistry, type RunDocument, type SessionView } from '@tetraloop/core';
+import type { RunDocument } from '@tetraloop/core/domain';
+import { HookRegistry } from '@tetraloop/core/hooks';
+import type { SessionView } from '@tetraloop/core/state';
 import { startModelServer, type ChatRequest, type ModelServer } from './support/model-server.js';
 import { laneIdle, post, postRun, runToEnd, startStack, waitFor, type Stack } from './support/stack.js';
 

@@ -8,21 +8,12 @@ import { Writable } from 'node:stream';
 import { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { parseApiEnv } from '@tetraloop/api';
-import {
-  DEFAULT_TENANT,
-  buildServices,
-  builtinTools,
-  busySessionsKey,
-  closeQueues,
-  createLogger,
-  openQueues,
-  parseAllowHosts,
-  scopedName,
-  sessionKeys,
-  sourcesKey,
-  type LoopQueues,
-  type Services,
-} from '@tetraloop/core';
+import { DEFAULT_TENANT, scopedName } from '@tetraloop/core/domain';
+import { createLogger } from '@tetraloop/core/logging';
+import { closeQueues, openQueues, type LoopQueues } from '@tetraloop/core/queues';
+import { buildServices, type Services } from '@tetraloop/core/runtime';
+import { busySessionsKey, sessionKeys, sourcesKey } from '@tetraloop/core/state';
+import { builtinTools, parseAllowHosts } from '@tetraloop/core/tools';
 import { startStack, type Stack } from './support/stack.js';
 
 let stack: Stack;

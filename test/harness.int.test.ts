@@ -3,7 +3,8 @@
  * timeouts, onError continue, loop suspicion, deadline, budgets, resume, events.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { metrics, type AttemptRecord, type RunDocument } from '@tetraloop/core';
+import type { AttemptRecord, RunDocument } from '@tetraloop/core/domain';
+import { metrics } from '@tetraloop/core/telemetry';
 import { post, postRun, readEvents, runToEnd, startStack, waitFor, type Stack } from './support/stack.js';
 import { startToolServer, type ToolServer } from './support/tool-server.js';
 

@@ -1,6 +1,7 @@
 /** Plugin hooks around real tool calls: a rewrite, the deny-http plugin's block, an approval wait. */
 import { afterAll, beforeAll, expect, it } from 'vitest';
-import { loadPlugins, type RunDocument } from '@tetraloop/core';
+import type { RunDocument } from '@tetraloop/core/domain';
+import { loadPlugins } from '@tetraloop/core/hooks';
 import {
   post,
   postRun,

@@ -12,19 +12,13 @@ import { createRequire } from 'node:module';
 import { dirname, join } from 'node:path';
 import { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import {
-  McpCatalogStore,
-  McpServers,
-  builtinTools,
-  connectRedis,
-  createLogger,
-  followMcpCatalog,
-  loadPlugins,
-  metrics,
-  parseAllowHosts,
-  serverCatalog,
-  toolCatalog,
-} from '@tetraloop/core';
+import { loadPlugins } from '@tetraloop/core/hooks';
+import { createLogger } from '@tetraloop/core/logging';
+import { McpServers, serverCatalog } from '@tetraloop/core/mcp';
+import { connectRedis, followMcpCatalog } from '@tetraloop/core/runtime';
+import { McpCatalogStore } from '@tetraloop/core/state';
+import { metrics } from '@tetraloop/core/telemetry';
+import { builtinTools, parseAllowHosts, toolCatalog } from '@tetraloop/core/tools';
 import {
   startModelServer,
   type ChatRequest,

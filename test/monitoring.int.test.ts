@@ -19,18 +19,11 @@ import { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { parse, parseAllDocuments } from 'yaml';
 import { parseApiEnv } from '@tetraloop/api';
-import {
-  RunRequest,
-  buildServices,
-  builtinTools,
-  closeQueues,
-  createLogger,
-  freePort,
-  openQueues,
-  parseAllowHosts,
-  startRedisServer,
-  type RedisServer,
-} from '@tetraloop/core';
+import { createLogger } from '@tetraloop/core/logging';
+import { closeQueues, openQueues } from '@tetraloop/core/queues';
+import { RunRequest } from '@tetraloop/core/runs';
+import { buildServices, freePort, startRedisServer, type RedisServer } from '@tetraloop/core/runtime';
+import { builtinTools, parseAllowHosts } from '@tetraloop/core/tools';
 import { spawnTetraloop, stderrMatches, type Spawned } from './support/processes.js';
 import { hasPrometheus, startPrometheus, until, type Prometheus, type Rule } from './support/prometheus.js';
 import { testEnv } from './support/stack.js';

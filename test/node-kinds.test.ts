@@ -4,26 +4,23 @@
  */
 import { describe, expect, it } from 'vitest';
 import { createHash } from 'node:crypto';
+import { validateGraph } from '@tetraloop/core/compile';
 import {
-  DEFAULT_RETRIES,
-  PLANNER_PROMPT_VERSION,
-  plannerMessages,
   NODE_KINDS,
-  PLANNER_SCHEMA,
-  builtinTools,
   executionOf,
   expansionOf,
   isExecutable,
   kindHas,
   kindsWith,
   mapReferenceFields,
-  nodeJobAttempts,
-  parseAllowHosts,
   referenceFields,
-  validateGraph,
   type GraphNode,
   type NodeKind,
-} from '@tetraloop/core';
+} from '@tetraloop/core/nodes';
+import { PLANNER_PROMPT_VERSION, plannerMessages, PLANNER_SCHEMA } from '@tetraloop/core/planning';
+import { DEFAULT_RETRIES } from '@tetraloop/core/policy';
+import { nodeJobAttempts } from '@tetraloop/core/queues';
+import { builtinTools, parseAllowHosts } from '@tetraloop/core/tools';
 
 /** One node of each kind, with a reference in every field that may hold one. */
 const SAMPLES: { readonly [K in NodeKind]: Extract<GraphNode, { kind: K }> } = {

@@ -1,6 +1,6 @@
 /** Loop, wait and nested-graph nodes, and loop suspicion, on a real Redis. */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { RunDocument } from '@tetraloop/core';
+import type { RunDocument } from '@tetraloop/core/domain';
 import {
   post,
   postRun,

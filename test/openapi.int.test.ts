@@ -29,7 +29,8 @@ import {
   CONSOLE_SCRIPT_PATH,
   CONSOLE_STYLE_PATH,
 } from '@tetraloop/console';
-import { SCOPES, signWebhook, type RunDocument } from '@tetraloop/core';
+import { SCOPES, type RunDocument } from '@tetraloop/core/domain';
+import { signWebhook } from '@tetraloop/core/webhooks';
 import { Contract, readAnswer, type Answer } from './support/openapi-contract.js';
 import { startModelServer, type ModelServer } from './support/model-server.js';
 import { startStack, type Stack } from './support/stack.js';

@@ -4,14 +4,9 @@
  */
 import { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import {
-  MemoryStore,
-  lessonId,
-  metrics,
-  type Lesson,
-  type LessonKind,
-  type LessonStatus,
-} from '@tetraloop/core';
+import { lessonId, type Lesson, type LessonKind, type LessonStatus } from '@tetraloop/core/memory';
+import { MemoryStore } from '@tetraloop/core/state';
+import { metrics } from '@tetraloop/core/telemetry';
 import { runToEnd, startStack, type Stack } from './support/stack.js';
 
 let stack: Stack;

@@ -6,13 +6,9 @@
 import { Job, Queue, QueueEvents } from 'bullmq';
 import { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import {
-  WEBHOOK_JOB,
-  verifyWebhookSignature,
-  type DeliveryAttempt,
-  type RunDocument,
-  type WebhookEvent,
-} from '@tetraloop/core';
+import type { DeliveryAttempt, RunDocument, WebhookEvent } from '@tetraloop/core/domain';
+import { WEBHOOK_JOB } from '@tetraloop/core/queues';
+import { verifyWebhookSignature } from '@tetraloop/core/webhooks';
 import { startStack, type Stack } from './support/stack.js';
 import { startWebhookReceiver, type WebhookReceiver } from './support/webhook-receiver.js';
 

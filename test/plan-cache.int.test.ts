@@ -6,7 +6,9 @@
  */
 import { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { MemoryStore, PlanCacheStore, inputShape, metrics } from '@tetraloop/core';
+import { inputShape } from '@tetraloop/core/planning';
+import { MemoryStore, PlanCacheStore } from '@tetraloop/core/state';
+import { metrics } from '@tetraloop/core/telemetry';
 import { startModelServer, type ChatRequest, type ModelServer } from './support/model-server.js';
 import { runToEnd, startStack, type Stack } from './support/stack.js';
 import { startToolServer, type ToolServer } from './support/tool-server.js';

@@ -6,7 +6,9 @@
 import { Queue, QueueEvents } from 'bullmq';
 import { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { MemoryStore, lessonId, nodeJobId, type Lesson } from '@tetraloop/core';
+import { lessonId, type Lesson } from '@tetraloop/core/memory';
+import { nodeJobId } from '@tetraloop/core/queues';
+import { MemoryStore } from '@tetraloop/core/state';
 import {
   startModelServer,
   type ChatRequest,

@@ -6,14 +6,8 @@
 import { randomUUID } from 'node:crypto';
 import { Queue } from 'bullmq';
 import { afterAll, beforeAll, expect, it } from 'vitest';
-import {
-  QueueWatch,
-  connectRedis,
-  metrics,
-  startRedisServer,
-  whenReady,
-  type RedisServer,
-} from '@tetraloop/core';
+import { connectRedis, startRedisServer, whenReady, type RedisServer } from '@tetraloop/core/runtime';
+import { QueueWatch, metrics } from '@tetraloop/core/telemetry';
 
 let redis: RedisServer;
 let port: number;

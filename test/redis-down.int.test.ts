@@ -13,7 +13,7 @@ import {
   startRedisServer,
   whenReady,
   type RedisServer,
-} from '@tetraloop/core';
+} from '@tetraloop/core/runtime';
 import { postRun, testEnv } from './support/stack.js';
 
 const body = { graph: { nodes: [{ id: 'a', kind: 'tool', tool: 'wait', args: { ms: 1 } }] } };

@@ -9,7 +9,9 @@
 import { randomUUID } from 'node:crypto';
 import { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { MemoryStore, RunStore, lessonId, probeKey, type Lesson, type RunDocument } from '@tetraloop/core';
+import type { RunDocument } from '@tetraloop/core/domain';
+import { lessonId, type Lesson } from '@tetraloop/core/memory';
+import { MemoryStore, RunStore, probeKey } from '@tetraloop/core/state';
 import { followJobEvents, post, runToEnd, startStack, type Stack } from './support/stack.js';
 import { startModelServer, type ChatRequest, type ModelServer } from './support/model-server.js';
 import { startToolServer, type ToolServer } from './support/tool-server.js';

@@ -5,7 +5,8 @@
  * names its origin; the origin is left as it was. Then what a rerun refuses.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { NodeSnapshot, RunDocument, RunExplain, RunListing } from '@tetraloop/core';
+import type { NodeSnapshot, RunDocument, RunListing } from '@tetraloop/core/domain';
+import type { RunExplain } from '@tetraloop/core/insight';
 import { postRun, startStack, runToEnd, waitFor, type Stack } from './support/stack.js';
 import { startToolServer, type ToolServer } from './support/tool-server.js';
 

@@ -2,7 +2,7 @@
 import { Queue } from 'bullmq';
 import { Redis } from 'ioredis';
 import { afterAll, beforeAll, expect, it } from 'vitest';
-import { runKeys } from '@tetraloop/core';
+import { runKeys } from '@tetraloop/core/state';
 import { runToEnd, startStack, type Stack } from './support/stack.js';
 
 let stack: Stack;

@@ -4,9 +4,9 @@
  * without them, and a root job that failed for good still gets its run settled. Both found by
  * `npm run chaos`: runs failed `node_lost` with every node still queued, and one run never settled.
  */
-import type { RedisClient } from '@tetraloop/core';
+import { runJobId } from '@tetraloop/core/queues';
+import { type RedisClient, connectRedis } from '@tetraloop/core/runtime';
 import { afterAll, beforeAll, expect, it } from 'vitest';
-import { connectRedis, runJobId } from '@tetraloop/core';
 import { followJobEvents, postRun, startStack, waitFor, type Stack } from './support/stack.js';
 import { startToolServer, type ToolServer } from './support/tool-server.js';
 

@@ -7,14 +7,8 @@
 import { randomUUID } from 'node:crypto';
 import { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import {
-  RunStore,
-  runKeyList,
-  runKeys,
-  runSearchKeys,
-  type RunDocument,
-  type RunListing,
-} from '@tetraloop/core';
+import type { RunDocument, RunListing } from '@tetraloop/core/domain';
+import { RunStore, runKeyList, runKeys, runSearchKeys } from '@tetraloop/core/state';
 import { startStack, type Stack } from './support/stack.js';
 
 const ROOT = 'root-token-0123456789-0123456789-0123456789';

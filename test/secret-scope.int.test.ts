@@ -13,7 +13,9 @@ import type { AddressInfo } from 'node:net';
 import { Writable } from 'node:stream';
 import { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { secretForms, secretKeys, type RunDocument } from '@tetraloop/core';
+import type { RunDocument } from '@tetraloop/core/domain';
+import { secretForms } from '@tetraloop/core/secrets';
+import { secretKeys } from '@tetraloop/core/state';
 import {
   startModelServer,
   type ChatRequest,

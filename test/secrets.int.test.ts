@@ -7,9 +7,9 @@
 import { randomBytes } from 'node:crypto';
 import { Writable } from 'node:stream';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { RedisClient } from '@tetraloop/core';
+import type { RunDocument } from '@tetraloop/core/domain';
+import { type RedisClient, connectRedis, whenReady } from '@tetraloop/core/runtime';
 import { parseApiEnv } from '@tetraloop/api';
-import { connectRedis, whenReady, type RunDocument } from '@tetraloop/core';
 import { postRun, readEvents, runToEnd, startStack, testEnv, type Stack } from './support/stack.js';
 import {
   startModelServer,

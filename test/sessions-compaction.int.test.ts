@@ -11,7 +11,8 @@ import {
   type ModelServer,
   type ScriptedReply,
 } from './support/model-server.js';
-import { SessionStore, connectRedis } from '@tetraloop/core';
+import { connectRedis } from '@tetraloop/core/runtime';
+import { SessionStore } from '@tetraloop/core/state';
 import { laneIdle, post, startStack, waitFor, type Stack } from './support/stack.js';
 
 let stack: Stack;

@@ -7,14 +7,14 @@
 import { randomUUID } from 'node:crypto';
 import { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { scopedName } from '@tetraloop/core/domain';
 import {
   SessionStore,
-  scopedName,
   sessionKeyList,
   sessionKeys,
   tenantSessionsKey,
   type SessionListing,
-} from '@tetraloop/core';
+} from '@tetraloop/core/state';
 import { startStack, type Stack } from './support/stack.js';
 
 const ROOT = 'root-token-0123456789-0123456789-0123456789';

@@ -7,21 +7,13 @@
  */
 import { randomUUID } from 'node:crypto';
 import { Queue, QueueEvents } from 'bullmq';
-import type { RedisClient } from '@tetraloop/core';
+import { derivedRunId } from '@tetraloop/core/domain';
+import { QUEUE_NAMES } from '@tetraloop/core/queues';
+import { RunRequest } from '@tetraloop/core/runs';
+import { type RedisClient, connectRedis } from '@tetraloop/core/runtime';
+import { SENSE_JOB, type MessageResult, type SensePayload } from '@tetraloop/core/sessions';
+import { SessionStore, busySessionsKey, runKeys, sessionKeys } from '@tetraloop/core/state';
 import { afterAll, beforeAll, expect, it } from 'vitest';
-import {
-  QUEUE_NAMES,
-  RunRequest,
-  SENSE_JOB,
-  SessionStore,
-  busySessionsKey,
-  connectRedis,
-  derivedRunId,
-  runKeys,
-  sessionKeys,
-  type MessageResult,
-  type SensePayload,
-} from '@tetraloop/core';
 import { startModelServer, type ModelServer } from './support/model-server.js';
 import { laneIdle, post, startStack, waitFor, type Stack } from './support/stack.js';
 

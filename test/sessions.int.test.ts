@@ -6,7 +6,10 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { Redis } from 'ioredis';
 import { Queue } from 'bullmq';
-import { HookRegistry, SENSE_JOB, tenantRunsKey, type RunDocument, type SessionView } from '@tetraloop/core';
+import type { RunDocument } from '@tetraloop/core/domain';
+import { HookRegistry } from '@tetraloop/core/hooks';
+import { SENSE_JOB } from '@tetraloop/core/sessions';
+import { tenantRunsKey, type SessionView } from '@tetraloop/core/state';
 import {
   startModelServer,
   type ChatRequest,

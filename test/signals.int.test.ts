@@ -4,7 +4,7 @@
  * run's signals are capped in number and size. Approvals of held tool calls are in hooks.int.test.ts.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { RunDocument, WaitRecord } from '@tetraloop/core';
+import type { RunDocument, WaitRecord } from '@tetraloop/core/domain';
 import {
   post,
   postRun,

@@ -13,14 +13,14 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { scopedName } from '@tetraloop/core/domain';
 import {
   FILE_CONTENT_MAX_BYTES,
-  SessionStore,
   globToRegExp,
-  scopedName,
   type FilePayload,
   type SenseEvent,
-} from '@tetraloop/core';
+} from '@tetraloop/core/sessions';
+import { SessionStore } from '@tetraloop/core/state';
 import { parseApiEnv, startApi } from '@tetraloop/api';
 import { parseWorkerEnv, startPools, type PoolsHandle } from '@tetraloop/workers';
 import { followJobEvents, startStack, testEnv, type JobEvents, type Stack } from './support/stack.js';

@@ -6,7 +6,9 @@
  */
 import { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { SENSE_JOB, SessionStore, UNTRUSTED_DATA_NOTE, sourcesKey } from '@tetraloop/core';
+import { UNTRUSTED_DATA_NOTE } from '@tetraloop/core/model';
+import { SENSE_JOB } from '@tetraloop/core/sessions';
+import { SessionStore, sourcesKey } from '@tetraloop/core/state';
 import { startModelServer, type ChatRequest, type ModelServer } from './support/model-server.js';
 import {
   followJobEvents,

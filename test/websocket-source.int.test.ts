@@ -9,7 +9,8 @@ import { Redis } from 'ioredis';
 import type { AddressInfo } from 'node:net';
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { WebSocket, WebSocketServer } from 'ws';
-import { SessionStore, type SenseEvent } from '@tetraloop/core';
+import type { SenseEvent } from '@tetraloop/core/sessions';
+import { SessionStore } from '@tetraloop/core/state';
 import { parseWorkerEnv, startPools, type PoolsHandle } from '@tetraloop/workers';
 import { followJobEvents, startStack, testEnv, type JobEvents, type Stack } from './support/stack.js';
 

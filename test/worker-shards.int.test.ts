@@ -6,14 +6,8 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { Queue } from 'bullmq';
 import { Redis } from 'ioredis';
-import {
-  DEFAULT_TENANT,
-  QUEUE_NAMES,
-  idempotentRunId,
-  nodeJobId,
-  queueLayout,
-  shardOfRunId,
-} from '@tetraloop/core';
+import { DEFAULT_TENANT, idempotentRunId } from '@tetraloop/core/domain';
+import { QUEUE_NAMES, nodeJobId, queueLayout, shardOfRunId } from '@tetraloop/core/queues';
 import { spawnTetraloop, stderrMatches, type Spawned } from './support/processes.js';
 import { followJobEvents, postRun, startStack, waitFor, type Stack } from './support/stack.js';
 import { startToolServer, type ToolServer } from './support/tool-server.js';

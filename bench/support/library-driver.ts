@@ -4,7 +4,7 @@
  * counterpart of a BullMQ producer calling `Queue.addBulk`.
  */
 import type { ApiHandle } from '@tetraloop/api';
-import { RunRequest } from '@tetraloop/core';
+import { RunRequest } from '@tetraloop/core/runs';
 
 export interface LibraryDriver {
   submit(body: unknown): Promise<string>;

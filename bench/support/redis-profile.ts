@@ -9,7 +9,7 @@
 import { createHash } from 'node:crypto';
 import * as bullScripts from 'bullmq/dist/esm/scripts/index.js';
 import { Redis } from 'ioredis';
-import { scriptSources } from '@tetraloop/core';
+import { scriptSources } from '@tetraloop/core/state';
 
 export interface ProfileRow {
   /** `script <name>` (Tetraloop), `bullmq <name>`, or a plain command's name. */

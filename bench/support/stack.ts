@@ -2,9 +2,10 @@
 import { randomUUID } from 'node:crypto';
 import { parseApiEnv, startApi, type ApiHandle } from '@tetraloop/api';
 import { TetraloopClient, type RunDocument, type RunRequest } from '@tetraloop/client';
-import { startRedisServer, type RedisServer } from '@tetraloop/core';
+import type { ExecutorHooks } from '@tetraloop/core/executor';
+import type { Pool } from '@tetraloop/core/queues';
+import { startRedisServer, type RedisServer } from '@tetraloop/core/runtime';
 import { parseWorkerEnv, startPools, type PoolsHandle } from '@tetraloop/workers';
-import type { ExecutorHooks, Pool } from '@tetraloop/core';
 
 export interface BenchStack {
   readonly url: string;

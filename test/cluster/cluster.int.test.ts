@@ -8,20 +8,17 @@
 import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { Redis } from 'ioredis';
+import type { RunDocument } from '@tetraloop/core/domain';
+import { AcceptBarrier } from '@tetraloop/core/durability';
+import { queueLayout } from '@tetraloop/core/queues';
+import { RunRequest } from '@tetraloop/core/runs';
 import {
-  AcceptBarrier,
-  ApiKeyStore,
-  RunRequest,
-  RunStore,
   connectRedis,
-  purgeTenant,
-  keySlot,
-  queueLayout,
   startRedisCluster,
   type RedisClient,
   type RedisClusterServer,
-  type RunDocument,
-} from '@tetraloop/core';
+} from '@tetraloop/core/runtime';
+import { ApiKeyStore, RunStore, purgeTenant, keySlot } from '@tetraloop/core/state';
 import { slotOwner } from '../support/cluster-slots.js';
 import { spawnTetraloop, stderrMatches, type Spawned } from '../support/processes.js';
 import { startModelServer, type ModelServer } from '../support/model-server.js';

@@ -7,14 +7,10 @@
  */
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { Redis } from 'ioredis';
-import {
-  keySlot,
-  queueLayout,
-  shardOfRunId,
-  startRedisCluster,
-  type RedisClusterServer,
-  type RunDocument,
-} from '@tetraloop/core';
+import type { RunDocument } from '@tetraloop/core/domain';
+import { queueLayout, shardOfRunId } from '@tetraloop/core/queues';
+import { startRedisCluster, type RedisClusterServer } from '@tetraloop/core/runtime';
+import { keySlot } from '@tetraloop/core/state';
 import { slotOwner, slotOwners } from '../support/cluster-slots.js';
 import { postRun, startStack, waitFor, type Stack } from '../support/stack.js';
 import { startToolServer, type ToolServer } from '../support/tool-server.js';

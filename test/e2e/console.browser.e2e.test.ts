@@ -11,7 +11,7 @@ import { mkdirSync, readFileSync } from 'node:fs';
 import { chromium, type Browser, type Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { CONSOLE_PAGES } from '@tetraloop/console';
-import { SCOPES, type RunDocument } from '@tetraloop/core';
+import { SCOPES, type RunDocument } from '@tetraloop/core/domain';
 import { startModelServer, type ChatRequest, type ModelServer } from '../support/model-server.js';
 import { startStack, type Stack } from '../support/stack.js';
 import { startToolServer, type ToolServer } from '../support/tool-server.js';

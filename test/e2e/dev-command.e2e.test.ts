@@ -13,7 +13,8 @@ import {
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { expect, it } from 'vitest';
-import { freePort, type RunDocument } from '@tetraloop/core';
+import type { RunDocument } from '@tetraloop/core/domain';
+import { freePort } from '@tetraloop/core/runtime';
 import { spawnTetraloop, stderrMatches, type Spawned } from '../support/processes.js';
 import { postRun, runToEnd } from '../support/stack.js';
 

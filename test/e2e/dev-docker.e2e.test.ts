@@ -10,7 +10,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Redis } from 'ioredis';
 import { expect, it } from 'vitest';
-import { containerName, freePort } from '@tetraloop/core';
+import { containerName, freePort } from '@tetraloop/core/runtime';
 import { dockerStandIn } from '../support/docker-stand-in.js';
 import { spawnTetraloop, stderrMatches, type Spawned } from '../support/processes.js';
 import { runToEnd } from '../support/stack.js';

@@ -9,7 +9,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { keysCommand } from '@tetraloop/cli';
-import { freePort } from '@tetraloop/core';
+import { freePort } from '@tetraloop/core/runtime';
 import { runTetraloop } from '../support/processes.js';
 import { startStack, type Stack } from '../support/stack.js';
 

@@ -8,7 +8,9 @@ import { randomUUID } from 'node:crypto';
 import { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { lessonsCommand } from '@tetraloop/cli';
-import { MemoryStore, freePort, lessonId, type Lesson } from '@tetraloop/core';
+import { lessonId, type Lesson } from '@tetraloop/core/memory';
+import { freePort } from '@tetraloop/core/runtime';
+import { MemoryStore } from '@tetraloop/core/state';
 import { runTetraloop } from '../support/processes.js';
 import { startStack, type Stack } from '../support/stack.js';
 

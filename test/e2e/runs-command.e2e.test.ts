@@ -9,7 +9,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { explainCommand, runGraphFile, runsCommand, type RunsIo } from '@tetraloop/cli';
-import type { RunDocument } from '@tetraloop/core';
+import type { RunDocument } from '@tetraloop/core/domain';
 import { runTetraloop } from '../support/processes.js';
 import { startStack, type Stack } from '../support/stack.js';
 

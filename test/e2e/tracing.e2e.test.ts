@@ -11,7 +11,7 @@ import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { randomBytes, randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, expect, inject, it, vi } from 'vitest';
-import { freePort } from '@tetraloop/core';
+import { freePort } from '@tetraloop/core/runtime';
 import { startModelServer, type ModelServer } from '../support/model-server.js';
 import { spawnTetraloop, stderrMatches, type Spawned } from '../support/processes.js';
 import { startToolServer, type ToolServer } from '../support/tool-server.js';

@@ -4,7 +4,7 @@
  * gauges of its own.
  */
 import { afterAll, beforeAll, expect, it, vi } from 'vitest';
-import { freePort } from '@tetraloop/core';
+import { freePort } from '@tetraloop/core/runtime';
 import { spawnTetraloop, stderrMatches, type Spawned } from '../support/processes.js';
 import { postRun, startStack, waitFor, type Stack } from '../support/stack.js';
 import { startToolServer, type ToolServer } from '../support/tool-server.js';

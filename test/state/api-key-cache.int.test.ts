@@ -6,7 +6,7 @@
 import { randomUUID } from 'node:crypto';
 import { Redis } from 'ioredis';
 import { afterAll, afterEach, expect, inject, it, vi } from 'vitest';
-import { ApiKeyStore } from '@tetraloop/core';
+import { ApiKeyStore } from '@tetraloop/core/state';
 
 const prefix = `test-${randomUUID()}`;
 const redis = new Redis(inject('redisUrl'));

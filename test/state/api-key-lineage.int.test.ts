@@ -14,7 +14,7 @@ import {
   apiKeyChildrenKey,
   apiKeyKey,
   tenantApiKeysKey,
-} from '@tetraloop/core';
+} from '@tetraloop/core/state';
 
 const prefix = `test-${randomUUID()}`;
 const redis = new Redis(inject('redisUrl'));

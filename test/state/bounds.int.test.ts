@@ -7,26 +7,21 @@
 import { randomUUID } from 'node:crypto';
 import { Redis } from 'ioredis';
 import { afterAll, describe, expect, inject, it } from 'vitest';
+import type { RunSummary } from '@tetraloop/core/memory';
+import { SCHEMA_CACHE_MAX, compileSchema, schemaCacheSize, setSchemaCacheMax } from '@tetraloop/core/model';
+import type { ExecutableGraph, Graph, ToolNode } from '@tetraloop/core/nodes';
 import {
   MemoryStore,
   RunStore,
-  SCHEMA_CACHE_MAX,
   SessionStore,
   busySessionsKey,
-  compileSchema,
   memoryAgentsKey,
   memoryKeyList,
   memoryKeys,
   runKeys,
-  schemaCacheSize,
   sessionKeyList,
   sessionKeys,
-  setSchemaCacheMax,
-  type ExecutableGraph,
-  type Graph,
-  type RunSummary,
-  type ToolNode,
-} from '@tetraloop/core';
+} from '@tetraloop/core/state';
 
 const prefix = `test-${randomUUID()}`;
 const redis = new Redis(inject('redisUrl'));

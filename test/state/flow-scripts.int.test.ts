@@ -2,15 +2,8 @@
 import { randomUUID } from 'node:crypto';
 import { Redis } from 'ioredis';
 import { afterAll, describe, expect, inject, it, vi } from 'vitest';
-import {
-  DEFAULT_ADAPTIVE,
-  FlowStore,
-  LimitsDocument,
-  flowKeysFor,
-  type FlowCall,
-  type FlowKey,
-  type HeldCall,
-} from '@tetraloop/core';
+import { LimitsDocument, flowKeysFor, type FlowCall, type FlowKey } from '@tetraloop/core/flow';
+import { DEFAULT_ADAPTIVE, FlowStore, type HeldCall } from '@tetraloop/core/state';
 
 const redis = new Redis(inject('redisUrl'));
 const freshStore = (): FlowStore => new FlowStore(redis, `test-${randomUUID()}`);

@@ -2,7 +2,7 @@
 import { randomUUID } from 'node:crypto';
 import { Redis } from 'ioredis';
 import { afterAll, afterEach, describe, expect, inject, it, vi } from 'vitest';
-import { RateLimitStore, RunStore, TenantSlots, tenantSlotKeys } from '@tetraloop/core';
+import { RateLimitStore, RunStore, TenantSlots, tenantSlotKeys } from '@tetraloop/core/state';
 
 const prefix = `test-${randomUUID()}`;
 const redis = new Redis(inject('redisUrl'));

@@ -2,7 +2,8 @@
 import { randomUUID } from 'node:crypto';
 import { Redis } from 'ioredis';
 import { afterAll, describe, expect, inject, it } from 'vitest';
-import { MemoryStore, memoryKeys, type Lesson, type RunSummary } from '@tetraloop/core';
+import type { Lesson, RunSummary } from '@tetraloop/core/memory';
+import { MemoryStore, memoryKeys } from '@tetraloop/core/state';
 
 const prefix = `test-${randomUUID()}`;
 const redis = new Redis(inject('redisUrl'));

@@ -2,7 +2,7 @@
 import { randomUUID } from 'node:crypto';
 import { Redis } from 'ioredis';
 import { afterAll, describe, expect, inject, it } from 'vitest';
-import { PlanCacheStore } from '@tetraloop/core';
+import { PlanCacheStore } from '@tetraloop/core/state';
 
 const redis = new Redis(inject('redisUrl'));
 const cache = new PlanCacheStore(redis, { prefix: `test-${randomUUID()}`, enabled: true, ttlSeconds: 60 });

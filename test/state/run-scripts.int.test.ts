@@ -6,26 +6,20 @@
 import { randomUUID } from 'node:crypto';
 import { Redis } from 'ioredis';
 import { afterAll, describe, expect, inject, it } from 'vitest';
-import {
-  RunStore,
-  runKeyList,
-  runKeys,
-  runSearchKeys,
-  type AttemptRecord,
-  type Budget,
-  type ExecutableGraph,
-  type Graph,
-  type LiveNodeState,
-  type NodeSnapshot,
-  type OnBudget,
-  type PlanningRecord,
-  type RunError,
-  type RunEvent,
-  type RunKeys,
-  type SignalDecision,
-  type TaskSpec,
-  type ToolNode,
-} from '@tetraloop/core';
+import type {
+  AttemptRecord,
+  Budget,
+  LiveNodeState,
+  NodeSnapshot,
+  OnBudget,
+  PlanningRecord,
+  RunEvent,
+  SignalDecision,
+  TaskSpec,
+} from '@tetraloop/core/domain';
+import type { RunError } from '@tetraloop/core/errors';
+import type { ExecutableGraph, Graph, ToolNode } from '@tetraloop/core/nodes';
+import { RunStore, runKeyList, runKeys, runSearchKeys, type RunKeys } from '@tetraloop/core/state';
 
 const prefix = `test-${randomUUID()}`;
 const RETENTION = 1000;

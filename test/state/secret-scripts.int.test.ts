@@ -5,7 +5,7 @@
 import { randomBytes, randomUUID } from 'node:crypto';
 import { Redis } from 'ioredis';
 import { afterAll, describe, expect, inject, it } from 'vitest';
-import { SecretStore, secretKeys } from '@tetraloop/core';
+import { SecretStore, secretKeys } from '@tetraloop/core/state';
 
 const prefix = `test-${randomUUID()}`;
 const redis = new Redis(inject('redisUrl'));

@@ -14,7 +14,7 @@ import {
   type DropPolicy,
   type LaneMessage,
   type LaneMode,
-} from '@tetraloop/core';
+} from '@tetraloop/core/state';
 
 const prefix = `test-${randomUUID()}`;
 const redis = new Redis(inject('redisUrl'));

@@ -2,7 +2,7 @@
 import { randomBytes, randomUUID } from 'node:crypto';
 import { Redis } from 'ioredis';
 import { afterAll, describe, expect, inject, it } from 'vitest';
-import { WebhookStore, webhookKeys } from '@tetraloop/core';
+import { WebhookStore, webhookKeys } from '@tetraloop/core/state';
 
 const prefix = `test-${randomUUID()}`;
 const redis = new Redis(inject('redisUrl'));

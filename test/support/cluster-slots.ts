@@ -1,6 +1,6 @@
 /** Where a key lives on a Redis Cluster, asked of one of its nodes: for the cluster tests. */
 import { Redis } from 'ioredis';
-import { keySlot } from '@tetraloop/core';
+import { keySlot } from '@tetraloop/core/state';
 
 /** The `redis://` URL of the master that serves `key`'s slot now, from `CLUSTER SLOTS` of `nodeUrl`. */
 export async function slotOwner(nodeUrl: string, key: string): Promise<string> {

@@ -4,7 +4,7 @@
  */
 import { existsSync } from 'node:fs';
 import type { TestProject } from 'vitest/node';
-import { startRedisServer } from '@tetraloop/core';
+import { startRedisServer } from '@tetraloop/core/runtime';
 
 declare module 'vitest' {
   export interface ProvidedContext {

@@ -7,7 +7,7 @@ import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { stringify } from 'yaml';
-import { freePort } from '@tetraloop/core';
+import { freePort } from '@tetraloop/core/runtime';
 
 /** Whether a `prometheus` binary is on PATH. */
 export function hasPrometheus(): boolean {

@@ -3,18 +3,12 @@ import { randomUUID } from 'node:crypto';
 import { inject } from 'vitest';
 import { parseApiEnv, startApi, type ApiHandle } from '@tetraloop/api';
 import { parseSseBlock } from '@tetraloop/client';
-import {
-  connectRedis,
-  isTerminal,
-  nodeJobId,
-  type DestinationStream,
-  signWebhook,
-  type ExecutorHooks,
-  type LiveNodeState,
-  type Pool,
-  type RunDocument,
-  type RunEvent,
-} from '@tetraloop/core';
+import { isTerminal, type LiveNodeState, type RunDocument, type RunEvent } from '@tetraloop/core/domain';
+import type { ExecutorHooks } from '@tetraloop/core/executor';
+import type { DestinationStream } from '@tetraloop/core/logging';
+import { nodeJobId, type Pool } from '@tetraloop/core/queues';
+import { connectRedis } from '@tetraloop/core/runtime';
+import { signWebhook } from '@tetraloop/core/webhooks';
 import { parseWorkerEnv, startPools, type PoolsHandle } from '@tetraloop/workers';
 
 export interface Stack {

@@ -10,7 +10,9 @@ import { createBullBoard } from '@bull-board/api';
 import { BullMQAdapter } from '@bull-board/api/bullMQAdapter';
 import { ExpressAdapter } from '@bull-board/express';
 import express, { type Express, type Request, type RequestHandler, type Router } from 'express';
-import { adminSessionKey, type RedisClient, type ShownQueue } from '@tetraloop/core';
+import type { ShownQueue } from '@tetraloop/core/queues';
+import type { RedisClient } from '@tetraloop/core/runtime';
+import { adminSessionKey } from '@tetraloop/core/state';
 import { bearerOf, sameSecret } from './auth.js';
 
 export const ADMIN_PATH = '/admin/queues';

@@ -5,23 +5,23 @@
  * from them (`openapi.ts`), so an answer cannot drift from its documentation unnoticed.
  */
 import {
-  ApiKeyRecord,
-  CounterState,
   DeliveryAttempt,
-  LimitDefinition,
-  Lesson,
-  MessageResult,
-  ReflectionState,
   RunListing,
   RunStatus,
-  RunSummary,
+  SignalDecision,
+  WebhookSubscription,
+} from '@tetraloop/core/domain';
+import { LimitDefinition } from '@tetraloop/core/flow';
+import { Lesson, RunSummary } from '@tetraloop/core/memory';
+import { MessageResult, SourceStatus } from '@tetraloop/core/sessions';
+import {
+  ApiKeyRecord,
+  CounterState,
+  ReflectionState,
   SecretEntry,
   SessionListing,
   ServiceStats,
-  SignalDecision,
-  SourceStatus,
-  WebhookSubscription,
-} from '@tetraloop/core';
+} from '@tetraloop/core/state';
 import { z } from 'zod';
 
 /** One problem with a request: where (a dot path; empty for the whole body) and what. */

@@ -1,27 +1,23 @@
 /** The Express app: routes, body limits, RedisClient gating and error mapping. No listening here. */
 import express, { type RequestHandler } from 'express';
-import type { RedisClient } from '@tetraloop/core';
+import type { Ceilings } from '@tetraloop/core/ceilings';
+import type { SignalLimits } from '@tetraloop/core/domain';
+import type { LimitsDocument } from '@tetraloop/core/flow';
+import type { RunEventHub, RunService, RunWaiter } from '@tetraloop/core/runs';
+import type { RedisClient, MemoryServices } from '@tetraloop/core/runtime';
+import type { WebhookSettings, SourceService } from '@tetraloop/core/sessions';
+import type {
+  FlowStore,
+  CostLedger,
+  RateLimitStore,
+  RunStore,
+  SecretStore,
+  WebhookStore,
+  SessionStore,
+} from '@tetraloop/core/state';
+import { metricsText } from '@tetraloop/core/telemetry';
 import type { Logger } from 'pino';
 import type { Queue, QueueEvents } from 'bullmq';
-import {
-  type FlowStore,
-  type LimitsDocument,
-  metricsText,
-  type Ceilings,
-  type CostLedger,
-  type RateLimitStore,
-  type MemoryServices,
-  type RunEventHub,
-  type RunService,
-  type RunStore,
-  type RunWaiter,
-  type SecretStore,
-  type WebhookStore,
-  type SessionStore,
-  type SignalLimits,
-  type WebhookSettings,
-  type SourceService,
-} from '@tetraloop/core';
 import type { AdminBoard } from './admin.js';
 import type { Liveness, Readiness } from './answers.js';
 import { authenticate, authorize, bearerOf, sameSecret, type AuthSettings } from './auth.js';

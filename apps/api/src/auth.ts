@@ -5,15 +5,8 @@
  */
 import { createHash, timingSafeEqual } from 'node:crypto';
 import type { Request, RequestHandler, Response } from 'express';
-import {
-  DEFAULT_TENANT,
-  OPEN_CALLER,
-  TenantId,
-  hasScope,
-  type ApiKeyStore,
-  type Caller,
-  SCOPES,
-} from '@tetraloop/core';
+import { DEFAULT_TENANT, OPEN_CALLER, TenantId, hasScope, type Caller, SCOPES } from '@tetraloop/core/domain';
+import type { ApiKeyStore } from '@tetraloop/core/state';
 import { HttpError } from './http-errors.js';
 import type { RouteAccess } from './route-table.js';
 

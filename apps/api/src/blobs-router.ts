@@ -1,6 +1,7 @@
 /** `/v1/blobs/:hash`: the content of a blob, the large node output a run document shows as a stub. */
 import type { RequestHandler } from 'express';
-import { blobHexOf, type RunStore } from '@tetraloop/core';
+import { blobHexOf } from '@tetraloop/core/domain';
+import type { RunStore } from '@tetraloop/core/state';
 import { callerOf } from './auth.js';
 import { HttpError, zodToHttp } from './http-errors.js';
 import { BlobHash } from './requests.js';

@@ -1,19 +1,18 @@
 /** Configuration of the API process, parsed once at boot. */
 import {
-  ACCEPT_WAITAOF_MODES,
   BASE_SETTINGS,
   SHUTDOWN_GRACE_DEFAULT_MS,
   envSchema,
   setting,
   type Settings,
   ConfigError,
-  WebhookSources,
   jsonEnv,
   parseEnv,
-  type AcceptDurability,
-  type ApiKeyStoreOptions,
-  type RunEventHubOptions,
-} from '@tetraloop/core';
+} from '@tetraloop/core/config';
+import { ACCEPT_WAITAOF_MODES, type AcceptDurability } from '@tetraloop/core/durability';
+import type { RunEventHubOptions } from '@tetraloop/core/runs';
+import { WebhookSources } from '@tetraloop/core/sessions';
+import type { ApiKeyStoreOptions } from '@tetraloop/core/state';
 import { z } from 'zod';
 import type { AppDeps } from './app.js';
 import { DEFAULT_JSON_MAX_DEPTH } from './json-depth.js';

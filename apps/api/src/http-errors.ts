@@ -1,14 +1,8 @@
 /** The API's error shape and the mapping from what went wrong to a status code. */
 import type { ErrorRequestHandler, Response } from 'express';
-import {
-  DefaultTenantError,
-  GraphRejectedError,
-  KeyLimitError,
-  RequestRefusedError,
-  RunStateConflictError,
-  WebhookStoreError,
-  isRedisUnavailable,
-} from '@tetraloop/core';
+import { GraphRejectedError, RequestRefusedError, RunStateConflictError } from '@tetraloop/core/runs';
+import { isRedisUnavailable } from '@tetraloop/core/runtime';
+import { DefaultTenantError, KeyLimitError, WebhookStoreError } from '@tetraloop/core/state';
 import type { Logger } from 'pino';
 import { z } from 'zod';
 import type { ApiError, ApiIssue } from './answers.js';

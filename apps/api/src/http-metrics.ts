@@ -5,7 +5,7 @@
  * JSON too deep), so labels stay bounded: no ids, no paths.
  */
 import type { RequestHandler, Response } from 'express';
-import { metrics } from '@tetraloop/core';
+import { metrics } from '@tetraloop/core/telemetry';
 import { ROUTES, type RouteName } from './route-table.js';
 
 const MATCHERS = (Object.entries(ROUTES) as [RouteName, (typeof ROUTES)[RouteName]][]).map(

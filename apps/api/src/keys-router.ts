@@ -4,7 +4,8 @@
  * tenant deleted with all its data (root).
  */
 import type { RequestHandler } from 'express';
-import { KeyGrantError, KeyMakerGoneError, ROOT_MAKER, type ApiKeyStore } from '@tetraloop/core';
+import { ROOT_MAKER } from '@tetraloop/core/domain';
+import { KeyGrantError, KeyMakerGoneError, type ApiKeyStore } from '@tetraloop/core/state';
 import type { KeyCreated, KeyList, TenantDeleted } from './answers.js';
 import { callerOf } from './auth.js';
 import { HttpError, zodToHttp } from './http-errors.js';

@@ -3,7 +3,9 @@
  * status when /metrics is scraped, like the queue depths. Labels are the fixed kinds and statuses
  * (12 series), never an agent or lesson id.
  */
-import { LESSON_KINDS, LESSON_STATUSES, metrics, type MemoryStore } from '@tetraloop/core';
+import { LESSON_KINDS, LESSON_STATUSES } from '@tetraloop/core/memory';
+import type { MemoryStore } from '@tetraloop/core/state';
+import { metrics } from '@tetraloop/core/telemetry';
 
 /** Agents whose lessons are read at once (one HGET and one HGETALL each, pipelined on the connection). */
 const AGENTS_AT_ONCE = 64;

@@ -5,7 +5,8 @@
  * them. Workers pick a change up within `TETRALOOP_LIMITS_REFRESH_MS`.
  */
 import type { RequestHandler } from 'express';
-import { LimitsDocument, type FlowStore } from '@tetraloop/core';
+import { LimitsDocument } from '@tetraloop/core/flow';
+import type { FlowStore } from '@tetraloop/core/state';
 import type { LimitsView } from './answers.js';
 import { zodToHttp } from './http-errors.js';
 import { limitsDocumentOf } from './requests.js';

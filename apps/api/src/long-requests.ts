@@ -4,7 +4,8 @@
  * (`OpenSlots`). Past the tenant's cap: `429`; past the process's: `503`; both with `Retry-After`.
  */
 import type { Response } from 'express';
-import { OpenSlots, metrics, type SlotLimits } from '@tetraloop/core';
+import { OpenSlots, type SlotLimits } from '@tetraloop/core/ceilings';
+import { metrics } from '@tetraloop/core/telemetry';
 import { callerOf } from './auth.js';
 import { HttpError } from './http-errors.js';
 

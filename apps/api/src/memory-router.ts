@@ -3,7 +3,9 @@
  * agent's lessons, read its memory (the hot set and the per-service counters).
  */
 import type { Request, RequestHandler, Response } from 'express';
-import { scopedName, unscopeName, type MemoryServices, type RunStore } from '@tetraloop/core';
+import { scopedName, unscopeName } from '@tetraloop/core/domain';
+import type { MemoryServices } from '@tetraloop/core/runtime';
+import type { RunStore } from '@tetraloop/core/state';
 import type { z } from 'zod';
 import type { AgentLessons, AgentMemory, FeedbackAccepted, ReflectAccepted } from './answers.js';
 import { callerOf } from './auth.js';

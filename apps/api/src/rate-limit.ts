@@ -6,7 +6,8 @@
  * applies.
  */
 import type { RequestHandler } from 'express';
-import type { Ceilings, RateLimitStore } from '@tetraloop/core';
+import type { Ceilings } from '@tetraloop/core/ceilings';
+import type { RateLimitStore } from '@tetraloop/core/state';
 import { callerOf } from './auth.js';
 import { HttpError, sendError } from './http-errors.js';
 

@@ -5,25 +5,20 @@
  */
 import {
   KEY_MAKER_PATTERN,
-  LESSON_STATUSES,
-  LANE_MODES,
-  LimitDefinition,
-  LimitsDocument,
-  MAX_LIMITS,
-  QUEUE_ARGUMENTS,
-  RUN_SEARCH_DEFAULT_LIMIT,
-  RUN_SEARCH_MAX_LIMIT,
   RunStatus,
   RunTag,
   SCOPES,
-  SecretGrant,
-  SecretScope,
-  SessionKey,
   SIGNAL_NAME_PATTERN,
   TenantId,
-  parseQueueCommand,
-  Thinking,
-} from '@tetraloop/core';
+} from '@tetraloop/core/domain';
+import { LimitDefinition, LimitsDocument, MAX_LIMITS } from '@tetraloop/core/flow';
+import { RUN_SEARCH_DEFAULT_LIMIT, RUN_SEARCH_MAX_LIMIT } from '@tetraloop/core/insight';
+import { LESSON_STATUSES } from '@tetraloop/core/memory';
+import { Thinking } from '@tetraloop/core/model';
+import { SecretGrant } from '@tetraloop/core/runs';
+import { SecretScope } from '@tetraloop/core/secrets';
+import { QUEUE_ARGUMENTS, SessionKey, parseQueueCommand } from '@tetraloop/core/sessions';
+import { LANE_MODES } from '@tetraloop/core/state';
 import { z } from 'zod';
 
 export { SessionKey };

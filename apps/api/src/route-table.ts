@@ -3,7 +3,7 @@
  * names something a tenant owns. The app mounts exactly these (a handler missing or left over
  * stops the boot), and the auth test matrix is generated from it, so no route can skip either.
  */
-import type { Scope } from '@tetraloop/core';
+import type { Scope } from '@tetraloop/core/domain';
 
 export const HTTP_METHODS = ['get', 'post', 'put', 'patch', 'delete'] as const;
 export type HttpMethod = (typeof HTTP_METHODS)[number];

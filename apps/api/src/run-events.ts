@@ -4,7 +4,9 @@
  * one `RunEventHub` (a few blocking connections in all), never by a connection of its own.
  */
 import type { Request, Response } from 'express';
-import type { RunEvent, RunEventHub, RunStore } from '@tetraloop/core';
+import type { RunEvent } from '@tetraloop/core/domain';
+import type { RunEventHub } from '@tetraloop/core/runs';
+import type { RunStore } from '@tetraloop/core/state';
 import type { EventsTruncated } from './answers.js';
 
 export interface EventStreamDeps {

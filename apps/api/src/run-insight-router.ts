@@ -4,16 +4,10 @@
  * so another tenant's run is never listed); and `GET /v1/runs/:id/explain`, where a run's time went.
  */
 import type { RequestHandler } from 'express';
-import {
-  decodeRunCursor,
-  encodeCursor,
-  parseTimeBound,
-  scopedName,
-  unscopeName,
-  type RunSearch,
-  type RunService,
-  type RunStore,
-} from '@tetraloop/core';
+import { scopedName, unscopeName } from '@tetraloop/core/domain';
+import { decodeRunCursor, encodeCursor, parseTimeBound, type RunSearch } from '@tetraloop/core/insight';
+import type { RunService } from '@tetraloop/core/runs';
+import type { RunStore } from '@tetraloop/core/state';
 import type { RunPage } from './answers.js';
 import { callerOf } from './auth.js';
 import { HttpError, zodToHttp } from './http-errors.js';

@@ -5,20 +5,17 @@
 import type { Request, RequestHandler, Response } from 'express';
 import {
   hasScope,
-  metrics,
   BudgetDecision,
-  RunRequest,
   isBudgetSignal,
-  type AcceptBarrier,
-  type AcceptShortfall,
   unscopeName,
   type SignalLimits,
   type SignalRefusal,
   type RunDocument,
-  type RunService,
-  type RunStore,
-  type RunWaiter,
-} from '@tetraloop/core';
+} from '@tetraloop/core/domain';
+import type { AcceptBarrier, AcceptShortfall } from '@tetraloop/core/durability';
+import { RunRequest, type RunService, type RunWaiter } from '@tetraloop/core/runs';
+import type { RunStore } from '@tetraloop/core/state';
+import { metrics } from '@tetraloop/core/telemetry';
 import type {
   RerunAccepted,
   RunAccepted,

@@ -5,7 +5,8 @@
  * its scope allows.
  */
 import type { Request, RequestHandler } from 'express';
-import { SecretName, SecretStoreError, type SecretErrorCode, type SecretStore } from '@tetraloop/core';
+import { SecretName } from '@tetraloop/core/secrets';
+import { SecretStoreError, type SecretErrorCode, type SecretStore } from '@tetraloop/core/state';
 import type { SecretList } from './answers.js';
 import { callerOf } from './auth.js';
 import { HttpError, zodToHttp } from './http-errors.js';

@@ -2,30 +2,14 @@
 import type { AddressInfo } from 'node:net';
 import { setTimeout as delay } from 'node:timers/promises';
 import { QueueEvents } from 'bullmq';
-import {
-  AcceptBarrier,
-  metrics,
-  ApiKeyStore,
-  QUEUE_NAMES,
-  QueueWatch,
-  RateLimitStore,
-  RunEventHub,
-  RunWaiter,
-  type DestinationStream,
-  type Logger,
-  type RunService,
-  buildServices,
-  closeQueues,
-  connectRedis,
-  createLogger,
-  openQueues,
-  openTools,
-  shownQueues,
-  parseAllowHosts,
-  purgeTenant,
-  waitsForDurability,
-} from '@tetraloop/core';
-import type { RedisClient } from '@tetraloop/core';
+import { AcceptBarrier, waitsForDurability } from '@tetraloop/core/durability';
+import { type DestinationStream, type Logger, createLogger } from '@tetraloop/core/logging';
+import { QUEUE_NAMES, closeQueues, openQueues, shownQueues } from '@tetraloop/core/queues';
+import { RunEventHub, RunWaiter, type RunService } from '@tetraloop/core/runs';
+import { buildServices, connectRedis, openTools, type RedisClient } from '@tetraloop/core/runtime';
+import { ApiKeyStore, RateLimitStore, purgeTenant } from '@tetraloop/core/state';
+import { metrics, QueueWatch } from '@tetraloop/core/telemetry';
+import { parseAllowHosts } from '@tetraloop/core/tools';
 import { adminBoard } from './admin.js';
 import { createApp, registeredRoutes, type RegisteredRoute } from './app.js';
 import {

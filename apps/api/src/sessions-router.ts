@@ -7,23 +7,20 @@
 import { randomUUID } from 'node:crypto';
 import type { Request, RequestHandler, Response } from 'express';
 import type { Queue, QueueEvents } from 'bullmq';
+import { scopedName, unscopeName } from '@tetraloop/core/domain';
+import { decodeCursor, encodeCursor } from '@tetraloop/core/insight';
+import type { RunService } from '@tetraloop/core/runs';
 import {
   InboundEvent,
-  decodeCursor,
-  encodeCursor,
   SENSE_JOB,
-  WEBHOOK_SIGNATURE_HEADER,
-  scopedName,
-  unscopeName,
-  verifyWebhookSignature,
   type WebhookSettings,
   SESSION_AGENT,
   type MessageResult,
-  type RunService,
   type SensePayload,
-  type SessionStore,
   type SourceService,
-} from '@tetraloop/core';
+} from '@tetraloop/core/sessions';
+import type { SessionStore } from '@tetraloop/core/state';
+import { WEBHOOK_SIGNATURE_HEADER, verifyWebhookSignature } from '@tetraloop/core/webhooks';
 import type {
   MessageAnswer,
   SessionPage,

@@ -3,7 +3,8 @@
  * agent, session and model, read from the cost ledger (`state/cost-ledger.ts`).
  */
 import type { RequestHandler } from 'express';
-import { CostDay, costDay, type CostLedger } from '@tetraloop/core';
+import { CostDay, costDay } from '@tetraloop/core/cost';
+import type { CostLedger } from '@tetraloop/core/state';
 import { z } from 'zod';
 import { callerOf } from './auth.js';
 import { zodToHttp } from './http-errors.js';

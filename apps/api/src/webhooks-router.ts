@@ -6,7 +6,8 @@
  * answer 409 through the error handler.
  */
 import type { Request, RequestHandler } from 'express';
-import { WebhookId, WebhookSubscriptionRequest, type WebhookStore } from '@tetraloop/core';
+import { WebhookId, WebhookSubscriptionRequest } from '@tetraloop/core/domain';
+import type { WebhookStore } from '@tetraloop/core/state';
 import type { WebhookCreated, WebhookDeliveries, WebhookList, WebhookSecret } from './answers.js';
 import { callerOf } from './auth.js';
 import { HttpError, zodToHttp } from './http-errors.js';

@@ -9,7 +9,7 @@
  */
 import { parseArgs } from 'node:util';
 import type { MessageAnswer, RunDocument, TetraloopClient } from '@tetraloop/client';
-import { replyOf } from '@tetraloop/core';
+import { replyOf } from '@tetraloop/core/sessions';
 import { apiTargetFromEnv, clientOf, describeFailure, type ApiTarget } from './api-client.js';
 import { UsageError, parsing } from './cli-args.js';
 

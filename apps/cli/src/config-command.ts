@@ -7,7 +7,7 @@
 import { writeFileSync } from 'node:fs';
 import { parseArgs } from 'node:util';
 import { ApiEnv, checkAuthExposure } from '@tetraloop/api';
-import { defaultOf, envSchema, unknownVariables, type Setting } from '@tetraloop/core';
+import { defaultOf, envSchema, unknownVariables, type Setting } from '@tetraloop/core/config';
 import { WorkerEnv } from '@tetraloop/workers';
 import type { z } from 'zod';
 import { configurationDoc } from './config-docs.js';

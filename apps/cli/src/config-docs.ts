@@ -1,5 +1,5 @@
 /** `docs/configuration.md`, generated from the settings catalog (`npm run docs:config`). Pure. */
-import { defaultOf, type Setting } from '@tetraloop/core';
+import { defaultOf, type Setting } from '@tetraloop/core/config';
 import { GROUP_ORDER } from './settings-catalog.js';
 
 const cell = (text: string): string => text.replace(/\|/g, '\\|').replace(/\n/g, ' ');

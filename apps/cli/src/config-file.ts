@@ -6,7 +6,7 @@
  */
 import { readFileSync } from 'node:fs';
 import { isMap, isScalar, isSeq, LineCounter, parseDocument, type Node as YamlNode, type Scalar } from 'yaml';
-import type { Setting } from '@tetraloop/core';
+import type { Setting } from '@tetraloop/core/config';
 
 /** One value the file sets: its variable's text and the line it is on. */
 export interface FileValue {

@@ -2,7 +2,8 @@
  * What `tetraloop dev` itself reads (the API and the pools it starts parse their own): whether a
  * Redis is given, where its embedded Redis and its own secret key are kept, and how that Redis fsyncs.
  */
-import { APPENDFSYNC_POLICIES, envSchema, parseEnv, setting, type Settings } from '@tetraloop/core';
+import { envSchema, parseEnv, setting, type Settings } from '@tetraloop/core/config';
+import { APPENDFSYNC_POLICIES } from '@tetraloop/core/runtime';
 import { z } from 'zod';
 
 export const DEV_SETTINGS = {

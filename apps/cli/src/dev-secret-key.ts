@@ -8,7 +8,7 @@
 import { randomBytes } from 'node:crypto';
 import { chmodSync, linkSync, mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { parseSecretKey, SECRET_KEY_FORMAT } from '@tetraloop/core';
+import { parseSecretKey, SECRET_KEY_FORMAT } from '@tetraloop/core/secrets';
 
 /** The file's name in the data directory. */
 export const DEV_SECRET_KEY_FILE = 'secret-key';

@@ -11,19 +11,10 @@
 import { UsageError, parsing } from './cli-args.js';
 import { parseArgs } from 'node:util';
 import { ApiEnv, KeyBody } from '@tetraloop/api';
-import {
-  ApiKeyRecord,
-  ApiKeyStore,
-  ConfigError,
-  DEFAULT_TENANT,
-  KeyLimitError,
-  SCOPES,
-  TenantId,
-  connectRedisOnce,
-  isClusterUrl,
-  parseClusterUrl,
-  parseEnv,
-} from '@tetraloop/core';
+import { ConfigError, isClusterUrl, parseClusterUrl, parseEnv } from '@tetraloop/core/config';
+import { DEFAULT_TENANT, SCOPES, TenantId } from '@tetraloop/core/domain';
+import { connectRedisOnce } from '@tetraloop/core/runtime';
+import { ApiKeyRecord, ApiKeyStore, KeyLimitError } from '@tetraloop/core/state';
 import {
   TetraloopApiError,
   TetraloopNotJsonError,

@@ -5,7 +5,7 @@
  */
 import { UsageError, parsing } from './cli-args.js';
 import { parseArgs } from 'node:util';
-import { LESSON_STATUSES, type LessonStatus } from '@tetraloop/core';
+import { LESSON_STATUSES, type LessonStatus } from '@tetraloop/core/memory';
 import {
   TetraloopApiError,
   unwrap,

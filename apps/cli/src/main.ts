@@ -8,15 +8,10 @@
  * with the root token, or in Redis directly; `openapi` prints the API's OpenAPI document.
  */
 import { parseArgs } from 'node:util';
-import {
-  AcceptDurabilityError,
-  ConfigError,
-  DataDirLockedError,
-  DockerCommandError,
-  NoRedisError,
-  POOLS,
-  type Pool,
-} from '@tetraloop/core';
+import { ConfigError } from '@tetraloop/core/config';
+import { AcceptDurabilityError } from '@tetraloop/core/durability';
+import { POOLS, type Pool } from '@tetraloop/core/queues';
+import { DataDirLockedError, DockerCommandError, NoRedisError } from '@tetraloop/core/runtime';
 import { agentCommand } from './agent-command.js';
 import { applyConfig, configCommand, ConfigFileError, takeConfigFlag } from './config-command.js';
 import { DevSecretKeyError } from './dev-secret-key.js';

@@ -1,7 +1,9 @@
 /** Long-running process types, each stopping cleanly on SIGINT/SIGTERM. */
 import { join, resolve } from 'node:path';
 import { startApi, parseApiEnv } from '@tetraloop/api';
-import { ConfigError, startEmbeddedRedis, type Pool } from '@tetraloop/core';
+import { ConfigError } from '@tetraloop/core/config';
+import type { Pool } from '@tetraloop/core/queues';
+import { startEmbeddedRedis } from '@tetraloop/core/runtime';
 import { z } from 'zod';
 import { parseWorkerEnv, startHealthServer, startPools } from '@tetraloop/workers';
 import { parseDevEnv } from './dev-env.js';

@@ -4,7 +4,7 @@
  * variable warning read.
  */
 import { API_SETTINGS } from '@tetraloop/api';
-import { BASE_SETTINGS, type Setting } from '@tetraloop/core';
+import { BASE_SETTINGS, type Setting } from '@tetraloop/core/config';
 import { WORKER_SETTINGS } from '@tetraloop/workers';
 import { DEV_SETTINGS } from './dev-env.js';
 import { CLI_SETTINGS } from './settings.js';

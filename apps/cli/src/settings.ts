@@ -3,7 +3,7 @@
  * to read, and the OpenTelemetry variables that turn tracing on (read before anything else loads,
  * so from the environment only).
  */
-import { setting, type Settings } from '@tetraloop/core';
+import { setting, type Settings } from '@tetraloop/core/config';
 import { z } from 'zod';
 
 const optionalText = z

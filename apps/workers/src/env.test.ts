@@ -1,4 +1,4 @@
-import { ConfigError } from '@tetraloop/core';
+import { ConfigError } from '@tetraloop/core/config';
 import { describe, expect, it } from 'vitest';
 import { parseWorkerEnv } from './env.js';
 

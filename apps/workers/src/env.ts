@@ -5,23 +5,23 @@ import {
   envSchema,
   setting,
   type Settings,
-  DEFAULT_BACKOFF,
-  DEFAULT_BLOB_MIN_BYTES,
-  DEFAULT_CONNECTION_SETTINGS,
-  DEFAULT_HTTP_MAX_BYTES,
-  DEFAULT_RETRY_AFTER_MAX_MS,
-  ERROR_CODES,
-  MIN_BLOB_MIN_BYTES,
-  DEFAULT_RETRIES,
   jsonEnv,
   parseEnv,
   ruleSettingsOf,
+} from '@tetraloop/core/config';
+import { ERROR_CODES } from '@tetraloop/core/errors';
+import type { ExecutorDeps } from '@tetraloop/core/executor';
+import { DEFAULT_CONNECTION_SETTINGS, type ConnectionSettings } from '@tetraloop/core/mcp';
+import {
+  DEFAULT_BACKOFF,
+  DEFAULT_RETRY_AFTER_MAX_MS,
+  DEFAULT_RETRIES,
   type BackoffPolicy,
-  type CallLessonDeps,
-  type ConnectionSettings,
-  type ExecutorDeps,
   type RetryTable,
-} from '@tetraloop/core';
+} from '@tetraloop/core/policy';
+import type { CallLessonDeps } from '@tetraloop/core/reflect';
+import { DEFAULT_BLOB_MIN_BYTES, MIN_BLOB_MIN_BYTES } from '@tetraloop/core/state';
+import { DEFAULT_HTTP_MAX_BYTES } from '@tetraloop/core/tools';
 import type { WorkerOptions } from 'bullmq';
 import { z } from 'zod';
 

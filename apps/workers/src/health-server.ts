@@ -4,7 +4,7 @@
  */
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { metricsText } from '@tetraloop/core';
+import { metricsText } from '@tetraloop/core/telemetry';
 
 export interface HealthServer {
   readonly port: number;

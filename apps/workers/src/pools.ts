@@ -6,7 +6,10 @@
  * and their Workers are made alike (`pools/workers.ts`).
  */
 import type { Worker } from 'bullmq';
-import { QueueWatch, shownQueues, type FlowGate, type McpTools, type Pool } from '@tetraloop/core';
+import type { FlowGate } from '@tetraloop/core/executor';
+import { shownQueues, type Pool } from '@tetraloop/core/queues';
+import type { McpTools } from '@tetraloop/core/runtime';
+import { QueueWatch } from '@tetraloop/core/telemetry';
 import type { WorkerEnv } from './env.js';
 import { openPoolContext, type PoolContext, type StartPoolsOptions } from './pools/context.js';
 import { nodePool } from './pools/node.js';

@@ -4,44 +4,39 @@
  * where defaults make fields optional). A schema used inside another named one becomes a `$ref`.
  */
 import {
-  ApiKeyRecord,
   AttemptRecord,
-  CostTotal,
-  CounterState,
-  DailyCost,
   DocumentGraph,
-  GraphBody,
-  InboundEvent,
-  Lesson,
-  LimitDefinition,
-  LimitsDocument,
-  NodeErrorData,
   NodeView,
   PlanningRecord,
   RunDocument,
-  RunError,
   RunEvent,
-  RunExplain,
-  NodeExplain,
   RunListing,
-  RunRequest,
-  RunSummary,
   RunUsage,
-  ReflectionState,
-  SecretEntry,
-  ServiceStats,
-  SessionListing,
-  SessionView,
   SignalDecision,
-  SourceStatus,
-  SubgraphNode,
-  SubmittedGraph,
   WaitRecord,
   DeliveryAttempt,
   RunWebhookView,
   WebhookSubscription,
   WebhookSubscriptionRequest,
-} from '@tetraloop/core';
+} from '@tetraloop/core/domain';
+import { NodeErrorData, RunError } from '@tetraloop/core/errors';
+import { LimitDefinition, LimitsDocument } from '@tetraloop/core/flow';
+import { RunExplain, NodeExplain } from '@tetraloop/core/insight';
+import { Lesson, RunSummary } from '@tetraloop/core/memory';
+import { GraphBody, SubgraphNode, SubmittedGraph } from '@tetraloop/core/nodes';
+import { RunRequest } from '@tetraloop/core/runs';
+import { InboundEvent, SourceStatus } from '@tetraloop/core/sessions';
+import {
+  ApiKeyRecord,
+  CostTotal,
+  CounterState,
+  DailyCost,
+  ReflectionState,
+  SecretEntry,
+  ServiceStats,
+  SessionListing,
+  SessionView,
+} from '@tetraloop/core/state';
 import { z } from 'zod';
 import {
   AgentLessons,

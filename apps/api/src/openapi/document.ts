@@ -3,7 +3,7 @@
  * schemas the handlers validate and answer with (zod's own JSON Schema output, draft 2020-12: the
  * dialect of OpenAPI 3.1). Served at `GET /openapi.json`; `libs/client` is generated from it.
  */
-import { SCOPES } from '@tetraloop/core';
+import { SCOPES } from '@tetraloop/core/domain';
 import { z } from 'zod';
 import { DEFAULT_MAX_WAIT_MS } from '../requests.js';
 import { ROUTES, type RouteAccess, type RouteName } from '../route-table.js';

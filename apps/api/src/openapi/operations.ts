@@ -5,19 +5,14 @@
  * handlers validate with (`requests.ts`, the core's), answers the schemas they answer with
  * (`answers.ts`, the core's records); error codes are listed by status.
  */
-import {
-  CostDay,
-  DailyCost,
-  InboundEvent,
-  Lesson,
-  RunDocument,
-  RunExplain,
-  RunRequest,
-  SecretName,
-  SessionView,
-  WebhookId,
-  WebhookSubscriptionRequest,
-} from '@tetraloop/core';
+import { CostDay } from '@tetraloop/core/cost';
+import { RunDocument, WebhookId, WebhookSubscriptionRequest } from '@tetraloop/core/domain';
+import { RunExplain } from '@tetraloop/core/insight';
+import { Lesson } from '@tetraloop/core/memory';
+import { RunRequest } from '@tetraloop/core/runs';
+import { SecretName } from '@tetraloop/core/secrets';
+import { InboundEvent } from '@tetraloop/core/sessions';
+import { DailyCost, SessionView } from '@tetraloop/core/state';
 import { z } from 'zod';
 import {
   AgentLessons,

@@ -5,40 +5,35 @@
  * module (`plan.ts`, `node.ts`, `sense.ts`, `reflect.ts`) takes what it needs from it.
  */
 import {
-  ModelClient,
-  PlanCache,
-  PlanCacheStore,
-  TenantSlots,
-  RunAborts,
   allowedToolsOf,
-  buildServices,
   priceTableOf,
-  closeQueues,
-  connectRedis,
-  createLogger,
-  loadCallKey,
-  isModelConfigured,
-  loadPlugins,
   modelConfigOf,
-  openQueues,
-  openTools,
-  FlowGate,
   flowSettingsOf,
-  parseAllowHosts,
   planCacheOptionsOf,
   planningSettingsOf,
   secretStoreOptionsOf,
-  type EgressPolicy,
+} from '@tetraloop/core/config';
+import {
+  PlanCache,
+  RunAborts,
+  FlowGate,
   type ExecutorDeps,
-  type Logger,
-  type LoopQueues,
-  type McpTools,
-  type Pool,
-  type RedisClient,
-  type DestinationStream,
   type ExecutorHooks,
+} from '@tetraloop/core/executor';
+import { loadPlugins } from '@tetraloop/core/hooks';
+import { createLogger, type Logger, type DestinationStream } from '@tetraloop/core/logging';
+import { ModelClient, isModelConfigured } from '@tetraloop/core/model';
+import { closeQueues, openQueues, type LoopQueues, type Pool } from '@tetraloop/core/queues';
+import {
+  buildServices,
+  connectRedis,
+  openTools,
+  type McpTools,
+  type RedisClient,
   type Services,
-} from '@tetraloop/core';
+} from '@tetraloop/core/runtime';
+import { PlanCacheStore, TenantSlots, loadCallKey } from '@tetraloop/core/state';
+import { parseAllowHosts, type EgressPolicy } from '@tetraloop/core/tools';
 import { executorSettingsOf, lessonSettingsOf, mcpConnectionOf, type WorkerEnv } from '../env.js';
 
 export interface StartPoolsOptions {

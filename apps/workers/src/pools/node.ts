@@ -3,7 +3,7 @@
  * calls held to flow control, whose tick runs while the pool does.
  */
 import type { Job } from 'bullmq';
-import { executeNodeJob } from '@tetraloop/core';
+import { executeNodeJob } from '@tetraloop/core/executor';
 import type { PoolContext } from './context.js';
 import { assignedShards, type PoolDefinition } from './workers.js';
 

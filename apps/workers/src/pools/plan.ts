@@ -4,7 +4,8 @@
  * settling of a run whose root job failed for good.
  */
 import type { Job } from 'bullmq';
-import { executePlanJob, reconcileQueuedRuns, settleAfterRootFailure } from '@tetraloop/core';
+import { executePlanJob, settleAfterRootFailure } from '@tetraloop/core/executor';
+import { reconcileQueuedRuns } from '@tetraloop/core/runs';
 import type { PoolContext } from './context.js';
 import { KEEP_SCHEDULES, assignedShards, type PoolDefinition } from './workers.js';
 

@@ -4,7 +4,9 @@
  * anything they get and nothing is scheduled.
  */
 import { UnrecoverableError, type Job } from 'bullmq';
-import { REFLECT_JOB, executeReflectJob, lifecycleOf, ruleSettingsOf } from '@tetraloop/core';
+import { lifecycleOf, ruleSettingsOf } from '@tetraloop/core/config';
+import { REFLECT_JOB } from '@tetraloop/core/queues';
+import { executeReflectJob } from '@tetraloop/core/reflect';
 import type { PoolContext } from './context.js';
 import { KEEP_SCHEDULES, type PoolDefinition } from './workers.js';
 

@@ -3,7 +3,9 @@
  * schedules, the periodic sweep of session lanes, and deliveries of outbound webhooks.
  */
 import type { Job } from 'bullmq';
-import { SENSE_JOB, egressClient, executeSenseJob, statusKindOf, webhookDeliveryOf } from '@tetraloop/core';
+import { webhookDeliveryOf } from '@tetraloop/core/config';
+import { SENSE_JOB, executeSenseJob, statusKindOf } from '@tetraloop/core/sessions';
+import { egressClient } from '@tetraloop/core/tools';
 import type { PoolContext } from './context.js';
 import { KEEP_SCHEDULES, type PoolDefinition } from './workers.js';
 

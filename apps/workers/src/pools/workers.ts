@@ -6,15 +6,15 @@
  */
 import { setTimeout as delay } from 'node:timers/promises';
 import { Worker, type Job, type Processor, type Queue } from 'bullmq';
+import { RetryNodeError } from '@tetraloop/core/executor';
 import {
   BACKOFF_TYPE,
   QUEUE_NAMES,
-  metrics,
-  RetryNodeError,
   RetryDeliveryError,
   WEBHOOK_BACKOFF_TYPE,
   type Pool,
-} from '@tetraloop/core';
+} from '@tetraloop/core/queues';
+import { metrics } from '@tetraloop/core/telemetry';
 import { workerOptionsOf, type WorkerEnv } from '../env.js';
 import type { PoolContext } from './context.js';
 

@@ -1,0 +1,2 @@
+export * from './ceilings.js';
+export * from './open-slots.js';

@@ -1,0 +1,2 @@
+export * from './validate.js';
+export * from './expand.js';

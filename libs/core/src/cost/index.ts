@@ -1,0 +1,2 @@
+export * from './price-table.js';
+export * from './budget-rules.js';

@@ -1,0 +1,2 @@
+export * from './accept-durability.js';
+export * from './accept-barrier.js';

@@ -1,0 +1,2 @@
+export * from './hook-registry.js';
+export * from './plugins.js';

@@ -1,0 +1,3 @@
+export * from './index-cursor.js';
+export * from './run-search.js';
+export * from './explain.js';

@@ -1,0 +1,2 @@
+export * from './signature.js';
+export * from './delivery-rules.js';
