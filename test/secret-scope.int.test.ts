@@ -23,6 +23,7 @@ import {
   type ScriptedReply,
 } from './support/model-server.js';
 import { postRun, readEvents, startStack, waitFor, type Stack } from './support/stack.js';
+import { keyspaceText } from './support/inspect.js';
 
 /** A loopback server that records every request (its raw URL, headers and body) and echoes it. */
 interface Recorder {
@@ -364,7 +365,7 @@ describe('masking', () => {
     // Every form the call made, and the server echoed, is masked wherever Tetraloop wrote it.
     const forms = [...secretForms(AWKWARD), ...secretForms(`robot:${AWKWARD}`)];
     const events = await readEvents(stack.url, doc.runId);
-    const keyspace = await keyspaceText(stack.prefix);
+    const keyspace = await keyspaceText(redis, stack.prefix);
     const places = {
       document: JSON.stringify(doc),
       events: JSON.stringify(events),
@@ -378,24 +379,3 @@ describe('masking', () => {
     expect(JSON.stringify(settledNode(doc, 'basic').output)).toContain('[secret]');
   });
 });
-
-/** Every value under the stack's prefix, whatever its type, as text. */
-async function keyspaceText(prefix: string): Promise<string> {
-  const parts: string[] = [];
-  let cursor = '0';
-  do {
-    const [next, keys] = await redis.scan(cursor, 'MATCH', `${prefix}*`, 'COUNT', 1000);
-    cursor = next;
-    for (const key of keys) {
-      const type = await redis.type(key);
-      parts.push(key);
-      if (type === 'string') parts.push((await redis.get(key)) ?? '');
-      else if (type === 'hash') parts.push(JSON.stringify(await redis.hgetall(key)));
-      else if (type === 'list') parts.push(JSON.stringify(await redis.lrange(key, 0, -1)));
-      else if (type === 'set') parts.push(JSON.stringify(await redis.smembers(key)));
-      else if (type === 'zset') parts.push(JSON.stringify(await redis.zrange(key, '0', '-1')));
-      else if (type === 'stream') parts.push(JSON.stringify(await redis.xrange(key, '-', '+')));
-    }
-  } while (cursor !== '0');
-  return parts.join('\n');
-}

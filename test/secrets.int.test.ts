@@ -11,6 +11,7 @@ import type { RunDocument } from '@tetraloop/core/domain';
 import { type RedisClient, connectRedis, whenReady } from '@tetraloop/core/runtime';
 import { parseApiEnv } from '@tetraloop/api';
 import { postRun, readEvents, runToEnd, startStack, testEnv, type Stack } from './support/stack.js';
+import { keyspaceText } from './support/inspect.js';
 import {
   startModelServer,
   type ChatRequest,
@@ -99,28 +100,6 @@ async function request(
   });
   const text = await res.text();
   return { status: res.status, body: text ? (JSON.parse(text) as Record<string, unknown>) : null };
-}
-
-/** Every value under the test's prefix, whatever its type, as text. */
-async function keyspaceText(prefix: string): Promise<string> {
-  const parts: string[] = [];
-  let cursor = '0';
-  do {
-    const [next, keys] = await redis.scan(cursor, 'MATCH', `${prefix}*`, 'COUNT', 1000);
-    cursor = next;
-    for (const key of keys) {
-      const type = await redis.type(key);
-      parts.push(key);
-      if (type === 'string') parts.push((await redis.get(key)) ?? '');
-      else if (type === 'hash') parts.push(JSON.stringify(await redis.hgetall(key)));
-      else if (type === 'list') parts.push(JSON.stringify(await redis.lrange(key, 0, -1)));
-      else if (type === 'set') parts.push(JSON.stringify(await redis.smembers(key)));
-      else if (type === 'zset') parts.push(JSON.stringify(await redis.zrange(key, '0', '-1', 'WITHSCORES')));
-      else if (type === 'stream') parts.push(JSON.stringify(await redis.xrange(key, '-', '+')));
-      else parts.push(`<${type}>`);
-    }
-  } while (cursor !== '0');
-  return parts.join('\n');
 }
 
 const echo = (id: string, args: Record<string, unknown> = {}) => ({
@@ -213,7 +192,7 @@ describe('a run that uses secrets', () => {
   it('writes them nowhere: run document, events, the whole keyspace, the logs', async () => {
     const served = await request(stack.url, 'GET', `/v1/runs/${doc.runId}`);
     const events = await readEvents(stack.url, doc.runId);
-    const keyspace = await keyspaceText(stack.prefix);
+    const keyspace = await keyspaceText(redis, stack.prefix);
     // The graph, with its references to the secrets, is there; their values are not.
     expect(keyspace).toMatch(/\$secret[^A-Z]+API_TOKEN/);
     const logText = logs.join('');

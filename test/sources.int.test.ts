@@ -24,6 +24,7 @@ import { SessionStore } from '@tetraloop/core/state';
 import { parseApiEnv, startApi } from '@tetraloop/api';
 import { parseWorkerEnv, startPools, type PoolsHandle } from '@tetraloop/workers';
 import { followJobEvents, startStack, testEnv, type JobEvents, type Stack } from './support/stack.js';
+import { metricValue } from './support/inspect.js';
 
 let stack: Stack;
 let redis: Redis;
@@ -168,15 +169,6 @@ describe('file sources', () => {
   });
 });
 
-/** `tetraloop_source_events_refused_total{reason}` in this process's metrics. */
-async function refusedEvents(reason: string): Promise<number> {
-  const text = await (await fetch(`${stack.url}/metrics`)).text();
-  const line = text
-    .split('\n')
-    .find((l) => l.startsWith(`tetraloop_source_events_refused_total{reason="${reason}"}`));
-  return line ? Number(line.split(' ')[1]) : 0;
-}
-
 /** Every Redis key under this stack's prefix that contains `part`. */
 async function keysWith(part: string): Promise<string[]> {
   const found: string[] = [];
@@ -191,7 +183,10 @@ async function keysWith(part: string): Promise<string[]> {
 
 describe('polled sources', () => {
   it("never write into another tenant's session: an answer naming a key outside the alphabet is dropped and counted", async () => {
-    const before = await refusedEvents('invalid_session_key');
+    const before = await metricValue(
+      stack.url,
+      'tetraloop_source_events_refused_total{reason="invalid_session_key"}',
+    );
     const sense = await followJobEvents(stack, ['sense']);
     try {
       // The second of two polls that end from here on started after `before` was read.
@@ -209,7 +204,10 @@ describe('polled sources', () => {
     expect(await keysWith('polled-victim')).toEqual([]);
     expect(await keysWith('Zz~')).toEqual([]);
     // Both refusals of each poll are counted.
-    expect((await refusedEvents('invalid_session_key')) - before).toBeGreaterThanOrEqual(2);
+    expect(
+      (await metricValue(stack.url, 'tetraloop_source_events_refused_total{reason="invalid_session_key"}')) -
+        before,
+    ).toBeGreaterThanOrEqual(2);
   });
 });
 

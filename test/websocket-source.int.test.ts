@@ -13,6 +13,7 @@ import type { SenseEvent } from '@tetraloop/core/sessions';
 import { SessionStore } from '@tetraloop/core/state';
 import { parseWorkerEnv, startPools, type PoolsHandle } from '@tetraloop/workers';
 import { followJobEvents, startStack, testEnv, type JobEvents, type Stack } from './support/stack.js';
+import { metricValue } from './support/inspect.js';
 
 let stack: Stack;
 let redis: Redis;
@@ -127,26 +128,27 @@ it('turns each message into an event of the session environment: an envelope, a 
   expect(await feedEvents(3)).toHaveLength(3);
 });
 
-/** `tetraloop_source_events_refused_total{reason}` in this process's metrics. */
-async function refusedEvents(reason: string): Promise<number> {
-  const text = await (await fetch(`${stack.url}/metrics`)).text();
-  const line = text
-    .split('\n')
-    .find((l) => l.startsWith(`tetraloop_source_events_refused_total{reason="${reason}"}`));
-  return line ? Number(line.split(' ')[1]) : 0;
-}
-
 it("drops and counts a message naming a session key outside the API's alphabet: never another tenant's session", async () => {
-  const before = await refusedEvents('invalid_session_key');
+  const before = await metricValue(
+    stack.url,
+    'tetraloop_source_events_refused_total{reason="invalid_session_key"}',
+  );
   const socket = await connected(1);
   // The source is the default tenant's; `acme~victim` is how acme's session `victim` is stored.
   socket.send(JSON.stringify({ eventId: 'ws-victim', sessionKey: 'acme~victim', payload: { injected: 1 } }));
   socket.send(JSON.stringify({ eventId: 'ws-odd', sessionKey: 'Zz~a}b{c d', payload: { injected: 2 } }));
   await expect
-    .poll(async () => (await refusedEvents('invalid_session_key')) - before, {
-      timeout: 20_000,
-      interval: 50,
-    })
+    .poll(
+      async () =>
+        (await metricValue(
+          stack.url,
+          'tetraloop_source_events_refused_total{reason="invalid_session_key"}',
+        )) - before,
+      {
+        timeout: 20_000,
+        interval: 50,
+      },
+    )
     .toBe(2);
   expect((await sessions.environment('acme~victim')).events).toEqual([]);
   const keys = await redis.keys(`${stack.prefix}:*`);
