@@ -5,3 +5,4 @@ export * from './egress-client.js';
 export * from './http-tool.js';
 export * from './tool-catalog.js';
 export * from './function-names.js';
+export * from './custom-tool.js';
