@@ -120,7 +120,7 @@ describe('reconciler pass', () => {
     plan = open(QUEUE_NAMES.plan);
     node = open(QUEUE_NAMES.tool);
     queues = runQueuesOf(
-      [{ plan, node }],
+      [{ plan, node, toolQueue: () => node, toolQueues: new Map() }],
       { completedAgeSeconds: 3600, completedCount: 1000, failedAgeSeconds: 3600, nodeCompletedCount: 0 },
       store,
     );

@@ -11,7 +11,13 @@ import { parseArgs } from 'node:util';
 import { ConfigError } from '@tetraloop/core/config';
 import { AcceptDurabilityError } from '@tetraloop/core/durability';
 import { POOLS, type Pool } from '@tetraloop/core/queues';
-import { DataDirLockedError, DockerCommandError, NoRedisError } from '@tetraloop/core/runtime';
+import {
+  DataDirLockedError,
+  DockerCommandError,
+  NoRedisError,
+  ToolModuleError,
+} from '@tetraloop/core/runtime';
+import { ToolDefinitionError } from '@tetraloop/core/tools';
 import { agentCommand } from './agent-command.js';
 import { applyConfig, configCommand, ConfigFileError, takeConfigFlag } from './config-command.js';
 import { DevSecretKeyError } from './dev-secret-key.js';
@@ -31,7 +37,9 @@ const USAGE = `usage: tetraloop <command>
                                         is unset
   api                                   the HTTP API alone
   worker --pool <${POOLS.join('|')}|all> [--concurrency N] [--metrics-port P]
-                                        one worker pool (or all of them)
+         [--tools <module>]... [--queues <q1,q2>]
+                                        one worker pool (or all of them); the tool pool serves
+                                        the custom tools of --tools on --queues (default: default)
   run <graph.json> [--follow]           submit a run to TETRALOOP_API_URL and wait for it; --follow
                                         shows each node's status and elapsed time as it runs
   runs list [--status <status>] [--since <1h|ISO time>] [--until …] [--agent <id>] [--session <key>]
@@ -90,8 +98,16 @@ export async function main(args: string[]): Promise<void> {
             pool: { type: 'string' },
             concurrency: { type: 'string' },
             'metrics-port': { type: 'string' },
+            tools: { type: 'string', multiple: true },
+            queues: { type: 'string' },
           },
         });
+        // The flags add to the settings they stand for (a config file or the environment).
+        if (values.tools?.length)
+          process.env.TETRALOOP_TOOL_MODULES = [process.env.TETRALOOP_TOOL_MODULES, ...values.tools]
+            .filter((m) => m !== undefined && m !== '')
+            .join(',');
+        if (values.queues !== undefined) process.env.TETRALOOP_TOOL_QUEUES = values.queues;
         const pools = parsePools(values.pool);
         const concurrency = values.concurrency === undefined ? undefined : Number(values.concurrency);
         if (concurrency !== undefined && (!Number.isInteger(concurrency) || concurrency < 1)) {
@@ -150,7 +166,9 @@ export async function main(args: string[]): Promise<void> {
       err instanceof NoRedisError ||
       err instanceof DockerCommandError ||
       err instanceof DataDirLockedError ||
-      err instanceof DevSecretKeyError
+      err instanceof DevSecretKeyError ||
+      err instanceof ToolModuleError ||
+      err instanceof ToolDefinitionError
     )
       return fail(err.message);
     // node:util parseArgs: an unknown option or a missing value is a usage error.

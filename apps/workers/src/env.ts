@@ -6,6 +6,7 @@ import {
   setting,
   type Settings,
   jsonEnv,
+  listEnv,
   parseEnv,
   ruleSettingsOf,
 } from '@tetraloop/core/config';
@@ -21,7 +22,7 @@ import {
 } from '@tetraloop/core/policy';
 import type { CallLessonDeps } from '@tetraloop/core/reflect';
 import { DEFAULT_BLOB_MIN_BYTES, MIN_BLOB_MIN_BYTES } from '@tetraloop/core/state';
-import { DEFAULT_HTTP_MAX_BYTES } from '@tetraloop/core/tools';
+import { DEFAULT_HTTP_MAX_BYTES, TOOL_QUEUE_NAME } from '@tetraloop/core/tools';
 import type { WorkerOptions } from 'bullmq';
 import { z } from 'zod';
 
@@ -73,6 +74,37 @@ export const WORKER_SETTINGS = {
     pools: ['reflect'],
     doc: 'Concurrent jobs of the `reflect` pool per process (1–1000).',
     schema: Concurrency.default(1),
+  }),
+  TETRALOOP_TOOL_MODULES: setting({
+    group: 'custom tools',
+    file: 'tools.modules',
+    readBy: ['workers'],
+    pools: ['tool'],
+    form: 'list',
+    doc: 'ES modules whose exported tools (made with `defineTool` of `@tetraloop/sdk`) this process serves: paths (relative to the working directory) or package names, comma-separated (`--tools`, repeatable).',
+    schema: listEnv(),
+  }),
+  TETRALOOP_TOOL_QUEUES: setting({
+    group: 'custom tools',
+    file: 'tools.queues',
+    readBy: ['workers'],
+    pools: ['tool'],
+    form: 'list',
+    doc: "The tool queues this process's tool pool serves (`crm,gpu`; `default` is the shared node queue, where built-in tools and custom tools without a queue run); `--queues`.",
+    schema: z
+      .string()
+      .default('default')
+      .transform((v) => [
+        ...new Set(
+          v
+            .split(',')
+            .map((q) => q.trim())
+            .filter((q) => q !== ''),
+        ),
+      ])
+      .pipe(
+        z.array(z.string().regex(TOOL_QUEUE_NAME, `each queue must match ${TOOL_QUEUE_NAME.source}`)).min(1),
+      ),
   }),
   TETRALOOP_WORKER_SHARDS: setting({
     group: 'workers',

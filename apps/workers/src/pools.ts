@@ -8,7 +8,7 @@
 import type { Worker } from 'bullmq';
 import type { FlowGate } from '@tetraloop/core/executor';
 import { shownQueues, type Pool } from '@tetraloop/core/queues';
-import type { McpTools } from '@tetraloop/core/runtime';
+import { customToolQueues, type ProcessTools } from '@tetraloop/core/runtime';
 import { QueueWatch } from '@tetraloop/core/telemetry';
 import type { WorkerEnv } from './env.js';
 import { openPoolContext, type PoolContext, type StartPoolsOptions } from './pools/context.js';
@@ -29,8 +29,8 @@ export interface PoolsHandle {
   readonly ready: () => Promise<boolean>;
   /** Flow control of the tool pool's calls (the limits this process has in force). */
   readonly flow: FlowGate;
-  /** The process's tools: the built-in ones and its MCP servers', with their connections. */
-  readonly mcp: McpTools;
+  /** The process's tools: the built-in ones, its MCP servers' and the custom tools it knows. */
+  readonly mcp: ProcessTools;
   /**
    * Stops taking jobs, lets active ones finish for up to the shutdown grace
    * (TETRALOOP_SHUTDOWN_GRACE_MS), then closes anyway; closes connections.
@@ -60,7 +60,9 @@ export async function startPools(env: WorkerEnv, options: StartPoolsOptions): Pr
 
   // Queue depths, the stall alarm and Redis's health come from where the work is too, so they stay
   // true (and autoscaling keeps seeing the backlog) while every API process is down.
-  const watch = new QueueWatch(shownQueues(ctx.queues));
+  const watch = new QueueWatch(
+    shownQueues(ctx.queues, [...new Set([...ctx.servedQueues, ...customToolQueues(ctx.mcp.tools)])]),
+  );
   const stopWatch = await watch.start(env.TETRALOOP_QUEUE_CHECK_MS, (err) =>
     ctx.log.debug({ err: err.message }, 'queue check failed'),
   );

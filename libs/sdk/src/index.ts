@@ -20,3 +20,5 @@ export {
 export function defineTool<I, O>(definition: CustomToolDefinition<I, O>): CustomTool<I, O> {
   return defineCustomTool(definition);
 }
+
+export { startWorker, type StartWorkerOptions, type ToolWorker } from './worker.js';

@@ -23,17 +23,19 @@ import {
 import { loadPlugins } from '@tetraloop/core/hooks';
 import { createLogger, type Logger, type DestinationStream } from '@tetraloop/core/logging';
 import { ModelClient, isModelConfigured } from '@tetraloop/core/model';
-import { closeQueues, openQueues, type LoopQueues, type Pool } from '@tetraloop/core/queues';
+import { closeQueues, findNodeJob, openQueues, type LoopQueues, type Pool } from '@tetraloop/core/queues';
 import {
   buildServices,
   connectRedis,
   openTools,
-  type McpTools,
+  loadToolModules,
+  unservedQueues,
+  type ProcessTools,
   type RedisClient,
   type Services,
 } from '@tetraloop/core/runtime';
 import { PlanCacheStore, TenantSlots, loadCallKey } from '@tetraloop/core/state';
-import { parseAllowHosts, type EgressPolicy } from '@tetraloop/core/tools';
+import { parseAllowHosts, type CustomTool, type EgressPolicy } from '@tetraloop/core/tools';
 import { executorSettingsOf, lessonSettingsOf, mcpConnectionOf, type WorkerEnv } from '../env.js';
 
 export interface StartPoolsOptions {
@@ -44,6 +46,13 @@ export interface StartPoolsOptions {
   readonly hooks?: ExecutorHooks;
   /** Where the pools' logs go; stdout when absent. */
   readonly logDestination?: DestinationStream;
+  /**
+   * Custom tools the tool pool serves, besides those of TETRALOOP_TOOL_MODULES (`startWorker` of
+   * `@tetraloop/sdk` gives them here).
+   */
+  readonly tools?: readonly CustomTool[];
+  /** The tool queues the tool pool serves; TETRALOOP_TOOL_QUEUES when absent. */
+  readonly queues?: readonly string[];
 }
 
 export interface PoolContext {
@@ -55,8 +64,10 @@ export interface PoolContext {
   readonly state: RedisClient;
   readonly queues: LoopQueues;
   readonly services: Services;
-  /** The process's tools: the built-in ones and its MCP servers', with their connections. */
-  readonly mcp: McpTools;
+  /** The process's tools: the built-in ones, its MCP servers' and the custom tools it knows. */
+  readonly mcp: ProcessTools;
+  /** The tool queues its tool pool serves (`default`: the node queue). */
+  readonly servedQueues: readonly string[];
   /** The egress policy the http tool, polled sources and webhook deliveries are held to. */
   readonly egress: EgressPolicy;
   /** Flow control of the tool pool's calls; its tick grants waiting calls and wakes their jobs. */
@@ -74,6 +85,13 @@ export interface PoolContext {
 }
 
 export async function openPoolContext(env: WorkerEnv, options: StartPoolsOptions): Promise<PoolContext> {
+  // A tool pool serves the custom tools of its modules on its queues; the other pools serve none.
+  // Loaded first: a module that cannot serve stops the process before it connects to anything.
+  const servesTools = options.pools.includes('tool');
+  const servedQueues = options.queues ?? env.TETRALOOP_TOOL_QUEUES;
+  const customTools = servesTools
+    ? [...(options.tools ?? []), ...(await loadToolModules(env.TETRALOOP_TOOL_MODULES))]
+    : [];
   const connection = connectRedis(env.REDIS_URL, 'worker', `tetraloop-worker-${process.pid}`);
   // Run and session state get a connection of their own: ioredis copies every script defined on a
   // connection into each pipeline it builds, so keeping Tetraloop's scripts off BullMQ's
@@ -94,12 +112,20 @@ export async function openPoolContext(env: WorkerEnv, options: StartPoolsOptions
   const egress = parseAllowHosts(env.TETRALOOP_HTTP_ALLOW_HOSTS, env.TETRALOOP_HTTP_MAX_BYTES);
   // A process that runs the tool pool calls tools: it connects to every MCP server. The other
   // pools only validate and plan: they read the servers' lists from Redis, as the API does.
+  const unserved = unservedQueues(customTools, servedQueues);
+  if (unserved.length > 0)
+    log.warn(
+      { tools: unserved, queues: servedQueues },
+      'tools on queues this process does not serve: not served here (add the queue to --queues)',
+    );
+  const served = customTools.filter((t) => servedQueues.includes(t.custom.queue));
   const mcp = await openTools(env, {
     redis: state,
     subscriber,
     logger: log.child({ component: 'mcp' }),
     egress,
     ...(options.pools.includes('tool') ? { connect: mcpConnectionOf(env) } : {}),
+    ...(served.length > 0 ? { serve: { tools: served, queues: servedQueues } } : {}),
   });
   const tools = mcp.tools;
   const registry = options.hooks?.registry ?? (await loadPlugins(env.TETRALOOP_PLUGINS, process.env, log));
@@ -127,7 +153,7 @@ export async function openPoolContext(env: WorkerEnv, options: StartPoolsOptions
     services.flow,
     flowSettingsOf(env),
     // A member is a node job's id, `<runId>.<nodeId>[@generation]`; node ids hold no '.'.
-    async (jobId) => (await services.runQueues.shardOf(jobId.slice(0, jobId.lastIndexOf('.')))).node,
+    (jobId) => findNodeJob(services.runQueues, jobId.slice(0, jobId.lastIndexOf('.')), jobId),
     log.child({ layer: 'flow' }),
   );
   // Model calls are priced once per process from the same table, and booked per tenant and day.
@@ -142,6 +168,7 @@ export async function openPoolContext(env: WorkerEnv, options: StartPoolsOptions
     stopping: () => closing,
     hooks,
     tools,
+    servedQueues,
     secrets: services.secrets,
     callKey,
     ...(model ? { model } : {}),
@@ -181,6 +208,7 @@ export async function openPoolContext(env: WorkerEnv, options: StartPoolsOptions
     queues,
     services,
     mcp,
+    servedQueues,
     egress,
     flow,
     log,

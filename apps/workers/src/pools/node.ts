@@ -9,7 +9,10 @@ import { assignedShards, type PoolDefinition } from './workers.js';
 
 export function nodePool(ctx: PoolContext): PoolDefinition {
   return {
-    queues: assignedShards(ctx).map((s) => ({ queue: s.node, shard: s.shard })),
+    // Each shard's queue of every tool queue this process serves (`default`: the node queue).
+    queues: assignedShards(ctx).flatMap((s) =>
+      ctx.servedQueues.map((name) => ({ queue: s.toolQueue(name), shard: s.shard })),
+    ),
     processor: () => {
       const deps = { ...ctx.executorDeps('tool'), flow: ctx.flow };
       ctx.flow.start();

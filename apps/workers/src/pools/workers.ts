@@ -9,8 +9,8 @@ import { Worker, type Job, type Processor, type Queue } from 'bullmq';
 import { RetryNodeError } from '@tetraloop/core/executor';
 import {
   BACKOFF_TYPE,
-  QUEUE_NAMES,
   RetryDeliveryError,
+  type RunShard,
   WEBHOOK_BACKOFF_TYPE,
   type Pool,
 } from '@tetraloop/core/queues';
@@ -37,7 +37,7 @@ export const KEEP_SCHEDULES = { removeOnComplete: true, removeOnFail: { count: 1
  * The shards of the run queues this process's plan and tool pools consume: every shard, or those
  * of TETRALOOP_WORKER_SHARDS.
  */
-export function assignedShards(ctx: PoolContext): { shard: number; plan: Queue; node: Queue }[] {
+export function assignedShards(ctx: PoolContext): (RunShard & { shard: number })[] {
   const assigned = ctx.env.TETRALOOP_WORKER_SHARDS;
   return ctx.queues.shards
     .map((s, shard) => ({ ...s, shard }))
@@ -82,7 +82,7 @@ export function startWorkers(ctx: PoolContext, pool: Pool, definition: PoolDefin
   const poolLog = ctx.loggerFor(pool);
   return targets.flatMap(({ queue, shard }) =>
     Array.from({ length: fetchers }, () => {
-      const worker = new Worker(QUEUE_NAMES[pool], definition.processor(), {
+      const worker = new Worker(queue.name, definition.processor(), {
         connection: ctx.connection,
         prefix: queue.opts.prefix!,
         concurrency,
@@ -101,7 +101,7 @@ export function startWorkers(ctx: PoolContext, pool: Pool, definition: PoolDefin
       worker.on('error', (err) => poolLog.error({ err, shard }, 'worker error'));
       // A job whose worker died (or missed its lock) goes back to run again elsewhere.
       worker.on('stalled', (jobId) => {
-        metrics.jobsStalled.inc({ queue: QUEUE_NAMES[pool] });
+        metrics.jobsStalled.inc({ queue: queue.name });
         poolLog.warn({ jobId, shard }, 'job stalled: moved back to run again');
       });
       worker.on('failed', (job, err) => {

@@ -31,7 +31,9 @@ import {
   type NodeKindSpec,
 } from '../nodes/index.js';
 import type { ToolRegistry } from '../tools/tool.js';
+import { isCustomTool } from '../tools/custom-tool.js';
 import { expandGraph } from './expand.js';
+import { missingPathIndex } from './output-paths.js';
 
 export type { ValidationIssue };
 
@@ -214,11 +216,36 @@ function checkGraph(
             path: where,
             message: `reference "${[ref.root, ...ref.path].join('.')}" must read one of ${[...SNAPSHOT_FIELDS].join(', ')}`,
           });
+        } else if (field === 'output') {
+          const problem = outputPathProblem(nodes[firstIndex.get(ref.root)!], ref.path.slice(1), opts);
+          if (problem)
+            issues.push({
+              path: where,
+              message: `reference "${[ref.root, ...ref.path].join('.')}": ${problem}`,
+            });
         }
       }
     }
   });
   return issues.length > before ? undefined : { nodes: nodes as GraphNode[], edges };
+}
+
+/**
+ * Why a path cannot be read in the output of `node`, when its tool says what it answers (a custom
+ * tool's output schema) and the schema rules the path out.
+ */
+function outputPathProblem(
+  node: GraphNode | undefined,
+  path: readonly (string | number)[],
+  opts: Options,
+): string | undefined {
+  if (!node || node.kind !== 'tool' || path.length === 0) return undefined;
+  const tool = opts.tools.get(node.tool);
+  if (!tool || !isCustomTool(tool)) return undefined;
+  const missing = missingPathIndex(tool.custom.outputSchema, path);
+  if (missing === -1) return undefined;
+  const shown = ['output', ...path.slice(0, missing + 1)].join('.');
+  return `tool "${tool.name}" (version ${tool.custom.version}) has no ${shown} in its output schema`;
 }
 
 /** Problems of a graph too large for the limits; `note` says what was counted. */

@@ -55,7 +55,23 @@ export function jsonEnv<S extends z.ZodType>(schema: S, fallback: string) {
 }
 
 /** A comma-separated list. */
-const listEnv = () =>
+/** A duration in seconds, or with a unit (`s`, `m`, `h`, `d`), parsed to milliseconds. */
+const durationEnv = (fallback: string) =>
+  z
+    .string()
+    .default(fallback)
+    .transform((v, ctx) => {
+      const m = /^\s*(\d+)\s*(s|m|h|d)?\s*$/.exec(v);
+      if (!m) {
+        ctx.addIssue({ code: 'custom', message: 'must be seconds, or a number with s, m, h or d (24h)' });
+        return z.NEVER;
+      }
+      const unit = { s: 1, m: 60, h: 3600, d: 86_400 }[(m[2] ?? 's') as 's' | 'm' | 'h' | 'd'];
+      return Number(m[1]) * unit * 1000;
+    })
+    .refine((ms) => ms >= 60_000 && ms <= 90 * 86_400_000, 'must be from 1 minute to 90 days');
+
+export const listEnv = () =>
   z
     .string()
     .default('')
@@ -633,6 +649,20 @@ export const BASE_SETTINGS = {
     doc: 'MCP servers whose tools join the tool registry as `mcp.<server>.<tool>`, as JSON: `[{"name", "command", "args"?, "env"?}]` (stdio) or `[{"name", "url", "headers"?}]` (streamable HTTP). Workers connect to them; the API reads their tool lists from Redis.',
     schema: jsonEnv(McpServers, '[]'),
   }),
+  TETRALOOP_TOOL_CATALOG_TTL: setting({
+    group: 'custom tools',
+    file: 'tools.catalogTtl',
+    readBy: ['api', 'workers'],
+    doc: 'How long a custom tool stays known after its last worker stopped: a graph naming it is accepted and its nodes wait in its queue until a worker serves it again. Seconds, or with a unit (`90m`, `24h`, `7d`).',
+    schema: durationEnv('24h'),
+  }),
+  TETRALOOP_TOOL_HEARTBEAT_MS: setting({
+    group: 'custom tools',
+    file: 'tools.heartbeatMs',
+    readBy: ['api', 'workers'],
+    doc: 'How often a worker serving custom tools writes them to the catalog again, and how often other processes read it; a worker silent for three of these is no longer live.',
+    schema: z.coerce.number().int().min(200).max(600_000).default(10_000),
+  }),
   TETRALOOP_ENV_CHECK_MS: setting({
     group: 'sessions',
     file: 'sessions.envCheckMs',
@@ -843,6 +873,22 @@ export function flowSettingsOf(env: BaseEnv): FlowSettings {
     tickMs: env.TETRALOOP_FLOW_TICK_MS,
     recheckMs: env.TETRALOOP_FLOW_RECHECK_MS,
     completionTokens: env.TETRALOOP_FLOW_COMPLETION_TOKENS,
+  };
+}
+
+/** The custom tool catalog: how long a tool stays known, how often workers beat. */
+export function toolCatalogOptionsOf(env: BaseEnv): {
+  prefix: string;
+  catalogTtlMs: number;
+  workerTtlMs: number;
+  heartbeatMs: number;
+} {
+  return {
+    prefix: env.TETRALOOP_PREFIX,
+    catalogTtlMs: env.TETRALOOP_TOOL_CATALOG_TTL,
+    // Three missed beats: a worker stalled by one long GC pause is not taken for gone.
+    workerTtlMs: env.TETRALOOP_TOOL_HEARTBEAT_MS * 3,
+    heartbeatMs: env.TETRALOOP_TOOL_HEARTBEAT_MS,
   };
 }
 

@@ -21,6 +21,9 @@ export const AttemptRecord = z.object({
   /** The tool the attempt called (its last call, for a loop), and the outside service it reached. */
   tool: z.string().optional(),
   target: z.string().optional(),
+  /** A custom tool's version and the hash of its schemas, as the worker that ran the attempt had them. */
+  toolVersion: z.string().optional(),
+  schemaHash: z.string().optional(),
   /** Template lessons that changed this attempt's call (their ids). */
   lessons: z.array(z.string()).optional(),
   /** The node's `retry.vary` override this attempt ran with (1-based). */

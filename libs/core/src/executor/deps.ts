@@ -73,6 +73,11 @@ export interface ExecutorDeps {
   readonly stopping?: () => boolean;
   readonly hooks: ExecutorHooks;
   readonly tools: ToolRegistry;
+  /**
+   * The tool queues this process's tool pool serves (`default`: the node queue): a node of
+   * another queue is never handed off to it. @defaultValue ["default"]
+   */
+  readonly servedQueues?: readonly string[];
   /** Where `{"$secret"}` references are read at call time (refuses them without `TETRALOOP_SECRET_KEY`). */
   readonly secrets?: SecretStore;
   /** The deployment's key for outbound `Idempotency-Key`s (an HMAC key; see `secrets/call-key.ts`). */

@@ -7,7 +7,7 @@
  * `429` cuts and pauses the service's counters for everyone.
  */
 import { setTimeout as sleep } from 'node:timers/promises';
-import { DelayedError, type Job, type Queue } from 'bullmq';
+import { DelayedError, type Job } from 'bullmq';
 import type { Logger } from 'pino';
 import type { NodeErrorData } from '../errors/node-error.js';
 import { flowKeysFor, reservedTokens, type FlowKey, type LimitsDocument } from '../flow/limits.js';
@@ -51,8 +51,8 @@ export class FlowGate {
   constructor(
     readonly store: FlowStore,
     readonly settings: FlowSettings,
-    /** The node queue holding a node job (its shard's), whose delayed jobs are promoted when granted. */
-    private readonly queueOf: (jobId: string) => Promise<Queue>,
+    /** A node job by its id (in its shard's tool queue), promoted out of the delayed set when granted. */
+    private readonly jobOf: (jobId: string) => Promise<Job | undefined>,
     private readonly log: Logger,
   ) {
     this.current = settings.configured;
@@ -91,7 +91,7 @@ export class FlowGate {
 
   private async wakeOne(member: string): Promise<void> {
     try {
-      const job = await (await this.queueOf(member)).getJob(member);
+      const job = await this.jobOf(member);
       if (!job) {
         // The job is gone (its run expired or was deleted): its grant goes to the next waiter.
         this.wake(await this.store.release(member, { succeeded: false, leaseMs: this.leaseFor(0) }));

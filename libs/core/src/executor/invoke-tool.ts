@@ -2,7 +2,8 @@
  * Runs one tool call under a deadline. The tool gets an AbortSignal; if it ignores it, the call
  * is abandoned (not awaited) when the deadline or a run abort fires.
  */
-import { ToolError, toErrorData } from '../errors/node-error.js';
+import { z } from 'zod';
+import { ToolError, toErrorData, type NodeErrorData } from '../errors/node-error.js';
 import type { Tool, ToolContext, ToolOutcome } from '../tools/tool.js';
 
 export async function invokeTool(
@@ -45,15 +46,57 @@ export async function invokeTool(
     if (!checked.success) {
       return {
         ok: false,
-        error: { code: 'internal', message: `tool ${tool.name} returned an invalid output` },
+        error: {
+          code: 'validation',
+          message: `tool ${tool.name} returned an output that does not match its schema: ${z.prettifyError(checked.error)}`,
+        },
       };
     }
     return { ok: true, output: checked.data };
   } catch (err) {
     // The harness knows why it aborted; that wins over whatever the tool made of the abort.
-    return { ok: false, error: toErrorData(stopped ?? err) };
+    return { ok: false, error: stopped ? stopped.toData() : thrownError(err) };
   } finally {
     clearTimeout(timer);
     limits.runSignal.removeEventListener('abort', onRunAbort);
   }
+}
+
+/** Error codes of Node's and undici's network failures: the call never got an answer. */
+const NETWORK_CODES = new Set([
+  'ECONNREFUSED',
+  'ECONNRESET',
+  'ENOTFOUND',
+  'ETIMEDOUT',
+  'EAI_AGAIN',
+  'EPIPE',
+  'EHOSTUNREACH',
+  'ENETUNREACH',
+  'UND_ERR_CONNECT_TIMEOUT',
+  'UND_ERR_SOCKET',
+  'UND_ERR_CLOSED',
+  'UND_ERR_HEADERS_TIMEOUT',
+  'UND_ERR_BODY_TIMEOUT',
+]);
+
+/** The code of a network failure in `err` or its causes (`fetch` wraps undici's in "fetch failed"). */
+function networkCode(err: unknown, depth = 0): string | undefined {
+  if (typeof err !== 'object' || err === null || depth > 3) return undefined;
+  const code = (err as { code?: unknown }).code;
+  if (typeof code === 'string' && NETWORK_CODES.has(code)) return code;
+  return networkCode((err as { cause?: unknown }).cause, depth + 1);
+}
+
+/**
+ * What a tool's throw is: its ToolError's class; a network failure (`fetch`, undici, sockets) is
+ * `network`; a zod error `validation`; anything else `internal` (not retried by default).
+ */
+export function thrownError(err: unknown): NodeErrorData {
+  if (err instanceof ToolError || err instanceof z.ZodError) return toErrorData(err);
+  const code = networkCode(err);
+  if (code !== undefined) {
+    const message = err instanceof Error ? err.message : String(err);
+    return { code: 'network', message: message === 'fetch failed' ? `fetch failed (${code})` : message };
+  }
+  return toErrorData(err);
 }

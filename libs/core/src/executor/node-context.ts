@@ -18,6 +18,8 @@ import type { RunEventNotice } from '../queues/webhook-jobs.js';
 import type { BeginNodeResult } from '../state/runs/node-state.js';
 import type { WaitSpec } from '../state/runs/run-signals.js';
 import type { Tool, ToolOutcome } from '../tools/tool.js';
+import { isCustomTool } from '../tools/custom-tool.js';
+import { customToolContext } from './custom-tool-context.js';
 import { callIdempotencyKey } from '../secrets/call-key.js';
 import { fillSecrets, scrubSecrets, withSecretsMasked, type SecretRef } from '../secrets/secret-ref.js';
 import { secretRefusal, unscopedSecretMessage } from '../secrets/secret-scope.js';
@@ -67,6 +69,9 @@ export interface NodeContext {
   readonly call: {
     tool?: string;
     target?: string;
+    /** A custom tool's version and schema hash, when the call was one's. */
+    toolVersion?: string;
+    schemaHash?: string;
     lessons: string[];
     /** What the node's call was made with (`NodeRun.recordInput`), for its snapshot. */
     input?: unknown;
@@ -103,6 +108,9 @@ export function attemptRecord(
     ...extra,
     ...(ctx.call.tool !== undefined ? { tool: ctx.call.tool } : {}),
     ...(ctx.call.target !== undefined ? { target: ctx.call.target } : {}),
+    ...(ctx.call.toolVersion !== undefined
+      ? { toolVersion: ctx.call.toolVersion, schemaHash: ctx.call.schemaHash }
+      : {}),
     ...(ctx.call.lessons.length > 0 ? { lessons: [...ctx.call.lessons] } : {}),
     ...(ctx.variant !== undefined ? { variant: ctx.variant } : {}),
     ...(ctx.inline && ctx.job.id !== undefined ? { carriedBy: ctx.job.id } : {}),
@@ -171,6 +179,10 @@ export async function callTool(
   const target = parsed.success ? tool.target?.(parsed.data) : undefined;
   ctx.call.tool = tool.name;
   ctx.call.target = target;
+  if (isCustomTool(tool)) {
+    ctx.call.toolVersion = tool.custom.version;
+    ctx.call.schemaHash = tool.custom.schemaHash;
+  }
   const lessons =
     target !== undefined && ctx.deps.lessons
       ? await lessonsForCall(ctx.deps.lessons, ctx.plan.memoryAgent, tool.name, target)
@@ -179,7 +191,9 @@ export async function callTool(
   ctx.call.rateLimit = lessons?.rateLimit;
   if (lessons?.blocked) return { ok: false, error: lessons.blocked };
   const minimum = parsed.success ? tool.minTimeoutMs?.(parsed.data) : undefined;
-  const limit = limitFor(ctx, toolTimeUsedMs, minimum, false, lessons?.timeoutMs);
+  // A custom tool's own time limit serves where a lesson gives none; the node's own wins over both.
+  const toolTimeoutMs = isCustomTool(tool) ? tool.custom.timeoutMs : undefined;
+  const limit = limitFor(ctx, toolTimeUsedMs, minimum, false, lessons?.timeoutMs ?? toolTimeoutMs);
   if (limit.ms <= 0) return { ok: false, error: limitError(limit) };
   const flow = await passFlow(ctx, {
     tool: tool.name,
@@ -228,17 +242,20 @@ async function callWithin(
   // Where the call would send what it is given decides, before a byte goes out.
   const refused = secrets.values.size > 0 ? scopeRefusal(tool, sent, secrets) : undefined;
   if (refused) return { ok: false, error: refused };
+  const base = { runId: ctx.plan.runId, nodeId: ctx.node.id, idempotencyKey };
+  // Secrets a custom tool read itself (`ctx.secret`): masked in what comes back like the others.
+  const read = new Map<string, string>();
   const raw = await invokeTool(
     tool,
     sent,
-    { runId: ctx.plan.runId, nodeId: ctx.node.id, idempotencyKey },
+    isCustomTool(tool) ? customToolContext(ctx, tool, base, read) : base,
     { timeoutMs: limit.ms, runSignal: ctx.runSignal },
   );
   // Nothing that comes back (an output echoing the request, an error quoting it) keeps a value,
   // in any form the call made of it.
   const outcome =
-    secrets.values.size > 0
-      ? scrubSecrets(raw, [...secrets.values.values(), ...derivedSecrets(tool, sent)])
+    secrets.values.size > 0 || read.size > 0
+      ? scrubSecrets(raw, [...secrets.values.values(), ...read.values(), ...derivedSecrets(tool, sent)])
       : raw;
   if (!outcome.ok && outcome.error.code === 'timeout' && limit.kind !== 'timeout') {
     return { ok: false, error: limitError(limit) };

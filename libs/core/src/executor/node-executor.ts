@@ -28,6 +28,7 @@ import { askEarly, dropEarly, leaveFlow, type EarlyAsk } from './flow-gate.js';
 import { nodeRun } from './node-run.js';
 import type { CompiledPlan } from './plan-cache.js';
 import { OwnJobNeeded, handoffCandidates } from './handoff.js';
+import { customToolOf, queueOfNode, retryOfNode, runsHere } from './tool-placement.js';
 
 /** Thrown to hand a failed attempt back to BullMQ for a retry after `delayMs`. */
 export class RetryNodeError extends Error {
@@ -167,9 +168,11 @@ async function runHandedOff(deps: ExecutorDeps, execution: Execution): Promise<E
     // A retry is a new attempt after its delay; anything else re-enters the same attempt, whose
     // begin was made (not counted or charged again).
     const attemptsBefore = retry ? execution.attempt : execution.attempt - 1;
+    const queue = queueOfNode(deps.tools, node);
     await enqueueNodes(deps.queues, runId, generation, [
       {
         id: nodeId,
+        ...(queue ? { queue } : {}),
         attempts: Math.max(1, execution.attemptsAllowed - attemptsBefore),
         ...(plan.prioritized ? { priority: nodePriorityOf(node) } : {}),
         ...(retry ? { delayMs: err.delayMs } : { moved: true }),
@@ -197,6 +200,15 @@ async function runExecution(deps: ExecutorDeps, execution: Execution): Promise<E
     // A node the current plan no longer has: a job of an older generation (another process read
     // the plan after a replan) is stale; otherwise the node was never planned.
     return { status: plan.generation > data.generation ? 'stale' : 'gone' };
+  }
+
+  // A custom tool this process has no code for: the job goes back to its queue, unbegun and
+  // uncounted, for a worker that has it (a tool on the shared node queue that not every worker
+  // of that queue loads).
+  const custom = execution.inline ? undefined : customToolOf(deps.tools, planned);
+  if (custom && !custom.codeHere) {
+    execution.begun?.tracked.release();
+    return notServedHere(deps, execution, custom.name, custom.custom.queue);
   }
 
   // A node not started before its TTL is skipped, failed, or replaced by its fallback — decided
@@ -382,10 +394,11 @@ async function failureSnapshot(
   const { deps, node } = ctx;
   const kind = executionOf(node);
   if (error.code === 'aborted') return snapshotOf(ctx, 'cancelled', { error });
-  const base = kind.retryable ? retriesFor(error.code, retryTableFor(deps), kind.retry(node)) : 0;
+  const retry = kind.retryable ? retryOfNode(deps.tools, node) : undefined;
+  const base = kind.retryable ? retriesFor(error.code, retryTableFor(deps), retry) : 0;
   // A template lesson about a rate-limited service: more retries (as many as the job has room
-  // for), spaced at least its floor apart — unless the node sets its own retries for the class.
-  const own = kind.retryable ? kind.retry(node)?.rate_limited : undefined;
+  // for), spaced at least its floor apart — unless the node (or its tool) sets its own retries.
+  const own = retry?.rate_limited;
   const fix =
     kind.retryable && error.code === 'rate_limited' && own === undefined ? ctx.call.rateLimit : undefined;
   const room = ctx.attemptsAllowed - 1;
@@ -593,7 +606,13 @@ async function completeAndDispatch(
   const generation = from.data.generation;
   const candidates =
     from.hopsLeft > 0 && !deps.stopping?.()
-      ? handoffCandidates(plan.nodes, plan.topology.children.get(ctx.node.id) ?? [], plan.prioritized)
+      ? handoffCandidates(
+          plan.nodes,
+          (plan.topology.children.get(ctx.node.id) ?? []).filter((id) =>
+            runsHere(deps.tools, plan.nodes.get(id)!, deps.servedQueues),
+          ),
+          plan.prioritized,
+        )
       : [];
   const startedAt = nowIso();
   // Tracked before the script reads the run's status, as for a node's own start.
@@ -644,7 +663,12 @@ async function completeAndDispatch(
       ...traceCarrier(),
     },
     attempt: 1,
-    attemptsAllowed: nodeJobAttempts(node, retryTableFor(deps), deps.lessons?.maxRetries),
+    attemptsAllowed: nodeJobAttempts(
+      node,
+      retryTableFor(deps),
+      deps.lessons?.maxRetries,
+      retryOfNode(deps.tools, node),
+    ),
     queuedAt: Date.now(),
     inline: true,
     hopsLeft: from.hopsLeft - 1,
@@ -700,6 +724,25 @@ async function recoverCarried(
   }
 }
 
+/** How long a job of a tool this process has no code for waits before it is offered again. */
+const NOT_SERVED_HERE_DELAY_MS = 1000;
+
+async function notServedHere(
+  deps: ExecutorDeps,
+  execution: Execution,
+  tool: string,
+  queue: string,
+): Promise<never> {
+  metrics.toolNotServedHere.inc({ tool, queue });
+  deps.logger.warn(
+    { runId: execution.data.runId, nodeId: execution.data.nodeId, tool, queue },
+    'a node job of a custom tool this process has no code for: put back in its queue',
+  );
+  if (execution.token === undefined) throw new Error('putting a node job back needs a worker token');
+  await execution.job.moveToDelayed(Date.now() + NOT_SERVED_HERE_DELAY_MS, execution.token);
+  throw new DelayedError();
+}
+
 /** The id of a node job (BullMQ sets it; node jobs are added with one). */
 const jobIdOf = (job: Job): string => job.id ?? '';
 
@@ -719,7 +762,7 @@ const nodePriorityOf = (node: ExecutableNode): number =>
 
 /** Enqueues nodes of `plan` whose dependencies are all released. */
 export async function enqueueReady(
-  deps: Pick<ExecutorDeps, 'queues' | 'retries' | 'hooks' | 'logger' | 'lessons'>,
+  deps: Pick<ExecutorDeps, 'queues' | 'retries' | 'hooks' | 'logger' | 'lessons' | 'tools'>,
   plan: CompiledPlan,
   nodeIds: readonly string[],
   generation: number,
@@ -729,8 +772,16 @@ export async function enqueueReady(
     const node = plan.nodes.get(id);
     if (!node) deps.logger.error({ runId: plan.runId, nodeId: id }, 'a ready node is not in the plan');
     if (!node) return [];
-    const attempts = nodeJobAttempts(node, table, deps.lessons?.maxRetries);
-    return [{ id, attempts, ...(plan.prioritized ? { priority: nodePriorityOf(node) } : {}) }];
+    const attempts = nodeJobAttempts(node, table, deps.lessons?.maxRetries, retryOfNode(deps.tools, node));
+    const queue = queueOfNode(deps.tools, node);
+    return [
+      {
+        id,
+        attempts,
+        ...(queue ? { queue } : {}),
+        ...(plan.prioritized ? { priority: nodePriorityOf(node) } : {}),
+      },
+    ];
   });
   await enqueueNodes(deps.queues, plan.runId, generation, nodes);
 }

@@ -1,8 +1,9 @@
 /**
- * The tools of a process: the built-in ones and those of each configured MCP server, as one
- * registry that follows the servers' tool lists. Validation, the planner, the agent loop and the
- * executor all hold this one object, so a list change reaches each of them at once (and the tool
- * catalog's version, a hash of what it lists, changes with it).
+ * The tools of a process: the built-in ones, those of each configured MCP server, and the team's
+ * own (custom tools: those this process has the code of, and those the catalog in Redis lists), as
+ * one registry that follows the servers' lists and the catalog. Validation, the planner, the agent
+ * loop and the executor all hold this one object, so a change reaches each of them at once (and
+ * the tool catalog's version, a hash of what it lists, changes with it).
  */
 import type { Tool, ToolRegistry } from '../tools/tool.js';
 import { argsSchemaCompiler } from './args-schema.js';
@@ -24,6 +25,8 @@ export interface CatalogChange {
 export class McpToolRegistry implements ReadonlyMap<string, Tool> {
   private readonly versions = new Map<string, string>();
   private readonly lists = new Map<string, readonly Tool[]>();
+  /** Custom tools known from the catalog (no code here), then those with their code here. */
+  private custom: { remote: readonly Tool[]; local: readonly Tool[] } = { remote: [], local: [] };
   private all: Map<string, Tool>;
   private readonly listeners = new Set<(server: string, version: string) => void>();
 
@@ -69,6 +72,20 @@ export class McpToolRegistry implements ReadonlyMap<string, Tool> {
     return { changed: true, problems };
   }
 
+  /**
+   * Replaces the custom tools: `local`, those this process serves (with their code), and
+   * `remote`, those the catalog lists; a local tool wins over the catalog's of the same name.
+   */
+  setCustomTools(custom: { readonly local: readonly Tool[]; readonly remote: readonly Tool[] }): void {
+    this.custom = custom;
+    this.rebuild();
+  }
+
+  /** The custom tools this process has the code of. */
+  get localTools(): readonly Tool[] {
+    return this.custom.local;
+  }
+
   /** Calls `listener` after each change of a server's list; returns what stops it. */
   onChange(listener: (server: string, version: string) => void): () => void {
     this.listeners.add(listener);
@@ -78,6 +95,8 @@ export class McpToolRegistry implements ReadonlyMap<string, Tool> {
   private rebuild(): void {
     const all = new Map(this.builtins);
     for (const tools of this.lists.values()) for (const t of tools) all.set(t.name, t);
+    for (const t of this.custom.remote) all.set(t.name, t);
+    for (const t of this.custom.local) all.set(t.name, t);
     this.all = all;
   }
 

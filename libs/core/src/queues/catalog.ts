@@ -21,6 +21,9 @@ export const QUEUE_NAMES = {
   reflect: 'reflect',
 } as const satisfies Record<Pool, string>;
 
+/** BullMQ name of a custom tool queue (`crm` → `tool.crm`): beside the `tool` queue, in its shard. */
+export const toolQueueName = (queue: string): string => `${QUEUE_NAMES.tool}.${queue}`;
+
 const Generation = z.number().int().nonnegative().default(0);
 
 /** Root job of a run (one per generation), in the `plan` queue; its children are the node jobs. */

@@ -2,14 +2,23 @@
 import { Queue } from 'bullmq';
 import type { Logger } from '../logging/logger.js';
 import { isCluster, type RedisClient } from '../state/redis-client.js';
-import { QUEUE_NAMES } from './catalog.js';
+import { DEFAULT_TOOL_QUEUE } from '../tools/custom-tool.js';
+import { QUEUE_NAMES, toolQueueName } from './catalog.js';
 import { queueLayout } from './queue-shards.js';
 
 /** One shard of the run queues: a run's root job and its node jobs, one BullMQ flow, one slot. */
 export interface RunShard {
   readonly plan: Queue;
-  /** Node jobs of every kind: the `tool` pool's queue. */
+  /** Node jobs of every kind: the `tool` pool's queue (the `default` tool queue). */
   readonly node: Queue;
+  /**
+   * The queue of this shard a tool queue's node jobs go to: `node` for `default`, else a queue of
+   * its own (`tool.<name>`, under the shard's prefix, so a run's jobs stay one flow in one slot),
+   * opened on first use.
+   */
+  toolQueue(name: string): Queue;
+  /** The tool queues of this shard opened so far besides `node`, by tool queue name. */
+  readonly toolQueues: ReadonlyMap<string, Queue>;
 }
 
 export interface LoopQueues {
@@ -29,13 +38,18 @@ export interface ShownQueue {
   readonly shard?: number;
 }
 
-/** Every queue once: sense, each shard's plan and tool, reflect. */
-export function shownQueues(queues: LoopQueues): ShownQueue[] {
+/**
+ * Every queue once: sense, each shard's plan and tool queues (custom tool queues: those named in
+ * `toolQueues`, opened if they were not), reflect.
+ */
+export function shownQueues(queues: LoopQueues, toolQueues: readonly string[] = []): ShownQueue[] {
   const sharded = queues.shards.length > 1;
   return [
     { queue: queues.sense },
     ...queues.shards.flatMap((s, shard) =>
-      [s.plan, s.node].map((queue) => (sharded ? { queue, shard } : { queue })),
+      [s.plan, s.node, ...toolQueues.filter((q) => q !== DEFAULT_TOOL_QUEUE).map((q) => s.toolQueue(q))].map(
+        (queue) => (sharded ? { queue, shard } : { queue }),
+      ),
     ),
     { queue: queues.reflect },
   ];
@@ -58,10 +72,24 @@ export function openQueues(
     queue.on('error', (err) => log.warn({ err: err.message, queue: name }, 'queue error'));
     return queue;
   };
-  const runShards = layout.shards.map((bullPrefix) => ({
-    plan: open(QUEUE_NAMES.plan, bullPrefix),
-    node: open(QUEUE_NAMES.tool, bullPrefix),
-  }));
+  const runShards = layout.shards.map((bullPrefix): RunShard => {
+    const node = open(QUEUE_NAMES.tool, bullPrefix);
+    const toolQueues = new Map<string, Queue>();
+    return {
+      plan: open(QUEUE_NAMES.plan, bullPrefix),
+      node,
+      toolQueues,
+      toolQueue(name) {
+        if (name === DEFAULT_TOOL_QUEUE) return node;
+        let queue = toolQueues.get(name);
+        if (!queue) {
+          queue = open(toolQueueName(name), bullPrefix);
+          toolQueues.set(name, queue);
+        }
+        return queue;
+      },
+    };
+  });
   return {
     sense: open(QUEUE_NAMES.sense, layout.sense),
     plan: runShards[0]!.plan,
@@ -72,5 +100,6 @@ export function openQueues(
 }
 
 export async function closeQueues(queues: LoopQueues): Promise<void> {
-  await Promise.all(shownQueues(queues).map(({ queue }) => queue.close()));
+  const opened = queues.shards.flatMap((s) => [...s.toolQueues.values()]);
+  await Promise.all([...shownQueues(queues).map(({ queue }) => queue), ...opened].map((q) => q.close()));
 }

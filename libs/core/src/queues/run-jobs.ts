@@ -6,6 +6,7 @@
  */
 import { Job } from 'bullmq';
 import { executionOf, type ExecutableNode } from '../nodes/index.js';
+import type { NodeRetry } from '../graph/schema.js';
 import { maxRetries, type RetryTable } from '../policy/retry-policy.js';
 import type { RunStore } from '../state/runs/run-store.js';
 import type { RunReadModel } from '../state/runs/run-read-model.js';
@@ -22,6 +23,7 @@ import { keepJobs, keepNodeJobs, type JobRetention } from './retention.js';
 import type { RunShard } from './loop-queues.js';
 import { shardOfRunId } from './queue-shards.js';
 import { traceCarrier } from '../telemetry/tracing.js';
+import { DEFAULT_TOOL_QUEUE } from '../tools/custom-tool.js';
 
 /**
  * The queues a run's jobs go to: root and deadline jobs to `plan`, node jobs to the node queue,
@@ -33,6 +35,8 @@ export interface RunQueues {
   readonly retention: JobRetention;
   /** The shard of a run's jobs. */
   shardOf(runId: string): Promise<RunShard>;
+  /** The custom tool queues node jobs may be in now (those of the tools the process knows). */
+  toolQueueNames(): readonly string[];
 }
 
 /** Most runs whose shard one process remembers (a shard never changes, so forgetting is only a lookup). */
@@ -46,15 +50,17 @@ export function runQueuesOf(
   shards: readonly RunShard[],
   retention: JobRetention,
   store: Pick<RunReadModel, 'queueShard'>,
+  toolQueueNames: () => readonly string[] = () => [],
 ): RunQueues {
   if (shards.length === 1) {
     const only = shards[0]!;
-    return { shards, retention, shardOf: () => Promise.resolve(only) };
+    return { shards, retention, toolQueueNames, shardOf: () => Promise.resolve(only) };
   }
   const known = new Map<string, number>();
   return {
     shards,
     retention,
+    toolQueueNames,
     async shardOf(runId) {
       let index = known.get(runId);
       if (index === undefined) {
@@ -70,8 +76,28 @@ export function runQueuesOf(
 /** The index of the shard whose queue holds `job`, or -1. */
 export const shardOfJob = (queues: Pick<RunQueues, 'shards'>, job: Job): number =>
   queues.shards.findIndex(
-    (s) => s.node.qualifiedName === job.queueQualifiedName || s.plan.qualifiedName === job.queueQualifiedName,
+    (s) =>
+      s.node.qualifiedName === job.queueQualifiedName ||
+      s.plan.qualifiedName === job.queueQualifiedName ||
+      [...s.toolQueues.values()].some((q) => q.qualifiedName === job.queueQualifiedName),
   );
+
+/**
+ * A node job of a run by its id, in whichever tool queue of the run's shard holds it: the node
+ * queue first, then each custom tool queue the process knows.
+ */
+export async function findNodeJob(
+  queues: Pick<RunQueues, 'shardOf' | 'toolQueueNames'>,
+  runId: string,
+  jobId: string,
+): Promise<Job | undefined> {
+  const shard = await queues.shardOf(runId);
+  for (const queue of [shard.node, ...queues.toolQueueNames().map((q) => shard.toolQueue(q))]) {
+    const job = await Job.fromId(queue, jobId);
+    if (job) return job;
+  }
+  return undefined;
+}
 
 /** The BullMQ backoff type every node job uses; its delay is computed by the node executor. */
 export const BACKOFF_TYPE = 'tetraloop';
@@ -145,13 +171,21 @@ export async function removeDeadline(queues: RunQueues, runId: string, generatio
  * template lesson may ask for (`lessonRetries`), when more. The executor decides whether a failure
  * is retried; this is only BullMQ's ceiling.
  */
-export function nodeJobAttempts(node: ExecutableNode, retries: RetryTable, lessonRetries = 0): number {
+export function nodeJobAttempts(
+  node: ExecutableNode,
+  retries: RetryTable,
+  lessonRetries = 0,
+  /** The node's retries per class, when more than its own (a custom tool's). */
+  retry: NodeRetry | undefined = executionOf(node).retry(node),
+): number {
   const kind = executionOf(node);
-  return 1 + (kind.retryable ? Math.max(maxRetries(retries, kind.retry(node)), lessonRetries) : 0);
+  return 1 + (kind.retryable ? Math.max(maxRetries(retries, retry), lessonRetries) : 0);
 }
 
 export interface NodeToEnqueue {
   readonly id: string;
+  /** The tool queue it goes to (a custom tool's); the node queue when absent. */
+  readonly queue?: string;
   readonly attempts: number;
   readonly priority?: number;
   readonly delayMs?: number;
@@ -207,8 +241,17 @@ export async function enqueueNodes(
   }));
   // One ready node (a chain's next hop) is one script call; a pipeline costs more to build.
   const [only] = jobs;
-  if (jobs.length === 1 && only) await shard.node.add(only.name, only.data, only.opts);
-  else await shard.node.addBulk(jobs);
+  if (jobs.length === 1 && only) {
+    await shard.toolQueue(nodes[0]!.queue ?? DEFAULT_TOOL_QUEUE).add(only.name, only.data, only.opts);
+    return;
+  }
+  // Custom tools' nodes go to their tools' queues; each queue takes its jobs in one call.
+  const byQueue = new Map<string, typeof jobs>();
+  jobs.forEach((job, i) => {
+    const queue = nodes[i]!.queue ?? DEFAULT_TOOL_QUEUE;
+    byQueue.set(queue, [...(byQueue.get(queue) ?? []), job]);
+  });
+  await Promise.all([...byQueue].map(([queue, batch]) => shard.toolQueue(queue).addBulk(batch)));
 }
 
 /**
@@ -217,17 +260,16 @@ export async function enqueueNodes(
  */
 export async function wakeParkedNodes(
   store: RunStore,
-  queues: Pick<RunQueues, 'shardOf'>,
+  queues: Pick<RunQueues, 'shardOf' | 'toolQueueNames'>,
   runId: string,
   statuses: readonly ('waiting' | 'retrying')[] = ['waiting', 'retrying'],
 ): Promise<void> {
-  const [parked, generation, { node }] = await Promise.all([
+  const [parked, generation] = await Promise.all([
     store.parkedNodes(runId, statuses),
     store.generation(runId),
-    queues.shardOf(runId),
   ]);
   for (const nodeId of parked) {
-    const job = await Job.fromId(node, nodeJobId(runId, nodeId, generation));
+    const job = await findNodeJob(queues, runId, nodeJobId(runId, nodeId, generation));
     if (job && (await job.isDelayed())) await job.promote().catch(() => undefined);
   }
 }

@@ -5,3 +5,4 @@ export * from './redis-cluster-server.js';
 export * from './redis-container.js';
 export * from './embedded-redis.js';
 export * from './services.js';
+export * from './custom-tools.js';

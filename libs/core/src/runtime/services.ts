@@ -22,6 +22,7 @@ import {
   sessionStoreOptionsOf,
   sourceSettingsOf,
   webhookDeliveryOf,
+  toolCatalogOptionsOf,
   webhookStoreOptionsOf,
   type BaseEnv,
 } from '../config/env-schema.js';
@@ -51,6 +52,14 @@ import { builtinTools } from '../tools/builtins.js';
 import type { EgressPolicy } from '../tools/egress-policy.js';
 import type { ToolRegistry } from '../tools/tool.js';
 import { cachedAgentFolders } from '../workspace/workspace.js';
+import { ToolCatalogStore } from '../state/tool-catalog-store.js';
+import { DEFAULT_TOOL_QUEUE, isCustomTool, type CustomTool } from '../tools/custom-tool.js';
+import {
+  followToolCatalog,
+  serveCustomTools,
+  type ToolCatalogFollower,
+  type ToolServing,
+} from './custom-tools.js';
 import { connectMcpServers, followMcpCatalog, type McpTools } from './mcp-tools.js';
 
 /** Memory and the lessons in effect; absent with `TETRALOOP_REFLECT=off`. */
@@ -109,7 +118,8 @@ export function buildServices(
   // Which tuning a process runs with, beside what it does: a change can be traced to it.
   metrics.configInfo.reset();
   metrics.configInfo.set({ version: env.TETRALOOP_CONFIG_VERSION }, 1);
-  const runQueues = runQueuesOf(queues.shards, retentionOf(env), store);
+  // A node job of a custom tool is in its tool's queue: the ones the registry knows now.
+  const runQueues = runQueuesOf(queues.shards, retentionOf(env), store, () => customToolQueues(tools));
   const sessionStore = new SessionStore(redis, prefix, sessionStoreOptionsOf(env));
   const webhooks = new WebhookStore(redis, webhookStoreOptionsOf(env));
   const outbox = new WebhookOutbox({
@@ -195,6 +205,14 @@ function memoryServices(
   return { store: memory, service, book: new LessonBook(memory, env.TETRALOOP_LESSON_REFRESH_MS) };
 }
 
+/** The queues of the custom tools in `tools`, other than the shared node queue. */
+export function customToolQueues(tools: ToolRegistry): string[] {
+  const queues = new Set<string>();
+  for (const tool of tools.values())
+    if (isCustomTool(tool) && tool.custom.queue !== DEFAULT_TOOL_QUEUE) queues.add(tool.custom.queue);
+  return [...queues];
+}
+
 export interface ToolsOptions {
   /** Its state connection (where the MCP servers' tool lists are kept) and its subscriber. */
   readonly redis: RedisClient;
@@ -207,6 +225,19 @@ export interface ToolsOptions {
    * these settings; without them the process follows the lists published to Redis.
    */
   readonly connect?: ConnectionSettings;
+  /**
+   * The custom tools this process serves (a tool pool loaded with tool modules), on the queues it
+   * serves: published to the catalog, with a heartbeat, while the process runs.
+   */
+  readonly serve?: { readonly tools: readonly CustomTool[]; readonly queues: readonly string[] };
+}
+
+/** The tools of a process: MCP servers' and built-ins, and the custom tool catalog it follows. */
+export interface ProcessTools extends McpTools {
+  readonly catalog: ToolCatalogFollower;
+  readonly catalogStore: ToolCatalogStore;
+  /** What this process serves, when it serves custom tools. */
+  readonly serving?: ToolServing;
 }
 
 /**
@@ -215,14 +246,47 @@ export interface ToolsOptions {
  * retried in the background and never stops the process) and publishes the lists; the others (the
  * API, the pools that only validate and plan) read the lists from Redis.
  */
-export async function openTools(env: BaseEnv, options: ToolsOptions): Promise<McpTools> {
+export async function openTools(env: BaseEnv, options: ToolsOptions): Promise<ProcessTools> {
   const common = {
     servers: env.TETRALOOP_MCP_SERVERS,
     builtins: builtinTools({ egress: options.egress }),
     store: new McpCatalogStore(options.redis, env.TETRALOOP_PREFIX),
     logger: options.logger,
   };
-  return options.connect
-    ? connectMcpServers({ ...common, settings: options.connect })
-    : followMcpCatalog({ ...common, subscriber: options.subscriber });
+  const mcp = options.connect
+    ? await connectMcpServers({ ...common, settings: options.connect })
+    : await followMcpCatalog({ ...common, subscriber: options.subscriber });
+  const { heartbeatMs, ...storeOptions } = toolCatalogOptionsOf(env);
+  const catalogStore = new ToolCatalogStore(options.redis, storeOptions);
+  const local = options.serve?.tools ?? [];
+  mcp.tools.setCustomTools({ local, remote: [] });
+  // Published before the catalog is first read: this process's tools are in its own first read.
+  const serving =
+    local.length > 0
+      ? await serveCustomTools({
+          store: catalogStore,
+          tools: local,
+          queues: options.serve?.queues ?? [],
+          heartbeatMs,
+          logger: options.logger,
+        })
+      : undefined;
+  const catalog = await followToolCatalog({
+    registry: mcp.tools,
+    store: catalogStore,
+    subscriber: options.subscriber,
+    refreshMs: heartbeatMs,
+    logger: options.logger,
+  });
+  return {
+    ...mcp,
+    catalog,
+    catalogStore,
+    ...(serving ? { serving } : {}),
+    async close() {
+      catalog.close();
+      await serving?.close();
+      await mcp.close();
+    },
+  };
 }

@@ -109,7 +109,7 @@ export interface SessionDeps {
   readonly store: RunStore;
   readonly runs: RunService;
   /** The node queues, whose parked jobs a cancel wakes. */
-  readonly queues: Pick<RunQueues, 'shardOf'>;
+  readonly queues: Pick<RunQueues, 'shardOf' | 'toolQueueNames'>;
   readonly senseQueue: Queue;
   readonly hooks: HookRegistry | undefined;
   /** The lessons in effect: the hard and soft ones join a session run's system prompt. */

@@ -16,3 +16,4 @@ export * from './tenant-purge.js';
 export * from './rate-limit-store.js';
 export * from './tenant-slots.js';
 export * from './cost-ledger.js';
+export * from './tool-catalog-store.js';

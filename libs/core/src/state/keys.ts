@@ -414,3 +414,25 @@ export function tenantKeyPatterns(prefix: string, tenant: string): string[] {
     ...TENANT_TAGGED.map((family) => `${taggedBase(family, prefix, tenant)}*`),
   ];
 }
+
+/**
+ * The custom tool catalog: what the team's tool workers serve (`state/tool-catalog-store.ts`). One
+ * hash tag for its keys, so a heartbeat writes them in one transaction on a cluster too.
+ */
+export interface ToolCatalogKeys {
+  /** Hash tool name → `ToolCatalogEntry` JSON: its latest definition and the versions seen. */
+  readonly tools: string;
+  /** Hash worker id → `ToolWorkerEntry` JSON: which tools a live worker process serves. */
+  readonly workers: string;
+  /** Sorted set worker id → when its heartbeat runs out (ms): who is still alive. */
+  readonly beats: string;
+  /** Published when a tool or a version is new or gone, so every process reads the catalog again. */
+  readonly channel: string;
+}
+
+export const toolCatalogKeys = (prefix: string): ToolCatalogKeys => ({
+  tools: `${prefix}:tools:{tools}:catalog`,
+  workers: `${prefix}:tools:{tools}:workers`,
+  beats: `${prefix}:tools:{tools}:beats`,
+  channel: `${prefix}:tools:changed`,
+});

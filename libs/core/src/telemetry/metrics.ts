@@ -308,6 +308,18 @@ export const metrics = {
     labelNames: ['server'] as const,
     registers: [registry],
   }),
+  toolWorkers: new Gauge({
+    name: 'tetraloop_tool_workers',
+    help: 'Live worker processes serving a custom tool on its queue, as the tool catalog in Redis has them (0: its nodes wait in the queue until one starts).',
+    labelNames: ['tool', 'queue'] as const,
+    registers: [registry],
+  }),
+  toolNotServedHere: new Counter({
+    name: 'tetraloop_tool_jobs_not_served_here_total',
+    help: 'Node jobs of a custom tool this worker process has no code for, put back in their queue for a process that has it.',
+    labelNames: ['tool', 'queue'] as const,
+    registers: [registry],
+  }),
   blobBytes: new Counter({
     name: 'tetraloop_blob_bytes_total',
     help: 'Bytes of large node outputs kept as blobs: stored anew, or deduplicated (already stored).',

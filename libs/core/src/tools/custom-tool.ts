@@ -104,12 +104,18 @@ export type CustomToolInfo = z.infer<typeof CustomToolInfo>;
 /** A custom tool with its code: what a worker process that serves it holds. */
 export interface CustomTool<I = unknown, O = unknown> extends Tool<I, O> {
   readonly custom: CustomToolInfo;
+  /** True: this process has the tool's code (a tool known only from the catalog has none). */
+  readonly codeHere: boolean;
   run(args: I, ctx: ToolContext | CustomToolContext): Promise<O>;
 }
 
 /** Whether a tool in a registry is a team's own (with code here, or known from the catalog). */
-export const isCustomTool = (tool: Tool): tool is Tool & { readonly custom: CustomToolInfo } =>
+export const isCustomTool = (tool: Tool): tool is CustomTool =>
   'custom' in tool && typeof (tool as { custom?: unknown }).custom === 'object';
+
+/** The queue a tool's node jobs go to: a custom tool's own, else the shared node queue. */
+export const queueOfTool = (tool: Tool | undefined): string =>
+  tool && isCustomTool(tool) ? tool.custom.queue : DEFAULT_TOOL_QUEUE;
 
 /** A definition that cannot serve: names the field and why. */
 export class ToolDefinitionError extends Error {
@@ -195,7 +201,7 @@ export function defineCustomTool<I, O>(definition: CustomToolDefinition<I, O>): 
       throw new ToolDefinitionError(`retry.${cls}`, `must be an integer from 0 to ${MAX_TOOL_RETRIES}`, name);
     retry[cls] = count;
   }
-  const secrets = d.secrets ?? [];
+  const secrets: unknown = d.secrets ?? [];
   if (!Array.isArray(secrets) || secrets.some((s) => typeof s !== 'string' || s === ''))
     throw new ToolDefinitionError('secrets', 'must be a list of secret names', name);
   const inputSchema = jsonSchemaOf(d.input, 'input', 'input', name);
@@ -211,7 +217,7 @@ export function defineCustomTool<I, O>(definition: CustomToolDefinition<I, O>): 
     ...(timeoutMs !== undefined ? { timeoutMs } : {}),
     ...(Object.keys(retry).length > 0 ? { retry } : {}),
     ...(concurrency !== undefined ? { concurrency } : {}),
-    secrets: [...secrets],
+    secrets: [...(secrets as string[])],
   };
   const run = d.run.bind(d);
   return {
@@ -220,6 +226,7 @@ export function defineCustomTool<I, O>(definition: CustomToolDefinition<I, O>): 
     input: d.input,
     output: d.output,
     custom,
+    codeHere: true,
     // The executor gives a custom tool the whole context (`CustomToolContext`).
     run: async (input, ctx) => run(input, ctx as CustomToolContext),
   };

@@ -1,0 +1,85 @@
+/**
+ * What a custom tool's `run` gets beside the call's signal and idempotency key: the attempt, the
+ * run's tenant and agent, its logger, `secret(name)` (only a secret the tool declares and whose
+ * scope names the tool) and `progress(fraction, message)` (a `node.progress` event, a bounded
+ * number per call). Every secret value it read is remembered, so the call's output and errors are
+ * masked of it like of a `{"$secret"}` argument.
+ */
+import { ToolError } from '../errors/node-error.js';
+import { secretRefusal, unscopedSecretMessage } from '../secrets/secret-scope.js';
+import { SECRETS_OFF_MESSAGE, SecretStoreError } from '../state/secret-store.js';
+import type { CustomTool, CustomToolContext } from '../tools/custom-tool.js';
+import type { ToolContext } from '../tools/tool.js';
+import type { NodeContext } from './node-context.js';
+
+/** `node.progress` events one call may append; later ones are dropped (the last is kept in the count). */
+export const MAX_PROGRESS_EVENTS = 100;
+/** A progress message is cut to this many characters. */
+export const MAX_PROGRESS_MESSAGE = 500;
+
+const secretError = (message: string): ToolError =>
+  new ToolError('validation', message, { reason: 'secret_not_allowed' });
+
+export function customToolContext(
+  ctx: NodeContext,
+  tool: CustomTool,
+  base: Omit<ToolContext, 'signal'>,
+  /** Filled with the values `secret()` read. */
+  read: Map<string, string>,
+): Omit<CustomToolContext, 'signal'> {
+  const { plan, deps } = ctx;
+  const name = tool.name;
+  let progressEvents = 0;
+  const log = ctx.log.child({ tool: name, toolVersion: tool.custom.version });
+  return {
+    ...base,
+    attempt: ctx.attempt,
+    tenant: plan.tenant,
+    agentId: plan.agentId,
+    log,
+    async secret(secret) {
+      if (!tool.custom.secrets.includes(secret))
+        throw secretError(
+          `tool "${name}" reads secret "${secret}" it does not declare (add it to the tool's secrets)`,
+        );
+      const store = deps.secrets;
+      if (!store?.configured)
+        throw new ToolError('validation', `tool "${name}" reads a secret, but ${SECRETS_OFF_MESSAGE}`);
+      let resolved;
+      try {
+        resolved = await store.resolve(plan.tenant, [secret]);
+      } catch (err) {
+        if (err instanceof SecretStoreError) throw new ToolError('validation', err.message);
+        throw err;
+      }
+      const value = resolved.values.get(secret);
+      if (value === undefined)
+        throw new ToolError(
+          'validation',
+          `no secret "${secret}" for tenant "${plan.tenant}" (write it with PUT /v1/secrets/${secret})`,
+        );
+      const scope = resolved.scopes.get(secret) ?? null;
+      const refused =
+        scope === null ? unscopedSecretMessage(secret) : secretRefusal(secret, scope, { tool: name });
+      if (refused !== undefined) throw secretError(refused);
+      read.set(secret, value);
+      return value;
+    },
+    progress(fraction, message) {
+      if (progressEvents >= MAX_PROGRESS_EVENTS) return;
+      progressEvents++;
+      const f = Number.isFinite(fraction) ? Math.min(1, Math.max(0, fraction)) : 0;
+      let text = typeof message === 'string' ? message.slice(0, MAX_PROGRESS_MESSAGE) : undefined;
+      // A secret the tool read never reaches an event.
+      for (const value of read.values())
+        if (text !== undefined && value !== '') text = text.replaceAll(value, '***');
+      deps.store
+        .appendEvent(plan.runId, 'node.progress', ctx.node.id, {
+          fraction: f,
+          ...(text !== undefined ? { message: text } : {}),
+          attempt: ctx.attempt,
+        })
+        .catch((err: Error) => log.warn({ err: err.message }, 'node.progress event not appended'));
+    },
+  };
+}
