@@ -262,6 +262,8 @@ async function exampleOf(name: RouteName): Promise<Example> {
       return { path: `/v1/blobs/${f.blob}`, ok: 200 };
     case 'usage.get':
       return { path: '/v1/usage', ok: 200 };
+    case 'tools.list':
+      return { path: '/v1/tools', ok: 200 };
     case 'sessions.message':
       // Another name than the session read below: another tenant's message makes its own session.
       return { path: '/v1/sessions/inbox/messages', body: { text: 'again' }, ok: 202 };

@@ -17,6 +17,7 @@ import {
   type ModelServer,
   type ScriptedReply,
 } from './support/model-server.js';
+import { metricValue } from './support/inspect.js';
 import { postRun, readEvents, startStack, waitFor, type Stack } from './support/stack.js';
 
 const MODULE = fileURLToPath(new URL('./fixtures/tools/tools.ts', import.meta.url));
@@ -81,7 +82,7 @@ class Loopback {
 let stack: Stack;
 let loopback: Loopback;
 let model: ModelServer;
-let planner: (request: ChatRequest) => ScriptedReply = () => ({ content: '{}' }); // eslint-disable-line prefer-const
+let planner: (request: ChatRequest) => ScriptedReply = () => ({ content: '{}' });
 const workers: Spawned[] = [];
 
 const isPlannerCall = (r: ChatRequest): boolean =>
@@ -192,4 +193,183 @@ describe('custom tools served by a worker process', () => {
       data: { fraction: 0.5, message: 'customer found' },
     });
   });
+
+  it('rejects a graph at submit: args at the field, an unknown tool, a field its output lacks', async () => {
+    const badEmail = await postRun(stack.url, { graph: { nodes: [lookup('c', 'not-an-email')] } });
+    expect(badEmail.status).toBe(400);
+    expect(JSON.stringify(badEmail.body)).toContain('nodes.0.args.email');
+    const unknown = await postRun(stack.url, {
+      graph: { nodes: [{ id: 'x', kind: 'tool', tool: 'crm.nope', args: {} }] },
+    });
+    expect(unknown.status).toBe(400);
+    expect(JSON.stringify(unknown.body)).toMatch(/unknown tool \\"crm.nope\\"; known tools: .*crm.lookup/);
+    const typo = await postRun(stack.url, {
+      graph: {
+        nodes: [
+          lookup(),
+          { id: 'loud', kind: 'tool', tool: 'text.shout', args: { text: '{{customer.output.nmae}}' } },
+        ],
+        edges: [['customer', 'loud']],
+      },
+    });
+    expect(typo.status).toBe(400);
+    expect(JSON.stringify(typo.body)).toContain('has no output.nmae in its output schema');
+  });
+
+  it('classifies failures: output outside its schema, a plain Error, a network failure, Retry-After', async () => {
+    const misbehave = (how: string) => ({ id: 'm', kind: 'tool', tool: 'test.misbehave', args: { how } });
+    const badOutput = await runGraph({ nodes: [misbehave('bad-output')] });
+    expect(badOutput.nodes.m).toMatchObject({ status: 'failed', error: { code: 'validation' } });
+    const thrown = await runGraph({ nodes: [misbehave('throw')] });
+    expect(thrown.nodes.m).toMatchObject({
+      status: 'failed',
+      error: { code: 'internal', message: 'a plain bug' },
+    });
+    // `internal` is not retried by default.
+    expect(thrown.nodes.m?.attempts).toHaveLength(1);
+    const network = await runGraph({ nodes: [misbehave('network')] });
+    expect(network.nodes.m).toMatchObject({ status: 'failed', error: { code: 'network' } });
+    expect(network.nodes.m?.attempts).toHaveLength(3);
+    // The CRM is busy once: the tool's ToolError('rate_limited', …, {retryAfterMs: 600}) is honoured.
+    loopback.crmStatuses = [429];
+    const busy = await runGraph({ nodes: [lookup()] });
+    expect(busy.status).toBe('succeeded');
+    const [first, second] = busy.nodes.customer?.attempts ?? [];
+    expect(first).toMatchObject({ error: { code: 'rate_limited', retryAfterMs: 600 } });
+    expect(first?.retryDelayMs).toBeGreaterThanOrEqual(600);
+    expect(second?.error).toBeUndefined();
+  });
+
+  it('gives ctx.secret a secret the tool declares and the secret allows; refuses the others', async () => {
+    const undeclared = await runGraph({
+      nodes: [{ id: 'm', kind: 'tool', tool: 'test.misbehave', args: { how: 'secret' } }],
+    });
+    expect(undeclared.nodes.m).toMatchObject({
+      status: 'failed',
+      error: { code: 'validation', reason: 'secret_not_allowed' },
+    });
+    expect((await call('PUT', '/v1/secrets/CRM_TOKEN', { tools: ['another.tool'] })).status).toBe(204);
+    try {
+      const before = loopback.hitsOf('/crm/customers').length;
+      const refused = await runGraph({ nodes: [lookup()] });
+      expect(refused.nodes.customer).toMatchObject({
+        status: 'failed',
+        error: { code: 'validation', reason: 'secret_not_allowed' },
+      });
+      expect(JSON.stringify(refused.nodes.customer)).toContain('may not be given to tool \\"crm.lookup\\"');
+      expect(loopback.hitsOf('/crm/customers')).toHaveLength(before);
+    } finally {
+      await call('PUT', '/v1/secrets/CRM_TOKEN', { tools: ['crm.lookup'] });
+    }
+  });
+
+  it('lists the tools with their kind, queue, versions and live workers', async () => {
+    const { status, body } = await call('GET', '/v1/tools');
+    expect(status).toBe(200);
+    const tools = body.tools as { name: string; kind: string }[];
+    expect(tools.find((t) => t.name === 'http')).toMatchObject({ kind: 'builtin' });
+    expect(tools.find((t) => t.name === 'crm.lookup')).toMatchObject({
+      kind: 'custom',
+      queue: 'crm',
+      description: 'Find a customer by e-mail',
+      versions: [{ version: '3', workers: 1 }],
+      workers: 1,
+    });
+    expect(tools.find((t) => t.name === 'text.shout')).toMatchObject({ kind: 'custom', queue: 'default' });
+  });
+
+  it('plans a task with the custom tools, which the planner is told of', async () => {
+    planner = () => ({
+      content: JSON.stringify({
+        nodes: [
+          { id: 'who', kind: 'tool', tool: 'crm.lookup', args: { email: 'ada@example.com' } },
+          { id: 'say', kind: 'tool', tool: 'text.shout', args: { text: 'hi {{who.output.name}}' } },
+        ],
+        edges: [['who', 'say']],
+      }),
+    });
+    const before = model.requests.length;
+    const posted = await postRun(stack.url, { task: 'greet the customer ada@example.com loudly' });
+    expect(posted.status).toBe(202);
+    const doc = await waitFor(stack.url, posted.body.runId as string, 30_000);
+    expect(doc.status, JSON.stringify(doc.nodes)).toBe('succeeded');
+    expect(outputOf(doc, 'say')).toMatchObject({ text: 'HI ADA LOVELACE' });
+    const asked = JSON.stringify(model.requests.slice(before).find(isPlannerCall));
+    expect(asked).toContain('crm.lookup');
+    expect(asked).toContain('Find a customer by e-mail');
+  });
+});
+
+describe('tool queues and worker processes', () => {
+  const render = (id: string, scene: string) => ({ id, kind: 'tool', tool: 'gpu.render', args: { scene } });
+  const gauge = (): Promise<number> =>
+    metricValue(stack.url, 'tetraloop_tool_workers{tool="gpu.render",queue="gpu"}');
+  let gpu: Spawned;
+
+  it('runs each node only on a process serving its queue', async () => {
+    gpu = await startToolWorker('gpu');
+    const doc = await runGraph({ nodes: [lookup(), render('img', 'a')], edges: [['customer', 'img']] });
+    expect(doc.status).toBe('succeeded');
+    const crmPid = loopback.hitsOf('/crm/customers').at(-1)?.headers['x-worker-pid'];
+    const gpuPid = (outputOf(doc, 'img') as { pid: number }).pid;
+    expect(gpuPid).toBe(gpu.child.pid);
+    expect(Number(crmPid)).not.toBe(gpu.child.pid);
+    expect(Number(crmPid)).not.toBe(process.pid);
+    expect(await gauge()).toBe(1);
+  });
+
+  it('keeps a node of a tool without a live worker queued until one starts', async () => {
+    await gpu.kill('SIGTERM');
+    await expect.poll(gauge, { timeout: 10_000 }).toBe(0);
+    // A tool never seen is unknown; one seen within the catalog TTL is accepted and waits.
+    const never = await postRun(stack.url, {
+      graph: { nodes: [{ id: 'n', kind: 'tool', tool: 'gpu.never', args: {} }] },
+    });
+    expect(never.status).toBe(400);
+    const posted = await postRun(stack.url, { graph: { nodes: [render('img', 'b')] } });
+    expect(posted.status).toBe(202);
+    const runId = posted.body.runId as string;
+    await expect
+      .poll(
+        async () =>
+          ((await call('GET', `/v1/runs/${runId}`)).body.nodes as Record<string, { status: string }>).img
+            ?.status,
+        { timeout: 10_000 },
+      )
+      .toBe('queued');
+    expect(((await call('GET', `/v1/runs/${runId}`)).body as { status: string }).status).toBe('running');
+    gpu = await startToolWorker('gpu');
+    const doc = await waitFor(stack.url, runId, 30_000);
+    expect(doc.status).toBe('succeeded');
+    expect((outputOf(doc, 'img') as { pid: number }).pid).toBe(gpu.child.pid);
+    await expect.poll(gauge, { timeout: 10_000 }).toBe(1);
+  });
+
+  it('finishes a call cut by SIGKILL on a second worker, with the same idempotency key; done nodes stay done', async () => {
+    loopback.holdRenders = true;
+    const before = loopback.hitsOf('/gpu/render').length;
+    const posted = await postRun(stack.url, {
+      graph: {
+        nodes: [
+          { id: 'first', kind: 'tool', tool: 'text.shout', args: { text: 'once' } },
+          render('img', 'c'),
+        ],
+        edges: [['first', 'img']],
+      },
+    });
+    expect(posted.status).toBe(202);
+    const runId = posted.body.runId as string;
+    await expect.poll(() => loopback.hitsOf('/gpu/render').length, { timeout: 20_000 }).toBe(before + 1);
+    await gpu.kill('SIGKILL');
+    gpu = await startToolWorker('gpu');
+    await expect.poll(() => loopback.hitsOf('/gpu/render').length, { timeout: 30_000 }).toBe(before + 2);
+    const [cut, again] = loopback.hitsOf('/gpu/render').slice(before);
+    expect(again?.headers['idempotency-key']).toBe(cut?.headers['idempotency-key']);
+    expect(Number(again?.headers['x-worker-pid'])).toBe(gpu.child.pid);
+    loopback.releaseRenders();
+    const doc = await waitFor(stack.url, runId, 30_000);
+    expect(doc.status).toBe('succeeded');
+    expect(doc.nodes.first?.attempts).toHaveLength(1);
+    expect((outputOf(doc, 'img') as { pid: number }).pid).toBe(gpu.child.pid);
+  }, 90_000);
 });

@@ -26,6 +26,11 @@ export interface AdminBoardOptions {
   readonly prefix: string;
   /** Every queue; a shard of the run queues is shown as `shard<i>.<name>` (see `bullBoard`). */
   readonly queues: readonly ShownQueue[];
+  /**
+   * Gives the board a way to show queues that appear later (a custom tool's queue, once a worker
+   * publishes the tool): `show` replaces the queues shown.
+   */
+  readonly follow?: (show: (queues: readonly ShownQueue[]) => void) => void;
   readonly readOnly: boolean;
   /** How long a login lasts. @defaultValue 28800 (8 hours) */
   readonly sessionSeconds?: number;
@@ -97,18 +102,23 @@ export function adminBoard(options: AdminBoardOptions): AdminBoard {
         if (cookie) await options.redis.del(sessionKey(cookie));
         res.clearCookie(COOKIE, { path: '/admin' }).redirect(303, LOGIN_PATH);
       });
-      app.use(ADMIN_PATH, guard, bullBoard(options.queues, options.readOnly));
+      const board = bullBoard(options.queues, options.readOnly);
+      options.follow?.(board.show);
+      app.use(ADMIN_PATH, guard, board.router);
     },
   };
 }
 
-export function bullBoard(queues: readonly ShownQueue[], readOnlyMode: boolean): Router {
+export function bullBoard(
+  queues: readonly ShownQueue[],
+  readOnlyMode: boolean,
+): { router: Router; show: (queues: readonly ShownQueue[]) => void } {
   const serverAdapter = new ExpressAdapter();
   serverAdapter.setBasePath(ADMIN_PATH);
-  createBullBoard({
-    // The adapter is typed against BullMQ's Queue class; ours is that class. Bull Board tells
-    // queues apart by name, and every shard's are named alike: a shard's name gets its index first.
-    queues: queues.map(
+  // The adapter is typed against BullMQ's Queue class; ours is that class. Bull Board tells
+  // queues apart by name, and every shard's are named alike: a shard's name gets its index first.
+  const adapters = (shown: readonly ShownQueue[]) =>
+    shown.map(
       ({ queue, shard }) =>
         new BullMQAdapter(queue as never, {
           readOnlyMode,
@@ -116,8 +126,10 @@ export function bullBoard(queues: readonly ShownQueue[], readOnlyMode: boolean):
             ? {}
             : { prefix: `shard${shard}.`, displayName: `${queue.name} (shard ${shard})` }),
         }),
-    ),
-    serverAdapter,
-  });
-  return serverAdapter.getRouter() as Router;
+    );
+  const board = createBullBoard({ queues: adapters(queues), serverAdapter });
+  return {
+    router: serverAdapter.getRouter() as Router,
+    show: (shown) => board.replaceQueues(adapters(shown)),
+  };
 }

@@ -39,6 +39,7 @@ import { sessionHandlers, type RawBodyRequest } from './sessions-router.js';
 import { rateLimit } from './rate-limit.js';
 import type { TrustProxy } from './trust-proxy.js';
 import { usageHandlers } from './usage-router.js';
+import { toolHandlers, type ToolsRouterDeps } from './tools-router.js';
 import { webhookHandlers } from './webhooks-router.js';
 
 export interface AppDeps {
@@ -70,6 +71,9 @@ export interface AppDeps {
   readonly outboundWebhooks: WebhookStore;
   /** Each tenant's daily model spending. */
   readonly costs: CostLedger;
+  /** Every tool graphs may name, and the custom tool catalog. */
+  readonly tools: ToolsRouterDeps['tools'];
+  readonly toolCatalog: ToolsRouterDeps['toolCatalog'];
   readonly senseQueue: Queue;
   readonly senseEvents: QueueEvents;
   readonly waiter: RunWaiter;
@@ -159,6 +163,7 @@ export function createApp(deps: AppDeps): express.Express {
     ...secretHandlers(deps),
     ...webhookHandlers(deps),
     ...usageHandlers(deps),
+    ...toolHandlers(deps),
     ...keyHandlers({ keys: deps.auth.keys, purgeTenant: deps.purgeTenant }),
     ...limitHandlers(deps),
   });

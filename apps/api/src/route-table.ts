@@ -43,6 +43,7 @@ export const ROUTES = {
   'runs.feedback': { method: 'post', path: '/v1/runs/:id/feedback', access: 'runs:write', owned: 'run' },
   'blobs.get': { method: 'get', path: '/v1/blobs/:hash', access: 'runs:read', owned: 'blob' },
   'usage.get': { method: 'get', path: '/v1/usage', access: 'runs:read' },
+  'tools.list': { method: 'get', path: '/v1/tools', access: 'runs:read' },
   'sessions.message': {
     method: 'post',
     path: '/v1/sessions/:sessionKey/messages',

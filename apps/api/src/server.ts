@@ -85,6 +85,8 @@ export async function startApi(env: ApiEnv, options: StartApiOptions = {}): Prom
   });
   const longRequests = new LongRequests(longRequestsOf(env));
   const watch = new QueueWatch(shownQueues(queues));
+  // A custom tool's queue is watched (and shown in Bull Board) once the catalog names it.
+  mcp.catalog.onQueues((names) => watch.add(shownQueues(queues, names)));
   const stopWatch = await watch.start(env.TETRALOOP_QUEUE_CHECK_MS, () => undefined);
   const memory = services.memory;
   // Scrape-time gauges: queue depths, and the lessons of every agent when the API has memory.
@@ -120,6 +122,7 @@ export async function startApi(env: ApiEnv, options: StartApiOptions = {}): Prom
             redis,
             prefix,
             queues: watch.watched,
+            follow: (show) => mcp.catalog.onQueues((names) => show(shownQueues(queues, names))),
             readOnly: env.TETRALOOP_ADMIN_READ_ONLY,
           }),
         }
@@ -142,6 +145,8 @@ export async function startApi(env: ApiEnv, options: StartApiOptions = {}): Prom
     secrets: services.secrets,
     outboundWebhooks: services.webhooks,
     costs: services.costs,
+    tools: mcp.tools,
+    toolCatalog: () => mcp.catalog.snapshot(),
     senseQueue: queues.sense,
     senseEvents,
     waiter,

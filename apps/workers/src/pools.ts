@@ -8,7 +8,7 @@
 import type { Worker } from 'bullmq';
 import type { FlowGate } from '@tetraloop/core/executor';
 import { shownQueues, type Pool } from '@tetraloop/core/queues';
-import { customToolQueues, type ProcessTools } from '@tetraloop/core/runtime';
+import type { ProcessTools } from '@tetraloop/core/runtime';
 import { QueueWatch } from '@tetraloop/core/telemetry';
 import type { WorkerEnv } from './env.js';
 import { openPoolContext, type PoolContext, type StartPoolsOptions } from './pools/context.js';
@@ -60,9 +60,9 @@ export async function startPools(env: WorkerEnv, options: StartPoolsOptions): Pr
 
   // Queue depths, the stall alarm and Redis's health come from where the work is too, so they stay
   // true (and autoscaling keeps seeing the backlog) while every API process is down.
-  const watch = new QueueWatch(
-    shownQueues(ctx.queues, [...new Set([...ctx.servedQueues, ...customToolQueues(ctx.mcp.tools)])]),
-  );
+  const watch = new QueueWatch(shownQueues(ctx.queues, ctx.servedQueues));
+  // A custom tool's queue is watched once the catalog names it (KEDA scales its workers on it).
+  ctx.mcp.catalog.onQueues((names) => watch.add(shownQueues(ctx.queues, names)));
   const stopWatch = await watch.start(env.TETRALOOP_QUEUE_CHECK_MS, (err) =>
     ctx.log.debug({ err: err.message }, 'queue check failed'),
   );

@@ -298,6 +298,7 @@ export function openApiDocument(settings: OperationSettings = { maxWaitMs: DEFAU
       { name: 'keys', description: 'API keys and tenants.' },
       { name: 'limits', description: 'Flow limits (root token).' },
       { name: 'usage', description: 'What model calls cost: the cost ledger.' },
+      { name: 'tools', description: 'The tools graphs may name: built-in, MCP and custom.' },
       {
         name: 'operations',
         description: 'Health, readiness, metrics and this document: open, outside `/v1`.',

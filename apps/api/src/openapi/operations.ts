@@ -73,6 +73,38 @@ import {
 } from '../requests.js';
 import type { RouteName } from '../route-table.js';
 
+const JsonSchemaDoc = z.record(z.string(), z.unknown()).meta({ description: 'A JSON Schema.' });
+
+/** `GET /v1/tools`. */
+const ToolList = z
+  .object({
+    tools: z.array(
+      z.object({
+        name: z.string(),
+        kind: z.enum(['builtin', 'mcp', 'custom']),
+        description: z.string(),
+        inputSchema: JsonSchemaDoc,
+        outputSchema: JsonSchemaDoc.optional(),
+        queue: z
+          .string()
+          .optional()
+          .meta({ description: 'A custom tool’s queue (`default`: the shared node queue).' }),
+        versions: z
+          .array(
+            z.object({
+              version: z.string(),
+              schemaHash: z.string(),
+              workers: z.number().int().meta({ description: 'Live worker processes serving this version.' }),
+              seenAt: z.string().optional(),
+            }),
+          )
+          .optional(),
+        workers: z.number().int().optional().meta({ description: 'Live worker processes serving the tool.' }),
+      }),
+    ),
+  })
+  .meta({ id: 'ToolList' });
+
 /** A path, query or header parameter. */
 export interface ParameterSpec {
   readonly schema: z.ZodType;
@@ -592,6 +624,14 @@ export function routeOperations(settings: OperationSettings): { readonly [K in R
       },
       answers: { 200: { description: 'The day’s spending.', json: DailyCost } },
       errors: { 400: ['invalid_request'] },
+    },
+    'tools.list': {
+      tag: 'tools',
+      summary: 'Every tool a graph may name',
+      description:
+        'The built-in tools, each MCP server’s and the custom tools worker processes serve (from the catalog in Redis), with their input schemas; a custom tool also with its output schema, queue, versions served or seen within TETRALOOP_TOOL_CATALOG_TTL, and live workers (docs/tools.md).',
+      answers: { 200: { description: 'The tools, by name.', json: ToolList } },
+      errors: {},
     },
     'limits.get': {
       tag: 'limits',

@@ -10,7 +10,21 @@ import { secretRefusal, unscopedSecretMessage } from '../secrets/secret-scope.js
 import { SECRETS_OFF_MESSAGE, SecretStoreError } from '../state/secret-store.js';
 import type { CustomTool, CustomToolContext } from '../tools/custom-tool.js';
 import type { ToolContext } from '../tools/tool.js';
-import type { NodeContext } from './node-context.js';
+import type { Logger } from 'pino';
+import type { SecretStore } from '../state/secret-store.js';
+import type { RunStore } from '../state/runs/run-store.js';
+
+/** The call a custom tool's context is made for: its run, node and attempt, and where it writes. */
+export interface CustomCall {
+  readonly runId: string;
+  readonly nodeId: string;
+  readonly tenant: string;
+  readonly agentId: string;
+  readonly attempt: number;
+  readonly log: Logger;
+  readonly secrets?: SecretStore;
+  readonly events: Pick<RunStore, 'appendEvent'>;
+}
 
 /** `node.progress` events one call may append; later ones are dropped (the last is kept in the count). */
 export const MAX_PROGRESS_EVENTS = 100;
@@ -21,33 +35,32 @@ const secretError = (message: string): ToolError =>
   new ToolError('validation', message, { reason: 'secret_not_allowed' });
 
 export function customToolContext(
-  ctx: NodeContext,
+  call: CustomCall,
   tool: CustomTool,
   base: Omit<ToolContext, 'signal'>,
   /** Filled with the values `secret()` read. */
   read: Map<string, string>,
 ): Omit<CustomToolContext, 'signal'> {
-  const { plan, deps } = ctx;
   const name = tool.name;
   let progressEvents = 0;
-  const log = ctx.log.child({ tool: name, toolVersion: tool.custom.version });
+  const log = call.log.child({ tool: name, toolVersion: tool.custom.version });
   return {
     ...base,
-    attempt: ctx.attempt,
-    tenant: plan.tenant,
-    agentId: plan.agentId,
+    attempt: call.attempt,
+    tenant: call.tenant,
+    agentId: call.agentId,
     log,
     async secret(secret) {
       if (!tool.custom.secrets.includes(secret))
         throw secretError(
           `tool "${name}" reads secret "${secret}" it does not declare (add it to the tool's secrets)`,
         );
-      const store = deps.secrets;
+      const store = call.secrets;
       if (!store?.configured)
         throw new ToolError('validation', `tool "${name}" reads a secret, but ${SECRETS_OFF_MESSAGE}`);
       let resolved;
       try {
-        resolved = await store.resolve(plan.tenant, [secret]);
+        resolved = await store.resolve(call.tenant, [secret]);
       } catch (err) {
         if (err instanceof SecretStoreError) throw new ToolError('validation', err.message);
         throw err;
@@ -56,7 +69,7 @@ export function customToolContext(
       if (value === undefined)
         throw new ToolError(
           'validation',
-          `no secret "${secret}" for tenant "${plan.tenant}" (write it with PUT /v1/secrets/${secret})`,
+          `no secret "${secret}" for tenant "${call.tenant}" (write it with PUT /v1/secrets/${secret})`,
         );
       const scope = resolved.scopes.get(secret) ?? null;
       const refused =
@@ -73,11 +86,11 @@ export function customToolContext(
       // A secret the tool read never reaches an event.
       for (const value of read.values())
         if (text !== undefined && value !== '') text = text.replaceAll(value, '***');
-      deps.store
-        .appendEvent(plan.runId, 'node.progress', ctx.node.id, {
+      call.events
+        .appendEvent(call.runId, 'node.progress', call.nodeId, {
           fraction: f,
           ...(text !== undefined ? { message: text } : {}),
-          attempt: ctx.attempt,
+          attempt: call.attempt,
         })
         .catch((err: Error) => log.warn({ err: err.message }, 'node.progress event not appended'));
     },

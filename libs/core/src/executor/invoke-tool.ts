@@ -84,7 +84,14 @@ function networkCode(err: unknown, depth = 0): string | undefined {
   if (typeof err !== 'object' || err === null || depth > 3) return undefined;
   const code = (err as { code?: unknown }).code;
   if (typeof code === 'string' && NETWORK_CODES.has(code)) return code;
-  return networkCode((err as { cause?: unknown }).cause, depth + 1);
+  // Connecting to every address of a name fails as one AggregateError.
+  const errors = (err as { errors?: unknown }).errors;
+  if (Array.isArray(errors))
+    for (const e of errors) if (networkCode(e, depth + 1)) return networkCode(e, depth + 1);
+  const inner = networkCode((err as { cause?: unknown }).cause, depth + 1);
+  if (inner !== undefined) return inner;
+  // `fetch` answers every failure to get a response (refused, reset, a port it will not use) so.
+  return err instanceof TypeError && err.message === 'fetch failed' ? 'fetch failed' : undefined;
 }
 
 /**
@@ -96,7 +103,12 @@ export function thrownError(err: unknown): NodeErrorData {
   const code = networkCode(err);
   if (code !== undefined) {
     const message = err instanceof Error ? err.message : String(err);
-    return { code: 'network', message: message === 'fetch failed' ? `fetch failed (${code})` : message };
+    const cause = (err as { cause?: { message?: unknown } }).cause?.message;
+    const why = code !== 'fetch failed' ? code : typeof cause === 'string' ? cause : undefined;
+    return {
+      code: 'network',
+      message: message === 'fetch failed' && why ? `fetch failed (${why})` : message,
+    };
   }
   return toErrorData(err);
 }

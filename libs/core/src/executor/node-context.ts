@@ -20,6 +20,7 @@ import type { WaitSpec } from '../state/runs/run-signals.js';
 import type { Tool, ToolOutcome } from '../tools/tool.js';
 import { isCustomTool } from '../tools/custom-tool.js';
 import { customToolContext } from './custom-tool-context.js';
+import { toolSlot } from './tool-concurrency.js';
 import { callIdempotencyKey } from '../secrets/call-key.js';
 import { fillSecrets, scrubSecrets, withSecretsMasked, type SecretRef } from '../secrets/secret-ref.js';
 import { secretRefusal, unscopedSecretMessage } from '../secrets/secret-scope.js';
@@ -245,12 +246,38 @@ async function callWithin(
   const base = { runId: ctx.plan.runId, nodeId: ctx.node.id, idempotencyKey };
   // Secrets a custom tool read itself (`ctx.secret`): masked in what comes back like the others.
   const read = new Map<string, string>();
+  // A custom tool's `concurrency` bounds its calls in this process.
+  const limitCalls = isCustomTool(tool) ? tool.custom.concurrency : undefined;
+  let release: (() => void) | undefined;
+  if (limitCalls !== undefined) {
+    try {
+      release = await toolSlot(tool.name, limitCalls, ctx.runSignal);
+    } catch {
+      return { ok: false, error: { code: 'aborted', message: 'run aborted' } };
+    }
+  }
   const raw = await invokeTool(
     tool,
     sent,
-    isCustomTool(tool) ? customToolContext(ctx, tool, base, read) : base,
+    isCustomTool(tool)
+      ? customToolContext(
+          {
+            runId: ctx.plan.runId,
+            nodeId: ctx.node.id,
+            tenant: ctx.plan.tenant,
+            agentId: ctx.plan.agentId,
+            attempt: ctx.attempt,
+            log: ctx.log,
+            ...(ctx.deps.secrets ? { secrets: ctx.deps.secrets } : {}),
+            events: ctx.deps.store,
+          },
+          tool,
+          base,
+          read,
+        )
+      : base,
     { timeoutMs: limit.ms, runSignal: ctx.runSignal },
-  );
+  ).finally(() => release?.());
   // Nothing that comes back (an output echoing the request, an error quoting it) keeps a value,
   // in any form the call made of it.
   const outcome =

@@ -37,6 +37,7 @@ export function catalogTool(info: CustomToolInfo, compile = argsSchemaCompiler()
     output: z.unknown(),
     custom: info,
     codeHere: false,
+    target: () => info.name,
     // The node executor puts a job of a tool it has no code for back in its queue before it runs.
     run: () => Promise.reject(new ToolError('internal', `tool ${info.name} has no code in this process`)),
   };
@@ -63,6 +64,11 @@ function gaugeWorkers(snapshot: ToolCatalogSnapshot): void {
 export interface ToolCatalogFollower {
   /** The catalog as last read. */
   snapshot(): ToolCatalogSnapshot;
+  /**
+   * Calls `listener` with the custom tool queues the catalog names (not `default`) now and after
+   * each read that finds a new one (metrics and Bull Board show each queue).
+   */
+  onQueues(listener: (queues: readonly string[]) => void): void;
   /** Reads the catalog now (tests, and a worker right after it published). */
   refresh(): Promise<void>;
   close(): void;
@@ -82,6 +88,8 @@ export async function followToolCatalog(options: {
 }): Promise<ToolCatalogFollower> {
   const { registry, store, subscriber, logger } = options;
   let last: ToolCatalogSnapshot = { tools: new Map(), workers: [] };
+  const queues = new Set<string>();
+  const queueListeners: ((queues: readonly string[]) => void)[] = [];
   const load = async (): Promise<void> => {
     last = await store.read();
     registry.setCustomTools({
@@ -89,6 +97,9 @@ export async function followToolCatalog(options: {
       remote: remoteTools(last, registry.localTools.filter(isCustomTool)),
     });
     gaugeWorkers(last);
+    const before = queues.size;
+    for (const { tool } of last.tools.values()) if (tool.queue !== DEFAULT_TOOL_QUEUE) queues.add(tool.queue);
+    if (queues.size > before) for (const listener of queueListeners) listener([...queues]);
   };
   const loadLogged = (): void => {
     load().catch((err: Error) => logger.warn({ err: err.message }, 'tool catalog not read'));
@@ -104,6 +115,10 @@ export async function followToolCatalog(options: {
   timer.unref();
   return {
     snapshot: () => last,
+    onQueues(listener) {
+      queueListeners.push(listener);
+      listener([...queues]);
+    },
     refresh: load,
     close() {
       clearInterval(timer);

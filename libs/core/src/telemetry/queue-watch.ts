@@ -61,17 +61,31 @@ export class QueueWatch {
   /** The read the stall alarm last counted: a read shared by two checks is one observation. */
   private counted: Map<string, Counts> | undefined;
 
-  readonly watched: readonly WatchedQueue[];
+  private current: readonly WatchedQueue[] = [];
   private readonly labels = new Map<string, Labels>();
 
   constructor(queues: readonly (Queue | WatchedQueue)[], options: QueueWatchOptions = {}) {
-    this.watched = queues.map((q) =>
-      'queue' in q && typeof q.queue === 'object' ? q : { queue: q as Queue },
-    );
     this.timeoutMs = options.timeoutMs ?? CHECK_TIMEOUT_MS;
-    for (const w of this.watched) this.labels.set(idOf(w), labelsOf(w));
-    // Nothing is stalled until a check says so: the gauge exists from the start.
-    for (const labels of this.labels.values()) metrics.queueStalled.set(labels, 0);
+    this.add(queues);
+  }
+
+  /** The queues watched. */
+  get watched(): readonly WatchedQueue[] {
+    return this.current;
+  }
+
+  /** Watches these queues too (a custom tool queue that appeared in the catalog); known ones are kept. */
+  add(queues: readonly (Queue | WatchedQueue)[]): void {
+    const added = queues
+      .map((q) => ('queue' in q && typeof q.queue === 'object' ? q : { queue: q as Queue }))
+      .filter((w) => !this.labels.has(idOf(w)));
+    if (added.length === 0) return;
+    this.current = [...this.current, ...added];
+    for (const w of added) {
+      this.labels.set(idOf(w), labelsOf(w));
+      // Nothing is stalled until a check says so: the gauge exists from the start.
+      metrics.queueStalled.set(labelsOf(w), 0);
+    }
   }
 
   /** The queues watched, each once. */

@@ -227,6 +227,8 @@ export function defineCustomTool<I, O>(definition: CustomToolDefinition<I, O>): 
     output: d.output,
     custom,
     codeHere: true,
+    // The service a call reaches is the tool itself: its failures make lessons as a host's do.
+    target: () => name,
     // The executor gives a custom tool the whole context (`CustomToolContext`).
     run: async (input, ctx) => run(input, ctx as CustomToolContext),
   };
