@@ -21,6 +21,8 @@ import { metricValue } from './support/inspect.js';
 import { postRun, readEvents, startStack, waitFor, type Stack } from './support/stack.js';
 
 const MODULE = fileURLToPath(new URL('./fixtures/tools/tools.ts', import.meta.url));
+/** `crm.lookup` version 4, whose output schema differs. */
+const MODULE_V4 = fileURLToPath(new URL('./fixtures/tools/tools-v4.ts', import.meta.url));
 const KEY = randomBytes(32).toString('base64');
 const TOKEN = `crm-${randomBytes(8).toString('hex')}`;
 
@@ -81,6 +83,8 @@ class Loopback {
 
 let stack: Stack;
 let loopback: Loopback;
+/** The process serving the `crm` and `default` queues with version 3 of `crm.lookup`. */
+let crm: Spawned;
 let model: ModelServer;
 let planner: (request: ChatRequest) => ScriptedReply = () => ({ content: '{}' });
 const workers: Spawned[] = [];
@@ -117,8 +121,8 @@ afterAll(async () => {
 });
 
 /** A tool worker process serving the fixture module on `queues`. */
-async function startToolWorker(queues: string): Promise<Spawned> {
-  const worker = spawnTetraloop(['worker', '--pool', 'tool', '--tools', MODULE, '--queues', queues], {
+async function startToolWorker(queues: string, module = MODULE): Promise<Spawned> {
+  const worker = spawnTetraloop(['worker', '--pool', 'tool', '--tools', module, '--queues', queues], {
     ...stack.env,
     TOOL_SERVER_URL: loopback.url,
   });
@@ -157,9 +161,30 @@ async function runGraph(graph: unknown, timeoutMs = 30_000): Promise<RunDocument
   return waitFor(stack.url, posted.body.runId as string, timeoutMs);
 }
 
+describe('loading tool modules', () => {
+  it('stops a worker with one line naming the module and the field', async () => {
+    const start = (...modules: string[]) =>
+      spawnTetraloop(['worker', '--pool', 'tool', ...modules.flatMap((m) => ['--tools', m])], stack.env);
+    const badName = start(fileURLToPath(new URL('./fixtures/tools/bad-name.ts', import.meta.url)));
+    const duplicate = start(MODULE, MODULE_V4);
+    const missing = start('./no-such-tools.js');
+    const ends = await Promise.all(
+      [badName, duplicate, missing].map(async (p) => ({ ...(await p.exited), err: p.stderr() })),
+    );
+    for (const end of ends) expect(end.code, end.err).toBe(2);
+    expect(ends[0]!.err).toMatch(
+      /^tool module .*bad-name\.ts: tool "http": name is taken by a built-in tool/m,
+    );
+    expect(ends[1]!.err).toMatch(
+      /^tool module .*tools-v4\.ts: tool "crm\.lookup" is also defined by .*tools\.ts$/m,
+    );
+    expect(ends[2]!.err).toMatch(/^tool module \.\/no-such-tools\.js: does not load/m);
+  });
+});
+
 describe('custom tools served by a worker process', () => {
   beforeAll(async () => {
-    await startToolWorker('crm,default');
+    crm = await startToolWorker('crm,default');
     expect((await call('PUT', '/v1/secrets/CRM_TOKEN', { value: TOKEN, tools: ['crm.lookup'] })).status).toBe(
       204,
     );
@@ -372,4 +397,26 @@ describe('tool queues and worker processes', () => {
     expect(doc.nodes.first?.attempts).toHaveLength(1);
     expect((outputOf(doc, 'img') as { pid: number }).pid).toBe(gpu.child.pid);
   }, 90_000);
+
+  it('fails, never passes silently, an output of another version that the run was not checked against', async () => {
+    // Version 3 stops; the run is checked against it and waits; version 4 (another output) serves it.
+    await crm.kill('SIGTERM');
+    const posted = await postRun(stack.url, {
+      graph: {
+        nodes: [
+          lookup(),
+          { id: 'loud', kind: 'tool', tool: 'json', args: { value: { $ref: 'customer.output.name' } } },
+        ],
+        edges: [['customer', 'loud']],
+      },
+    });
+    expect(posted.status).toBe(202);
+    await startToolWorker('crm', MODULE_V4);
+    const doc = await waitFor(stack.url, posted.body.runId as string, 30_000);
+    expect(doc.nodes.customer).toMatchObject({
+      status: 'failed',
+      error: { code: 'validation', message: expect.stringContaining('crm.lookup version 4') },
+    });
+    expect(doc.nodes.customer?.attempts.at(-1)).toMatchObject({ toolVersion: '4' });
+  });
 });

@@ -169,6 +169,7 @@ export async function openPoolContext(env: WorkerEnv, options: StartPoolsOptions
     hooks,
     tools,
     servedQueues,
+    toolOutputSchema: (tool, hash) => mcp.tools.outputSchemaOf(tool, hash),
     secrets: services.secrets,
     callKey,
     ...(model ? { model } : {}),

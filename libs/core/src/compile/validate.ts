@@ -100,15 +100,26 @@ export function validateGraph(raw: unknown, options: ValidateOptions): Validatio
     ' (nested graphs expanded)',
   );
   if (tooBig.length > 0) return { ok: false, issues: tooBig };
+  const toolSchemas = customToolSchemas(plan, opts.tools);
   return {
     ok: true,
     graph,
-    plan,
+    plan: toolSchemas ? { ...plan, toolSchemas } : plan,
     topology: buildTopology(
       plan.nodes.map((n) => n.id),
       plan.edges,
     ),
   };
+}
+
+/** The schema hash of each custom tool a plan's tool nodes call, when it calls any. */
+function customToolSchemas(plan: ExecutableGraph, tools: ToolRegistry): Record<string, string> | undefined {
+  const schemas: Record<string, string> = {};
+  for (const node of plan.nodes) {
+    const tool = node.kind === 'tool' ? tools.get(node.tool) : undefined;
+    if (tool && isCustomTool(tool)) schemas[tool.name] = tool.custom.schemaHash;
+  }
+  return Object.keys(schemas).length > 0 ? schemas : undefined;
 }
 
 /** Checks one graph level, pushing problems to `issues`; returns the parsed graph when it parsed. */

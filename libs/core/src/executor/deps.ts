@@ -78,6 +78,14 @@ export interface ExecutorDeps {
    * another queue is never handed off to it. @defaultValue ["default"]
    */
   readonly servedQueues?: readonly string[];
+  /**
+   * The output schema of another version of a custom tool (by its schema hash), from the catalog:
+   * what a run checked against an older or newer version expects its output to be.
+   */
+  readonly toolOutputSchema?: (
+    tool: string,
+    schemaHash: string,
+  ) => Readonly<Record<string, unknown>> | undefined;
   /** Where `{"$secret"}` references are read at call time (refuses them without `TETRALOOP_SECRET_KEY`). */
   readonly secrets?: SecretStore;
   /** The deployment's key for outbound `Idempotency-Key`s (an HMAC key; see `secrets/call-key.ts`). */

@@ -18,7 +18,8 @@ import type { RunEventNotice } from '../queues/webhook-jobs.js';
 import type { BeginNodeResult } from '../state/runs/node-state.js';
 import type { WaitSpec } from '../state/runs/run-signals.js';
 import type { Tool, ToolOutcome } from '../tools/tool.js';
-import { isCustomTool } from '../tools/custom-tool.js';
+import { isCustomTool, type CustomTool } from '../tools/custom-tool.js';
+import { valueChecker } from '../mcp/args-schema.js';
 import { customToolContext } from './custom-tool-context.js';
 import { toolSlot } from './tool-concurrency.js';
 import { callIdempotencyKey } from '../secrets/call-key.js';
@@ -280,14 +281,47 @@ async function callWithin(
   ).finally(() => release?.());
   // Nothing that comes back (an output echoing the request, an error quoting it) keeps a value,
   // in any form the call made of it.
+  const checked = isCustomTool(tool) ? againstExpectedSchema(ctx, tool, raw) : raw;
   const outcome =
     secrets.values.size > 0 || read.size > 0
-      ? scrubSecrets(raw, [...secrets.values.values(), ...read.values(), ...derivedSecrets(tool, sent)])
-      : raw;
+      ? scrubSecrets(checked, [...secrets.values.values(), ...read.values(), ...derivedSecrets(tool, sent)])
+      : checked;
   if (!outcome.ok && outcome.error.code === 'timeout' && limit.kind !== 'timeout') {
     return { ok: false, error: limitError(limit) };
   }
   return outcome;
+}
+
+/** Compiled output schemas of other versions, by tool and hash (a rolling deploy has a few). */
+const expectedCheckers = new Map<string, (value: unknown) => string[]>();
+
+/**
+ * A custom tool's output, held to the schema the run was checked against when the worker serves
+ * another version of the tool (a rolling deploy): one it does not fit fails `validation`, never
+ * passes silently. A version the catalog no longer lists is not checked (its attempt still
+ * records which version answered).
+ */
+function againstExpectedSchema(ctx: NodeContext, tool: CustomTool, outcome: ToolOutcome): ToolOutcome {
+  const expected = ctx.plan.toolSchemas[tool.name];
+  if (!outcome.ok || expected === undefined || expected === tool.custom.schemaHash) return outcome;
+  const key = `${tool.name}@${expected}`;
+  let check = expectedCheckers.get(key);
+  if (!check) {
+    const schema = ctx.deps.toolOutputSchema?.(tool.name, expected);
+    if (!schema) return outcome;
+    check = valueChecker({ ...schema });
+    if (expectedCheckers.size >= 100) expectedCheckers.clear();
+    expectedCheckers.set(key, check);
+  }
+  const problems = check(outcome.output);
+  if (problems.length === 0) return outcome;
+  return {
+    ok: false,
+    error: {
+      code: 'validation',
+      message: `tool ${tool.name} version ${tool.custom.version} (schema ${tool.custom.schemaHash}) answered an output the run's schema ${expected} does not accept: ${problems.slice(0, 5).join('; ')}`,
+    },
+  };
 }
 
 /**

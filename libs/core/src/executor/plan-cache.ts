@@ -13,6 +13,8 @@ import type { RunPlans } from '../state/runs/run-plan.js';
 export interface CompiledPlan {
   readonly runId: string;
   readonly agentId: string;
+  /** The schema hash each custom tool was checked against when the plan was accepted, by tool. */
+  readonly toolSchemas: Readonly<Record<string, string>>;
   /** Whose secrets its calls may use, whose blobs it reads and writes. */
   readonly tenant: string;
   /** Whose lessons apply to its calls: the agent, within its tenant. */
@@ -96,6 +98,7 @@ export class PlanCache {
       topology: buildTopology([...nodes.keys()], stored.plan.edges),
       reads,
       reusesSnapshots: stored.reusesSnapshots,
+      toolSchemas: stored.plan.toolSchemas ?? {},
       prioritized: stored.plan.nodes.some((n) => typeof (n as { priority?: unknown }).priority === 'number'),
       generation: stored.generation,
     };

@@ -119,3 +119,17 @@ export function argsSchemaCompiler(): (schema: JsonSchema) => ArgsSchema {
     return { input };
   };
 }
+
+/**
+ * Checks values of any type (a custom tool's output) against a JSON Schema: the problems, each at
+ * its path, or none. Schemas that cannot be compiled check nothing.
+ */
+export function valueChecker(schema: JsonSchema): (value: unknown) => string[] {
+  const { input, problem } = argsSchemaCompiler()({ type: 'object', properties: { value: schema } });
+  if (problem) return () => [];
+  return (value) => {
+    const checked = input.safeParse({ value });
+    if (checked.success) return [];
+    return checked.error.issues.map((i) => `${['output', ...i.path.slice(1)].join('.')}: ${i.message}`);
+  };
+}

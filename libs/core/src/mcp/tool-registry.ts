@@ -27,6 +27,8 @@ export class McpToolRegistry implements ReadonlyMap<string, Tool> {
   private readonly lists = new Map<string, readonly Tool[]>();
   /** Custom tools known from the catalog (no code here), then those with their code here. */
   private custom: { remote: readonly Tool[]; local: readonly Tool[] } = { remote: [], local: [] };
+  /** Output schemas of every custom tool version the catalog lists, by `<name>@<schema hash>`. */
+  private outputSchemas: ReadonlyMap<string, Readonly<Record<string, unknown>>> = new Map();
   private all: Map<string, Tool>;
   private readonly listeners = new Set<(server: string, version: string) => void>();
 
@@ -76,9 +78,20 @@ export class McpToolRegistry implements ReadonlyMap<string, Tool> {
    * Replaces the custom tools: `local`, those this process serves (with their code), and
    * `remote`, those the catalog lists; a local tool wins over the catalog's of the same name.
    */
-  setCustomTools(custom: { readonly local: readonly Tool[]; readonly remote: readonly Tool[] }): void {
-    this.custom = custom;
+  setCustomTools(custom: {
+    readonly local: readonly Tool[];
+    readonly remote: readonly Tool[];
+    /** Output schemas of the versions the catalog lists, by `<name>@<schema hash>`. */
+    readonly outputSchemas?: ReadonlyMap<string, Readonly<Record<string, unknown>>>;
+  }): void {
+    this.custom = { local: custom.local, remote: custom.remote };
+    if (custom.outputSchemas) this.outputSchemas = custom.outputSchemas;
     this.rebuild();
+  }
+
+  /** The output schema of version `schemaHash` of custom tool `name`, when the catalog lists it. */
+  outputSchemaOf(name: string, schemaHash: string): Readonly<Record<string, unknown>> | undefined {
+    return this.outputSchemas.get(`${name}@${schemaHash}`);
   }
 
   /** The custom tools this process has the code of. */

@@ -27,6 +27,11 @@ export type Graph = GraphOf<GraphNode>;
 export interface ExecutableGraph {
   nodes: ExecutableNode[];
   edges: [string, string][];
+  /**
+   * The schema hash of each custom tool the graph calls, as it was checked against: a worker
+   * serving another version checks its output against this one (a rolling deploy fails loudly).
+   */
+  toolSchemas?: Record<string, string>;
 }
 
 type NodeOf<K extends NodeKind> = Extract<GraphNode, { kind: K }>;

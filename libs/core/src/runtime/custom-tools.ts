@@ -95,6 +95,11 @@ export async function followToolCatalog(options: {
     registry.setCustomTools({
       local: registry.localTools,
       remote: remoteTools(last, registry.localTools.filter(isCustomTool)),
+      outputSchemas: new Map(
+        [...last.tools.values()].flatMap((e) =>
+          e.versions.map((v) => [`${e.tool.name}@${v.schemaHash}`, v.outputSchema] as const),
+        ),
+      ),
     });
     gaugeWorkers(last);
     const before = queues.size;
