@@ -14,6 +14,8 @@ import { memoryTable, runMemory } from './memory.js';
 import { learningTable, runLearning } from './learning.js';
 import { flowTable, runFlow } from './flow.js';
 import { clusterTable, runCluster } from './cluster.js';
+import { coldStartTable, runColdStart } from './cold-start.js';
+import { customToolTable, runCustomTool } from './custom-tool.js';
 
 interface Benchmark {
   readonly title: string;
@@ -45,6 +47,13 @@ const BENCHMARKS: Record<string, Benchmark> = {
     async run() {
       const result = await runPerHop();
       return { json: result, markdown: perHopTable(result) };
+    },
+  },
+  'custom-tool': {
+    title: 'Custom tool overhead: a no-op custom tool vs the built-in json node, same graph, same processes',
+    async run() {
+      const result = await runCustomTool();
+      return { json: result, markdown: customToolTable(result) };
     },
   },
   throughput: {
@@ -96,6 +105,13 @@ const BENCHMARKS: Record<string, Benchmark> = {
     async run() {
       const result = await runCluster();
       return { json: result, markdown: clusterTable(result) };
+    },
+  },
+  'cold-start': {
+    title: 'Cold start: `tetraloop --help`, the API and a tool worker to ready, built JavaScript vs sources',
+    async run() {
+      const result = await runColdStart();
+      return { json: result, markdown: coldStartTable(result) };
     },
   },
 };
