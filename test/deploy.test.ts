@@ -8,7 +8,7 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { parse, parseAllDocuments } from 'yaml';
-import { POOLS } from '@tetraloop/core/queues';
+import { POOLS, toolQueueName } from '@tetraloop/core/queues';
 import { registry } from '@tetraloop/core/telemetry';
 import { parseApiEnv } from '@tetraloop/api';
 import { parseWorkerEnv } from '@tetraloop/workers';
@@ -130,6 +130,17 @@ const CREDENTIALS = {
   worker: ['TETRALOOP_SECRET_KEY'],
 } as const;
 
+/**
+ * k8s/worker-tool-crm.yaml: an example of a team's own tool workers, a Deployment of the team's image
+ * serving the custom tools of the `crm` queue, with its own ScaledObject and budget.
+ */
+const TEAM_TOOL_WORKERS = {
+  file: 'worker-tool-crm.yaml',
+  name: 'tetraloop-worker-tool-crm',
+  component: 'worker-tool-crm',
+  queue: 'crm',
+} as const;
+
 const subset = (small: Labels, big: Labels): boolean => Object.entries(small).every(([k, v]) => big[k] === v);
 
 /** Metric names in a PromQL expression; string literals (label values) are left out first. */
@@ -151,6 +162,7 @@ const SHARED_GAUGES = new Set([
   'tetraloop_lessons',
   'tetraloop_lanes_busy',
   'tetraloop_lane_waiting_items',
+  'tetraloop_tool_workers',
 ]);
 
 /** The shared gauges `expr` reads other than straight through a `max` or `max by (…)`. */
@@ -378,6 +390,7 @@ describe('deployment files', () => {
         'keda.yaml': POOLS.map(() => 'ScaledObject'),
         'hpa.yaml': POOLS.map(() => 'HorizontalPodAutoscaler'),
         'pdb.yaml': ['PodDisruptionBudget', ...POOLS.map(() => 'PodDisruptionBudget')],
+        [TEAM_TOOL_WORKERS.file]: ['Deployment', 'ScaledObject', 'PodDisruptionBudget'],
       });
       for (const o of objects.filter((o) => o.kind !== 'Namespace')) {
         expect(o.metadata.namespace, `${o.kind} ${o.metadata.name}`).toBe('tetraloop');
@@ -386,7 +399,7 @@ describe('deployment files', () => {
 
     it('labels every Deployment by name and component, and selects on its own template labels', () => {
       expect(deployments.map((d) => templateLabels(d)['app.kubernetes.io/component']).sort()).toEqual(
-        ['api', ...POOLS.map((p) => `worker-${p}`)].sort(),
+        ['api', ...POOLS.map((p) => `worker-${p}`), TEAM_TOOL_WORKERS.component].sort(),
       );
       for (const d of deployments) {
         const labels = templateLabels(d);
@@ -495,6 +508,8 @@ describe('deployment files', () => {
           for (const e of c.env ?? []) {
             const ref = e.valueFrom?.secretKeyRef;
             if (!ref) continue;
+            // A team's tool workers may also read a Secret of the team's own (its CRM credentials).
+            if (ref.name !== secret.metadata.name && d.metadata.name === TEAM_TOOL_WORKERS.name) continue;
             expect(ref.name).toBe(secret.metadata.name);
             expect(secret.stringData ?? secret.data).toHaveProperty(ref.key);
           }
@@ -541,14 +556,15 @@ describe('deployment files', () => {
 
     it('scales each pool on its queue backlog, with KEDA or with an HPA', () => {
       const names = new Set(deployments.map((d) => d.metadata.name));
-      for (const kind of ['ScaledObject', 'HorizontalPodAutoscaler']) {
+      const pools = POOLS.map((p) => `tetraloop-worker-${p}`);
+      // keda.yaml and hpa.yaml scale the pools; the team's example brings its own ScaledObject.
+      const expected = { ScaledObject: [...pools, TEAM_TOOL_WORKERS.name], HorizontalPodAutoscaler: pools };
+      for (const [kind, targets] of Object.entries(expected)) {
         const scalers = ofKind(kind);
-        expect(scalers.map((s) => s.spec!.scaleTargetRef!.name).sort()).toEqual(
-          POOLS.map((p) => `tetraloop-worker-${p}`).sort(),
-        );
+        expect(scalers.map((s) => s.spec!.scaleTargetRef!.name).sort()).toEqual(targets.sort());
         for (const s of scalers) expect(names.has(s.spec!.scaleTargetRef!.name)).toBe(true);
       }
-      for (const s of ofKind('ScaledObject')) {
+      for (const s of ofKind('ScaledObject').filter((o) => o.metadata.name !== TEAM_TOOL_WORKERS.name)) {
         const pool = s.spec!.scaleTargetRef!.name.replace('tetraloop-worker-', '');
         const query = s.spec!.triggers![0]!.metadata.query!;
         expect(s.spec!.triggers![0]!.type).toBe('prometheus');
@@ -563,6 +579,65 @@ describe('deployment files', () => {
         expect(h.apiVersion).toBe('autoscaling/v2');
         expect(h.spec!.metrics![0]!.external?.metric.selector?.matchLabels).toEqual({ queue: pool });
       }
+    });
+
+    it("runs a team's own tool workers on their queue, scaled on that queue's backlog as the tool pool is on its own", () => {
+      const [deployment, scaler, budget] = k8s.get(TEAM_TOOL_WORKERS.file)!;
+      const config = ofKind('ConfigMap')[0]!;
+      const pod = deployment!.spec!.template!;
+      const c = pod.spec.containers[0]!;
+      expect(deployment!.metadata.name).toBe(TEAM_TOOL_WORKERS.name);
+      expect(pod.metadata.labels['app.kubernetes.io/component']).toBe(TEAM_TOOL_WORKERS.component);
+      // The team's image, not Tetraloop's, running the tool pool on its queue alone.
+      expect(c.image).not.toMatch(/^tetraloop:/);
+      expect(c.args).toEqual([
+        'worker',
+        '--pool',
+        'tool',
+        '--tools',
+        '/app/tools/dist/tools.js',
+        '--queues',
+        TEAM_TOOL_WORKERS.queue,
+        '--metrics-port',
+        '9464',
+      ]);
+      expect(pod.metadata.annotations?.['prometheus.io/port']).toBe('9464');
+      // What those flags set (apps/cli/src/main.ts), on the deployment's config file: a worker accepts it.
+      const env: Record<string, string> = envOfFile(configFileOf(config.data!['tetraloop.yaml']!));
+      for (const e of c.env ?? []) if (e.value !== undefined) env[e.name] = e.value;
+      const worker = parseWorkerEnv({
+        ...env,
+        TETRALOOP_TOOL_MODULES: '/app/tools/dist/tools.js',
+        TETRALOOP_TOOL_QUEUES: TEAM_TOOL_WORKERS.queue,
+      });
+      expect(worker.TETRALOOP_TOOL_QUEUES).toEqual([TEAM_TOOL_WORKERS.queue]);
+      // An example of the team's own credentials, from a Secret of its own.
+      const own = (c.env ?? []).filter((e) => e.valueFrom?.secretKeyRef?.name === 'crm-credentials');
+      expect(own.map((e) => e.name)).toEqual(['CRM_API_TOKEN']);
+
+      // Its own ScaledObject: the tool pool's query, on the BullMQ name of its queue (`tool.crm`).
+      const tool = ofKind('ScaledObject').find((s) => s.metadata.name === 'tetraloop-worker-tool')!;
+      expect(scaler!.kind).toBe('ScaledObject');
+      expect(scaler!.spec!.scaleTargetRef).toMatchObject({
+        kind: 'Deployment',
+        name: TEAM_TOOL_WORKERS.name,
+      });
+      expect(scaler!.spec!.triggers).toEqual([
+        {
+          ...tool.spec!.triggers![0],
+          metadata: {
+            ...tool.spec!.triggers![0]!.metadata,
+            query: tool.spec!.triggers![0]!.metadata.query!.replace(
+              'queue="tool"',
+              `queue="${toolQueueName(TEAM_TOOL_WORKERS.queue)}"`,
+            ),
+          },
+        },
+      ]);
+      expect(scaler!.spec!.triggers![0]!.metadata.query).toContain('queue="tool.crm"');
+      // Never to zero, as keda.yaml's pools: its workers keep the queue's tools in the catalog.
+      expect((scaler!.spec as { minReplicaCount?: number }).minReplicaCount).toBeGreaterThanOrEqual(1);
+      expect(budget!.kind).toBe('PodDisruptionBudget');
     });
   });
 
@@ -589,6 +664,7 @@ describe('deployment files', () => {
           'TetraloopBacklogGrowing',
           'TetraloopWorkerPoolDown',
           'TetraloopApiDown',
+          'ToolWithoutWorkers',
         ]),
       );
       for (const rule of rules) expectKnownMetrics(`alert ${rule.alert}`, rule.expr);
@@ -620,11 +696,14 @@ describe('deployment files', () => {
         /Runs \/ s by outcome/,
         /Run duration p50/,
         /Node duration p50/,
-        /Queue depth per pool/,
+        /Queue depth per queue/,
       ]) {
         expect(titles).toMatch(t);
       }
       for (const t of [/Retries/, /Tokens \/ s/, /Lane wait/, /Stall alarms/]) expect(titles).toMatch(t);
+      // The team's own tools: their workers and the jobs a process without their code put back.
+      for (const t of [/Custom tools: live workers/, /Custom tool jobs not served here \/ s/])
+        expect(titles).toMatch(t);
       // The plan cache, the reflect loop and the blobs.
       for (const t of [
         /Plan cache lookups \/ s by outcome/,
@@ -651,6 +730,8 @@ describe('deployment files', () => {
         'tetraloop_long_requests_refused_total',
         'tetraloop_model_cost_usd_total',
         'tetraloop_model_unpriced_calls_total',
+        'tetraloop_tool_workers',
+        'tetraloop_tool_jobs_not_served_here_total',
       ]) {
         expect(exprs).toMatch(new RegExp(`\\b${metric}\\b`));
       }
@@ -661,6 +742,30 @@ describe('deployment files', () => {
         expect(exprs).toContain(
           `histogram_quantile(${quantile}, sum by (le) (rate(tetraloop_node_duration_seconds_bucket`,
         );
+      }
+    });
+
+    it('shows every queue in its queue panels, the custom tool queues (tool.crm) among them', () => {
+      const variable = dashboard.templating.list.find((v) => v.name === 'queue')! as {
+        query: { query: string };
+        includeAll?: boolean;
+        allValue?: string;
+      };
+      // The queues are the gauge's own label values, not a fixed list; All matches any of them.
+      expect(variable.query.query).toBe('label_values(tetraloop_queue_jobs, queue)');
+      expect(variable.includeAll).toBe(true);
+      expect(new RegExp(`^(?:${variable.allValue})$`).test(toolQueueName(TEAM_TOOL_WORKERS.queue))).toBe(
+        true,
+      );
+      const queuePanels = panels.filter((p) =>
+        (p.targets ?? []).some((t) => /\btetraloop_queue_(jobs|stalled)\b/.test(t.expr)),
+      );
+      expect(queuePanels.length).toBeGreaterThanOrEqual(4);
+      for (const p of queuePanels) {
+        for (const t of p.targets ?? []) {
+          expect(t.expr, p.title).toContain('queue=~"$queue"');
+          expect((t as { legendFormat?: string }).legendFormat, p.title).toContain('{{queue}}');
+        }
       }
     });
 

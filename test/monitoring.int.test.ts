@@ -13,8 +13,14 @@
  *   depths it can no longer read.
  *
  * Skipped only when no `prometheus` binary is on PATH (.ci/run installs Debian's).
+ *
+ * The rules' own unit tests (ops/prometheus/alerts.test.yml: ToolWithoutWorkers on synthetic
+ * series of custom tool queues and their workers) run with `promtool test rules`, which Debian's
+ * prometheus package brings along; skipped without it.
  */
+import { spawnSync } from 'node:child_process';
 import { readFileSync } from 'node:fs';
+import { fileURLToPath } from 'node:url';
 import { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { parse, parseAllDocuments } from 'yaml';
@@ -213,4 +219,28 @@ describe.skipIf(!PRESENT)('alerts and autoscaling on a real Prometheus, with no 
 
 if (!PRESENT) {
   it.skip('alerts on a real Prometheus: skipped, no `prometheus` binary on PATH (apt-get install prometheus)', () => {});
+}
+
+const PROMTOOL = !spawnSync('promtool', ['--version'], { stdio: 'ignore' }).error;
+
+describe.skipIf(!PROMTOOL)('alert rules on synthetic series, with promtool', () => {
+  it('passes ops/prometheus/alerts.test.yml: ToolWithoutWorkers fires for a tool queue with nodes waiting and no live worker, only then', () => {
+    const tests = parse(read('ops/prometheus/alerts.test.yml')) as {
+      rule_files: string[];
+      tests: { alert_rule_test: { alertname: string }[] }[];
+    };
+    expect(tests.rule_files).toEqual(['alerts.yml']);
+    expect(tests.tests.flatMap((t) => t.alert_rule_test.map((a) => a.alertname))).toContain(
+      'ToolWithoutWorkers',
+    );
+    const result = spawnSync('promtool', ['test', 'rules', 'ops/prometheus/alerts.test.yml'], {
+      cwd: fileURLToPath(root),
+      encoding: 'utf8',
+    });
+    expect(result.status, `${result.stdout}${result.stderr}`).toBe(0);
+  });
+});
+
+if (!PROMTOOL) {
+  it.skip('alert rules with promtool: skipped, no `promtool` binary on PATH (apt-get install prometheus)', () => {});
 }
