@@ -233,3 +233,33 @@ export type WebhookDeliveries = z.infer<typeof WebhookDeliveries>;
 /** The tenant's new signing secret of runs' own `webhook`s; shown once. */
 export const WebhookSecret = z.object({ secret: z.string() });
 export type WebhookSecret = z.infer<typeof WebhookSecret>;
+
+const JsonSchemaDoc = z.record(z.string(), z.unknown()).meta({ description: 'A JSON Schema.' });
+
+/** `GET /v1/tools`: every tool a graph may name. */
+export const ToolList = z.object({
+  tools: z.array(
+    z.object({
+      name: z.string(),
+      kind: z.enum(['builtin', 'mcp', 'custom']),
+      description: z.string(),
+      inputSchema: JsonSchemaDoc,
+      outputSchema: JsonSchemaDoc.optional(),
+      queue: z
+        .string()
+        .optional()
+        .meta({ description: 'A custom tool’s queue (`default`: the shared node queue).' }),
+      versions: z
+        .array(
+          z.object({
+            version: z.string(),
+            schemaHash: z.string(),
+            workers: z.number().int().meta({ description: 'Live worker processes serving this version.' }),
+            seenAt: z.string().optional(),
+          }),
+        )
+        .optional(),
+      workers: z.number().int().optional().meta({ description: 'Live worker processes serving the tool.' }),
+    }),
+  ),
+});

@@ -8,6 +8,7 @@ import type { RequestHandler } from 'express';
 import { z } from 'zod';
 import type { ToolCatalogSnapshot } from '@tetraloop/core/state';
 import { isCustomTool, type ToolRegistry } from '@tetraloop/core/tools';
+import type { ToolList } from './answers.js';
 import type { RouteName } from './route-table.js';
 
 export interface ToolsRouterDeps {
@@ -23,7 +24,7 @@ export function toolHandlers(deps: ToolsRouterDeps): Partial<Record<RouteName, R
     const catalog = deps.toolCatalog();
     const tools = [...deps.tools.values()]
       .sort((a, b) => a.name.localeCompare(b.name))
-      .map((tool) => {
+      .map((tool): z.input<typeof ToolList>['tools'][number] => {
         const inputSchema =
           tool.inputJsonSchema ?? z.toJSONSchema(tool.input, { io: 'input', unrepresentable: 'any' });
         if (!isCustomTool(tool))
@@ -31,7 +32,7 @@ export function toolHandlers(deps: ToolsRouterDeps): Partial<Record<RouteName, R
             name: tool.name,
             kind: BUILTIN.has(tool.name) ? 'builtin' : 'mcp',
             description: tool.description,
-            inputSchema,
+            inputSchema: { ...inputSchema },
           };
         const entry = catalog.tools.get(tool.name);
         const serving = (version: string, hash: string): number =>
@@ -48,14 +49,14 @@ export function toolHandlers(deps: ToolsRouterDeps): Partial<Record<RouteName, R
           name: tool.name,
           kind: 'custom',
           description: tool.description,
-          inputSchema: tool.custom.inputSchema,
+          inputSchema: { ...tool.custom.inputSchema },
           outputSchema: tool.custom.outputSchema,
           queue: tool.custom.queue,
           versions,
           workers: catalog.workers.filter((w) => w.tools.some((t) => t.name === tool.name)).length,
         };
       });
-    res.json({ tools });
+    res.json({ tools } satisfies z.input<typeof ToolList>);
   };
   return { 'tools.list': list };
 }

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { RunProgress, type StreamedRunEvent } from './run-progress.js';
+import { RunProgress, type NodeProgress, type StreamedRunEvent } from './run-progress.js';
 import { formatMs, textTable } from './text-table.js';
 
 const T = 1_796_012_448_000;
@@ -12,6 +12,22 @@ const ev = (type: string, ms: number, nodeId?: string, data?: unknown): Streamed
 });
 
 describe('RunProgress', () => {
+  it('shows what a custom tool says of its progress while its node runs', () => {
+    const p = new RunProgress(RUN);
+    p.apply(ev('node.started', 0, 'crm', { status: 'running', attempt: 1 }));
+    const node = p.apply(ev('node.progress', 40, 'crm', { fraction: 0.5, message: 'customer found' }));
+    expect(node).toMatchObject({ progress: { fraction: 0.5, message: 'customer found' } });
+    expect(p.line(node as NodeProgress, T + 100)).toMatch(
+      /^ {2}▶ crm +running 50% +100ms {2}customer found$/,
+    );
+    expect(
+      p.apply(ev('node.progress', 41, 'crm', { fraction: 0.5, message: 'customer found' })),
+    ).toBeUndefined();
+    const done = p.apply(ev('node.succeeded', 90, 'crm', { status: 'succeeded' }));
+    expect(done).toMatchObject({ status: 'succeeded' });
+    expect(done).not.toHaveProperty('progress');
+  });
+
   it('follows each node through its events, with its elapsed time', () => {
     const p = new RunProgress(RUN);
     p.seed({ a: { status: 'pending' }, b: { status: 'pending' } });

@@ -36,6 +36,8 @@ export interface NodeProgress {
   attempt?: number;
   /** A rerun's node taken from its origin: it does not run here. */
   reused?: boolean;
+  /** What a custom tool last said of how far its call is (`node.progress`), while it runs. */
+  progress?: { fraction: number; message?: string };
 }
 
 const FINAL: ReadonlySet<NodeStatus> = new Set(['succeeded', 'failed', 'skipped', 'cancelled']);
@@ -85,7 +87,9 @@ export class RunProgress {
     if (event.type.startsWith('run.')) return this.applyRun(event, ts);
     if (event.nodeId === undefined) return undefined;
     const node = this.node(event.nodeId);
-    const before = `${node.status}/${node.attempt ?? ''}`;
+    const shown = (): string =>
+      `${node.status}/${node.attempt ?? ''}/${node.progress ? `${node.progress.fraction}/${node.progress.message ?? ''}` : ''}`;
+    const before = shown();
     const data = (event.data ?? {}) as { status?: string; attempt?: number; startedAt?: string };
     switch (event.type) {
       case 'node.queued':
@@ -99,6 +103,12 @@ export class RunProgress {
       case 'node.iteration':
         node.status = 'running';
         break;
+      case 'node.progress': {
+        const { fraction, message } = data as { fraction?: number; message?: string };
+        if (typeof fraction === 'number')
+          node.progress = { fraction, ...(typeof message === 'string' ? { message } : {}) };
+        break;
+      }
       case 'node.retrying':
         node.status = 'retrying';
         if (data.attempt !== undefined) node.attempt = data.attempt + 1;
@@ -123,7 +133,9 @@ export class RunProgress {
       default:
         return undefined;
     }
-    return `${node.status}/${node.attempt ?? ''}` === before ? undefined : node;
+    // A node that moved on leaves its last progress behind.
+    if (event.type !== 'node.progress' && node.status !== 'running') delete node.progress;
+    return shown() === before ? undefined : node;
   }
 
   /** A run event; `run` when the run's status changed. */
@@ -177,10 +189,13 @@ export class RunProgress {
       ? `${node.status} (reused)`
       : node.status === 'retrying' && node.attempt !== undefined
         ? `retrying (attempt ${node.attempt})`
-        : node.status;
+        : node.status === 'running' && node.progress
+          ? `running ${Math.round(node.progress.fraction * 100)}%`
+          : node.status;
+    const note = node.status === 'running' && node.progress?.message ? `  ${node.progress.message}` : '';
     return `  ${MARK[node.status]} ${node.id.padEnd(width)}  ${status.padEnd(22)}${
       elapsed === undefined || node.reused ? '' : formatMs(elapsed)
-    }`.trimEnd();
+    }${note}`.trimEnd();
   }
 
   /**

@@ -35,6 +35,7 @@ import {
   SourceEventAccepted,
   SourceList,
   TenantDeleted,
+  ToolList,
   WebhookCreated,
   WebhookDeliveries,
   WebhookList,
@@ -72,38 +73,6 @@ import {
   waitQuery,
 } from '../requests.js';
 import type { RouteName } from '../route-table.js';
-
-const JsonSchemaDoc = z.record(z.string(), z.unknown()).meta({ description: 'A JSON Schema.' });
-
-/** `GET /v1/tools`. */
-const ToolList = z
-  .object({
-    tools: z.array(
-      z.object({
-        name: z.string(),
-        kind: z.enum(['builtin', 'mcp', 'custom']),
-        description: z.string(),
-        inputSchema: JsonSchemaDoc,
-        outputSchema: JsonSchemaDoc.optional(),
-        queue: z
-          .string()
-          .optional()
-          .meta({ description: 'A custom tool’s queue (`default`: the shared node queue).' }),
-        versions: z
-          .array(
-            z.object({
-              version: z.string(),
-              schemaHash: z.string(),
-              workers: z.number().int().meta({ description: 'Live worker processes serving this version.' }),
-              seenAt: z.string().optional(),
-            }),
-          )
-          .optional(),
-        workers: z.number().int().optional().meta({ description: 'Live worker processes serving the tool.' }),
-      }),
-    ),
-  })
-  .meta({ id: 'ToolList' });
 
 /** A path, query or header parameter. */
 export interface ParameterSpec {

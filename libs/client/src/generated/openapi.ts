@@ -264,6 +264,28 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/tools": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Every tool a graph may name
+         * @description The built-in tools, each MCP server’s and the custom tools worker processes serve (from the catalog in Redis), with their input schemas; a custom tool also with its output schema, queue, versions served or seen within TETRALOOP_TOOL_CATALOG_TTL, and live workers (docs/tools.md).
+         *
+         *     Needs an API key with the scope `runs:read` (or the root token).
+         */
+        get: operations["tools.list"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v1/sessions/{sessionKey}/messages": {
         parameters: {
             query?: never;
@@ -1186,6 +1208,8 @@ export interface components {
             retryDelayMs?: number;
             tool?: string;
             target?: string;
+            toolVersion?: string;
+            schemaHash?: string;
             lessons?: string[];
             variant?: number;
             carriedBy?: string;
@@ -1517,6 +1541,33 @@ export interface components {
             updatedAt: string;
             hosts: string[] | null;
             tools: string[] | null;
+        };
+        ToolList: {
+            tools: {
+                name: string;
+                /** @enum {string} */
+                kind: "builtin" | "mcp" | "custom";
+                description: string;
+                /** @description A JSON Schema. */
+                inputSchema: {
+                    [key: string]: unknown;
+                };
+                /** @description A JSON Schema. */
+                outputSchema?: {
+                    [key: string]: unknown;
+                };
+                /** @description A custom tool’s queue (`default`: the shared node queue). */
+                queue?: string;
+                versions?: {
+                    version: string;
+                    schemaHash: string;
+                    /** @description Live worker processes serving this version. */
+                    workers: number;
+                    seenAt?: string;
+                }[];
+                /** @description Live worker processes serving the tool. */
+                workers?: number;
+            }[];
         };
         RunWebhook: {
             url: string;
@@ -3790,6 +3841,119 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["DailyCost"];
+                };
+            };
+            /** @description Bad request: `invalid_request`. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"] & {
+                        error?: {
+                            /** @enum {unknown} */
+                            code?: "invalid_request";
+                        };
+                    };
+                };
+            };
+            /** @description Unauthorized: `unauthorized`. */
+            401: {
+                headers: {
+                    /** @description `Bearer realm="tetraloop"` (missing or refused key). */
+                    "WWW-Authenticate"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"] & {
+                        error?: {
+                            /** @enum {unknown} */
+                            code?: "unauthorized";
+                        };
+                    };
+                };
+            };
+            /** @description Forbidden: `forbidden`. */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"] & {
+                        error?: {
+                            /** @enum {unknown} */
+                            code?: "forbidden";
+                        };
+                    };
+                };
+            };
+            /** @description Too many requests: `rate_limited`. */
+            429: {
+                headers: {
+                    /** @description Seconds until a retry may fit. */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"] & {
+                        error?: {
+                            /** @enum {unknown} */
+                            code?: "rate_limited";
+                        };
+                    };
+                };
+            };
+            /** @description Internal error: `internal`. */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"] & {
+                        error?: {
+                            /** @enum {unknown} */
+                            code?: "internal";
+                        };
+                    };
+                };
+            };
+            /** @description Unavailable: `unavailable`. */
+            503: {
+                headers: {
+                    /** @description Seconds until a retry. */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"] & {
+                        error?: {
+                            /** @enum {unknown} */
+                            code?: "unavailable";
+                        };
+                    };
+                };
+            };
+        };
+    };
+    "tools.list": {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description Root token only: the tenant to act for (default `default`); a key acts for its own tenant. */
+                "x-tetraloop-tenant"?: components["parameters"]["Tenant"];
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The tools, by name. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ToolList"];
                 };
             };
             /** @description Bad request: `invalid_request`. */
