@@ -6,6 +6,7 @@
  * masked of it like of a `{"$secret"}` argument.
  */
 import { ToolError } from '../errors/node-error.js';
+import { scrubSecrets } from '../secrets/secret-ref.js';
 import { secretRefusal, unscopedSecretMessage } from '../secrets/secret-scope.js';
 import { SECRETS_OFF_MESSAGE, SecretStoreError } from '../state/secret-store.js';
 import type { CustomTool, CustomToolContext } from '../tools/custom-tool.js';
@@ -82,10 +83,9 @@ export function customToolContext(
       if (progressEvents >= MAX_PROGRESS_EVENTS) return;
       progressEvents++;
       const f = Number.isFinite(fraction) ? Math.min(1, Math.max(0, fraction)) : 0;
-      let text = typeof message === 'string' ? message.slice(0, MAX_PROGRESS_MESSAGE) : undefined;
-      // A secret the tool read never reaches an event.
-      for (const value of read.values())
-        if (text !== undefined && value !== '') text = text.replaceAll(value, '***');
+      // A secret the tool read never reaches an event, in any form the masking knows.
+      const cut = typeof message === 'string' ? message.slice(0, MAX_PROGRESS_MESSAGE) : undefined;
+      const text = cut !== undefined && read.size > 0 ? scrubSecrets(cut, read.values()) : cut;
       call.events
         .appendEvent(call.runId, 'node.progress', call.nodeId, {
           fraction: f,
