@@ -116,16 +116,15 @@ export async function openPoolContext(env: WorkerEnv, options: StartPoolsOptions
   if (unserved.length > 0)
     log.warn(
       { tools: unserved, queues: servedQueues },
-      'tools on queues this process does not serve: not served here (add the queue to --queues)',
+      'tools on queues this process does not serve: their nodes run elsewhere (add the queue to --queues); an agent or loop here may still call them',
     );
-  const served = customTools.filter((t) => servedQueues.includes(t.custom.queue));
   const mcp = await openTools(env, {
     redis: state,
     subscriber,
     logger: log.child({ component: 'mcp' }),
     egress,
     ...(options.pools.includes('tool') ? { connect: mcpConnectionOf(env) } : {}),
-    ...(served.length > 0 ? { serve: { tools: served, queues: servedQueues } } : {}),
+    ...(customTools.length > 0 ? { serve: { tools: customTools, queues: servedQueues } } : {}),
   });
   const tools = mcp.tools;
   const registry = options.hooks?.registry ?? (await loadPlugins(env.TETRALOOP_PLUGINS, process.env, log));

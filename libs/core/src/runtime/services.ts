@@ -226,8 +226,9 @@ export interface ToolsOptions {
    */
   readonly connect?: ConnectionSettings;
   /**
-   * The custom tools this process serves (a tool pool loaded with tool modules), on the queues it
-   * serves: published to the catalog, with a heartbeat, while the process runs.
+   * The custom tools whose code this process loaded (a tool pool given tool modules) and the
+   * queues it serves: those on its queues are published to the catalog, with a heartbeat, while
+   * the process runs; all of them can run here.
    */
   readonly serve?: { readonly tools: readonly CustomTool[]; readonly queues: readonly string[] };
 }
@@ -258,15 +259,19 @@ export async function openTools(env: BaseEnv, options: ToolsOptions): Promise<Pr
     : await followMcpCatalog({ ...common, subscriber: options.subscriber });
   const { heartbeatMs, ...storeOptions } = toolCatalogOptionsOf(env);
   const catalogStore = new ToolCatalogStore(options.redis, storeOptions);
+  // Every tool whose code is loaded runs here (an agent's or a loop's call of it included); those
+  // on the queues this process serves are published as served by it.
   const local = options.serve?.tools ?? [];
+  const queues = options.serve?.queues ?? [];
+  const published = local.filter((t) => queues.includes(t.custom.queue));
   mcp.tools.setCustomTools({ local, remote: [] });
   // Published before the catalog is first read: this process's tools are in its own first read.
   const serving =
-    local.length > 0
+    published.length > 0
       ? await serveCustomTools({
           store: catalogStore,
-          tools: local,
-          queues: options.serve?.queues ?? [],
+          tools: published,
+          queues,
           heartbeatMs,
           logger: options.logger,
         })
