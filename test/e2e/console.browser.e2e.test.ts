@@ -2,17 +2,20 @@
  * The console in a real browser (headless Debian Chromium driven by playwright-core) on a whole
  * stack with auth required: the page asks for a key once, then every view is driven through its
  * DOM and checked by the attributes it promises (`data-node-id`, `data-status` on each node,
- * `data-run-status` on the run page's root). Nothing waits on a clock: each step waits for an
- * attribute the page sets from what the API answered. A failing test leaves a screenshot of its
- * page in `test/artifacts/`; the run page of the example graph is saved there on every run
- * (`docs/console-run.png` is a copy).
+ * `data-run-status` on the run page's root, `data-progress` on a node a custom tool's call reports
+ * progress for, from a tool worker process the test starts). Nothing waits on a clock: each step
+ * waits for an attribute the page sets from what the API answered. A failing test leaves a
+ * screenshot of its page in `test/artifacts/`; the run page of the example graph is saved there
+ * on every run (`docs/console-run.png` is a copy).
  */
 import { mkdirSync, readFileSync } from 'node:fs';
+import { fileURLToPath } from 'node:url';
 import { chromium, type Browser, type Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { CONSOLE_PAGES } from '@tetraloop/console';
 import { SCOPES, type RunDocument } from '@tetraloop/core/domain';
 import { startModelServer, type ChatRequest, type ModelServer } from '../support/model-server.js';
+import { spawnTetraloop, stderrMatches } from '../support/processes.js';
 import { startStack, type Stack } from '../support/stack.js';
 import { startToolServer, type ToolServer } from '../support/tool-server.js';
 
@@ -21,6 +24,8 @@ const ROOT = 'console-root-token-0123456789-0123456789';
 const ARTIFACTS = 'test/artifacts';
 /** Each step that waits on the page: a run of a few nodes settles well within it. */
 const STEP_MS = 20_000;
+/** `test.progress`: reports progress, then holds its call until the tool server's gate opens. */
+const PROGRESS_TOOLS = fileURLToPath(new URL('../fixtures/tools/progress-tools.ts', import.meta.url));
 
 let stack: Stack;
 let tools: ToolServer;
@@ -227,6 +232,49 @@ describe('a run', () => {
       await node(page, 'gate').and(page.locator('[data-status="succeeded"]')).waitFor();
       await page.locator('main[data-run-status="succeeded"][data-settled="true"]').waitFor();
     });
+  }, 60_000);
+
+  it('shows a custom tool’s progress on its node while it runs, and drops it once the node is done', async () => {
+    const worker = spawnTetraloop(
+      ['worker', '--pool', 'tool', '--tools', PROGRESS_TOOLS, '--queues', 'progress'],
+      { ...stack.env, TOOL_SERVER_URL: tools.url },
+    );
+    try {
+      await stderrMatches(worker, /worker ready: pools tool/);
+      const gate = `progress-${Date.now()}`;
+      const steps = [
+        { fraction: 0.2, message: 'looking up' },
+        { fraction: 0.5, message: 'customer found' },
+      ];
+      const runId = await submit({
+        graph: { nodes: [{ id: 'lookup', kind: 'tool', tool: 'test.progress', args: { steps, gate } }] },
+      });
+      await tools.hitCount(gate, 1);
+      await inConsole('progress', async (page) => {
+        await runPage(page, runId);
+        // The latest report, from the run's events (the run document has none).
+        const box = node(page, 'lookup').and(page.locator('[data-status="running"][data-progress="0.5"]'));
+        await box.click();
+        const bar = await box.locator('.progress-bar').getAttribute('width');
+        const track = await box.locator('.progress-track').getAttribute('width');
+        expect(Number(bar)).toBeCloseTo(Number(track) / 2);
+        const shown = page.locator(
+          '[data-role="node-details"][data-node-id="lookup"] [data-role="progress"]',
+        );
+        await expect(shown.textContent()).resolves.toBe('Progress: 50% — customer found');
+        tools.openGate(gate);
+        await page.locator('main[data-run-status="succeeded"][data-settled="true"]').waitFor();
+        await node(page, 'lookup')
+          .and(page.locator('[data-status="succeeded"]:not([data-progress])'))
+          .waitFor();
+        await page
+          .locator('[data-role="node-details"][data-node-id="lookup"][data-status="succeeded"]')
+          .waitFor();
+        expect(await shown.count()).toBe(0);
+      });
+    } finally {
+      await worker.kill('SIGTERM');
+    }
   }, 60_000);
 
   it('shows a failed node’s error class and message in its details', async () => {

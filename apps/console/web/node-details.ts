@@ -1,12 +1,13 @@
 /**
- * The panel of the node a person clicked: its status and error, timings, tokens and cost, the
- * lessons that changed its calls, every attempt, its waits, its input as the run recorded it and
- * its output.
+ * The panel of the node a person clicked: its status and error, how far a custom tool's call is
+ * while it runs, timings, tokens and cost, the lessons that changed its calls, every attempt, its
+ * waits, its input as the run recorded it and its output.
  */
 import type { NodeExplain, RunDocument } from '@tetraloop/client';
 import { clock, dataTable, duration, h, type Child } from './dom.js';
 import { jsonView, type BlobLoader } from './json-view.js';
 import { definitionOf, recordedInput } from './node-input.js';
+import { progressText, type NodeProgress } from './node-progress.js';
 import { paths } from './routes.js';
 
 interface NodeError {
@@ -62,6 +63,8 @@ export function nodeDetails(
   doc: RunDocument,
   nodeId: string,
   timing: NodeExplain | undefined,
+  /** What to show of its progress (see `progressShown`). */
+  progress: NodeProgress | undefined,
   loadBlob: BlobLoader,
   actions: Child,
 ): HTMLElement {
@@ -95,6 +98,19 @@ export function nodeDetails(
         'Reused from ',
         h('a', { href: paths.run(node.reusedFrom) }, node.reusedFrom),
         ': it did not run here.',
+      ),
+    );
+  }
+  if (progress) {
+    // While it waits to retry, how far the attempt that failed got.
+    const before = node.status === 'retrying' && progress.attempt !== undefined;
+    panel.append(
+      h(
+        'p',
+        { class: 'progress', 'data-role': 'progress', 'data-fraction': progress.fraction },
+        `Progress: ${progressText(progress)}`,
+        before ? ` (attempt ${progress.attempt})` : '',
+        h('progress', { value: progress.fraction, max: 1 }),
       ),
     );
   }

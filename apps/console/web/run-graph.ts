@@ -1,16 +1,20 @@
 /**
  * The run's graph, laid out by dagre (ranks left to right, edges routed around nodes) and drawn
  * as SVG. The layout is computed again only when the graph's shape changes (a replan); status
- * changes only touch each node's `data-status`, so a live run does not jump about.
+ * changes only touch each node's `data-status`, and a custom tool's progress only the width of a
+ * bar along the bottom of its box (`data-progress` while shown), so a live run does not jump about.
  */
 import { graphlib, layout, type EdgeLabel, type GraphLabel, type NodeLabel } from '@dagrejs/dagre';
 import type { RunDocument } from '@tetraloop/client';
 import { h, svg } from './dom.js';
+import { progressText, type NodeProgress } from './node-progress.js';
 
 type GraphShape = NonNullable<RunDocument['graph']>;
 type PlanNode = GraphShape['nodes'][number];
 
 const NODE_HEIGHT = 34;
+/** The progress bar inside a node's box: its inset from the box's sides and bottom, and its height. */
+const BAR = { inset: 6, height: 3 } as const;
 
 /** Every edge of the plan between nodes of the run, nested graphs' edges under their `parent/` prefix. */
 export function planEdges(doc: RunDocument): [string, string][] {
@@ -37,13 +41,27 @@ export function planEdges(doc: RunDocument): [string, string][] {
 
 export interface GraphView {
   readonly element: HTMLElement;
-  update(doc: RunDocument, critical: readonly string[], selected: string | undefined): void;
+  /** `progress`: what to show of a node's progress (none: no bar). */
+  update(
+    doc: RunDocument,
+    critical: readonly string[],
+    selected: string | undefined,
+    progress: (nodeId: string) => NodeProgress | undefined,
+  ): void;
+}
+
+interface NodeEls {
+  readonly group: SVGGElement;
+  readonly title: SVGTitleElement;
+  readonly bar: SVGRectElement;
+  /** The bar's width at 100%. */
+  readonly full: number;
 }
 
 export function graphView(onSelect: (nodeId: string) => void): GraphView {
   const element = h('div', { class: 'graph', 'data-role': 'graph' });
   let shape = '';
-  const nodeEls = new Map<string, SVGGElement>();
+  const nodeEls = new Map<string, NodeEls>();
   const edgeEls = new Map<string, SVGPathElement>();
 
   function draw(ids: string[], edges: [string, string][]): void {
@@ -87,6 +105,10 @@ export function graphView(onSelect: (nodeId: string) => void): GraphView {
     for (const id of ids) {
       const n = g.node(id);
       const [x, y] = [n.x ?? 0, n.y ?? 0];
+      const full = n.width - 2 * BAR.inset;
+      const barAt = { x: BAR.inset, y: n.height - BAR.inset - BAR.height, height: BAR.height, rx: 1.5 };
+      const bar = svg('rect', { ...barAt, class: 'progress-bar', width: 0 });
+      const title = svg('title', {}, id);
       const group = svg(
         'g',
         {
@@ -106,9 +128,10 @@ export function graphView(onSelect: (nodeId: string) => void): GraphView {
           { x: n.width / 2, y: n.height / 2, 'dominant-baseline': 'central', 'text-anchor': 'middle' },
           id,
         ),
-        svg('title', {}, id),
+        svg('g', { class: 'progress' }, svg('rect', { ...barAt, class: 'progress-track', width: full }), bar),
+        title,
       );
-      nodeEls.set(id, group);
+      nodeEls.set(id, { group, title, bar, full });
       canvas.append(group);
     }
     element.replaceChildren(canvas);
@@ -116,7 +139,7 @@ export function graphView(onSelect: (nodeId: string) => void): GraphView {
 
   return {
     element,
-    update(doc, critical, selected) {
+    update(doc, critical, selected, progress) {
       const ids = Object.keys(doc.nodes);
       const edges = planEdges(doc);
       const nextShape = JSON.stringify([ids, edges]);
@@ -125,10 +148,19 @@ export function graphView(onSelect: (nodeId: string) => void): GraphView {
         draw(ids, edges);
       }
       const onPath = new Set(critical);
-      for (const [id, el] of nodeEls) {
-        el.setAttribute('data-status', doc.nodes[id]?.status ?? 'pending');
-        el.classList.toggle('critical', onPath.has(id));
-        el.classList.toggle('selected', id === selected);
+      for (const [id, { group, title, bar, full }] of nodeEls) {
+        group.setAttribute('data-status', doc.nodes[id]?.status ?? 'pending');
+        group.classList.toggle('critical', onPath.has(id));
+        group.classList.toggle('selected', id === selected);
+        const report = progress(id);
+        if (report) {
+          group.setAttribute('data-progress', String(report.fraction));
+          bar.setAttribute('width', String(full * report.fraction));
+          title.textContent = `${id}: ${progressText(report)}`;
+        } else {
+          group.removeAttribute('data-progress');
+          title.textContent = id;
+        }
       }
       const criticalEdges = new Set(critical.slice(1).map((id, i) => `${critical[i]}\u0000${id}`));
       for (const [key, el] of edgeEls) el.classList.toggle('critical', criticalEdges.has(key));

@@ -7,12 +7,17 @@
  * it sends the key, which `EventSource` cannot; it reconnects with `Last-Event-ID`). An event
  * only says that something changed: the page then reads the run document and its explain again
  * (one read at a time, the next one coalescing every event that came meanwhile), so what it draws
- * is always a state the API stored, never one pieced together from events.
+ * is always a state the API stored, never one pieced together from events — with one exception:
+ * a custom tool's progress (`node.progress`), which the API does not store anywhere but in the
+ * event itself. The page keeps each node's latest report from the events it receives and shows it
+ * while the stored document says that node runs (`node-progress.ts`); a progress event is drawn
+ * without reading the run again, since it changed nothing stored.
  */
 import { unwrap, type RunDocument, type RunExplain, type TetraloopClient } from '@tetraloop/client';
 import { clock, describeError, duration, form, h, show } from './dom.js';
 import { decisionForm } from './decisions.js';
 import { nodeDetails, nodeFields } from './node-details.js';
+import { progressShown, takeProgress, type NodeProgress, type ProgressReports } from './node-progress.js';
 import { graphView } from './run-graph.js';
 import { timelineView } from './run-timeline.js';
 import { paths } from './routes.js';
@@ -57,6 +62,10 @@ export function runPage(
   let doc: RunDocument | undefined;
   let explain: RunExplain | undefined;
   let selected: string | undefined;
+  /** Each node's latest `node.progress`, from the events: the run document has none. */
+  const reports: ProgressReports = new Map();
+  const progressOf = (id: string): NodeProgress | undefined =>
+    doc ? progressShown(reports.get(id), nodeFields(doc, id)) : undefined;
   /** What the last drawn parts showed, so a redraw leaves a form or an opened JSON branch alone. */
   let drawn = { details: '', decisions: '', actions: '' };
 
@@ -145,11 +154,12 @@ export function runPage(
       const forms = waiting.map((id) => decisionForm(client, runId, id, nodeFields(doc!, id)!, schedule));
       show(decisions, ...(forms.some(Boolean) ? [h('h2', {}, 'Waiting for a decision'), ...forms] : []));
     }
-    graph.update(doc, critical, selected);
+    graph.update(doc, critical, selected, progressOf);
     if (explain) show(timeline, h('h2', {}, 'Timeline'), timelineView(explain, select));
     if (selected) {
       const timing = explain?.nodes.find((n) => n.id === selected);
-      const detailsKey = JSON.stringify([selected, doc.nodes[selected], timing, doc.finishedAt]);
+      const progress = progressOf(selected);
+      const detailsKey = JSON.stringify([selected, doc.nodes[selected], timing, progress, doc.finishedAt]);
       if (detailsKey !== drawn.details) {
         drawn.details = detailsKey;
         const from = selected;
@@ -167,7 +177,7 @@ export function runPage(
           },
           'Rerun from this node',
         );
-        show(details, nodeDetails(doc, selected, timing, loadBlob, rerun));
+        show(details, nodeDetails(doc, selected, timing, progress, loadBlob, rerun));
       }
     }
   }
@@ -273,9 +283,11 @@ export function runPage(
     following = true;
     void (async () => {
       try {
-        for await (const _event of client.events(runId)) {
+        for await (const event of client.events(runId)) {
           if (!page.isConnected) break; // closes the stream
-          schedule();
+          // A progress report changed nothing stored: drawn at once, with no read.
+          if (takeProgress(reports, event) && event.type === 'node.progress') render();
+          else schedule();
         }
       } catch (err) {
         // The stream could not be kept (the tenant's stream cap, a lost key): read the run on a timer instead.
