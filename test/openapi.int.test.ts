@@ -455,6 +455,7 @@ describe('real answers match the documented schemas', () => {
     expect((await api('delete', '/v1/limits', { key: ROOT })).status).toBe(200);
     expect((await api('get', '/v1/usage')).status).toBe(200);
     expect((await api('get', '/v1/usage?day=2026-02-30')).status).toBe(400);
+    expect((await api('get', '/v1/tools')).status).toBe(200);
 
     expect((await api('post', '/v1/agents/main/reflect')).status).toBe(202);
     expect((await api('get', '/v1/agents/main/lessons')).status).toBe(200);

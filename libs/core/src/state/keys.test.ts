@@ -56,6 +56,7 @@ const NOT_BY_PATTERN: Partial<Record<keyof typeof keys, string>> = {
   channels: 'channels, not keys',
   mcpCatalogKey: 'the deployment’s',
   mcpCatalogChannel: 'a channel',
+  toolCatalogKeys: 'the deployment’s custom tool catalog (bounded by its TTL and heartbeats)',
   sourcesKey: 'the deployment’s sources',
   fileSourceKey: 'the deployment’s sources',
   sourceLeaseKey: 'the deployment’s sources',
