@@ -4,8 +4,8 @@
 #   docker run tetraloop                                   -> the HTTP API (port 3000)
 #   docker run tetraloop worker --pool tool --metrics-port 9464
 #
-# There is no build step: the `tetraloop` bin loads the TypeScript sources through tsx, which is a
-# production dependency of apps/cli, so `npm ci --omit=dev` is all the image needs.
+# It runs the built JavaScript (`npm run build`, staged with `--out-dir`: each package's dist/,
+# manifest and files, no TypeScript sources) over production node_modules; tsx is not in it.
 
 ARG NODE_IMAGE=node:20-bookworm-slim
 
@@ -18,6 +18,8 @@ WORKDIR /app
 COPY package.json package-lock.json ./
 COPY libs/core/package.json libs/core/
 COPY libs/client/package.json libs/client/
+COPY libs/sdk/package.json libs/sdk/
+COPY libs/sdk/package.json libs/sdk/
 COPY apps/api/package.json apps/api/
 COPY apps/workers/package.json apps/workers/
 COPY apps/cli/package.json apps/cli/
@@ -25,6 +27,15 @@ COPY apps/console/package.json apps/console/
 COPY apps/cli/bin apps/cli/bin/
 RUN --mount=type=cache,target=/root/.npm \
     npm ci --omit=dev --no-audit --no-fund
+
+# ---- build: the packages' JavaScript, transpiled by esbuild (a production dependency of the
+# console) and staged in /stage as they ship ----
+FROM deps AS build
+COPY tsconfig.json ./
+COPY scripts/build.mjs scripts/
+COPY libs ./libs
+COPY apps ./apps
+RUN npm run build -- --no-types --out-dir /stage
 
 # ---- runtime ----
 FROM ${NODE_IMAGE} AS runtime
@@ -34,10 +45,10 @@ ENV NODE_ENV=production \
 WORKDIR /app
 # Code and dependencies stay owned by root: the process (user `node`) can read but not change them.
 COPY --from=deps /app ./
-COPY libs ./libs
-COPY apps ./apps
+COPY --from=build /stage/libs ./libs
+COPY --from=build /stage/apps ./apps
 # The default agent workspace directory (TETRALOOP_WORKSPACE_DIR=.tetraloop/workspace); mount
-# agent folders here. tsx keeps its transpile cache in /tmp, which is writable by everyone.
+# agent folders here.
 RUN mkdir -p .tetraloop/workspace && chown -R node:node .tetraloop
 USER node
 
