@@ -19,7 +19,6 @@ COPY package.json package-lock.json ./
 COPY libs/core/package.json libs/core/
 COPY libs/client/package.json libs/client/
 COPY libs/sdk/package.json libs/sdk/
-COPY libs/sdk/package.json libs/sdk/
 COPY apps/api/package.json apps/api/
 COPY apps/workers/package.json apps/workers/
 COPY apps/cli/package.json apps/cli/
