@@ -60,7 +60,7 @@ const layerZones = LAYERS.flatMap((layer, i) =>
 );
 
 export default tseslint.config(
-  { ignores: ['**/node_modules/**', '.tetraloop/**', 'bench/results/**', 'test-output/**'] },
+  { ignores: ['**/node_modules/**', '**/dist/**', '.tetraloop/**', 'bench/results/**', 'test-output/**'] },
   js.configs.recommended,
   ...tseslint.configs.recommendedTypeChecked,
   {
@@ -69,7 +69,13 @@ export default tseslint.config(
     settings: {
       'import-x/extensions': ['.ts', '.js', '.mjs'],
       'import-x/parsers': { '@typescript-eslint/parser': ['.ts'] },
-      'import-x/resolver-next': [createTypeScriptImportResolver({ project: './tsconfig.json' })],
+      'import-x/resolver-next': [
+        // The packages' sources (their `tetraloop-source` export condition), not their built dist/.
+        createTypeScriptImportResolver({
+          project: './tsconfig.json',
+          conditionNames: ['tetraloop-source', 'types', 'import', 'node', 'default'],
+        }),
+      ],
     },
     rules: {
       // Cycles of value imports; `npm run cycles` (madge) also finds type-only ones.
@@ -122,7 +128,7 @@ export default tseslint.config(
   },
   {
     files: ['**/*.js', '**/*.mjs'],
-    languageOptions: { globals: { process: 'readonly', console: 'readonly' } },
+    languageOptions: { globals: { process: 'readonly', console: 'readonly', URL: 'readonly' } },
   },
   {
     // Matchers such as expect.objectContaining are typed `any` by vitest.

@@ -1,3 +1,4 @@
+import { defaultClientConditions, defaultServerConditions, type Plugin } from 'vite';
 import { defineConfig } from 'vitest/config';
 
 /**
@@ -11,8 +12,27 @@ import { defineConfig } from 'vitest/config';
 const REDIS = ['test/support/global-setup.ts'];
 const E2E = 'test/e2e/**/*.test.ts';
 const CLUSTER = 'test/cluster/**/*.test.ts';
+/**
+ * The workspace packages' TypeScript sources, not their built dist/ (no build before a test): the
+ * `tetraloop-source` export condition first, in every Vite environment — the tests' (whose
+ * conditions Vitest also gives its workers' Node as `--conditions`) and the global setups'.
+ */
+const SOURCE = 'tetraloop-source';
+const sourceCondition: Plugin = {
+  name: 'tetraloop-source-condition',
+  configEnvironment: (_name, config) => ({
+    resolve: {
+      conditions: [
+        SOURCE,
+        ...(config.resolve?.conditions ??
+          (config.consumer === 'client' ? defaultClientConditions : defaultServerConditions)),
+      ],
+    },
+  }),
+};
 
 export default defineConfig({
+  plugins: [sourceCondition],
   test: {
     exclude: ['**/node_modules/**'],
     testTimeout: 30_000,

@@ -2,7 +2,7 @@
  * Where a chain's hop goes: a 50 × 20 ms chain of `http` nodes, with each node's call (the tool
  * server's own start and end) against its attempt record, so the gap between one call's end and
  * the next call's start is split into the node's own time and the time between nodes.
- * `npx tsx bench/chain-profile.ts` (TETRALOOP_* settings from the shell apply).
+ * `npx tsx --conditions=tetraloop-source bench/chain-profile.ts` (TETRALOOP_* settings from the shell apply).
  */
 import { startToolServer } from '../test/support/tool-server.js';
 import { chain, tetraloopGraph } from './support/dag.js';

@@ -7,7 +7,7 @@ import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js'
 import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startModelServer, type ModelServer } from '../support/model-server.js';
-import { BIN } from '../support/processes.js';
+import { TETRALOOP } from '../support/processes.js';
 import { startStack, type Stack } from '../support/stack.js';
 
 let stack: Stack;
@@ -21,7 +21,7 @@ beforeAll(async () => {
   await client.connect(
     new StdioClientTransport({
       command: process.execPath,
-      args: [BIN, 'mcp'],
+      args: [...TETRALOOP, 'mcp'],
       env: { TETRALOOP_API_URL: stack.url },
       stderr: 'ignore',
     }),

@@ -3,6 +3,12 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 
 export const BIN = fileURLToPath(new URL('../../apps/cli/bin/tetraloop.mjs', import.meta.url));
+/**
+ * Node's arguments that start the command on its TypeScript sources, as the bin does under the
+ * `tetraloop-source` condition: a test runs the code as it is, whether a build exists or not
+ * (test/e2e/built-packages.e2e.test.ts runs the built JavaScript).
+ */
+export const TETRALOOP = ['--conditions=tetraloop-source', BIN];
 
 export interface Spawned {
   readonly child: ChildProcess;
@@ -16,9 +22,12 @@ export interface Spawned {
 export function spawnTetraloop(
   args: string[],
   env: Record<string, string>,
-  options: { cwd?: string } = {},
+  options: {
+    cwd?: string;
+    /** Node's arguments before `args`. @defaultValue TETRALOOP */ command?: readonly string[];
+  } = {},
 ): Spawned {
-  const child = spawn(process.execPath, [BIN, ...args], {
+  const child = spawn(process.execPath, [...(options.command ?? TETRALOOP), ...args], {
     ...(options.cwd ? { cwd: options.cwd } : {}),
     env: { PATH: process.env.PATH ?? '', ...env },
     stdio: ['ignore', 'pipe', 'pipe'],
@@ -61,7 +70,7 @@ export function runTetraloop(
   args: string[],
   env: Record<string, string>,
 ): Promise<{ code: number | null; stdout: string; stderr: string }> {
-  const child = spawn(process.execPath, [BIN, ...args], {
+  const child = spawn(process.execPath, [...TETRALOOP, ...args], {
     env: { PATH: process.env.PATH ?? '', ...env },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
