@@ -246,9 +246,27 @@ describe('deployment files', () => {
       }
     });
 
-    it('needs no dev dependency at run time: tsx is a production dependency of the cli', () => {
+    it('runs the built JavaScript, staged by the build stage, with neither the sources nor tsx', () => {
+      expect(dockerfile).toMatch(/^RUN npm run build -- --no-types --out-dir \/stage$/m);
+      expect(dockerfile).toContain('COPY --from=build /stage/libs ./libs\n');
+      expect(dockerfile).toContain('COPY --from=build /stage/apps ./apps\n');
       const cli = JSON.parse(read('apps/cli/package.json')) as { dependencies?: Record<string, string> };
-      expect(cli.dependencies).toHaveProperty('tsx');
+      expect(cli.dependencies).not.toHaveProperty('tsx');
+      // What a package ships besides its dist/ (the bin, the console's browser code) is in the context.
+      const allowed = read('.dockerignore')
+        .split('\n')
+        .filter((line) => line.startsWith('!'))
+        .map((line) => new RegExp(`^${line.slice(1).replace(/\*/g, '[^/]+')}$`));
+      const { workspaces } = JSON.parse(read('package.json')) as { workspaces: string[] };
+      for (const workspace of workspaces) {
+        const { files = [] } = JSON.parse(read(`${workspace}/package.json`)) as { files?: string[] };
+        for (const entry of files.filter((f) => f !== 'dist')) {
+          expect(
+            allowed.some((re) => re.test(`${workspace}/${entry}`)),
+            `${workspace}/${entry}`,
+          ).toBe(true);
+        }
+      }
     });
   });
 
