@@ -4,7 +4,7 @@
  * (`scripts/build.mjs --out-dir`: each package's dist/, manifest and files, no sources), so the
  * checkout's packages are left as they are; there a project of the team's imports @tetraloop/sdk
  * and @tetraloop/client, type-checks against their declarations, and serves a tool from the
- * built `tetraloop worker` to runs submitted to the built `tetraloop api`.
+ * built `tetraloop worker` to runs submitted to the built `tetraloop api`, which serves the console.
  */
 import { execFile } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
@@ -179,4 +179,7 @@ it("serves a plain Node project's tool from the built worker to runs its client 
     sdk: `file://${STAGE}/libs/sdk/dist/index.js`,
     client: `file://${STAGE}/libs/client/dist/index.js`,
   });
+  // The console's browser code, bundled by the built API with the built client inside.
+  const script = await fetch(`http://127.0.0.1:${port}/console/console.js`);
+  expect(script.status).toBe(200);
 }, 120_000);

@@ -3,9 +3,9 @@
  * request for the script or the style sheet builds both (about 100 ms), later ones get them from
  * memory. There is no build step to forget: a fresh clone, `npm ci` and the run command serve the
  * console, and so does the Docker image (esbuild is a production dependency of this package).
+ * esbuild itself loads at that first request, not at the API's start.
  */
 import { fileURLToPath } from 'node:url';
-import { build } from 'esbuild';
 
 export interface ConsoleAssets {
   /** The page's one script, an ES module with every dependency inside it. */
@@ -14,8 +14,14 @@ export interface ConsoleAssets {
 }
 
 const WEB = (file: string): string => fileURLToPath(new URL(`../web/${file}`, import.meta.url));
+/**
+ * `@tetraloop/client` as this process has it: its TypeScript sources (the `tetraloop-source`
+ * condition) when this module runs from its own (tsx, the tests), its built dist/ otherwise.
+ */
+const CONDITIONS = import.meta.url.endsWith('.ts') ? ['tetraloop-source'] : [];
 
 async function bundle(): Promise<ConsoleAssets> {
+  const { build } = await import('esbuild');
   const result = await build({
     entryPoints: [WEB('main.ts'), WEB('console.css')],
     bundle: true,
@@ -23,6 +29,7 @@ async function bundle(): Promise<ConsoleAssets> {
     outdir: 'console',
     format: 'esm',
     platform: 'browser',
+    conditions: CONDITIONS,
     target: 'es2022',
     minify: true,
     legalComments: 'none',
