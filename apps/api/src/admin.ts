@@ -3,12 +3,10 @@
  * login session — `POST /admin/login` with the token sets an HttpOnly, SameSite=Strict cookie whose
  * value is random and kept in Redis (as its hash) for a limited time; `Secure` when the request came
  * over HTTPS (`req.secure`: behind a TLS proxy, once `TETRALOOP_TRUST_PROXY` trusts it). No basic auth, which browsers
- * cache and resend. Read-only unless `TETRALOOP_ADMIN_READ_ONLY=false`.
+ * cache and resend. Read-only unless `TETRALOOP_ADMIN_READ_ONLY=false`. Bull Board's code loads at
+ * the board's first request, not at the API's start.
  */
 import { createHash, randomBytes } from 'node:crypto';
-import { createBullBoard } from '@bull-board/api';
-import { BullMQAdapter } from '@bull-board/api/bullMQAdapter';
-import { ExpressAdapter } from '@bull-board/express';
 import express, { type Express, type Request, type RequestHandler, type Router } from 'express';
 import type { ShownQueue } from '@tetraloop/core/queues';
 import type { RedisClient } from '@tetraloop/core/runtime';
@@ -102,17 +100,41 @@ export function adminBoard(options: AdminBoardOptions): AdminBoard {
         if (cookie) await options.redis.del(sessionKey(cookie));
         res.clearCookie(COOKIE, { path: '/admin' }).redirect(303, LOGIN_PATH);
       });
-      const board = bullBoard(options.queues, options.readOnly);
-      options.follow?.(board.show);
-      app.use(ADMIN_PATH, guard, board.router);
+      // The queues to show, kept from the start; the board, made at its first request.
+      let queues = options.queues;
+      let show: ((queues: readonly ShownQueue[]) => void) | undefined;
+      options.follow?.((shown) => {
+        queues = shown;
+        show?.(shown);
+      });
+      let board: Promise<Router> | undefined;
+      const boardRouter: RequestHandler = (req, res, next) => {
+        board ??= bullBoard(queues, options.readOnly).then(
+          (made) => {
+            show = made.show;
+            return made.router;
+          },
+          (err: unknown) => {
+            board = undefined; // tried again at the next request
+            throw err;
+          },
+        );
+        board.then((router) => router(req, res, next)).catch(next);
+      };
+      app.use(ADMIN_PATH, guard, boardRouter);
     },
   };
 }
 
-export function bullBoard(
+export async function bullBoard(
   queues: readonly ShownQueue[],
   readOnlyMode: boolean,
-): { router: Router; show: (queues: readonly ShownQueue[]) => void } {
+): Promise<{ router: Router; show: (queues: readonly ShownQueue[]) => void }> {
+  const [{ createBullBoard }, { BullMQAdapter }, { ExpressAdapter }] = await Promise.all([
+    import('@bull-board/api'),
+    import('@bull-board/api/bullMQAdapter'),
+    import('@bull-board/express'),
+  ]);
   const serverAdapter = new ExpressAdapter();
   serverAdapter.setBasePath(ADMIN_PATH);
   // The adapter is typed against BullMQ's Queue class; ours is that class. Bull Board tells

@@ -47,18 +47,7 @@ export function namedConfigFile(path: string | undefined): ConfigFile | undefine
   }
 }
 
-/** `argv` without `--config <file>` (or `--config=<file>`), and the file it named. */
-export function takeConfigFlag(argv: readonly string[]): { argv: string[]; config: string | undefined } {
-  const rest: string[] = [];
-  let config: string | undefined;
-  for (let i = 0; i < argv.length; i++) {
-    const arg = argv[i]!;
-    if (arg === '--config') config = argv[++i];
-    else if (arg.startsWith('--config=')) config = arg.slice('--config='.length);
-    else rest.push(arg);
-  }
-  return { argv: rest, config };
-}
+export { takeConfigFlag } from './config-flag.js';
 
 /**
  * What every command does before it parses its settings: the config file's values become the

@@ -5,8 +5,14 @@
  * environment wins. Every problem names the file, the line and the setting.
  */
 import { readFileSync } from 'node:fs';
-import { isMap, isScalar, isSeq, LineCounter, parseDocument, type Node as YamlNode, type Scalar } from 'yaml';
+import { createRequire } from 'node:module';
+import type * as Yaml from 'yaml';
+import type { Node as YamlNode, Scalar } from 'yaml';
 import type { Setting } from '@tetraloop/core/config';
+
+/** The YAML parser, loaded when a file is read: a command without a config file never loads it. */
+let yamlModule: typeof Yaml | undefined;
+const yaml = (): typeof Yaml => (yamlModule ??= createRequire(import.meta.url)('yaml') as typeof Yaml);
 
 /** One value the file sets: its variable's text and the line it is on. */
 export interface FileValue {
@@ -38,6 +44,7 @@ function byFilePath(catalog: ReadonlyMap<string, Setting>): Map<string, string> 
  */
 function textOf(node: YamlNode | null, s: Setting): string {
   if (node === null) return '';
+  const { isScalar, isSeq } = yaml();
   if (s.form !== 'json') {
     if (isScalar(node)) return scalarText(node);
     if (isSeq(node))
@@ -58,6 +65,7 @@ function scalarText(node: Scalar): string {
 /** Reads `path` against `catalog`; throws only when the file cannot be read at all. */
 export function readConfigFile(path: string, catalog: ReadonlyMap<string, Setting>): ConfigFile {
   const source = readFileSync(path, 'utf8');
+  const { isMap, isScalar, LineCounter, parseDocument } = yaml();
   const lines = new LineCounter();
   const doc = parseDocument(source, { lineCounter: lines, prettyErrors: false });
   const lineOf = (node: YamlNode | null | undefined): number =>

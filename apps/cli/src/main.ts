@@ -8,28 +8,13 @@
  * with the root token, or in Redis directly; `openapi` prints the API's OpenAPI document.
  */
 import { parseArgs } from 'node:util';
-import { ConfigError } from '@tetraloop/core/config';
-import { AcceptDurabilityError } from '@tetraloop/core/durability';
-import { POOLS, type Pool } from '@tetraloop/core/queues';
-import {
-  DataDirLockedError,
-  DockerCommandError,
-  NoRedisError,
-  ToolModuleError,
-} from '@tetraloop/core/runtime';
-import { ToolDefinitionError } from '@tetraloop/core/tools';
-import { agentCommand } from './agent-command.js';
-import { applyConfig, configCommand, ConfigFileError, takeConfigFlag } from './config-command.js';
-import { DevSecretKeyError } from './dev-secret-key.js';
-import { keysCommand } from './keys-command.js';
-import { lessonsCommand } from './lessons-command.js';
-import { runMcpServer } from './mcp-command.js';
-import { runApi, runDev, runWorker } from './processes.js';
-import { writeOpenApiDocument } from './openapi-command.js';
-import { runGraphFile } from './run-command.js';
-import { explainCommand, runsCommand } from './runs-command.js';
+import type { Pool } from '@tetraloop/core/queues';
+import { takeConfigFlag } from './config-flag.js';
 
-const USAGE = `usage: tetraloop <command>
+// Each command's modules load when it runs (the API's and the workers' are most of a process's
+// start): `tetraloop --help` or a client command does not pay for the server's code.
+
+const usage = (POOLS: readonly string[]): string => `usage: tetraloop <command>
 
   dev                                   API + every worker pool; embedded Redis when REDIS_URL is unset
                                         (redis-server, or a redis:7 container with Docker); a secret
@@ -79,8 +64,13 @@ TETRALOOP_API_URL with TETRALOOP_ADMIN_TOKEN (the root token) when that is set, 
 export async function main(args: string[]): Promise<void> {
   const { argv, config } = takeConfigFlag(args);
   const [command, ...rest] = argv;
+  if (!isCommand(command)) {
+    const { POOLS } = await import('@tetraloop/core/queues');
+    return fail(usage(POOLS));
+  }
   try {
     // The config file fills what the environment leaves unset, before any command reads its settings.
+    const { applyConfig, configCommand } = await import('./config-command.js');
     if (command === 'config') {
       process.exitCode = configCommand(config === undefined ? rest : [...rest, '--config', config]);
       return;
@@ -88,9 +78,9 @@ export async function main(args: string[]): Promise<void> {
     applyConfig(config, (line) => process.stderr.write(`${line}\n`));
     switch (command) {
       case 'dev':
-        return await runDev();
+        return await (await import('./processes.js')).runDev();
       case 'api':
-        return await runApi();
+        return await (await import('./processes.js')).runApi();
       case 'worker': {
         const { values } = parseArgs({
           args: rest,
@@ -108,7 +98,7 @@ export async function main(args: string[]): Promise<void> {
             .filter((m) => m !== undefined && m !== '')
             .join(',');
         if (values.queues !== undefined) process.env.TETRALOOP_TOOL_QUEUES = values.queues;
-        const pools = parsePools(values.pool);
+        const pools = await parsePools(values.pool);
         const concurrency = values.concurrency === undefined ? undefined : Number(values.concurrency);
         if (concurrency !== undefined && (!Number.isInteger(concurrency) || concurrency < 1)) {
           return fail('--concurrency must be a positive integer');
@@ -120,6 +110,7 @@ export async function main(args: string[]): Promise<void> {
         ) {
           return fail('--metrics-port must be a port number');
         }
+        const { runWorker } = await import('./processes.js');
         return await runWorker(pools, concurrency, metricsPort);
       }
       case 'run': {
@@ -130,54 +121,86 @@ export async function main(args: string[]): Promise<void> {
         });
         const file = positionals[0];
         if (!file) return fail('run needs a graph file: tetraloop run <graph.json>');
+        const { runGraphFile } = await import('./run-command.js');
         process.exitCode = await runGraphFile(file, { follow: values.follow ?? false });
         return;
       }
       case 'runs':
-        process.exitCode = await runsCommand(rest);
+        process.exitCode = await (await import('./runs-command.js')).runsCommand(rest);
         return;
       case 'explain':
-        process.exitCode = await explainCommand(rest);
+        process.exitCode = await (await import('./runs-command.js')).explainCommand(rest);
         return;
       case 'agent':
-        process.exitCode = await agentCommand(rest);
+        process.exitCode = await (await import('./agent-command.js')).agentCommand(rest);
         return;
       case 'lessons':
-        process.exitCode = await lessonsCommand(rest);
+        process.exitCode = await (await import('./lessons-command.js')).lessonsCommand(rest);
         return;
       case 'keys':
-        process.exitCode = await keysCommand(rest);
+        process.exitCode = await (await import('./keys-command.js')).keysCommand(rest);
         return;
       case 'openapi': {
         const { values } = parseArgs({ args: rest, options: { out: { type: 'string' } } });
-        await writeOpenApiDocument(values.out);
+        await (await import('./openapi-command.js')).writeOpenApiDocument(values.out);
         return;
       }
       case 'mcp':
-        return await runMcpServer();
+        return await (await import('./mcp-command.js')).runMcpServer();
       default:
-        return fail(USAGE);
+        return command satisfies never;
     }
   } catch (err) {
-    if (
-      err instanceof ConfigError ||
-      err instanceof ConfigFileError ||
-      err instanceof AcceptDurabilityError ||
-      err instanceof NoRedisError ||
-      err instanceof DockerCommandError ||
-      err instanceof DataDirLockedError ||
-      err instanceof DevSecretKeyError ||
-      err instanceof ToolModuleError ||
-      err instanceof ToolDefinitionError
-    )
-      return fail(err.message);
+    if (await stopsWithItsMessage(err)) return fail((err as Error).message);
     // node:util parseArgs: an unknown option or a missing value is a usage error.
     if (isParseArgsError(err)) return fail(`${command}: ${err.message}`);
     throw err;
   }
 }
 
-function parsePools(value: string | undefined): Pool[] {
+const COMMANDS = [
+  'dev',
+  'api',
+  'worker',
+  'run',
+  'runs',
+  'explain',
+  'agent',
+  'lessons',
+  'keys',
+  'openapi',
+  'mcp',
+  'config',
+] as const;
+type Command = (typeof COMMANDS)[number];
+const isCommand = (name: string | undefined): name is Command =>
+  (COMMANDS as readonly unknown[]).includes(name);
+
+/** An error of settings, files or the machine: the command stops with its message, no stack. */
+async function stopsWithItsMessage(err: unknown): Promise<boolean> {
+  const [config, durability, runtime, tools, configCommand, devSecretKey] = await Promise.all([
+    import('@tetraloop/core/config'),
+    import('@tetraloop/core/durability'),
+    import('@tetraloop/core/runtime'),
+    import('@tetraloop/core/tools'),
+    import('./config-command.js'),
+    import('./dev-secret-key.js'),
+  ]);
+  return (
+    err instanceof config.ConfigError ||
+    err instanceof configCommand.ConfigFileError ||
+    err instanceof durability.AcceptDurabilityError ||
+    err instanceof runtime.NoRedisError ||
+    err instanceof runtime.DockerCommandError ||
+    err instanceof runtime.DataDirLockedError ||
+    err instanceof devSecretKey.DevSecretKeyError ||
+    err instanceof runtime.ToolModuleError ||
+    err instanceof tools.ToolDefinitionError
+  );
+}
+
+async function parsePools(value: string | undefined): Promise<Pool[]> {
+  const { POOLS } = await import('@tetraloop/core/queues');
   if (value === 'all') return [...POOLS];
   if (value !== undefined && (POOLS as readonly string[]).includes(value)) return [value as Pool];
   return fail(`--pool must be one of ${POOLS.join(', ')}, all`);

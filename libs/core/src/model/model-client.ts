@@ -4,7 +4,7 @@
  * ToolErrors carrying Tetraloop's error classes.
  */
 import { setTimeout as sleep } from 'node:timers/promises';
-import OpenAI from 'openai';
+import type OpenAI from 'openai';
 import { providerHoldOffMs } from '../errors/retry-after.js';
 import { ToolError, type NodeErrorData } from '../errors/node-error.js';
 import { DEFAULT_BACKOFF, retryDelay, type BackoffPolicy } from '../policy/retry-policy.js';
@@ -86,21 +86,23 @@ function reasoningOf(delta: object): string {
   return typeof reasoning === 'string' ? reasoning : '';
 }
 
+/**
+ * The `openai` SDK, loaded at a process's first model call: some 150 modules that a process which
+ * calls no model (the API, a tool worker) never loads, so it starts sooner.
+ */
+let openaiSdk: Promise<typeof OpenAI> | undefined;
+const loadOpenAI = (): Promise<typeof OpenAI> => (openaiSdk ??= import('openai').then((m) => m.default));
+
 export class ModelClient {
-  private readonly client: OpenAI;
+  private client: Promise<OpenAI> | undefined;
+  // Local OpenAI-compatible servers accept any key; the SDK insists on one.
+  private apiKey: string;
 
   constructor(
     readonly config: ModelConfig,
     private readonly backoff: BackoffPolicy = DEFAULT_BACKOFF,
   ) {
-    this.client = new OpenAI({
-      // Local OpenAI-compatible servers accept any key; the SDK insists on one.
-      apiKey: config.apiKey ?? 'unused',
-      ...(config.baseUrl ? { baseURL: config.baseUrl } : {}),
-      timeout: config.timeoutMs,
-      // Retries follow Tetraloop's own policy (error classes, jitter), not the SDK's.
-      maxRetries: 0,
-    });
+    this.apiKey = config.apiKey ?? 'unused';
   }
 
   /**
@@ -108,7 +110,24 @@ export class ModelClient {
    * hooks/plugin.ts) that renewed the model's key.
    */
   setApiKey(apiKey: string): void {
-    this.client.apiKey = apiKey;
+    this.apiKey = apiKey;
+  }
+
+  /** The SDK's client, made at the first call, with the key set last. */
+  private async sdkClient(): Promise<OpenAI> {
+    this.client ??= loadOpenAI().then(
+      (OpenAI) =>
+        new OpenAI({
+          apiKey: this.apiKey,
+          ...(this.config.baseUrl ? { baseURL: this.config.baseUrl } : {}),
+          timeout: this.config.timeoutMs,
+          // Retries follow Tetraloop's own policy (error classes, jitter), not the SDK's.
+          maxRetries: 0,
+        }),
+    );
+    const client = await this.client;
+    client.apiKey = this.apiKey;
+    return client;
   }
 
   async chat(call: ChatCall): Promise<ChatResult> {
@@ -118,7 +137,8 @@ export class ModelClient {
         const result = await this.once(call);
         return { ...result, calls: attempt };
       } catch (err) {
-        const error: NodeErrorData = err instanceof ToolError ? err.toData() : classifyModelError(err);
+        const error: NodeErrorData =
+          err instanceof ToolError ? err.toData() : classifyModelError(err, await loadOpenAI());
         if (attempt > retries || !isRetryableModelError(error) || call.signal?.aborted) {
           throw new ToolError(error.code, error.message, extraOf(error));
         }
@@ -134,7 +154,8 @@ export class ModelClient {
   private async once(call: ChatCall): Promise<Omit<ChatResult, 'calls'>> {
     const model = call.model ?? this.config.model;
     const started = performance.now();
-    const { data: stream, response } = await this.client.chat.completions
+    const client = await this.sdkClient();
+    const { data: stream, response } = await client.chat.completions
       .create(
         {
           model,

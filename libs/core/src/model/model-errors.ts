@@ -1,5 +1,5 @@
 /** Maps what the `openai` SDK throws to Tetraloop's error classes, by type and status. */
-import OpenAI from 'openai';
+import type OpenAI from 'openai';
 import type { NodeErrorData } from '../errors/node-error.js';
 import { providerHoldOffMs } from '../errors/retry-after.js';
 
@@ -9,11 +9,12 @@ const retryAfterMs = (headers: Headers | undefined): { retryAfterMs?: number } =
   return ms === undefined ? {} : { retryAfterMs: ms };
 };
 
-export function classifyModelError(err: unknown): NodeErrorData {
-  if (err instanceof OpenAI.APIUserAbortError) return { code: 'aborted', message: 'model call aborted' };
-  if (err instanceof OpenAI.APIConnectionTimeoutError) return { code: 'timeout', message: err.message };
-  if (err instanceof OpenAI.APIConnectionError) return { code: 'network', message: err.message };
-  if (err instanceof OpenAI.APIError) {
+/** `sdk`: the SDK's class, loaded (its error classes are its static members). */
+export function classifyModelError(err: unknown, sdk: typeof OpenAI): NodeErrorData {
+  if (err instanceof sdk.APIUserAbortError) return { code: 'aborted', message: 'model call aborted' };
+  if (err instanceof sdk.APIConnectionTimeoutError) return { code: 'timeout', message: err.message };
+  if (err instanceof sdk.APIConnectionError) return { code: 'network', message: err.message };
+  if (err instanceof sdk.APIError) {
     // The SDK types these fields generically; read them as what they are.
     const { status, headers } = err as { status: number | undefined; headers: Headers | undefined };
     const message = `model API ${status ?? ''}: ${err.message}`.trim();

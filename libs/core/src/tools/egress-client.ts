@@ -3,9 +3,11 @@
  * the egress policy (a literal private address refused at once, a name's DNS answer checked
  * inside the socket's lookup), no redirects followed (a 3xx is an answer like any other, so a
  * public host cannot bounce a request to an internal one), and a response body read as a stream
- * and refused once it passes the policy's byte cap.
+ * and refused once it passes the policy's byte cap. undici loads at a process's first request: a
+ * process that sends none (the API) never loads it, and starts sooner.
  */
-import { Agent, request, type Dispatcher } from 'undici';
+import type * as Undici from 'undici';
+import type { Dispatcher } from 'undici';
 import { checkLiteralAddress, guardedLookup, isAllowlisted, type EgressPolicy } from './egress-policy.js';
 
 /** A response body longer than the policy's `maxResponseBytes`. */
@@ -41,12 +43,25 @@ export interface EgressClient {
   fetch(url: URL, init?: EgressRequest): Promise<EgressResponse>;
 }
 
+let undici: Promise<typeof Undici> | undefined;
+let undiciLoaded: typeof Undici | undefined;
+const loadUndici = (): Promise<typeof Undici> =>
+  (undici ??= import('undici').then((module) => (undiciLoaded = module)));
+
+/**
+ * undici's error classes, to tell its errors apart; undefined before the process's first request
+ * (no undici error exists then).
+ */
+export const undiciErrors = (): typeof Undici.errors | undefined => undiciLoaded?.errors;
+
 export function egressClient(policy: EgressPolicy): EgressClient {
-  const guarded = new Agent({ connect: { lookup: guardedLookup } });
-  const open = new Agent();
+  let agents: { guarded: Dispatcher; open: Dispatcher } | undefined;
   return {
     policy,
     async fetch(url, init = {}) {
+      const { Agent, request } = await loadUndici();
+      agents ??= { guarded: new Agent({ connect: { lookup: guardedLookup } }), open: new Agent() };
+      const { guarded, open } = agents;
       const port = url.port || (url.protocol === 'https:' ? '443' : '80');
       let dispatcher: Dispatcher = open;
       if (!isAllowlisted(policy, url.hostname, port)) {

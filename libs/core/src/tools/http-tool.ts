@@ -1,9 +1,8 @@
 import { z } from 'zod';
-import { errors as undiciErrors } from 'undici';
 import { ToolError } from '../errors/node-error.js';
 import { parseRetryAfter, providerHoldOffMs } from '../errors/retry-after.js';
 import { findReferences } from '../graph/references.js';
-import { egressClient, ResponseTooLargeError, type EgressResponse } from './egress-client.js';
+import { egressClient, ResponseTooLargeError, undiciErrors, type EgressResponse } from './egress-client.js';
 import { EgressDeniedError, type EgressPolicy } from './egress-policy.js';
 import { defineTool, type ArgIssue, type Tool } from './tool.js';
 
@@ -117,7 +116,8 @@ function classifyTransportError(err: unknown, signal: AbortSignal): ToolError {
     return new ToolError('validation', err.message, { reason: 'egress_refused' });
   if (err instanceof ResponseTooLargeError)
     return new ToolError('validation', err.message, { reason: 'response_too_large' });
-  if (err instanceof undiciErrors.HeadersTimeoutError || err instanceof undiciErrors.BodyTimeoutError) {
+  const undici = undiciErrors();
+  if (undici && (err instanceof undici.HeadersTimeoutError || err instanceof undici.BodyTimeoutError)) {
     return new ToolError('timeout', err.message);
   }
   const message = err instanceof Error ? err.message : String(err);

@@ -4,7 +4,6 @@
  * after a delay, or given up), and what a settled run's event says.
  */
 import { createHash } from 'node:crypto';
-import { errors as undiciErrors } from 'undici';
 import type {
   DeliveryErrorClass,
   DeliveryOutcome,
@@ -12,7 +11,7 @@ import type {
   WebhookEventType,
 } from '../domain/webhook.js';
 import { retryDelay, type BackoffPolicy } from '../policy/retry-policy.js';
-import { ResponseTooLargeError } from '../tools/egress-client.js';
+import { ResponseTooLargeError, undiciErrors } from '../tools/egress-client.js';
 import { EgressDeniedError } from '../tools/egress-policy.js';
 import { WEBHOOK_SIGNATURE_HEADER, signWebhook } from './signature.js';
 
@@ -129,10 +128,12 @@ export function judgeAttempt(
 export function transportErrorClass(err: unknown): DeliveryErrorClass {
   if (err instanceof EgressDeniedError) return 'egress_denied';
   if (err instanceof ResponseTooLargeError) return 'response_too_large';
+  const undici = undiciErrors();
   if (
-    err instanceof undiciErrors.HeadersTimeoutError ||
-    err instanceof undiciErrors.BodyTimeoutError ||
-    err instanceof undiciErrors.ConnectTimeoutError ||
+    (undici &&
+      (err instanceof undici.HeadersTimeoutError ||
+        err instanceof undici.BodyTimeoutError ||
+        err instanceof undici.ConnectTimeoutError)) ||
     (err instanceof Error && (err.name === 'TimeoutError' || err.name === 'AbortError'))
   )
     return 'timeout';
