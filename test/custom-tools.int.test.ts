@@ -89,6 +89,9 @@ let model: ModelServer;
 let planner: (request: ChatRequest) => ScriptedReply = () => ({ content: '{}' });
 const workers: Spawned[] = [];
 
+/** Answers the other model calls (an agent's turns). */
+let agent: (request: ChatRequest) => ScriptedReply = () => ({ content: 'ok' });
+
 const isPlannerCall = (r: ChatRequest): boolean =>
   (r.response_format as { json_schema?: { name?: string } } | undefined)?.json_schema?.name === 'graph';
 
@@ -96,7 +99,7 @@ beforeAll(async () => {
   loopback = new Loopback();
   await loopback.start();
   model = await startModelServer({
-    script: (request) => (isPlannerCall(request) ? planner(request) : { content: 'ok' }),
+    script: (request) => (isPlannerCall(request) ? planner(request) : agent(request)),
   });
   stack = await startStack({
     pools: ['plan', 'tool'],
@@ -419,4 +422,63 @@ describe('tool queues and worker processes', () => {
     });
     expect(doc.nodes.customer?.attempts.at(-1)).toMatchObject({ toolVersion: '4' });
   });
+});
+
+describe('an agent calling a custom tool', () => {
+  it('calls it in the process that runs the agent, one that loaded the tool’s module', async () => {
+    // This stack has no tool pool of its own: the agent node runs on the worker process below.
+    const own = await startStack({
+      pools: ['plan'],
+      env: { ...Object.fromEntries(Object.entries(stack.env).filter(([k]) => k !== 'TETRALOOP_PREFIX')) },
+    });
+    const worker = spawnTetraloop(
+      ['worker', '--pool', 'tool', '--tools', MODULE, '--queues', 'crm,default'],
+      {
+        ...own.env,
+        TOOL_SERVER_URL: loopback.url,
+      },
+    );
+    workers.push(worker);
+    try {
+      await stderrMatches(worker, /worker ready: pools tool/);
+      const secret = await fetch(`${own.url}/v1/secrets/CRM_TOKEN`, {
+        method: 'PUT',
+        headers: { 'content-type': 'application/json' },
+        body: JSON.stringify({ value: TOKEN, tools: ['crm.lookup'] }),
+      });
+      expect(secret.status).toBe(204);
+      const before = model.requests.length;
+      const hits = loopback.hitsOf('/crm/customers').length;
+      agent = (request) =>
+        request.messages.some((m) => m.role === 'tool')
+          ? { content: 'Ada is on the pro plan.' }
+          : { content: '', toolCalls: [{ name: 'crm__lookup', arguments: { email: 'ada@example.com' } }] };
+      const posted = await postRun(own.url, {
+        graph: {
+          nodes: [
+            {
+              id: 'ask',
+              kind: 'loop',
+              maxIterations: 3,
+              body: { agent: { prompt: 'Which plan is Ada on?', tools: ['crm.lookup'] } },
+            },
+          ],
+        },
+      });
+      expect(posted.status, JSON.stringify(posted.body)).toBe(202);
+      const doc = await waitFor(own.url, posted.body.runId as string, 30_000);
+      expect(doc.status, JSON.stringify(doc.nodes)).toBe('succeeded');
+      const [hit] = loopback.hitsOf('/crm/customers').slice(hits);
+      expect(Number(hit?.headers['x-worker-pid'])).toBe(worker.child.pid);
+      expect(hit?.headers.authorization).toBe(`Bearer ${TOKEN}`);
+      // The agent was shown the tool: its function name, description and input schema.
+      const shown = JSON.stringify(model.requests.slice(before)[0]?.tools);
+      expect(shown).toContain('crm__lookup');
+      expect(shown).toContain('Find a customer by e-mail');
+    } finally {
+      agent = () => ({ content: 'ok' });
+      await worker.kill('SIGTERM');
+      await own.close();
+    }
+  }, 60_000);
 });
