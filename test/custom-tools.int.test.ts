@@ -10,6 +10,8 @@ import type { AddressInfo } from 'node:net';
 import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { RunDocument } from '@tetraloop/core/domain';
+import { connectRedis, whenReady } from '@tetraloop/core/runtime';
+import { toolCatalogKeys } from '@tetraloop/core/state';
 import { spawnTetraloop, stderrMatches, type Spawned } from './support/processes.js';
 import {
   startModelServer,
@@ -304,6 +306,19 @@ describe('custom tools served by a worker process', () => {
       workers: 1,
     });
     expect(tools.find((t) => t.name === 'text.shout')).toMatchObject({ kind: 'custom', queue: 'default' });
+    // The catalog's keys are bounded: each expires a catalog TTL (24 h) after the last heartbeat.
+    const redis = connectRedis(stack.env.REDIS_URL!, 'client', 'custom-tools-test');
+    try {
+      await whenReady(redis);
+      const keys = toolCatalogKeys(stack.prefix);
+      for (const key of [keys.tools, keys.workers, keys.beats]) {
+        const ttl = await redis.pttl(key);
+        expect(ttl, key).toBeGreaterThan(23 * 3_600_000);
+        expect(ttl, key).toBeLessThanOrEqual(24 * 3_600_000);
+      }
+    } finally {
+      redis.disconnect();
+    }
   });
 
   it('plans a task with the custom tools, which the planner is told of', async () => {

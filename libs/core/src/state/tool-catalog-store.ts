@@ -4,7 +4,7 @@
  * every heartbeat; every other process (the API, the planners, workers of other queues) reads the
  * catalog to check graphs, plan and route. Bounded: a worker's entry goes when its heartbeat runs
  * out, a tool's when no worker has served it for the catalog TTL, and each tool keeps its last
- * `MAX_VERSIONS` versions.
+ * `MAX_VERSIONS` versions; the keys themselves expire a TTL after the last heartbeat.
  *
  * A tool stays known for the TTL after its last worker stopped (a graph naming it is accepted and
  * its nodes wait in the tool's queue until a worker serves it again); only a tool never seen, or
@@ -141,6 +141,9 @@ export class ToolCatalogStore {
     };
     multi.hset(keys.workers, workerId, JSON.stringify(worker));
     multi.zadd(keys.beats, now + this.options.workerTtlMs, workerId);
+    // Every beat pushes the keys' expiry out: once no worker beats any more, they go when the
+    // last tool's TTL has run out, with nothing left to prune them.
+    for (const key of [keys.tools, keys.workers, keys.beats]) multi.pexpire(key, this.options.catalogTtlMs);
     await multi.exec();
     if ((await this.prune(now)) || changed) await this.redis.publish(keys.channel, workerId);
     return changed;
