@@ -133,11 +133,19 @@ describe('lanes', () => {
   });
 
   it('collect merges the messages that arrive while busy into one run, within the cap', async () => {
-    answer = echo(300);
+    // The first run's answer is held until all five messages are queued, so none of them can
+    // arrive after the lane has already drained the others, however slow the machine is.
+    let release!: () => void;
+    const held = new Promise<void>((resolve) => (release = resolve));
+    answer = async (r) => {
+      if (lastUser(r) === 'start') await held;
+      return echo(0)(r);
+    };
     const first = await say('collect', 'start');
     for (const text of ['one', 'two', 'three', 'four', 'five']) {
       expect(await say('collect', text, { mode: 'collect' })).toMatchObject({ queued: true, position: 1 });
     }
+    release();
     await waitFor(stack.url, first.runId!);
     await idle('collect');
     const runs = (await transcript('collect')).filter((l) => l.type === 'run');
