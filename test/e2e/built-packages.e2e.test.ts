@@ -8,7 +8,7 @@
  */
 import { execFile } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
-import { mkdirSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, rmSync, writeFileSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -27,7 +27,7 @@ const TSC = join(ROOT, 'node_modules/typescript/bin/tsc');
 
 /** The team's tool, in JavaScript, written against the built @tetraloop/sdk. */
 const TOOLS = `import { z } from 'zod';
-import { defineTool } from '@tetraloop/sdk';
+import { defineTool, ToolError } from '@tetraloop/sdk';
 
 export const shout = defineTool({
   name: 'acme.shout',
@@ -36,6 +36,17 @@ export const shout = defineTool({
   output: z.object({ text: z.string() }),
   async run(input) {
     return { text: input.text.toUpperCase() };
+  },
+});
+
+// Thrown from the project's own copy of the SDK, classified by the bundled worker's.
+export const locked = defineTool({
+  name: 'acme.locked',
+  description: 'Always refused',
+  input: z.object({}),
+  output: z.object({}),
+  async run() {
+    throw new ToolError('auth', 'the vault is locked');
   },
 });
 `;
@@ -48,10 +59,15 @@ const { runId } = await client.submit({
   graph: { nodes: [{ id: 'shout', kind: 'tool', tool: 'acme.shout', args: { text: 'built' } }], edges: [] },
 });
 const doc = await client.wait(runId, 30_000);
+const refused = await client.submit({
+  graph: { nodes: [{ id: 'open', kind: 'tool', tool: 'acme.locked', args: {} }], edges: [] },
+});
+const refusedDoc = await client.wait(refused.runId, 30_000);
 console.log(
   JSON.stringify({
     status: doc.status,
     output: doc.nodes.shout?.output,
+    refused: refusedDoc.nodes.open?.error,
     sdk: import.meta.resolve('@tetraloop/sdk'),
     client: import.meta.resolve('@tetraloop/client'),
   }),
@@ -155,6 +171,8 @@ it('runs `tetraloop --help` from the built JavaScript', async () => {
 });
 
 it("serves a plain Node project's tool from the built worker to runs its client submits to the built API", async () => {
+  // The built command runs its bundle (not the per-module dist/, which only tracing runs).
+  expect(existsSync(join(STAGE, 'apps/cli/dist/bundle/main.js'))).toBe(true);
   const port = await freePort();
   const env = testEnv({ PORT: `${port}` });
   const api = start(['api'], env);
@@ -176,6 +194,7 @@ it("serves a plain Node project's tool from the built worker to runs its client 
   expect(result).toEqual({
     status: 'succeeded',
     output: { text: 'BUILT' },
+    refused: { code: 'auth', message: 'the vault is locked' },
     sdk: `file://${STAGE}/libs/sdk/dist/index.js`,
     client: `file://${STAGE}/libs/client/dist/index.js`,
   });

@@ -16,8 +16,8 @@ import type { ApiKeyStoreOptions } from '@tetraloop/core/state';
 import { z } from 'zod';
 import type { AppDeps } from './app.js';
 import { DEFAULT_JSON_MAX_DEPTH } from './json-depth.js';
+import { DEFAULT_MAX_WAIT_MS } from './max-wait.js';
 import type { LongRequestLimits } from './long-requests.js';
-import { DEFAULT_MAX_WAIT_MS } from './requests.js';
 import { parseTrustProxy } from './trust-proxy.js';
 
 export const API_SETTINGS = {

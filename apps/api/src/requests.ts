@@ -63,9 +63,6 @@ const Expand = z.literal('blobs').optional();
 /** `GET /v1/runs/:id`: other query parameters are ignored. */
 export const ReadQuery = z.object({ expand: Expand });
 
-/** Largest `timeoutMs` of `/wait` unless `TETRALOOP_MAX_WAIT_MS` says otherwise. */
-export const DEFAULT_MAX_WAIT_MS = 300_000;
-
 /** `GET /v1/runs/:id/wait`: how long to wait, at most the deployment's `TETRALOOP_MAX_WAIT_MS`. */
 export const waitQuery = (maxWaitMs: number) =>
   z.strictObject({

@@ -4,7 +4,8 @@
  * `Secure`. Read the way Express reads the setting: `true` (every hop), `false` (none), a hop
  * count, or comma-separated addresses, subnets and the names `loopback`, `linklocal`, `uniquelocal`.
  */
-import express from 'express';
+import { createRequire } from 'node:module';
+import type Express from 'express';
 
 /** A value for `app.set('trust proxy', …)`. */
 export type TrustProxy = boolean | number | string;
@@ -19,6 +20,8 @@ export function parseTrustProxy(text: string): TrustProxy {
   if (value === 'true') return true;
   if (/^\d+$/.test(value)) return Number(value);
   // Express compiles the list when it is set (proxy-addr): a bad entry throws here, at boot.
+  // Loaded here, not above: the settings are read by processes that never serve HTTP.
+  const express = createRequire(import.meta.url)('express') as typeof Express;
   express().set('trust proxy', value);
   return value;
 }

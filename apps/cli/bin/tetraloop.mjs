@@ -1,10 +1,10 @@
 #!/usr/bin/env node
-// Entry point of the `tetraloop` command. It runs the built JavaScript (`npm run build`, dist/)
-// when the build is there and no source is newer than the build's start, so nothing is compiled
-// at start; otherwise (a fresh clone, a source edited since the build, or a process started with
+// Entry point of the `tetraloop` command. It runs the built JavaScript (`npm run build`: the
+// bundle in dist/bundle/, or the per-module dist/ when tracing is on) when the build is there and
+// no source is newer than the build's start, so nothing is compiled at start; otherwise (a fresh clone, a source edited since the build, or a process started with
 // the `tetraloop-source` condition) it runs the TypeScript sources through tsx, which compiles
 // them as they load. A stale build never runs. Checking costs a stat of each source (~10 ms).
-import { readdirSync, readFileSync, statSync } from 'node:fs';
+import { existsSync, readdirSync, readFileSync, statSync } from 'node:fs';
 import { register } from 'node:module';
 
 const SOURCE_CONDITION = 'tetraloop-source';
@@ -48,29 +48,48 @@ function runsBuild() {
   return time !== undefined && !sourcesNewerThan(time);
 }
 
-let load;
-if (runsBuild()) {
-  load = (module) => import(`../dist/${module}.js`);
-} else {
-  try {
-    const tsx = await import('tsx/esm/api');
-    tsx.register();
-  } catch (err) {
-    process.stderr.write(
-      `tetraloop: no current build (run \`npm run build\`) and tsx does not load: ${err.message}\n`,
-    );
-    process.exit(1);
-  }
-  // The workspace packages resolve to their sources (their `tetraloop-source` export condition).
-  register('./source-condition.mjs', import.meta.url);
-  load = (module) => import(`../src/${module}.ts`);
+/**
+ * Whether OpenTelemetry tracing is asked for (as `startTracing` decides). Its instrumentations
+ * hook modules such as `ioredis` as they load, which the bundle does not load as modules: a
+ * traced process runs the per-module build.
+ */
+function tracingConfigured(env = process.env) {
+  if (env.OTEL_SDK_DISABLED === 'true' || env.OTEL_TRACES_EXPORTER === 'none') return false;
+  return Boolean(env.OTEL_EXPORTER_OTLP_ENDPOINT || env.OTEL_EXPORTER_OTLP_TRACES_ENDPOINT);
 }
 
-// Tracing first (when OTEL_* variables ask for it), so its instrumentations see modules load.
-const { startTracing } = await load('tracing');
-// The command names the service; `--config <file>` may come before it.
-const args = process.argv.slice(2);
-const command = args.find((a, i) => !a.startsWith('-') && args[i - 1] !== '--config');
-await startTracing(command ?? 'cli');
-const { main } = await load('main');
-await main(process.argv.slice(2));
+const BUNDLE = new URL('../dist/bundle/main.js', import.meta.url);
+const built = runsBuild();
+
+if (built && !tracingConfigured() && existsSync(BUNDLE)) {
+  // The bundle (scripts/build.mjs): each command's code in one file, loaded without resolving a
+  // module graph. Without tracing there is nothing for `startTracing` to do.
+  const { main } = await import(BUNDLE.href);
+  await main(process.argv.slice(2));
+} else {
+  let load;
+  if (built) {
+    load = (module) => import(`../dist/${module}.js`);
+  } else {
+    try {
+      const tsx = await import('tsx/esm/api');
+      tsx.register();
+    } catch (err) {
+      process.stderr.write(
+        `tetraloop: no current build (run \`npm run build\`) and tsx does not load: ${err.message}\n`,
+      );
+      process.exit(1);
+    }
+    // The workspace packages resolve to their sources (their `tetraloop-source` export condition).
+    register('./source-condition.mjs', import.meta.url);
+    load = (module) => import(`../src/${module}.ts`);
+  }
+  // Tracing first (when OTEL_* variables ask for it), so its instrumentations see modules load.
+  const { startTracing } = await load('tracing');
+  // The command names the service; `--config <file>` may come before it.
+  const args = process.argv.slice(2);
+  const command = args.find((a, i) => !a.startsWith('-') && args[i - 1] !== '--config');
+  await startTracing(command ?? 'cli');
+  const { main } = await load('main');
+  await main(process.argv.slice(2));
+}

@@ -6,9 +6,9 @@
  */
 import { writeFileSync } from 'node:fs';
 import { parseArgs } from 'node:util';
-import { ApiEnv, checkAuthExposure } from '@tetraloop/api';
+import { ApiEnv, checkAuthExposure } from '@tetraloop/api/env';
 import { defaultOf, envSchema, unknownVariables, type Setting } from '@tetraloop/core/config';
-import { WorkerEnv } from '@tetraloop/workers';
+import { WorkerEnv } from '@tetraloop/workers/env';
 import type { z } from 'zod';
 import { configurationDoc } from './config-docs.js';
 import { layered, readConfigFile, type ConfigFile, type SettingSource } from './config-file.js';

@@ -1,16 +1,19 @@
 /** Long-running process types, each stopping cleanly on SIGINT/SIGTERM. */
 import { join, resolve } from 'node:path';
-import { startApi, parseApiEnv } from '@tetraloop/api';
 import { ConfigError } from '@tetraloop/core/config';
 import type { Pool } from '@tetraloop/core/queues';
 import { startEmbeddedRedis } from '@tetraloop/core/runtime';
 import { z } from 'zod';
-import { parseWorkerEnv, startHealthServer, startPools } from '@tetraloop/workers';
 import { parseDevEnv } from './dev-env.js';
 import { devSecretKey } from './dev-secret-key.js';
 import { stopTracing } from './tracing.js';
 
 type Closer = () => Promise<void>;
+
+// The API and the workers load only in the processes that run them: a worker never loads Express,
+// the API never loads the executor (each saves its start that much; see bench/cold-start.ts).
+const api = () => import('@tetraloop/api');
+const workers = () => import('@tetraloop/workers');
 
 /** Runs `closers` in reverse order on the first SIGINT/SIGTERM, then exits. */
 function closeOnSignal(closers: Closer[]): void {
@@ -30,8 +33,9 @@ function closeOnSignal(closers: Closer[]): void {
 }
 
 export async function runApi(): Promise<void> {
-  const api = await startApi(parseApiEnv());
-  closeOnSignal([api.close]);
+  const { startApi, parseApiEnv } = await api();
+  const server = await startApi(parseApiEnv());
+  closeOnSignal([server.close]);
 }
 
 export async function runWorker(
@@ -39,6 +43,7 @@ export async function runWorker(
   concurrency: number | undefined,
   metricsPort: number | undefined,
 ): Promise<void> {
+  const { parseWorkerEnv, startHealthServer, startPools } = await workers();
   const env = parseWorkerEnv();
   const handle = await startPools(env, { pools, ...(concurrency ? { concurrency } : {}) });
   const closers: Closer[] = [handle.close];
@@ -103,6 +108,7 @@ async function startDev(closers: Closer[]): Promise<void> {
   env.HOST ??= '127.0.0.1';
   // In dev the example graphs call the API itself, so its own address is allowed by default.
   env.TETRALOOP_HTTP_ALLOW_HOSTS ??= `localhost:${port},127.0.0.1:${port}`;
+  const [{ parseWorkerEnv, startPools }, { startApi, parseApiEnv }] = await Promise.all([workers(), api()]);
   const workerEnv = parseWorkerEnv(env);
   // One process runs every pool here: a shard it skipped would have no worker at all.
   if (workerEnv.TETRALOOP_WORKER_SHARDS.length > 0) {
@@ -119,18 +125,18 @@ async function startDev(closers: Closer[]): Promise<void> {
   }
   const pools = await startPools(workerEnv, { pools: ['sense', 'plan', 'tool', 'reflect'] });
   closers.push(pools.close);
-  const api = await startApi(parseApiEnv(env));
-  closers.push(api.close);
+  const server = await startApi(parseApiEnv(env));
+  closers.push(server.close);
   process.stderr.write(
     [
       '',
       `Tetraloop is running`,
-      `  API     ${api.url}`,
-      `  health  ${api.url}/healthz`,
-      `  console ${api.url}/console/`,
-      `  try     curl -X POST ${api.url}/v1/runs -H 'content-type: application/json' -d @examples/parallel-fetch.json`,
+      `  API     ${server.url}`,
+      `  health  ${server.url}/healthz`,
+      `  console ${server.url}/console/`,
+      `  try     curl -X POST ${server.url}/v1/runs -H 'content-type: application/json' -d @examples/parallel-fetch.json`,
       env.TETRALOOP_AUTH === 'off'
-        ? `  auth    OFF: anyone who reaches ${env.HOST}:${api.port} may do anything (TETRALOOP_AUTH=required to turn it on)`
+        ? `  auth    OFF: anyone who reaches ${env.HOST}:${server.port} may do anything (TETRALOOP_AUTH=required to turn it on)`
         : `  auth    required: send Authorization: Bearer <key>`,
       '',
     ].join('\n') + '\n',

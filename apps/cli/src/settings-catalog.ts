@@ -3,9 +3,9 @@
  * CLI starts every process. What `config check`, `config print`, `config docs` and the unknown
  * variable warning read.
  */
-import { API_SETTINGS } from '@tetraloop/api';
+import { API_SETTINGS } from '@tetraloop/api/env';
 import { BASE_SETTINGS, type Setting } from '@tetraloop/core/config';
-import { WORKER_SETTINGS } from '@tetraloop/workers';
+import { WORKER_SETTINGS } from '@tetraloop/workers/env';
 import { DEV_SETTINGS } from './dev-env.js';
 import { CLI_SETTINGS } from './settings.js';
 

@@ -5,7 +5,7 @@
  */
 import { SCOPES } from '@tetraloop/core/domain';
 import { z } from 'zod';
-import { DEFAULT_MAX_WAIT_MS } from '../requests.js';
+import { DEFAULT_MAX_WAIT_MS } from '../max-wait.js';
 import { ROUTES, type RouteAccess, type RouteName } from '../route-table.js';
 import { TENANT_HEADER } from '../auth.js';
 import { ANSWER_SCHEMAS, REQUEST_SCHEMAS, SHOWN_AS, componentRef, registryOf } from './components.js';

@@ -66,8 +66,20 @@ export const ERROR_CODES = NodeErrorData.options.map((o) => o.shape.code.value) 
 
 type Extra<C extends ErrorCode> = Omit<Extract<NodeErrorData, { code: C }>, 'code' | 'message'>;
 
+/**
+ * What marks a ToolError of any copy of this module. A team's tool module loads `@tetraloop/sdk`
+ * (and with it a copy of this module) from its own dependencies, while the `tetraloop` command
+ * runs from one bundled file with its own copy: an error thrown by the one must still be a
+ * ToolError to the other, so `instanceof` checks this mark rather than the prototype chain.
+ */
+const TOOL_ERROR = Symbol.for('tetraloop.ToolError');
+
 /** Thrown by tools and the harness; carries a code so callers never parse messages. */
 export class ToolError<C extends ErrorCode = ErrorCode> extends Error {
+  static override [Symbol.hasInstance](value: unknown): boolean {
+    return typeof value === 'object' && value !== null && TOOL_ERROR in value;
+  }
+
   constructor(
     readonly code: C,
     message: string,
@@ -81,10 +93,22 @@ export class ToolError<C extends ErrorCode = ErrorCode> extends Error {
     return { code: this.code, message: this.message, ...this.extra } as NodeErrorData;
   }
 }
+Object.defineProperty(ToolError.prototype, TOOL_ERROR, { value: true });
+
+/**
+ * Whether `err` is a zod validation error, of this process's zod or of another copy (a tool
+ * module's own dependencies may hold a second zod; its schemas throw that copy's errors).
+ */
+export function isZodError(err: unknown): err is z.ZodError {
+  return (
+    err instanceof z.ZodError ||
+    (err instanceof Error && err.name === 'ZodError' && Array.isArray((err as { issues?: unknown }).issues))
+  );
+}
 
 /** Maps anything thrown during a node to error data. Unknown throwables are `internal`. */
 export function toErrorData(err: unknown): NodeErrorData {
   if (err instanceof ToolError) return err.toData();
-  if (err instanceof z.ZodError) return { code: 'validation', message: z.prettifyError(err) };
+  if (isZodError(err)) return { code: 'validation', message: z.prettifyError(err) };
   return { code: 'internal', message: err instanceof Error ? err.message : String(err) };
 }

@@ -3,7 +3,7 @@
  * is abandoned (not awaited) when the deadline or a run abort fires.
  */
 import { z } from 'zod';
-import { ToolError, toErrorData, type NodeErrorData } from '../errors/node-error.js';
+import { isZodError, ToolError, toErrorData, type NodeErrorData } from '../errors/node-error.js';
 import type { Tool, ToolContext, ToolOutcome } from '../tools/tool.js';
 
 export async function invokeTool(
@@ -99,7 +99,7 @@ function networkCode(err: unknown, depth = 0): string | undefined {
  * `network`; a zod error `validation`; anything else `internal` (not retried by default).
  */
 export function thrownError(err: unknown): NodeErrorData {
-  if (err instanceof ToolError || err instanceof z.ZodError) return toErrorData(err);
+  if (err instanceof ToolError || isZodError(err)) return toErrorData(err);
   const code = networkCode(err);
   if (code !== undefined) {
     const message = err instanceof Error ? err.message : String(err);

@@ -1,8 +1,12 @@
-import { describe, expect, it } from 'vitest';
+import { beforeAll, describe, expect, it } from 'vitest';
 import { ErrorCode, McpError } from '@modelcontextprotocol/sdk/types.js';
 import { StreamableHTTPError } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import { ToolError } from '../errors/node-error.js';
 import { callError, callOutput } from './call-result.js';
+import { loadMcpSdk } from './sdk.js';
+
+// The SDK loads at a process's first connection; here there is none.
+beforeAll(() => loadMcpSdk());
 
 const failure = (f: () => unknown): unknown => {
   try {

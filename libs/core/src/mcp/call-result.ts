@@ -3,12 +3,11 @@
  * flagged `isError` a node error, and what the SDK throws an error class the harness retries by.
  * Errors are recognised by their codes (JSON-RPC, HTTP status), never by message text. Pure.
  */
-import { ErrorCode, McpError, type CallToolResult } from '@modelcontextprotocol/sdk/types.js';
-import { StreamableHTTPError } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
-import { UnauthorizedError } from '@modelcontextprotocol/sdk/client/auth.js';
+import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
 import { z } from 'zod';
 import { ToolError, type ErrorCode as NodeErrorCode } from '../errors/node-error.js';
 import { statusError } from '../tools/http-tool.js';
+import { loadedMcpSdk } from './sdk.js';
 
 /** A call's output: what every MCP tool's node outputs. */
 export const McpOutput = z.object({
@@ -100,8 +99,12 @@ export function callOutput(tool: string, result: CallToolResult): McpOutput {
 export function callError(err: unknown): ToolError {
   if (err instanceof ToolError) return err as ToolError;
   const message = err instanceof Error ? err.message : String(err);
-  if (err instanceof McpError) {
-    switch (err.code as ErrorCode) {
+  // What the SDK throws exists only once the SDK is loaded.
+  const sdk = loadedMcpSdk();
+  if (!sdk) return new ToolError('network', message);
+  const { ErrorCode } = sdk;
+  if (err instanceof sdk.McpError) {
+    switch (err.code as (typeof ErrorCode)[keyof typeof ErrorCode]) {
       case ErrorCode.ConnectionClosed:
         return new ToolError('network', message);
       case ErrorCode.RequestTimeout:
@@ -119,13 +122,13 @@ export function callError(err: unknown): ToolError {
         return new ToolError('server', message);
     }
   }
-  if (err instanceof UnauthorizedError) return new ToolError('auth', message);
+  if (err instanceof sdk.UnauthorizedError) return new ToolError('auth', message);
   // 401/403, 429 and 5xx as the http tool reads them. Any other status refuses the HTTP exchange
   // itself, not the call's args (those come back as JSON-RPC errors): most often a session the
   // server no longer knows because it restarted (404, or 400 from servers that answer so), so the
   // connection is gone.
   if (
-    err instanceof StreamableHTTPError &&
+    err instanceof sdk.StreamableHTTPError &&
     (err.code === 401 || err.code === 403 || err.code === 429 || (err.code ?? 0) >= 500)
   ) {
     const mapped = statusError(err.code!, {});

@@ -8,9 +8,7 @@
  */
 import { createInterface } from 'node:readline';
 import type { Readable } from 'node:stream';
-import { Client } from '@modelcontextprotocol/sdk/client/index.js';
-import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
-import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
+import type { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import type { Transport } from '@modelcontextprotocol/sdk/shared/transport.js';
 import type { CallToolResult, Tool as ListedTool } from '@modelcontextprotocol/sdk/types.js';
 import { ToolError } from '../errors/node-error.js';
@@ -18,6 +16,7 @@ import type { Logger } from '../logging/logger.js';
 import { metrics } from '../telemetry/metrics.js';
 import { callError } from './call-result.js';
 import type { McpCaller } from './mcp-tool.js';
+import { loadMcpSdk } from './sdk.js';
 import { serverCatalog, type ServerCatalog } from './server-catalog.js';
 import { isStdioServer, type McpServerConfig } from './server-config.js';
 
@@ -51,7 +50,8 @@ const STDERR_LINE_CHARS = 1000;
 const CLIENT_INFO = { name: 'tetraloop', version: '0.1.0' };
 
 /** The transport a server's config asks for. */
-export function transportFor(config: McpServerConfig, logger: Logger): Transport {
+export async function transportFor(config: McpServerConfig, logger: Logger): Promise<Transport> {
+  const { StdioClientTransport, StreamableHTTPClientTransport } = await loadMcpSdk();
   if (!isStdioServer(config)) {
     return new StreamableHTTPClientTransport(new URL(config.url), {
       requestInit: { headers: config.headers },
@@ -104,7 +104,7 @@ export class McpServerConnection implements McpCaller {
     private readonly settings: ConnectionSettings,
     private readonly onTools: (catalog: ServerCatalog) => void,
     private readonly logger: Logger,
-    private readonly transport: () => Transport = () => transportFor(config, logger),
+    private readonly transport: () => Transport | Promise<Transport> = () => transportFor(config, logger),
   ) {}
 
   get name(): string {
@@ -128,6 +128,7 @@ export class McpServerConnection implements McpCaller {
 
   private async tryConnect(): Promise<boolean> {
     this.state = 'connecting';
+    const { Client } = await loadMcpSdk();
     const client: Client = new Client(CLIENT_INFO, {
       capabilities: {},
       listChanged: {
@@ -138,7 +139,7 @@ export class McpServerConnection implements McpCaller {
     client.onerror = (err) =>
       this.logger.debug({ server: this.name, err: err.message }, 'MCP transport error');
     try {
-      await client.connect(this.transport(), { timeout: this.settings.connectTimeoutMs });
+      await client.connect(await this.transport(), { timeout: this.settings.connectTimeoutMs });
       // Held from here, so a list change the server announces during the first listing is not lost.
       this.client = client;
       const tools = await listAllTools(client, this.settings.connectTimeoutMs);

@@ -8,7 +8,7 @@
  */
 import { randomUUID } from 'node:crypto';
 import type { Logger } from 'pino';
-import WebSocket from 'ws';
+import type WebSocket from 'ws';
 import { z } from 'zod';
 import type { RedisClient } from '../state/redis-client.js';
 import {
@@ -113,14 +113,16 @@ export class WebSocketSources {
     );
   }
 
-  private connect(source: WebSocketSource): Promise<WebSocket> {
+  private async connect(source: WebSocketSource): Promise<WebSocket> {
+    // Loaded at the first connection: a deployment with no WebSocket source never loads it.
+    const { default: WebSocketClient } = await import('ws');
     const url = new URL(source.url);
     const port = url.port || (url.protocol === 'wss:' ? '443' : '80');
     // The egress policy of the http tool: a private address only when allowlisted, checked on the
     // address the name resolves to.
     const allowed = isAllowlisted(this.deps.egress, url.hostname, port);
     if (!allowed) checkLiteralAddress(url.hostname);
-    const socket = new WebSocket(url, {
+    const socket = new WebSocketClient(url, {
       handshakeTimeout: source.timeoutMs,
       maxPayload: source.maxMessageBytes,
       followRedirects: false,

@@ -117,8 +117,15 @@ export const isCustomTool = (tool: Tool): tool is CustomTool =>
 export const queueOfTool = (tool: Tool | undefined): string =>
   tool && isCustomTool(tool) ? tool.custom.queue : DEFAULT_TOOL_QUEUE;
 
+/** Marks a ToolDefinitionError of any copy of this module (see ToolError's mark for why). */
+const TOOL_DEFINITION_ERROR = Symbol.for('tetraloop.ToolDefinitionError');
+
 /** A definition that cannot serve: names the field and why. */
 export class ToolDefinitionError extends Error {
+  static override [Symbol.hasInstance](value: unknown): boolean {
+    return typeof value === 'object' && value !== null && TOOL_DEFINITION_ERROR in value;
+  }
+
   constructor(
     readonly field: string,
     reason: string,
@@ -128,8 +135,18 @@ export class ToolDefinitionError extends Error {
     this.name = 'ToolDefinitionError';
   }
 }
+Object.defineProperty(ToolDefinitionError.prototype, TOOL_DEFINITION_ERROR, { value: true });
 
-const isZodType = (value: unknown): value is z.ZodType => value instanceof z.ZodType;
+/**
+ * Whether `value` is a zod schema: of this module's zod, or of the copy a team's own dependencies
+ * hold (zod 4 schemas of any copy carry `_zod` and parse alike).
+ */
+const isZodType = (value: unknown): value is z.ZodType =>
+  value instanceof z.ZodType ||
+  (typeof value === 'object' &&
+    value !== null &&
+    '_zod' in value &&
+    typeof (value as { safeParse?: unknown }).safeParse === 'function');
 
 /** JSON Schema of a zod schema, as the catalog and the planner see it. */
 function jsonSchemaOf(schema: z.ZodType, io: 'input' | 'output', field: string, tool: string) {
