@@ -71,10 +71,30 @@ async function startBare(): Promise<{ url: string; server: Server }> {
   return { url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`, server };
 }
 
-export async function runApi(log: (line: string) => void = console.log): Promise<{
+export interface ApiOptions {
+  durationSeconds: number;
+  rounds: number;
+  /** Also measure GET /v1/runs/:id. */
+  read: boolean;
+  /** Also count an accept's Redis commands under MONITOR. */
+  profile: boolean;
+}
+
+export async function runApi(
+  log: (line: string) => void = console.log,
+  { durationSeconds, rounds: roundCount, read, profile: withProfile }: ApiOptions = {
+    durationSeconds: DURATION_S,
+    rounds: ROUNDS,
+    read: true,
+    profile: true,
+  },
+): Promise<{
   rows: ApiRow[];
+  /** The median of `perRoundAcceptRatios`. */
   acceptRatio: number;
-  /** Redis commands per accept, by what sent them. */
+  /** Tetraloop accept ÷ bare Express in each round. */
+  perRoundAcceptRatios: number[];
+  /** Redis commands per accept, by what sent them (empty when not asked for). */
   profile: ProfileRow[];
   settings: Record<string, unknown>;
 }> {
@@ -90,18 +110,24 @@ export async function runApi(log: (line: string) => void = console.log): Promise
       body: BODY,
     });
     const { runId } = (await res.json()) as { runId: string };
-    const targets = [
-      ['Tetraloop POST /v1/runs (accept)', `${stack.url}/v1/runs`, 'POST'],
-      ['Tetraloop GET /v1/runs/:id', `${stack.url}/v1/runs/${runId}`, 'GET'],
-      ['bare Express 5 POST (RunRequest.safeParse → 202)', `${bare.url}/v1/runs`, 'POST'],
+    const accept = ['Tetraloop POST /v1/runs (accept)', `${stack.url}/v1/runs`, 'POST'] as const;
+    const bareAccept = [
+      'bare Express 5 POST (RunRequest.safeParse → 202)',
+      `${bare.url}/v1/runs`,
+      'POST',
     ] as const;
+    const targets = [
+      accept,
+      ...(read ? [['Tetraloop GET /v1/runs/:id', `${stack.url}/v1/runs/${runId}`, 'GET'] as const] : []),
+      bareAccept,
+    ];
     // Warm-up: every handler compiled before anything is measured.
     for (const [target, url, method] of targets) await cannon(target, url, method, 1);
     const rounds: ApiRow[][] = [];
-    for (let round = 0; round < ROUNDS; round++) {
+    for (let round = 0; round < roundCount; round++) {
       const results: ApiRow[] = [];
       for (const [target, url, method] of targets) {
-        const row = await cannon(target, url, method);
+        const row = await cannon(target, url, method, durationSeconds);
         log(
           `  round ${round + 1} ${target}: ${row.requestsPerSecond} req/s, p99 ${row.p99Ms} ms, non-2xx ${row.non2xx}`,
         );
@@ -120,18 +146,21 @@ export async function runApi(log: (line: string) => void = console.log): Promise
         errors: of.reduce((sum, r) => sum + r.errors, 0),
       });
     });
-    ratios.push(...rounds.map((r) => r[0]!.requestsPerSecond / r[2]!.requestsPerSecond));
-    ({ rows: profile } = await profileRedis(stack.env.REDIS_URL!, PROFILE_ACCEPTS, async () => {
-      for (let i = 0; i < PROFILE_ACCEPTS; i++) {
-        const accepted = await fetch(`${stack.url}/v1/runs`, {
-          method: 'POST',
-          headers: { 'content-type': 'application/json' },
-          body: BODY,
-        });
-        if (accepted.status !== 202) throw new Error(`accept answered ${accepted.status}`);
-        await accepted.arrayBuffer();
-      }
-    }));
+    const acceptAt = targets.indexOf(accept);
+    const bareAt = targets.indexOf(bareAccept);
+    ratios.push(...rounds.map((r) => r[acceptAt]!.requestsPerSecond / r[bareAt]!.requestsPerSecond));
+    if (withProfile)
+      ({ rows: profile } = await profileRedis(stack.env.REDIS_URL!, PROFILE_ACCEPTS, async () => {
+        for (let i = 0; i < PROFILE_ACCEPTS; i++) {
+          const accepted = await fetch(`${stack.url}/v1/runs`, {
+            method: 'POST',
+            headers: { 'content-type': 'application/json' },
+            body: BODY,
+          });
+          if (accepted.status !== 202) throw new Error(`accept answered ${accepted.status}`);
+          await accepted.arrayBuffer();
+        }
+      }));
   } finally {
     await new Promise((r) => bare.server.close(r));
     await stack.close();
@@ -140,12 +169,12 @@ export async function runApi(log: (line: string) => void = console.log): Promise
   return {
     rows,
     acceptRatio,
+    perRoundAcceptRatios: ratios.map((r) => +r.toFixed(3)),
     profile,
     settings: {
-      durationSeconds: DURATION_S,
-      rounds: ROUNDS,
+      durationSeconds,
+      rounds: roundCount,
       connections: CONNECTIONS,
-      perRoundAcceptRatios: ratios.map((r) => +r.toFixed(3)),
       body: JSON.parse(BODY) as unknown,
     },
   };

@@ -32,9 +32,13 @@ export interface CriticalPathRow {
   minDelayMs: number;
   lowerBoundMs: number;
   sumOfDelaysMs: number;
+  /** The median of `tetraloopRunsMs`. */
   tetraloopMs: number;
-  sequentialMs: number;
-  langGraphMs: number;
+  /** Wall ms of each Tetraloop run, in order. */
+  tetraloopRunsMs: number[];
+  /** Null when the run left the comparisons out. */
+  sequentialMs: number | null;
+  langGraphMs: number | null;
   /** Where Tetraloop's time over the bound goes: medians over its runs, from the run documents. */
   timeline: RunTimeline;
 }
@@ -74,8 +78,21 @@ export function shapes(): Dag[] {
   ];
 }
 
+export interface CriticalPathOptions {
+  shapes: Dag[];
+  /** Tetraloop (and LangGraph.js) runs of each shape; each figure is their median. */
+  repeats: number;
+  /** Also run each shape sequentially and on LangGraph.js. */
+  comparisons: boolean;
+}
+
 export async function runCriticalPath(
   log: (line: string) => void = console.log,
+  { shapes: dags, repeats, comparisons }: CriticalPathOptions = {
+    shapes: shapes(),
+    repeats: REPEATS,
+    comparisons: true,
+  },
 ): Promise<{ rows: CriticalPathRow[]; settings: Record<string, unknown> }> {
   // LangGraph.js adds one abort listener per parallel task to the run's signal.
   setMaxListeners(100);
@@ -86,18 +103,19 @@ export async function runCriticalPath(
     // Warm-up: scripts loaded, connections open, JIT warm, in every executor.
     const warm = chain(3, 5, 'w');
     await timedRun(stack.url, { graph: tetraloopGraph(warm, tools.url) });
-    await langGraphHttp(warm, tools.url)();
-    for (const dag of shapes()) {
+    if (comparisons) await langGraphHttp(warm, tools.url)();
+    for (const dag of dags) {
       const tetraloop: number[] = [];
       const timelines: RunTimeline[] = [];
       const langGraph: number[] = [];
       const invoke = langGraphHttp(dag, tools.url);
-      for (let i = 0; i < REPEATS; i++) {
+      for (let i = 0; i < repeats; i++) {
         const { doc, wallMs } = await timedRun(stack.url, { graph: tetraloopGraph(dag, tools.url) });
         if (doc.status !== 'succeeded')
           throw new Error(`${dag.name} ended ${doc.status}: ${JSON.stringify(doc.error)}`);
         tetraloop.push(wallMs);
         timelines.push(timelineOf(dag, doc));
+        if (!comparisons) continue;
         const started = performance.now();
         await invoke();
         langGraph.push(performance.now() - started);
@@ -110,9 +128,10 @@ export async function runCriticalPath(
         lowerBoundMs: criticalPathMs(dag),
         sumOfDelaysMs: totalDelayMs(dag),
         tetraloopMs: Math.round(median(tetraloop)),
+        tetraloopRunsMs: tetraloop.map(Math.round),
         // Sequential time is the sum of the delays plus per-call overhead: one run is enough.
-        sequentialMs: Math.round(await runSequential(dag, tools.url)),
-        langGraphMs: Math.round(median(langGraph)),
+        sequentialMs: comparisons ? Math.round(await runSequential(dag, tools.url)) : null,
+        langGraphMs: comparisons ? Math.round(median(langGraph)) : null,
         timeline: {
           startLagMs: median(timelines.map((t) => t.startLagMs)),
           sourceSpreadMs: median(timelines.map((t) => t.sourceSpreadMs)),
@@ -121,7 +140,8 @@ export async function runCriticalPath(
       };
       rows.push(row);
       log(
-        `  ${row.shape.padEnd(40)} bound ${String(row.lowerBoundMs).padStart(5)}  tetraloop ${row.tetraloopMs}  sequential ${row.sequentialMs}  langgraph ${row.langGraphMs}`,
+        `  ${row.shape.padEnd(40)} bound ${String(row.lowerBoundMs).padStart(5)}  tetraloop ${row.tetraloopMs}` +
+          (comparisons ? `  sequential ${row.sequentialMs}  langgraph ${row.langGraphMs}` : ''),
       );
     }
   } finally {
@@ -131,7 +151,8 @@ export async function runCriticalPath(
   return {
     rows,
     settings: {
-      repeats: REPEATS,
+      repeats,
+      comparisons,
       sequentialRepeats: 1,
       toolConcurrency: TOOL_CONCURRENCY,
       randomDag: {
@@ -145,7 +166,8 @@ export async function runCriticalPath(
   };
 }
 
-const ratio = (a: number, b: number): string => (a / b).toFixed(2);
+const ratio = (a: number | null, b: number | null): string =>
+  a === null || b === null ? '—' : (a / b).toFixed(2);
 
 export function criticalPathTable(rows: readonly CriticalPathRow[]): string {
   const lines = [
@@ -154,7 +176,7 @@ export function criticalPathTable(rows: readonly CriticalPathRow[]): string {
   ];
   for (const r of rows) {
     lines.push(
-      `| ${r.shape} | ${r.nodes} | ${r.lowerBoundMs} | ${r.tetraloopMs} | ${r.sequentialMs} | ${r.langGraphMs} | ${ratio(r.tetraloopMs, r.lowerBoundMs)} | ${ratio(r.sequentialMs, r.lowerBoundMs)} | ${ratio(r.langGraphMs, r.lowerBoundMs)} | ${ratio(r.langGraphMs, r.tetraloopMs)} |`,
+      `| ${r.shape} | ${r.nodes} | ${r.lowerBoundMs} | ${r.tetraloopMs} | ${r.sequentialMs ?? '—'} | ${r.langGraphMs ?? '—'} | ${ratio(r.tetraloopMs, r.lowerBoundMs)} | ${ratio(r.sequentialMs, r.lowerBoundMs)} | ${ratio(r.langGraphMs, r.lowerBoundMs)} | ${ratio(r.langGraphMs, r.tetraloopMs)} |`,
     );
   }
   lines.push(
@@ -177,14 +199,13 @@ const escapeXml = (s: string): string =>
 
 /** A grouped bar chart (hand-written SVG) of wall ÷ lower bound per graph shape and executor. */
 export function criticalPathSvg(rows: readonly CriticalPathRow[]): string {
+  // A run without the comparisons has no LangGraph.js or sequential bar to draw.
+  const ofBound = (ms: number | null, r: CriticalPathRow): number | null =>
+    ms === null ? null : ms / r.lowerBoundMs;
   const series = [
-    { label: 'Tetraloop', color: '#2563eb', value: (r: CriticalPathRow) => r.tetraloopMs / r.lowerBoundMs },
-    {
-      label: 'LangGraph.js',
-      color: '#f59e0b',
-      value: (r: CriticalPathRow) => r.langGraphMs / r.lowerBoundMs,
-    },
-    { label: 'sequential', color: '#9ca3af', value: (r: CriticalPathRow) => r.sequentialMs / r.lowerBoundMs },
+    { label: 'Tetraloop', color: '#2563eb', value: (r: CriticalPathRow) => ofBound(r.tetraloopMs, r) },
+    { label: 'LangGraph.js', color: '#f59e0b', value: (r: CriticalPathRow) => ofBound(r.langGraphMs, r) },
+    { label: 'sequential', color: '#9ca3af', value: (r: CriticalPathRow) => ofBound(r.sequentialMs, r) },
   ];
   const left = 60;
   const top = 40;
@@ -194,7 +215,7 @@ export function criticalPathSvg(rows: readonly CriticalPathRow[]): string {
   const width = left + rows.length * group + 20;
   const height = top + plotHeight + 110;
   // Log scale: sequential is up to ~30× the bound, the others near 1×.
-  const maxValue = Math.max(2, ...rows.flatMap((r) => series.map((s) => s.value(r))));
+  const maxValue = Math.max(2, ...rows.flatMap((r) => series.map((s) => s.value(r) ?? 0)));
   const logMax = Math.log10(maxValue * 1.2);
   const y = (v: number): number => top + plotHeight - (Math.log10(Math.max(v, 1)) / logMax) * plotHeight;
   const parts: string[] = [
@@ -212,6 +233,7 @@ export function criticalPathSvg(rows: readonly CriticalPathRow[]): string {
     const x0 = left + i * group + (group - series.length * bar) / 2;
     series.forEach((s, j) => {
       const v = s.value(r);
+      if (v === null) return;
       const yTop = y(v);
       parts.push(
         `<rect x="${x0 + j * bar}" y="${yTop}" width="${bar - 2}" height="${top + plotHeight - yTop}" fill="${s.color}"><title>${escapeXml(`${r.shape} — ${s.label}: ${v.toFixed(2)}×`)}</title></rect>`,

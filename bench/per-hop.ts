@@ -11,8 +11,6 @@ import { HookRegistry } from '@tetraloop/core/hooks';
 import { chain, langGraphOf } from './support/dag.js';
 import { median, percentile, startBenchStack, timedRun, type BenchStack } from './support/stack.js';
 
-const HOPS = 200;
-const REPEATS = 3;
 /** The tool pool's default concurrency, used for the BullMQ worker too. */
 const CONCURRENCY = 32;
 
@@ -37,8 +35,8 @@ const stats = (system: string, deltas: number[], source: string): HopStats => ({
 
 const deltasOf = (starts: readonly number[]): number[] => starts.slice(1).map((t, i) => t - starts[i]!);
 
-function jsonChain(): { nodes: Record<string, unknown>[]; edges: [string, string][] } {
-  const dag = chain(HOPS, 0, 'h');
+function jsonChain(hops: number): { nodes: Record<string, unknown>[]; edges: [string, string][] } {
+  const dag = chain(hops, 0, 'h');
   return {
     nodes: dag.nodes.map((n, i) => ({ id: n.id, kind: 'tool', tool: 'json', args: { value: i } })),
     edges: dag.edges.map(([a, b]) => [a, b]),
@@ -48,12 +46,13 @@ function jsonChain(): { nodes: Record<string, unknown>[]; edges: [string, string
 async function tetraloopHops(
   stack: BenchStack,
   toolStarts: Map<string, number>,
+  { hops, repeats }: PerHopOptions,
 ): Promise<{ deltas: number[]; totalMs: number[] }> {
-  const graph = jsonChain();
+  const graph = jsonChain(hops);
   await timedRun(stack.url, { graph }); // warm-up
   const deltas: number[] = [];
   const totalMs: number[] = [];
-  for (let r = 0; r < REPEATS; r++) {
+  for (let r = 0; r < repeats; r++) {
     toolStarts.clear();
     const { doc, wallMs } = await timedRun(stack.url, { graph });
     if (doc.status !== 'succeeded') throw new Error(`per-hop chain ended ${doc.status}`);
@@ -68,7 +67,7 @@ async function tetraloopHops(
   return { deltas, totalMs };
 }
 
-async function bullmqHops(redisUrl: string): Promise<number[]> {
+async function bullmqHops(redisUrl: string, { hops, repeats }: PerHopOptions): Promise<number[]> {
   const prefix = `bench-hop-${process.pid}`;
   const connection = new Redis(redisUrl, { maxRetriesPerRequest: null });
   const workerConnection = new Redis(redisUrl, { maxRetriesPerRequest: null });
@@ -80,7 +79,7 @@ async function bullmqHops(redisUrl: string): Promise<number[]> {
     async (job) => {
       const { i, round } = job.data as { i: number; round: number };
       starts.push(performance.now());
-      if (i + 1 < HOPS) await queue.add('hop', { i: i + 1, round }, { jobId: `r${round}.${i + 1}` });
+      if (i + 1 < hops) await queue.add('hop', { i: i + 1, round }, { jobId: `r${round}.${i + 1}` });
       else done?.();
     },
     { connection: workerConnection, prefix, concurrency: CONCURRENCY },
@@ -88,7 +87,7 @@ async function bullmqHops(redisUrl: string): Promise<number[]> {
   await worker.waitUntilReady();
   const deltas: number[] = [];
   try {
-    for (let round = -1; round < REPEATS; round++) {
+    for (let round = -1; round < repeats; round++) {
       starts = [];
       const finished = new Promise<void>((resolve) => (done = resolve));
       await queue.add('hop', { i: 0, round }, { jobId: `r${round}.0` });
@@ -105,15 +104,15 @@ async function bullmqHops(redisUrl: string): Promise<number[]> {
   return deltas;
 }
 
-async function langGraphHops(): Promise<number[]> {
+async function langGraphHops({ hops, repeats }: PerHopOptions): Promise<number[]> {
   let starts: number[] = [];
-  const invoke = langGraphOf(chain(HOPS, 0, 'h'), () => {
+  const invoke = langGraphOf(chain(hops, 0, 'h'), () => {
     starts.push(performance.now());
     return Promise.resolve();
   });
   await invoke(); // warm-up
   const deltas: number[] = [];
-  for (let r = 0; r < REPEATS; r++) {
+  for (let r = 0; r < repeats; r++) {
     starts = [];
     await invoke();
     deltas.push(...deltasOf(starts));
@@ -124,10 +123,33 @@ async function langGraphHops(): Promise<number[]> {
 export interface PerHopResult {
   rows: HopStats[];
   tetraloopTotalMsPerHop: number;
-  settings: Record<string, number>;
+  settings: PerHopOptions & { concurrency: number };
 }
 
-export async function runPerHop(log: (line: string) => void = console.log): Promise<PerHopResult> {
+export interface PerHopOptions {
+  /** Nodes in the chain. */
+  hops: number;
+  /** Measured runs of the chain, after one warm-up run. */
+  repeats: number;
+  /** Also time LangGraph.js in-process (the Redis-free reference). */
+  langGraph: boolean;
+}
+
+const TETRALOOP = 'Tetraloop (json tool nodes)';
+const RAW_BULLMQ = 'raw BullMQ (job adds next job)';
+
+const p50Of = (result: PerHopResult, system: string): number =>
+  result.rows.find((r) => r.system === system)!.p50Ms;
+
+/** Tetraloop's p50 per hop ÷ raw BullMQ's, in one result. */
+export const p50VsRaw = (result: PerHopResult): number =>
+  p50Of(result, TETRALOOP) / p50Of(result, RAW_BULLMQ);
+
+export async function runPerHop(
+  log: (line: string) => void = console.log,
+  options: PerHopOptions = { hops: 200, repeats: 3, langGraph: true },
+): Promise<PerHopResult> {
+  const { hops } = options;
   // The tool pool runs in this process, so a hook can take each tool call's start time.
   const toolStarts = new Map<string, number>();
   const registry = new HookRegistry();
@@ -141,41 +163,45 @@ export async function runPerHop(log: (line: string) => void = console.log): Prom
   const rows: HopStats[] = [];
   let tetraloopTotalMsPerHop: number;
   try {
-    const tetraloop = await tetraloopHops(stack, toolStarts);
-    tetraloopTotalMsPerHop = Number((median(tetraloop.totalMs) / HOPS).toFixed(3));
-    rows.push(stats('Tetraloop (json tool nodes)', tetraloop.deltas, 'tool call start, performance.now()'));
+    const tetraloop = await tetraloopHops(stack, toolStarts, options);
+    tetraloopTotalMsPerHop = Number((median(tetraloop.totalMs) / hops).toFixed(3));
+    rows.push(stats(TETRALOOP, tetraloop.deltas, 'tool call start, performance.now()'));
     rows.push(
       stats(
-        'raw BullMQ (job adds next job)',
-        await bullmqHops(stack.env.REDIS_URL!),
+        RAW_BULLMQ,
+        await bullmqHops(stack.env.REDIS_URL!, options),
         'processor start, performance.now()',
       ),
     );
-    rows.push(
-      stats('LangGraph.js (in-process no-op nodes)', await langGraphHops(), 'node start, performance.now()'),
-    );
+    if (options.langGraph)
+      rows.push(
+        stats(
+          'LangGraph.js (in-process no-op nodes)',
+          await langGraphHops(options),
+          'node start, performance.now()',
+        ),
+      );
   } finally {
     await stack.close();
   }
   for (const r of rows)
     log(`  ${r.system.padEnd(40)} p50 ${r.p50Ms} ms  p99 ${r.p99Ms} ms  mean ${r.meanMs} ms`);
-  log(`  Tetraloop wall time ÷ ${HOPS}: ${tetraloopTotalMsPerHop} ms`);
+  log(`  Tetraloop wall time ÷ ${hops}: ${tetraloopTotalMsPerHop} ms`);
   return {
     rows,
     tetraloopTotalMsPerHop,
-    settings: { hops: HOPS, repeats: REPEATS, concurrency: CONCURRENCY },
+    settings: { ...options, concurrency: CONCURRENCY },
   };
 }
 
 export function perHopTable(result: PerHopResult): string {
-  const bullmq = result.rows.find((r) => r.system.startsWith('raw BullMQ'))!;
   const lines = [
     '| system | deltas | p50 ms/hop | p99 ms/hop | mean ms/hop | p50 ÷ raw BullMQ p50 | timestamps |',
     '|---|---:|---:|---:|---:|---:|---|',
   ];
   for (const r of result.rows) {
     lines.push(
-      `| ${r.system} | ${r.hops} | ${r.p50Ms.toFixed(2)} | ${r.p99Ms.toFixed(2)} | ${r.meanMs.toFixed(2)} | ${(r.p50Ms / bullmq.p50Ms).toFixed(2)} | ${r.source} |`,
+      `| ${r.system} | ${r.hops} | ${r.p50Ms.toFixed(2)} | ${r.p99Ms.toFixed(2)} | ${r.meanMs.toFixed(2)} | ${(r.p50Ms / p50Of(result, RAW_BULLMQ)).toFixed(2)} | ${r.source} |`,
     );
   }
   lines.push(

@@ -1,6 +1,8 @@
 /**
  * `npm run bench` runs every benchmark; `npm run bench -- <name>` one of them. Each run writes
- * bench/results/<timestamp>.json and .md with the numbers, the settings and the machine.
+ * bench/results/<timestamp>.json and .md with the numbers, the settings and the machine. The
+ * smoke gate is the exception: it writes nothing and fails the command when a figure misses its
+ * floor.
  */
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { machine } from './support/stack.js';
@@ -16,11 +18,22 @@ import { flowTable, runFlow } from './flow.js';
 import { clusterTable, runCluster } from './cluster.js';
 import { coldStartTable, runColdStart } from './cold-start.js';
 import { customToolTable, runCustomTool } from './custom-tool.js';
+import { runSmoke, smokeTable } from './smoke.js';
 
 interface Benchmark {
   readonly title: string;
+  /**
+   * A gate for CI: not among "every benchmark", and it writes no results file (a CI run leaves
+   * nothing behind). Its `failures` make the command exit 1.
+   */
+  readonly gate?: boolean;
   /** `files`: extra outputs, written as bench/results/<timestamp>-<key> (e.g. a chart). */
-  run(): Promise<{ json: unknown; markdown: string; files?: Record<string, string> }>;
+  run(): Promise<{
+    json: unknown;
+    markdown: string;
+    files?: Record<string, string>;
+    failures?: readonly string[];
+  }>;
 }
 
 const BENCHMARKS: Record<string, Benchmark> = {
@@ -114,6 +127,14 @@ const BENCHMARKS: Record<string, Benchmark> = {
       return { json: result, markdown: coldStartTable(result) };
     },
   },
+  smoke: {
+    title: 'Smoke gate: small throughput, per-hop, fan-out and API ratios against their floors',
+    gate: true,
+    async run() {
+      const result = await runSmoke();
+      return { json: result, markdown: smokeTable(result), failures: result.failures };
+    },
+  },
 };
 
 async function main(): Promise<void> {
@@ -125,20 +146,36 @@ async function main(): Promise<void> {
     );
     process.exit(2);
   }
-  const selected = names.length > 0 ? names : Object.keys(BENCHMARKS);
+  const selected =
+    names.length > 0 ? names : Object.keys(BENCHMARKS).filter((name) => !BENCHMARKS[name]!.gate);
   const stamp = new Date().toISOString().replace(/[:.]/g, '-');
   const results: Record<string, unknown> = {};
   const sections: string[] = [];
   const files: Record<string, string> = {};
+  const failures: string[] = [];
   for (const name of selected) {
     const bench = BENCHMARKS[name]!;
     process.stdout.write(`== ${name}: ${bench.title}\n`);
-    const { json, markdown, files: extra } = await bench.run();
+    const { json, markdown, files: extra, failures: missed = [] } = await bench.run();
+    failures.push(...missed);
+    process.stdout.write(`\n${markdown}\n\n`);
+    if (bench.gate) continue;
     results[name] = json;
     Object.assign(files, extra);
     sections.push(`## ${name}: ${bench.title}\n\n${markdown}\n`);
-    process.stdout.write(`\n${markdown}\n\n`);
   }
+  if (sections.length > 0) await writeResults(stamp, selected, results, sections, files);
+  for (const failure of failures) process.stderr.write(`${failure}\n`);
+  if (failures.length > 0) process.exitCode = 1;
+}
+
+async function writeResults(
+  stamp: string,
+  selected: readonly string[],
+  results: Record<string, unknown>,
+  sections: readonly string[],
+  files: Record<string, string>,
+): Promise<void> {
   const env = await machine();
   mkdirSync(new URL('./results/', import.meta.url), { recursive: true });
   const base = new URL(`./results/${stamp}`, import.meta.url);

@@ -143,7 +143,7 @@ const perItem = (cpuMs: Record<string, number | null>, items: number): CpuSplit 
 };
 
 /** One way of submitting a run and waiting for it to settle. */
-interface Submitter {
+export interface Submitter {
   submit(body: unknown): Promise<string>;
   settle(runId: string): Promise<string>;
 }
@@ -157,7 +157,7 @@ function httpSubmitter(url: string): Submitter {
 }
 
 /** Submits `runs` runs at once and waits for all of them; returns the seconds taken. */
-async function batch(submitter: Submitter, runs: number): Promise<number> {
+export async function batch(submitter: Submitter, runs: number): Promise<number> {
   const body = { graph: graph() };
   const started = performance.now();
   const ids = await Promise.all(Array.from({ length: runs }, () => submitter.submit(body)));
@@ -168,7 +168,8 @@ async function batch(submitter: Submitter, runs: number): Promise<number> {
   return seconds;
 }
 
-async function waitForClients(redisUrl: string, pids: readonly number[]): Promise<void> {
+/** Resolves once every process of `pids` has its Redis connections open (named by the worker's pid). */
+export async function waitForClients(redisUrl: string, pids: readonly number[]): Promise<void> {
   const redis = new Redis(redisUrl);
   try {
     for (const deadline = Date.now() + 60_000; Date.now() < deadline;) {
@@ -182,20 +183,53 @@ async function waitForClients(redisUrl: string, pids: readonly number[]): Promis
   }
 }
 
+/** A `tetraloop worker --pool <pool>` child process on the stack's Redis. */
+export function spawnWorker(stack: BenchStack, pool: 'plan' | 'tool'): ChildProcess {
+  return spawn(
+    process.execPath,
+    [...profileFlags(), 'apps/cli/bin/tetraloop.mjs', 'worker', '--pool', pool],
+    {
+      cwd: ROOT,
+      env: { ...process.env, ...stack.env, TETRALOOP_TOOL_CONCURRENCY: String(CONCURRENCY) },
+      stdio: ['ignore', 'ignore', 'inherit'],
+    },
+  );
+}
+
+/**
+ * One measured batch of `runs` runs through `submitter`: nodes/s, the CPU of each process group
+ * and the Redis commands per node. `name` names the batch's CPU profile (BENCH_CPU_PROF).
+ */
+export async function measureBatch(
+  stack: BenchStack,
+  groups: Record<string, readonly number[]>,
+  submitter: Submitter,
+  runs: number,
+  name: string,
+): Promise<Measured> {
+  const nodes = runs * NODES_PER_RUN;
+  const {
+    result: { result: seconds, cpuMs },
+    redis,
+  } = await redisPerItem(stack.env.REDIS_URL!, nodes, () =>
+    cpuDuring(groups, () => profiled(name, () => batch(submitter, runs))),
+  );
+  return {
+    seconds: Number(seconds.toFixed(2)),
+    perSecond: Math.round(nodes / seconds),
+    cpuMs: perItem(cpuMs, nodes),
+    redis,
+  };
+}
+
 async function tetraloopWith(
   stack: BenchStack,
   library: LibraryDriver,
   processes: number,
   profile: boolean,
 ): Promise<{ library: Measured; http: Measured; profile?: ProfileRow[] }> {
-  const worker = (pool: 'plan' | 'tool'): ChildProcess =>
-    spawn(process.execPath, [...profileFlags(), 'apps/cli/bin/tetraloop.mjs', 'worker', '--pool', pool], {
-      cwd: ROOT,
-      env: { ...process.env, ...stack.env, TETRALOOP_TOOL_CONCURRENCY: String(CONCURRENCY) },
-      stdio: ['ignore', 'ignore', 'inherit'],
-    });
-  const planner = worker('plan');
-  const children = Array.from({ length: processes }, () => worker('tool'));
+  const planner = spawnWorker(stack, 'plan');
+  const children = Array.from({ length: processes }, () => spawnWorker(stack, 'tool'));
   const groups = {
     driver: [process.pid],
     plan: [planner.pid!],
@@ -203,20 +237,8 @@ async function tetraloopWith(
     redis: [stack.redis.pid],
   };
   const http = httpSubmitter(stack.url);
-  const measure = async (name: string, submitter: Submitter): Promise<Measured> => {
-    const {
-      result: { result: seconds, cpuMs },
-      redis,
-    } = await redisPerItem(stack.env.REDIS_URL!, RUNS * NODES_PER_RUN, () =>
-      cpuDuring(groups, () => profiled(`driver-${name}-${processes}`, () => batch(submitter, RUNS))),
-    );
-    return {
-      seconds: Number(seconds.toFixed(2)),
-      perSecond: Math.round((RUNS * NODES_PER_RUN) / seconds),
-      cpuMs: perItem(cpuMs, RUNS * NODES_PER_RUN),
-      redis,
-    };
-  };
+  const measure = (name: string, submitter: Submitter): Promise<Measured> =>
+    measureBatch(stack, groups, submitter, RUNS, `driver-${name}-${processes}`);
   try {
     await waitForClients(stack.env.REDIS_URL!, [planner.pid!, ...children.map((c) => c.pid!)]);
     // Warm-up: scripts loaded and code compiled in every process, for both ways in.
@@ -233,13 +255,17 @@ async function tetraloopWith(
   }
 }
 
-async function bullmqWith(
-  redisUrl: string,
-  redisPid: number,
-  processes: number,
-  jobs: number,
-  profile: boolean,
-): Promise<Measured & { profile?: ProfileRow[] }> {
+/** Raw BullMQ no-op worker processes on a queue of their own, and a producer for them. */
+export interface NoopWorkers {
+  /** Adds `count` no-op jobs and resolves once all of them completed; the seconds taken. */
+  run(count: number, tag: string): Promise<number>;
+  /** One measured batch of `jobs` jobs: jobs/s, the CPU of each process and the Redis commands per job. */
+  measure(jobs: number, redisPid: number): Promise<Measured>;
+  close(): Promise<void>;
+}
+
+/** Starts `processes` no-op worker processes at CONCURRENCY each; resolves once all are ready and warm. */
+export async function startNoopWorkers(redisUrl: string, processes: number): Promise<NoopWorkers> {
   const prefix = `bench-noop-${processes}-${process.pid}`;
   const connection = new Redis(redisUrl, { maxRetriesPerRequest: null });
   const queue = new Queue('noop', { connection, prefix });
@@ -255,6 +281,36 @@ async function bullmqWith(
       stdio: ['ignore', 'pipe', 'inherit'],
     }),
   );
+  const close = async (): Promise<void> => {
+    await stopAll(children);
+    await queue.close();
+    connection.disconnect();
+  };
+  const run = async (count: number, tag: string): Promise<number> => {
+    const started = performance.now();
+    for (let i = 0; i < count; i += 500) {
+      const n = Math.min(500, count - i);
+      await queue.addBulk(
+        Array.from({ length: n }, (_, k) => ({
+          name: 'noop',
+          data: { i: i + k },
+          opts: { jobId: `${tag}.${i + k}` },
+        })),
+      );
+    }
+    for (;;) {
+      const { completed = 0 } = await queue.getJobCounts('completed');
+      if (completed >= count) break;
+      await new Promise((r) => setTimeout(r, 20));
+    }
+    return (performance.now() - started) / 1000;
+  };
+  // Completed jobs removed, so the next batch's count is its own.
+  const clean = async (): Promise<void> => {
+    await queue.clean(0, 100_000, 'completed');
+  };
+  // Job ids are unique per measured batch, so batches can follow one another on one queue.
+  let batches = 0;
   try {
     await Promise.all(
       children.map(
@@ -265,50 +321,52 @@ async function bullmqWith(
           }),
       ),
     );
-    const run = async (count: number, tag: string): Promise<number> => {
-      const started = performance.now();
-      for (let i = 0; i < count; i += 500) {
-        const n = Math.min(500, count - i);
-        await queue.addBulk(
-          Array.from({ length: n }, (_, k) => ({
-            name: 'noop',
-            data: { i: i + k },
-            opts: { jobId: `${tag}.${i + k}` },
-          })),
-        );
-      }
-      for (;;) {
-        const { completed = 0 } = await queue.getJobCounts('completed');
-        if (completed >= count) break;
-        await new Promise((r) => setTimeout(r, 20));
-      }
-      return (performance.now() - started) / 1000;
-    };
     await run(200, 'warm');
-    await queue.clean(0, 100_000, 'completed');
-    const {
-      result: { result: seconds, cpuMs },
-      redis,
-    } = await redisPerItem(redisUrl, jobs, () =>
-      cpuDuring({ driver: [process.pid], workers: children.map((c) => c.pid!), redis: [redisPid] }, () =>
-        run(jobs, 'bench'),
-      ),
-    );
-    const measured = {
-      seconds: Number(seconds.toFixed(2)),
-      perSecond: Math.round(jobs / seconds),
-      cpuMs: perItem(cpuMs, jobs),
-      redis,
-    };
+    await clean();
+  } catch (err) {
+    await close();
+    throw err;
+  }
+  return {
+    run,
+    async measure(jobs, redisPid) {
+      const tag = `bench${batches++ || ''}`;
+      const {
+        result: { result: seconds, cpuMs },
+        redis,
+      } = await redisPerItem(redisUrl, jobs, () =>
+        cpuDuring({ driver: [process.pid], workers: children.map((c) => c.pid!), redis: [redisPid] }, () =>
+          run(jobs, tag),
+        ),
+      );
+      await clean();
+      return {
+        seconds: Number(seconds.toFixed(2)),
+        perSecond: Math.round(jobs / seconds),
+        cpuMs: perItem(cpuMs, jobs),
+        redis,
+      };
+    },
+    close,
+  };
+}
+
+async function bullmqWith(
+  redisUrl: string,
+  redisPid: number,
+  processes: number,
+  jobs: number,
+  profile: boolean,
+): Promise<Measured & { profile?: ProfileRow[] }> {
+  const noop = await startNoopWorkers(redisUrl, processes);
+  try {
+    const measured = await noop.measure(jobs, redisPid);
     if (!profile) return measured;
     const profiled = PROFILE_RUNS * NODES_PER_RUN;
-    await queue.clean(0, 100_000, 'completed');
-    const { rows } = await profileRedis(redisUrl, profiled, () => run(profiled, 'profile'));
+    const { rows } = await profileRedis(redisUrl, profiled, () => noop.run(profiled, 'profile'));
     return { ...measured, profile: rows };
   } finally {
-    await stopAll(children);
-    await queue.close();
-    connection.disconnect();
+    await noop.close();
   }
 }
 
