@@ -1,12 +1,14 @@
 /**
  * Cold start: how long a `tetraloop` process takes from spawn to useful — `tetraloop --help` to its
  * exit, `tetraloop api` to a 200 on /readyz, `tetraloop worker --pool tool --metrics-port P` to a
- * 200 on its /readyz — run from the built JavaScript and from the TypeScript sources (tsx, its
+ * 200 on its /readyz — run from the built bundle (what the bin runs), from the built per-module
+ * JavaScript (what it runs with OpenTelemetry tracing on) and from the TypeScript sources (tsx, its
  * transform cache warm, as in development). The built JavaScript is staged afresh outside the
  * checkout's packages (`scripts/build.mjs --no-types --out-dir`), so edits in progress change
  * nothing. Each figure is the median of RUNS processes, started one at a time, targets in turns.
  */
 import { spawn, execFileSync } from 'node:child_process';
+import { writeFileSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { loadavg } from 'node:os';
 import { fileURLToPath } from 'node:url';
@@ -20,8 +22,12 @@ const STAGE = fileURLToPath(new URL('../node_modules/.cache/tetraloop-cold-start
 /** How often a probe asks /readyz: a figure is late by up to this much. */
 const POLL_MS = 10;
 
+/** Runs the staged per-module build's main, as the bin does when tracing is on (without tracing). */
+const MODULES_ENTRY = `${STAGE}modules-entry.mjs`;
+
 const FROM = {
   built: [`${STAGE}apps/cli/bin/tetraloop.mjs`],
+  'built, per module': [MODULES_ENTRY],
   // The condition makes the bin run the sources even where a current build exists.
   sources: ['--conditions=tetraloop-source', `${ROOT}apps/cli/bin/tetraloop.mjs`],
 } as const;
@@ -103,6 +109,10 @@ export async function runColdStart(): Promise<ColdStartResult> {
     stdio: 'ignore',
   });
   const buildMs = performance.now() - buildStarted;
+  writeFileSync(
+    MODULES_ENTRY,
+    "const { main } = await import('./apps/cli/dist/main.js');\nawait main(process.argv.slice(2));\n",
+  );
   const redis = await startRedisServer();
   const loadAverage = loadavg().map((l) => Math.round(l * 100) / 100);
   const samples = new Map<string, number[]>();
