@@ -19,6 +19,7 @@ import { clusterTable, runCluster } from './cluster.js';
 import { coldStartTable, runColdStart } from './cold-start.js';
 import { customToolTable, runCustomTool } from './custom-tool.js';
 import { runSmoke, smokeTable } from './smoke.js';
+import { featuresTable, runFeatures } from './features.js';
 
 interface Benchmark {
   readonly title: string;
@@ -74,6 +75,13 @@ const BENCHMARKS: Record<string, Benchmark> = {
     async run() {
       const result = await runThroughput();
       return { json: result, markdown: throughputTable(result) };
+    },
+  },
+  features: {
+    title: 'Unused features cost nothing: Redis commands per node with each optional feature off and on',
+    async run() {
+      const result = await runFeatures();
+      return { json: result, markdown: featuresTable(result) };
     },
   },
   scale: {

@@ -12,10 +12,12 @@ export interface LibraryDriver {
   settle(runId: string): Promise<string>;
 }
 
-export function libraryDriver(api: ApiHandle): LibraryDriver {
+/** `tenant`: the tenant the runs belong to, as an API key of that tenant submits them; the default one when absent. */
+export function libraryDriver(api: ApiHandle, options: { tenant?: string } = {}): LibraryDriver {
+  const submitOptions = options.tenant === undefined ? {} : { tenant: options.tenant };
   return {
     async submit(body) {
-      return (await api.runs.submit(RunRequest.parse(body))).runId;
+      return (await api.runs.submit(RunRequest.parse(body), undefined, submitOptions)).runId;
     },
     async settle(runId) {
       while (!(await api.waiter.wait(runId, 60_000, async () => (await api.runs.settled(runId)) === true)));

@@ -8,7 +8,9 @@
  */
 import { createHash } from 'node:crypto';
 import * as bullScripts from 'bullmq/dist/esm/scripts/index.js';
-import { Redis } from 'ioredis';
+import { once } from 'node:events';
+import { appendFileSync } from 'node:fs';
+import { connect } from 'node:net';
 import { scriptSources } from '@tetraloop/core/state';
 
 export interface ProfileRow {
@@ -20,6 +22,8 @@ export interface ProfileRow {
   commands: number;
   /** For a script: the commands it ran most, per item. */
   inside: string;
+  /** For a script: every command it ran, per item. */
+  ran: Record<string, number>;
 }
 
 const sha1 = (text: string): string => createHash('sha1').update(text).digest('hex');
@@ -34,15 +38,87 @@ function knownScripts(): Map<string, string> {
   return names;
 }
 
-/** Runs `work` under MONITOR and returns its commands per item (`items`: nodes or jobs), most first. */
+/**
+ * One MONITOR line's arguments, unescaped as Redis escapes them (`sdscatrepr`: `\\`, `\"`, `\n`,
+ * `\r`, `\t`, `\a`, `\b`, other bytes as `\xHH`), so an EVAL's script text hashes as sent.
+ */
+export function monitorArgs(line: string): { source: string; args: string[] } | undefined {
+  const open = line.indexOf('[');
+  const close = line.indexOf(']', open);
+  if (open < 0 || close < 0) return undefined;
+  // `[<db> <client address or "lua">]`
+  const source = line.slice(open + 1, close).split(' ')[1] ?? '';
+  const args: string[] = [];
+  const escapes: Record<string, number> = { n: 10, r: 13, t: 9, a: 7, b: 8, '"': 34, '\\': 92 };
+  for (let i = close + 1; i < line.length; i++) {
+    if (line[i] !== '"') continue;
+    const bytes: number[] = [];
+    for (i++; i < line.length && line[i] !== '"'; i++) {
+      const c = line[i]!;
+      if (c !== '\\') {
+        bytes.push(...Buffer.from(c));
+      } else if (line[i + 1] === 'x') {
+        bytes.push(parseInt(line.slice(i + 2, i + 4), 16));
+        i += 3;
+      } else {
+        bytes.push(escapes[line[i + 1]!] ?? line.charCodeAt(i + 1));
+        i += 1;
+      }
+    }
+    args.push(Buffer.from(bytes).toString('utf8'));
+  }
+  return { source, args };
+}
+
+/**
+ * Streams MONITOR's lines to `onLine` over a socket of its own. Not ioredis's `monitor()`: it
+ * enters monitoring mode a tick after MONITOR's answer, and a busy Redis's first lines, arriving in
+ * the same read as that answer, then break its command queue.
+ */
+async function monitorLines(redisUrl: string, onLine: (line: string) => void): Promise<() => void> {
+  const url = new URL(redisUrl);
+  const socket = connect(Number(url.port || 6379), url.hostname);
+  await once(socket, 'connect');
+  const auth = url.password
+    ? `AUTH ${url.username ? `${decodeURIComponent(url.username)} ` : ''}${decodeURIComponent(url.password)}\r\n`
+    : '';
+  socket.write(`${auth}MONITOR\r\n`);
+  let buffered = '';
+  let ready: () => void;
+  const monitoring = new Promise<void>((resolve) => (ready = resolve));
+  let answers = auth ? 2 : 1;
+  socket.setEncoding('latin1');
+  socket.on('data', (chunk: string) => {
+    buffered += chunk;
+    let end: number;
+    while ((end = buffered.indexOf('\r\n')) >= 0) {
+      // Bytes as they came (latin1), read as UTF-8 once the line is whole.
+      const line = Buffer.from(buffered.slice(0, end), 'latin1').toString('utf8');
+      buffered = buffered.slice(end + 2);
+      if (line.startsWith('-')) throw new Error(`MONITOR refused: ${line.slice(1)}`);
+      if (answers > 0) {
+        answers -= 1;
+        if (answers === 0) ready();
+        continue;
+      }
+      onLine(line.slice(1));
+    }
+  });
+  await monitoring;
+  return () => socket.destroy();
+}
+
+/**
+ * Runs `work` under MONITOR and returns its commands per item (`items`: nodes or jobs), most first.
+ * With BENCH_MONITOR_LOG=<file>, every line MONITOR gave is also written there (which keys each
+ * command touched).
+ */
 export async function profileRedis<T>(
   redisUrl: string,
   items: number,
   work: () => Promise<T>,
 ): Promise<{ result: T; rows: ProfileRow[] }> {
   const names = knownScripts();
-  const client = new Redis(redisUrl);
-  const monitor = await client.monitor();
   const totals = new Map<string, { calls: number; commands: number; inside: Map<string, number> }>();
   let current: ReturnType<typeof totals.get>;
   const entry = (source: string) => {
@@ -50,7 +126,12 @@ export async function profileRedis<T>(
     if (!e) totals.set(source, (e = { calls: 0, commands: 0, inside: new Map() }));
     return e;
   };
-  monitor.on('monitor', (_time: string, args: string[], source: string) => {
+  const logged: string[] | undefined = process.env.BENCH_MONITOR_LOG ? [] : undefined;
+  const stop = await monitorLines(redisUrl, (line) => {
+    logged?.push(line);
+    const parsed = monitorArgs(line);
+    if (!parsed) return;
+    const { source, args } = parsed;
     const command = (args[0] ?? '').toLowerCase();
     if (source === 'lua') {
       if (!current) return;
@@ -85,18 +166,19 @@ export async function profileRedis<T>(
           .slice(0, 8)
           .map(([c, n]) => `${c} ${per(n)}`)
           .join(', '),
+        ran: Object.fromEntries([...e.inside].map(([c, n]) => [c, per(n)])),
       }))
       .sort((a, b) => b.commands - a.commands);
     return { result, rows };
   } finally {
-    monitor.disconnect();
-    client.disconnect();
+    stop();
+    if (logged) appendFileSync(process.env.BENCH_MONITOR_LOG!, `${logged.join('\n')}\n`);
   }
 }
 
 /** The profile as a table, with its total. */
 export function profileTable(rows: readonly ProfileRow[], item: string): string {
-  const total = rows.reduce((a, r) => a + r.commands, 0);
+  const total = profileTotal(rows);
   return [
     `| sent as | calls per ${item} | Redis commands per ${item} | most run inside, per ${item} |`,
     '|---|---:|---:|---|',
@@ -106,3 +188,42 @@ export function profileTable(rows: readonly ProfileRow[], item: string): string 
     `| **total** | | **${total.toFixed(1)}** | |`,
   ].join('\n');
 }
+
+/** How one profile's row differs from the base's: commands per item, and per command run inside. */
+export interface ProfileDelta {
+  source: string;
+  commands: number;
+  /** Commands run inside whose count changed, by how much per item. */
+  ran: Record<string, number>;
+}
+
+const rounded = (n: number): number => Number(n.toFixed(2));
+
+/** The rows whose commands per item differ from `base` by at least `least`, largest change first. */
+export function profileDelta(
+  base: readonly ProfileRow[],
+  other: readonly ProfileRow[],
+  least = 0.05,
+): ProfileDelta[] {
+  const bySource = (rows: readonly ProfileRow[]) => new Map(rows.map((r) => [r.source, r]));
+  const a = bySource(base);
+  const b = bySource(other);
+  const deltas: ProfileDelta[] = [];
+  for (const source of new Set([...a.keys(), ...b.keys()])) {
+    const before = a.get(source);
+    const after = b.get(source);
+    const commands = rounded((after?.commands ?? 0) - (before?.commands ?? 0));
+    if (Math.abs(commands) < least) continue;
+    const ran: Record<string, number> = {};
+    for (const c of new Set([...Object.keys(before?.ran ?? {}), ...Object.keys(after?.ran ?? {})])) {
+      const d = rounded((after?.ran[c] ?? 0) - (before?.ran[c] ?? 0));
+      if (Math.abs(d) >= least) ran[c] = d;
+    }
+    deltas.push({ source, commands, ran });
+  }
+  return deltas.sort((x, y) => Math.abs(y.commands) - Math.abs(x.commands));
+}
+
+/** The total commands per item of a profile. */
+export const profileTotal = (rows: readonly ProfileRow[]): number =>
+  rounded(rows.reduce((a, r) => a + r.commands, 0));

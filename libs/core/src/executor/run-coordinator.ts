@@ -539,7 +539,7 @@ async function finalize(
   if (state.sessionKey) await deps.sessions?.onRunSettled(plan.runId);
   // Announced on every such pass too, and not caught: a pass that could not enqueue the deliveries
   // fails, and BullMQ's retry of the root job announces again (the delivery ids are the same).
-  await deps.webhooks?.runFinished(plan.runId);
+  await deps.webhooks?.runFinished(plan.runId, { tenant: plan.tenant, hasWebhook: state.hasWebhook });
   return status ?? 'failed';
 }
 

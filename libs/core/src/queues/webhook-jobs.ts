@@ -8,7 +8,7 @@
 import type { Queue } from 'bullmq';
 import { z } from 'zod';
 import { unscopeName } from '../domain/tenant.js';
-import { WebhookEvent, type WebhookEventType } from '../domain/webhook.js';
+import { WebhookEvent, type WebhookEventType, type WebhookSubscription } from '../domain/webhook.js';
 import type { RunReadModel, WebhookSubject } from '../state/runs/run-read-model.js';
 import type { WebhookStore } from '../state/webhook-store.js';
 import {
@@ -82,15 +82,30 @@ const runFields = (run: WebhookSubject): Record<string, unknown> => ({
   sessionKey: run.sessionKey === null ? null : unscopeName(run.sessionKey).name,
 });
 
+/** What a caller may already know of a run it announces (see `WebhookOutbox.runFinished`). */
+export interface KnownRun {
+  readonly tenant: string;
+  /** Whether the run has a `webhook` of its own. */
+  readonly hasWebhook: boolean;
+}
+
 export class WebhookOutbox {
   constructor(private readonly deps: WebhookOutboxDeps) {}
 
   /**
    * Announces a settled run (`run.finished`); nothing for a run that has not settled. Called by
    * every step that settles a run, and again by every pass that finds it settled, so a crash
-   * between settling and this call loses nothing.
+   * between settling and this call loses nothing. `known`: the run's tenant and whether it has a
+   * webhook of its own, when the caller read them already. A run without one is heard of only by
+   * its tenant's subscriptions: when none wants the event, the run itself is not read (a tenant
+   * without webhooks pays one read per run, not five).
    */
-  async runFinished(runId: string): Promise<number> {
+  async runFinished(runId: string, known?: KnownRun): Promise<number> {
+    let subscribers: WebhookSubscription[] | undefined;
+    if (known && !known.hasWebhook) {
+      subscribers = await this.deps.webhooks.subscribersOf(known.tenant, 'run.finished');
+      if (subscribers.length === 0) return 0;
+    }
     const run = await this.deps.runs.webhookSubject(runId);
     if (!run?.finishedAt) return 0;
     const data = runFinishedData({
@@ -104,7 +119,7 @@ export class WebhookOutbox {
       finishedAt: run.finishedAt,
       output: run.output,
     });
-    return this.announce(run, { type: 'run.finished', key: run.finishedAt, data });
+    return this.announce(run, { type: 'run.finished', key: run.finishedAt, data }, subscribers);
   }
 
   /** Announces a node's event (`run.waiting`, `node.failed`) of a run that is still going. */
@@ -114,11 +129,18 @@ export class WebhookOutbox {
     return this.announce(run, { ...notice, data: { ...runFields(run), ...notice.data } });
   }
 
-  /** One delivery job per target that wants the event. Returns how many targets want it. */
-  private async announce(run: WebhookSubject, notice: RunEventNotice): Promise<number> {
+  /**
+   * One delivery job per target that wants the event. Returns how many targets want it.
+   * `subscribers`: the run's tenant's subscriptions that want it, when the caller read them.
+   */
+  private async announce(
+    run: WebhookSubject,
+    notice: RunEventNotice,
+    subscribers?: readonly WebhookSubscription[],
+  ): Promise<number> {
     const targets: DeliveryTarget[] = [];
     if (run.webhook?.events.includes(notice.type)) targets.push({ kind: 'run' });
-    for (const s of await this.deps.webhooks.subscribersOf(run.tenant, notice.type))
+    for (const s of subscribers ?? (await this.deps.webhooks.subscribersOf(run.tenant, notice.type)))
       targets.push({ kind: 'subscription', id: s.id });
     if (targets.length === 0) return 0;
     const createdAt = new Date().toISOString();

@@ -51,6 +51,8 @@ export interface OutcomeState {
   readonly replanRequested: boolean;
   /** A task run's mode (null for a fixed graph): a window-mode run's drained window asks for the next. */
   readonly mode: TaskMode | null;
+  /** Whether the run has a `webhook` of its own: without one, only its tenant's subscriptions hear of it. */
+  readonly hasWebhook: boolean;
 }
 
 /** What a run's webhook events are made from (see `webhookSubject`). */
@@ -197,16 +199,16 @@ export class RunReadModel {
 
   /**
    * What settling a run needs, in one round trip: its snapshots, status, error, creation time,
-   * session and whether a replan was requested.
+   * session, whether a replan was requested and whether it has a webhook of its own.
    */
   async outcomeState(runId: string): Promise<OutcomeState> {
     const k = this.ctx.keysOf(runId);
     const replies = await slotMulti(this.ctx.redis)
       .hgetall(k.nodes)
-      .hmget(k.meta, 'status', 'error', 'createdAt', 'sessionKey', 'replan', 'mode')
+      .hmget(k.meta, 'status', 'error', 'createdAt', 'sessionKey', 'replan', 'mode', 'webhook')
       .exec();
     const [nodes, fields] = multiReplies(replies) as [Record<string, string>, (string | null)[]];
-    const [status, error, createdAt, sessionKey, replan, mode] = fields;
+    const [status, error, createdAt, sessionKey, replan, mode, webhook] = fields;
     return {
       snapshots: new Map(Object.entries(nodes).map(([id, raw]) => [id, JSON.parse(raw) as NodeSnapshot])),
       status: status ? RunStatus.parse(status) : null,
@@ -216,6 +218,7 @@ export class RunReadModel {
       replanRequested: replan !== null && replan !== undefined,
       // Only a task run has a mode.
       mode: mode === null || mode === undefined ? null : taskMode(mode),
+      hasWebhook: webhook !== null && webhook !== undefined,
     };
   }
 
