@@ -50,12 +50,14 @@ describe('explain', () => {
   let explained: RunExplain;
 
   beforeAll(async () => {
-    // a → (slow 600 ms, fast 100 ms, flaky: one 503, then a retry after 300 ms) → join → summary
+    // a → (slow 1,500 ms, fast 100 ms, flaky: one 503, then a retry after 300 ms) → join → summary.
+    // The slow branch is five times the flaky one's backoff, so a loaded machine stretching the
+    // flaky branch's calls cannot make it the longer one.
     doc = await runToEnd(stack.url, {
       graph: {
         nodes: [
           wait('a', 50),
-          wait('slow', 600),
+          wait('slow', 1500),
           wait('fast', 100),
           {
             id: 'flaky',
@@ -89,7 +91,7 @@ describe('explain', () => {
       'join',
       'summary',
     ]);
-    expect(explained.criticalPath[1]!.durationMs).toBeGreaterThanOrEqual(600);
+    expect(explained.criticalPath[1]!.durationMs).toBeGreaterThanOrEqual(1500);
     expect(explained.parallelism).toBeGreaterThan(1);
     expect(explained.wallOverCriticalPath).toBeGreaterThanOrEqual(1);
   });
