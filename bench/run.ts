@@ -9,7 +9,7 @@ import { machine } from './support/stack.js';
 import { criticalPathSvg, criticalPathTable, runCriticalPath } from './critical-path.js';
 import { perHopTable, runPerHop } from './per-hop.js';
 import { planVsLoopTable, runPlanVsLoop } from './plan-vs-loop.js';
-import { runThroughput, throughputTable } from './throughput.js';
+import { runThroughput, throughputSvg, throughputTable } from './throughput.js';
 import { runScale, scaleTable } from './scale.js';
 import { apiTable, runApi } from './api.js';
 import { memoryTable, runMemory } from './memory.js';
@@ -71,10 +71,14 @@ const BENCHMARKS: Record<string, Benchmark> = {
     },
   },
   throughput: {
-    title: 'Throughput: nodes/s with 1 and 2 tool-worker processes vs raw BullMQ jobs/s',
+    title: 'Throughput: nodes/s with 1, 2 and 4 tool-worker processes vs raw BullMQ jobs/s',
     async run() {
       const result = await runThroughput();
-      return { json: result, markdown: throughputTable(result) };
+      return {
+        json: result,
+        markdown: throughputTable(result),
+        files: { 'throughput.svg': throughputSvg(result.rows) },
+      };
     },
   },
   features: {

@@ -1,8 +1,8 @@
 /**
  * Throughput: 500 runs of a 10-node graph of fast `json` nodes (one source → 8 parallel → one
  * join) submitted at once, started and settled by one `tetraloop worker --pool plan` process and
- * executed by 1 and then 2 `tetraloop worker --pool tool` processes; beside raw BullMQ no-op jobs
- * in 1 and 2 child processes at the same concurrency on the same Redis.
+ * executed by 1, 2 and then 4 `tetraloop worker --pool tool` processes; beside raw BullMQ no-op
+ * jobs in as many child processes at the same concurrency on the same Redis.
  *
  * Runs are submitted two ways: through the library (`RunService.submit`, as the API's handler
  * calls it, and the run waiter) — the counterpart of a BullMQ producer calling `Queue.addBulk` —
@@ -23,7 +23,8 @@ import { clientOf, startBenchStack, type BenchStack } from './support/stack.js';
 const RUNS = 500;
 export const NODES_PER_RUN = 10;
 const CONCURRENCY = 32;
-const PROCESS_COUNTS = [1, 2];
+/** Tool-worker processes (and raw BullMQ no-op processes) measured, one setup after the other. */
+const PROCESS_COUNTS = [1, 2, 4];
 /** Runs (and as many no-op jobs per node) of the batch profiled under MONITOR, apart from the measured one. */
 const PROFILE_RUNS = 50;
 const ROOT = fileURLToPath(new URL('..', import.meta.url));
@@ -461,4 +462,68 @@ export function throughputTable(result: ThroughputResult): string {
     profileTable(result.profile.bullmq, 'job'),
   );
   return lines.join('\n');
+}
+
+/**
+ * Nodes/s against tool-worker processes (Tetraloop through the library and through HTTP) beside
+ * raw BullMQ's jobs/s against its no-op processes: a hand-written SVG line chart, linear axes.
+ */
+export function throughputSvg(rows: readonly ThroughputRow[]): string {
+  const series = [
+    { label: 'Tetraloop (library)', color: '#2563eb', value: (r: ThroughputRow) => r.library.perSecond },
+    { label: 'Tetraloop (HTTP API)', color: '#16a34a', value: (r: ThroughputRow) => r.http.perSecond },
+    { label: 'raw BullMQ (no-op jobs)', color: '#f59e0b', value: (r: ThroughputRow) => r.bullmq.perSecond },
+  ];
+  const left = 70;
+  const top = 40;
+  const plotWidth = 420;
+  const plotHeight = 260;
+  const width = left + plotWidth + 30;
+  const height = top + plotHeight + 80;
+  const maxProcesses = Math.max(...rows.map((r) => r.processes));
+  const maxValue = Math.max(1, ...rows.flatMap((r) => series.map((s) => s.value(r))));
+  // About five gridlines, at a round step (1, 2 or 5 × a power of ten).
+  const magnitude = 10 ** Math.floor(Math.log10(maxValue / 5));
+  const step = magnitude * ([1, 2, 5].find((m) => (maxValue * 1.1) / (m * magnitude) <= 6) ?? 10);
+  const yMax = Math.ceil((maxValue * 1.1) / step) * step;
+  const x = (processes: number): number =>
+    left + ((processes - 1) / Math.max(1, maxProcesses - 1)) * plotWidth;
+  const y = (v: number): number => top + plotHeight - (v / yMax) * plotHeight;
+  const parts: string[] = [
+    `<svg xmlns="http://www.w3.org/2000/svg" width="${width}" height="${height}" viewBox="0 0 ${width} ${height}" font-family="sans-serif" font-size="11">`,
+    `<rect width="100%" height="100%" fill="white"/>`,
+    `<text x="${left}" y="18" font-size="14" font-weight="bold">Throughput against worker processes (higher is better)</text>`,
+  ];
+  for (let tick = 0; tick <= yMax; tick += step) {
+    parts.push(
+      `<line x1="${left}" x2="${left + plotWidth}" y1="${y(tick)}" y2="${y(tick)}" stroke="#e5e7eb"/>`,
+      `<text x="${left - 6}" y="${y(tick) + 4}" text-anchor="end">${tick}</text>`,
+    );
+  }
+  for (const r of rows) {
+    parts.push(
+      `<text x="${x(r.processes)}" y="${top + plotHeight + 16}" text-anchor="middle">${r.processes}</text>`,
+    );
+  }
+  parts.push(
+    `<text x="${left + plotWidth / 2}" y="${top + plotHeight + 32}" text-anchor="middle">worker processes</text>`,
+    `<text x="14" y="${top + plotHeight / 2}" text-anchor="middle" transform="rotate(-90 14 ${top + plotHeight / 2})">nodes/s (jobs/s for raw BullMQ)</text>`,
+    `<line x1="${left}" x2="${left + plotWidth}" y1="${top + plotHeight}" y2="${top + plotHeight}" stroke="black"/>`,
+  );
+  series.forEach((s, j) => {
+    const points = rows.map((r) => `${x(r.processes)},${y(s.value(r))}`).join(' ');
+    parts.push(`<polyline points="${points}" fill="none" stroke="${s.color}" stroke-width="2"/>`);
+    for (const r of rows) {
+      parts.push(
+        `<circle cx="${x(r.processes)}" cy="${y(s.value(r))}" r="3.5" fill="${s.color}"><title>${s.label}, ${r.processes} process(es): ${s.value(r)}/s</title></circle>`,
+      );
+    }
+    const lx = left + j * 150;
+    parts.push(
+      `<rect x="${lx}" y="${height - 18}" width="12" height="12" fill="${s.color}"/>`,
+      `<text x="${lx + 16}" y="${height - 8}">${s.label}</text>`,
+    );
+  });
+  parts.push('</svg>');
+  return parts.join('\n') + '\n';
 }
