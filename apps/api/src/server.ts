@@ -47,20 +47,20 @@ export async function startApi(env: ApiEnv, options: StartApiOptions = {}): Prom
   );
   // First, so a Redis that cannot give the accept durability asked for stops the API before it opens anything else.
   const barrier = await openAcceptBarrier(env, logger);
-  // Run state, keys and indexes: one connection every request shares, auto-pipelined (concurrent
-  // requests' commands leave in one write; a write per command cost more CPU than the command).
+  // Run state, keys, indexes and BullMQ's queues: one connection every request shares,
+  // auto-pipelined (concurrent requests' commands leave in one write; a write per command cost more
+  // CPU than the command). A new run's create and its root job's add leave together on it, and Redis
+  // runs them in that order: one round trip per accept, and the socket writes and reads of a second
+  // connection saved (each pipeline copies every script defined on the connection, BullMQ's too,
+  // but one pipeline carries many requests' commands).
   const redis = connectRedis(env.REDIS_URL, 'client', `tetraloop-api-${process.pid}`, { autoPipeline: true });
-  // BullMQ's queues get a connection of their own, without Tetraloop's scripts: ioredis copies every
-  // script defined on a connection into each pipeline it builds. Every accept awaits its run's
-  // create before it adds the root job, so the order across the two connections holds.
-  const queueConnection = connectRedis(env.REDIS_URL, 'client', `tetraloop-api-queues-${process.pid}`);
   const subscriber = connectRedis(env.REDIS_URL, 'subscriber', `tetraloop-api-sub-${process.pid}`);
   const eventsConnection = connectRedis(env.REDIS_URL, 'worker', `tetraloop-api-qe-${process.pid}`);
-  for (const c of [redis, queueConnection, subscriber, eventsConnection]) {
+  for (const c of [redis, subscriber, eventsConnection]) {
     c.on('error', (err: Error) => logger.warn({ err: err.message }, 'redis connection error'));
   }
   const prefix = env.TETRALOOP_PREFIX;
-  const queues = openQueues(queueConnection, prefix, logger, env.TETRALOOP_QUEUE_SHARDS);
+  const queues = openQueues(redis, prefix, logger, env.TETRALOOP_QUEUE_SHARDS);
   // Finished sense jobs answer session messages; one listener per API process.
   const senseEvents = new QueueEvents(QUEUE_NAMES.sense, {
     connection: eventsConnection,
@@ -186,7 +186,6 @@ export async function startApi(env: ApiEnv, options: StartApiOptions = {}): Prom
       await closed;
       await hub.close();
       await closeQueues(queues);
-      await queueConnection.quit().catch(() => queueConnection.disconnect());
       // A blocking reader's close waits for Redis; with Redis gone it would wait forever.
       await Promise.race([senseEvents.close(), delay(1000)]).catch(() => undefined);
       eventsConnection.disconnect();

@@ -22,6 +22,8 @@ export interface RunShard {
 }
 
 export interface LoopQueues {
+  /** The one connection every queue sends on. */
+  readonly connection: RedisClient;
   readonly sense: Queue;
   /** Shard 0's plan queue: where the plan pool's job schedulers live. */
   readonly plan: Queue;
@@ -91,6 +93,7 @@ export function openQueues(
     };
   });
   return {
+    connection,
     sense: open(QUEUE_NAMES.sense, layout.sense),
     plan: runShards[0]!.plan,
     node: runShards[0]!.node,

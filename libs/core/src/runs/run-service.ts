@@ -28,6 +28,7 @@ import { MODEL_VARIABLES } from '../model/model-config.js';
 import { loopModeGraph } from '../nodes/index.js';
 import { enqueueRunRoot, wakeParkedNodes, wakeRunRoot, type RunQueues } from '../queues/run-jobs.js';
 import type { RunSearchPage } from '../state/run-index.js';
+import type { NewRun } from '../state/runs/run-creation.js';
 import type { RunStore } from '../state/runs/run-store.js';
 import type { RunSearch } from '../insight/run-search.js';
 import { explainRun, readyTimes, type RunExplain } from '../insight/explain.js';
@@ -110,6 +111,12 @@ export interface RunServiceDeps {
   readonly webhooks?: WebhookStore;
   /** Announces runs settled here (cancelled before they started) to their webhooks. */
   readonly outbox?: WebhookOutbox;
+  /**
+   * The run queues send on the store's own connection to one Redis (not a cluster), so a new run's
+   * root job may be added without waiting for its create: Redis runs them in the order sent.
+   * @defaultValue false
+   */
+  readonly rootJobWithCreate?: boolean;
 }
 
 export class RunService {
@@ -165,7 +172,7 @@ export class RunService {
       options.runId ??
       (idempotencyKey !== undefined ? idempotentRunId(tenant, idempotencyKey) : randomUUID());
     const topology = validation?.topology;
-    const stored = await this.deps.store.create({
+    const run: NewRun = {
       runId,
       ...(validation ? { graph: validation.graph, plan: validation.plan } : {}),
       ...(request.task !== undefined
@@ -196,7 +203,17 @@ export class RunService {
       ...(request.webhook ? { webhook: request.webhook } : {}),
       createdAt: new Date().toISOString(),
       pending: new Map(topology?.ids.map((id) => [id, topology.parents.get(id)?.length ?? 0]) ?? []),
-    });
+    };
+    // A new id (no Idempotency-Key, none given) is a run this request creates, so its root job does
+    // not wait for the create's answer: on one connection to one Redis the add follows the create
+    // and Redis runs them in that order, one round trip instead of two. The answer still waits for
+    // both. Should the create fail, the add's job finds no run and ends (`gone`).
+    const fresh = idempotencyKey === undefined && options.runId === undefined;
+    if (this.deps.rootJobWithCreate && fresh && options.start !== false) {
+      const [stored] = await Promise.all([this.deps.store.create(run), this.enqueueRoot(runId, 0)]);
+      return { runId, status: stored.status, acceptedAt: stored.createdAt, created: stored.created };
+    }
+    const stored = await this.deps.store.create(run);
     // A repeat (or the first request itself, retried after a crash) adds the root job of a run that
     // is still queued: its id derives from the run, so this adds nothing when the job exists.
     if (stored.status === 'queued' && options.start !== false) await this.enqueueRoot(runId, 0);

@@ -39,6 +39,7 @@ import { modelSummarizer } from '../sessions/compaction.js';
 import { SessionService } from '../sessions/session-service.js';
 import { SourceService } from '../sessions/source-service.js';
 import { CostLedger } from '../state/cost-ledger.js';
+import { isCluster } from '../state/redis-client.js';
 import { FlowStore } from '../state/flow-store.js';
 import { McpCatalogStore } from '../state/mcp-catalog-store.js';
 import { RunStore } from '../state/runs/run-store.js';
@@ -141,6 +142,7 @@ export function buildServices(
     ceilings,
     agentFolders: cachedAgentFolders(env.TETRALOOP_WORKSPACE_DIR),
     lanePosition: (sessionKey, runId) => sessionStore.position(sessionKey, runId),
+    rootJobWithCreate: queues.connection === redis && !isCluster(redis),
   });
   const memory =
     env.TETRALOOP_REFLECT === 'on' ? memoryServices(env, redis, store, queues, logger) : undefined;
