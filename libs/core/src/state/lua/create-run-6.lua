@@ -46,8 +46,11 @@ hsetAll(KEYS[2], cjson.decode(ARGV[2]))
 -- Placeholders so every key of the run exists now and carries the safety TTL below.
 redis.call('HSET', KEYS[4], '_', '{}')
 redis.call('HSET', KEYS[6], 'createdAt', meta.createdAt or '')
+-- The hash was just written from `meta`: its events cap and search index are taken from there, not
+-- read back.
+eventsMax = tonumber(meta.eventsMax or '10000')
 emit('run.queued', '', '')
-local ix = searchIndex()
+local ix = meta.index and cjson.decode(meta.index)
 if ix then
   indexAdd(ix, ':all')
   indexAdd(ix, ':status:' .. meta.status)
