@@ -6,6 +6,7 @@ import { Session } from 'node:inspector/promises';
 import { writeFileSync } from 'node:fs';
 import type { AddressInfo } from 'node:net';
 import autocannon from 'autocannon';
+import { Redis } from 'ioredis';
 import express from 'express';
 import { RunRequest } from '@tetraloop/core/runs';
 import { cpuMsOf } from './support/cpu.js';
@@ -44,7 +45,18 @@ const { rows } = await profileRedis(stack.env.REDIS_URL!, N, async () => {
 });
 console.log(profileTable(rows, 'accept'));
 const AMOUNT = Number(process.env.AMOUNT ?? 4000);
+const statsRedis = new Redis(stack.env.REDIS_URL!);
+/** Redis's own µs per command name (INFO commandstats; a script's includes what it ran). */
+const commandUsec = async (): Promise<Map<string, { calls: number; usec: number }>> => {
+  const stats = new Map<string, { calls: number; usec: number }>();
+  for (const line of (await statsRedis.info('commandstats')).split('\n')) {
+    const match = /^cmdstat_([^:]+):calls=(\d+),usec=(\d+)/.exec(line.trim());
+    if (match) stats.set(match[1]!, { calls: Number(match[2]), usec: Number(match[3]) });
+  }
+  return stats;
+};
 const cannon = async (url: string) => {
+  const stats0 = await commandUsec();
   const cpu0 = process.cpuUsage();
   const redis0 = cpuMsOf(stack.redis.pid)!;
   const t0 = performance.now();
@@ -59,7 +71,16 @@ const cannon = async (url: string) => {
   const wall = performance.now() - t0;
   const cpu = process.cpuUsage(cpu0);
   if (r.non2xx) throw new Error(`non-2xx ${r.non2xx}`);
+  const stats = [...(await commandUsec())]
+    .map(([name, { calls, usec }]) => ({
+      name,
+      calls: (calls - (stats0.get(name)?.calls ?? 0)) / AMOUNT,
+      usec: (usec - (stats0.get(name)?.usec ?? 0)) / AMOUNT,
+    }))
+    .filter((c) => c.calls > 0 && c.name !== 'info')
+    .sort((a, b) => b.usec - a.usec);
   return {
+    commandstats: stats.map((c) => `${c.name} ${c.calls.toFixed(2)}× ${c.usec.toFixed(1)} µs`).join(', '),
     nodeMs: (cpu.user + cpu.system) / 1000 / AMOUNT,
     redisMs: (cpuMsOf(stack.redis.pid)! - redis0) / AMOUNT,
     perS: Math.round((AMOUNT / wall) * 1000),
@@ -75,6 +96,7 @@ for (let round = 0; round < Number(process.env.ROUNDS ?? 3); round++) {
   console.log(
     `round ${round + 1}: tetraloop ${t.nodeMs.toFixed(3)} ms CPU/accept (redis ${t.redisMs.toFixed(3)}), ${t.perS}/s; bare ${b.nodeMs.toFixed(3)} ms, ${b.perS}/s; CPU ratio ${(b.nodeMs / t.nodeMs).toFixed(3)}, req/s ratio ${(t.perS / b.perS).toFixed(3)}`,
   );
+  console.log(`  redis commandstats per accept: ${t.commandstats}`);
 }
 if (process.env.CPU_PROF) {
   const session = new Session();
@@ -84,7 +106,30 @@ if (process.env.CPU_PROF) {
   await cannon(stack.url);
   const { profile } = await session.post('Profiler.stop');
   writeFileSync(process.env.CPU_PROF, JSON.stringify(profile));
+  // The bare handler under the same load, for a profile to subtract.
+  await session.post('Profiler.start');
+  await cannon(bareUrl);
+  const { profile: bareProfile } = await session.post('Profiler.stop');
+  writeFileSync(
+    process.env.CPU_PROF.replace(/(\.cpuprofile)?$/, '.bare.cpuprofile'),
+    JSON.stringify(bareProfile),
+  );
+}
+if (process.env.ALLOC_PROF) {
+  // Where an accept's garbage comes from: sampled allocations, those a GC collected included.
+  const session = new Session();
+  session.connect();
+  await session.post('HeapProfiler.enable');
+  await session.post('HeapProfiler.startSampling', {
+    samplingInterval: 4096,
+    includeObjectsCollectedByMajorGC: true,
+    includeObjectsCollectedByMinorGC: true,
+  });
+  await cannon(stack.url);
+  const { profile } = await session.post('HeapProfiler.stopSampling');
+  writeFileSync(process.env.ALLOC_PROF, JSON.stringify(profile));
 }
 bare.close();
+statsRedis.disconnect();
 await stack.close();
 process.exit(0);
