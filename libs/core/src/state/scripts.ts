@@ -5,6 +5,7 @@
  * the state change they describe, and runs as a function followed by `keepTtl()`, so a key it
  * created carries the run's TTL.
  */
+import { createHash } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import { isCluster, type RedisClient } from './redis-client.js';
 import { slotMulti } from './slot-multi.js';
@@ -107,17 +108,23 @@ const LOADERS: Record<ScriptFolder, (name: ScriptName, body: string, deferIndex:
 
 const keysOf = (name: string): number => Number(name.slice(name.lastIndexOf('-') + 1));
 
+interface ScriptSource {
+  readonly lua: string;
+  /** SHA-1 of `lua`: what EVALSHA names the script by. */
+  readonly sha: string;
+  readonly numberOfKeys: number;
+}
+
 const sourcesOf = (deferIndex: boolean) =>
-  new Map<ScriptName, { lua: string; numberOfKeys: number }>(
+  new Map<ScriptName, ScriptSource>(
     (Object.keys(SCRIPT_FILES) as ScriptFolder[]).flatMap((folder) =>
       SCRIPT_FILES[folder].map((name: ScriptName) => {
         const lua = LOADERS[folder](name, read(folder, `${name}.lua`), deferIndex);
-        return [name, { lua, numberOfKeys: keysOf(name) }] as const;
+        const sha = createHash('sha1').update(lua).digest('hex');
+        return [name, { lua, sha, numberOfKeys: keysOf(name) }] as const;
       }),
     ),
   );
-
-const commandName = (name: ScriptName): string => `tetraloop_${name.replaceAll('-', '_')}`;
 
 export type ScriptRunner = (
   name: ScriptName,
@@ -132,25 +139,42 @@ export const scriptSources = (): ReadonlyMap<string, string> =>
   new Map([...SOURCES.single].map(([name, { lua }]) => [name, lua]));
 
 /**
- * Defines every script on `redis` and returns a typed caller. On a Redis Cluster a run script's
- * search index writes are made after it, by the caller, before it answers.
+ * A typed caller of every script on `redis`. On a Redis Cluster a run script's search index writes
+ * are made after it, by the caller, before it answers.
+ *
+ * A call is an EVALSHA, and an EVAL of the script's text when Redis answers NOSCRIPT (it has not
+ * seen the script since it started, or its script cache was flushed): a NOSCRIPT reply means the
+ * script did not run, so sending it again runs it once. The scripts are not defined as ioredis
+ * commands: ioredis copies every command defined on a connection into each pipeline it builds, one
+ * per auto-pipelined write, and these would be most of that copy (BullMQ's shares the connection in
+ * the API).
  */
 export function loadScripts(redis: RedisClient): ScriptRunner {
   const deferIndex = isCluster(redis);
-  for (const [name, { lua, numberOfKeys }] of deferIndex ? SOURCES.cluster : SOURCES.single) {
-    redis.defineCommand(commandName(name), { lua, numberOfKeys });
-  }
+  const sources = deferIndex ? SOURCES.cluster : SOURCES.single;
   return async (name, keys, args) => {
-    const command = (redis as unknown as Record<string, (...a: unknown[]) => Promise<unknown>>)[
-      commandName(name)
-    ];
-    if (!command) throw new Error(`script ${name} is not loaded`);
-    const reply = await command.call(redis, ...keys, ...args);
+    const source = sources.get(name);
+    if (!source) throw new Error(`script ${name} is not loaded`);
+    const reply = await evalScript(redis, source, keys, args);
     if (!deferIndex || !RUN_SCRIPT_NAMES.has(name)) return reply;
     const [writes, result = null] = reply as [string, unknown?];
     if (writes) await applyIndexWrites(redis, JSON.parse(writes) as IndexWrite[]);
     return result;
   };
+}
+
+async function evalScript(
+  redis: RedisClient,
+  { lua, sha, numberOfKeys }: ScriptSource,
+  keys: readonly string[],
+  args: readonly (string | number)[],
+): Promise<unknown> {
+  try {
+    return await redis.evalsha(sha, numberOfKeys, ...keys, ...args);
+  } catch (err) {
+    if (!(err instanceof Error) || !err.message.startsWith('NOSCRIPT')) throw err;
+    return redis.eval(lua, numberOfKeys, ...keys, ...args);
+  }
 }
 
 /** A search index write a run script listed (run.lib.lua, `indexWrites`). */
