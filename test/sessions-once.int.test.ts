@@ -195,3 +195,35 @@ it('writes a run’s reply once when its writer comes again (it died after writi
   expect(await replies()).toBe(2);
   expect(await redis.hget(runKeys(stack.prefix, runId).meta, 'sessionReplied')).toBe('1');
 });
+
+it('leaves a reply another pass is writing to that pass (its hooks run once), and writes it when that pass dies', async () => {
+  const sessionKey = `lease-${randomUUID()}`;
+  const placed = await post(stack.url, `/v1/sessions/${sessionKey}/messages`, { text: 'one writer' });
+  const runId = placed.body.runId as string;
+  expect((await waitFor(stack.url, runId)).status).toBe('succeeded');
+  await laneIdle(stack, sessionKey);
+  const k = sessionKeys(stack.prefix, sessionKey);
+  // Another pass holds the lease and has not written yet: the run unmarked, the lane still on it.
+  await redis.set(k.replying, runId, 'PX', 60_000);
+  await redis.hdel(runKeys(stack.prefix, runId).meta, 'sessionReplied');
+  await redis.hset(k.meta, 'running', runId);
+  await redis.sadd(busySessionsKey(stack.prefix), sessionKey);
+  // Two whole sweeps later (the first may have begun before), the lane is still the holder's.
+  let sweeps = 0;
+  await new Promise<void>((resolve) => {
+    const onCompleted = ({ jobId }: { jobId: string }): void => {
+      if (!jobId.startsWith('repeat:lane-sweep')) return;
+      if (++sweeps < 2) return;
+      senseEvents.off('completed', onCompleted);
+      resolve();
+    };
+    senseEvents.on('completed', onCompleted);
+  });
+  expect(await redis.hget(k.meta, 'running')).toBe(runId);
+  expect(await redis.hget(runKeys(stack.prefix, runId).meta, 'sessionReplied')).toBeNull();
+  // The holder died: its lease expires, and the next sweep marks the run and moves the lane on.
+  await redis.del(k.replying);
+  await laneIdle(stack, sessionKey);
+  expect(await redis.hget(runKeys(stack.prefix, runId).meta, 'sessionReplied')).toBe('1');
+  expect(await redis.exists(k.replying)).toBe(0);
+});

@@ -93,6 +93,13 @@ export interface SessionConfig {
 /** The agent a session runs when its first message names none. */
 export const SESSION_AGENT = 'main';
 
+/**
+ * How long a pass holds the lease on writing a reply: longer than a reply takes (a document read,
+ * the message_sending hooks within their timeouts, one script), short enough that the lane sweep
+ * soon writes the reply of a pass that died holding it.
+ */
+const REPLY_LEASE_MS = 60_000;
+
 /** What a session run is made with besides its text: its session's agent, and the message's model options. */
 interface RunCall {
   readonly agentId: string;
@@ -327,18 +334,24 @@ export class SessionService {
     const sessionKey = await store.sessionOf(runId);
     if (!sessionKey) return;
     if (!(await store.sessionReplied(runId))) {
-      const id = `reply:${runId}`;
-      const windowMs = config.dedupeWindowSeconds * 1000;
-      const doc = (await sessions.seen(sessionKey, id, windowMs)) ? null : await store.document(runId);
-      // The reply is the run's output: a sink's output kept as a blob is read back for it.
-      if (doc)
-        await this.writeReply(
-          sessionKey,
-          await store.blobs.expandDocument(doc, { nodes: false }),
-          id,
-          windowMs,
-        );
-      await store.markSessionReplied(runId);
+      // Another pass is writing this reply (its message_sending hooks run once): it moves the lane on.
+      if (!(await sessions.leaseReply(sessionKey, runId, REPLY_LEASE_MS))) return;
+      try {
+        const id = `reply:${runId}`;
+        const windowMs = config.dedupeWindowSeconds * 1000;
+        const doc = (await sessions.seen(sessionKey, id, windowMs)) ? null : await store.document(runId);
+        // The reply is the run's output: a sink's output kept as a blob is read back for it.
+        if (doc)
+          await this.writeReply(
+            sessionKey,
+            await store.blobs.expandDocument(doc, { nodes: false }),
+            id,
+            windowMs,
+          );
+        await store.markSessionReplied(runId);
+      } finally {
+        await sessions.releaseReply(sessionKey, runId);
+      }
     }
     await this.advance(sessionKey, runId);
   }

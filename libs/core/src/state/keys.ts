@@ -161,6 +161,8 @@ export interface SessionKeys {
    * among the keys every session script refreshes (`sessionKeyList`): it lives for the window.
    */
   readonly seen: string;
+  /** String: the run whose reply a pass is writing, for the lease's time (see `leaseReply`). */
+  readonly replying: string;
 }
 
 /** Keys of one session share the hash tag `{s:<sessionKey>}`. */
@@ -173,6 +175,7 @@ export function sessionKeys(prefix: string, sessionKey: string): SessionKeys {
     transcript: `${base}:transcript`,
     env: `${base}:env`,
     seen: `${base}:seen`,
+    replying: `${base}:replying`,
   };
 }
 

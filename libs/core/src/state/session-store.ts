@@ -487,6 +487,22 @@ export class SessionStore {
     return appended === 1;
   }
 
+  /**
+   * Takes the lease on writing `runId`'s reply for `leaseMs`: true when this pass holds it. Two
+   * passes may find a run settled at once (its root job and the lane sweep); the lease lets one
+   * run the reply's hooks while the other stands aside. A holder that dies leaves it to expire.
+   */
+  async leaseReply(sessionKey: string, runId: string, leaseMs: number): Promise<boolean> {
+    const key = sessionKeys(this.prefix, sessionKey).replying;
+    return (await this.redis.set(key, runId, 'PX', leaseMs, 'NX')) === 'OK';
+  }
+
+  /** Gives back the reply lease `leaseReply` took, if this run still holds it. */
+  async releaseReply(sessionKey: string, runId: string): Promise<void> {
+    const key = sessionKeys(this.prefix, sessionKey).replying;
+    if ((await this.redis.get(key)) === runId) await this.redis.del(key);
+  }
+
   /** Whether `id` (a message admitted, a reply written) was noted within the last `windowMs` (see `admit`, `appendOnce`). */
   async seen(sessionKey: string, id: string, windowMs: number): Promise<boolean> {
     const at = await this.redis.zscore(sessionKeys(this.prefix, sessionKey).seen, id);
