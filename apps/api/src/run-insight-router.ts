@@ -48,6 +48,8 @@ export function runInsightHandlers(deps: RunInsightRouterDeps): Partial<Record<R
       // Stored tenant-scoped, as the run's session is.
       ...(query.data.sessionKey ? { sessionKey: scopedName(tenant, query.data.sessionKey) } : {}),
       ...(query.data.tag ? { tag: query.data.tag } : {}),
+      ...(query.data.scheduleId ? { scheduleId: query.data.scheduleId } : {}),
+      ...(query.data.triggerId ? { triggerId: query.data.triggerId } : {}),
       ...(since !== undefined ? { since } : {}),
       ...(until !== undefined ? { until } : {}),
       limit: query.data.limit,

@@ -172,6 +172,8 @@ export function routeOperations(settings: OperationSettings): { readonly [K in R
           agentId: 'Only runs of this agent.',
           sessionKey: 'Only runs of this session.',
           tag: 'Only runs carrying this tag.',
+          scheduleId: 'Only runs a firing of this schedule started.',
+          triggerId: 'Only runs this trigger started.',
           since:
             'Created at or after: an ISO time with its zone, or a duration before now (`90s`, `15m`, `1h`, `7d`).',
           until: 'Created at or before: as `since`.',

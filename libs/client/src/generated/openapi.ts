@@ -1041,6 +1041,8 @@ export interface components {
                 runId: string;
                 from: string;
             } | null;
+            scheduleId: string | null;
+            triggerId: string | null;
         };
         RunExplain: {
             runId: string;
@@ -1126,6 +1128,9 @@ export interface components {
                 runId: string;
                 from: string;
             } | null;
+            scheduleId: string | null;
+            triggerId: string | null;
+            eventIds: string[] | null;
             configVersion?: string | null;
             webhook: components["schemas"]["RunWebhook"] | null;
             nodes: {
@@ -1614,7 +1619,7 @@ export interface components {
         KeyCreated: {
             keyId: string;
             tenant: string;
-            scopes: ("runs:read" | "runs:write" | "sessions:read" | "sessions:write" | "signals:write" | "lessons:write" | "secrets:write" | "webhooks:read" | "webhooks:write" | "admin")[];
+            scopes: ("runs:read" | "runs:write" | "sessions:read" | "sessions:write" | "signals:write" | "lessons:write" | "secrets:write" | "webhooks:read" | "webhooks:write" | "schedules:read" | "schedules:write" | "events:write" | "triggers:read" | "triggers:write" | "admin")[];
             name?: string;
             createdAt: string;
             expiresAt?: string;
@@ -1627,7 +1632,7 @@ export interface components {
         ApiKeyRecord: {
             keyId: string;
             tenant: string;
-            scopes: ("runs:read" | "runs:write" | "sessions:read" | "sessions:write" | "signals:write" | "lessons:write" | "secrets:write" | "webhooks:read" | "webhooks:write" | "admin")[];
+            scopes: ("runs:read" | "runs:write" | "sessions:read" | "sessions:write" | "signals:write" | "lessons:write" | "secrets:write" | "webhooks:read" | "webhooks:write" | "schedules:read" | "schedules:write" | "events:write" | "triggers:read" | "triggers:write" | "admin")[];
             name?: string;
             createdAt: string;
             expiresAt?: string;
@@ -1827,15 +1832,14 @@ export interface components {
                 id: string;
                 /** @constant */
                 kind: "wait";
-                signal: string;
-                /** @default 3600 */
+                signal?: string;
                 timeoutSeconds?: number;
-                /**
-                 * @default fail
-                 * @enum {string}
-                 */
+                /** @enum {string} */
                 onTimeout?: "fail" | "continue";
                 acceptEarly?: boolean;
+                /** Format: date-time */
+                until?: string;
+                forMs?: number;
             } | {
                 id: string;
                 priority?: number;
@@ -1961,7 +1965,7 @@ export interface components {
         };
         KeyBody: {
             tenant?: string;
-            scopes: ("runs:read" | "runs:write" | "sessions:read" | "sessions:write" | "signals:write" | "lessons:write" | "secrets:write" | "webhooks:read" | "webhooks:write" | "admin")[];
+            scopes: ("runs:read" | "runs:write" | "sessions:read" | "sessions:write" | "signals:write" | "lessons:write" | "secrets:write" | "webhooks:read" | "webhooks:write" | "schedules:read" | "schedules:write" | "events:write" | "triggers:read" | "triggers:write" | "admin")[];
             name?: string;
             /** Format: date-time */
             expiresAt?: string;
@@ -2028,6 +2032,10 @@ export interface operations {
                 sessionKey?: string;
                 /** @description Only runs carrying this tag. */
                 tag?: string;
+                /** @description Only runs a firing of this schedule started. */
+                scheduleId?: string;
+                /** @description Only runs this trigger started. */
+                triggerId?: string;
                 /** @description Created at or after: an ISO time with its zone, or a duration before now (`90s`, `15m`, `1h`, `7d`). */
                 since?: string;
                 /** @description Created at or before: as `since`. */

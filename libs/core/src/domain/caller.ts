@@ -15,6 +15,11 @@ export const SCOPES = [
   'secrets:write',
   'webhooks:read',
   'webhooks:write',
+  'schedules:read',
+  'schedules:write',
+  'events:write',
+  'triggers:read',
+  'triggers:write',
   'admin',
 ] as const;
 export type Scope = (typeof SCOPES)[number];

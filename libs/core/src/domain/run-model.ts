@@ -74,6 +74,20 @@ export type RunTag = z.infer<typeof RunTag>;
 export const RerunOf = z.object({ runId: z.string(), from: z.string() });
 export type RerunOf = z.infer<typeof RerunOf>;
 
+/** The id of a schedule or a trigger: part of a Redis key name. */
+export const OriginId = z.string().regex(/^[A-Za-z0-9_-]{1,64}$/, 'an id is 1–64 letters, digits, _ or -');
+
+/**
+ * What started a run that no API call started: a schedule's firing, or a trigger with the events
+ * it consumed (docs/triggers.md). Ids only; both are part of Redis key names (the search indexes).
+ */
+export interface RunOrigin {
+  readonly scheduleId?: string;
+  readonly triggerId?: string;
+  /** The ids of the events a trigger's run consumed, oldest first. */
+  readonly eventIds?: readonly string[];
+}
+
 /** A run as a search lists it (`GET /v1/runs`): what it is, where it stands, what it used. */
 export const RunListing = z.object({
   runId: z.string(),
@@ -97,6 +111,10 @@ export const RunListing = z.object({
   usage: RunUsage,
   tags: z.array(z.string()),
   rerunOf: RerunOf.nullable(),
+  /** The schedule whose firing started the run. */
+  scheduleId: z.string().nullable(),
+  /** The trigger an event matched to start the run. */
+  triggerId: z.string().nullable(),
 });
 export type RunListing = z.infer<typeof RunListing>;
 
@@ -255,6 +273,11 @@ export const RunDocument = z.object({
   tags: z.array(z.string()),
   /** For a rerun: the run it forked from and the node it ran again from. */
   rerunOf: RerunOf.nullable(),
+  /** The schedule whose firing started the run (docs/triggers.md). */
+  scheduleId: z.string().nullable(),
+  /** The trigger an event matched to start the run, and the events it consumed, oldest first. */
+  triggerId: z.string().nullable(),
+  eventIds: z.array(z.string()).nullable(),
   /**
    * The version tag of the configuration the run was accepted under (`TETRALOOP_CONFIG_VERSION`,
    * `version:` of the config file); null for a run from before versions were recorded.

@@ -109,6 +109,7 @@ describe('listings', () => {
     nodeCount: '4',
     tags: '["nightly"]',
     rerunOf: JSON.stringify({ runId: RUN, from: 'b' }),
+    scheduleId: 'nightly-report',
     counters: {
       'count:succeeded': '3',
       'count:failed': '1',
@@ -145,6 +146,8 @@ describe('listings', () => {
       },
       tags: ['nightly'],
       rerunOf: { runId: RUN, from: 'b' },
+      scheduleId: 'nightly-report',
+      triggerId: null,
     });
   });
 

@@ -22,6 +22,8 @@ export interface RunSearch {
   /** As stored (tenant-scoped). */
   readonly sessionKey?: string;
   readonly tag?: string;
+  readonly scheduleId?: string;
+  readonly triggerId?: string;
   /** Created at or after (epoch ms). */
   readonly since?: number;
   /** Created at or before (epoch ms). */
@@ -36,7 +38,9 @@ export type SearchFilter =
   | { readonly kind: 'status'; readonly value: RunStatus }
   | { readonly kind: 'agent'; readonly value: string }
   | { readonly kind: 'session'; readonly value: string }
-  | { readonly kind: 'tag'; readonly value: string };
+  | { readonly kind: 'tag'; readonly value: string }
+  | { readonly kind: 'schedule'; readonly value: string }
+  | { readonly kind: 'trigger'; readonly value: string };
 
 /** The filters of a search, each answered by an index (the time bounds are the indexes' scores). */
 export function searchFilters(search: RunSearch): SearchFilter[] {
@@ -45,6 +49,8 @@ export function searchFilters(search: RunSearch): SearchFilter[] {
     ...(search.agentId ? [{ kind: 'agent' as const, value: search.agentId }] : []),
     ...(search.sessionKey ? [{ kind: 'session' as const, value: search.sessionKey }] : []),
     ...(search.tag ? [{ kind: 'tag' as const, value: search.tag }] : []),
+    ...(search.scheduleId ? [{ kind: 'schedule' as const, value: search.scheduleId }] : []),
+    ...(search.triggerId ? [{ kind: 'trigger' as const, value: search.triggerId }] : []),
   ];
 }
 
@@ -55,6 +61,8 @@ export interface CandidateFields {
   readonly sessionKey: string | null;
   /** JSON array, as stored. */
   readonly tags: string | null;
+  readonly scheduleId?: string | null;
+  readonly triggerId?: string | null;
 }
 
 /**
@@ -67,6 +75,8 @@ export function matchesSearch(search: RunSearch, fields: CandidateFields): boole
   if (search.agentId && fields.agentId !== search.agentId) return false;
   if (search.sessionKey && fields.sessionKey !== search.sessionKey) return false;
   if (search.tag && !parseTags(fields.tags).includes(search.tag)) return false;
+  if (search.scheduleId && fields.scheduleId !== search.scheduleId) return false;
+  if (search.triggerId && fields.triggerId !== search.triggerId) return false;
   return true;
 }
 
@@ -105,6 +115,8 @@ export interface ListingFields {
   readonly nodeCount: string | null;
   readonly tags: string | null;
   readonly rerunOf: string | null;
+  readonly scheduleId?: string | null;
+  readonly triggerId?: string | null;
   /** `count:<status>` and `usage:<counter>` of the run's aux hash, by those names. */
   readonly counters: Readonly<Record<string, string | null>>;
 }
@@ -150,6 +162,8 @@ export function listingOf(runId: string, fields: ListingFields): RunListing | nu
     usage,
     tags: parseTags(fields.tags),
     rerunOf: fields.rerunOf ? (JSON.parse(fields.rerunOf) as RerunOf) : null,
+    scheduleId: fields.scheduleId ?? null,
+    triggerId: fields.triggerId ?? null,
   };
 }
 

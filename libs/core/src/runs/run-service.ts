@@ -32,7 +32,7 @@ import type { NewRun } from '../state/runs/run-creation.js';
 import type { RunStore } from '../state/runs/run-store.js';
 import type { RunSearch } from '../insight/run-search.js';
 import { explainRun, readyTimes, type RunExplain } from '../insight/explain.js';
-import type { RunEvent, WindowSettings } from '../domain/run-model.js';
+import type { RunEvent, RunOrigin, WindowSettings } from '../domain/run-model.js';
 import type { WebhookOutbox } from '../queues/webhook-jobs.js';
 import { WebhookStoreError, type WebhookStore } from '../state/webhook-store.js';
 import type { ToolRegistry } from '../tools/tool.js';
@@ -75,6 +75,8 @@ export interface SubmitOptions {
   readonly runId?: string;
   /** System prompt of a loop-mode agent. */
   readonly system?: string;
+  /** What started the run when no API call did: a schedule's firing, or a trigger's events. */
+  readonly origin?: RunOrigin;
 }
 
 export interface SubmitResult {
@@ -201,6 +203,7 @@ export class RunService {
       priority: request.priority,
       ...(request.tags ? { tags: request.tags } : {}),
       ...(request.webhook ? { webhook: request.webhook } : {}),
+      ...(options.origin ? { origin: options.origin } : {}),
       createdAt: new Date().toISOString(),
       pending: new Map(topology?.ids.map((id) => [id, topology.parents.get(id)?.length ?? 0]) ?? []),
     };

@@ -101,6 +101,8 @@ export interface RunSearchKeys {
   /** `sessionKey` as stored (tenant-scoped). */
   session(sessionKey: string): string;
   tag(tag: string): string;
+  schedule(scheduleId: string): string;
+  trigger(triggerId: string): string;
 }
 
 export function runSearchKeys(prefix: string, tenant: string): RunSearchKeys {
@@ -112,6 +114,8 @@ export function runSearchKeys(prefix: string, tenant: string): RunSearchKeys {
     agent: (agentId) => `${base}:agent:${agentId}`,
     session: (sessionKey) => `${base}:session:${sessionKey}`,
     tag: (tag) => `${base}:tag:${tag}`,
+    schedule: (scheduleId) => `${base}:schedule:${scheduleId}`,
+    trigger: (triggerId) => `${base}:trigger:${triggerId}`,
   };
 }
 

@@ -39,6 +39,10 @@ const keyOf = (keys: RunSearchKeys, filter: SearchFilter): string => {
       return keys.session(filter.value);
     case 'tag':
       return keys.tag(filter.value);
+    case 'schedule':
+      return keys.schedule(filter.value);
+    case 'trigger':
+      return keys.trigger(filter.value);
   }
 };
 
@@ -49,6 +53,9 @@ function replies(raw: [Error | null, unknown][] | null): unknown[] {
     return value;
   });
 }
+
+/** The fields a candidate is checked on, in the order `search` reads them. */
+const CANDIDATE_FIELDS = ['status', 'agentId', 'sessionKey', 'tags', 'scheduleId', 'triggerId'] as const;
 
 const META_FIELDS = [
   'status',
@@ -61,6 +68,8 @@ const META_FIELDS = [
   'nodeCount',
   'tags',
   'rerunOf',
+  'scheduleId',
+  'triggerId',
 ] as const;
 
 export class RunIndex {
@@ -97,17 +106,25 @@ export class RunIndex {
       const fields = replies(
         await batch
           .reduce(
-            (tx, e) => tx.hmget(runKeys(this.prefix, e.id).meta, 'status', 'agentId', 'sessionKey', 'tags'),
+            (tx, e) => tx.hmget(runKeys(this.prefix, e.id).meta, ...CANDIDATE_FIELDS),
             slotMulti(this.redis),
           )
           .exec(),
       ) as (string | null)[][];
       for (const [i, entry] of batch.entries()) {
-        const [status = null, agentId = null, sessionKey = null, tags = null] = fields[i] ?? [];
+        const [
+          status = null,
+          agentId = null,
+          sessionKey = null,
+          tags = null,
+          scheduleId = null,
+          triggerId = null,
+        ] = fields[i] ?? [];
         examined += 1;
         after = entry;
         if (status === null) gone.push(entry.id);
-        else if (matchesSearch(search, { status, agentId, sessionKey, tags })) found.push(entry);
+        else if (matchesSearch(search, { status, agentId, sessionKey, tags, scheduleId, triggerId }))
+          found.push(entry);
         if (found.length > search.limit || examined >= this.scanMax) break;
       }
     }
@@ -143,6 +160,8 @@ export class RunIndex {
         nodeCount: field('nodeCount'),
         tags: field('tags'),
         rerunOf: field('rerunOf'),
+        scheduleId: field('scheduleId'),
+        triggerId: field('triggerId'),
         counters: Object.fromEntries(LISTING_COUNTERS.map((name, j) => [name, aux[j] ?? null])),
       });
       return listing ? [listing] : [];

@@ -5,7 +5,7 @@
   a command ioredis re-sent after a reconnect) finds it and changes nothing. No claim key is
   written beside the run, so no crash can leave a claim without its run.
   A run with `index` in its fields is added to its tenant's search indexes (all, its status, its
-  agent, its session, each tag). A rerun starts with its origin's snapshots of the nodes it does not
+  agent, its session, each tag, its schedule or trigger). A rerun starts with its origin's snapshots of the nodes it does not
   run again: they are written here, with a `node.reused` event each, so the run never exists
   without them.
   ARGV[1] meta fields (JSON object of strings; `_lists`, on one Redis only, names the run-listing
@@ -59,6 +59,8 @@ if ix then
   if meta.tags then
     for _, tag in ipairs(cjson.decode(meta.tags)) do indexAdd(ix, ':tag:' .. tag) end
   end
+  if meta.scheduleId then indexAdd(ix, ':schedule:' .. meta.scheduleId) end
+  if meta.triggerId then indexAdd(ix, ':trigger:' .. meta.triggerId) end
 end
 for i = 5, #ARGV, 2 do
   redis.call('HSET', KEYS[3], ARGV[i], ARGV[i + 1])

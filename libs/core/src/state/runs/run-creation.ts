@@ -11,6 +11,7 @@ import {
   type NodeSnapshot,
   type OnBudget,
   type RerunOf,
+  type RunOrigin,
   type TaskSpec,
 } from '../../domain/run-model.js';
 import type { ExecutableGraph, Graph } from '../../nodes/index.js';
@@ -49,6 +50,8 @@ export interface NewRun {
   readonly priority?: number;
   /** Labels to find the run by (its search indexes). */
   readonly tags?: readonly string[];
+  /** What started the run when no API call did: a schedule, or a trigger and its events. */
+  readonly origin?: RunOrigin;
   /** Where the run's own events are posted (see `domain/webhook.ts`); never a secret. */
   readonly webhook?: RunWebhook;
   readonly createdAt: string;
@@ -176,6 +179,9 @@ function recordOf(run: NewRun, options: RunContext['options']) {
     ...(run.tags && run.tags.length > 0 ? { tags: JSON.stringify(run.tags) } : {}),
     ...(run.plan ? { nodeCount: String(run.plan.nodes.length) } : {}),
     ...(run.rerun ? { rerunOf: JSON.stringify(run.rerun.of) } : {}),
+    ...(run.origin?.scheduleId ? { scheduleId: run.origin.scheduleId } : {}),
+    ...(run.origin?.triggerId ? { triggerId: run.origin.triggerId } : {}),
+    ...(run.origin?.eventIds?.length ? { eventIds: JSON.stringify(run.origin.eventIds) } : {}),
     ...(run.webhook ? { webhook: JSON.stringify(run.webhook) } : {}),
     generation: '0',
     eventsMax: String(options.eventsMax ?? 10_000),

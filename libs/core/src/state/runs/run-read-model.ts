@@ -321,6 +321,9 @@ export class RunReadModel {
       priority: meta.priority === undefined ? DEFAULT_PRIORITY : Number(meta.priority),
       tags: (parseJson(meta.tags) as string[] | null) ?? [],
       rerunOf: parseJson(meta.rerunOf) as RerunOf | null,
+      scheduleId: meta.scheduleId ?? null,
+      triggerId: meta.triggerId ?? null,
+      eventIds: parseJson(meta.eventIds) as string[] | null,
       configVersion: meta.configVersion ?? null,
       // Its deliveries are kept with the tenant's webhooks: the run service adds them.
       webhook: meta.webhook ? { ...RunWebhook.parse(JSON.parse(meta.webhook)), deliveries: [] } : null,
