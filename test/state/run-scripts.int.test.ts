@@ -314,6 +314,34 @@ describe('start-run', () => {
     const result = await store.start(runId, 1, ['e'], DEADLINE + 5, 'later');
     expect(result).toEqual({ status: 'running', deadlineAt: DEADLINE });
   });
+
+  it('keeps every key of the run until its deadline plus the retention, and settling gives the retention back', async () => {
+    // A run that may wait three weeks, whose safety TTL from its creation (retention plus 500 s)
+    // would end long before its deadline.
+    const runId = await createRun();
+    const deadline = Date.now() + 21 * 86_400_000;
+    await store.start(runId, 0, ['a', 'b'], deadline, T);
+    const k = keysOf(runId);
+    const exist = [k.meta, k.pending, k.live, k.events, k.aux];
+    for (const key of exist) {
+      const left = await redis.pexpiretime(key);
+      expect(left, key).toBeGreaterThanOrEqual(deadline + RETENTION * 1000 - 1000);
+      expect(left, key).toBeLessThanOrEqual(deadline + RETENTION * 1000);
+    }
+    // A key made later (the first snapshot) takes the run's.
+    await store.completeNode(runId, 'a', snapshot('succeeded', 1), {
+      release: true,
+      children: ['c'],
+      charge: {},
+    });
+    expect(await redis.pttl(k.nodes)).toBeGreaterThan(deadline - Date.now());
+    await store.decide(runId, 'succeeded', null, T);
+    await store.settle(runId, 0, new Map(), null, { status: 'succeeded', error: null, generation: 0 }, T);
+    for (const ttl of await ttls(allKeys(runId).filter((key) => key !== k.live))) {
+      expect(ttl).toBeGreaterThan(RETENTION - 5);
+      expect(ttl).toBeLessThanOrEqual(RETENTION);
+    }
+  });
 });
 
 describe('begin-node', () => {
@@ -1086,6 +1114,62 @@ describe('wait-state', () => {
       decidedBy: BY,
     });
     expect(await redis.hget(keysOf(runId).live, 'a')).toBe('{"status":"queued"}');
+  });
+});
+
+describe('sleep-state', () => {
+  const sleeping = { status: 'waiting' as const };
+
+  it('keeps the first wake time, marks the node waiting, and appends node.sleeping once', async () => {
+    const runId = await runningRun();
+    const wake = NOW + 60_000;
+    const first = await withEvents(runId, () => store.sleepState(runId, 'a', wake, NOW, sleeping));
+    expect(first.result).toEqual({ wakeAt: wake, woke: false });
+    const until = new Date(wake).toISOString();
+    expect(brief(first.events)).toEqual([{ type: 'node.sleeping', nodeId: 'a', data: { until } }]);
+    // A re-entering or redelivered job proposes a later time (a forMs counted again): the first holds.
+    const again = await withEvents(runId, () =>
+      store.sleepState(runId, 'a', wake + 5000, NOW + 1000, sleeping),
+    );
+    expect(again.result).toEqual({ wakeAt: wake, woke: false });
+    expect(again.events).toEqual([]);
+    expect(await redis.hget(keysOf(runId).aux, 'waitUntil:a')).toBe(String(wake));
+    expect(JSON.parse((await redis.hget(keysOf(runId).live, 'a'))!)).toEqual({ status: 'waiting', until });
+  });
+
+  it('answers woke at the wake time and appends node.woke once, however many calls find it so', async () => {
+    const runId = await runningRun();
+    const wake = NOW + 60_000;
+    await store.sleepState(runId, 'a', wake, NOW, sleeping);
+    const woke = await withEvents(runId, () => store.sleepState(runId, 'a', wake + 9, wake, sleeping));
+    expect(woke.result).toEqual({ wakeAt: wake, woke: true });
+    expect(brief(woke.events)).toEqual([
+      { type: 'node.woke', nodeId: 'a', data: { until: new Date(wake).toISOString() } },
+    ]);
+    const later = await withEvents(runId, () => store.sleepState(runId, 'a', wake, wake + 10, sleeping));
+    expect(later.result).toEqual({ wakeAt: wake, woke: true });
+    expect(later.events).toEqual([]);
+  });
+
+  it('writes nothing for an unknown run, and has its wake time forgotten when the node runs again', async () => {
+    const unknown = randomUUID();
+    expect(await store.sleepState(unknown, 'a', NOW, NOW, sleeping)).toEqual({ wakeAt: 0, woke: true });
+    expect(await redis.exists(...allKeys(unknown))).toBe(0);
+
+    const runId = await runningRun();
+    await store.sleepState(runId, 'b', NOW - 1, NOW, sleeping);
+    await store.completeNode(runId, 'b', snapshot('failed'), { release: false, children: ['c'], charge: {} });
+    await store.decide(runId, 'failed', failure, T);
+    await store.settle(
+      runId,
+      0,
+      new Map([['c', notRun('skipped')]]),
+      null,
+      { status: 'failed', error: failure, generation: 0 },
+      T,
+    );
+    await store.resume(runId, ['b', 'c'], new Map([['c', 1]]), TIMEOUT);
+    expect(await redis.hmget(keysOf(runId).aux, 'waitUntil:b', 'woke:b')).toEqual([null, null]);
   });
 });
 

@@ -5,6 +5,7 @@
  */
 import { z } from 'zod';
 import type { ModelPolicy } from '../ceilings/ceilings.js';
+import { DEFAULT_MAX_WAIT_DAYS, maxRunSeconds } from '../domain/wait-limits.js';
 import { DEFAULT_GRAPH_LIMITS, MAX_NESTING, type GraphLimits } from '../graph/limits.js';
 import { findReferences, getPath } from '../graph/references.js';
 import { FIXED_FIELDS, applyVariant, variantsOf } from '../graph/retry-variants.js';
@@ -80,14 +81,29 @@ export interface ValidateOptions {
    * tenant when omitted (a graph its caller wrote).
    */
   readonly secrets?: ReadonlySet<string>;
+  /**
+   * The longest a wait node may wait, in ms (`TETRALOOP_MAX_WAIT_DAYS`).
+   * @defaultValue 30 days
+   */
+  readonly maxWaitMs?: number;
+  /** The instant a wait `until` a time is measured from. @defaultValue `Date.now()` */
+  readonly now?: number;
 }
 
 interface Options extends ValidateOptions {
   readonly limits: GraphLimits;
+  readonly waits: { readonly maxMs: number; readonly now: number };
 }
 
 export function validateGraph(raw: unknown, options: ValidateOptions): ValidationResult {
-  const opts: Options = { ...options, limits: options.limits ?? DEFAULT_GRAPH_LIMITS };
+  const opts: Options = {
+    ...options,
+    limits: options.limits ?? DEFAULT_GRAPH_LIMITS,
+    waits: {
+      maxMs: options.maxWaitMs ?? maxRunSeconds(DEFAULT_MAX_WAIT_DAYS) * 1000,
+      now: options.now ?? Date.now(),
+    },
+  };
   const issues: ValidationIssue[] = [];
   const graph = checkGraph(raw, [], 0, opts, issues);
   if (!graph || issues.length > 0) return { ok: false, issues };
@@ -457,6 +473,7 @@ function nodeCheck(
       });
       return issues.length === before;
     },
+    waits: opts.waits,
   };
 }
 

@@ -18,6 +18,7 @@ import {
   snapshotOf,
   type NodeContext,
 } from './node-context.js';
+import { sleepUntil } from './sleep.js';
 import { afterToolCall, beforeToolCall } from './tool-hooks.js';
 
 export function nodeRun<N extends ExecutableNode>(
@@ -63,6 +64,7 @@ export function nodeRun<N extends ExecutableNode>(
     callModel: (call, used) => callModel(ctx, call, used),
     awaitSignal: (signal, timeoutSeconds) => awaitSignal(ctx, { signal }, timeoutSeconds),
     park: (until) => park(ctx, until),
+    sleepUntil: (wakeAt) => sleepUntil(ctx, wakeAt),
     recordIteration: async (n, iteration, charge) => {
       const recorded = await deps.store.recordIteration(runId, node.id, n, iteration, charge, {
         status: 'running',

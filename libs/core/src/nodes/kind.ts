@@ -42,6 +42,11 @@ export interface NodeCheck {
    * tenant's in a graph its caller wrote, only the run's grant in one a model wrote.
    */
   secretNames(names: readonly string[], at: readonly PropertyKey[]): boolean;
+  /**
+   * The longest a wait may last here (`TETRALOOP_MAX_WAIT_DAYS`, in ms), and the instant the graph
+   * is checked at, which a wait `until` a time counts from.
+   */
+  readonly waits: { readonly maxMs: number; readonly now: number };
 }
 
 /** How the planner may write a kind: the shape it answers in and the rule its prompt states. */
@@ -252,6 +257,12 @@ export interface NodeRun<N extends NodeBase> {
   awaitSignal(signal: string, timeoutSeconds: number): Promise<{ delivered: boolean; payload: unknown }>;
   /** Parks the node job in the delayed set until `until` (ms); never returns. */
   park(until: number): Promise<never>;
+  /**
+   * Sleeps to `wakeAt` (ms; the node's first call's is kept, whatever later calls give), parking
+   * the job until then. Answers the wake time kept, and `woke: false` when the run's deadline came
+   * first.
+   */
+  sleepUntil(wakeAt: number): Promise<{ wakeAt: number; woke: boolean }>;
   /** Records loop iteration `n` once, charging it; answers the run's usage after it. */
   recordIteration(n: number, iteration: unknown, charge: UsageCharge): Promise<RunUsageSoFar>;
   /** Steering messages sent to this run, oldest first. */

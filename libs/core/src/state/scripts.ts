@@ -36,6 +36,7 @@ export const SCRIPT_FILES = {
     'resume-run-6',
     'signal-6',
     'wait-state-6',
+    'sleep-state-6',
     'add-child-6',
     'append-event-6',
     'set-plan-6',

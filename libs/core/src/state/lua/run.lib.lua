@@ -163,7 +163,8 @@ local function forgetNode(id)
   local snapshot = redis.call('HGET', KEYS[3], id)
   if snapshot then countNode(snapshotStatus(snapshot), -1) end
   redis.call('HDEL', KEYS[3], id)
-  redis.call('HDEL', KEYS[6], 'execs:' .. id, 'attempts:' .. id, 'progress:' .. id, 'iterations:' .. id, 'waitUntil:' .. id)
+  redis.call('HDEL', KEYS[6], 'execs:' .. id, 'attempts:' .. id, 'progress:' .. id, 'iterations:' .. id, 'waitUntil:' .. id,
+    'woke:' .. id)
 end
 
 -- Sets the run's outcome unless one is set (the first decision wins) and, for any outcome other

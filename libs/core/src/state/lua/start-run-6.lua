@@ -1,7 +1,8 @@
 --[[
   Moves a queued run to running (first start or after a resume) and marks its ready nodes queued.
   ARGV[1] now (ISO), ARGV[2] deadline (epoch ms), ARGV[3] generation of the root job,
-  ARGV[4] live JSON for a queued node, ARGV[5..] ready node ids
+  ARGV[4] live JSON for a queued node, ARGV[5] retention of a settled run (seconds),
+  ARGV[6..] ready node ids
   Returns { status after the call, or 'stale' when the root job belongs to an older generation,
   or false when the run does not exist; deadline (epoch ms) }.
 ]]
@@ -16,8 +17,14 @@ setStatus('running')
 -- A replanned run keeps its deadline; a new or resumed one gets one now.
 redis.call('HSETNX', KEYS[1], 'deadlineAt', ARGV[2])
 redis.call('HSETNX', KEYS[1], 'startedAt', ARGV[1])
+-- From now until it settles the run may wait (for a signal, an approval, a budget decision, a
+-- time) as long as its deadline allows, weeks perhaps, and may have sat queued long before (a
+-- session run behind one that waits): its keys live at least until the deadline plus the retention,
+-- never less than they had (GT). Settling gives them the retention.
+local keep = tonumber(redis.call('HGET', KEYS[1], 'deadlineAt')) + tonumber(ARGV[5]) * 1000
+for i = 1, 6 do redis.call('PEXPIREAT', KEYS[i], keep, 'GT') end
 emit('run.started', '', '{"generation":' .. ARGV[3] .. '}')
-for i = 5, #ARGV do
+for i = 6, #ARGV do
   redis.call('HSET', KEYS[4], ARGV[i], ARGV[4])
   emit('node.queued', ARGV[i], '')
 end

@@ -95,7 +95,8 @@ export class RunLifecycle {
   }
 
   /**
-   * Moves a queued run to running and marks `ready` queued. Returns its status after (or `stale`)
+   * Moves a queued run to running and marks `ready` queued; its keys then live until its deadline
+   * plus the retention, so no wait of the run outlives them. Returns its status after (or `stale`)
    * and its deadline, which a replanned run keeps from before.
    */
   async start(
@@ -110,6 +111,7 @@ export class RunLifecycle {
       deadlineAt,
       generation,
       JSON.stringify({ status: 'queued' } satisfies LiveNodeState),
+      this.ctx.options.retentionSeconds,
       ...ready,
     ])) as [string | null, string | undefined];
     const at = deadline ? Number(deadline) : deadlineAt;

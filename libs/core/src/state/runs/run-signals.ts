@@ -1,7 +1,8 @@
 /**
  * Signals and the waits that take them: a signal is delivered only where something may take it
  * (`signal-6.lua`), and a node's wait registers itself, its deadline and (for an approval) its
- * nonce on its first read (`wait-state-6.lua`).
+ * nonce on its first read (`wait-state-6.lua`). A wait node that sleeps to a time takes no signal:
+ * its wake time is kept once (`sleep-state-6.lua`).
  */
 import { SignalDecision, type LiveNodeState } from '../../domain/run-model.js';
 import { parseJson, type RunContext } from './run-context.js';
@@ -31,6 +32,12 @@ export interface WaitState {
   /** The signal's full name (an approval's with its nonce). */
   readonly signal: string;
   readonly decidedBy: SignalDecision | null;
+}
+
+/** Where a sleeping wait node stands: its wake time (kept from its first call) and whether it is over. */
+export interface SleepState {
+  readonly wakeAt: number;
+  readonly woke: boolean;
 }
 
 export class RunSignals {
@@ -95,5 +102,25 @@ export class RunSignals {
       signal,
       decidedBy: decision ? SignalDecision.parse(JSON.parse(decision)) : null,
     };
+  }
+
+  /**
+   * A sleeping wait node: its wake time (`wakeAt` on the first call, the first call's after that)
+   * and whether `now` is past it; `node.woke` is appended once, by the first call that finds it so.
+   */
+  async sleepState(
+    runId: string,
+    nodeId: string,
+    wakeAt: number,
+    now: number,
+    live: LiveNodeState,
+  ): Promise<SleepState> {
+    const [wake, woke] = (await this.ctx.script('sleep-state-6', this.ctx.scriptKeys(runId), [
+      nodeId,
+      wakeAt,
+      now,
+      JSON.stringify(live),
+    ])) as [number, number];
+    return { wakeAt: wake, woke: woke === 1 };
   }
 }
