@@ -4,8 +4,10 @@
  * connection the schedule keeps held (see `websocket-source.ts`). Every event is normalised,
  * deduplicated by id (or content hash) within a window, merged with same-type events of its
  * source that arrive within a burst window, and written into its session's environment, whose
- * version then moves. Each source is polled by its own job with its own timeout and backoff, so
- * one hanging source never delays another; its status is kept, with its tenant, for `GET /v1/sources`.
+ * version then moves; a timer or file source with `wake` also sends the session a message for
+ * each, starting a run through its lane (see `wake.ts`). Each source is polled by its own job with
+ * its own timeout and backoff, so one hanging source never delays another; its status is kept,
+ * with its tenant, for `GET /v1/sources`.
  * An event naming a session key outside the API's alphabet (`SessionKey`: no `~`, so never another
  * tenant's session) is dropped, counted and logged.
  */
@@ -21,9 +23,10 @@ import type { SessionStore } from '../state/session-store.js';
 import { metrics } from '../telemetry/metrics.js';
 import { egressClient, type EgressClient } from '../tools/egress-client.js';
 import { parseAllowHosts, type EgressPolicy } from '../tools/egress-policy.js';
-import { InboundEvent, SENSE_JOB, SessionKey } from './sense-jobs.js';
+import { InboundEvent, SENSE_JOB, SessionKey, type SensePayload } from './sense-jobs.js';
 import { fileEvent, fileSignature, listFiles } from './file-source.js';
 import { contentHash, type SessionService } from './session-service.js';
+import { wakeDeliveryId, wakeMessage } from './wake.js';
 import { WebSocketSource, WebSocketSources } from './websocket-source.js';
 import { slotMulti } from '../state/slot-multi.js';
 
@@ -60,6 +63,12 @@ export const TimerSource = z.strictObject({
   type: z.string().min(1).max(64).default('timer'),
   /** The payload of every event. @defaultValue `{"at": <the tick's scheduled time>}` */
   payload: z.unknown().optional(),
+  /**
+   * Each tick also starts a session run through the lane, as a message would (`sessions/wake.ts`):
+   * the message is the payload when it is a string (or an object's `task` or `text`).
+   * @defaultValue false
+   */
+  wake: z.boolean().optional(),
 });
 export type TimerSource = z.infer<typeof TimerSource>;
 
@@ -84,6 +93,11 @@ export const FileSource = z.strictObject({
   maxFiles: z.number().int().min(1).max(1000).default(100),
   /** @defaultValue "file" */
   type: z.string().min(1).max(64).default('file'),
+  /**
+   * Each event also starts a session run through the lane, as a message would; the file stays data
+   * in the environment, the message only names it (`sessions/wake.ts`). @defaultValue false
+   */
+  wake: z.boolean().optional(),
 });
 export type FileSource = z.infer<typeof FileSource>;
 
@@ -122,6 +136,11 @@ export interface SenseEvent {
   count?: number;
   /** The tenant of the source (webhooks). */
   tenant?: string;
+  /**
+   * Written, it also wakes its session (a run through the lane); `trusted`: its payload is the
+   * operator's configuration, which may be the message. Not kept in the environment.
+   */
+  wake?: { readonly trusted: boolean };
 }
 
 /** Why a source's event was dropped before reaching a session (`tetraloop_source_events_refused_total{reason}`). */
@@ -205,6 +224,7 @@ export class SourceService {
     raw: InboundEvent,
     kind: SourceStatus['kind'],
     tenant?: string,
+    wake?: SenseEvent['wake'],
   ): Promise<'accepted' | 'duplicate' | 'refused'> {
     if (raw.sessionKey !== undefined && !SessionKey.safeParse(raw.sessionKey).success) {
       this.refuse(source, kind, SOURCE_EVENT_REFUSALS.invalidSessionKey, raw.sessionKey);
@@ -219,6 +239,7 @@ export class SourceService {
       type: raw.type,
       payload: raw.payload ?? null,
       receivedAt: new Date().toISOString(),
+      ...(wake ? { wake } : {}),
     };
     metrics.eventsIngested.inc({ kind });
     if (!(await this.deps.sessionService.firstSighting(`source:${source}`, event.eventId))) {
@@ -283,11 +304,28 @@ export class SourceService {
     });
   }
 
-  /** Into the environment of the session it names, within its source's tenant. */
+  /**
+   * Into the environment of the session it names, within its source's tenant; then, for a source
+   * that wakes its session, a message to it (a run through its lane), sent once the event is there.
+   */
   private async write(event: SenseEvent): Promise<void> {
     if (!event.sessionKey) return;
+    const { wake, ...written } = event;
     const sessionKey = scopedName(event.tenant ?? DEFAULT_TENANT, event.sessionKey);
-    await this.deps.sessions.addEnvironmentEvent(sessionKey, event, this.deps.environmentCap);
+    await this.deps.sessions.addEnvironmentEvent(sessionKey, written, this.deps.environmentCap);
+    if (!wake) return;
+    // The job id derives from the event: writing it again adds no second message while the first
+    // job is kept, and the message's own id keeps it to one run within the dedupe window after.
+    const deliveryId = wakeDeliveryId(written);
+    await this.deps.senseQueue.add(
+      SENSE_JOB.message,
+      {
+        sessionKey,
+        message: wakeMessage(written, wake.trusted),
+        deliveryId,
+      } satisfies SensePayload<typeof SENSE_JOB.message>,
+      { jobId: deliveryId, removeOnComplete: { age: 60 }, removeOnFail: { age: 3600 } },
+    );
   }
 
   /**
@@ -385,6 +423,7 @@ export class SourceService {
       },
       'timer',
       source.tenant,
+      source.wake ? { trusted: true } : undefined,
     );
   }
 
@@ -409,6 +448,7 @@ export class SourceService {
         { eventId, type: source.type, sessionKey: source.sessionKey, payload },
         'file',
         source.tenant,
+        source.wake ? { trusted: false } : undefined,
       );
       await this.deps.redis.hset(key, file.name, fileSignature(file));
     }
