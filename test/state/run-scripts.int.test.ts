@@ -1815,7 +1815,8 @@ describe('guards against ended and vanished runs', () => {
 
 describe('search indexes and node counts', () => {
   const search = runSearchKeys(prefix, 'default');
-  const KEEP_MS = (86_400 + RETENTION) * 1000;
+  // A run may last the longest wait (30 days by default), then is kept the retention.
+  const KEEP_MS = (30 * 86_400 + RETENTION) * 1000;
   const inIndex = async (key: string, runId: string): Promise<boolean> =>
     (await redis.zscore(key, runId)) !== null;
   const counts = async (runId: string): Promise<Record<string, string>> =>

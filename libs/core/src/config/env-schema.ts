@@ -11,6 +11,12 @@ import { LimitsDocument, parseLimitsSetting } from '../flow/limits.js';
 import { AgentCeiling, AgentId, Ceilings, TenantCeiling } from '../ceilings/ceilings.js';
 import { ModelPrices, PriceTable } from '../cost/price-table.js';
 import { MAX_BUDGET_COST_USD } from '../domain/node-snapshot.js';
+import {
+  DEFAULT_MAX_WAIT_DAYS,
+  MAX_RUN_SECONDS,
+  MAX_WAIT_DAYS_CEILING,
+  maxRunSeconds,
+} from '../domain/wait-limits.js';
 import { TenantId } from '../domain/tenant.js';
 import { MAX_WINDOWS, MAX_WINDOW_SIZE } from '../runs/run-request.js';
 import { DEFAULT_LIFECYCLE, type LifecycleSettings } from '../memory/lesson-lifecycle.js';
@@ -178,6 +184,13 @@ export const BASE_SETTINGS = {
     doc: 'Most outbound webhook subscriptions one tenant may hold (`POST /v1/webhooks`).',
     schema: z.coerce.number().int().min(1).max(1000).default(20),
   }),
+  TETRALOOP_SCHEDULES_MAX: setting({
+    group: 'schedules',
+    file: 'schedules.maxPerTenant',
+    readBy: ['api', 'workers'],
+    doc: 'Most schedules one tenant may hold (`POST /v1/schedules`).',
+    schema: z.coerce.number().int().min(1).max(10_000).default(100),
+  }),
   TETRALOOP_WEBHOOK_ATTEMPTS: setting({
     group: 'outbound webhooks',
     file: 'outboundWebhooks.attempts',
@@ -234,6 +247,13 @@ export const BASE_SETTINGS = {
       .int()
       .positive()
       .default(7 * 24 * 3600),
+  }),
+  TETRALOOP_MAX_WAIT_DAYS: setting({
+    group: 'runs',
+    file: 'runs.maxWaitDays',
+    readBy: ['api', 'workers'],
+    doc: 'How long a run may last, its waits included (a wait for a signal, an approval, a budget decision or a time holds no worker): the largest `timeoutSeconds` a run request may ask for (more is refused with `400` at `timeoutSeconds`) and the longest wait a wait node may state. A running run keeps its record until its deadline plus `TETRALOOP_RUN_RETENTION_SECONDS`.',
+    schema: z.coerce.number().int().min(1).max(MAX_WAIT_DAYS_CEILING).default(DEFAULT_MAX_WAIT_DAYS),
   }),
   TETRALOOP_RUN_EVENTS_MAX: setting({
     group: 'runs',
@@ -467,7 +487,7 @@ export const BASE_SETTINGS = {
     file: 'ceilings.maxTimeoutSeconds',
     readBy: ['api', 'workers'],
     doc: 'The longest deadline (`timeoutSeconds`) a run may ask for; longer ones are clamped to it.',
-    schema: z.coerce.number().int().positive().max(86_400).optional(),
+    schema: z.coerce.number().int().positive().max(MAX_RUN_SECONDS).optional(),
   }),
   TETRALOOP_TENANT_MAX_RUNNING: setting({
     group: 'ceilings',
@@ -1047,6 +1067,7 @@ export function runStoreOptionsOf(env: BaseEnv): RunStoreOptions {
   return {
     prefix: env.TETRALOOP_PREFIX,
     retentionSeconds: env.TETRALOOP_RUN_RETENTION_SECONDS,
+    maxRunSeconds: maxRunSeconds(env.TETRALOOP_MAX_WAIT_DAYS),
     eventsMax: env.TETRALOOP_RUN_EVENTS_MAX,
     configVersion: env.TETRALOOP_CONFIG_VERSION,
   };
@@ -1055,7 +1076,7 @@ export function runStoreOptionsOf(env: BaseEnv): RunStoreOptions {
 /** What the run service takes from the configuration: graph bounds, a run's defaults, the model. */
 export function runSettingsOf(
   env: BaseEnv,
-): Pick<RunServiceDeps, 'limits' | 'modelConfigured' | 'defaultBudget' | 'windowDefaults'> {
+): Pick<RunServiceDeps, 'limits' | 'modelConfigured' | 'defaultBudget' | 'windowDefaults' | 'maxRunSeconds'> {
   return {
     limits: graphLimitsOf(env),
     modelConfigured: isModelConfigured(modelConfigOf(env)),
@@ -1066,6 +1087,7 @@ export function runSettingsOf(
       ...(env.TETRALOOP_BUDGET_COST_USD ? { costUsd: env.TETRALOOP_BUDGET_COST_USD } : {}),
     },
     windowDefaults: { size: env.TETRALOOP_PLAN_WINDOW, maxWindows: env.TETRALOOP_PLAN_MAX_WINDOWS },
+    maxRunSeconds: maxRunSeconds(env.TETRALOOP_MAX_WAIT_DAYS),
   };
 }
 

@@ -15,8 +15,7 @@ export * from './signal.js';
 
 export { RunError };
 
-/** The longest deadline a run may have (`timeoutSeconds`). */
-export const MAX_RUN_SECONDS = 86_400;
+export * from './wait-limits.js';
 
 export const RunStatus = z.enum(['queued', 'running', 'succeeded', 'failed', 'cancelled', 'timed_out']);
 export type RunStatus = z.infer<typeof RunStatus>;

@@ -21,6 +21,7 @@ import {
 } from '../domain/run-model.js';
 import { idempotentRunId } from '../domain/run-id.js';
 import { DEFAULT_TENANT } from '../domain/tenant.js';
+import { DEFAULT_MAX_WAIT_DAYS, maxRunSeconds } from '../domain/wait-limits.js';
 import { cancelledError } from '../errors/run-error.js';
 import type { GraphLimits } from '../graph/limits.js';
 import type { ValidationIssue } from '../graph/schema.js';
@@ -100,6 +101,11 @@ export interface RunServiceDeps {
   readonly defaultBudget: RunBudget;
   /** Window mode when the request sets no `window` / `maxWindows`. */
   readonly windowDefaults: WindowSettings;
+  /**
+   * The longest a run may last, its waits included (`TETRALOOP_MAX_WAIT_DAYS`, in seconds): the
+   * largest `timeoutSeconds` accepted and the longest wait node. @defaultValue 30 days
+   */
+  readonly maxRunSeconds?: number;
   /** Whether llm nodes, agents and task runs can run here. */
   readonly modelConfigured: boolean;
   readonly allowedTools: (agentId: string) => ReadonlySet<string>;
@@ -144,6 +150,7 @@ export class RunService {
       ]);
     }
     this.checkModel(tenant, request);
+    this.checkTimeout(request.timeoutSeconds);
     const taskPlansLater = request.task !== undefined && request.mode !== 'loop';
     const graph =
       request.task !== undefined && request.mode === 'loop'
@@ -162,6 +169,7 @@ export class RunService {
           allowedTools,
           models: ceilings.models(tenant, request.agentId),
           input: { value: request.input },
+          maxWaitMs: this.maxRunSeconds * 1000,
         });
     if (validation && !validation.ok) {
       throw new GraphRejectedError(validation.issues.map((i) => ({ ...i, path: join('graph', i.path) })));
@@ -221,6 +229,26 @@ export class RunService {
     // is still queued: its id derives from the run, so this adds nothing when the job exists.
     if (stored.status === 'queued' && options.start !== false) await this.enqueueRoot(runId, 0);
     return { runId, status: stored.status, acceptedAt: stored.createdAt, created: stored.created };
+  }
+
+  private get maxRunSeconds(): number {
+    return this.deps.maxRunSeconds ?? maxRunSeconds(DEFAULT_MAX_WAIT_DAYS);
+  }
+
+  /**
+   * Refuses (RequestRefusedError at `timeoutSeconds`) a deadline past the longest a run may last
+   * here. Not clamped like a ceiling: a run asking to wait longer than the deployment allows would
+   * otherwise be cut off silently, weeks later.
+   */
+  private checkTimeout(timeoutSeconds: number): void {
+    const max = this.maxRunSeconds;
+    if (timeoutSeconds <= max) return;
+    throw new RequestRefusedError([
+      {
+        path: 'timeoutSeconds',
+        message: `must be at most ${max} (${max / 86_400} days, TETRALOOP_MAX_WAIT_DAYS)`,
+      },
+    ]);
   }
 
   /** The secrets a task run grants what a model writes for it: the request's and the agent's declared ones. */
@@ -395,6 +423,7 @@ export class RunService {
       allowedTools,
       models: ceilings.models(tenant, origin.agentId),
       input: { value: origin.input },
+      maxWaitMs: this.maxRunSeconds * 1000,
       // A planned graph is held to today's grant: what the origin asked for, and what its agent
       // declares now (a secret taken off the agent is not replayed by a rerun).
       ...(header.task

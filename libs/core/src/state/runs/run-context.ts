@@ -13,6 +13,11 @@ export interface RunStoreOptions {
   /** How long a settled run's record is kept. @defaultValue 7 days */
   readonly retentionSeconds: number;
   /**
+   * The longest a run may last (`TETRALOOP_MAX_WAIT_DAYS` in seconds): how long its tenant's indexes
+   * keep it, as it may run that long and be kept the retention after. @defaultValue 30 days
+   */
+  readonly maxRunSeconds?: number;
+  /**
    * Events kept in a run's stream (`XADD MAXLEN ~`, recorded in the run's hash at creation); older
    * ones are trimmed. @defaultValue 10000
    */

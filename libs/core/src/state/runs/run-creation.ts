@@ -5,7 +5,8 @@
  */
 import { isCluster } from '../redis-client.js';
 import {
-  MAX_RUN_SECONDS,
+  DEFAULT_MAX_WAIT_DAYS,
+  maxRunSeconds,
   RunStatus,
   type Budget,
   type NodeSnapshot,
@@ -89,7 +90,9 @@ export class RunCreation {
     const created = Date.parse(run.createdAt);
     // Listed runs (not child runs: they are found through their parent) name their tenant's search
     // indexes, which the run scripts keep (run.lib.lua).
-    const keepMs = (MAX_RUN_SECONDS + options.retentionSeconds) * 1000;
+    const keepSeconds =
+      (options.maxRunSeconds ?? maxRunSeconds(DEFAULT_MAX_WAIT_DAYS)) + options.retentionSeconds;
+    const keepMs = keepSeconds * 1000;
     const index = run.parentRunId
       ? {}
       : {
@@ -113,7 +116,7 @@ export class RunCreation {
         .zadd(queuedRunsKey(options.prefix), 'NX', created, run.runId)
         .zadd(runs, 'NX', created, run.runId)
         .zremrangebyscore(runs, '-inf', created - keepMs)
-        .expire(runs, MAX_RUN_SECONDS + options.retentionSeconds)
+        .expire(runs, keepSeconds)
         .exec();
     }
     const lists = cluster
@@ -125,7 +128,7 @@ export class RunCreation {
             id: run.runId,
             score: created,
             keepMs,
-            ttl: MAX_RUN_SECONDS + options.retentionSeconds,
+            ttl: keepSeconds,
           },
         };
     const reused = [...(run.rerun?.reused ?? [])].flatMap(([id, snapshot]) => [
