@@ -79,6 +79,13 @@ async function settled(key: string, runId: string): Promise<RunDocument> {
   return res.body as unknown as RunDocument;
 }
 
+const PAUSED_SCHEDULE = {
+  name: 'nightly',
+  cron: '0 3 * * *',
+  paused: true,
+  request: { graph: { nodes: [{ id: 'a', kind: 'tool', tool: 'json', args: { value: 1 } }] } },
+};
+
 const waitGraph = (signal: string) => ({
   graph: { nodes: [{ id: 'gate', kind: 'wait', signal, timeoutSeconds: 600, acceptEarly: true }] },
 });
@@ -94,6 +101,9 @@ interface Fixture {
   /** Two of acme's webhook subscriptions: one to read, one to delete. */
   webhook: string;
   doomedWebhook: string;
+  /** Two of acme's schedules (paused, so they start nothing): one to read and change, one to delete. */
+  schedule: string;
+  doomedSchedule: string;
 }
 
 let acme: string;
@@ -204,6 +214,12 @@ beforeAll(async () => {
     return (made.body as { id: string }).id;
   };
   const [webhook, doomedWebhook] = [await subscribe(), await subscribe()];
+  const schedule = async (): Promise<string> => {
+    const made = await call('post', '/v1/schedules', { key: acme, body: PAUSED_SCHEDULE });
+    expect(made.status).toBe(201);
+    return (made.body as { id: string }).id;
+  };
+  const [scheduleId, doomedSchedule] = [await schedule(), await schedule()];
   fixture = {
     doneRun,
     failedRun,
@@ -213,6 +229,8 @@ beforeAll(async () => {
     lesson,
     webhook,
     doomedWebhook,
+    schedule: scheduleId,
+    doomedSchedule,
   };
 }, 60_000);
 
@@ -301,6 +319,18 @@ async function exampleOf(name: RouteName): Promise<Example> {
       return { path: `/v1/webhooks/${f.webhook}/deliveries`, ok: 200 };
     case 'webhooks.delete':
       return { path: `/v1/webhooks/${f.doomedWebhook}`, ok: 204 };
+    case 'schedules.create':
+      return { path: '/v1/schedules', body: PAUSED_SCHEDULE, ok: 201 };
+    case 'schedules.list':
+      return { path: '/v1/schedules', ok: 200 };
+    case 'schedules.get':
+      return { path: `/v1/schedules/${f.schedule}`, ok: 200 };
+    case 'schedules.patch':
+      return { path: `/v1/schedules/${f.schedule}`, body: { name: 'renamed' }, ok: 200 };
+    case 'schedules.delete':
+      return { path: `/v1/schedules/${f.doomedSchedule}`, ok: 204 };
+    case 'schedules.trigger':
+      return { path: `/v1/schedules/${f.schedule}/trigger`, ok: 202 };
     case 'keys.create':
       return { path: '/v1/keys', body: { scopes: ['runs:read'] }, ok: 201 };
     case 'keys.list':

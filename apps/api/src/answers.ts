@@ -14,6 +14,7 @@ import {
 import { LimitDefinition } from '@tetraloop/core/flow';
 import { Lesson, RunSummary } from '@tetraloop/core/memory';
 import { MessageResult, SourceStatus } from '@tetraloop/core/sessions';
+import { Schedule, ScheduleState } from '@tetraloop/core/schedules';
 import {
   ApiKeyRecord,
   CounterState,
@@ -46,6 +47,17 @@ export const RunAccepted = z.object({
   acceptedAt: z.string(),
 });
 export type RunAccepted = z.infer<typeof RunAccepted>;
+
+/** A schedule as `GET /v1/schedules/:id` shows it: itself, what its firings did, its next due time. */
+export const ScheduleView = Schedule.extend({
+  state: ScheduleState,
+  /** The next due time; null while paused. */
+  nextFireAt: z.string().nullable(),
+});
+export type ScheduleView = z.infer<typeof ScheduleView>;
+
+export const ScheduleList = z.object({ schedules: z.array(ScheduleView) });
+export type ScheduleList = z.infer<typeof ScheduleList>;
 
 /** `202` of `POST /v1/runs/:id/rerun`: the new run, and where it forked from. */
 export const RerunAccepted = RunAccepted.extend({

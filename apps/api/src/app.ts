@@ -41,6 +41,7 @@ import type { TrustProxy } from './trust-proxy.js';
 import { usageHandlers } from './usage-router.js';
 import { toolHandlers, type ToolsRouterDeps } from './tools-router.js';
 import { webhookHandlers } from './webhooks-router.js';
+import { scheduleHandlers, type SchedulesRouterDeps } from './schedules-router.js';
 
 export interface AppDeps {
   /** Brings scrape-time gauges (queue depths) up to date before /metrics answers. */
@@ -69,6 +70,8 @@ export interface AppDeps {
   readonly secrets: SecretStore;
   /** Each tenant's outbound webhooks: subscriptions, signing secrets, delivery attempts. */
   readonly outboundWebhooks: WebhookStore;
+  /** Each tenant's schedules. */
+  readonly schedules: SchedulesRouterDeps['schedules'];
   /** Each tenant's daily model spending. */
   readonly costs: CostLedger;
   /** Every tool graphs may name, and the custom tool catalog. */
@@ -162,6 +165,7 @@ export function createApp(deps: AppDeps): express.Express {
     ...memoryHandlers(deps),
     ...secretHandlers(deps),
     ...webhookHandlers(deps),
+    ...scheduleHandlers(deps),
     ...usageHandlers(deps),
     ...toolHandlers(deps),
     ...keyHandlers({ keys: deps.auth.keys, purgeTenant: deps.purgeTenant }),

@@ -15,7 +15,7 @@ export type HttpMethod = (typeof HTTP_METHODS)[number];
 export type RouteAccess = Scope | 'root' | 'signature';
 
 /** The thing a path parameter names, when another tenant must not find it (answered `404`). */
-export type Owned = 'run' | 'session' | 'lesson' | 'blob' | 'key' | 'secret' | 'webhook';
+export type Owned = 'run' | 'session' | 'lesson' | 'blob' | 'key' | 'secret' | 'webhook' | 'schedule';
 
 export interface RouteSpec {
   readonly method: HttpMethod;
@@ -90,6 +90,27 @@ export const ROUTES = {
     path: '/v1/webhooks/:id',
     access: 'webhooks:write',
     owned: 'webhook',
+  },
+  'schedules.create': { method: 'post', path: '/v1/schedules', access: 'schedules:write' },
+  'schedules.list': { method: 'get', path: '/v1/schedules', access: 'schedules:read' },
+  'schedules.get': { method: 'get', path: '/v1/schedules/:id', access: 'schedules:read', owned: 'schedule' },
+  'schedules.patch': {
+    method: 'patch',
+    path: '/v1/schedules/:id',
+    access: 'schedules:write',
+    owned: 'schedule',
+  },
+  'schedules.delete': {
+    method: 'delete',
+    path: '/v1/schedules/:id',
+    access: 'schedules:write',
+    owned: 'schedule',
+  },
+  'schedules.trigger': {
+    method: 'post',
+    path: '/v1/schedules/:id/trigger',
+    access: 'schedules:write',
+    owned: 'schedule',
   },
   'keys.create': { method: 'post', path: '/v1/keys', access: 'admin' },
   'keys.list': { method: 'get', path: '/v1/keys', access: 'admin' },

@@ -144,6 +144,7 @@ export async function startApi(env: ApiEnv, options: StartApiOptions = {}): Prom
     sources: services.sources,
     secrets: services.secrets,
     outboundWebhooks: services.webhooks,
+    schedules: services.schedules,
     costs: services.costs,
     tools: mcp.tools,
     toolCatalog: () => mcp.catalog.snapshot(),

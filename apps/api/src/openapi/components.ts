@@ -26,6 +26,7 @@ import { Lesson, RunSummary } from '@tetraloop/core/memory';
 import { GraphBody, SubgraphNode, SubmittedGraph } from '@tetraloop/core/nodes';
 import { RunRequest } from '@tetraloop/core/runs';
 import { InboundEvent, SourceStatus } from '@tetraloop/core/sessions';
+import { ScheduleRequest, SchedulePatch, ScheduleState } from '@tetraloop/core/schedules';
 import {
   ApiKeyRecord,
   CostTotal,
@@ -56,6 +57,8 @@ import {
   RunAccepted,
   RunPage,
   RunCancelled,
+  ScheduleList,
+  ScheduleView,
   RunResumed,
   SecretList,
   SessionPage,
@@ -137,6 +140,9 @@ export const ANSWER_SCHEMAS = {
   WebhookDeliveries,
   DeliveryAttempt,
   WebhookSecret,
+  ScheduleView,
+  ScheduleList,
+  ScheduleState,
   KeyCreated,
   KeyList,
   ApiKeyRecord,
@@ -160,6 +166,8 @@ export const REQUEST_SCHEMAS = {
   LessonPatch,
   SecretBody,
   WebhookBody: WebhookSubscriptionRequest,
+  ScheduleBody: ScheduleRequest,
+  SchedulePatch,
   KeyBody,
   LimitsDocument,
   LimitsList,

@@ -295,6 +295,7 @@ export function openApiDocument(settings: OperationSettings = { maxWaitMs: DEFAU
         name: 'webhooks',
         description: 'Outbound webhooks: subscriptions to runs’ events, signing secrets, delivery attempts.',
       },
+      { name: 'schedules', description: 'Schedules: runs started on a cron pattern or an interval.' },
       { name: 'keys', description: 'API keys and tenants.' },
       { name: 'limits', description: 'Flow limits (root token).' },
       { name: 'usage', description: 'What model calls cost: the cost ledger.' },

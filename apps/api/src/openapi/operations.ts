@@ -6,11 +6,12 @@
  * (`answers.ts`, the core's records); error codes are listed by status.
  */
 import { CostDay } from '@tetraloop/core/cost';
-import { RunDocument, WebhookId, WebhookSubscriptionRequest } from '@tetraloop/core/domain';
+import { OriginId, RunDocument, WebhookId, WebhookSubscriptionRequest } from '@tetraloop/core/domain';
 import { RunExplain } from '@tetraloop/core/insight';
 import { Lesson } from '@tetraloop/core/memory';
 import { RunRequest } from '@tetraloop/core/runs';
 import { SecretName } from '@tetraloop/core/secrets';
+import { ScheduleRequest, SchedulePatch } from '@tetraloop/core/schedules';
 import { InboundEvent } from '@tetraloop/core/sessions';
 import { DailyCost, SessionView } from '@tetraloop/core/state';
 import { z } from 'zod';
@@ -26,6 +27,8 @@ import {
   RerunAccepted,
   RunAccepted,
   RunPage,
+  ScheduleList,
+  ScheduleView,
   RunCancelled,
   RunResumed,
   SecretList,
@@ -127,6 +130,7 @@ const sessionKey: ParameterSpec = {
   description: 'The session key: it names a lane of the caller’s tenant.',
 };
 const agentId: ParameterSpec = { schema: AgentId, description: 'The agent.' };
+const scheduleId: ParameterSpec = { schema: OriginId, description: 'The schedule’s id (`sch_…`).' };
 const webhookId: ParameterSpec = { schema: WebhookId, description: 'The subscription’s id (`whk_…`).' };
 const expand = '`blobs`: each blob stub in `output` and `nodes.*.output` replaced by the output itself.';
 
@@ -545,6 +549,75 @@ export function routeOperations(settings: OperationSettings): { readonly [K in R
       params: { id: webhookId },
       answers: { 204: { description: 'Deleted, with its delivery attempts.' } },
       errors: { 404: ['webhook_not_found'] },
+    },
+    'schedules.create': {
+      tag: 'schedules',
+      summary: 'Make a schedule that starts a run on a cron pattern or an interval',
+      description:
+        'A BullMQ job scheduler fires it: `cron` (five or six fields) read in `timezone` (IANA, default `UTC`), or `everyMs` (from 1 s; the first firing is at once). `request` is a run request, checked whole now as `POST /v1/runs` checks it. Each firing starts one run carrying `scheduleId` (an idempotency key made of the schedule and the due time: a firing handled twice is one run). `overlap`: `skip` (default: nothing while the last run is queued or running), `allow`, `cancel_previous`. `catchUp`: `none` (default: a firing more than 60 s late whose next one was already due is `missed`), `latest` (it runs, once).',
+      body: { schema: ScheduleRequest, required: true },
+      answers: {
+        201: {
+          description: 'Made.',
+          json: ScheduleView,
+          headers: { Location: 'The schedule: `/v1/schedules/<id>`.' },
+        },
+      },
+      errors: { 400: ['invalid_request', 'invalid_graph'], 409: ['too_many_schedules'] },
+    },
+    'schedules.list': {
+      tag: 'schedules',
+      summary: 'List the tenant’s schedules',
+      answers: {
+        200: { description: 'Oldest first, each with its firings and next due time.', json: ScheduleList },
+      },
+      errors: {},
+    },
+    'schedules.get': {
+      tag: 'schedules',
+      summary: 'Read a schedule, what its firings did and when it fires next',
+      params: { id: scheduleId },
+      answers: { 200: { description: 'The schedule.', json: ScheduleView } },
+      errors: { 404: ['schedule_not_found'] },
+    },
+    'schedules.patch': {
+      tag: 'schedules',
+      summary: 'Change a schedule: pause or resume it, its cadence, its request or its policies',
+      description:
+        'The fields given replace the stored ones, and the result is checked whole. A new `cron` replaces `everyMs` (keeping the zone unless one is given) and the other way round. `paused: true` removes its job scheduler; `false` makes it again.',
+      params: { id: scheduleId },
+      body: { schema: SchedulePatch, required: true },
+      answers: { 200: { description: 'The schedule as changed.', json: ScheduleView } },
+      errors: { 400: ['invalid_request', 'invalid_graph'], 404: ['schedule_not_found'] },
+    },
+    'schedules.delete': {
+      tag: 'schedules',
+      summary: 'Delete a schedule and its job scheduler',
+      description: 'Its runs stay; they keep their `scheduleId`.',
+      params: { id: scheduleId },
+      answers: { 204: { description: 'Deleted.' } },
+      errors: { 404: ['schedule_not_found'] },
+    },
+    'schedules.trigger': {
+      tag: 'schedules',
+      summary: 'Start the schedule’s run now',
+      description:
+        'Whatever its cadence, pause or overlap policy. The run carries `scheduleId` and becomes the schedule’s last run. A repeated `Idempotency-Key` answers the first trigger’s run.',
+      params: { id: scheduleId },
+      headers: {
+        'Idempotency-Key': {
+          schema: IdempotencyKey.unwrap(),
+          description: 'Names the run: every trigger of this schedule with the same key gets the same run.',
+        },
+      },
+      answers: {
+        202: {
+          description: 'Accepted.',
+          json: RunAccepted,
+          headers: { Location: 'The run: `/v1/runs/<runId>`.' },
+        },
+      },
+      errors: { 400: ['invalid_request', 'invalid_graph'], 404: ['schedule_not_found'] },
     },
     'keys.create': {
       tag: 'keys',

@@ -1,6 +1,7 @@
 /**
  * The sense pool: session messages and sources (`executeSenseJob`), polled sources on their
- * schedules, the periodic sweep of session lanes, and deliveries of outbound webhooks.
+ * schedules, the periodic sweep of session lanes, deliveries of outbound webhooks and the firings
+ * of the tenants' schedules.
  */
 import type { Job } from 'bullmq';
 import { webhookDeliveryOf } from '@tetraloop/core/config';
@@ -18,6 +19,7 @@ export function sensePool(ctx: PoolContext): PoolDefinition {
       const deps = {
         sessions: services.sessions,
         sources: services.sources,
+        schedules: services.schedules,
         polled,
         // Deliveries go through the egress policy the http tool and polled sources are held to.
         webhooks: {

@@ -626,6 +626,86 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/schedules": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * List the tenant’s schedules
+         * @description Needs an API key with the scope `schedules:read` (or the root token).
+         */
+        get: operations["schedules.list"];
+        put?: never;
+        /**
+         * Make a schedule that starts a run on a cron pattern or an interval
+         * @description A BullMQ job scheduler fires it: `cron` (five or six fields) read in `timezone` (IANA, default `UTC`), or `everyMs` (from 1 s; the first firing is at once). `request` is a run request, checked whole now as `POST /v1/runs` checks it. Each firing starts one run carrying `scheduleId` (an idempotency key made of the schedule and the due time: a firing handled twice is one run). `overlap`: `skip` (default: nothing while the last run is queued or running), `allow`, `cancel_previous`. `catchUp`: `none` (default: a firing more than 60 s late whose next one was already due is `missed`), `latest` (it runs, once).
+         *
+         *     Needs an API key with the scope `schedules:write` (or the root token).
+         */
+        post: operations["schedules.create"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/schedules/{id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Read a schedule, what its firings did and when it fires next
+         * @description Needs an API key with the scope `schedules:read` (or the root token).
+         */
+        get: operations["schedules.get"];
+        put?: never;
+        post?: never;
+        /**
+         * Delete a schedule and its job scheduler
+         * @description Its runs stay; they keep their `scheduleId`.
+         *
+         *     Needs an API key with the scope `schedules:write` (or the root token).
+         */
+        delete: operations["schedules.delete"];
+        options?: never;
+        head?: never;
+        /**
+         * Change a schedule: pause or resume it, its cadence, its request or its policies
+         * @description The fields given replace the stored ones, and the result is checked whole. A new `cron` replaces `everyMs` (keeping the zone unless one is given) and the other way round. `paused: true` removes its job scheduler; `false` makes it again.
+         *
+         *     Needs an API key with the scope `schedules:write` (or the root token).
+         */
+        patch: operations["schedules.patch"];
+        trace?: never;
+    };
+    "/v1/schedules/{id}/trigger": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Start the schedule’s run now
+         * @description Whatever its cadence, pause or overlap policy. The run carries `scheduleId` and becomes the schedule’s last run. A repeated `Idempotency-Key` answers the first trigger’s run.
+         *
+         *     Needs an API key with the scope `schedules:write` (or the root token).
+         */
+        post: operations["schedules.trigger"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v1/keys": {
         parameters: {
             query?: never;
@@ -1616,6 +1696,36 @@ export interface components {
         WebhookSecret: {
             secret: string;
         };
+        ScheduleView: {
+            id: string;
+            name: string;
+            cron: string | null;
+            timezone: string | null;
+            everyMs: number | null;
+            request: {
+                [key: string]: unknown;
+            };
+            /** @enum {string} */
+            overlap: "skip" | "allow" | "cancel_previous";
+            /** @enum {string} */
+            catchUp: "none" | "latest";
+            paused: boolean;
+            createdAt: string;
+            updatedAt: string;
+            state: components["schemas"]["ScheduleState"];
+            nextFireAt: string | null;
+        };
+        ScheduleList: {
+            schedules: components["schemas"]["ScheduleView"][];
+        };
+        ScheduleState: {
+            lastFiredAt: string | null;
+            lastRunId: string | null;
+            lastOutcome: ("started" | "skipped_overlap" | "missed" | "refused") | null;
+            firings: {
+                [key: string]: number;
+            };
+        };
         KeyCreated: {
             keyId: string;
             tenant: string;
@@ -1962,6 +2072,41 @@ export interface components {
              *     ]
              */
             events?: ("run.finished" | "run.waiting" | "node.failed")[];
+        };
+        ScheduleBody: {
+            name: string;
+            cron?: string;
+            timezone?: string;
+            everyMs?: number;
+            request: {
+                [key: string]: unknown;
+            };
+            /**
+             * @default skip
+             * @enum {string}
+             */
+            overlap?: "skip" | "allow" | "cancel_previous";
+            /**
+             * @default none
+             * @enum {string}
+             */
+            catchUp?: "none" | "latest";
+            /** @default false */
+            paused?: boolean;
+        };
+        SchedulePatch: {
+            name?: string;
+            cron?: string;
+            timezone?: string;
+            everyMs?: number;
+            request?: {
+                [key: string]: unknown;
+            };
+            /** @enum {string} */
+            overlap?: "skip" | "allow" | "cancel_previous";
+            /** @enum {string} */
+            catchUp?: "none" | "latest";
+            paused?: boolean;
         };
         KeyBody: {
             tenant?: string;
@@ -6512,6 +6657,834 @@ export interface operations {
                         error?: {
                             /** @enum {unknown} */
                             code?: "webhook_not_found";
+                        };
+                    };
+                };
+            };
+            /** @description Too many requests: `rate_limited`. */
+            429: {
+                headers: {
+                    /** @description Seconds until a retry may fit. */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"] & {
+                        error?: {
+                            /** @enum {unknown} */
+                            code?: "rate_limited";
+                        };
+                    };
+                };
+            };
+            /** @description Internal error: `internal`. */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"] & {
+                        error?: {
+                            /** @enum {unknown} */
+                            code?: "internal";
+                        };
+                    };
+                };
+            };
+            /** @description Unavailable: `unavailable`. */
+            503: {
+                headers: {
+                    /** @description Seconds until a retry. */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"] & {
+                        error?: {
+                            /** @enum {unknown} */
+                            code?: "unavailable";
+                        };
+                    };
+                };
+            };
+        };
+    };
+    "schedules.list": {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description Root token only: the tenant to act for (default `default`); a key acts for its own tenant. */
+                "x-tetraloop-tenant"?: components["parameters"]["Tenant"];
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Oldest first, each with its firings and next due time. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ScheduleList"];
+                };
+            };
+            /** @description Bad request: `invalid_request`. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"] & {
+                        error?: {
+                            /** @enum {unknown} */
+                            code?: "invalid_request";
+                        };
+                    };
+                };
+            };
+            /** @description Unauthorized: `unauthorized`. */
+            401: {
+                headers: {
+                    /** @description `Bearer realm="tetraloop"` (missing or refused key). */
+                    "WWW-Authenticate"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"] & {
+                        error?: {
+                            /** @enum {unknown} */
+                            code?: "unauthorized";
+                        };
+                    };
+                };
+            };
+            /** @description Forbidden: `forbidden`. */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"] & {
+                        error?: {
+                            /** @enum {unknown} */
+                            code?: "forbidden";
+                        };
+                    };
+                };
+            };
+            /** @description Too many requests: `rate_limited`. */
+            429: {
+                headers: {
+                    /** @description Seconds until a retry may fit. */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"] & {
+                        error?: {
+                            /** @enum {unknown} */
+                            code?: "rate_limited";
+                        };
+                    };
+                };
+            };
+            /** @description Internal error: `internal`. */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"] & {
+                        error?: {
+                            /** @enum {unknown} */
+                            code?: "internal";
+                        };
+                    };
+                };
+            };
+            /** @description Unavailable: `unavailable`. */
+            503: {
+                headers: {
+                    /** @description Seconds until a retry. */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"] & {
+                        error?: {
+                            /** @enum {unknown} */
+                            code?: "unavailable";
+                        };
+                    };
+                };
+            };
+        };
+    };
+    "schedules.create": {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description Root token only: the tenant to act for (default `default`); a key acts for its own tenant. */
+                "x-tetraloop-tenant"?: components["parameters"]["Tenant"];
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["ScheduleBody"];
+            };
+        };
+        responses: {
+            /** @description Made. */
+            201: {
+                headers: {
+                    /** @description The schedule: `/v1/schedules/<id>`. */
+                    Location?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ScheduleView"];
+                };
+            };
+            /** @description Bad request: `invalid_request`, `invalid_json`, `json_too_deep`, `invalid_graph`. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"] & {
+                        error?: {
+                            /** @enum {unknown} */
+                            code?: "invalid_request" | "invalid_json" | "json_too_deep" | "invalid_graph";
+                        };
+                    };
+                };
+            };
+            /** @description Unauthorized: `unauthorized`. */
+            401: {
+                headers: {
+                    /** @description `Bearer realm="tetraloop"` (missing or refused key). */
+                    "WWW-Authenticate"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"] & {
+                        error?: {
+                            /** @enum {unknown} */
+                            code?: "unauthorized";
+                        };
+                    };
+                };
+            };
+            /** @description Forbidden: `forbidden`. */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"] & {
+                        error?: {
+                            /** @enum {unknown} */
+                            code?: "forbidden";
+                        };
+                    };
+                };
+            };
+            /** @description Conflict: `too_many_schedules`. */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"] & {
+                        error?: {
+                            /** @enum {unknown} */
+                            code?: "too_many_schedules";
+                        };
+                    };
+                };
+            };
+            /** @description Content too large: `body_too_large`. */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"] & {
+                        error?: {
+                            /** @enum {unknown} */
+                            code?: "body_too_large";
+                        };
+                    };
+                };
+            };
+            /** @description Unsupported media type: `unsupported_encoding`, `unsupported_charset`. */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"] & {
+                        error?: {
+                            /** @enum {unknown} */
+                            code?: "unsupported_encoding" | "unsupported_charset";
+                        };
+                    };
+                };
+            };
+            /** @description Too many requests: `rate_limited`. */
+            429: {
+                headers: {
+                    /** @description Seconds until a retry may fit. */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"] & {
+                        error?: {
+                            /** @enum {unknown} */
+                            code?: "rate_limited";
+                        };
+                    };
+                };
+            };
+            /** @description Internal error: `internal`. */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"] & {
+                        error?: {
+                            /** @enum {unknown} */
+                            code?: "internal";
+                        };
+                    };
+                };
+            };
+            /** @description Unavailable: `unavailable`. */
+            503: {
+                headers: {
+                    /** @description Seconds until a retry. */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"] & {
+                        error?: {
+                            /** @enum {unknown} */
+                            code?: "unavailable";
+                        };
+                    };
+                };
+            };
+        };
+    };
+    "schedules.get": {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description Root token only: the tenant to act for (default `default`); a key acts for its own tenant. */
+                "x-tetraloop-tenant"?: components["parameters"]["Tenant"];
+            };
+            path: {
+                /** @description The schedule’s id (`sch_…`). */
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The schedule. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ScheduleView"];
+                };
+            };
+            /** @description Bad request: `invalid_request`. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"] & {
+                        error?: {
+                            /** @enum {unknown} */
+                            code?: "invalid_request";
+                        };
+                    };
+                };
+            };
+            /** @description Unauthorized: `unauthorized`. */
+            401: {
+                headers: {
+                    /** @description `Bearer realm="tetraloop"` (missing or refused key). */
+                    "WWW-Authenticate"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"] & {
+                        error?: {
+                            /** @enum {unknown} */
+                            code?: "unauthorized";
+                        };
+                    };
+                };
+            };
+            /** @description Forbidden: `forbidden`. */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"] & {
+                        error?: {
+                            /** @enum {unknown} */
+                            code?: "forbidden";
+                        };
+                    };
+                };
+            };
+            /** @description Not found: `schedule_not_found`. */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"] & {
+                        error?: {
+                            /** @enum {unknown} */
+                            code?: "schedule_not_found";
+                        };
+                    };
+                };
+            };
+            /** @description Too many requests: `rate_limited`. */
+            429: {
+                headers: {
+                    /** @description Seconds until a retry may fit. */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"] & {
+                        error?: {
+                            /** @enum {unknown} */
+                            code?: "rate_limited";
+                        };
+                    };
+                };
+            };
+            /** @description Internal error: `internal`. */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"] & {
+                        error?: {
+                            /** @enum {unknown} */
+                            code?: "internal";
+                        };
+                    };
+                };
+            };
+            /** @description Unavailable: `unavailable`. */
+            503: {
+                headers: {
+                    /** @description Seconds until a retry. */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"] & {
+                        error?: {
+                            /** @enum {unknown} */
+                            code?: "unavailable";
+                        };
+                    };
+                };
+            };
+        };
+    };
+    "schedules.delete": {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description Root token only: the tenant to act for (default `default`); a key acts for its own tenant. */
+                "x-tetraloop-tenant"?: components["parameters"]["Tenant"];
+            };
+            path: {
+                /** @description The schedule’s id (`sch_…`). */
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Deleted. */
+            204: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description Bad request: `invalid_request`. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"] & {
+                        error?: {
+                            /** @enum {unknown} */
+                            code?: "invalid_request";
+                        };
+                    };
+                };
+            };
+            /** @description Unauthorized: `unauthorized`. */
+            401: {
+                headers: {
+                    /** @description `Bearer realm="tetraloop"` (missing or refused key). */
+                    "WWW-Authenticate"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"] & {
+                        error?: {
+                            /** @enum {unknown} */
+                            code?: "unauthorized";
+                        };
+                    };
+                };
+            };
+            /** @description Forbidden: `forbidden`. */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"] & {
+                        error?: {
+                            /** @enum {unknown} */
+                            code?: "forbidden";
+                        };
+                    };
+                };
+            };
+            /** @description Not found: `schedule_not_found`. */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"] & {
+                        error?: {
+                            /** @enum {unknown} */
+                            code?: "schedule_not_found";
+                        };
+                    };
+                };
+            };
+            /** @description Too many requests: `rate_limited`. */
+            429: {
+                headers: {
+                    /** @description Seconds until a retry may fit. */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"] & {
+                        error?: {
+                            /** @enum {unknown} */
+                            code?: "rate_limited";
+                        };
+                    };
+                };
+            };
+            /** @description Internal error: `internal`. */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"] & {
+                        error?: {
+                            /** @enum {unknown} */
+                            code?: "internal";
+                        };
+                    };
+                };
+            };
+            /** @description Unavailable: `unavailable`. */
+            503: {
+                headers: {
+                    /** @description Seconds until a retry. */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"] & {
+                        error?: {
+                            /** @enum {unknown} */
+                            code?: "unavailable";
+                        };
+                    };
+                };
+            };
+        };
+    };
+    "schedules.patch": {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description Root token only: the tenant to act for (default `default`); a key acts for its own tenant. */
+                "x-tetraloop-tenant"?: components["parameters"]["Tenant"];
+            };
+            path: {
+                /** @description The schedule’s id (`sch_…`). */
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["SchedulePatch"];
+            };
+        };
+        responses: {
+            /** @description The schedule as changed. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ScheduleView"];
+                };
+            };
+            /** @description Bad request: `invalid_request`, `invalid_json`, `json_too_deep`, `invalid_graph`. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"] & {
+                        error?: {
+                            /** @enum {unknown} */
+                            code?: "invalid_request" | "invalid_json" | "json_too_deep" | "invalid_graph";
+                        };
+                    };
+                };
+            };
+            /** @description Unauthorized: `unauthorized`. */
+            401: {
+                headers: {
+                    /** @description `Bearer realm="tetraloop"` (missing or refused key). */
+                    "WWW-Authenticate"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"] & {
+                        error?: {
+                            /** @enum {unknown} */
+                            code?: "unauthorized";
+                        };
+                    };
+                };
+            };
+            /** @description Forbidden: `forbidden`. */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"] & {
+                        error?: {
+                            /** @enum {unknown} */
+                            code?: "forbidden";
+                        };
+                    };
+                };
+            };
+            /** @description Not found: `schedule_not_found`. */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"] & {
+                        error?: {
+                            /** @enum {unknown} */
+                            code?: "schedule_not_found";
+                        };
+                    };
+                };
+            };
+            /** @description Content too large: `body_too_large`. */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"] & {
+                        error?: {
+                            /** @enum {unknown} */
+                            code?: "body_too_large";
+                        };
+                    };
+                };
+            };
+            /** @description Unsupported media type: `unsupported_encoding`, `unsupported_charset`. */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"] & {
+                        error?: {
+                            /** @enum {unknown} */
+                            code?: "unsupported_encoding" | "unsupported_charset";
+                        };
+                    };
+                };
+            };
+            /** @description Too many requests: `rate_limited`. */
+            429: {
+                headers: {
+                    /** @description Seconds until a retry may fit. */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"] & {
+                        error?: {
+                            /** @enum {unknown} */
+                            code?: "rate_limited";
+                        };
+                    };
+                };
+            };
+            /** @description Internal error: `internal`. */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"] & {
+                        error?: {
+                            /** @enum {unknown} */
+                            code?: "internal";
+                        };
+                    };
+                };
+            };
+            /** @description Unavailable: `unavailable`. */
+            503: {
+                headers: {
+                    /** @description Seconds until a retry. */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"] & {
+                        error?: {
+                            /** @enum {unknown} */
+                            code?: "unavailable";
+                        };
+                    };
+                };
+            };
+        };
+    };
+    "schedules.trigger": {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description Names the run: every trigger of this schedule with the same key gets the same run. */
+                "Idempotency-Key"?: string;
+                /** @description Root token only: the tenant to act for (default `default`); a key acts for its own tenant. */
+                "x-tetraloop-tenant"?: components["parameters"]["Tenant"];
+            };
+            path: {
+                /** @description The schedule’s id (`sch_…`). */
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Accepted. */
+            202: {
+                headers: {
+                    /** @description The run: `/v1/runs/<runId>`. */
+                    Location?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["RunAccepted"];
+                };
+            };
+            /** @description Bad request: `invalid_request`, `invalid_graph`. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"] & {
+                        error?: {
+                            /** @enum {unknown} */
+                            code?: "invalid_request" | "invalid_graph";
+                        };
+                    };
+                };
+            };
+            /** @description Unauthorized: `unauthorized`. */
+            401: {
+                headers: {
+                    /** @description `Bearer realm="tetraloop"` (missing or refused key). */
+                    "WWW-Authenticate"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"] & {
+                        error?: {
+                            /** @enum {unknown} */
+                            code?: "unauthorized";
+                        };
+                    };
+                };
+            };
+            /** @description Forbidden: `forbidden`. */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"] & {
+                        error?: {
+                            /** @enum {unknown} */
+                            code?: "forbidden";
+                        };
+                    };
+                };
+            };
+            /** @description Not found: `schedule_not_found`. */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"] & {
+                        error?: {
+                            /** @enum {unknown} */
+                            code?: "schedule_not_found";
                         };
                     };
                 };

@@ -142,38 +142,7 @@ export class RunService {
   ): Promise<SubmitResult> {
     const { ceilings } = this.deps;
     const tenant = options.tenant ?? DEFAULT_TENANT;
-    await this.checkAgent(tenant, request.agentId);
-    const allowedTools = this.deps.allowedTools(request.agentId);
-    if (request.task !== undefined && !this.deps.modelConfigured) {
-      throw new GraphRejectedError([
-        { path: 'task', message: `no model is configured: set ${MODEL_VARIABLES}` },
-      ]);
-    }
-    this.checkModel(tenant, request);
-    this.checkTimeout(request.timeoutSeconds);
-    const taskPlansLater = request.task !== undefined && request.mode !== 'loop';
-    const graph =
-      request.task !== undefined && request.mode === 'loop'
-        ? loopModeGraph(request.task, [...allowedTools], request.maxIterations, options.system, {
-            ...(request.model !== undefined ? { model: request.model } : {}),
-            ...(request.thinking !== undefined ? { thinking: request.thinking } : {}),
-            secrets: this.grantOf(request),
-          })
-        : request.graph;
-    const validation = taskPlansLater
-      ? undefined
-      : validateGraph(graph, {
-          tools: this.deps.tools,
-          limits: this.deps.limits,
-          modelConfigured: this.deps.modelConfigured,
-          allowedTools,
-          models: ceilings.models(tenant, request.agentId),
-          input: { value: request.input },
-          maxWaitMs: this.maxRunSeconds * 1000,
-        });
-    if (validation && !validation.ok) {
-      throw new GraphRejectedError(validation.issues.map((i) => ({ ...i, path: join('graph', i.path) })));
-    }
+    const validation = await this.validated(request, tenant, options.system);
     if (request.webhook) await this.checkWebhook(tenant);
     // A request with an Idempotency-Key names its run: every repeat computes the same id, and the
     // create script makes the run once and answers it to everyone else (one tenant's key never
@@ -229,6 +198,57 @@ export class RunService {
     // is still queued: its id derives from the run, so this adds nothing when the job exists.
     if (stored.status === 'queued' && options.start !== false) await this.enqueueRoot(runId, 0);
     return { runId, status: stored.status, acceptedAt: stored.createdAt, created: stored.created };
+  }
+
+  /**
+   * Checks a request as `submit` does and stores nothing: what a schedule or a trigger holds is
+   * refused when it is made, not at its first firing. Throws as `submit` does.
+   */
+  async check(request: RunRequest, options: Pick<SubmitOptions, 'tenant'> = {}): Promise<void> {
+    const tenant = options.tenant ?? DEFAULT_TENANT;
+    await this.validated(request, tenant);
+    if (request.webhook) await this.checkWebhook(tenant);
+  }
+
+  /**
+   * The request checked against the ceilings of its tenant and agent, and its graph (given, or the
+   * loop-mode one) validated whole; undefined for a task the plan loop plans later.
+   */
+  private async validated(request: RunRequest, tenant: string, system?: string) {
+    const { ceilings } = this.deps;
+    await this.checkAgent(tenant, request.agentId);
+    const allowedTools = this.deps.allowedTools(request.agentId);
+    if (request.task !== undefined && !this.deps.modelConfigured) {
+      throw new GraphRejectedError([
+        { path: 'task', message: `no model is configured: set ${MODEL_VARIABLES}` },
+      ]);
+    }
+    this.checkModel(tenant, request);
+    this.checkTimeout(request.timeoutSeconds);
+    const taskPlansLater = request.task !== undefined && request.mode !== 'loop';
+    const graph =
+      request.task !== undefined && request.mode === 'loop'
+        ? loopModeGraph(request.task, [...allowedTools], request.maxIterations, system, {
+            ...(request.model !== undefined ? { model: request.model } : {}),
+            ...(request.thinking !== undefined ? { thinking: request.thinking } : {}),
+            secrets: this.grantOf(request),
+          })
+        : request.graph;
+    const validation = taskPlansLater
+      ? undefined
+      : validateGraph(graph, {
+          tools: this.deps.tools,
+          limits: this.deps.limits,
+          modelConfigured: this.deps.modelConfigured,
+          allowedTools,
+          models: ceilings.models(tenant, request.agentId),
+          input: { value: request.input },
+          maxWaitMs: this.maxRunSeconds * 1000,
+        });
+    if (validation && !validation.ok) {
+      throw new GraphRejectedError(validation.issues.map((i) => ({ ...i, path: join('graph', i.path) })));
+    }
+    return validation;
   }
 
   private get maxRunSeconds(): number {

@@ -47,6 +47,8 @@ import { MemoryStore } from '../state/memory-store.js';
 import { SecretStore } from '../state/secret-store.js';
 import { SessionStore } from '../state/session-store.js';
 import { WebhookStore } from '../state/webhook-store.js';
+import { ScheduleStore } from '../state/schedule-store.js';
+import { ScheduleService } from '../schedules/schedule-service.js';
 import { LessonBook } from '../reflect/lesson-book.js';
 import { MemoryService } from '../reflect/memory-service.js';
 import { builtinTools } from '../tools/builtins.js';
@@ -90,6 +92,8 @@ export interface Services {
   readonly ceilings: Ceilings;
   /** Flow control's counters and the limits set through the API. */
   readonly flow: FlowStore;
+  /** Each tenant's schedules, and their firings (BullMQ job schedulers on the sense queue). */
+  readonly schedules: ScheduleService;
   readonly memory?: MemoryServices;
 }
 
@@ -185,6 +189,13 @@ export function buildServices(
     outbox,
     ceilings,
     flow: new FlowStore(redis, prefix),
+    schedules: new ScheduleService({
+      schedules: new ScheduleStore(redis, prefix, env.TETRALOOP_SCHEDULES_MAX),
+      runs,
+      store,
+      senseQueue: queues.sense,
+      logger,
+    }),
     ...(memory ? { memory } : {}),
   };
 }

@@ -6,6 +6,7 @@ import { LANE_MODES } from '../state/session-store.js';
 import { AgentId } from '../ceilings/ceilings.js';
 import { Thinking } from '../model/thinking.js';
 import { SecretGrant } from '../runs/run-request.js';
+import { SCHEDULE_FIRE_JOB, ScheduleFireData } from '../schedules/schedule-model.js';
 
 export const SENSE_JOB = {
   /** A message to a session: dedupe, command or lane admission. */
@@ -22,6 +23,8 @@ export const SENSE_JOB = {
   poll: 'poll',
   /** One attempt of an outbound webhook delivery (see `queues/webhook-jobs.ts`). */
   webhookDelivery: WEBHOOK_JOB,
+  /** A schedule's firing, made by its BullMQ job scheduler (see `schedules/schedule-service.ts`). */
+  scheduleFire: SCHEDULE_FIRE_JOB,
 } as const;
 
 /**
@@ -82,6 +85,7 @@ export const SENSE_PAYLOADS = {
   [SENSE_JOB.laneSweep]: z.unknown(),
   [SENSE_JOB.poll]: z.object({ source: z.string() }),
   [SENSE_JOB.webhookDelivery]: WebhookJobData,
+  [SENSE_JOB.scheduleFire]: ScheduleFireData,
 } as const;
 export type SenseJobName = keyof typeof SENSE_PAYLOADS;
 export type SensePayload<N extends SenseJobName> = z.input<(typeof SENSE_PAYLOADS)[N]>;

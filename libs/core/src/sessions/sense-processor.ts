@@ -1,10 +1,11 @@
 /**
  * The sense pool's (L1) job processor: messages, source events, bursts, lanes, polls and outbound
- * webhook deliveries.
+ * webhook deliveries, schedule firings.
  */
 import type { Job } from 'bullmq';
 import { deliverWebhook, type WebhookDeliveryDeps } from '../queues/webhook-delivery.js';
 import { SENSE_JOB, SENSE_PAYLOADS } from './sense-jobs.js';
+import type { ScheduleService } from '../schedules/schedule-service.js';
 import type { SessionService } from './session-service.js';
 import type { PolledSource, SourceService } from './source-service.js';
 
@@ -15,6 +16,8 @@ export interface SenseDeps {
   readonly polled: ReadonlyMap<string, PolledSource>;
   /** What delivers outbound webhooks. */
   readonly webhooks: WebhookDeliveryDeps;
+  /** What fires schedules. */
+  readonly schedules: Pick<ScheduleService, 'fire'>;
 }
 
 export async function executeSenseJob(deps: SenseDeps, job: Job): Promise<unknown> {
@@ -44,6 +47,8 @@ export async function executeSenseJob(deps: SenseDeps, job: Job): Promise<unknow
     }
     case SENSE_JOB.webhookDelivery:
       return deliverWebhook(deps.webhooks, job);
+    case SENSE_JOB.scheduleFire:
+      return deps.schedules.fire(job);
     default:
       throw new Error(`no handler for sense job "${job.name}"`);
   }

@@ -17,3 +17,4 @@ export * from './rate-limit-store.js';
 export * from './tenant-slots.js';
 export * from './cost-ledger.js';
 export * from './tool-catalog-store.js';
+export * from './schedule-store.js';

@@ -120,6 +120,16 @@ export function runSearchKeys(prefix: string, tenant: string): RunSearchKeys {
 }
 
 /**
+ * One tenant's schedules: a hash id → `Schedule` JSON (bounded by `TETRALOOP_SCHEDULES_MAX`), and
+ * per schedule a hash of what its firings did. Under the tenant's index base, so deleting the
+ * tenant deletes them.
+ */
+export const scheduleKeys = (prefix: string, tenant: string) => ({
+  schedules: `${tenantIndexBase(prefix, tenant)}:schedules`,
+  state: (scheduleId: string): string => `${tenantIndexBase(prefix, tenant)}:schedules:${scheduleId}:state`,
+});
+
+/**
  * Sorted set of one tenant's sessions (as stored, tenant-scoped) → when they were last written
  * (ms): what `GET /v1/sessions` lists. Written beside each session write, trimmed to the idle TTL.
  */

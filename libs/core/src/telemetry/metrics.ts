@@ -197,6 +197,18 @@ export const metrics = {
     buckets: SECONDS,
     registers: [registry],
   }),
+  scheduleFirings: new Counter({
+    name: 'tetraloop_schedule_firings_total',
+    help: 'Schedule firings by outcome: started, skipped_overlap, missed (catchUp none after downtime), refused.',
+    labelNames: ['outcome'] as const,
+    registers: [registry],
+  }),
+  scheduleLag: new Histogram({
+    name: 'tetraloop_schedule_lag_seconds',
+    help: 'From a schedule firing’s due time to its run being accepted.',
+    buckets: SECONDS,
+    registers: [registry],
+  }),
   acceptsUnconfirmed: new Counter({
     name: 'tetraloop_accepts_unconfirmed_total',
     help: 'Accepted runs answered 503 because replicas (not_replicated) or the AOF fsync (not_persisted) did not confirm them in time.',

@@ -1,0 +1,2 @@
+export * from './schedule-model.js';
+export * from './schedule-service.js';
