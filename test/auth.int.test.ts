@@ -8,12 +8,14 @@
  * nothing beyond its maker (no longer life either), is revoked with it, and is listed under it.
  */
 import { randomUUID } from 'node:crypto';
+import { Queue } from 'bullmq';
 import { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ROUTES, type RouteName } from '@tetraloop/api';
 import { CONSOLE_PAGES, CONSOLE_SCRIPT_PATH, CONSOLE_STYLE_PATH } from '@tetraloop/console';
 import { SCOPES, scopedName, type RunDocument, type Scope } from '@tetraloop/core/domain';
 import { lessonId, type Lesson } from '@tetraloop/core/memory';
+import { QUEUE_NAMES } from '@tetraloop/core/queues';
 import { MemoryStore } from '@tetraloop/core/state';
 import { startModelServer, type ModelServer } from './support/model-server.js';
 import { laneIdle, startStack, type Stack } from './support/stack.js';
@@ -30,6 +32,8 @@ const ROOT = 'root-token-0123456789-0123456789-0123456789';
 let stack: Stack;
 let redis: Redis;
 let model: ModelServer;
+/** The sense queue, where schedules' job schedulers live. */
+let sense: Queue;
 
 interface Answer {
   status: number;
@@ -128,6 +132,7 @@ beforeAll(async () => {
     },
   });
   redis = new Redis(stack.env.REDIS_URL!);
+  sense = new Queue(QUEUE_NAMES.sense, { connection: redis, prefix: stack.prefix });
   acme = (await makeKey('acme', SCOPES)).key;
   beta = (await makeKey('beta', SCOPES)).key;
   const gone = await makeKey('acme', SCOPES);
@@ -235,6 +240,7 @@ beforeAll(async () => {
 }, 60_000);
 
 afterAll(async () => {
+  await sense?.close();
   await stack?.close();
   await model?.close();
   redis?.disconnect();
@@ -535,6 +541,9 @@ describe('tenants', () => {
       .toBe(true);
     await laneIdle(stack, 'carol', 20_000, { authorization: `Bearer ${key}` });
     await call('put', '/v1/secrets/TOKEN', { key, body: { value: 'swordfish-swordfish', hosts: ['*'] } });
+    const yearly = await call('post', '/v1/schedules', { key, body: { ...PAUSED_SCHEDULE, paused: false } });
+    const scheduler = `schedule:${tenant}:${yearly.body.id as string}`;
+    expect(await sense.getJobScheduler(scheduler)).toMatchObject({ pattern: '0 3 * * *' });
     await fetch(`${stack.url}/v1/runs`, {
       method: 'POST',
       headers: {
@@ -567,6 +576,8 @@ describe('tenants', () => {
     expect(deleted.status).toBe(200);
     expect(deleted.body).toMatchObject({ tenant, deleted: true, keys: 1 });
     expect(await tenantKeys()).toEqual([]);
+    // The tenant's schedules fire no more: their job schedulers went with it.
+    expect(await sense.getJobScheduler(scheduler)).toBeUndefined();
     expect((await call('get', '/v1/secrets', { key })).status).toBe(401);
     expect((await call('delete', '/v1/tenants/default', { key: ROOT })).status).toBe(409);
   });

@@ -132,7 +132,10 @@ export async function startApi(env: ApiEnv, options: StartApiOptions = {}): Prom
       ...(env.TETRALOOP_ADMIN_TOKEN ? { rootToken: env.TETRALOOP_ADMIN_TOKEN } : {}),
       keys,
     },
-    purgeTenant: (tenant) => purgeTenant({ redis, prefix, store: services.store, keys }, tenant),
+    purgeTenant: async (tenant) => {
+      await services.schedules.removeTenant(tenant);
+      return purgeTenant({ redis, prefix, store: services.store, keys }, tenant);
+    },
     redis,
     store: services.store,
     hub,

@@ -128,6 +128,17 @@ export class ScheduleService {
     return deleted;
   }
 
+  /**
+   * Removes the job schedulers of a tenant about to be deleted: its schedules' hashes go with its
+   * keys, and a scheduler left behind would only find them gone at its next firing (a yearly one,
+   * next year).
+   */
+  async removeTenant(tenant: string): Promise<void> {
+    for (const schedule of await this.deps.schedules.list(tenant)) {
+      await this.deps.senseQueue.removeJobScheduler(this.schedulerId(tenant, schedule.id));
+    }
+  }
+
   async get(tenant: string, id: string): Promise<ScheduleView | null> {
     const schedule = await this.deps.schedules.get(tenant, id);
     return schedule ? this.view(tenant, schedule) : null;
