@@ -1,6 +1,7 @@
 /** Configuration of worker processes, parsed once at boot. */
 import {
   BASE_SETTINGS,
+  decisionTimeoutsOf,
   SHUTDOWN_GRACE_DEFAULT_MS,
   envSchema,
   setting,
@@ -350,6 +351,8 @@ export function executorSettingsOf(
   | 'defaultTimeoutMs'
   | 'modelInputChars'
   | 'blobMinBytes'
+  | 'approvalTimeoutSeconds'
+  | 'budgetDecisionTimeoutSeconds'
 > {
   return {
     retries: retryTableOf(env),
@@ -359,6 +362,7 @@ export function executorSettingsOf(
     defaultTimeoutMs: env.TETRALOOP_TOOL_TIMEOUT_MS,
     modelInputChars: env.TETRALOOP_MODEL_INPUT_CHARS,
     blobMinBytes: env.TETRALOOP_BLOB_MIN_BYTES,
+    ...decisionTimeoutsOf(env),
   };
 }
 

@@ -12,6 +12,8 @@ import { AgentCeiling, AgentId, Ceilings, TenantCeiling } from '../ceilings/ceil
 import { ModelPrices, PriceTable } from '../cost/price-table.js';
 import { MAX_BUDGET_COST_USD } from '../domain/node-snapshot.js';
 import {
+  DEFAULT_APPROVAL_TIMEOUT_SECONDS,
+  DEFAULT_BUDGET_DECISION_TIMEOUT_SECONDS,
   DEFAULT_MAX_WAIT_DAYS,
   MAX_RUN_SECONDS,
   MAX_WAIT_DAYS_CEILING,
@@ -254,6 +256,27 @@ export const BASE_SETTINGS = {
     readBy: ['api', 'workers'],
     doc: 'How long a run may last, its waits included (a wait for a signal, an approval, a budget decision or a time holds no worker): the largest `timeoutSeconds` a run request may ask for (more is refused with `400` at `timeoutSeconds`) and the longest wait a wait node may state. A running run keeps its record until its deadline plus `TETRALOOP_RUN_RETENTION_SECONDS`.',
     schema: z.coerce.number().int().min(1).max(MAX_WAIT_DAYS_CEILING).default(DEFAULT_MAX_WAIT_DAYS),
+  }),
+  TETRALOOP_APPROVAL_TIMEOUT_SECONDS: setting({
+    group: 'runs',
+    file: 'runs.approvalTimeoutSeconds',
+    readBy: ['workers'],
+    pools: ['tool'],
+    doc: "How long a tool call held for approval (`requireApproval` from a `before_tool_call` hook) waits for its signal before the call fails `timeout`; the wait holds no worker. Never past the run's deadline, and at most `TETRALOOP_MAX_WAIT_DAYS` (a longer value is cut to it).",
+    schema: z.coerce.number().int().positive().max(MAX_RUN_SECONDS).default(DEFAULT_APPROVAL_TIMEOUT_SECONDS),
+  }),
+  TETRALOOP_BUDGET_DECISION_TIMEOUT_SECONDS: setting({
+    group: 'runs',
+    file: 'runs.budgetDecisionTimeoutSeconds',
+    readBy: ['workers'],
+    pools: ['tool'],
+    doc: 'How long a model call paused at its run\'s money budget (`onBudget: "pause"`) waits for a budget decision before the node fails `budget_exhausted`; the wait holds no worker. Never past the run\'s deadline, and at most `TETRALOOP_MAX_WAIT_DAYS` (a longer value is cut to it).',
+    schema: z.coerce
+      .number()
+      .int()
+      .positive()
+      .max(MAX_RUN_SECONDS)
+      .default(DEFAULT_BUDGET_DECISION_TIMEOUT_SECONDS),
   }),
   TETRALOOP_RUN_EVENTS_MAX: setting({
     group: 'runs',
@@ -1088,6 +1111,21 @@ export function runSettingsOf(
     },
     windowDefaults: { size: env.TETRALOOP_PLAN_WINDOW, maxWindows: env.TETRALOOP_PLAN_MAX_WINDOWS },
     maxRunSeconds: maxRunSeconds(env.TETRALOOP_MAX_WAIT_DAYS),
+  };
+}
+
+/**
+ * How long an approval and a budget decision may be waited for: as set, but never longer than a run
+ * may last here (`TETRALOOP_MAX_WAIT_DAYS`), so a wait cannot be configured past every deadline.
+ */
+export function decisionTimeoutsOf(env: BaseEnv): {
+  approvalTimeoutSeconds: number;
+  budgetDecisionTimeoutSeconds: number;
+} {
+  const max = maxRunSeconds(env.TETRALOOP_MAX_WAIT_DAYS);
+  return {
+    approvalTimeoutSeconds: Math.min(env.TETRALOOP_APPROVAL_TIMEOUT_SECONDS, max),
+    budgetDecisionTimeoutSeconds: Math.min(env.TETRALOOP_BUDGET_DECISION_TIMEOUT_SECONDS, max),
   };
 }
 

@@ -20,3 +20,12 @@ export const MAX_RUN_SECONDS = MAX_WAIT_DAYS_CEILING * DAY_SECONDS;
 
 /** The longest deadline a run may have, and the longest any of its waits, under `maxWaitDays`. */
 export const maxRunSeconds = (maxWaitDays: number): number => maxWaitDays * DAY_SECONDS;
+
+/**
+ * How long a call held for approval (`requireApproval` from a `before_tool_call` hook) waits for
+ * it, and a model call paused at its run's money budget (`onBudget: "pause"`) for a budget
+ * decision, when unset: an hour, as before these were settings. Either wait is also cut off by its
+ * run's deadline, whichever comes first.
+ */
+export const DEFAULT_APPROVAL_TIMEOUT_SECONDS = 3600;
+export const DEFAULT_BUDGET_DECISION_TIMEOUT_SECONDS = 3600;

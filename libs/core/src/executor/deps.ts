@@ -96,6 +96,16 @@ export interface ExecutorDeps {
   readonly defaultTimeoutMs: number;
   /** Each referenced value in a prompt is cut to this many characters. @defaultValue 8000 */
   readonly modelInputChars: number;
+  /**
+   * How long a call held for approval waits for it (`TETRALOOP_APPROVAL_TIMEOUT_SECONDS`); never
+   * past the run's deadline. @defaultValue 3600
+   */
+  readonly approvalTimeoutSeconds?: number;
+  /**
+   * How long a model call paused at the run's money budget waits for a budget decision
+   * (`TETRALOOP_BUDGET_DECISION_TIMEOUT_SECONDS`); never past the run's deadline. @defaultValue 3600
+   */
+  readonly budgetDecisionTimeoutSeconds?: number;
   /** A node output whose JSON text has more bytes than this is stored as a blob. @defaultValue 16384 */
   readonly blobMinBytes: number;
   /** Present where task runs are planned (the plan pool). */

@@ -16,13 +16,11 @@ import {
 import { costDay, costOf, nanoFromUsd, usdFromNano, type PricedUsage } from '../cost/price-table.js';
 import { BUDGET_SIGNAL_PREFIX, BudgetDecision, type UsageCharge } from '../domain/run-model.js';
 import { unscopeName } from '../domain/tenant.js';
+import { DEFAULT_BUDGET_DECISION_TIMEOUT_SECONDS } from '../domain/wait-limits.js';
 import type { NodeErrorData } from '../errors/node-error.js';
 import { observeModelCost } from '../telemetry/metrics.js';
 import type { ExecutorDeps } from './deps.js';
 import { awaitSignal, type NodeContext } from './node-context.js';
-
-/** How long a paused run waits for a budget decision (never past its deadline). */
-export const BUDGET_DECISION_TIMEOUT_SECONDS = 3600;
 
 /** Whose calls these are: what the ledger books them under. */
 export interface CostOwner {
@@ -55,7 +53,8 @@ export async function costGate(ctx: NodeContext, spentNano: number): Promise<Nod
         nonce: randomBytes(12).toString('hex'),
         budget: { costUsd: pausedAt, spentUsd: usdFromNano(spentNano) },
       },
-      BUDGET_DECISION_TIMEOUT_SECONDS,
+      // Never past the run's deadline either (awaitSignal).
+      ctx.deps.budgetDecisionTimeoutSeconds ?? DEFAULT_BUDGET_DECISION_TIMEOUT_SECONDS,
     );
     if (!answer.delivered) {
       return costSpentError(pausedAt, spentNano, `; no budget decision (${answer.signal}) in time`);

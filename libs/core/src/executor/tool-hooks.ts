@@ -5,12 +5,10 @@
  * outcome.
  */
 import { createHash, randomBytes } from 'node:crypto';
+import { DEFAULT_APPROVAL_TIMEOUT_SECONDS } from '../domain/wait-limits.js';
 import type { BeforeToolCall } from '../nodes/index.js';
 import type { ToolOutcome } from '../tools/tool.js';
 import { awaitSignal, type NodeContext } from './node-context.js';
-
-/** How long an approval may take before the call is refused. */
-const APPROVAL_TIMEOUT_SECONDS = 3600;
 
 /** The prefix of a node's approval signals; the nonce follows it. */
 export const approvalPrefix = (nodeId: string): string => `approve.${nodeId.replaceAll('/', '.')}.`;
@@ -53,7 +51,8 @@ export async function beforeToolCall(
         nonce: randomBytes(12).toString('hex'),
         approval: { tool, reason: last.requireApproval },
       },
-      APPROVAL_TIMEOUT_SECONDS,
+      // A person may take days to answer; the run's deadline still cuts the wait off (awaitSignal).
+      ctx.deps.approvalTimeoutSeconds ?? DEFAULT_APPROVAL_TIMEOUT_SECONDS,
     );
     if (!answer.delivered)
       return { ok: false, error: { code: 'timeout', message: `no approval (${answer.signal}) in time` } };
