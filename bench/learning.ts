@@ -56,7 +56,6 @@ const ENV: Record<string, string> = {
   // Shorter backoff than the default (1 s base, 0.5 s floor) only to keep the suite short; the
   // retries per error class are the defaults (server 2, timeout 2, blocked_by_lesson 0).
   TETRALOOP_BACKOFF_BASE_MS: '100',
-  TETRALOOP_BACKOFF_MIN_MS: '100',
   TETRALOOP_BACKOFF_MAX_MS: '1000',
   // No job is active when a pass closes its stack; this only stops the pools' shutdown-grace timer
   // (30 s by default, not cleared when the workers close in time) from keeping the process alive.

@@ -23,8 +23,7 @@ beforeAll(async () => {
   stack = await startStack({
     env: {
       OPENAI_BASE_URL: model.url,
-      TETRALOOP_BACKOFF_BASE_MS: '300',
-      TETRALOOP_BACKOFF_MIN_MS: '300',
+      TETRALOOP_BACKOFF_BASE_MS: '500',
       TETRALOOP_BACKOFF_JITTER: '0',
     },
   });
@@ -50,14 +49,14 @@ describe('explain', () => {
   let explained: RunExplain;
 
   beforeAll(async () => {
-    // a → (slow 1,500 ms, fast 100 ms, flaky: one 503, then a retry after 300 ms) → join → summary.
+    // a → (slow 2,500 ms, fast 100 ms, flaky: one 503, then a retry after 500 ms) → join → summary.
     // The slow branch is five times the flaky one's backoff, so a loaded machine stretching the
     // flaky branch's calls cannot make it the longer one.
     doc = await runToEnd(stack.url, {
       graph: {
         nodes: [
           wait('a', 50),
-          wait('slow', 1500),
+          wait('slow', 2500),
           wait('fast', 100),
           {
             id: 'flaky',
@@ -91,7 +90,7 @@ describe('explain', () => {
       'join',
       'summary',
     ]);
-    expect(explained.criticalPath[1]!.durationMs).toBeGreaterThanOrEqual(1500);
+    expect(explained.criticalPath[1]!.durationMs).toBeGreaterThanOrEqual(2500);
     expect(explained.parallelism).toBeGreaterThan(1);
     expect(explained.wallOverCriticalPath).toBeGreaterThanOrEqual(1);
   });

@@ -119,9 +119,8 @@ beforeAll(async () => {
         any: ['mcp.everything.*'],
       }),
       TETRALOOP_RETRIES: JSON.stringify({ network: 1, timeout: 0 }),
-      TETRALOOP_BACKOFF_BASE_MS: '100',
-      TETRALOOP_BACKOFF_MIN_MS: '100',
-      TETRALOOP_BACKOFF_MAX_MS: '400',
+      TETRALOOP_BACKOFF_BASE_MS: '500',
+      TETRALOOP_BACKOFF_MAX_MS: '1000',
       TETRALOOP_BACKOFF_JITTER: '0',
     },
   });

@@ -23,7 +23,6 @@ beforeAll(async () => {
     env: {
       TETRALOOP_TOOL_CONCURRENCY: '1',
       TETRALOOP_BACKOFF_BASE_MS: '20',
-      TETRALOOP_BACKOFF_MIN_MS: '100',
     },
   });
 });

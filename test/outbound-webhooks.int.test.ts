@@ -29,7 +29,7 @@ beforeAll(async () => {
       TETRALOOP_AUTH: 'required',
       TETRALOOP_ADMIN_TOKEN: ROOT,
       TETRALOOP_SECRET_KEY: 'c'.repeat(64),
-      TETRALOOP_WEBHOOK_BACKOFF_BASE_MS: '200',
+      TETRALOOP_WEBHOOK_BACKOFF_BASE_MS: '500',
       TETRALOOP_WEBHOOK_ATTEMPTS: '4',
     },
   });

@@ -44,8 +44,7 @@ beforeAll(async () => {
       TETRALOOP_TOOL_TIMEOUT_MS: '1000',
       // Short retry delays, and a rate-limit lesson's floor well above them.
       TETRALOOP_BACKOFF_BASE_MS: '20',
-      TETRALOOP_BACKOFF_MIN_MS: '100',
-      TETRALOOP_LESSON_RATE_LIMIT_BACKOFF_MS: '200',
+      TETRALOOP_LESSON_RATE_LIMIT_BACKOFF_MS: '500',
       OPENAI_BASE_URL: model.url,
       TETRALOOP_MODEL_MAX_RETRIES: '0',
     },
@@ -216,7 +215,7 @@ describe('template lessons learned from the record', () => {
         id,
         kind: 'template',
         status: 'active',
-        effect: { retries: 4, backoffFloorMs: 200 },
+        effect: { retries: 4, backoffFloorMs: 500 },
       }),
     ]);
 
@@ -228,7 +227,7 @@ describe('template lessons learned from the record', () => {
     expect(attempts).toHaveLength(5);
     for (const retried of attempts.slice(0, 4)) {
       expect(retried).toMatchObject({ error: { code: 'rate_limited' }, lessons: [id] });
-      expect(retried.retryDelayMs).toBeGreaterThanOrEqual(200);
+      expect(retried.retryDelayMs).toBeGreaterThanOrEqual(500);
     }
     const hits = healthy.hitsOf('rl-after');
     expect(hits).toHaveLength(5);

@@ -18,6 +18,7 @@ import {
   DEFAULT_BACKOFF,
   DEFAULT_RETRY_AFTER_MAX_MS,
   DEFAULT_RETRIES,
+  RETRY_FLOOR_MS,
   type BackoffPolicy,
   type RetryTable,
 } from '@tetraloop/core/policy';
@@ -196,8 +197,8 @@ export const WORKER_SETTINGS = {
     file: 'retries.backoffMinMs',
     readBy: ['workers'],
     pools: ['tool'],
-    doc: "The shortest delay before a retry. The default, 0.5 s, is the seed's floor (a retry never comes at once); the setting accepts down to 100 ms, below that floor.",
-    schema: z.coerce.number().int().min(100).default(DEFAULT_BACKOFF.minMs),
+    doc: 'The shortest delay before a retry: at least 0.5 s, the floor of every retry wait (a retry never comes at once).',
+    schema: z.coerce.number().int().min(RETRY_FLOOR_MS).default(DEFAULT_BACKOFF.minMs),
   }),
   TETRALOOP_BACKOFF_MAX_MS: setting({
     group: 'retries',

@@ -31,6 +31,7 @@ import { PolledSources } from '../sessions/source-service.js';
 import type { SecretStoreOptions } from '../state/secret-store.js';
 import type { WebhookStoreOptions } from '../state/webhook-store.js';
 import { DEFAULT_WEBHOOK_DELIVERY, type WebhookDeliverySettings } from '../webhooks/delivery-rules.js';
+import { RETRY_FLOOR_MS } from '../policy/retry-policy.js';
 import type { ToolRegistry } from '../tools/tool.js';
 import type { GraphLimits } from '../graph/limits.js';
 import type { PlanningDeps } from '../planning/plan-run.js';
@@ -212,14 +213,24 @@ export const BASE_SETTINGS = {
     file: 'outboundWebhooks.backoffBaseMs',
     readBy: ['api', 'workers'],
     doc: "Delay before a delivery's first retry; each further one doubles it (± TETRALOOP_BACKOFF_JITTER).",
-    schema: z.coerce.number().int().min(10).max(3_600_000).default(DEFAULT_WEBHOOK_DELIVERY.backoff.baseMs),
+    schema: z.coerce
+      .number()
+      .int()
+      .min(RETRY_FLOOR_MS)
+      .max(3_600_000)
+      .default(DEFAULT_WEBHOOK_DELIVERY.backoff.baseMs),
   }),
   TETRALOOP_WEBHOOK_BACKOFF_MAX_MS: setting({
     group: 'outbound webhooks',
     file: 'outboundWebhooks.backoffMaxMs',
     readBy: ['api', 'workers'],
     doc: 'Longest delay between two attempts of a delivery.',
-    schema: z.coerce.number().int().min(10).max(86_400_000).default(DEFAULT_WEBHOOK_DELIVERY.backoff.maxMs),
+    schema: z.coerce
+      .number()
+      .int()
+      .min(RETRY_FLOOR_MS)
+      .max(86_400_000)
+      .default(DEFAULT_WEBHOOK_DELIVERY.backoff.maxMs),
   }),
   TETRALOOP_WEBHOOK_DELIVERIES_KEPT: setting({
     group: 'outbound webhooks',
@@ -887,7 +898,7 @@ export const BASE_SETTINGS = {
     file: 'reflect.rateLimitBackoffMs',
     readBy: ['api', 'workers'],
     doc: "The shortest delay between the retries a rate-limited service's template lesson gives (`TETRALOOP_LESSON_RATE_LIMIT_RETRIES`).",
-    schema: z.coerce.number().int().min(0).max(600_000).default(5000),
+    schema: z.coerce.number().int().min(RETRY_FLOOR_MS).max(600_000).default(5000),
   }),
 } satisfies Settings;
 export const BaseEnv = envSchema(BASE_SETTINGS);

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { DEFAULT_RETRIES, maxRetries, retriesFor, retryDelay } from './retry-policy.js';
+import { DEFAULT_RETRIES, RETRY_FLOOR_MS, maxRetries, retriesFor, retryDelay } from './retry-policy.js';
 
 describe('retry policy', () => {
   it('retries by error class, with per-node overrides', () => {
@@ -25,6 +25,12 @@ describe('retry policy', () => {
     expect(retryDelay(10, {}, undefined, () => 0.5)).toBe(30_000);
     expect(retryDelay(1, {}, { baseMs: 100, maxMs: 30_000, minMs: 500, jitter: 0.2 }, () => 0.5)).toBe(500);
     expect(retryDelay(1, { retryAfterMs: 2000 }, undefined, () => 0.5)).toBe(2000);
+  });
+
+  it('never waits less than the 0.5 s floor, whatever the policy or the server says', () => {
+    const eager = { baseMs: 10, maxMs: 100, minMs: 10, jitter: 0 };
+    expect(retryDelay(1, {}, eager)).toBe(RETRY_FLOOR_MS);
+    expect(retryDelay(1, { retryAfterMs: 50 }, eager)).toBe(500);
   });
 
   it('cuts a Retry-After to the deployment ceiling, whatever it says', () => {

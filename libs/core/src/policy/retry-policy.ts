@@ -40,6 +40,13 @@ export interface BackoffPolicy {
   readonly retryAfterMaxMs?: number;
 }
 
+/**
+ * The shortest wait before any retry (a node's, a model call's, a webhook delivery's, a polled
+ * source's): 0.5 s, the seed's floor. A retry never comes at once, whatever a setting or a
+ * policy says.
+ */
+export const RETRY_FLOOR_MS = 500;
+
 /** Longest `Retry-After` honoured when the deployment sets none: 10 minutes. */
 export const DEFAULT_RETRY_AFTER_MAX_MS = 600_000;
 
@@ -67,7 +74,7 @@ export function maxRetries(table: RetryTable, node?: NodeRetry): number {
 /**
  * Delay before retry number `retry` (1 for the first retry): exponential from `baseMs`,
  * randomised by ±jitter, clamped to [minMs, maxMs]. A server-given delay (`Retry-After`) wins
- * when it is longer, up to `retryAfterMaxMs`.
+ * when it is longer, up to `retryAfterMaxMs`. Never under `RETRY_FLOOR_MS`.
  */
 export function retryDelay(
   retry: number,
@@ -77,7 +84,7 @@ export function retryDelay(
 ): number {
   const exponential = policy.baseMs * 2 ** Math.max(0, retry - 1);
   const jittered = exponential * (1 + policy.jitter * (2 * random() - 1));
-  const delay = Math.min(policy.maxMs, Math.max(policy.minMs, jittered));
+  const delay = Math.max(RETRY_FLOOR_MS, Math.min(policy.maxMs, Math.max(policy.minMs, jittered)));
   const asked = 'retryAfterMs' in error ? (error.retryAfterMs ?? 0) : 0;
   const ceiling = Math.min(policy.retryAfterMaxMs ?? DEFAULT_RETRY_AFTER_MAX_MS, RETRY_AFTER_CEILING_MS);
   const serverDelay = Number.isFinite(asked) ? Math.min(asked, ceiling) : ceiling;
