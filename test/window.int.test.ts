@@ -105,7 +105,7 @@ describe('window mode', () => {
     expect(doc.output).toEqual({ 'w-c': expect.anything(), 'w-d': { from: { seen: 'w-a' } } });
     // Every window is a plan generation, recorded on the run.
     expect(doc.generation).toBe(1);
-    expect(doc.planning).toMatchObject({ promptVersion: 'planner-window-v1', planVersion: 1 });
+    expect(doc.planning).toMatchObject({ promptVersion: 'planner-window-v2', planVersion: 1 });
     expect(doc.planning!.windows).toEqual([
       {
         generation: 0,

@@ -431,6 +431,20 @@ describe('retry variants in graphs', () => {
     ]);
   });
 
+  it('are what a validation retry needs: never the same arguments again', () => {
+    const node = (retry: unknown) => ({ id: 'a', kind: 'tool', tool: 'json', args: { value: 1 }, retry });
+    expect(issuesOf({ nodes: [node({ validation: 2, vary: [{ args: { value: 2 } }] })] })).toEqual([
+      expect.objectContaining({
+        path: 'nodes.0.retry.validation',
+        message: expect.stringMatching(/only with different arguments: give "vary" at least 2/),
+      }),
+    ]);
+    expect(issuesOf({ nodes: [node({ validation: 1 })] })[0]?.path).toBe('nodes.0.retry.validation');
+    expect(
+      validateGraph({ nodes: [node({ validation: 1, vary: [{ args: { value: 2 } }] })] }, { tools }).ok,
+    ).toBe(true);
+  });
+
   it('refuse them on kinds that do not vary', () => {
     const loop = {
       id: 'l',

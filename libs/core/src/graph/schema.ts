@@ -22,18 +22,33 @@ export type OnError = z.infer<typeof OnError>;
 
 const Retries = z.number().int().min(0).max(10);
 
-/** Per-node override of how many times a failure of each class is retried. */
-export const NodeRetry = z.strictObject({
-  network: Retries.optional(),
-  timeout: Retries.optional(),
-  rate_limited: Retries.optional(),
-  server: Retries.optional(),
-  auth: Retries.optional(),
-  validation: Retries.optional(),
-  internal: Retries.optional(),
-  /** Overrides of the node's fields for its retries, in turn (`retry-variants.ts`); tool and llm nodes. */
-  vary: RetryVariants.optional(),
-});
+/**
+ * Per-node override of how many times a failure of each class is retried. A `validation` error is
+ * the call's own arguments at fault, so it is retried only with other ones: `validation` retries
+ * need as many `vary` overrides (a retry as it was would fail the same way).
+ */
+export const NodeRetry = z
+  .strictObject({
+    network: Retries.optional(),
+    timeout: Retries.optional(),
+    rate_limited: Retries.optional(),
+    server: Retries.optional(),
+    auth: Retries.optional(),
+    validation: Retries.optional(),
+    internal: Retries.optional(),
+    /** Overrides of the node's fields for its retries, in turn (`retry-variants.ts`); tool and llm nodes. */
+    vary: RetryVariants.optional(),
+  })
+  .superRefine((retry, ctx) => {
+    const asked = retry.validation ?? 0;
+    if (asked > (retry.vary?.length ?? 0)) {
+      ctx.addIssue({
+        code: 'custom',
+        path: ['validation'],
+        message: `a validation error is retried only with different arguments: give "vary" at least ${asked} override(s), one per retry`,
+      });
+    }
+  });
 export type NodeRetry = z.infer<typeof NodeRetry>;
 
 /** A tool call's arguments; values may hold references. */
@@ -72,7 +87,7 @@ export const PlannedNodeFields = {
 
 /** The planner's rule for `PlannedNodeFields`. */
 export const PLANNED_NODE_RULE =
-  'A "tool" or "llm" node may also set how it fails: "onError": "continue" (its failure goes downstream as {"error": {"code", "message"}} for later nodes to handle, and the run goes on) or "replan" (the run is planned again from what succeeded); "timeoutMs" (at most 600000); "retry": {"network"|"timeout"|"rate_limited"|"server"|"validation": retries, at most 10}; and "priority" (1–10, higher runs first among ready nodes).';
+  'A "tool" or "llm" node may also set how it fails: "onError": "continue" (its failure goes downstream as {"error": {"code", "message"}} for later nodes to handle, and the run goes on) or "replan" (the run is planned again from what succeeded); "timeoutMs" (at most 600000); "retry": {"network"|"timeout"|"rate_limited"|"server": retries, at most 10}, and "validation" retries only beside "vary": [overrides of the node’s own fields, one per retry, e.g. {"args": {…}}] (a call refused for its arguments is never retried with the same ones); and "priority" (1–10, higher runs first among ready nodes).';
 
 /** What every node has. */
 export interface NodeBase {

@@ -10,6 +10,13 @@ describe('retry policy', () => {
     expect(maxRetries(DEFAULT_RETRIES)).toBe(3);
   });
 
+  it('retries a validation error only with other arguments: one retry per override', () => {
+    const table = { ...DEFAULT_RETRIES, validation: 3 };
+    expect(retriesFor('validation', table)).toBe(0);
+    expect(retriesFor('validation', table, { vary: [{ args: {} }] })).toBe(1);
+    expect(retriesFor('validation', DEFAULT_RETRIES, { validation: 2, vary: [{}, {}] })).toBe(2);
+  });
+
   it('backs off exponentially within ±20 % jitter', () => {
     for (const [retry, base] of [
       [1, 1000],

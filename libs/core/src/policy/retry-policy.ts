@@ -63,6 +63,9 @@ export function retriesFor(code: ErrorCode, table: RetryTable, node?: NodeRetry)
   const override = node ? (node as Partial<Record<ErrorCode, number>>)[code] : undefined;
   // Auth is retried at most once (after a credential refresh), whatever the override says.
   if (code === 'auth') return Math.min(table.auth, override ?? table.auth);
+  // A validation error is retried only with other arguments: one retry per override, never the
+  // deployment's count on a node that lists none.
+  if (code === 'validation') return Math.min(override ?? table.validation, node?.vary?.length ?? 0);
   return override ?? table[code];
 }
 
