@@ -270,7 +270,7 @@ export class SessionService {
         return this.laneFull(sessionKey, input);
       case 'interrupt':
         await this.cancel(admitted.cancel, 'interrupted by a newer message');
-        await this.deps.runs.start(runId);
+        await this.startLaneRun(sessionKey, runId);
         return { sessionKey, runId, queued: false };
       case 'collected':
         await this.deps.store.delete(runId);
@@ -356,6 +356,17 @@ export class SessionService {
     await this.advance(sessionKey, runId);
   }
 
+  /**
+   * Starts the run the lane moved on to. The runs still waiting behind it are kept (their keys'
+   * TTL renewed, never shortened) for as long as it may last: it may wait weeks (a signal, an
+   * approval, a budget decision, a time), longer than the TTL they were created with has left.
+   * Renewed at every start, a run waiting behind several long ones outlives each of them.
+   */
+  private async startLaneRun(sessionKey: string, runId: string): Promise<void> {
+    await this.deps.runs.start(runId);
+    await this.deps.store.keepQueued(await this.deps.sessions.queuedRuns(sessionKey));
+  }
+
   /** Moves the lane on from `finished` (a run id, or `collect`). */
   async advance(sessionKey: string, finished: string): Promise<void> {
     const { sessions, config } = this.deps;
@@ -365,7 +376,7 @@ export class SessionService {
         case 'run': {
           const waited = await this.deps.store.document(next.runId);
           if (waited) metrics.laneWait.observe((Date.now() - Date.parse(waited.createdAt)) / 1000);
-          await this.deps.runs.start(next.runId);
+          await this.startLaneRun(sessionKey, next.runId);
           return;
         }
         case 'collect-wait':
@@ -390,7 +401,7 @@ export class SessionService {
             await this.collectedCall(sessionKey, messages),
           );
           if (await sessions.commitCollect(sessionKey, runId, next.count)) {
-            await this.deps.runs.start(runId);
+            await this.startLaneRun(sessionKey, runId);
             return;
           }
           await this.deps.store.delete(runId);

@@ -509,6 +509,12 @@ export class SessionStore {
     return at !== null && Number(at) >= Date.now() - windowMs;
   }
 
+  /** The runs waiting in the lane, in order (a `collect` placeholder is no run and is left out). */
+  async queuedRuns(sessionKey: string): Promise<string[]> {
+    const items = await this.redis.lrange(sessionKeys(this.prefix, sessionKey).queue, 0, -1);
+    return items.filter((item) => item !== 'collect');
+  }
+
   /** 1-based place of `runId` among the lane's waiting items, or null. */
   async position(sessionKey: string, runId: string): Promise<number | null> {
     const index = await this.redis.lpos(sessionKeys(this.prefix, sessionKey).queue, runId);

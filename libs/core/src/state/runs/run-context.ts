@@ -7,6 +7,7 @@ import type { RedisClient } from '../redis-client.js';
 import type { NodeSnapshot, UsageCharge } from '../../domain/run-model.js';
 import { channels, runKeyList, runKeys, type Channels, type RunKeys } from '../keys.js';
 import { loadScripts, type ScriptRunner } from '../scripts.js';
+import { DEFAULT_MAX_WAIT_DAYS, maxRunSeconds } from '../../domain/wait-limits.js';
 
 export interface RunStoreOptions {
   readonly prefix: string;
@@ -52,6 +53,19 @@ export class RunContext {
   /** Until a run settles its keys carry this TTL, so an abandoned run cannot stay forever. */
   safetyTtl(timeoutSeconds: number): number {
     return this.options.retentionSeconds + timeoutSeconds;
+  }
+
+  /**
+   * The TTL of a session run's keys until it starts: it may wait in its lane while the run ahead of
+   * it lasts, and that run may wait (a signal, an approval, a budget decision, a time) up to the
+   * longest a run may last, not just this run's own deadline. Kept this long from its creation and
+   * again whenever its lane starts the run ahead of it (`keepQueued`); its start then moves its
+   * expiry to its own deadline plus the retention, and settling to the retention.
+   */
+  laneSafetyTtl(): number {
+    return (
+      this.options.retentionSeconds + (this.options.maxRunSeconds ?? maxRunSeconds(DEFAULT_MAX_WAIT_DAYS))
+    );
   }
 }
 

@@ -138,7 +138,8 @@ export class RunCreation {
     const reply = await this.ctx.script('create-run-6', this.ctx.scriptKeys(run.runId), [
       JSON.stringify({ ...meta, ...index, ...lists }),
       pendingJson(run.pending),
-      this.ctx.safetyTtl(run.timeoutSeconds),
+      // A session run may wait in its lane behind a run that waits for weeks before it starts.
+      run.sessionKey ? this.ctx.laneSafetyTtl() : this.ctx.safetyTtl(run.timeoutSeconds),
       run.rerun?.of.runId ?? '',
       ...reused,
     ]);

@@ -12,7 +12,8 @@ import {
 } from '../../domain/run-model.js';
 import { RUN_ERROR_STATUS, cancelledError } from '../../errors/run-error.js';
 import { queuedRunsKey } from '../keys.js';
-import { pendingJson, snapshotJson, type RunContext } from './run-context.js';
+import { slotPipeline } from '../slot-multi.js';
+import { multiReplies, pendingJson, snapshotJson, type RunContext } from './run-context.js';
 
 export interface ReconcileView {
   readonly status: RunStatus;
@@ -262,6 +263,20 @@ export class RunLifecycle {
   }
 
   /** Deletes a run that never started (a prepared session run its lane did not need). */
+  /**
+   * Keeps the keys of runs waiting in a session's lane (not started) for `laneSafetyTtl` from now,
+   * never shortening a longer expiry (GT): called when their lane starts the run ahead of them,
+   * which may wait up to the longest a run may last. A run gone meanwhile is not brought back
+   * (PEXPIRE writes no key).
+   */
+  async keepQueued(runIds: readonly string[]): Promise<void> {
+    if (runIds.length === 0) return;
+    const ttlMs = this.ctx.laneSafetyTtl() * 1000;
+    const tx = slotPipeline(this.ctx.redis);
+    for (const runId of runIds) for (const key of this.ctx.scriptKeys(runId)) tx.pexpire(key, ttlMs, 'GT');
+    multiReplies(await tx.exec());
+  }
+
   async delete(runId: string): Promise<void> {
     await this.ctx.redis.del(...this.ctx.scriptKeys(runId));
     await this.unqueue(runId);
