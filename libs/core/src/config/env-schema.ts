@@ -835,6 +835,26 @@ export const BASE_SETTINGS = {
     doc: 'Reflect on an agent after this many settled runs.',
     schema: z.coerce.number().int().min(1).default(50),
   }),
+  TETRALOOP_REFLECT_LARGE_RUN_NODES: setting({
+    group: 'reflect',
+    file: 'reflect.largeRunNodes',
+    readBy: ['api', 'workers'],
+    pools: ['plan'],
+    doc: 'Reflect on an agent when one of its runs with at least this many nodes succeeds (a large task completed).',
+    schema: z.coerce.number().int().min(1).default(DEFAULT_TRIGGERS.largeRunNodes),
+  }),
+  TETRALOOP_REFLECT_LARGE_RUN_SECONDS: setting({
+    group: 'reflect',
+    file: 'reflect.largeRunSeconds',
+    readBy: ['api', 'workers'],
+    pools: ['plan'],
+    doc: 'Reflect on an agent when one of its runs that lasted at least this long succeeds (a large task completed).',
+    schema: z.coerce
+      .number()
+      .int()
+      .min(1)
+      .default(DEFAULT_TRIGGERS.largeRunMs / 1000),
+  }),
   TETRALOOP_MEMORY_HOT_RUNS: setting({
     group: 'reflect',
     file: 'reflect.hotRuns',
@@ -1206,7 +1226,12 @@ export function memoryStoreOptionsOf(env: BaseEnv): MemoryStoreOptions {
 
 /** When a recorded run asks for a reflection. */
 export function reflectTriggersOf(env: BaseEnv): ReflectTriggers {
-  return { ...DEFAULT_TRIGGERS, everyRuns: env.TETRALOOP_REFLECT_EVERY_RUNS };
+  return {
+    ...DEFAULT_TRIGGERS,
+    everyRuns: env.TETRALOOP_REFLECT_EVERY_RUNS,
+    largeRunNodes: env.TETRALOOP_REFLECT_LARGE_RUN_NODES,
+    largeRunMs: env.TETRALOOP_REFLECT_LARGE_RUN_SECONDS * 1000,
+  };
 }
 
 /** The cost ledger as configured: how long a day's totals are kept. */

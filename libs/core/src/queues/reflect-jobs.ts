@@ -13,6 +13,7 @@ export const REFLECT_REASONS = [
   'runs',
   'failure-streak',
   'service-failures',
+  'large-run',
   'interval',
   'feedback',
   'request',

@@ -17,9 +17,36 @@ export interface ReflectTriggers {
   readonly failStreak: number;
   /** Reflect after this many failures of one service since the last reflection. @defaultValue 5 */
   readonly serviceFailures: number;
+  /** Reflect after a run with at least this many nodes succeeded (a large task). @defaultValue 50 */
+  readonly largeRunNodes: number;
+  /** Reflect after a run that lasted at least this long succeeded (a large task). @defaultValue 600000 */
+  readonly largeRunMs: number;
 }
 
-export const DEFAULT_TRIGGERS: ReflectTriggers = { everyRuns: 50, failStreak: 3, serviceFailures: 5 };
+export const DEFAULT_TRIGGERS: ReflectTriggers = {
+  everyRuns: 50,
+  failStreak: 3,
+  serviceFailures: 5,
+  largeRunNodes: 50,
+  largeRunMs: 600_000,
+};
+
+/**
+ * Why a settled run asks for a reflection, if it does: enough runs since the last one, a streak of
+ * failures, a failing service, or a large task completed (the seed lists it beside the failures:
+ * what a long run learned about its tools is worth keeping while it is fresh). Pure.
+ */
+export function reflectReason(
+  triggers: ReflectTriggers,
+  recorded: { readonly sinceReflection: number; readonly failStreak: number; readonly worstService: number },
+  run: { readonly status: string; readonly nodes: number; readonly durationMs: number },
+): ReflectReason | undefined {
+  if (recorded.sinceReflection >= triggers.everyRuns) return 'runs';
+  if (recorded.failStreak >= triggers.failStreak) return 'failure-streak';
+  if (recorded.worstService >= triggers.serviceFailures) return 'service-failures';
+  const large = run.nodes >= triggers.largeRunNodes || run.durationMs >= triggers.largeRunMs;
+  return run.status === 'succeeded' && large ? 'large-run' : undefined;
+}
 
 export interface MemoryServiceDeps {
   readonly store: RunStore;
@@ -41,15 +68,11 @@ export class MemoryService {
     if (!doc?.finishedAt || doc.metadata?.parentRunId !== undefined) return;
     const summary = summarize(doc, doc.planning?.lessons ?? []);
     const recorded = await this.deps.memory.record(summary);
-    const { triggers } = this.deps;
-    const reason: ReflectReason | undefined =
-      recorded.sinceReflection >= triggers.everyRuns
-        ? 'runs'
-        : recorded.failStreak >= triggers.failStreak
-          ? 'failure-streak'
-          : recorded.worstService >= triggers.serviceFailures
-            ? 'service-failures'
-            : undefined;
+    const reason = reflectReason(this.deps.triggers, recorded, {
+      status: doc.status,
+      nodes: Object.keys(doc.nodes).length,
+      durationMs: summary.durationMs,
+    });
     if (reason) await this.reflect(summary.agentId, reason);
   }
 
