@@ -10,7 +10,7 @@
 import { parseArgs } from 'node:util';
 import type { MessageAnswer, RunDocument, TetraloopClient } from '@tetraloop/client';
 import { replyOf } from '@tetraloop/core/sessions';
-import { apiTargetFromEnv, clientOf, describeFailure, type ApiTarget } from './api-client.js';
+import { clientOf, describeFailure, processClientIo, type ClientIo } from './api-client.js';
 import { UsageError, parsing } from './cli-args.js';
 
 export const AGENT_USAGE = `usage: tetraloop agent --message <text> [--session <key>] [--agent <agentId>] [--wait] [--json]
@@ -22,17 +22,9 @@ export const AGENT_USAGE = `usage: tetraloop agent --message <text> [--session <
   --wait              wait for the run and print the reply
   --json              print the API's answer (with --wait, the run document) as JSON`;
 
-export interface AgentIo {
-  readonly target: ApiTarget;
-  readonly stdout: (text: string) => void;
-  readonly stderr: (text: string) => void;
-}
+export type AgentIo = ClientIo;
 
-const processIo = (): AgentIo => ({
-  target: apiTargetFromEnv(),
-  stdout: (text) => void process.stdout.write(text),
-  stderr: (text) => void process.stderr.write(text),
-});
+const processIo = processClientIo;
 
 /** Runs `tetraloop agent <args>`; answers the exit code. */
 export async function agentCommand(args: readonly string[], io: AgentIo = processIo()): Promise<number> {

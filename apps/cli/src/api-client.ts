@@ -26,6 +26,20 @@ export function apiTargetFromEnv(env: NodeJS.ProcessEnv = process.env): ApiTarge
   return { url: env.TETRALOOP_API_URL ?? DEFAULT_API_URL, ...(token ? { token } : {}) };
 }
 
+/** Where a client command sends its requests and writes what it says. */
+export interface ClientIo {
+  readonly target: ApiTarget;
+  readonly stdout: (text: string) => void;
+  readonly stderr: (text: string) => void;
+}
+
+/** The environment's API target and this process's stdout and stderr. */
+export const processClientIo = (): ClientIo => ({
+  target: apiTargetFromEnv(),
+  stdout: (text) => void process.stdout.write(text),
+  stderr: (text) => void process.stderr.write(text),
+});
+
 /** The client of a target. */
 export const clientOf = (target: ApiTarget): TetraloopClient =>
   new TetraloopClient({ baseUrl: target.url, token: target.token });

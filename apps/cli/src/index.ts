@@ -5,5 +5,6 @@ export * from './runs-command.js';
 export * from './agent-command.js';
 export { RunProgress } from './run-progress.js';
 export * from './keys-command.js';
+export { schedulesCommand, SCHEDULES_USAGE, type SchedulesIo } from './schedules-command.js';
 export * from './api-client.js';
 export { tetraloopMcpServer } from './mcp-command.js';

@@ -1,11 +1,12 @@
 /**
- * `tetraloop <command>`: dev | api | worker | run | runs | explain | agent | lessons | keys | mcp |
- * openapi | config. Every command first reads the config file (`--config` or TETRALOOP_CONFIG) into
- * the environment where the environment sets nothing.
+ * `tetraloop <command>`: dev | api | worker | run | runs | explain | agent | lessons | schedules |
+ * keys | mcp | openapi | config. Every command first reads the config file (`--config` or
+ * TETRALOOP_CONFIG) into the environment where the environment sets nothing.
  * Each process type also runs alone against a shared REDIS_URL, so pools scale as separate
- * processes; `run`, `runs`, `explain` and `lessons` are clients of the API at TETRALOOP_API_URL
- * (with TETRALOOP_API_KEY as their bearer key when set); `keys` manages API keys through the API
- * with the root token, or in Redis directly; `openapi` prints the API's OpenAPI document.
+ * processes; `run`, `runs`, `explain`, `lessons` and `schedules` are clients of the API at
+ * TETRALOOP_API_URL (with TETRALOOP_API_KEY as their bearer key when set); `keys` manages API keys
+ * through the API with the root token, or in Redis directly; `openapi` prints the API's OpenAPI
+ * document.
  */
 import { parseArgs } from 'node:util';
 import type { Pool } from '@tetraloop/core/queues';
@@ -28,7 +29,7 @@ const usage = (POOLS: readonly string[]): string => `usage: tetraloop <command>
   run <graph.json> [--follow]           submit a run to TETRALOOP_API_URL and wait for it; --follow
                                         shows each node's status and elapsed time as it runs
   runs list [--status <status>] [--since <1h|ISO time>] [--until …] [--agent <id>] [--session <key>]
-            [--tag <tag>] [--limit N] [--cursor <c>] [--json]
+            [--tag <tag>] [--schedule <id>] [--trigger <id>] [--limit N] [--cursor <c>] [--json]
                                         the runs, newest first, as a table
   runs show <runId> [--json]            one run and its nodes
   explain <runId> [--json]              where a run's time went, its critical path marked
@@ -40,6 +41,14 @@ const usage = (POOLS: readonly string[]): string => `usage: tetraloop <command>
   lessons show <lessonId>               one lesson, as JSON
   lessons retire|pin|activate <lessonId>
                                         override a lesson's status
+  schedules list [--json]               the tenant's schedules: cadence, paused, next firing, last
+                                        outcome, firings by outcome
+  schedules create --name <name> (--cron <pattern> [--timezone <zone>] | --every <ms>)
+                   (--request <file.json> | --task <text>) [--agent <id>] [--overlap …]
+                   [--catch-up …] [--paused] [--json]
+                                        make a schedule (tetraloop schedules help: every flag)
+  schedules pause|resume|delete|trigger <scheduleId>
+                                        stop or restart its firings, delete it, or run it now
   keys create --scopes <scope,…> [--tenant <tenant>] [--name <name>] [--expires-at <ISO time>] [--json]
                                         make an API key; its secret is printed once
   keys list [--tenant <tenant>] [--json]
@@ -57,7 +66,7 @@ const usage = (POOLS: readonly string[]): string => `usage: tetraloop <command>
 Every command takes --config <file> (or TETRALOOP_CONFIG): a YAML file of settings in groups
 (tetraloop.example.yaml); a variable set in the environment wins over it.
 
-run, runs, explain, agent, lessons and mcp send TETRALOOP_API_KEY as their bearer key when it is set. keys uses the API at
+run, runs, explain, agent, lessons, schedules and mcp send TETRALOOP_API_KEY as their bearer key when it is set. keys uses the API at
 TETRALOOP_API_URL with TETRALOOP_ADMIN_TOKEN (the root token) when that is set, else (or with
 --redis) Redis directly at REDIS_URL under TETRALOOP_PREFIX, to make the first key.`;
 
@@ -137,6 +146,9 @@ export async function main(args: string[]): Promise<void> {
       case 'lessons':
         process.exitCode = await (await import('./lessons-command.js')).lessonsCommand(rest);
         return;
+      case 'schedules':
+        process.exitCode = await (await import('./schedules-command.js')).schedulesCommand(rest);
+        return;
       case 'keys':
         process.exitCode = await (await import('./keys-command.js')).keysCommand(rest);
         return;
@@ -167,6 +179,7 @@ const COMMANDS = [
   'explain',
   'agent',
   'lessons',
+  'schedules',
   'keys',
   'openapi',
   'mcp',

@@ -15,20 +15,15 @@ import {
   type RunSearch,
   type TetraloopClient,
 } from '@tetraloop/client';
-import {
-  apiTargetFromEnv,
-  clientOf,
-  describeApiError,
-  describeFailure,
-  type ApiTarget,
-} from './api-client.js';
+import { clientOf, describeApiError, describeFailure, processClientIo, type ClientIo } from './api-client.js';
 import { UsageError, parsing } from './cli-args.js';
 import { cut, formatMs, shortTime, textTable } from './text-table.js';
 
 export const RUNS_USAGE = `usage: tetraloop runs <command>
 
   list [--status <status>] [--since <1h|ISO time>] [--until <…>] [--agent <agentId>]
-       [--session <sessionKey>] [--tag <tag>] [--limit N] [--cursor <nextCursor>] [--json]
+       [--session <sessionKey>] [--tag <tag>] [--schedule <scheduleId>] [--trigger <triggerId>]
+       [--limit N] [--cursor <nextCursor>] [--json]
                                         the runs, newest first, as a table
   show <runId> [--json]                 one run and its nodes
 
@@ -42,17 +37,9 @@ bearer key (runs:read).`;
 const RUN_ID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
 const TASK_CHARS = 48;
 
-export interface RunsIo {
-  readonly target: ApiTarget;
-  readonly stdout: (text: string) => void;
-  readonly stderr: (text: string) => void;
-}
+export type RunsIo = ClientIo;
 
-const processIo = (): RunsIo => ({
-  target: apiTargetFromEnv(),
-  stdout: (text) => void process.stdout.write(text),
-  stderr: (text) => void process.stderr.write(text),
-});
+const processIo = processClientIo;
 
 /** The API could not be asked or said no: exit code 1. */
 class CommandError extends Error {}
@@ -123,6 +110,8 @@ async function list(args: readonly string[], io: RunsIo): Promise<number> {
         agent: { type: 'string' },
         session: { type: 'string' },
         tag: { type: 'string' },
+        schedule: { type: 'string' },
+        trigger: { type: 'string' },
         limit: { type: 'string' },
         cursor: { type: 'string' },
         json: { type: 'boolean', default: false },
@@ -143,6 +132,8 @@ async function list(args: readonly string[], io: RunsIo): Promise<number> {
     agentId: values.agent,
     sessionKey: values.session,
     tag: values.tag,
+    scheduleId: values.schedule,
+    triggerId: values.trigger,
     limit,
     cursor: values.cursor,
   };

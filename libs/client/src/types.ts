@@ -35,3 +35,7 @@ export type AgentLessons = Schemas['AgentLessons'];
 export type ApiKeyRecord = Schemas['ApiKeyRecord'];
 export type KeyBody = Schemas['KeyBody'];
 export type KeyCreated = Schemas['KeyCreated'];
+export type ScheduleBody = Schemas['ScheduleBody'];
+export type SchedulePatch = Schemas['SchedulePatch'];
+export type ScheduleView = Schemas['ScheduleView'];
+export type ScheduleList = Schemas['ScheduleList'];
