@@ -76,6 +76,11 @@ export interface SubmitOptions {
   readonly runId?: string;
   /** System prompt of a loop-mode agent. */
   readonly system?: string;
+  /**
+   * Steering a loop-mode agent starts with, read before its first turn (a session run woken by an
+   * event: the event's delimited block, which it reads as a `session_environment` result).
+   */
+  readonly steering?: readonly string[];
   /** What started the run when no API call did: a schedule's firing, or a trigger's events. */
   readonly origin?: RunOrigin;
 }
@@ -181,6 +186,7 @@ export class RunService {
       ...(request.tags ? { tags: request.tags } : {}),
       ...(request.webhook ? { webhook: request.webhook } : {}),
       ...(options.origin ? { origin: options.origin } : {}),
+      ...(options.steering?.length ? { steering: options.steering } : {}),
       createdAt: new Date().toISOString(),
       pending: new Map(topology?.ids.map((id) => [id, topology.parents.get(id)?.length ?? 0]) ?? []),
     };

@@ -77,6 +77,11 @@ export const SENSE_PAYLOADS = {
     sessionKey: ScopedSessionKey,
     message: MessageInput,
     deliveryId: z.string().min(1).max(64).optional(),
+    /**
+     * Outside data the message's run is handed as such, never as the message: the event of a source
+     * that woke its session, as a delimited untrusted block (see `wake.ts`). Only a source sets it.
+     */
+    data: z.array(z.string()).max(10).optional(),
   }),
   /** A webhook event; `tenant` is its source's (events from before tenancy have none). */
   [SENSE_JOB.event]: z.object({ source: z.string(), event: InboundEvent, tenant: TenantId.optional() }),

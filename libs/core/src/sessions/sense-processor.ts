@@ -23,8 +23,8 @@ export interface SenseDeps {
 export async function executeSenseJob(deps: SenseDeps, job: Job): Promise<unknown> {
   switch (job.name) {
     case SENSE_JOB.message: {
-      const { sessionKey, message, deliveryId } = SENSE_PAYLOADS[SENSE_JOB.message].parse(job.data);
-      return deps.sessions.handleMessage(sessionKey, message, deliveryId);
+      const { sessionKey, message, deliveryId, data } = SENSE_PAYLOADS[SENSE_JOB.message].parse(job.data);
+      return deps.sessions.handleMessage(sessionKey, message, deliveryId, data);
     }
     case SENSE_JOB.event: {
       const { source, event, tenant } = SENSE_PAYLOADS[SENSE_JOB.event].parse(job.data);

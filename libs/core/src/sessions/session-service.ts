@@ -107,6 +107,8 @@ interface RunCall {
   readonly thinking?: Thinking;
   /** The secrets granted to the run's planned nodes. */
   readonly secrets?: readonly string[];
+  /** Outside data the run is handed as delimited blocks, never as its text (see `wakeData`). */
+  readonly data?: readonly string[];
 }
 
 export interface SessionDeps {
@@ -180,7 +182,12 @@ export class SessionService {
    * `duplicate`, leaving one transcript line and one run, which is started if its turn came
    * while nobody started it.
    */
-  async handleMessage(sessionKey: string, input: MessageInput, deliveryId?: string): Promise<MessageResult> {
+  async handleMessage(
+    sessionKey: string,
+    input: MessageInput,
+    deliveryId?: string,
+    data?: readonly string[],
+  ): Promise<MessageResult> {
     const { sessions, config, hooks } = this.deps;
     this.deps.logger.debug({ sessionKey, mode: input.mode }, 'message received');
     const receivedAt = new Date().toISOString();
@@ -238,13 +245,16 @@ export class SessionService {
       ...(input.model !== undefined ? { model: input.model } : {}),
       ...(input.thinking !== undefined ? { thinking: input.thinking } : {}),
       ...(input.secrets?.length ? { secrets: input.secrets } : {}),
+      ...(data?.length ? { data } : {}),
     };
     // The run is stored before the lane sees it, so a lane never points at a run that does not exist.
     await this.prepareRun(sessionKey, input.text, input.metadata, runId, call, input.text);
     const admitted = await sessions.admit(sessionKey, {
       mode,
       runId,
-      message,
+      // A collected message takes its data to the merged run; the transcript line never holds it
+      // (nor the environment: a steered one's event is there already, as its own entry).
+      message: mode === 'collect' && data?.length ? { ...message, data } : message,
       collectCap: config.collectCap,
       drop: config.collectDrop,
       envCap: config.environmentCap,
@@ -589,11 +599,13 @@ export class SessionService {
     const thinking = Thinking.safeParse(messages.findLast((m) => m.thinking !== undefined)?.thinking);
     // Each message's caller granted its secrets; the merged run answers them all.
     const secrets = [...new Set(messages.flatMap((m) => m.secrets ?? []))];
+    const data = messages.flatMap((m) => m.data ?? []);
     return {
       agentId,
       ...(model !== undefined ? { model } : {}),
       ...(thinking.success && thinking.data !== undefined ? { thinking: thinking.data } : {}),
       ...(secrets.length ? { secrets } : {}),
+      ...(data.length ? { data } : {}),
     };
   }
 
@@ -630,6 +642,9 @@ export class SessionService {
       files = [...ctx.files];
     }
     const extra: string[] = await this.history(sessionKey, newest);
+    // A planner is told the outside data among its runtime overrides, still delimited.
+    if (config.runMode !== 'loop' && call.data?.length)
+      extra.push([UNTRUSTED_DATA_NOTE, ...call.data].join('\n'));
     for (const name of ['before_prompt_build', 'before_agent_start'] as const) {
       if (!hooks?.has(name)) continue;
       const ctx =
@@ -662,7 +677,15 @@ export class SessionService {
     });
     // A session run belongs to its session's tenant.
     const { tenant } = unscopeName(sessionKey);
-    await this.deps.runs.submit(request, undefined, { tenant, sessionKey, start: false, runId, system });
+    await this.deps.runs.submit(request, undefined, {
+      tenant,
+      sessionKey,
+      start: false,
+      runId,
+      system,
+      // An agent reads the outside data before its first turn, as a `session_environment` result.
+      ...(config.runMode === 'loop' && call.data?.length ? { steering: call.data } : {}),
+    });
     return runId;
   }
 

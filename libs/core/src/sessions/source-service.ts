@@ -26,7 +26,7 @@ import { parseAllowHosts, type EgressPolicy } from '../tools/egress-policy.js';
 import { InboundEvent, SENSE_JOB, SessionKey, type SensePayload } from './sense-jobs.js';
 import { fileEvent, fileSignature, listFiles } from './file-source.js';
 import { contentHash, type SessionService } from './session-service.js';
-import { wakeDeliveryId, wakeMessage } from './wake.js';
+import { wakeData, wakeDeliveryId, wakeMessage } from './wake.js';
 import { WebSocketSource, WebSocketSources } from './websocket-source.js';
 import { slotMulti } from '../state/slot-multi.js';
 
@@ -317,12 +317,14 @@ export class SourceService {
     // The job id derives from the event: writing it again adds no second message while the first
     // job is kept, and the message's own id keeps it to one run within the dedupe window after.
     const deliveryId = wakeDeliveryId(written);
+    const data = wakeData(written, wake.trusted);
     await this.deps.senseQueue.add(
       SENSE_JOB.message,
       {
         sessionKey,
         message: wakeMessage(written, wake.trusted),
         deliveryId,
+        ...(data.length ? { data } : {}),
       } satisfies SensePayload<typeof SENSE_JOB.message>,
       { jobId: deliveryId, removeOnComplete: { age: 60 }, removeOnFail: { age: 3600 } },
     );

@@ -4,6 +4,7 @@
  * (the `HEARTBEAT.md` pattern). What the message says is decided here. Pure.
  */
 import { createHash } from 'node:crypto';
+import { untrustedData } from '../model/untrusted-data.js';
 import type { MessageInput } from './sense-jobs.js';
 
 /** The part of a written event a wake message is made from. */
@@ -32,6 +33,19 @@ export function wakeMessage(event: WakeEvent, trusted: boolean): MessageInput {
     eventId: `wake:${event.source}:${event.eventId}`,
     metadata: { wake: { source: event.source, eventId: event.eventId, type: event.type } },
   };
+}
+
+/**
+ * What the woken run is handed beside its message: the event as the environment holds it, one
+ * delimited block of untrusted data (see `describeEnvironmentEvent`), which an agent reads as a
+ * `session_environment` result before its first turn and a planner among its runtime overrides —
+ * never as the user's words. The run records the environment version it starts at, so the
+ * environment check would not hand it an event written before. None when the message is the
+ * payload itself (a timer's own words).
+ */
+export function wakeData(event: WakeEvent, trusted: boolean): string[] {
+  if (trusted && spokenOf(event.payload) !== undefined) return [];
+  return [untrustedData({ source: event.source, type: event.type }, event.payload)];
 }
 
 /**

@@ -33,6 +33,11 @@ export interface LaneMessage {
   readonly thinking?: unknown;
   /** The secrets the message granted its run (a merged collect run gets every message's). */
   readonly secrets?: readonly string[];
+  /**
+   * Outside data handed to the message's run as such (a waking event's delimited block; a merged
+   * collect run gets every message's). Kept in the collect buffer, never in the transcript.
+   */
+  readonly data?: readonly string[];
 }
 
 export type AdmitResult =

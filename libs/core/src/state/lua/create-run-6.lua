@@ -9,7 +9,8 @@
   run again: they are written here, with a `node.reused` event each, so the run never exists
   without them.
   ARGV[1] meta fields (JSON object of strings; `_lists`, on one Redis only, names the run-listing
-  indexes to add it to: {queued, runs, id, score, keepMs, ttl}), ARGV[2] readiness counters (JSON object of numbers),
+  indexes to add it to: {queued, runs, id, score, keepMs, ttl}; `_steer`, the steering messages the
+  run starts with, a JSON list kept in `aux`), ARGV[2] readiness counters (JSON object of numbers),
   ARGV[3] safety TTL in seconds (until the run settles and gets its retention TTL),
   ARGV[4] the run the reused snapshots come from ('' for none), ARGV[5..] pairs: node id, snapshot
   JSON (status first, with `reusedFrom`)
@@ -26,6 +27,9 @@ local meta = cjson.decode(ARGV[1])
 -- fields of it): written here, in the same step, instead of a MULTI of their own.
 local lists = meta['_lists']
 meta['_lists'] = nil
+-- A session run woken by an event reads it before its agent's first turn (loop-agent.ts).
+local steer = meta['_steer']
+meta['_steer'] = nil
 if lists then
   redis.call('ZADD', lists.queued, 'NX', lists.score, lists.id)
   redis.call('ZADD', lists.runs, 'NX', lists.score, lists.id)
@@ -46,6 +50,7 @@ hsetAll(KEYS[2], cjson.decode(ARGV[2]))
 -- Placeholders so every key of the run exists now and carries the safety TTL below.
 redis.call('HSET', KEYS[4], '_', '{}')
 redis.call('HSET', KEYS[6], 'createdAt', meta.createdAt or '')
+if steer then redis.call('HSET', KEYS[6], 'steer', steer) end
 -- The hash was just written from `meta`: its events cap and search index are taken from there, not
 -- read back.
 eventsMax = tonumber(meta.eventsMax or '10000')

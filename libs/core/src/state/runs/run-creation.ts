@@ -41,6 +41,8 @@ export interface NewRun {
   readonly queueShard?: number;
   /** The session whose lane the run belongs to. */
   readonly sessionKey?: string;
+  /** The steering messages the run starts with (`aux.steer`), for an agent's first turn. */
+  readonly steering?: readonly string[];
   readonly input: unknown;
   readonly timeoutSeconds: number;
   readonly budget: Budget;
@@ -135,8 +137,10 @@ export class RunCreation {
       id,
       snapshotJson({ ...snapshot, reusedFrom: run.rerun!.of.runId }),
     ]);
+    // Written to `aux`, not the hash, by the create script, in the same step as the run.
+    const steer = run.steering?.length ? { _steer: JSON.stringify(run.steering) } : {};
     const reply = await this.ctx.script('create-run-6', this.ctx.scriptKeys(run.runId), [
-      JSON.stringify({ ...meta, ...index, ...lists }),
+      JSON.stringify({ ...meta, ...index, ...lists, ...steer }),
       pendingJson(run.pending),
       // A session run may wait in its lane behind a run that waits for weeks before it starts.
       run.sessionKey ? this.ctx.laneSafetyTtl() : this.ctx.safetyTtl(run.timeoutSeconds),
