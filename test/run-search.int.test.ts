@@ -127,6 +127,8 @@ describe('GET /v1/runs', () => {
       usage: failed.usage,
       tags: ['nightly', 'flaky'],
       rerunOf: null,
+      scheduleId: null,
+      triggerId: null,
     });
     // A repeated tag counts once.
     expect(page.runs.find((r) => r.runId === made[1]!.runId)?.tags).toEqual(['nightly']);
