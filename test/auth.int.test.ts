@@ -425,6 +425,7 @@ describe('the auth matrix', () => {
       CONSOLE_PAGES.sessions,
       CONSOLE_PAGES.session.replace(':sessionKey', 'alice'),
       CONSOLE_PAGES.lessons.replace(':agentId', 'main'),
+      CONSOLE_PAGES.schedules,
       CONSOLE_SCRIPT_PATH,
       CONSOLE_STYLE_PATH,
     ];

@@ -207,6 +207,7 @@ describe('the document', () => {
       CONSOLE_PAGES.sessions,
       CONSOLE_PAGES.session.replace(':sessionKey', 'alice'),
       CONSOLE_PAGES.lessons.replace(':agentId', 'main'),
+      CONSOLE_PAGES.schedules,
     ];
     for (const path of pages) {
       const page = await api('get', path, { key: null });

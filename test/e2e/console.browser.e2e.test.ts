@@ -431,6 +431,58 @@ describe('the runs list', () => {
   }, 60_000);
 });
 
+describe('schedules', () => {
+  it('shows a paused schedule, triggers it and lists its run, resumes, pauses and deletes it', async () => {
+    const tag = `schedule-${Date.now()}`;
+    const { id } = (await api('post', '/v1/schedules', {
+      name: tag,
+      // 07:00 on 1 January in Paris: resumed, it does not fire while the test runs.
+      cron: '0 7 1 1 *',
+      timezone: 'Europe/Paris',
+      paused: true,
+      request: {
+        tags: [tag],
+        graph: { nodes: [{ id: 'a', kind: 'tool', tool: 'json', args: { value: 1 } }] },
+      },
+    })) as { id: string };
+    await inConsole('schedules', async (page) => {
+      await page.goto(`${stack.url}${CONSOLE_PAGES.schedules}`);
+      const row = page.locator(`[data-role="schedules"] tr[data-schedule-id="${id}"]`);
+      await row.and(page.locator('[data-paused="true"][data-last-run=""]')).waitFor();
+      await expect(row.textContent()).resolves.toContain('cron 0 7 1 1 * (Europe/Paris)');
+      await expect(row.locator('[data-role="next-fire"]').textContent()).resolves.toBe('—');
+
+      await row.locator('[data-action="trigger"]').click();
+      await page.locator('[data-role="notice"]', { hasText: /^Trigger now: run \S+ started\.$/ }).waitFor();
+      const ran = row.and(page.locator(':not([data-last-run=""])'));
+      await ran.waitFor();
+      const runId = (await ran.getAttribute('data-last-run'))!;
+      await page.screenshot({ path: `${ARTIFACTS}/console-schedules.png` });
+      expect(await settled(runId)).toMatchObject({ status: 'succeeded', scheduleId: id, tags: [tag] });
+
+      // Its runs: the runs list searched by the schedule, each run naming it.
+      await row.locator('a[data-role="schedule-runs"]').click();
+      await page.waitForURL((url) => url.searchParams.get('scheduleId') === id);
+      const listed = page.locator(`tr[data-run-id="${runId}"][data-status="succeeded"]`);
+      await listed.waitFor();
+      await expect(listed.locator('[data-role="started-by"]').textContent()).resolves.toBe(id);
+      expect(await page.locator('tr[data-run-id]').count()).toBe(1);
+
+      await page.goto(`${stack.url}${CONSOLE_PAGES.schedules}`);
+      await row.locator('[data-action="resume"]').click();
+      await row.and(page.locator('[data-paused="false"]')).waitFor();
+      await expect(row.locator('[data-role="next-fire"]').textContent()).resolves.not.toBe('—');
+      await row.locator('[data-action="pause"]').click();
+      await row.and(page.locator('[data-paused="true"]')).waitFor();
+
+      page.once('dialog', (dialog) => void dialog.accept());
+      await row.locator('[data-action="delete"]').click();
+      await row.waitFor({ state: 'detached' });
+    });
+    await expect(api('get', `/v1/schedules/${id}`)).rejects.toThrow(/answered 404/);
+  }, 60_000);
+});
+
 describe('sessions and lessons', () => {
   it('sends a message from a session’s page and shows the transcript with the reply', async () => {
     const sessionKey = `console-${Date.now()}`;

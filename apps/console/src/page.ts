@@ -12,6 +12,7 @@ export const CONSOLE_PAGES = {
   sessions: `${CONSOLE_BASE}/sessions`,
   session: `${CONSOLE_BASE}/sessions/:sessionKey`,
   lessons: `${CONSOLE_BASE}/agents/:agentId/lessons`,
+  schedules: `${CONSOLE_BASE}/schedules`,
 } as const;
 export const CONSOLE_SCRIPT_PATH = `${CONSOLE_BASE}/console.js`;
 export const CONSOLE_STYLE_PATH = `${CONSOLE_BASE}/console.css`;

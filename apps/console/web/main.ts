@@ -8,6 +8,7 @@ import { lessonsPage } from './lessons-page.js';
 import { paths, routeOf } from './routes.js';
 import { runPage } from './run-page.js';
 import { runsPage } from './runs-list.js';
+import { schedulesPage } from './schedules-page.js';
 import { sessionPage, sessionsPage } from './sessions-page.js';
 
 const root = document.getElementById('console')!;
@@ -19,6 +20,7 @@ function nav(): HTMLElement {
     h('a', { href: paths.runs(), class: 'brand' }, 'Tetraloop'),
     h('a', { href: paths.runs() }, 'Runs'),
     h('a', { href: paths.sessions() }, 'Sessions'),
+    h('a', { href: paths.schedules() }, 'Schedules'),
     h('a', { href: paths.lessons('main') }, 'Lessons'),
     h('a', { href: '/docs' }, 'API reference'),
     savedKey()
@@ -68,6 +70,8 @@ async function boot(): Promise<void> {
       return sessionPage(page, client, route.sessionKey, fail);
     case 'lessons':
       return lessonsPage(page, client, route.agentId, fail);
+    case 'schedules':
+      return schedulesPage(page, client, fail);
     case 'missing':
       show(
         page,

@@ -12,6 +12,7 @@ export type Route =
   | { readonly page: 'sessions' }
   | { readonly page: 'session'; readonly sessionKey: string }
   | { readonly page: 'lessons'; readonly agentId: string }
+  | { readonly page: 'schedules' }
   | { readonly page: 'missing' };
 
 const BASE = '/console';
@@ -23,6 +24,9 @@ export const paths = {
   sessions: (): string => `${BASE}/sessions`,
   session: (sessionKey: string): string => `${BASE}/sessions/${part(sessionKey)}`,
   lessons: (agentId: string): string => `${BASE}/agents/${part(agentId)}/lessons`,
+  schedules: (): string => `${BASE}/schedules`,
+  /** The runs list, searched for the runs a schedule started. */
+  scheduleRuns: (scheduleId: string): string => `${BASE}/?${new URLSearchParams({ scheduleId })}`,
 };
 
 /** A field and a button that open the page `pathOf` names for what was typed (a session key, an agent). */
@@ -41,6 +45,7 @@ export function routeOf(pathname: string): Route {
   if (rest === null) return { page: 'missing' };
   if (rest === '') return { page: 'runs' };
   if (rest === '/sessions') return { page: 'sessions' };
+  if (rest === '/schedules') return { page: 'schedules' };
   let m = /^\/runs\/([^/]+)$/.exec(rest);
   if (m) return { page: 'run', runId: decodeURIComponent(m[1]!) };
   m = /^\/sessions\/([^/]+)$/.exec(rest);

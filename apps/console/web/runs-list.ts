@@ -9,13 +9,14 @@
  * stream cap), and it shows runs the page did not know of.
  */
 import type { RunListing, RunSearch, RunStatus, TetraloopClient } from '@tetraloop/client';
-import { clock, dataTable, describeError, duration, form, h, show } from './dom.js';
+import { clock, dataTable, describeError, duration, form, h, show, type Child } from './dom.js';
+import { polling } from './polling.js';
 import { paths } from './routes.js';
 
 const POLL_MS = 3000;
 const STATUSES: readonly RunStatus[] = ['queued', 'running', 'succeeded', 'failed', 'cancelled', 'timed_out'];
 /** The filters the page offers, as the search names them. */
-const FILTERS = ['status', 'agentId', 'sessionKey', 'tag', 'since'] as const;
+const FILTERS = ['status', 'agentId', 'sessionKey', 'tag', 'scheduleId', 'triggerId', 'since'] as const;
 type Filter = (typeof FILTERS)[number];
 
 function searchOf(query: URLSearchParams): RunSearch {
@@ -54,6 +55,8 @@ export function runsPage(root: HTMLElement, client: TetraloopClient, fail: (err:
     field('agentId', 'agent'),
     field('sessionKey', 'session'),
     field('tag', 'tag'),
+    field('scheduleId', 'schedule'),
+    field('triggerId', 'trigger'),
     field('since', 'since (15m, 1h, ISO)'),
     h('button', { type: 'submit' }, 'Search'),
   );
@@ -66,7 +69,7 @@ export function runsPage(root: HTMLElement, client: TetraloopClient, fail: (err:
     list,
     dataTable(
       { class: 'runs' },
-      ['run', 'status', 'agent', 'session', 'task', 'tags', 'created', 'took', 'nodes'],
+      ['run', 'status', 'agent', 'session', 'started by', 'task', 'tags', 'created', 'took', 'nodes'],
       table,
     ),
   );
@@ -83,29 +86,22 @@ export function runsPage(root: HTMLElement, client: TetraloopClient, fail: (err:
     ),
   );
 
-  let timer: number | undefined;
-  /** Bumped by every search, so an answer to an older filter never overwrites a newer one. */
-  let generation = 0;
-  async function refresh(): Promise<void> {
-    clearTimeout(timer);
-    const mine = ++generation;
-    try {
-      const page = await client.list(searchOf(new URLSearchParams(location.search)));
-      if (mine !== generation) return;
+  const refresh = polling({
+    everyMs: POLL_MS,
+    shown: list,
+    read: () => client.list(searchOf(new URLSearchParams(location.search))),
+    draw: (page) => {
       table.replaceChildren(...page.runs.map(row));
       if (page.runs.length === 0)
-        table.append(h('tr', {}, h('td', { colspan: 9, class: 'muted' }, 'No runs.')));
+        table.append(h('tr', {}, h('td', { colspan: 10, class: 'muted' }, 'No runs.')));
       list.setAttribute('data-loaded', 'true');
       notice.textContent = '';
-    } catch (err) {
-      if (mine !== generation) return;
+    },
+    failed: (err) => {
       fail(err);
       notice.textContent = describeError(err);
-    }
-    // A page replaced (the key form after a 401) stops polling.
-    if (mine === generation && list.isConnected) timer = window.setTimeout(() => void refresh(), POLL_MS);
-  }
-  void refresh();
+    },
+  });
 }
 
 function row(run: RunListing): HTMLTableRowElement {
@@ -116,6 +112,7 @@ function row(run: RunListing): HTMLTableRowElement {
     h('td', {}, h('span', { class: `badge status-${run.status}` }, run.status)),
     h('td', {}, h('a', { href: paths.lessons(run.agentId) }, run.agentId)),
     h('td', {}, run.sessionKey ? h('a', { href: paths.session(run.sessionKey) }, run.sessionKey) : '—'),
+    h('td', { 'data-role': 'started-by' }, startedBy(run)),
     h('td', { class: 'task' }, run.task ?? 'graph'),
     h('td', {}, run.tags.join(', ')),
     h('td', {}, clock(run.createdAt)),
@@ -126,6 +123,12 @@ function row(run: RunListing): HTMLTableRowElement {
       `${run.nodes.succeeded}/${run.nodes.total}${run.nodes.failed ? ` (${run.nodes.failed} failed)` : ''}`,
     ),
   );
+}
+
+/** What started a run that no call did: its schedule (its runs, searched) or its trigger. */
+function startedBy(run: RunListing): Child {
+  if (run.scheduleId) return h('a', { href: paths.scheduleRuns(run.scheduleId) }, run.scheduleId);
+  return run.triggerId ? `trigger ${run.triggerId}` : '—';
 }
 
 /** A run request as JSON (a graph, or a task), submitted as it is; then its page. */

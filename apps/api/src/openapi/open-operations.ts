@@ -118,6 +118,10 @@ export const OPEN_OPERATIONS: Readonly<Record<string, OpenOperation>> = {
   'console.lessons': consolePage(CONSOLE_PAGES.lessons, 'Console: an agent’s lessons', {
     agentId: pageParam('The agent whose lessons the page lists.'),
   }),
+  'console.schedules': consolePage(
+    CONSOLE_PAGES.schedules,
+    'Console: the schedules, paused, resumed, triggered and deleted',
+  ),
   'console.script': {
     method: 'get',
     path: CONSOLE_SCRIPT_PATH,
