@@ -42,13 +42,14 @@ const LAYERS = [
   ['planning'],
   ['executor'],
   ['runs'],
+  ['triggers'],
   ['sessions'],
   ['config'],
   ['runtime'],
   ['durability'],
 ];
 /** Beyond the order: the services start and wake runs through queues/, never through the executor. */
-const ALSO_FORBIDDEN = { runs: ['executor'], sessions: ['executor'] };
+const ALSO_FORBIDDEN = { runs: ['executor'], triggers: ['executor'], sessions: ['executor'] };
 const layerZones = LAYERS.flatMap((layer, i) =>
   layer.flatMap((folder) =>
     [...LAYERS.slice(i + 1).flat(), ...(ALSO_FORBIDDEN[folder] ?? [])].map((from) => ({

@@ -90,6 +90,12 @@ const PAUSED_SCHEDULE = {
   request: { graph: { nodes: [{ id: 'a', kind: 'tool', tool: 'json', args: { value: 1 } }] } },
 };
 
+/** A trigger no event of the matrix fires (its event is never sent). */
+const triggerBody = {
+  event: 'auth.never',
+  request: { graph: { nodes: [{ id: 'a', kind: 'tool', tool: 'json', args: { value: 1 } }] } },
+};
+
 const waitGraph = (signal: string) => ({
   graph: { nodes: [{ id: 'gate', kind: 'wait', signal, timeoutSeconds: 600, acceptEarly: true }] },
 });
@@ -108,6 +114,9 @@ interface Fixture {
   /** Two of acme's schedules (paused, so they start nothing): one to read and change, one to delete. */
   schedule: string;
   doomedSchedule: string;
+  /** Two of acme's triggers: one to read, one to delete. */
+  trigger: string;
+  doomedTrigger: string;
 }
 
 let acme: string;
@@ -225,6 +234,12 @@ beforeAll(async () => {
     return (made.body as { id: string }).id;
   };
   const [scheduleId, doomedSchedule] = [await schedule(), await schedule()];
+  const makeTrigger = async (): Promise<string> => {
+    const made = await call('post', '/v1/triggers', { key: acme, body: triggerBody });
+    expect(made.status).toBe(201);
+    return (made.body as { id: string }).id;
+  };
+  const [trigger, doomedTrigger] = [await makeTrigger(), await makeTrigger()];
   fixture = {
     doneRun,
     failedRun,
@@ -236,6 +251,8 @@ beforeAll(async () => {
     doomedWebhook,
     schedule: scheduleId,
     doomedSchedule,
+    trigger,
+    doomedTrigger,
   };
 }, 60_000);
 
@@ -337,6 +354,16 @@ async function exampleOf(name: RouteName): Promise<Example> {
       return { path: `/v1/schedules/${f.doomedSchedule}`, ok: 204 };
     case 'schedules.trigger':
       return { path: `/v1/schedules/${f.schedule}/trigger`, ok: 202 };
+    case 'events.send':
+      return { path: '/v1/events', body: { name: 'auth.test', payload: { n: 1 } }, ok: 202 };
+    case 'triggers.create':
+      return { path: '/v1/triggers', body: triggerBody, ok: 201 };
+    case 'triggers.list':
+      return { path: '/v1/triggers', ok: 200 };
+    case 'triggers.get':
+      return { path: `/v1/triggers/${f.trigger}`, ok: 200 };
+    case 'triggers.delete':
+      return { path: `/v1/triggers/${f.doomedTrigger}`, ok: 204 };
     case 'keys.create':
       return { path: '/v1/keys', body: { scopes: ['runs:read'] }, ok: 201 };
     case 'keys.list':

@@ -70,6 +70,12 @@ const VALID_BODIES: Partial<Record<RouteName, unknown>> = {
   'lessons.patch': { status: 'retired' },
   'secrets.put': { value: 'hunter2', hosts: ['api.example.com'] },
   'webhooks.create': { url: 'https://example.test/hook', events: ['run.finished', 'node.failed'] },
+  'events.send': { name: 'order.created', payload: { total: 120 }, id: 'fuzz-1', key: 'c1' },
+  'triggers.create': {
+    event: 'order.created',
+    filter: { path: 'payload.total', gte: 100 },
+    request: { graph: { nodes: [{ id: 'a', kind: 'tool', tool: 'json', args: { value: 1 } }] } },
+  },
   'keys.create': { scopes: ['runs:read'], name: 'fuzz' },
   'limits.put': {
     limits: [{ name: 'fuzz', key: 'host', concurrency: 1000, rate: { requests: 1000, intervalMs: 1000 } }],

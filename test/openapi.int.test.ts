@@ -448,6 +448,26 @@ describe('real answers match the documented schemas', () => {
     expect((await api('delete', `/v1/webhooks/${hookId}`)).status).toBe(204);
     expect((await api('delete', `/v1/webhooks/${hookId}`)).status).toBe(404);
 
+    const madeTrigger = await api('post', '/v1/triggers', {
+      body: {
+        event: 'openapi.test',
+        request: { graph: { nodes: [{ id: 'a', kind: 'tool', tool: 'json', args: { value: 1 } }] } },
+      },
+    });
+    expect(madeTrigger.status).toBe(201);
+    const triggerId = (madeTrigger.body as { id: string }).id;
+    expect((await api('post', '/v1/triggers', { body: { event: 'openapi.test', request: {} } })).status).toBe(
+      400,
+    );
+    expect((await api('get', '/v1/triggers')).status).toBe(200);
+    expect((await api('get', `/v1/triggers/${triggerId}`)).status).toBe(200);
+    expect((await api('post', '/v1/events', { body: { name: 'openapi.other', id: 'e-1' } })).status).toBe(
+      202,
+    );
+    expect((await api('post', '/v1/events', { body: { name: 'not a name' } })).status).toBe(400);
+    expect((await api('delete', `/v1/triggers/${triggerId}`)).status).toBe(204);
+    expect((await api('get', `/v1/triggers/${triggerId}`)).status).toBe(404);
+
     const limits = [{ name: 'hosts', key: 'host', concurrency: 4 }];
     expect((await api('get', '/v1/limits', { key: ROOT })).status).toBe(200);
     expect((await api('put', '/v1/limits', { key: ROOT, body: { limits } })).status).toBe(200);

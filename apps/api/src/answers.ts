@@ -15,6 +15,7 @@ import { LimitDefinition } from '@tetraloop/core/flow';
 import { Lesson, RunSummary } from '@tetraloop/core/memory';
 import { MessageResult, SourceStatus } from '@tetraloop/core/sessions';
 import { Schedule, ScheduleState } from '@tetraloop/core/schedules';
+import { Trigger } from '@tetraloop/core/triggers';
 import {
   ApiKeyRecord,
   CounterState,
@@ -275,3 +276,23 @@ export const ToolList = z.object({
     }),
   ),
 });
+
+/** An event taken (`POST /v1/events`): its id (made when the request had none). */
+export const EventAccepted = z.object({
+  id: z.string(),
+  name: z.string(),
+  /** True when an event of this id was taken within the dedupe window: it starts nothing more. */
+  duplicate: z.boolean(),
+});
+export type EventAccepted = z.infer<typeof EventAccepted>;
+
+/**
+ * A trigger as answered: its run request as made (defaults filled in) is shown as the object it
+ * is (the request's schema transforms some fields, which a JSON Schema of answers cannot say).
+ */
+export const TriggerView = Trigger.extend({ request: z.record(z.string(), z.unknown()) });
+export type TriggerView = z.infer<typeof TriggerView>;
+
+/** The tenant's triggers, oldest first. */
+export const TriggerList = z.object({ triggers: z.array(TriggerView) });
+export type TriggerList = z.infer<typeof TriggerList>;

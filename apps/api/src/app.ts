@@ -16,6 +16,7 @@ import type {
   SessionStore,
 } from '@tetraloop/core/state';
 import { metricsText } from '@tetraloop/core/telemetry';
+import type { EventIntake, TriggerBook } from '@tetraloop/core/triggers';
 import type { Logger } from 'pino';
 import type { Queue, QueueEvents } from 'bullmq';
 import type { AdminBoard } from './admin.js';
@@ -42,6 +43,8 @@ import { usageHandlers } from './usage-router.js';
 import { toolHandlers, type ToolsRouterDeps } from './tools-router.js';
 import { webhookHandlers } from './webhooks-router.js';
 import { scheduleHandlers, type SchedulesRouterDeps } from './schedules-router.js';
+import { eventHandlers } from './events-router.js';
+import { triggerHandlers } from './triggers-router.js';
 
 export interface AppDeps {
   /** Brings scrape-time gauges (queue depths) up to date before /metrics answers. */
@@ -74,6 +77,11 @@ export interface AppDeps {
   readonly schedules: SchedulesRouterDeps['schedules'];
   /** Each tenant's daily model spending. */
   readonly costs: CostLedger;
+  /** Each tenant's triggers, and where its events come in. */
+  readonly triggers: TriggerBook;
+  readonly events: EventIntake;
+  /** `TETRALOOP_EVENT_PAYLOAD_MAX_BYTES`: the largest event payload, as JSON. */
+  readonly eventPayloadMaxBytes: number;
   /** Every tool graphs may name, and the custom tool catalog. */
   readonly tools: ToolsRouterDeps['tools'];
   readonly toolCatalog: ToolsRouterDeps['toolCatalog'];
@@ -166,6 +174,8 @@ export function createApp(deps: AppDeps): express.Express {
     ...secretHandlers(deps),
     ...webhookHandlers(deps),
     ...scheduleHandlers(deps),
+    ...eventHandlers(deps),
+    ...triggerHandlers(deps),
     ...usageHandlers(deps),
     ...toolHandlers(deps),
     ...keyHandlers({ keys: deps.auth.keys, purgeTenant: deps.purgeTenant }),

@@ -292,6 +292,7 @@ export function appSettingsOf(
   | 'webhooks'
   | 'signalLimits'
   | 'configuredLimits'
+  | 'eventPayloadMaxBytes'
 > {
   return {
     ...(env.TETRALOOP_METRICS_TOKEN ? { metricsToken: env.TETRALOOP_METRICS_TOKEN } : {}),
@@ -303,6 +304,7 @@ export function appSettingsOf(
     webhooks: { sources: env.TETRALOOP_WEBHOOKS, toleranceSeconds: env.TETRALOOP_WEBHOOK_TOLERANCE_SECONDS },
     signalLimits: { maxPerRun: env.TETRALOOP_SIGNALS_MAX_PER_RUN, maxBytes: env.TETRALOOP_SIGNAL_MAX_BYTES },
     configuredLimits: env.TETRALOOP_LIMITS,
+    eventPayloadMaxBytes: env.TETRALOOP_EVENT_PAYLOAD_MAX_BYTES,
   };
 }
 

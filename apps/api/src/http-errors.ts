@@ -3,6 +3,7 @@ import type { ErrorRequestHandler, Response } from 'express';
 import { GraphRejectedError, RequestRefusedError, RunStateConflictError } from '@tetraloop/core/runs';
 import { isRedisUnavailable } from '@tetraloop/core/runtime';
 import { DefaultTenantError, KeyLimitError, WebhookStoreError } from '@tetraloop/core/state';
+import { TriggerLimitError } from '@tetraloop/core/triggers';
 import type { Logger } from 'pino';
 import { z } from 'zod';
 import type { ApiError, ApiIssue } from './answers.js';
@@ -81,6 +82,7 @@ export function errorHandler(logger: Logger, redisReady: () => boolean): ErrorRe
     if (err instanceof KeyLimitError) return sendError(res, new HttpError(409, 'key_limit', err.message));
     // A run's `webhook` refused at submit (no signing secret, or no secret key to keep one).
     if (err instanceof WebhookStoreError) return sendError(res, new HttpError(409, err.code, err.message));
+    if (err instanceof TriggerLimitError) return sendError(res, new HttpError(409, err.code, err.message));
     if (err instanceof DefaultTenantError)
       return sendError(res, new HttpError(409, 'default_tenant', err.message));
     if (err instanceof z.ZodError) return sendError(res, zodToHttp(err));

@@ -4,6 +4,7 @@
  * document is generated from them (`openapi.ts`), so the two cannot disagree.
  */
 import {
+  EventRequest,
   KEY_MAKER_PATTERN,
   RunStatus,
   RunTag,
@@ -20,6 +21,7 @@ import { SecretGrant } from '@tetraloop/core/runs';
 import { SecretScope } from '@tetraloop/core/secrets';
 import { QUEUE_ARGUMENTS, SessionKey, parseQueueCommand } from '@tetraloop/core/sessions';
 import { LANE_MODES } from '@tetraloop/core/state';
+import { TriggerId, TriggerRequest } from '@tetraloop/core/triggers';
 import { z } from 'zod';
 
 export { SessionKey };
@@ -211,3 +213,10 @@ export const limitsDocumentOf = (body: unknown): unknown =>
 
 /** What `PUT /v1/limits` takes: a limits document or the bare list. */
 export const LimitsBody = z.union([LimitsDocument, LimitsList]);
+
+/** Body of `POST /v1/events`. */
+export const EventBody = EventRequest;
+/** Body of `POST /v1/triggers`. */
+export const TriggerBody = TriggerRequest;
+/** A trigger's id in a path (`trg_…`). */
+export const TriggerIdParam = TriggerId;

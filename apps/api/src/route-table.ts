@@ -15,7 +15,8 @@ export type HttpMethod = (typeof HTTP_METHODS)[number];
 export type RouteAccess = Scope | 'root' | 'signature';
 
 /** The thing a path parameter names, when another tenant must not find it (answered `404`). */
-export type Owned = 'run' | 'session' | 'lesson' | 'blob' | 'key' | 'secret' | 'webhook' | 'schedule';
+export type Owned =
+  'run' | 'session' | 'lesson' | 'blob' | 'key' | 'secret' | 'webhook' | 'schedule' | 'trigger';
 
 export interface RouteSpec {
   readonly method: HttpMethod;
@@ -111,6 +112,16 @@ export const ROUTES = {
     path: '/v1/schedules/:id/trigger',
     access: 'schedules:write',
     owned: 'schedule',
+  },
+  'events.send': { method: 'post', path: '/v1/events', access: 'events:write' },
+  'triggers.create': { method: 'post', path: '/v1/triggers', access: 'triggers:write' },
+  'triggers.list': { method: 'get', path: '/v1/triggers', access: 'triggers:read' },
+  'triggers.get': { method: 'get', path: '/v1/triggers/:id', access: 'triggers:read', owned: 'trigger' },
+  'triggers.delete': {
+    method: 'delete',
+    path: '/v1/triggers/:id',
+    access: 'triggers:write',
+    owned: 'trigger',
   },
   'keys.create': { method: 'post', path: '/v1/keys', access: 'admin' },
   'keys.list': { method: 'get', path: '/v1/keys', access: 'admin' },

@@ -149,6 +149,8 @@ export async function startApi(env: ApiEnv, options: StartApiOptions = {}): Prom
     outboundWebhooks: services.webhooks,
     schedules: services.schedules,
     costs: services.costs,
+    triggers: services.triggers,
+    events: services.events,
     tools: mcp.tools,
     toolCatalog: () => mcp.catalog.snapshot(),
     senseQueue: queues.sense,

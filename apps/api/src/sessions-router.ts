@@ -10,6 +10,7 @@ import type { Queue, QueueEvents } from 'bullmq';
 import { scopedName, unscopeName } from '@tetraloop/core/domain';
 import { decodeCursor, encodeCursor } from '@tetraloop/core/insight';
 import type { RunService } from '@tetraloop/core/runs';
+import type { EventIntake } from '@tetraloop/core/triggers';
 import {
   InboundEvent,
   SENSE_JOB,
@@ -38,6 +39,7 @@ import {
 } from './requests.js';
 import { callerOf } from './auth.js';
 import { HttpError, zodToHttp } from './http-errors.js';
+import { checkPayloadSize } from './events-router.js';
 import { waitForJob } from './job-wait.js';
 import type { RouteName } from './route-table.js';
 
@@ -57,6 +59,9 @@ export interface SessionsRouterDeps {
    * id (`TETRALOOP_MESSAGE_PLACE_TIMEOUT_MS`). @defaultValue 5000
    */
   readonly placeTimeoutMs?: number;
+  /** Where a source configured with `event` sends its events for triggers. */
+  readonly events: EventIntake;
+  readonly eventPayloadMaxBytes: number;
 }
 
 /** A request whose JSON body's raw bytes were kept (by the JSON parser's `verify`). */
@@ -205,6 +210,7 @@ export function sessionHandlers(deps: SessionsRouterDeps): Partial<Record<RouteN
     if (!checked.ok) throw new HttpError(401, checked.code, checked.message);
     const event = InboundEvent.safeParse(req.body);
     if (!event.success) throw zodToHttp(event.error);
+    if (source.event) checkPayloadSize(event.data.payload, deps.eventPayloadMaxBytes);
     const sessionKey = event.data.sessionKey;
     if (source.sessions && (sessionKey === undefined || !source.sessions.includes(sessionKey))) {
       throw new HttpError(
@@ -229,6 +235,20 @@ export function sessionHandlers(deps: SessionsRouterDeps): Partial<Record<RouteN
       >,
       { removeOnComplete: { age: 60 }, removeOnFail: { age: 3600 } },
     );
+    // A source configured with `event` also starts its tenant's triggers; its event ids are its
+    // own, apart from every other sender's.
+    if (source.event) {
+      const { eventId, payload } = event.data;
+      await deps.events.send(
+        source.tenant,
+        {
+          name: source.event,
+          ...(payload !== undefined ? { payload } : {}),
+          ...(eventId !== undefined ? { id: `${source.name}/${eventId}` } : {}),
+        },
+        source.name,
+      );
+    }
     res.status(202).json({ source: source.name, accepted: true } satisfies SourceEventAccepted);
   };
 

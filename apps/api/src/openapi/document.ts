@@ -296,6 +296,10 @@ export function openApiDocument(settings: OperationSettings = { maxWaitMs: DEFAU
         description: 'Outbound webhooks: subscriptions to runs’ events, signing secrets, delivery attempts.',
       },
       { name: 'schedules', description: 'Schedules: runs started on a cron pattern or an interval.' },
+      {
+        name: 'triggers',
+        description: 'Events and the triggers that start runs from them (docs/triggers.md).',
+      },
       { name: 'keys', description: 'API keys and tenants.' },
       { name: 'limits', description: 'Flow limits (root token).' },
       { name: 'usage', description: 'What model calls cost: the cost ledger.' },

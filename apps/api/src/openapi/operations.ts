@@ -39,6 +39,9 @@ import {
   SourceList,
   TenantDeleted,
   ToolList,
+  TriggerList,
+  TriggerView,
+  EventAccepted,
   WebhookCreated,
   WebhookDeliveries,
   WebhookList,
@@ -73,6 +76,9 @@ import {
   SourceName,
   TenantId,
   TranscriptQuery,
+  TriggerBody,
+  TriggerIdParam,
+  EventBody,
   waitQuery,
 } from '../requests.js';
 import type { RouteName } from '../route-table.js';
@@ -132,6 +138,7 @@ const sessionKey: ParameterSpec = {
 const agentId: ParameterSpec = { schema: AgentId, description: 'The agent.' };
 const scheduleId: ParameterSpec = { schema: OriginId, description: 'The schedule’s id (`sch_…`).' };
 const webhookId: ParameterSpec = { schema: WebhookId, description: 'The subscription’s id (`whk_…`).' };
+const triggerId: ParameterSpec = { schema: TriggerIdParam, description: 'The trigger’s id (`trg_…`).' };
 const expand = '`blobs`: each blob stub in `output` and `nodes.*.output` replaced by the output itself.';
 
 /** Every `/v1` route of the route table. */
@@ -618,6 +625,56 @@ export function routeOperations(settings: OperationSettings): { readonly [K in R
         },
       },
       errors: { 400: ['invalid_request', 'invalid_graph'], 404: ['schedule_not_found'] },
+    },
+    'events.send': {
+      tag: 'triggers',
+      summary: 'Send an event',
+      description:
+        'An event of the caller’s tenant (`name`, `payload`, optional `id` and `key`) for its triggers: each trigger listening for `name` whose filter holds starts a run (at once, after its debounce’s quiet period, or with its batch). An `id` taken within the dedupe window (`TETRALOOP_EVENTS_DEDUPE_SECONDS`, a day by default) is taken once: the answer says `duplicate: true` and nothing more starts. Without an `id` one is made.',
+      body: { schema: EventBody, required: true },
+      answers: {
+        202: { description: 'Taken (or a duplicate); triggers are matched after.', json: EventAccepted },
+      },
+      errors: { 400: ['invalid_request'] },
+    },
+    'triggers.create': {
+      tag: 'triggers',
+      summary: 'Make a trigger',
+      description:
+        'Runs started by events: `event` names the event, `filter` conditions on its fields (`eq`, `ne`, `gt`, `gte`, `lt`, `lte`, `in`, `exists` at a `path` such as `payload.total`), `request` a whole run request whose `input` may read the event (`{"$ref": "event.payload.customer"}`, `"{{event.key}}"`; `events` for a batch’s list). `debounce: {key?, ms}` starts one run with the last event of a key after `ms` of quiet; `batch: {key?, maxSize, maxWaitMs}` one run per `maxSize` events, or with what arrived within `maxWaitMs`. The request is checked as `POST /v1/runs` checks it, each problem named under `request.`. Runs carry `triggerId` and `eventIds` (`GET /v1/runs?triggerId=`).',
+      body: { schema: TriggerBody, required: true },
+      answers: {
+        201: {
+          description: 'Made.',
+          json: TriggerView,
+          headers: { Location: 'The trigger: `/v1/triggers/<id>`.' },
+        },
+      },
+      errors: {
+        400: ['invalid_request', 'invalid_graph'],
+        409: ['too_many_triggers', 'secrets_off', 'webhook_secret_missing'],
+      },
+    },
+    'triggers.list': {
+      tag: 'triggers',
+      summary: 'List the tenant’s triggers',
+      answers: { 200: { description: 'Oldest first.', json: TriggerList } },
+      errors: {},
+    },
+    'triggers.get': {
+      tag: 'triggers',
+      summary: 'Read a trigger',
+      params: { id: triggerId },
+      answers: { 200: { description: 'The trigger.', json: TriggerView } },
+      errors: { 404: ['trigger_not_found'] },
+    },
+    'triggers.delete': {
+      tag: 'triggers',
+      summary: 'Delete a trigger',
+      description: 'Its waiting debounce and batch firings start nothing; its runs stay.',
+      params: { id: triggerId },
+      answers: { 204: { description: 'Deleted.' } },
+      errors: { 404: ['trigger_not_found'] },
     },
     'keys.create': {
       tag: 'keys',

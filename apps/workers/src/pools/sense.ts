@@ -20,6 +20,7 @@ export function sensePool(ctx: PoolContext): PoolDefinition {
         sessions: services.sessions,
         sources: services.sources,
         schedules: services.schedules,
+        triggers: services.firing,
         polled,
         // Deliveries go through the egress policy the http tool and polled sources are held to.
         webhooks: {

@@ -41,6 +41,8 @@ import type { RunServiceDeps } from '../runs/run-service.js';
 import { SESSION_AGENT, type SessionConfig } from '../sessions/session-service.js';
 import type { SourceDeps } from '../sessions/source-service.js';
 import type { CostLedgerOptions } from '../state/cost-ledger.js';
+import type { EventStoreOptions } from '../state/event-store.js';
+import type { TriggerStoreOptions } from '../state/trigger-store.js';
 import type { MemoryStoreOptions } from '../state/memory-store.js';
 import type { RunStoreOptions } from '../state/runs/run-store.js';
 import type { SessionStoreOptions } from '../state/session-store.js';
@@ -179,6 +181,39 @@ export const BASE_SETTINGS = {
     readBy: ['api', 'workers'],
     doc: 'Most secrets one tenant may hold.',
     schema: z.coerce.number().int().min(1).max(100_000).default(500),
+  }),
+  TETRALOOP_TRIGGERS_MAX: setting({
+    group: 'events and triggers',
+    file: 'triggers.maxPerTenant',
+    readBy: ['api', 'workers'],
+    doc: 'Most triggers one tenant may hold (`POST /v1/triggers` answers `409 too_many_triggers` beyond).',
+    schema: z.coerce.number().int().min(1).max(10_000).default(100),
+  }),
+  TETRALOOP_EVENTS_DEDUPE_SECONDS: setting({
+    group: 'events and triggers',
+    file: 'triggers.eventsDedupeSeconds',
+    readBy: ['api', 'workers'],
+    doc: 'How long an event (and its id) is kept: an id sent again within it is a duplicate and starts nothing.',
+    schema: z.coerce
+      .number()
+      .int()
+      .min(60)
+      .max(7 * 86_400)
+      .default(86_400),
+  }),
+  TETRALOOP_EVENT_PAYLOAD_MAX_BYTES: setting({
+    group: 'events and triggers',
+    file: 'triggers.eventPayloadMaxBytes',
+    readBy: ['api', 'workers'],
+    doc: "Largest event `payload`, as JSON in UTF-8 bytes (a batch's run holds up to `maxSize` of them).",
+    schema: z.coerce.number().int().min(1).max(1_048_576).default(65_536),
+  }),
+  TETRALOOP_TRIGGER_BATCH_PENDING_MAX: setting({
+    group: 'events and triggers',
+    file: 'triggers.batchPendingMax',
+    readBy: ['api', 'workers'],
+    doc: 'Most events one batch of a trigger holds waiting; more are dropped for that trigger (counted, logged).',
+    schema: z.coerce.number().int().min(1).max(1_000_000).default(10_000),
   }),
   TETRALOOP_WEBHOOK_SUBSCRIPTIONS_MAX: setting({
     group: 'outbound webhooks',
@@ -1068,6 +1103,18 @@ export function secretStoreOptionsOf(env: BaseEnv): SecretStoreOptions {
 }
 
 /** The webhook store as configured: subscriptions' cap and delivery lists' bounds. */
+export function triggerStoreOptionsOf(env: BaseEnv): TriggerStoreOptions {
+  return { prefix: env.TETRALOOP_PREFIX, maxPerTenant: env.TETRALOOP_TRIGGERS_MAX };
+}
+
+export function eventStoreOptionsOf(env: BaseEnv): EventStoreOptions {
+  return {
+    prefix: env.TETRALOOP_PREFIX,
+    dedupeMs: env.TETRALOOP_EVENTS_DEDUPE_SECONDS * 1000,
+    batchPendingMax: env.TETRALOOP_TRIGGER_BATCH_PENDING_MAX,
+  };
+}
+
 export function webhookStoreOptionsOf(env: BaseEnv): WebhookStoreOptions {
   const { key } = secretStoreOptionsOf(env);
   return {

@@ -5,3 +5,4 @@ export * from './caller.js';
 export * from './key-grant.js';
 export * from './run-id.js';
 export * from './webhook.js';
+export * from './event.js';

@@ -15,7 +15,8 @@ export interface Reference {
 
 const TEMPLATE = /\{\{\s*([^{}\s]+)\s*\}\}/g;
 
-function isRefObject(value: unknown): value is { $ref: string } {
+/** A whole-value reference: an object whose one key is `$ref`, naming a string. */
+export function isRefObject(value: unknown): value is { $ref: string } {
   return (
     typeof value === 'object' &&
     value !== null &&

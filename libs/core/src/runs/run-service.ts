@@ -208,11 +208,16 @@ export class RunService {
 
   /**
    * Checks a request as `submit` does and stores nothing: what a schedule or a trigger holds is
-   * refused when it is made, not at its first firing. Throws as `submit` does.
+   * refused when it is made, not at its first firing. Throws as `submit` does. `inputKnown: false`
+   * for an input filled in only when it fires (a trigger's, from its events): its `input.*`
+   * references are then checked at each firing.
    */
-  async check(request: RunRequest, options: Pick<SubmitOptions, 'tenant'> = {}): Promise<void> {
+  async check(
+    request: RunRequest,
+    options: Pick<SubmitOptions, 'tenant'> & { readonly inputKnown?: boolean } = {},
+  ): Promise<void> {
     const tenant = options.tenant ?? DEFAULT_TENANT;
-    await this.validated(request, tenant);
+    await this.validated(request, tenant, undefined, options.inputKnown ?? true);
     if (request.webhook) await this.checkWebhook(tenant);
   }
 
@@ -220,7 +225,7 @@ export class RunService {
    * The request checked against the ceilings of its tenant and agent, and its graph (given, or the
    * loop-mode one) validated whole; undefined for a task the plan loop plans later.
    */
-  private async validated(request: RunRequest, tenant: string, system?: string) {
+  private async validated(request: RunRequest, tenant: string, system?: string, inputKnown = true) {
     const { ceilings } = this.deps;
     await this.checkAgent(tenant, request.agentId);
     const allowedTools = this.deps.allowedTools(request.agentId);
@@ -248,7 +253,7 @@ export class RunService {
           modelConfigured: this.deps.modelConfigured,
           allowedTools,
           models: ceilings.models(tenant, request.agentId),
-          input: { value: request.input },
+          ...(inputKnown ? { input: { value: request.input } } : {}),
           maxWaitMs: this.maxRunSeconds * 1000,
         });
     if (validation && !validation.ok) {

@@ -12,6 +12,7 @@ import {
   allowedToolsOf,
   ceilingsOf,
   costLedgerOptionsOf,
+  eventStoreOptionsOf,
   memoryStoreOptionsOf,
   reflectTriggersOf,
   retentionOf,
@@ -23,6 +24,7 @@ import {
   sourceSettingsOf,
   webhookDeliveryOf,
   toolCatalogOptionsOf,
+  triggerStoreOptionsOf,
   webhookStoreOptionsOf,
   type BaseEnv,
 } from '../config/env-schema.js';
@@ -49,6 +51,11 @@ import { SessionStore } from '../state/session-store.js';
 import { WebhookStore } from '../state/webhook-store.js';
 import { ScheduleStore } from '../state/schedule-store.js';
 import { ScheduleService } from '../schedules/schedule-service.js';
+import { EventStore } from '../state/event-store.js';
+import { TriggerStore } from '../state/trigger-store.js';
+import { EventIntake } from '../triggers/event-intake.js';
+import { TriggerBook } from '../triggers/trigger-book.js';
+import { TriggerFiring } from '../triggers/trigger-firing.js';
 import { LessonBook } from '../reflect/lesson-book.js';
 import { MemoryService } from '../reflect/memory-service.js';
 import { builtinTools } from '../tools/builtins.js';
@@ -95,6 +102,11 @@ export interface Services {
   /** Each tenant's schedules, and their firings (BullMQ job schedulers on the sense queue). */
   readonly schedules: ScheduleService;
   readonly memory?: MemoryServices;
+  /** Each tenant's triggers. */
+  readonly triggers: TriggerBook;
+  /** Where events come in (the API), and where they start runs (the sense pool). */
+  readonly events: EventIntake;
+  readonly firing: TriggerFiring;
 }
 
 export interface ServiceOptions {
@@ -176,7 +188,25 @@ export function buildServices(
   });
   const secrets = new SecretStore(redis, secretStoreOptionsOf(env));
   const costs = new CostLedger(redis, costLedgerOptionsOf(env));
+  const triggers = new TriggerBook(new TriggerStore(redis, triggerStoreOptionsOf(env)), runs);
+  const eventStore = new EventStore(redis, eventStoreOptionsOf(env));
+  const events = new EventIntake({
+    events: eventStore,
+    senseQueue: queues.sense,
+    retention: runQueues.retention,
+  });
+  const firing = new TriggerFiring({
+    triggers,
+    events: eventStore,
+    runs,
+    senseQueue: queues.sense,
+    retention: runQueues.retention,
+    logger,
+  });
   return {
+    triggers,
+    events,
+    firing,
     store,
     sessionStore,
     runs,

@@ -7,6 +7,7 @@ import { AgentId } from '../ceilings/ceilings.js';
 import { Thinking } from '../model/thinking.js';
 import { SecretGrant } from '../runs/run-request.js';
 import { SCHEDULE_FIRE_JOB, ScheduleFireData } from '../schedules/schedule-model.js';
+import { TRIGGER_JOB, TRIGGER_PAYLOADS } from '../triggers/trigger-jobs.js';
 
 export const SENSE_JOB = {
   /** A message to a session: dedupe, command or lane admission. */
@@ -25,6 +26,12 @@ export const SENSE_JOB = {
   webhookDelivery: WEBHOOK_JOB,
   /** A schedule's firing, made by its BullMQ job scheduler (see `schedules/schedule-service.ts`). */
   scheduleFire: SCHEDULE_FIRE_JOB,
+  /** An event sent to trigger runs: match it against its tenant's triggers (see `triggers/`). */
+  triggerEvent: TRIGGER_JOB.event,
+  /** A trigger's debounce key went quiet: start its run with the latest event. */
+  triggerDebounce: TRIGGER_JOB.debounce,
+  /** A trigger's batch is full or waited long enough: start its run with what the flush takes. */
+  triggerFlush: TRIGGER_JOB.flush,
 } as const;
 
 /**
@@ -91,6 +98,7 @@ export const SENSE_PAYLOADS = {
   [SENSE_JOB.poll]: z.object({ source: z.string() }),
   [SENSE_JOB.webhookDelivery]: WebhookJobData,
   [SENSE_JOB.scheduleFire]: ScheduleFireData,
+  ...TRIGGER_PAYLOADS,
 } as const;
 export type SenseJobName = keyof typeof SENSE_PAYLOADS;
 export type SensePayload<N extends SenseJobName> = z.input<(typeof SENSE_PAYLOADS)[N]>;

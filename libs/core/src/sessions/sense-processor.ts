@@ -1,9 +1,11 @@
 /**
- * The sense pool's (L1) job processor: messages, source events, bursts, lanes, polls and outbound
- * webhook deliveries, schedule firings.
+ * The sense pool's (L1) job processor: messages, source events, bursts, lanes, polls, outbound
+ * webhook deliveries, schedule firings, and events matched against triggers with the runs they
+ * start.
  */
 import type { Job } from 'bullmq';
 import { deliverWebhook, type WebhookDeliveryDeps } from '../queues/webhook-delivery.js';
+import type { TriggerFiring } from '../triggers/trigger-firing.js';
 import { SENSE_JOB, SENSE_PAYLOADS } from './sense-jobs.js';
 import type { ScheduleService } from '../schedules/schedule-service.js';
 import type { SessionService } from './session-service.js';
@@ -18,6 +20,8 @@ export interface SenseDeps {
   readonly webhooks: WebhookDeliveryDeps;
   /** What fires schedules. */
   readonly schedules: Pick<ScheduleService, 'fire'>;
+  /** What matches events against triggers and starts their runs. */
+  readonly triggers: TriggerFiring;
 }
 
 export async function executeSenseJob(deps: SenseDeps, job: Job): Promise<unknown> {
@@ -49,6 +53,18 @@ export async function executeSenseJob(deps: SenseDeps, job: Job): Promise<unknow
       return deliverWebhook(deps.webhooks, job);
     case SENSE_JOB.scheduleFire:
       return deps.schedules.fire(job);
+    case SENSE_JOB.triggerEvent: {
+      const { tenant, eventId } = SENSE_PAYLOADS[SENSE_JOB.triggerEvent].parse(job.data);
+      return deps.triggers.onEvent(tenant, eventId);
+    }
+    case SENSE_JOB.triggerDebounce: {
+      const { tenant, ...ref } = SENSE_PAYLOADS[SENSE_JOB.triggerDebounce].parse(job.data);
+      return deps.triggers.fireDebounce(tenant, ref);
+    }
+    case SENSE_JOB.triggerFlush: {
+      const { tenant, n, ...ref } = SENSE_PAYLOADS[SENSE_JOB.triggerFlush].parse(job.data);
+      return deps.triggers.flushBatch(tenant, ref, n);
+    }
     default:
       throw new Error(`no handler for sense job "${job.name}"`);
   }

@@ -4,6 +4,7 @@
  * webhooks are signed with too.
  */
 import { z } from 'zod';
+import { EventName } from '../domain/event.js';
 import { DEFAULT_TENANT, TenantId } from '../domain/tenant.js';
 import { SessionKey } from './sense-jobs.js';
 
@@ -16,6 +17,11 @@ export const WebhookSource = z.strictObject({
   tenant: TenantId.default(DEFAULT_TENANT),
   /** The only session keys its events may name; any when absent. */
   sessions: z.array(SessionKey).min(1).optional(),
+  /**
+   * Each event it sends is also an event of this name for its tenant's triggers (docs/triggers.md):
+   * its `payload` as the event's, its `eventId` as `<source>/<eventId>`.
+   */
+  event: EventName.optional(),
 });
 export type WebhookSource = z.infer<typeof WebhookSource>;
 

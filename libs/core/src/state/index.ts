@@ -18,3 +18,5 @@ export * from './tenant-slots.js';
 export * from './cost-ledger.js';
 export * from './tool-catalog-store.js';
 export * from './schedule-store.js';
+export * from './trigger-store.js';
+export * from './event-store.js';

@@ -36,6 +36,11 @@ const PER_TENANT = {
     keys.webhookDeliveriesKey(P, t, { subscription: 'w1' }),
     keys.webhookDeliveriesKey(P, t, { runId: 'r1' }),
   ],
+  triggersKey: (t: string) => [keys.triggersKey(P, t)],
+  eventKeys: (t: string) => {
+    const k = keys.eventKeys(P, t);
+    return [k.seq, k.event('e1'), k.batch('trg_1', 'h'), k.taken('trg_1', 'h', 3), k.debounce('trg_1', 'h')];
+  },
 } satisfies Partial<Record<keyof typeof keys, (tenant: string) => string[]>>;
 
 /** The other exports, and why deleting a tenant does not find their keys by pattern. */
@@ -68,6 +73,7 @@ const NOT_BY_PATTERN: Partial<Record<keyof typeof keys, string>> = {
   flowKeys: 'the deployment’s flow control',
   flowLimitsKey: 'the deployment’s',
   tenantKeyPatterns: 'the patterns themselves',
+  keyHash: 'a hash, not a key',
 };
 
 /** Redis `MATCH` for the patterns the registry writes: `*` and `?`, everything else literal. */
@@ -125,6 +131,8 @@ describe('the key registry', () => {
       'tl:rate:{t:acme}*',
       'tl:slots:{t:acme}*',
       'tl:cost:{t:acme}*',
+      'tl:triggers:{t:acme}*',
+      'tl:events:{t:acme}*',
     ]);
   });
 
@@ -148,5 +156,6 @@ describe('the key registry', () => {
     oneSlot(PER_TENANT.secretKeys('acme'));
     oneSlot([...PER_TENANT.rateBucketKey('acme'), ...PER_TENANT.tenantSlotKeys('acme')]);
     oneSlot([...PER_TENANT.webhookKeys('acme'), ...PER_TENANT.webhookDeliveriesKey('acme')]);
+    oneSlot([...PER_TENANT.triggersKey('acme'), ...PER_TENANT.eventKeys('acme')]);
   });
 });

@@ -27,7 +27,7 @@ const SCOPED_HEADS = {
  * Families of keys that carry their tenant in the hash tag `{t:<tenant>}`, so one script takes
  * several of a tenant's keys: every key of a family begins with `<prefix>:<family>:{t:<tenant>}`.
  */
-const TENANT_TAGGED = ['secrets', 'webhooks', 'rate', 'slots', 'cost'] as const;
+const TENANT_TAGGED = ['secrets', 'webhooks', 'rate', 'slots', 'cost', 'triggers', 'events'] as const;
 const taggedBase = (family: (typeof TENANT_TAGGED)[number], prefix: string, tenant: string): string =>
   `${prefix}:${family}:{t:${tenant}}`;
 
@@ -415,10 +415,50 @@ export const webhookDeliveriesKey = (
   }`;
 
 /**
+ * Hash trigger id → its record (JSON, see `triggers/trigger-model.ts`), one per tenant, bounded by
+ * `TETRALOOP_TRIGGERS_MAX`. Under the tag `{t:<tenant>}`, the slot of the tenant's event keys too.
+ */
+export const triggersKey = (prefix: string, tenant: string): string => taggedBase('triggers', prefix, tenant);
+
+/** A name's hash as it appears in a key: event ids and debounce or batch keys are the sender's text. */
+export const keyHash = (name: string): string => createHash('sha256').update(name).digest('hex').slice(0, 32);
+
+/**
+ * One tenant's events and what its triggers hold of them, all under the tag `{t:<tenant>}` (with
+ * its triggers), so one script takes an event and a batch together. Every key has a TTL.
+ */
+export interface EventKeys {
+  /** Counter: the order of the tenant's events (`seq`), so the last of a debounce is known. */
+  readonly seq: string;
+  /**
+   * Hash of one event, by its id's hash: `e` the event (JSON), `seq`, `q` once handed to the sense
+   * loop, `b:<triggerId>` what adding it to that trigger's batch decided. Lives the dedupe window.
+   */
+  event(idHash: string): string;
+  /** Sorted set of a batch's pending events (JSON, by `seq`), and its counter of flushes (`:n`). */
+  batch(triggerId: string, batchKeyHash: string): string;
+  /** The events one flush took (JSON array; `[]` once its run exists), kept for a retried flush. */
+  taken(triggerId: string, batchKeyHash: string, flush: number): string;
+  /** Hash of a debounce key's latest event: `seq`, `e`, `done` (the last `seq` a run consumed). */
+  debounce(triggerId: string, debounceKeyHash: string): string;
+}
+
+export function eventKeys(prefix: string, tenant: string): EventKeys {
+  const base = taggedBase('events', prefix, tenant);
+  return {
+    seq: `${base}:seq`,
+    event: (idHash) => `${base}:e:${idHash}`,
+    batch: (triggerId, hash) => `${base}:batch:${triggerId}:${hash}`,
+    taken: (triggerId, hash, flush) => `${base}:taken:${triggerId}:${hash}:${flush}`,
+    debounce: (triggerId, hash) => `${base}:debounce:${triggerId}:${hash}`,
+  };
+}
+
+/**
  * Patterns (`SCAN … MATCH`) that together match every key belonging to `tenant` that its stores
  * name after it, and no key of another tenant: its indexes, its sessions, agents' memory, cached
- * plans and blobs (by scoped name), and its secrets, webhooks, rate buckets, running slots and
- * daily costs (by hash tag). A tenant name has no glob character (`TenantId`). Its runs' keys are
+ * plans and blobs (by scoped name), and its secrets, webhooks, rate buckets, running slots,
+ * daily costs, triggers and events (by hash tag). A tenant name has no glob character (`TenantId`). Its runs' keys are
  * found through its run index and its API keys through their own index. The default tenant's names
  * are bare, so no pattern matches its keys alone.
  */

@@ -20,7 +20,8 @@ import { slotMulti } from './slot-multi.js';
  * - `lua-memory/`: one agent's memory, each with `memory.lib.lua` first, ending by giving the
  *   agent's keys their idle TTL; the caller appends the idle TTL to its arguments;
  * - `lua-plan/`: one plan cache entry; `lua-secret/`: one tenant's secrets; `lua-webhook/`: one
- *   tenant's outbound webhooks; `lua-limits/`: one tenant's rate buckets and running slots;
+ *   tenant's outbound webhooks; `lua-trigger/`: one tenant's triggers, events, batches and
+ *   debounces; `lua-limits/`: one tenant's rate buckets and running slots;
  * - `lua-flow/`: flow control's counters and queues, each with `flow.lib.lua` first.
  */
 export const SCRIPT_FILES = {
@@ -63,6 +64,14 @@ export const SCRIPT_FILES = {
   'lua-plan': ['forget-cached-plan-1'],
   'lua-secret': ['put-secret-3', 'delete-secret-3'],
   'lua-webhook': ['add-webhook-1'],
+  'lua-trigger': [
+    'add-trigger-1',
+    'record-event-2',
+    'batch-add-3',
+    'batch-take-2',
+    'debounce-note-1',
+    'debounce-done-1',
+  ],
   'lua-limits': ['take-tokens-2', 'acquire-slot-2', 'release-slot-2', 'forget-slots-2'],
   'lua-flow': ['flow-acquire-5', 'flow-release-4', 'flow-tick-3', 'flow-penalize-1'],
 } as const;
@@ -103,6 +112,7 @@ const LOADERS: Record<ScriptFolder, (name: ScriptName, body: string, deferIndex:
   'lua-plan': (_, body) => body,
   'lua-secret': (_, body) => body,
   'lua-webhook': (_, body) => body,
+  'lua-trigger': (_, body) => body,
   'lua-limits': (_, body) => body,
   'lua-flow': (_, body) => `${FLOW_LIB}\n${body}`,
 };

@@ -52,6 +52,24 @@ export const metrics = {
     labelNames: ['kind', 'tool', 'outcome'] as const,
     registers: [registry],
   }),
+  triggerEvents: new Counter({
+    name: 'tetraloop_events_total',
+    help: 'Events sent to trigger runs (POST /v1/events, signed webhook sources), by outcome (accepted, duplicate).',
+    labelNames: ['outcome'] as const,
+    registers: [registry],
+  }),
+  triggerMatches: new Counter({
+    name: 'tetraloop_trigger_matches_total',
+    help: 'Events a trigger listened for, by what became of them (fired, debounced, batched, filtered, dropped: its batch was full).',
+    labelNames: ['outcome'] as const,
+    registers: [registry],
+  }),
+  triggerRuns: new Counter({
+    name: 'tetraloop_trigger_runs_total',
+    help: 'Runs triggers started, by mode (each, debounce, batch) and outcome (started, repeated: a redelivered firing found its run, rejected: the request no longer passes its checks).',
+    labelNames: ['mode', 'outcome'] as const,
+    registers: [registry],
+  }),
   webhookDeliveries: new Counter({
     name: 'tetraloop_webhook_deliveries_total',
     help: 'Outbound webhook delivery attempts, by outcome (delivered, retrying, exhausted, rejected, refused, no_secret).',
