@@ -12,6 +12,7 @@ import type { RunDocument, RunListing } from '@tetraloop/core/domain';
 import { createLogger } from '@tetraloop/core/logging';
 import { closeQueues, openQueues, type LoopQueues } from '@tetraloop/core/queues';
 import { TRIGGER_JOB, eventJobId } from '@tetraloop/core/triggers';
+import { eventsCommand, triggersCommand, type TriggersIo } from '@tetraloop/cli';
 import { signWebhook } from '@tetraloop/core/webhooks';
 import { parseWorkerEnv, startPools, type PoolsHandle } from '@tetraloop/workers';
 import { startStack, type Stack } from './support/stack.js';
@@ -289,6 +290,32 @@ describe('events that start runs', () => {
     const over = await call('post', '/v1/triggers', beta, { event: 'one-more', request: echo({ value: 1 }) });
     expect(over.status).toBe(409);
     expect(over.body).toMatchObject({ error: { code: 'too_many_triggers' } });
+  });
+
+  it('makes, lists and deletes triggers and sends events from the command line', async () => {
+    const out: string[] = [];
+    const io: TriggersIo = {
+      apiUrl: stack.url,
+      apiKey: acme,
+      stdout: (text) => void out.push(text),
+      stderr: () => undefined,
+      read: () => JSON.stringify({ event: 'cli.ping', request: echo({ value: { $ref: 'event.key' } }) }),
+    };
+    expect(await triggersCommand(['create', 'trigger.json'], io)).toBe(0);
+    const made = JSON.parse(out.join('')) as { id: string };
+    out.length = 0;
+    expect(await triggersCommand(['list'], io)).toBe(0);
+    expect(out.join('')).toContain(made.id);
+    expect(
+      await eventsCommand(['send', 'cli.ping', '--id', 'p-1', '--key', 'k7', '--payload', '{"a":1}'], io),
+    ).toBe(0);
+    await matched('acme', 'p-1');
+    const runs = await runsOf(acme, made.id);
+    expect(runs).toHaveLength(1);
+    expect(await settled(acme, runs[0]!.runId)).toMatchObject({ output: { echo: 'k7' } });
+    expect(await triggersCommand(['delete', made.id], io)).toBe(0);
+    expect(await triggersCommand(['delete', made.id], io)).toBe(1);
+    expect(await eventsCommand(['send'], io)).toBe(2);
   });
 
   it('deletes a tenant’s triggers and events with the tenant', async () => {

@@ -8,3 +8,4 @@ export * from './keys-command.js';
 export { schedulesCommand, SCHEDULES_USAGE, type SchedulesIo } from './schedules-command.js';
 export * from './api-client.js';
 export { tetraloopMcpServer } from './mcp-command.js';
+export * from './triggers-command.js';

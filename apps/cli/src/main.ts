@@ -1,9 +1,9 @@
 /**
  * `tetraloop <command>`: dev | api | worker | run | runs | explain | agent | lessons | schedules |
- * keys | mcp | openapi | config. Every command first reads the config file (`--config` or
- * TETRALOOP_CONFIG) into the environment where the environment sets nothing.
+ * keys | triggers | events | mcp | openapi | config. Every command first reads the config file
+ * (`--config` or TETRALOOP_CONFIG) into the environment where the environment sets nothing.
  * Each process type also runs alone against a shared REDIS_URL, so pools scale as separate
- * processes; `run`, `runs`, `explain`, `lessons` and `schedules` are clients of the API at
+ * processes; `run`, `runs`, `explain`, `lessons`, `schedules`, `triggers` and `events` are clients of the API at
  * TETRALOOP_API_URL (with TETRALOOP_API_KEY as their bearer key when set); `keys` manages API keys
  * through the API with the root token, or in Redis directly; `openapi` prints the API's OpenAPI
  * document.
@@ -54,6 +54,10 @@ const usage = (POOLS: readonly string[]): string => `usage: tetraloop <command>
   keys list [--tenant <tenant>] [--json]
                                         API keys and their scopes (never their secrets)
   keys revoke <keyId>                   revoke an API key at once
+  triggers list|create <file.json>|delete <triggerId>
+                                        the tenant's triggers: events that start runs
+  events send <name> [--payload <json>] [--id <id>] [--key <key>]
+                                        send an event to the tenant's triggers
   openapi [--out <file>]                the API's OpenAPI 3.1 document (the defaults' limits), on stdout
                                         or into a file
   mcp                                   Tetraloop as an MCP server on stdio (run_graph, run_task,
@@ -66,7 +70,7 @@ const usage = (POOLS: readonly string[]): string => `usage: tetraloop <command>
 Every command takes --config <file> (or TETRALOOP_CONFIG): a YAML file of settings in groups
 (tetraloop.example.yaml); a variable set in the environment wins over it.
 
-run, runs, explain, agent, lessons, schedules and mcp send TETRALOOP_API_KEY as their bearer key when it is set. keys uses the API at
+run, runs, explain, agent, lessons, schedules, triggers, events and mcp send TETRALOOP_API_KEY as their bearer key when it is set. keys uses the API at
 TETRALOOP_API_URL with TETRALOOP_ADMIN_TOKEN (the root token) when that is set, else (or with
 --redis) Redis directly at REDIS_URL under TETRALOOP_PREFIX, to make the first key.`;
 
@@ -152,6 +156,12 @@ export async function main(args: string[]): Promise<void> {
       case 'keys':
         process.exitCode = await (await import('./keys-command.js')).keysCommand(rest);
         return;
+      case 'triggers':
+        process.exitCode = await (await import('./triggers-command.js')).triggersCommand(rest);
+        return;
+      case 'events':
+        process.exitCode = await (await import('./triggers-command.js')).eventsCommand(rest);
+        return;
       case 'openapi': {
         const { values } = parseArgs({ args: rest, options: { out: { type: 'string' } } });
         await (await import('./openapi-command.js')).writeOpenApiDocument(values.out);
@@ -181,6 +191,8 @@ const COMMANDS = [
   'lessons',
   'schedules',
   'keys',
+  'triggers',
+  'events',
   'openapi',
   'mcp',
   'config',
