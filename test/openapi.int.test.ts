@@ -448,6 +448,26 @@ describe('real answers match the documented schemas', () => {
     expect((await api('delete', `/v1/webhooks/${hookId}`)).status).toBe(204);
     expect((await api('delete', `/v1/webhooks/${hookId}`)).status).toBe(404);
 
+    const schedule = await api('post', '/v1/schedules', {
+      body: {
+        name: 'openapi',
+        cron: '0 3 * * *',
+        paused: true,
+        request: { graph: { nodes: [{ id: 'a', kind: 'tool', tool: 'json', args: { value: 1 } }] } },
+      },
+    });
+    expect(schedule.status).toBe(201);
+    const scheduleId = (schedule.body as { id: string }).id;
+    expect((await api('post', '/v1/schedules', { body: { name: 'x', request: {} } })).status).toBe(400);
+    expect((await api('get', '/v1/schedules')).status).toBe(200);
+    expect((await api('get', `/v1/schedules/${scheduleId}`)).status).toBe(200);
+    expect((await api('patch', `/v1/schedules/${scheduleId}`, { body: { name: 'renamed' } })).status).toBe(
+      200,
+    );
+    expect((await api('post', `/v1/schedules/${scheduleId}/trigger`)).status).toBe(202);
+    expect((await api('delete', `/v1/schedules/${scheduleId}`)).status).toBe(204);
+    expect((await api('get', `/v1/schedules/${scheduleId}`)).status).toBe(404);
+
     const madeTrigger = await api('post', '/v1/triggers', {
       body: {
         event: 'openapi.test',

@@ -36,6 +36,10 @@ const PER_TENANT = {
     keys.webhookDeliveriesKey(P, t, { subscription: 'w1' }),
     keys.webhookDeliveriesKey(P, t, { runId: 'r1' }),
   ],
+  scheduleKeys: (t: string) => {
+    const k = keys.scheduleKeys(P, t);
+    return [k.schedules, k.state('sch_1')];
+  },
   triggersKey: (t: string) => [keys.triggersKey(P, t)],
   eventKeys: (t: string) => {
     const k = keys.eventKeys(P, t);
