@@ -165,7 +165,19 @@ beforeAll(async () => {
     return res.body.runId as string;
   };
   const doneRun = await submit({
-    graph: { nodes: [{ id: 'big', kind: 'tool', tool: 'json', args: { value: 'x'.repeat(4000) } }] },
+    graph: {
+      nodes: [
+        { id: 'big', kind: 'tool', tool: 'json', args: { value: 'x'.repeat(4000) } },
+        // A map, so its item is there to read (runs.item).
+        {
+          id: 'each',
+          kind: 'map',
+          over: { $ref: 'input.list' },
+          node: { kind: 'tool', tool: 'json', args: { value: '{{item}}' } },
+        },
+      ],
+    },
+    input: { list: ['a'] },
   });
   const done = await settled(acme, doneRun);
   const stub = done.nodes.big as unknown as { output: { $blob: string } };
@@ -287,6 +299,8 @@ async function exampleOf(name: RouteName): Promise<Example> {
       return { path: `/v1/runs/${f.doneRun}/wait?timeoutMs=0`, ok: 200 };
     case 'runs.explain':
       return { path: `/v1/runs/${f.doneRun}/explain`, ok: 200 };
+    case 'runs.item':
+      return { path: `/v1/runs/${f.doneRun}/nodes/each/items/0`, ok: 200 };
     case 'runs.events':
       return { path: `/v1/runs/${f.doneRun}/events`, ok: 200 };
     case 'runs.cancel':

@@ -35,6 +35,15 @@ const SAMPLES: { readonly [K in NodeKind]: Extract<GraphNode, { kind: K }> } = {
     intervalMs: 0,
     onError: 'replan',
   },
+  map: {
+    id: 'm',
+    kind: 'map',
+    over: { $ref: 'a.output.list' },
+    node: { kind: 'tool', tool: 'json', args: { value: { n: '{{index}}', v: { $ref: 'item.v' } } } },
+    concurrency: 2,
+    maxItems: 10,
+    onItemError: 'continue',
+  },
   graph: {
     id: 'g',
     kind: 'graph',
@@ -47,7 +56,7 @@ const tools = builtinTools({ egress: parseAllowHosts('') });
 
 describe('the node-kind table', () => {
   it('lists every kind, each under its own name', () => {
-    expect(Object.keys(NODE_KINDS)).toEqual(['tool', 'llm', 'wait', 'loop', 'graph']);
+    expect(Object.keys(NODE_KINDS)).toEqual(['tool', 'llm', 'wait', 'loop', 'map', 'graph']);
     for (const [name, spec] of Object.entries(NODE_KINDS)) expect(spec.kind).toBe(name);
   });
 
@@ -72,6 +81,7 @@ describe('the node-kind table', () => {
       llm: ['prompt', 'system'],
       wait: [],
       loop: ['body.args'],
+      map: ['over', 'node'],
       graph: ['input'],
     });
     const mapped = mapReferenceFields(SAMPLES.llm, (v) => `<${String(v)}>`);
@@ -109,6 +119,7 @@ describe('the node-kind table', () => {
       llm:   [true,   false,  true,         true,         true,           true,     true,           false,           false,          true ],
       wait:  [false,  false,  false,        false,        false,          false,    false,          false,           false,          false],
       loop:  [false,  false,  false,        false,        false,          true,     false,          false,           false,          true ],
+      map:   [false,  false,  false,        false,        false,          false,    false,          false,           false,          false],
       graph: [false,  true,   false,        false,        false,          null,     null,           null,            null,           null ],
     });
     expect(executionOf(SAMPLES.tool).declaredToolCall(SAMPLES.tool)).toEqual({
@@ -183,6 +194,15 @@ describe('the node-kind table', () => {
         label: 'json',
         continues: false,
         replans: true,
+      },
+      map: {
+        attempts: 1,
+        chargesToolCall: false,
+        usesToolTime: false,
+        defaultTimeout: 'per-call',
+        label: 'map',
+        continues: false,
+        replans: false,
       },
     });
   });

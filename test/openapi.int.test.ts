@@ -310,6 +310,24 @@ describe('real answers match the documented schemas', () => {
     expect((await api('get', '/v1/runs?limit=5')).status).toBe(200);
     expect((await api('get', '/v1/runs?status=finished')).status).toBe(400);
     expect((await api('get', `/v1/runs/${runId}/explain`)).status).toBe(200);
+    // A map's item, and the errors of that route.
+    const mapped = await submit({
+      input: { list: [1, 2] },
+      graph: {
+        nodes: [
+          {
+            id: 'each',
+            kind: 'map',
+            over: { $ref: 'input.list' },
+            node: { kind: 'tool', tool: 'json', args: { value: '{{item}}' } },
+          },
+        ],
+      },
+    });
+    expect(((await wait(mapped)).body as RunDocument).status).toBe('succeeded');
+    expect((await api('get', `/v1/runs/${mapped}/nodes/each/items/1`)).status).toBe(200);
+    expect((await api('get', `/v1/runs/${mapped}/nodes/each/items/2`)).status).toBe(404);
+    expect((await api('get', `/v1/runs/${mapped}/nodes/each/items/-1`)).status).toBe(400);
     const node = Object.keys(((await wait(runId)).body as RunDocument).nodes)[0]!;
     const rerun = await api('post', `/v1/runs/${runId}/rerun`, { body: { from: node } });
     expect(rerun.status).toBe(202);

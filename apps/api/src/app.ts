@@ -35,6 +35,7 @@ import { mountApiReference } from './openapi/reference-page.js';
 import { ROUTES, type RouteName } from './route-table.js';
 import { runHandlers } from './runs-router.js';
 import { runInsightHandlers } from './run-insight-router.js';
+import { mapItemHandlers } from './map-item-router.js';
 import { secretHandlers } from './secrets-router.js';
 import { sessionHandlers, type RawBodyRequest } from './sessions-router.js';
 import { rateLimit } from './rate-limit.js';
@@ -168,6 +169,7 @@ export function createApp(deps: AppDeps): express.Express {
   mountRoutes(app, [authenticate(deps.auth), rateLimit(deps)], {
     ...runHandlers(deps),
     ...runInsightHandlers(deps),
+    ...mapItemHandlers(deps),
     ...blobHandlers(deps),
     ...sessionHandlers(deps),
     ...memoryHandlers(deps),

@@ -32,6 +32,12 @@ export const ROUTES = {
   'runs.wait': { method: 'get', path: '/v1/runs/:id/wait', access: 'runs:read', owned: 'run' },
   'runs.events': { method: 'get', path: '/v1/runs/:id/events', access: 'runs:read', owned: 'run' },
   'runs.explain': { method: 'get', path: '/v1/runs/:id/explain', access: 'runs:read', owned: 'run' },
+  'runs.item': {
+    method: 'get',
+    path: '/v1/runs/:id/nodes/:nodeId/items/:index',
+    access: 'runs:read',
+    owned: 'run',
+  },
   'runs.cancel': { method: 'post', path: '/v1/runs/:id/cancel', access: 'runs:write', owned: 'run' },
   'runs.resume': { method: 'post', path: '/v1/runs/:id/resume', access: 'runs:write', owned: 'run' },
   'runs.rerun': { method: 'post', path: '/v1/runs/:id/rerun', access: 'runs:write', owned: 'run' },

@@ -6,7 +6,13 @@
  * (`answers.ts`, the core's records); error codes are listed by status.
  */
 import { CostDay } from '@tetraloop/core/cost';
-import { OriginId, RunDocument, WebhookId, WebhookSubscriptionRequest } from '@tetraloop/core/domain';
+import {
+  NodeView,
+  OriginId,
+  RunDocument,
+  WebhookId,
+  WebhookSubscriptionRequest,
+} from '@tetraloop/core/domain';
 import { RunExplain } from '@tetraloop/core/insight';
 import { Lesson } from '@tetraloop/core/memory';
 import { RunRequest } from '@tetraloop/core/runs';
@@ -257,6 +263,19 @@ export function routeOperations(settings: OperationSettings): { readonly [K in R
       params: { id: runId },
       answers: { 200: { description: 'The explanation.', json: RunExplain } },
       errors: { 404: ['run_not_found'] },
+    },
+    'runs.item': {
+      tag: 'runs',
+      summary: 'One item of a map node',
+      description:
+        'The item `index` (from 0) of the map node `nodeId`, as the run document shows a node: its snapshot (attempts, input, output or error) once it settled, its live state while it runs, `pending` before it starts. Kept as long as the run.',
+      params: {
+        id: runId,
+        nodeId: { schema: z.string(), description: 'The map node’s id.' },
+        index: { schema: z.string().regex(/^\d+$/), description: 'The item’s index in the list, from 0.' },
+      },
+      answers: { 200: { description: 'The item.', json: NodeView } },
+      errors: { 400: ['invalid_request'], 404: ['run_not_found', 'item_not_found'] },
     },
     'runs.cancel': {
       tag: 'runs',

@@ -118,6 +118,28 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/runs/{id}/nodes/{nodeId}/items/{index}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * One item of a map node
+         * @description The item `index` (from 0) of the map node `nodeId`, as the run document shows a node: its snapshot (attempts, input, output or error) once it settled, its live state while it runs, `pending` before it starts. Kept as long as the run.
+         *
+         *     Needs an API key with the scope `runs:read` (or the root token).
+         */
+        get: operations["runs.item"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v1/runs/{id}/cancel": {
         parameters: {
             query?: never;
@@ -1445,7 +1467,7 @@ export interface components {
             /** @constant */
             invalidAnswer?: true;
             /** @enum {string} */
-            reason?: "response_too_large" | "egress_refused" | "secret_not_allowed";
+            reason?: "response_too_large" | "egress_refused" | "secret_not_allowed" | "too_many_items" | "min_success";
         } | {
             /** @constant */
             code: "aborted";
@@ -2150,6 +2172,29 @@ export interface components {
                 maxIterations: number;
                 /** @default 0 */
                 intervalMs?: number;
+            } | {
+                id: string;
+                /** @constant */
+                kind: "map";
+                over: {
+                    $ref: string;
+                };
+                node?: {
+                    [key: string]: unknown;
+                };
+                graph?: unknown;
+                /** @default 10 */
+                concurrency?: number;
+                /** @default 1000 */
+                maxItems?: number;
+                /**
+                 * @default fail
+                 * @enum {string}
+                 */
+                onItemError?: "fail" | "continue";
+                minSuccess?: number;
+                /** @enum {string} */
+                onError?: "fail" | "continue" | "replan";
             } | {
                 id: string;
                 /** @constant */
@@ -3134,6 +3179,140 @@ export interface operations {
                         error?: {
                             /** @enum {unknown} */
                             code?: "run_not_found";
+                        };
+                    };
+                };
+            };
+            /** @description Too many requests: `rate_limited`. */
+            429: {
+                headers: {
+                    /** @description Seconds until a retry may fit. */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"] & {
+                        error?: {
+                            /** @enum {unknown} */
+                            code?: "rate_limited";
+                        };
+                    };
+                };
+            };
+            /** @description Internal error: `internal`. */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"] & {
+                        error?: {
+                            /** @enum {unknown} */
+                            code?: "internal";
+                        };
+                    };
+                };
+            };
+            /** @description Unavailable: `unavailable`. */
+            503: {
+                headers: {
+                    /** @description Seconds until a retry. */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"] & {
+                        error?: {
+                            /** @enum {unknown} */
+                            code?: "unavailable";
+                        };
+                    };
+                };
+            };
+        };
+    };
+    "runs.item": {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description Root token only: the tenant to act for (default `default`); a key acts for its own tenant. */
+                "x-tetraloop-tenant"?: components["parameters"]["Tenant"];
+            };
+            path: {
+                /** @description The run id (a UUID). */
+                id: string;
+                /** @description The map node’s id. */
+                nodeId: string;
+                /** @description The item’s index in the list, from 0. */
+                index: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The item. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["NodeView"];
+                };
+            };
+            /** @description Bad request: `invalid_request`. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"] & {
+                        error?: {
+                            /** @enum {unknown} */
+                            code?: "invalid_request";
+                        };
+                    };
+                };
+            };
+            /** @description Unauthorized: `unauthorized`. */
+            401: {
+                headers: {
+                    /** @description `Bearer realm="tetraloop"` (missing or refused key). */
+                    "WWW-Authenticate"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"] & {
+                        error?: {
+                            /** @enum {unknown} */
+                            code?: "unauthorized";
+                        };
+                    };
+                };
+            };
+            /** @description Forbidden: `forbidden`. */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"] & {
+                        error?: {
+                            /** @enum {unknown} */
+                            code?: "forbidden";
+                        };
+                    };
+                };
+            };
+            /** @description Not found: `run_not_found`, `item_not_found`. */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"] & {
+                        error?: {
+                            /** @enum {unknown} */
+                            code?: "run_not_found" | "item_not_found";
                         };
                     };
                 };

@@ -146,7 +146,7 @@ describe('validateGraph', () => {
     const issues = issuesOf({ nodes: [{ id: 'a', kind: 'thought' }] });
     expect(issues).toContainEqual({
       path: 'nodes.0.kind',
-      message: 'kind must be one of tool, llm, wait, loop, graph',
+      message: 'kind must be one of tool, llm, wait, loop, map, graph',
     });
   });
 

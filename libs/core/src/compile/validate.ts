@@ -8,6 +8,7 @@ import type { ModelPolicy } from '../ceilings/ceilings.js';
 import { DEFAULT_MAX_WAIT_DAYS, maxRunSeconds } from '../domain/wait-limits.js';
 import { DEFAULT_GRAPH_LIMITS, MAX_NESTING, type GraphLimits } from '../graph/limits.js';
 import { findReferences, getPath } from '../graph/references.js';
+import { ITEM_ROOTS } from '../map/item-id.js';
 import { FIXED_FIELDS, applyVariant, variantsOf } from '../graph/retry-variants.js';
 import { Edge, NodeId, type ValidationIssue } from '../graph/schema.js';
 import { ancestorsOf, buildTopology, findCycle, type Topology } from '../graph/topology.js';
@@ -220,6 +221,8 @@ function checkGraph(
       for (const ref of findReferences(value, [...path])) {
         const where = at('nodes', i, ...ref.at);
         const field = ref.path[0];
+        // Inside a map's item template, `item` and `index` name the item (and only there).
+        if (ITEM_ROOTS.has(ref.root) && inItemTemplate(node, ref.at)) continue;
         if (ref.root === 'input') {
           if (depth === 0 && opts.input && getPath(opts.input.value, ref.path) === undefined) {
             issues.push({
@@ -255,6 +258,12 @@ function checkGraph(
     }
   });
   return issues.length > before ? undefined : { nodes: nodes as GraphNode[], edges };
+}
+
+/** Whether a reference at `at` inside `node` is in its kind's item template (a map's `node`). */
+function inItemTemplate(node: GraphNode, at: readonly PropertyKey[]): boolean {
+  const field = NODE_KINDS[node.kind].itemTemplate;
+  return field !== undefined && at[0] === field;
 }
 
 /**
@@ -462,6 +471,13 @@ function nodeCheck(
     toolCall: (name, args, at) => {
       argsPlaces.push([...at, 'args']);
       return checkToolCall(name, args, [...path, ...at], ['args'], opts, issues);
+    },
+    template: (raw, at) => {
+      // Its tool-call args are this node's args (a secret may stand in them), under its path.
+      const places: (readonly PropertyKey[])[] = [];
+      const node = checkNode(raw, [...path, ...at], depth, opts, issues, places);
+      argsPlaces.push(...places.map((place) => [...at, ...place]));
+      return node;
     },
     nested: (raw, at) => checkNested(raw, [...path, ...at], depth, opts, issues),
     secretNames: (names, at) => {

@@ -39,9 +39,13 @@ export const NodeErrorData = z.discriminatedUnion('code', [
      * Which limit refused the call, for failures a caller handles by kind:
      * `response_too_large` (a response body past `TETRALOOP_HTTP_MAX_BYTES`), `egress_refused`
      * (a private destination not allowlisted), `secret_not_allowed` (a secret's scope does not
-     * allow the host or tool the call would give it to; nothing was sent).
+     * allow the host or tool the call would give it to; nothing was sent), `too_many_items` (a
+     * map's list is longer than its `maxItems`), `min_success` (fewer of a map's items succeeded
+     * than its `minSuccess`).
      */
-    reason: z.enum(['response_too_large', 'egress_refused', 'secret_not_allowed']).optional(),
+    reason: z
+      .enum(['response_too_large', 'egress_refused', 'secret_not_allowed', 'too_many_items', 'min_success'])
+      .optional(),
   }),
   /** Stopped by a cancel, a failure elsewhere in the run, or the run deadline. */
   z.object({ code: z.literal('aborted'), message }),

@@ -26,6 +26,7 @@ import { retryTableFor, type ExecutorDeps } from './deps.js';
 import { announce, attemptRecord, nowIso, scopeOf, snapshotOf, type NodeContext } from './node-context.js';
 import { askEarly, dropEarly, leaveFlow, type EarlyAsk } from './flow-gate.js';
 import { nodeRun } from './node-run.js';
+import { completeItem, itemReads, itemScope, plannedItem } from './map-items.js';
 import type { CompiledPlan } from './plan-cache.js';
 import { OwnJobNeeded, handoffCandidates } from './handoff.js';
 import { customToolOf, queueOfNode, retryOfNode, runsHere } from './tool-placement.js';
@@ -192,7 +193,9 @@ export const continuesOnFailure = (node: ExecutableNode): boolean =>
 async function runExecution(deps: ExecutorDeps, execution: Execution): Promise<ExecutionResult> {
   const { job, token, data, attempt } = execution;
   const plan = await deps.plans.get(data.runId, data.generation);
-  const planned = plan?.nodes.get(data.nodeId);
+  // A map's item is no node of the plan: its map's template under the item's id.
+  const item = plan && !plan.nodes.has(data.nodeId) ? plannedItem(plan, data.nodeId) : undefined;
+  const planned = plan?.nodes.get(data.nodeId) ?? item?.node;
   if (!plan || !planned) {
     execution.begun?.tracked.release();
     // The run expired or was deleted: nothing to do, nothing to report to.
@@ -245,7 +248,9 @@ async function runExecution(deps: ExecutorDeps, execution: Execution): Promise<E
         // from a handoff) is the same execution: not counted or charged again.
         countExecution: !reentry && !expiredUnrun,
         chargeCall: kind.chargesToolCall && !data.throttled && !moved && !expiredUnrun,
-        reads: plan.reads.get(node.id) ?? [],
+        reads: item ? itemReads(item) : (plan.reads.get(node.id) ?? []),
+        // An item announces only its failure; its map reports progress.
+        ...(item ? { quiet: true } : {}),
       }));
     if (begin.status === 'stale') return { status: 'stale' };
     // A held-back call whose node will not run now gives its place in the queue up.
@@ -266,7 +271,10 @@ async function runExecution(deps: ExecutorDeps, execution: Execution): Promise<E
       startedAt,
       started: performance.now(),
       begin,
-      scope: scopeOf(plan.input, reads.snapshots),
+      scope: {
+        ...scopeOf(plan.input, reads.snapshots),
+        ...(item ? itemScope(item, data.item) : {}),
+      },
       runSignal: tracked.signal,
       log: deps.logger.child({ runId: plan.runId, nodeId: node.id, attempt }),
       call: { lessons: [], ...(early ? { early } : {}) },
@@ -281,6 +289,12 @@ async function runExecution(deps: ExecutorDeps, execution: Execution): Promise<E
           : withExpiry(await runNode(ctx, reads.error), downgradedAt)
         : notRunSnapshot(begin.status, begin.attempts));
     if (!begin.existing && begin.status === 'running') observeNode(node, snapshot);
+    if (item) {
+      await completeItem(ctx, item, snapshot, begin.existing !== undefined, (s) =>
+        withOutputBlob(deps, plan, s),
+      );
+      return { status: snapshot.status, ...(snapshot.error ? { code: snapshot.error.code } : {}) };
+    }
     // A redelivered job whose node was complete: it hands nothing off, it finishes what the crashed
     // delivery left (the nodes that one ran handed off and what they released).
     if (begin.existing) {

@@ -5,7 +5,7 @@
 import { WaitingChildrenError } from 'bullmq';
 import type { NodeErrorData } from '../errors/node-error.js';
 import type { NodeSnapshot, NodeUsage, RunDocument } from '../domain/run-model.js';
-import type { ExecutableNode, NodeRun } from '../nodes/index.js';
+import type { ExecutableNode, MapNode, NodeRun } from '../nodes/index.js';
 import { derivedRunId } from '../domain/run-id.js';
 import { startChildRun } from './child-run.js';
 import { callModel } from './model-call.js';
@@ -18,6 +18,7 @@ import {
   snapshotOf,
   type NodeContext,
 } from './node-context.js';
+import { mapItems } from './map-items.js';
 import { sleepUntil } from './sleep.js';
 import { afterToolCall, beforeToolCall } from './tool-hooks.js';
 
@@ -101,6 +102,7 @@ export function nodeRun<N extends ExecutableNode>(
       );
       return id;
     },
+    mapItems: (items, options) => mapItems(ctx as NodeContext & { node: MapNode }, items, options),
     settledChildRun: async (n) => {
       if (ctx.token === undefined)
         throw new Error('a loop node needs a worker token to wait for a child run');

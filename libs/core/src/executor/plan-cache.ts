@@ -7,7 +7,8 @@ import type { OnBudget } from '../domain/run-model.js';
 import { scopedName } from '../domain/tenant.js';
 import { findReferences } from '../graph/references.js';
 import { buildTopology, type Topology } from '../graph/topology.js';
-import { referenceFields, type ExecutableNode } from '../nodes/index.js';
+import { ITEM_ROOTS } from '../map/item-id.js';
+import { NODE_KINDS, referenceFields, type ExecutableNode } from '../nodes/index.js';
 import type { RunPlans } from '../state/runs/run-plan.js';
 
 export interface CompiledPlan {
@@ -41,9 +42,17 @@ export interface CompiledPlan {
   readonly generation: number;
 }
 
-/** The nodes whose snapshots `node` reads through its references. */
+/**
+ * The nodes whose snapshots `node` reads through its references; in an item template (a map's
+ * `node`) `item` and `index` name the item, not a node.
+ */
 export function readsOf(node: ExecutableNode): string[] {
-  const roots = referenceFields(node).flatMap(({ value }) => findReferences(value).map((r) => r.root));
+  const template = NODE_KINDS[node.kind].itemTemplate;
+  const roots = referenceFields(node).flatMap(({ value, path }) =>
+    findReferences(value)
+      .filter((r) => !(path[0] === template && ITEM_ROOTS.has(r.root)))
+      .map((r) => r.root),
+  );
   return [...new Set(roots)].filter((root) => root !== 'input');
 }
 

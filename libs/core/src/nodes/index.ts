@@ -11,13 +11,14 @@ import { graphKind, type SubgraphNode } from './graph.js';
 import type { ExecutableKindSpec, ExpandingKindSpec } from './kind.js';
 import { llmKind, type LlmNode } from './llm.js';
 import { loopKind, type LoopNode } from './loop.js';
+import { mapKind, type MapNode } from './map.js';
 import { toolKind, type ToolNode } from './tool.js';
 import { waitKind, type WaitNode } from './wait.js';
 
-export type GraphNode = ToolNode | LlmNode | WaitNode | LoopNode | SubgraphNode;
+export type GraphNode = ToolNode | LlmNode | WaitNode | LoopNode | MapNode | SubgraphNode;
 export type NodeKind = GraphNode['kind'];
 /** What remains after nested graphs are expanded: the nodes a worker executes. */
-export type ExecutableNode = ToolNode | LlmNode | WaitNode | LoopNode;
+export type ExecutableNode = ToolNode | LlmNode | WaitNode | LoopNode | MapNode;
 export type ExecutableKind = ExecutableNode['kind'];
 
 /** A graph of nodes of every kind: what a client submits and the planner writes. */
@@ -43,6 +44,7 @@ export const NODE_KINDS: { readonly [K in NodeKind]: SpecOf<K> } = {
   llm: llmKind,
   wait: waitKind,
   loop: loopKind,
+  map: mapKind,
   graph: graphKind,
 };
 
@@ -138,4 +140,5 @@ export {
 } from './loop.js';
 export { AgentBody } from './loop-agent.js';
 export { SubgraphNode } from './graph.js';
+export { MapNode, itemNodeOf, MAP_CONCURRENCY, MAP_MAX_ITEMS } from './map.js';
 export type { AgentTurn, Iteration } from './loop-iteration.js';

@@ -35,6 +35,11 @@ export interface NodeCheck {
   toolName(name: string, at: readonly PropertyKey[]): boolean;
   /** The tool is allowed and args without references fit its input schema; `at` holds `tool` and `args`. */
   toolCall(name: string, args: Record<string, unknown>, at: readonly PropertyKey[]): boolean;
+  /**
+   * A node that runs in this node's stead per item (a map's item template) at `at`, checked like
+   * a node of its own (its tool-call args noted as this node's); undefined when it has problems.
+   */
+  template(raw: unknown, at: readonly PropertyKey[]): AnyNode | undefined;
   /** A nested graph at `at`, checked one level deeper; undefined when it has problems. */
   nested(raw: unknown, at: readonly PropertyKey[]): GraphOf | undefined;
   /**
@@ -62,6 +67,11 @@ export interface NodeKindSpec<N extends NodeBase> {
   readonly schema: z.ZodType;
   /** Paths inside the node of the fields that may hold references; absent fields are skipped. */
   readonly referenceFields: readonly (readonly string[])[];
+  /**
+   * The field holding a template run per item (a map's `node`), where references may also read
+   * `item` and `index`; absent for kinds without one.
+   */
+  readonly itemTemplate?: string;
   /** Checks beyond the schema. Returns the node as it will run, or undefined after reporting problems. */
   check(node: N, check: NodeCheck): N | undefined;
   /** Absent when the planner may not write this kind. */
@@ -271,6 +281,15 @@ export interface NodeRun<N extends NodeBase> {
   event(type: string, data: unknown): Promise<void>;
   /** The child run of iteration `n`, if it was started. */
   childRun(n: number): Promise<ChildRunState | null>;
+  /**
+   * Runs `items` through the node's item template, at most `concurrency` at once, and answers their
+   * snapshots in item order once all settled (undefined for one that never completed); parks the
+   * job meanwhile (never returns while items run). With `stopOnFailure`, no item starts after one failed.
+   */
+  mapItems(
+    items: readonly unknown[],
+    options: { concurrency: number; stopOnFailure: boolean },
+  ): Promise<(NodeSnapshot | undefined)[]>;
   /** Starts the child run of iteration `n` (once) under this node's job. */
   startChildRun(n: number, request: ChildRunRequest): Promise<string>;
   /** The child run of iteration `n` once settled; parks the job until then (never returns while it runs). */

@@ -64,6 +64,8 @@ export const NodeJobData = z.object({
    * with that job (`carriedBy`), so a redelivery of this job treats those as its own too.
    */
   carrier: z.string().optional(),
+  /** A map's item (`<mapId>[<index>]`): the element of the list it runs on. */
+  item: z.unknown().optional(),
   /** The trace context of what released the node (tracing on). */
   trace: TraceCarrier.optional(),
 });

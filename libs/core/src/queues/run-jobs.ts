@@ -273,3 +273,58 @@ export async function wakeParkedNodes(
     if (job && (await job.isDelayed())) await job.promote().catch(() => undefined);
   }
 }
+
+export interface ItemToEnqueue {
+  /** The item's node id, `<mapId>[<index>]`. */
+  readonly id: string;
+  readonly item: unknown;
+  /** The tool queue it goes to (a custom tool's); the node queue when absent. */
+  readonly queue?: string;
+  readonly attempts: number;
+}
+
+/**
+ * Adds a map's item jobs as children of the map's own job (in the node queue of the run's shard),
+ * so the map waits in waiting-children, holding no slot, until its last item settles. Job ids
+ * derive from run, item and generation, so adding an item twice is a no-op.
+ */
+export async function enqueueItems(
+  queues: RunQueues,
+  runId: string,
+  generation: number,
+  mapId: string,
+  items: readonly ItemToEnqueue[],
+): Promise<void> {
+  if (items.length === 0) return;
+  const shard = await queues.shardOf(runId);
+  const parent = {
+    id: nodeJobId(runId, mapId, generation),
+    queue: shard.toolQueue(DEFAULT_TOOL_QUEUE).qualifiedName,
+  };
+  const traced = traceCarrier();
+  const byQueue = new Map<string, Parameters<RunShard['node']['addBulk']>[0]>();
+  for (const item of items) {
+    const queue = item.queue ?? DEFAULT_TOOL_QUEUE;
+    const job = {
+      name: JOB.node,
+      data: { runId, nodeId: item.id, generation, item: item.item, ...traced } satisfies NodeJobData,
+      opts: {
+        jobId: nodeJobId(runId, item.id, generation),
+        parent,
+        attempts: item.attempts,
+        backoff: { type: BACKOFF_TYPE },
+        // An item whose job dies for good must not wedge its map: the map settles without it.
+        ignoreDependencyOnFailure: true,
+        ...keepNodeJobs(queues.retention),
+      },
+    };
+    byQueue.set(queue, [...(byQueue.get(queue) ?? []), job]);
+  }
+  await Promise.all(
+    [...byQueue].map(([queue, batch]) =>
+      batch.length === 1
+        ? shard.toolQueue(queue).add(batch[0]!.name, batch[0]!.data, batch[0]!.opts)
+        : shard.toolQueue(queue).addBulk(batch),
+    ),
+  );
+}

@@ -47,6 +47,8 @@ export const SCRIPT_FILES = {
     'end-unstarted-6',
     'environment-changed-6',
     'throttle-node-6',
+    'map-start-6',
+    'complete-item-6',
   ],
   'lua-session': [
     'session-append-5',

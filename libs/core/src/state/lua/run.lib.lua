@@ -211,8 +211,9 @@ end
 -- begin-node-6.lua's step, which complete-node-6.lua also takes for the node its job runs next (node
 -- handoff), so a hop costs one script. `live`: its running state (JSON); `count`: count this as an
 -- execution (loop suspicion) and announce it; `chargeCall`: charge one tool call; `reads`: ids whose
--- snapshots to read. Answers as begin-node-6.lua does.
-local function beginNode(id, gen, live, count, chargeCall, reads)
+-- snapshots to read; `quiet`: announce nothing (a map's item: its map reports progress instead).
+-- Answers as begin-node-6.lua does.
+local function beginNode(id, gen, live, count, chargeCall, reads, quiet)
   local meta = redis.call('HMGET', KEYS[1], 'generation', 'status', 'deadlineAt', 'budget', 'eventsMax',
     'replan', 'envVersion', 'planEnvVersion')
   if tonumber(gen) < tonumber(meta[1] or '0') then return { 'stale' } end
@@ -245,8 +246,8 @@ local function beginNode(id, gen, live, count, chargeCall, reads)
     if count then execs = redis.call('HINCRBY', KEYS[6], 'execs:' .. id, 1) end
     if chargeCall then calls = redis.call('HINCRBY', KEYS[6], 'usage:toolCalls', 1) end
     redis.call('HSET', KEYS[4], id, live)
-    if count then emit('node.started', id, live) end
-    if chargeCall then emit('tool.start', id, '') end
+    if count and not quiet then emit('node.started', id, live) end
+    if chargeCall and not quiet then emit('tool.start', id, '') end
   end
   local result = {
     status or false,

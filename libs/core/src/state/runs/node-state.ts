@@ -69,13 +69,15 @@ export class NodeStates {
       countExecution: boolean;
       chargeCall: boolean;
       reads: readonly string[];
+      /** Announce nothing: a map's item, whose map reports progress instead. */
+      quiet?: boolean;
     },
   ): Promise<BeginNodeResult> {
     const raw = (await this.ctx.script('begin-node-6', this.ctx.scriptKeys(runId), [
       nodeId,
       options.generation,
       JSON.stringify(options.live),
-      options.countExecution ? '1' : '0',
+      options.countExecution ? (options.quiet ? '2' : '1') : '0',
       options.chargeCall ? '1' : '0',
       ...options.reads,
     ])) as unknown[];

@@ -29,6 +29,7 @@ import { NodeStates } from './node-state.js';
 import { RunSignals } from './run-signals.js';
 import { RunEventLog } from './run-event-log.js';
 import { RunReadModel } from './run-read-model.js';
+import { MapItems } from './map-items.js';
 
 export { snapshotJson, type RunStoreOptions } from './run-context.js';
 export type { NewRun, CreateResult } from './run-creation.js';
@@ -36,6 +37,7 @@ export type { ReconcileView } from './run-lifecycle.js';
 export type { RunPlan, WindowState, NewPlan } from './run-plan.js';
 export type { BeginNodeResult, CompleteNodeResult, HandoffRequest } from './node-state.js';
 export type { SignalDelivery, WaitSpec, WaitState } from './run-signals.js';
+export type { MapItem, CompleteItemResult } from './map-items.js';
 export type { OutcomeState, RunHeader, TaskState, WebhookSubject } from './run-read-model.js';
 
 /** A part's methods (its public members), without the context it keeps. */
@@ -51,7 +53,8 @@ export interface RunStore
     Methods<NodeStates>,
     Methods<RunSignals>,
     Methods<RunEventLog>,
-    Methods<RunReadModel> {}
+    Methods<RunReadModel>,
+    Methods<MapItems> {}
 
 export class RunStore {
   readonly channels: Channels;
@@ -73,6 +76,7 @@ export class RunStore {
       new RunSignals(ctx),
       new RunEventLog(ctx),
       new RunReadModel(ctx),
+      new MapItems(ctx),
     ];
     for (const part of parts) expose(this, part);
   }

@@ -1,0 +1,186 @@
+/** Map nodes on a real Redis with real worker pools: items, concurrency, failures, resume, events. */
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { RunDocument } from '@tetraloop/core/domain';
+import { post, postRun, readEvents, runToEnd, startStack, waitFor, type Stack } from './support/stack.js';
+import { startToolServer, type Hit, type ToolServer } from './support/tool-server.js';
+
+let stack: Stack;
+let server: ToolServer;
+
+beforeAll(async () => {
+  server = await startToolServer();
+  stack = await startStack({ env: { TETRALOOP_TOOL_CONCURRENCY: '8' } });
+});
+afterAll(async () => {
+  await stack?.close();
+  await server?.close();
+});
+
+/** The most hits of these nodes in flight at one instant. */
+function mostAtOnce(hits: readonly Hit[]): number {
+  const edges = hits.flatMap((h): [number, number][] => [
+    [h.start, 1],
+    [h.end ?? Infinity, -1],
+  ]);
+  edges.sort((a, b) => a[0] - b[0] || a[1] - b[1]);
+  let now = 0;
+  let most = 0;
+  for (const [, d] of edges) most = Math.max(most, (now += d));
+  return most;
+}
+
+const mapOver = (id: string, extra: Record<string, unknown> = {}): Record<string, unknown> => ({
+  id,
+  kind: 'map',
+  over: { $ref: 'input.items' },
+  node: { kind: 'tool', tool: 'http', args: { url: `${server.url}{{item.path}}` }, retry: { server: 0 } },
+  ...extra,
+});
+
+/** A settled node's output. */
+const outputOf = (doc: RunDocument, id: string): unknown => (doc.nodes[id] as { output?: unknown }).output;
+
+describe('map nodes', () => {
+  it('run each item under the template, at most `concurrency` at once, output in item order', async () => {
+    const items = Array.from({ length: 12 }, (_, i) => ({ path: `/work?node=ord${i}&ms=${(12 - i) * 5}` }));
+    const doc = await runToEnd(stack.url, {
+      input: { items },
+      graph: {
+        nodes: [
+          mapOver('read', { concurrency: 3 }),
+          { id: 'after', kind: 'tool', tool: 'json', args: { value: { $ref: 'read.output.11.body.node' } } },
+        ],
+        edges: [['read', 'after']],
+      },
+    });
+    expect(doc.status, JSON.stringify({ e: doc.error, n: doc.nodes })).toBe('succeeded');
+    const output = outputOf(doc, 'read') as { body: { node: string } }[];
+    expect(output.map((o) => o.body.node)).toEqual(items.map((_, i) => `ord${i}`));
+    // Dependents start when the map settles, and read its output.
+    expect(outputOf(doc, 'after')).toBe('ord11');
+    const hits = server.hits.filter((h) => h.node.startsWith('ord'));
+    expect(hits).toHaveLength(12);
+    expect(mostAtOnce(hits)).toBeLessThanOrEqual(3);
+    expect(doc.usage.toolCalls).toBe(13);
+    // Each item's snapshot is kept and readable on its own.
+    const item = await fetch(`${stack.url}/v1/runs/${doc.runId}/nodes/read/items/7`);
+    expect(item.status).toBe(200);
+    expect(await item.json()).toMatchObject({
+      id: 'read[7]',
+      status: 'succeeded',
+      output: { body: { node: 'ord7' } },
+    });
+    expect((await fetch(`${stack.url}/v1/runs/${doc.runId}/nodes/read/items/12`)).status).toBe(404);
+    expect((await fetch(`${stack.url}/v1/runs/${doc.runId}/nodes/read/items/x`)).status).toBe(400);
+    // No per-item event but failures; progress instead, at most every 500 ms plus the last.
+    const events = await readEvents(stack.url, doc.runId);
+    expect(events.filter((e) => (e.data.nodeId ?? '').startsWith('read['))).toEqual([]);
+    const progress = events.filter((e) => e.data.type === 'map.progress');
+    expect(progress.length).toBeGreaterThanOrEqual(2);
+    expect(progress.at(-1)!.data.data).toEqual({ done: 12, failed: 0, running: 0, total: 12 });
+  });
+
+  it('with onItemError "continue", gives failed items as {error}, and minSuccess may fail the map', async () => {
+    const items = [
+      { path: '/work?node=c0&ms=1' },
+      { path: '/status/500?node=c1' },
+      { path: '/work?node=c2&ms=1' },
+    ];
+    const ok = await runToEnd(stack.url, {
+      input: { items },
+      graph: { nodes: [mapOver('read', { onItemError: 'continue', minSuccess: 2 })] },
+    });
+    expect(ok.status).toBe('succeeded');
+    const output = outputOf(ok, 'read') as unknown[];
+    expect(output[1]).toEqual({ error: { code: 'server', message: expect.any(String) } });
+    expect(output[2]).toMatchObject({ body: { node: 'c2' } });
+    const failedEvents = (await readEvents(stack.url, ok.runId)).filter(
+      (e) => e.data.type === 'map.item.failed',
+    );
+    expect(failedEvents.map((e) => (e.data.data as { index: number }).index)).toEqual([1]);
+
+    const short = await runToEnd(stack.url, {
+      input: { items },
+      graph: { nodes: [mapOver('read', { onItemError: 'continue', minSuccess: 0.9 })] },
+    });
+    expect(short.status).toBe('failed');
+    expect(short.nodes.read).toMatchObject({ error: { code: 'validation', reason: 'min_success' } });
+  });
+
+  it('fails on the first failed item by default, and starts no item after it', async () => {
+    const items = [
+      { path: '/work?node=f0&ms=1' },
+      { path: '/status/500?node=f1' },
+      { path: '/work?node=f2&ms=1' },
+    ];
+    const doc = await runToEnd(stack.url, {
+      input: { items },
+      graph: { nodes: [mapOver('read', { concurrency: 1 })] },
+    });
+    expect(doc.status).toBe('failed');
+    expect(doc.nodes.read).toMatchObject({
+      error: {
+        code: 'server',
+        message: expect.stringContaining('item 1'),
+      },
+    });
+    expect(server.hits.filter((h) => h.node === 'f2')).toHaveLength(0);
+  });
+
+  it('fails a list longer than maxItems with validation, too_many_items', async () => {
+    const doc = await runToEnd(stack.url, {
+      input: { items: [{ path: '/' }, { path: '/' }, { path: '/' }] },
+      graph: { nodes: [mapOver('read', { maxItems: 2 })] },
+    });
+    expect(doc.nodes.read).toMatchObject({ error: { code: 'validation', reason: 'too_many_items' } });
+  });
+
+  it('resumed, runs only the failed and unfinished items again', async () => {
+    const items = [
+      { path: '/work?node=r0&ms=1' },
+      { path: '/flaky?node=r1&fail=1&status=500' },
+      { path: '/work?node=r2&ms=1' },
+      { path: '/work?node=r3&ms=1' },
+    ];
+    const first = await runToEnd(stack.url, {
+      input: { items },
+      graph: { nodes: [mapOver('read', { concurrency: 2 })] },
+    });
+    expect(first.status).toBe('failed');
+    const before = (n: string): number => server.hits.filter((h) => h.node === n).length;
+    expect([before('r0'), before('r1')]).toEqual([1, 1]);
+    expect((await post(stack.url, `/v1/runs/${first.runId}/resume`)).status).toBe(202);
+    const resumed = await waitFor(stack.url, first.runId);
+    expect(resumed.status).toBe('succeeded');
+    // r0 kept its snapshot; r1 ran again; r2 and r3 ran once, whenever they ran.
+    expect(['r0', 'r1', 'r2', 'r3'].map(before)).toEqual([1, 2, 1, 1]);
+    expect(
+      (outputOf(resumed, 'read') as { body: { node: string } }[]).map((o) => o.body.node ?? o),
+    ).toHaveLength(4);
+  });
+});
+
+describe('map validation', () => {
+  it('checks the template before anything runs, at its exact field', async () => {
+    const bad = await postRun(stack.url, {
+      input: { items: [] },
+      graph: {
+        nodes: [
+          { id: 'a', kind: 'tool', tool: 'json', args: { value: 1 } },
+          { id: 'read', kind: 'map', over: { $ref: 'input.items' }, node: { kind: 'tool', tool: 'nope' } },
+        ],
+      },
+    });
+    expect(bad.status).toBe(400);
+    expect(JSON.stringify(bad.body)).toContain('graph.nodes.1.node.tool');
+  });
+
+  it('refuses item and index outside a template', async () => {
+    const bad = await postRun(stack.url, {
+      input: { items: [] },
+      graph: { nodes: [{ id: 'a', kind: 'tool', tool: 'json', args: { value: { $ref: 'item.x' } } }] },
+    });
+    expect(bad.status).toBe(400);
+    expect(JSON.stringify(bad.body)).toContain('unknown node \\"item\\"');
+  });
+});
