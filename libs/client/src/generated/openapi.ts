@@ -1687,6 +1687,7 @@ export interface components {
                 temperature?: number;
                 schemaInPrompt?: boolean;
             };
+            retiredAt?: string;
             missed: number;
             createdAt: string;
             updatedAt: string;

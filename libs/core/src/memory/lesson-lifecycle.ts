@@ -1,8 +1,9 @@
 /**
  * How lessons live: a new finding starts on probation and takes no effect; it becomes active once
  * enough distinct cases support it with enough confidence; support found again strengthens it; a
- * lesson no reflection supports for a while decays and is retired. Pinned and retired lessons are
- * left as they are. Pure.
+ * lesson no reflection supports for a while decays and is retired. Pinned lessons are left as
+ * they are; a retired one stays retired until runs that finished after its retirement support it,
+ * and then starts over on probation. Pure.
  */
 import { createHash } from 'node:crypto';
 import type { Lesson, LessonCandidate, LessonScope } from './lesson.js';
@@ -60,6 +61,8 @@ export function reflectLessons(
    * not decay (a template lesson that works removes the very failures that made it).
    */
   used: ReadonlySet<string> = new Set(),
+  /** When each run of the record finished (ISO): what tells evidence newer than a retirement. */
+  finishedAt: ReadonlyMap<string, string> = new Map(),
 ): { lessons: Lesson[]; changed: boolean } {
   const byId = new Map(lessons.map((l) => [l.id, l]));
   const found = new Set<string>();
@@ -70,9 +73,17 @@ export function reflectLessons(
     found.add(id);
     const old = byId.get(id);
     if (old?.status === 'pinned') continue;
-    const evidence = [...new Set([...c.evidence, ...(old?.evidence ?? [])])].slice(0, EVIDENCE_KEPT);
-    const cases = Math.max(old?.cases ?? 0, new Set([...c.evidence, ...(old?.evidence ?? [])]).size);
-    const confidence = round(Math.max(c.confidence, old && old.status !== 'retired' ? old.confidence : 0));
+    // A retired lesson (an operator's, or decayed) counts only what happened after its retirement:
+    // the runs that retired it are still in the record, and must not bring it straight back.
+    const returning = old?.status === 'retired';
+    const since = returning ? (old.retiredAt ?? old.updatedAt) : old?.retiredAt;
+    const support =
+      since === undefined ? c.evidence : c.evidence.filter((run) => (finishedAt.get(run) ?? '') > since);
+    if (returning && support.length === 0) continue;
+    const prior = returning ? [] : (old?.evidence ?? []);
+    const evidence = [...new Set([...support, ...prior])].slice(0, EVIDENCE_KEPT);
+    const cases = Math.max(returning ? 0 : (old?.cases ?? 0), new Set([...support, ...prior]).size);
+    const confidence = round(Math.max(c.confidence, old && !returning ? old.confidence : 0));
     const base: Lesson = {
       id,
       agentId,
@@ -86,11 +97,13 @@ export function reflectLessons(
       evidence,
       ...(c.effect ? { effect: c.effect } : {}),
       missed: 0,
-      createdAt: old && old.status !== 'retired' ? old.createdAt : now,
+      ...(since !== undefined ? { retiredAt: since } : {}),
+      createdAt: old && !returning ? old.createdAt : now,
       updatedAt: now,
       version: old?.version ?? next,
     };
-    if (base.status === 'probation' && qualifies(base, settings)) base.status = 'active';
+    // A returning lesson spends this reflection on probation, whatever its support.
+    if (base.status === 'probation' && !returning && qualifies(base, settings)) base.status = 'active';
     const matters =
       !old ||
       old.status !== base.status ||
@@ -114,7 +127,7 @@ export function reflectLessons(
       ...lesson,
       confidence,
       updatedAt: now,
-      ...(retired ? { status: 'retired' as const, version: next } : {}),
+      ...(retired ? { status: 'retired' as const, version: next, retiredAt: now } : {}),
     });
     if (retired && lesson.status === 'active') changed = true;
   }
@@ -133,7 +146,7 @@ export function reflectLessons(
       ...old,
       missed,
       confidence,
-      ...(retired ? { status: 'retired' as const, version: next, updatedAt: now } : {}),
+      ...(retired ? { status: 'retired' as const, version: next, updatedAt: now, retiredAt: now } : {}),
     };
     if (retired && original.status === 'active') changed = true;
     byId.set(old.id, updated);

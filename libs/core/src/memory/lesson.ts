@@ -50,6 +50,11 @@ export const Lesson = z.object({
       schemaInPrompt: z.boolean().optional(),
     })
     .optional(),
+  /**
+   * When it was last retired (absent: never, or by an operator before this was kept, when its
+   * `updatedAt` says it). A lesson found again counts only runs that finished after it.
+   */
+  retiredAt: z.string().optional(),
   /** Reflections in a row that found no case for it; past the limit its confidence decays. */
   missed: z.number().int().nonnegative(),
   createdAt: z.string(),

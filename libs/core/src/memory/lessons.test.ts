@@ -279,6 +279,53 @@ describe('the lifecycle', () => {
     expect(lessons[0]).toMatchObject({ status: 'active', missed: 0, confidence: 0.6 });
   });
 
+  it('keeps a retired lesson retired on the runs that retired it, and brings it back through probation on newer ones', () => {
+    const at = (minute: number): string => `2026-11-30T00:${String(minute).padStart(2, '0')}:00.000Z`;
+    // a, b, c failed before the operator retired the lesson at minute 10; d, e, f failed after.
+    const finished = new Map([
+      ['a', at(1)],
+      ['b', at(2)],
+      ['c', at(3)],
+      ['d', at(11)],
+      ['e', at(12)],
+      ['f', at(13)],
+      ['g', at(14)],
+    ]);
+    const reflectAt = (lessons: Lesson[], runs: string[], now: string) =>
+      reflectLessons(
+        'main',
+        lessons,
+        [candidate(runs)],
+        now,
+        1,
+        DEFAULT_LIFECYCLE,
+        new Map(),
+        new Set(),
+        finished,
+      );
+    const active = reflectAt([], ['a', 'b', 'c'], at(5)).lessons;
+    expect(active[0]!.status).toBe('active');
+    const retired = active.map((l) => ({ ...l, status: 'retired' as const, updatedAt: at(10) }));
+    // The hot set still holds a, b, c: the next reflection finds them again, and changes nothing.
+    const still = reflectAt(retired, ['a', 'b', 'c'], at(10));
+    expect(still.lessons[0]).toMatchObject({ status: 'retired', updatedAt: at(10) });
+    expect(still.changed).toBe(false);
+    // New failures after the retirement: it starts over on probation, counting only them.
+    const back = reflectAt(still.lessons, ['f', 'e', 'd', 'c', 'b', 'a'], at(15));
+    expect(back.lessons[0]).toMatchObject({
+      status: 'probation',
+      cases: 3,
+      retiredAt: at(10),
+      createdAt: at(15),
+    });
+    expect([...back.lessons[0]!.evidence].sort()).toEqual(['d', 'e', 'f']);
+    expect(back.changed).toBe(false);
+    // A later reflection that still finds it takes it out of probation.
+    const again = reflectAt(back.lessons, ['g', 'f', 'e', 'd', 'c'], at(16));
+    expect(again.lessons[0]).toMatchObject({ status: 'active', cases: 4 });
+    expect(again.changed).toBe(true);
+  });
+
   it('leaves pinned lessons alone and counts negative feedback against the lessons a run applied', () => {
     const active = reflectLessons('main', [], [candidate(['a', 'b', 'c'])], NOW, 0).lessons;
     const pinned = active.map((l) => ({ ...l, status: 'pinned' as const }));

@@ -46,6 +46,7 @@ export async function reflect(deps: ReflectionDeps, agentId: string): Promise<Re
     deps.lifecycle,
     since.against,
     since.used,
+    new Map(hot.map((run) => [run.runId, run.finishedAt])),
   );
   const after = await deps.memory.saveReflection(agentId, result.lessons, result.changed, now, version);
   const counts: Record<string, number> = {};

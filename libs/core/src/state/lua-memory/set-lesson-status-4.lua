@@ -11,6 +11,8 @@ local lesson = cjson.decode(raw)
 if lesson.status == ARGV[2] then return raw end
 lesson.status = ARGV[2]
 lesson.updatedAt = ARGV[3]
+-- A retired lesson counts only runs after this (lesson-lifecycle.ts).
+if ARGV[2] == 'retired' then lesson.retiredAt = ARGV[3] end
 lesson.missed = 0
 lesson.version = redis.call('HINCRBY', KEYS[1], 'version', 1)
 raw = cjson.encode(lesson)
