@@ -7,6 +7,7 @@ import { randomBytes } from 'node:crypto';
 import type { RedisClient } from './redis-client.js';
 import { FIRING_OUTCOMES, Schedule, ScheduleState, type FiringOutcome } from '../schedules/schedule-model.js';
 import { scheduleKeys } from './keys.js';
+import { loadScripts, type ScriptRunner } from './scripts.js';
 
 export class ScheduleLimitError extends Error {
   readonly code = 'too_many_schedules';
@@ -20,34 +21,29 @@ export class ScheduleLimitError extends Error {
 export const newScheduleId = (): string => `sch_${randomBytes(10).toString('hex')}`;
 
 export class ScheduleStore {
+  private readonly script: ScriptRunner;
+
   constructor(
     private readonly redis: RedisClient,
     private readonly prefix: string,
     /** Most schedules one tenant may hold. */
     private readonly maxPerTenant: number,
-  ) {}
+  ) {
+    this.script = loadScripts(redis);
+  }
 
   private keys(tenant: string) {
     return scheduleKeys(this.prefix, tenant);
   }
 
-  /**
-   * Adds a schedule within the tenant's cap (ScheduleLimitError past it). The add and the count
-   * are one transaction; an add that finds the cap passed takes itself back, so two adds racing
-   * for the last place may both be refused, but the cap is never passed.
-   */
+  /** Adds a schedule within the tenant's cap (ScheduleLimitError past it), in one script. */
   async add(tenant: string, schedule: Schedule): Promise<void> {
-    const key = this.keys(tenant).schedules;
-    const replies = await this.redis
-      .multi()
-      .hset(key, schedule.id, JSON.stringify(schedule))
-      .hlen(key)
-      .exec();
-    const count = Number(replies?.[1]?.[1] ?? 0);
-    if (count > this.maxPerTenant) {
-      await this.redis.hdel(key, schedule.id);
-      throw new ScheduleLimitError(this.maxPerTenant);
-    }
+    const added = await this.script(
+      'add-capped-1',
+      [this.keys(tenant).schedules],
+      [schedule.id, JSON.stringify(schedule), this.maxPerTenant],
+    );
+    if (added !== 1) throw new ScheduleLimitError(this.maxPerTenant);
   }
 
   /** Replaces a schedule that exists; false when it does not (deleted meanwhile). */

@@ -19,8 +19,8 @@ import { slotMulti } from './slot-multi.js';
  *   TTL and the transcript cap to its arguments;
  * - `lua-memory/`: one agent's memory, each with `memory.lib.lua` first, ending by giving the
  *   agent's keys their idle TTL; the caller appends the idle TTL to its arguments;
- * - `lua-plan/`: one plan cache entry; `lua-secret/`: one tenant's secrets; `lua-webhook/`: one
- *   tenant's outbound webhooks; `lua-trigger/`: one tenant's triggers, events, batches and
+ * - `lua-plan/`: one plan cache entry; `lua-secret/`: one tenant's secrets; `lua-tenant/`: one
+ *   tenant's capped registries (webhook subscriptions, triggers, schedules); `lua-trigger/`: one tenant's triggers, events, batches and
  *   debounces; `lua-limits/`: one tenant's rate buckets and running slots;
  * - `lua-flow/`: flow control's counters and queues, each with `flow.lib.lua` first.
  */
@@ -65,9 +65,8 @@ export const SCRIPT_FILES = {
   'lua-memory': ['record-run-4', 'save-reflection-4', 'set-lesson-status-4'],
   'lua-plan': ['forget-cached-plan-1'],
   'lua-secret': ['put-secret-3', 'delete-secret-3'],
-  'lua-webhook': ['add-webhook-1'],
+  'lua-tenant': ['add-capped-1'],
   'lua-trigger': [
-    'add-trigger-1',
     'record-event-2',
     'batch-add-3',
     'batch-take-2',
@@ -113,7 +112,7 @@ const LOADERS: Record<ScriptFolder, (name: ScriptName, body: string, deferIndex:
   'lua-memory': (_, body) => memoryScript(body),
   'lua-plan': (_, body) => body,
   'lua-secret': (_, body) => body,
-  'lua-webhook': (_, body) => body,
+  'lua-tenant': (_, body) => body,
   'lua-trigger': (_, body) => body,
   'lua-limits': (_, body) => body,
   'lua-flow': (_, body) => `${FLOW_LIB}\n${body}`,

@@ -30,7 +30,7 @@ export class TriggerStore {
   /** Adds a record; false when the tenant already holds its most. */
   async add(tenant: string, id: string, record: string): Promise<boolean> {
     return (
-      (await this.script('add-trigger-1', [this.key(tenant)], [id, record, this.options.maxPerTenant])) === 1
+      (await this.script('add-capped-1', [this.key(tenant)], [id, record, this.options.maxPerTenant])) === 1
     );
   }
 

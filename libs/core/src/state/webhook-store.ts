@@ -100,7 +100,7 @@ export class WebhookStore {
       secret: encryptSecret(key, tenant, subscriptionName(subscription.id), secret),
     } satisfies z.infer<typeof StoredSubscription>;
     const added = await this.script(
-      'add-webhook-1',
+      'add-capped-1',
       [this.keys(tenant).subscriptions],
       [subscription.id, JSON.stringify(stored), this.options.maxPerTenant],
     );
