@@ -135,6 +135,105 @@ describe('map nodes', () => {
     expect(doc.nodes.read).toMatchObject({ error: { code: 'validation', reason: 'too_many_items' } });
   });
 
+  it('run a whole graph per item as a child run, reading the item, its index and the map input', async () => {
+    const items = [
+      { path: '/work?node=g0&ms=1' },
+      { path: '/status/500?node=g1' },
+      { path: '/work?node=g2&ms=1' },
+    ];
+    const doc = await runToEnd(stack.url, {
+      input: { items },
+      graph: {
+        nodes: [
+          { id: 'prefix', kind: 'tool', tool: 'json', args: { value: 'item' } },
+          {
+            id: 'read',
+            kind: 'map',
+            over: { $ref: 'input.items' },
+            input: { label: { $ref: 'prefix.output' } },
+            onItemError: 'continue',
+            graph: {
+              nodes: [
+                {
+                  id: 'fetch',
+                  kind: 'tool',
+                  tool: 'http',
+                  args: { url: `${server.url}{{item.path}}` },
+                  retry: { server: 0 },
+                },
+                {
+                  id: 'name',
+                  kind: 'tool',
+                  tool: 'json',
+                  args: { value: '{{input.label}} {{index}}: {{fetch.output.body.node}}' },
+                },
+              ],
+              edges: [['fetch', 'name']],
+            },
+          },
+        ],
+        edges: [['prefix', 'read']],
+      },
+    });
+    expect(doc.status, JSON.stringify(doc.nodes.read)).toBe('succeeded');
+    const output = outputOf(doc, 'read') as unknown[];
+    // An item's output is its graph's: its sinks' outputs.
+    expect(output[0]).toEqual({ name: 'item 0: g0' });
+    // A failed item is its child run's failure.
+    expect(output[1]).toEqual({ error: { code: 'node_failed', message: 'node "fetch" failed: HTTP 500' } });
+    expect(output[2]).toEqual({ name: 'item 2: g2' });
+    const item = (await (await fetch(`${stack.url}/v1/runs/${doc.runId}/nodes/read/items/2`)).json()) as {
+      status: string;
+      output: unknown;
+    };
+    expect(item).toMatchObject({ status: 'succeeded', output: { name: 'item 2: g2' } });
+    expect(
+      server.hits
+        .filter((h) => /^g\d$/.test(h.node))
+        .map((h) => h.node)
+        .sort(),
+    ).toEqual(['g0', 'g1', 'g2']);
+  });
+
+  it('refuses a graph template at its exact field, and both templates at once', async () => {
+    const bad = await postRun(stack.url, {
+      input: { items: [] },
+      graph: {
+        nodes: [
+          {
+            id: 'read',
+            kind: 'map',
+            over: { $ref: 'input.items' },
+            input: { item: 1 },
+            graph: {
+              nodes: [{ id: 'x', kind: 'tool', tool: 'json', args: { value: { $ref: 'nowhere.output' } } }],
+            },
+          },
+        ],
+      },
+    });
+    expect(bad.status).toBe(400);
+    const text = JSON.stringify(bad.body);
+    expect(text).toContain('graph.nodes.0.input.item');
+    expect(text).toContain('graph.nodes.0.graph.nodes.0.args.value');
+    const both = await postRun(stack.url, {
+      input: { items: [] },
+      graph: {
+        nodes: [
+          {
+            id: 'read',
+            kind: 'map',
+            over: { $ref: 'input.items' },
+            node: { kind: 'tool', tool: 'json', args: { value: 1 } },
+            graph: { nodes: [{ id: 'x', kind: 'tool', tool: 'json', args: { value: 1 } }] },
+          },
+        ],
+      },
+    });
+    expect(both.status).toBe(400);
+    expect(JSON.stringify(both.body)).toContain('not both');
+  });
+
   it('resumed, runs only the failed and unfinished items again', async () => {
     const items = [
       { path: '/work?node=r0&ms=1' },

@@ -2184,6 +2184,9 @@ export interface components {
                     [key: string]: unknown;
                 };
                 graph?: unknown;
+                input?: {
+                    [key: string]: unknown;
+                };
                 /** @default 10 */
                 concurrency?: number;
                 /** @default 1000 */

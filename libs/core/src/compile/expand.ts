@@ -15,7 +15,7 @@ import {
 } from '../nodes/index.js';
 
 /** Rewrites every reference in `value` by `rename(root, path)`. */
-function rewrite(value: unknown, rename: (root: string, path: readonly string[]) => string): unknown {
+export function rewrite(value: unknown, rename: (root: string, path: readonly string[]) => string): unknown {
   if (typeof value === 'string') {
     return value.replace(/\{\{\s*([^{}\s]+)\s*\}\}/g, (_m, expr: string) => {
       const [root = '', ...path] = expr.split('.');

@@ -30,7 +30,7 @@ describe('map nodes in validation', () => {
     expect(issuesOf(map({ node: { kind: 'map' } }))[0]?.path).toBe('nodes.1.node.kind');
     expect(issuesOf(map({}))[0]).toEqual({
       path: 'nodes.1.node',
-      message: 'a map needs its item template: "node"',
+      message: 'a map needs its item template: "node" (one node) or "graph"',
     });
     expect(issuesOf(map({ graph: { nodes: [] }, node: { kind: 'tool', tool: 'json' } }))[0]?.path).toBe(
       'nodes.1.graph',
@@ -66,5 +66,39 @@ describe('map nodes in validation', () => {
       edges: [['s', 'm']],
     };
     expect(issuesOf(late)[0]?.path).toBe('nodes.1.node.args.value');
+  });
+});
+
+describe('graph templates', () => {
+  const graph = {
+    nodes: [
+      { id: 'a', kind: 'tool', tool: 'json', args: { value: { u: '{{item.url}}', i: { $ref: 'index' } } } },
+      { id: 'b', kind: 'tool', tool: 'json', args: { value: [{ $ref: 'a.output' }, { $ref: 'input.tag' }] } },
+    ],
+    edges: [['a', 'b']],
+  };
+
+  it('reads item and index as the child run’s input, and the map’s input beside them', () => {
+    const result = validateGraph(map({ graph, input: { tag: { $ref: 's.output.0' } } }), { tools });
+    expect(result.ok).toBe(true);
+    const node = result.ok ? result.graph.nodes[1] : undefined;
+    expect(node).toMatchObject({
+      graph: {
+        nodes: [
+          { args: { value: { u: '{{input.item.url}}', i: { $ref: 'input.index' } } } },
+          { args: { value: [{ $ref: 'a.output' }, { $ref: 'input.tag' }] } },
+        ],
+      },
+    });
+  });
+
+  it('refuses input on a node template, reserved input names, and references the map does not follow', () => {
+    const node = { kind: 'tool', tool: 'json', args: { value: 1 } };
+    expect(issuesOf(map({ node, input: { x: 1 } }))[0]?.path).toBe('nodes.1.input');
+    expect(issuesOf(map({ graph, input: { index: 1 } }))[0]?.path).toBe('nodes.1.input.index');
+    expect(issuesOf(map({ graph, input: { x: { $ref: 'elsewhere.output' } } }))[0]?.path).toBe(
+      'nodes.1.input.x',
+    );
+    expect(issuesOf(map({ graph: { nodes: [] } }))[0]?.path).toMatch(/^nodes\.1\.graph/);
   });
 });

@@ -35,6 +35,7 @@ import {
 import type { ToolRegistry } from '../tools/tool.js';
 import { isCustomTool } from '../tools/custom-tool.js';
 import { expandGraph } from './expand.js';
+import { itemGraphOf } from './item-graph.js';
 import { missingPathIndex } from './output-paths.js';
 
 export type { ValidationIssue };
@@ -260,10 +261,9 @@ function checkGraph(
   return issues.length > before ? undefined : { nodes: nodes as GraphNode[], edges };
 }
 
-/** Whether a reference at `at` inside `node` is in its kind's item template (a map's `node`). */
+/** Whether a reference at `at` inside `node` is in what its kind runs per item (a map's `node` or `input`). */
 function inItemTemplate(node: GraphNode, at: readonly PropertyKey[]): boolean {
-  const field = NODE_KINDS[node.kind].itemTemplate;
-  return field !== undefined && at[0] === field;
+  return (NODE_KINDS[node.kind].itemFields ?? []).includes(String(at[0]));
 }
 
 /**
@@ -480,6 +480,7 @@ function nodeCheck(
       return node;
     },
     nested: (raw, at) => checkNested(raw, [...path, ...at], depth, opts, issues),
+    itemGraph: (raw, at) => checkNested(itemGraphOf(raw), [...path, ...at], depth, opts, issues),
     secretNames: (names, at) => {
       const granted = opts.secrets;
       if (granted === undefined) return true;

@@ -8,7 +8,13 @@ import { WaitingChildrenError } from 'bullmq';
 import { isBlobStub } from '../domain/blob.js';
 import type { NodeSnapshot } from '../domain/run-model.js';
 import { ITEM_ROOTS, itemId, parseItemId } from '../map/item-id.js';
-import { executionOf, itemNodeOf, type ExecutableNode, type MapNode } from '../nodes/index.js';
+import {
+  executionOf,
+  itemNodeOf,
+  itemSnapshotOf,
+  type ExecutableNode,
+  type MapNode,
+} from '../nodes/index.js';
 import { enqueueItems, nodeJobAttempts } from '../queues/run-jobs.js';
 import type { MapItem } from '../state/runs/run-store.js';
 import { retryTableFor, type ExecutorDeps } from './deps.js';
@@ -82,12 +88,13 @@ export async function completeItem(
   withBlob: (snapshot: NodeSnapshot) => Promise<NodeSnapshot>,
 ): Promise<void> {
   const { deps, plan } = ctx;
-  const stored = existed ? snapshot : await withBlob(snapshot);
+  const map = plan.nodes.get(item.mapId);
+  const kept = map?.kind === 'map' ? itemSnapshotOf(map, snapshot) : snapshot;
+  const stored = existed ? kept : await withBlob(kept);
   const done = await deps.store.completeItem(plan.runId, item.mapId, item.index, stored, {
     generation: ctx.generation,
     charge: existed ? {} : executionOf(item.node).charge(snapshot),
   });
-  const map = plan.nodes.get(item.mapId);
   if (done.next && done.status === 'running' && done.generation === ctx.generation && map?.kind === 'map') {
     await enqueue(deps, plan, ctx.generation, map, [done.next]);
   }

@@ -43,14 +43,14 @@ export interface CompiledPlan {
 }
 
 /**
- * The nodes whose snapshots `node` reads through its references; in an item template (a map's
- * `node`) `item` and `index` name the item, not a node.
+ * The nodes whose snapshots `node` reads through its references; in what runs per item (a map's
+ * `node` and `input`) `item` and `index` name the item, not a node.
  */
 export function readsOf(node: ExecutableNode): string[] {
-  const template = NODE_KINDS[node.kind].itemTemplate;
+  const itemFields = NODE_KINDS[node.kind].itemFields ?? [];
   const roots = referenceFields(node).flatMap(({ value, path }) =>
     findReferences(value)
-      .filter((r) => !(path[0] === template && ITEM_ROOTS.has(r.root)))
+      .filter((r) => !(itemFields.includes(String(path[0])) && ITEM_ROOTS.has(r.root)))
       .map((r) => r.root),
   );
   return [...new Set(roots)].filter((root) => root !== 'input');

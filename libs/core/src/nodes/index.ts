@@ -140,5 +140,5 @@ export {
 } from './loop.js';
 export { AgentBody } from './loop-agent.js';
 export { SubgraphNode } from './graph.js';
-export { MapNode, itemNodeOf, MAP_CONCURRENCY, MAP_MAX_ITEMS } from './map.js';
+export { MapNode, itemNodeOf, itemSnapshotOf, MAP_CONCURRENCY, MAP_MAX_ITEMS } from './map.js';
 export type { AgentTurn, Iteration } from './loop-iteration.js';

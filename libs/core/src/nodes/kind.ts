@@ -43,6 +43,12 @@ export interface NodeCheck {
   /** A nested graph at `at`, checked one level deeper; undefined when it has problems. */
   nested(raw: unknown, at: readonly PropertyKey[]): GraphOf | undefined;
   /**
+   * A graph run per item (a map's `graph`) at `at`, checked one level deeper, where its nodes'
+   * references to `item` and `index` read `input.item` and `input.index`; answered with them so
+   * rewritten, or undefined when it has problems.
+   */
+  itemGraph(raw: unknown, at: readonly PropertyKey[]): GraphOf | undefined;
+  /**
    * The secrets named at `at` (an agent's `secrets`) are ones this graph may use: any of the
    * tenant's in a graph its caller wrote, only the run's grant in one a model wrote.
    */
@@ -68,10 +74,10 @@ export interface NodeKindSpec<N extends NodeBase> {
   /** Paths inside the node of the fields that may hold references; absent fields are skipped. */
   readonly referenceFields: readonly (readonly string[])[];
   /**
-   * The field holding a template run per item (a map's `node`), where references may also read
-   * `item` and `index`; absent for kinds without one.
+   * The fields whose references may also read `item` and `index`, being run per item (a map's
+   * `node` template and its graph template's `input`); absent for kinds without one.
    */
-  readonly itemTemplate?: string;
+  readonly itemFields?: readonly string[];
   /** Checks beyond the schema. Returns the node as it will run, or undefined after reporting problems. */
   check(node: N, check: NodeCheck): N | undefined;
   /** Absent when the planner may not write this kind. */

@@ -2,14 +2,17 @@
  * A `map` node: one item template run per element of a list known only at run time. The template
  * is one node (`node`), run per item as a node of its own, `<mapId>[<index>]`, under the same
  * harness as any node (retries by class, limits, budgets, snapshots); it may reference `item` and
- * `index`. At most `concurrency` items run at once; the map settles when every item has, its output
- * the items' outputs in item order. How items run is in docs/execution-model.md#map-nodes.
+ * `index`. Or it is a whole graph (`graph`), run per item as a child run of the item's node, as a
+ * loop runs its nested graph, with `{item, index, …input}` as its input. At most `concurrency`
+ * items run at once; the map settles when every item has, its output the items' outputs in item
+ * order. How items run is in docs/execution-model.md#map-nodes.
  */
 import { z } from 'zod';
 import type { NodeSnapshot } from '../domain/node-snapshot.js';
-import { NodeId, OnError, type AnyNode } from '../graph/schema.js';
+import { NodeId, OnError, type AnyNode, type GraphOf } from '../graph/schema.js';
 import { mapOutcome } from '../map/map-outcome.js';
 import type { ExecutableKindSpec, NodeRun } from './kind.js';
+import type { LoopNode } from './loop.js';
 
 /** Items run at once unless the node says otherwise, and the most it may say. */
 export const MAP_CONCURRENCY = { default: 10, max: 1000 } as const;
@@ -26,8 +29,13 @@ export const MapNode = z.strictObject({
   over: z.strictObject({ $ref: z.string().min(1) }),
   /** The item template: one node without an id, checked like a node of its kind. */
   node: z.record(z.string(), z.unknown()).optional(),
-  /** A whole graph per item: not supported yet (validation says so at the field). */
+  /** Or a whole graph per item, run as a child run; its nodes may reference `item` and `index`. */
   graph: z.unknown().optional(),
+  /**
+   * With `graph`: more of what the item's graph reads as `input.*` beside `item` and `index`; may
+   * reference the map's dependencies and the item.
+   */
+  input: z.record(z.string(), z.unknown()).optional(),
   concurrency: z.number().int().min(1).max(MAP_CONCURRENCY.max).default(MAP_CONCURRENCY.default),
   maxItems: z.number().int().min(1).max(MAP_MAX_ITEMS.max).default(MAP_MAX_ITEMS.default),
   /** `fail`: the first failed item (after its retries) fails the map; `continue`: it is `{error}` in the output. */
@@ -38,8 +46,40 @@ export const MapNode = z.strictObject({
 });
 export type MapNode = z.infer<typeof MapNode>;
 
-/** The node item `index` runs: the template under the item's id. */
-export const itemNodeOf = (map: MapNode, id: string): AnyNode => ({ ...(map.node ?? {}), id }) as AnyNode;
+/** What an item's graph reads as its input besides `input`'s fields. */
+const ITEM_INPUT = { item: { $ref: 'item' }, index: { $ref: 'index' } } as const;
+
+/**
+ * The node item `index` runs: the template under the item's id; for a graph template, a loop of
+ * one iteration over that graph, which runs it as a child run (`itemSnapshotOf` takes its output).
+ */
+export function itemNodeOf(map: MapNode, id: string): AnyNode {
+  if (map.graph === undefined) return { ...(map.node ?? {}), id } as AnyNode;
+  const loop: LoopNode = {
+    id,
+    kind: 'loop',
+    body: { graph: map.graph as GraphOf, input: { ...map.input, ...ITEM_INPUT } },
+    maxIterations: 1,
+    intervalMs: 0,
+  };
+  return loop;
+}
+
+/**
+ * An item's snapshot as the map keeps it. For a graph template the loop that ran it answers
+ * `{last, lastError?}`: the item's output is the child run's, and a child run that failed fails
+ * the item with its error.
+ */
+export function itemSnapshotOf(map: MapNode, snapshot: NodeSnapshot): NodeSnapshot {
+  if (map.graph === undefined || snapshot.status !== 'succeeded') return snapshot;
+  const { last, lastError } = (snapshot.output ?? {}) as {
+    last?: unknown;
+    lastError?: NodeSnapshot['error'];
+  };
+  return lastError
+    ? { ...snapshot, status: 'failed', output: undefined, error: lastError }
+    : { ...snapshot, output: last ?? null };
+}
 
 async function runMap(run: NodeRun<MapNode>): Promise<NodeSnapshot> {
   const { node } = run;
@@ -69,13 +109,25 @@ function checkMap(
   node: MapNode,
   check: Parameters<ExecutableKindSpec<MapNode>['check']>[1],
 ): MapNode | undefined {
-  let ok = true;
+  let ok = checkMinSuccess(node, check);
   if (node.graph !== undefined) {
-    check.issue(['graph'], 'graph templates are not supported yet; give one node as "node"');
+    if (node.node !== undefined) {
+      check.issue(['graph'], 'a map runs one node ("node") or one graph ("graph") per item, not both');
+      return undefined;
+    }
+    for (const name of Object.keys(node.input ?? {}).filter((name) => name in ITEM_INPUT)) {
+      check.issue(['input', name], `"${name}" is the item's own: the graph reads it as input.${name}`);
+      ok = false;
+    }
+    const graph = check.itemGraph(node.graph, ['graph']);
+    return ok && graph ? { ...node, graph } : undefined;
+  }
+  if (node.input !== undefined) {
+    check.issue(['input'], 'input is what a graph template reads; a node template references what it needs');
     ok = false;
   }
   if (!node.node) {
-    if (node.graph === undefined) check.issue(['node'], 'a map needs its item template: "node"');
+    check.issue(['node'], 'a map needs its item template: "node" (one node) or "graph"');
     return undefined;
   }
   const kind = node.node.kind;
@@ -88,26 +140,30 @@ function checkMap(
     ok = false;
   }
   const template = check.template({ ...node.node, id: node.id }, ['node']);
-  if (!template) ok = false;
-  if (node.minSuccess !== undefined) {
-    if (node.onItemError !== 'continue') {
-      check.issue(['minSuccess'], 'minSuccess needs onItemError "continue"');
-      ok = false;
-    } else if (node.minSuccess >= 1 && !Number.isInteger(node.minSuccess)) {
-      check.issue(['minSuccess'], 'a count of items (an integer) or a fraction below 1');
-      ok = false;
-    }
-  }
   if (!ok || !template) return undefined;
   const { id: _id, ...rest } = template;
   return { ...node, node: rest };
 }
 
+function checkMinSuccess(node: MapNode, check: Parameters<ExecutableKindSpec<MapNode>['check']>[1]): boolean {
+  if (node.minSuccess === undefined) return true;
+  if (node.onItemError !== 'continue') {
+    check.issue(['minSuccess'], 'minSuccess needs onItemError "continue"');
+    return false;
+  }
+  if (node.minSuccess >= 1 && !Number.isInteger(node.minSuccess)) {
+    check.issue(['minSuccess'], 'a count of items (an integer) or a fraction below 1');
+    return false;
+  }
+  return true;
+}
+
 export const mapKind: ExecutableKindSpec<MapNode> = {
   kind: 'map',
   schema: MapNode,
-  referenceFields: [['over'], ['node']],
-  itemTemplate: 'node',
+  // The graph template's references are its own (checked as a nested graph), not the map's.
+  referenceFields: [['over'], ['node'], ['input']],
+  itemFields: ['node', 'input'],
   check: checkMap,
   variesOnRetry: false,
   mayBeFallback: false,
