@@ -119,7 +119,7 @@ describe('the node-kind table', () => {
       llm:   [true,   false,  true,         true,         true,           true,     true,           false,           false,          true ],
       wait:  [false,  false,  false,        false,        false,          false,    false,          false,           false,          false],
       loop:  [false,  false,  false,        false,        false,          true,     false,          false,           false,          true ],
-      map:   [false,  false,  false,        false,        false,          false,    false,          false,           false,          false],
+      map:   [true,   false,  false,        false,        true,           false,    false,          false,           false,          false],
       graph: [false,  true,   false,        false,        false,          null,     null,           null,            null,           null ],
     });
     expect(executionOf(SAMPLES.tool).declaredToolCall(SAMPLES.tool)).toEqual({
@@ -129,7 +129,7 @@ describe('the node-kind table', () => {
     // What validation's messages name, and how a raw node's kind is read before it is validated.
     expect(kindsWith('variesOnRetry')).toEqual(['tool', 'llm']);
     expect(kindsWith('mayBeFallback')).toEqual(['tool', 'llm']);
-    expect(kindsWith('replansInWindow')).toEqual(['tool', 'llm']);
+    expect(kindsWith('replansInWindow')).toEqual(['tool', 'llm', 'map']);
     expect([kindHas('llm', 'mayBeFallback'), kindHas('wait', 'mayBeFallback')]).toEqual([true, false]);
     expect([kindHas('toString', 'mayBeFallback'), kindHas(undefined, 'replansInWindow')]).toEqual([
       false,
@@ -255,8 +255,8 @@ describe('the node-kind table', () => {
       .slice(0, 12);
     // If this fails, the planner's prompt or schema changed: bump PLANNER_PROMPT_VERSION, then this pair.
     expect({ version: PLANNER_PROMPT_VERSION, digest }).toEqual({
-      version: 'planner-v3',
-      digest: '24ca84c05cfc',
+      version: 'planner-v4',
+      digest: '695445d975ad',
     });
   });
 
@@ -274,7 +274,7 @@ describe('the node-kind table', () => {
     const planned = Object.values(NODE_KINDS)
       .filter((k) => k.planner)
       .map((k) => k.kind);
-    expect(planned).toEqual(['tool', 'llm']);
+    expect(planned).toEqual(['tool', 'llm', 'map']);
     const schema = JSON.stringify(PLANNER_SCHEMA);
     for (const kind of planned) expect(schema).toContain(`"const":"${kind}"`);
   });

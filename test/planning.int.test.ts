@@ -96,7 +96,7 @@ describe('planning a task', () => {
     expect(calls[0]!.messages[1]!.content).toBe('Task: fetch a and b, then join them');
     expect(doc.planning).toMatchObject({
       plannerModel: 'scripted-planner',
-      promptVersion: 'planner-v3',
+      promptVersion: 'planner-v4',
       planVersion: 0,
     });
     expect(doc.planning?.toolCatalogVersion).toMatch(/^[0-9a-f]{12}$/);
@@ -191,6 +191,42 @@ describe('planning a task', () => {
     const repair = calls[1]!.messages.at(-1)!.content!;
     expect(repair).toContain('nodes.0.tool: unknown tool "teleport"');
     expect(doc.usage.modelCalls).toBe(2);
+  });
+
+  it('runs a plan that maps over a list found at run time, and sends back a map carrying a kind it may not write', async () => {
+    const before = model.requests.length;
+    const list = {
+      id: 'm-list',
+      kind: 'tool',
+      tool: 'json',
+      args: { value: ['m-0', 'm-1', 'm-2'].map((n) => ({ path: `/work?node=${n}&ms=1` })) },
+    };
+    const map = (node: unknown) => ({ id: 'm-read', kind: 'map', over: { $ref: 'm-list.output' }, node });
+    let round = 0;
+    planner = () =>
+      planReply({
+        nodes: [
+          list,
+          round++ === 0
+            ? map({ kind: 'loop', body: { agent: { prompt: 'go', secrets: ['X'] } }, maxIterations: 2 })
+            : map({ kind: 'tool', tool: 'http', args: { url: `${server.url}{{item.path}}` } }),
+        ],
+        edges: [['m-list', 'm-read']],
+      });
+    const doc = await runToEnd(stack.url, { task: 'read every page the list names' });
+    expect(doc.status, JSON.stringify(doc.error)).toBe('succeeded');
+    expect(
+      (doc.output as { 'm-read': { body: { node: string } }[] })['m-read'].map((o) => o.body.node),
+    ).toEqual(['m-0', 'm-1', 'm-2']);
+    const calls = requestsSince(before);
+    expect(calls).toHaveLength(2);
+    // The planner is told it may map, and its answer schema offers it.
+    expect(calls[0]!.messages[0]!.content).toContain('A "map" node repeats one step');
+    expect(JSON.stringify(calls[0]!.response_format)).toContain('"const":"map"');
+    // An item template of a kind the planner may not write (an agent loop naming secrets) is refused.
+    expect(calls[1]!.messages.at(-1)!.content).toContain(
+      'nodes.1.node.kind: a plan may hold only tool, llm, map nodes, not "loop"',
+    );
   });
 
   it('rejects a plan whole when it needs a tool outside the agent allowlist: nothing runs', async () => {

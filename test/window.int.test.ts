@@ -105,7 +105,7 @@ describe('window mode', () => {
     expect(doc.output).toEqual({ 'w-c': expect.anything(), 'w-d': { from: { seen: 'w-a' } } });
     // Every window is a plan generation, recorded on the run.
     expect(doc.generation).toBe(1);
-    expect(doc.planning).toMatchObject({ promptVersion: 'planner-window-v2', planVersion: 1 });
+    expect(doc.planning).toMatchObject({ promptVersion: 'planner-window-v3', planVersion: 1 });
     expect(doc.planning!.windows).toEqual([
       {
         generation: 0,
@@ -134,6 +134,41 @@ describe('window mode', () => {
     });
     const events = await readEvents(stack.url, doc.runId);
     expect(events.filter((e) => e.data.type === 'plan')).toHaveLength(2);
+  });
+
+  it('runs a map a window planned over a list an earlier window found', async () => {
+    plan(
+      {
+        nodes: [
+          {
+            id: 'wm-list',
+            kind: 'tool',
+            tool: 'json',
+            args: { value: ['wm-0', 'wm-1'].map((n) => ({ path: `/work?node=${n}&ms=1` })) },
+          },
+        ],
+        edges: [],
+        goalReached: false,
+      },
+      {
+        nodes: [
+          {
+            id: 'wm-read',
+            kind: 'map',
+            over: { $ref: 'wm-list.output' },
+            node: { kind: 'tool', tool: 'http', args: { url: `${server.url}{{item.path}}` } },
+            concurrency: 2,
+          },
+        ],
+        edges: [['wm-list', 'wm-read']],
+        goalReached: true,
+      },
+    );
+    const doc = await runToEnd(stack.url, { task: 'list, then read each', mode: 'window' });
+    expect(doc.status, JSON.stringify(doc.error)).toBe('succeeded');
+    expect(
+      (doc.output as { 'wm-read': { body: { node: string } }[] })['wm-read'].map((o) => o.body.node),
+    ).toEqual(['wm-0', 'wm-1']);
   });
 
   it('shows the outputs a window asks to observe, and ends on a goal reached with no nodes', async () => {

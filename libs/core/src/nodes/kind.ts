@@ -64,6 +64,11 @@ export interface NodeCheck {
 export interface PlannerEntry {
   readonly schema: z.ZodType;
   readonly rule: string;
+  /**
+   * The kinds a planned node of this kind runs inside it (a map's item template), with where each
+   * is named: a plan may hold them only when the planner may write them too.
+   */
+  readonly carries?: (node: AnyNode) => { readonly at: readonly PropertyKey[]; readonly kind: unknown }[];
 }
 
 /** Every kind. */

@@ -11,8 +11,10 @@ import { z } from 'zod';
 import type { NodeSnapshot } from '../domain/node-snapshot.js';
 import { NodeId, OnError, type AnyNode, type GraphOf } from '../graph/schema.js';
 import { mapOutcome } from '../map/map-outcome.js';
-import type { ExecutableKindSpec, NodeRun } from './kind.js';
+import type { ExecutableKindSpec, NodeRun, PlannerEntry } from './kind.js';
+import { llmKind } from './llm.js';
 import type { LoopNode } from './loop.js';
+import { toolKind } from './tool.js';
 
 /** Items run at once unless the node says otherwise, and the most it may say. */
 export const MAP_CONCURRENCY = { default: 10, max: 1000 } as const;
@@ -158,6 +160,11 @@ function checkMinSuccess(node: MapNode, check: Parameters<ExecutableKindSpec<Map
   return true;
 }
 
+/** What a planned map's item template may be: a planned tool or llm node without its id. */
+const withoutId = (entry: PlannerEntry | undefined): z.ZodType =>
+  (entry!.schema as z.ZodObject).omit({ id: true });
+const PlannedTemplate = z.union([withoutId(toolKind.planner), withoutId(llmKind.planner)]);
+
 export const mapKind: ExecutableKindSpec<MapNode> = {
   kind: 'map',
   schema: MapNode,
@@ -165,9 +172,26 @@ export const mapKind: ExecutableKindSpec<MapNode> = {
   referenceFields: [['over'], ['node'], ['input']],
   itemFields: ['node', 'input'],
   check: checkMap,
+  planner: {
+    schema: z.object({
+      id: z.string(),
+      kind: z.literal('map'),
+      over: z.object({ $ref: z.string() }),
+      node: PlannedTemplate,
+      concurrency: z.number().int().optional(),
+      onItemError: z.enum(['fail', 'continue']).optional(),
+      onError: OnError.optional(),
+    }),
+    rule: 'A "map" node repeats one step for each element of a list that only an earlier node\'s output holds (search results, rows, files): {"id", "kind": "map", "over": {"$ref": "<id>.output.<path to the list>"}, "node": {a "tool" or "llm" node without "id", reading the element as {"$ref": "item.<path>"} or "{{item.<path>}}" and its position as "{{index}}"}}; optional "concurrency" (items at once, default 10) and "onItemError": "continue" (a failed item is {"error"} in the output; default: it fails the map). Its output is the list of the items\' outputs, in order. Use it instead of guessing how many nodes a list needs.',
+    carries: (node) =>
+      node.graph !== undefined
+        ? [{ at: ['graph'], kind: 'graph' }]
+        : [{ at: ['node', 'kind'], kind: (node.node as { kind?: unknown } | undefined)?.kind }],
+  },
   variesOnRetry: false,
   mayBeFallback: false,
-  replansInWindow: false,
+  // A planned map that fails in a window is news for the next window, as a tool node's failure is.
+  replansInWindow: true,
   // Items retry on their own; the map itself is never run again for a failure.
   retry: () => undefined,
   retryable: false,

@@ -10,7 +10,7 @@ import type { ToolCatalog } from '../tools/tool-catalog.js';
 import type { WorkspaceFile } from '../workspace/workspace.js';
 import { assembleSystemPrompt } from './system-prompt.js';
 
-export const PLANNER_PROMPT_VERSION = 'planner-v3';
+export const PLANNER_PROMPT_VERSION = 'planner-v4';
 
 /** The rules of a graph every planner states: ids, node kinds, failure policy, references, tools. */
 export const GRAPH_RULES = `- Node ids match [A-Za-z0-9_-]{1,64} and are unique. "input" is reserved.

@@ -7,7 +7,7 @@ import { z } from 'zod';
 import type { ModelPolicy } from '../ceilings/ceilings.js';
 import { validateGraph, type ValidationResult } from '../compile/validate.js';
 import type { GraphLimits } from '../graph/limits.js';
-import type { ValidationIssue } from '../graph/schema.js';
+import type { AnyNode, ValidationIssue } from '../graph/schema.js';
 import type { Topology } from '../graph/topology.js';
 import type { ChatMessage, ModelClient, ModelUsage, ThinkingOptions } from '../model/model-client.js';
 import { NODE_KINDS, type ExecutableGraph, type Graph } from '../nodes/index.js';
@@ -80,23 +80,27 @@ export function validatePlan(
 
 /**
  * Nodes of kinds the planner may not write (`wait`, `loop`, `graph`: kinds without a planner
- * entry). Its structured output offers only the planned kinds, but an answer is data, not
- * authority: a model that ignores the schema (or an injected plan) must not get a kind that
- * carries its own capabilities, such as an agent loop naming its secrets.
+ * entry), at the top of the plan or inside a node that runs another (a map's item template). Its
+ * structured output offers only the planned kinds, but an answer is data, not authority: a model
+ * that ignores the schema (or an injected plan) must not get a kind that carries its own
+ * capabilities, such as an agent loop naming its secrets.
  */
 function unplannableKinds(raw: unknown): ValidationIssue[] {
   const nodes = (raw as { nodes?: unknown } | null)?.nodes;
   if (!Array.isArray(nodes)) return [];
   const planned: string[] = Object.values(NODE_KINDS).flatMap((k) => (k.planner ? [k.kind] : []));
+  const refused = (kind: unknown): kind is string =>
+    typeof kind === 'string' && !planned.includes(kind) && Object.hasOwn(NODE_KINDS, kind);
+  const issue = (path: readonly PropertyKey[], kind: string): ValidationIssue => ({
+    path: path.join('.'),
+    message: `a plan may hold only ${planned.join(', ')} nodes, not "${kind}"`,
+  });
   return nodes.flatMap((node: unknown, i) => {
     const kind = (node as { kind?: unknown } | null)?.kind;
-    if (typeof kind !== 'string' || planned.includes(kind) || !Object.hasOwn(NODE_KINDS, kind)) return [];
-    return [
-      {
-        path: `nodes.${i}.kind`,
-        message: `a plan may hold only ${planned.join(' and ')} nodes, not "${kind}"`,
-      },
-    ];
+    if (refused(kind)) return [issue(['nodes', i, 'kind'], kind)];
+    if (typeof kind !== 'string' || !Object.hasOwn(NODE_KINDS, kind)) return [];
+    const inside = NODE_KINDS[kind as keyof typeof NODE_KINDS].planner?.carries?.(node as AnyNode) ?? [];
+    return inside.flatMap((c) => (refused(c.kind) ? [issue(['nodes', i, ...c.at], c.kind)] : []));
   });
 }
 

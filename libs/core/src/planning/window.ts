@@ -21,7 +21,7 @@ import { GRAPH_RULES } from './planner-prompt.js';
 import { PlannedNode } from './planner.js';
 import { assembleSystemPrompt } from './system-prompt.js';
 
-export const WINDOW_PROMPT_VERSION = 'planner-window-v2';
+export const WINDOW_PROMPT_VERSION = 'planner-window-v3';
 
 /** How much of each observed output the next window's planner sees. */
 export const OBSERVED_CHARS = 2000;
