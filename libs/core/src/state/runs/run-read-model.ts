@@ -85,6 +85,13 @@ const USAGE_COUNTERS = [
 const usageOf = (aux: Record<string, string>): RunDocument['usage'] =>
   usageFromCounters((field) => Number(aux[field] ?? 0));
 
+/** The aux fields `usageOf` reads. */
+const USAGE_FIELDS: readonly string[] = (() => {
+  const fields = new Set<string>();
+  usageFromCounters((field) => (fields.add(field), 0));
+  return [...fields];
+})();
+
 const taskMode = (mode: string | null | undefined): TaskMode =>
   mode === 'loop' || mode === 'window' ? mode : 'dag';
 
@@ -267,23 +274,38 @@ export class RunReadModel {
     };
   }
 
-  /** The run as `GET /v1/runs/:id` shows it, every node of its plan with its state; null for an unknown run. */
+  /**
+   * The run as `GET /v1/runs/:id` shows it, every node of its plan with its state; null for an
+   * unknown run. Two round trips: the run's hash, then only the fields of its plan's nodes, so a
+   * map's items (their snapshots in `nodes`, their values in `aux`, thousands of them) are never
+   * read for the document that shows the map as one node.
+   */
   async document(runId: string): Promise<RunDocument | null> {
     const k = this.ctx.keysOf(runId);
-    const replies = await slotMulti(this.ctx.redis)
-      .hgetall(k.meta)
-      .hgetall(k.nodes)
-      .hgetall(k.live)
-      .hgetall(k.aux)
-      .exec();
-    type Hash = Record<string, string>;
-    const [meta, snapshots, live, aux] = multiReplies(replies) as [Hash, Hash, Hash, Hash];
+    const meta = await this.ctx.redis.hgetall(k.meta);
     if (!meta.status) return null;
     const plan = (parseJson(meta.plan) as ExecutableGraph | null) ?? { nodes: [], edges: [] };
+    const ids = plan.nodes.map((n) => n.id);
+    const auxFields = [
+      ...USAGE_FIELDS,
+      ...ids.flatMap((id) => [`attempts:${id}`, `waits:${id}`, `throttled:${id}`]),
+    ];
+    const replies = await slotMulti(this.ctx.redis)
+      .hmget(k.nodes, ...ids, '')
+      .hmget(k.live, ...ids, '')
+      .hmget(k.aux, ...auxFields)
+      .exec();
+    type Fields = (string | null)[];
+    const [snapshotList, liveList, auxList] = multiReplies(replies) as [Fields, Fields, Fields];
+    const aux: Record<string, string> = {};
+    auxFields.forEach((field, i) => {
+      const value = auxList[i];
+      if (value !== null && value !== undefined) aux[field] = value;
+    });
     const nodes: Record<string, NodeView> = {};
-    for (const node of plan.nodes) {
-      const snapshot = snapshots[node.id];
-      const state = live[node.id];
+    plan.nodes.forEach((node, i) => {
+      const snapshot = snapshotList[i];
+      const state = liveList[i];
       const attempts = (parseJson(aux[`attempts:${node.id}`]) as AttemptRecord[] | null) ?? [];
       const waitsRaw = aux[`waits:${node.id}`];
       const waits = waitsRaw ? { waits: WaitRecord.array().parse(JSON.parse(waitsRaw)) } : {};
@@ -294,7 +316,7 @@ export class RunReadModel {
         : state
           ? { id: node.id, ...LiveNodeState.parse(JSON.parse(state)), attempts, ...extra }
           : { id: node.id, status: 'pending', attempts, ...extra };
-    }
+    });
     return {
       runId,
       status: RunStatus.parse(meta.status),
