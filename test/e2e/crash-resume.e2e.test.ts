@@ -1,6 +1,7 @@
 /**
  * A tool worker killed with SIGKILL mid-run: a second worker process finishes the run. Completed
- * nodes are not called again; the interrupted one is, with the same Idempotency-Key.
+ * nodes (and a map's completed items) are not called again; the interrupted one is, with the same
+ * Idempotency-Key.
  */
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { spawnTetraloop, stderrMatches, type Spawned } from '../support/processes.js';
@@ -64,4 +65,42 @@ it('finishes a 10-node run on a second worker after the first is killed mid-node
   const pidOf = (id: string): string | undefined => doc.nodes[id]!.attempts.at(-1)?.worker.split('/')[1];
   expect(pidOf('n0')).toBe(String(first.child.pid));
   expect(pidOf('n9')).not.toBe(String(first.child.pid));
+});
+
+it('finishes a map on a second worker after the first is killed mid-item: finished items do not run again', async () => {
+  const first = await startWorker();
+  // One item at a time, so which items finished before the kill is known: m0 and m1.
+  const items = Array.from({ length: 6 }, (_, i) => ({ node: `m${i}`, ms: i === 2 ? 3000 : 100 }));
+  const posted = await postRun(stack.url, {
+    input: { items },
+    graph: {
+      nodes: [
+        {
+          id: 'read',
+          kind: 'map',
+          over: { $ref: 'input.items' },
+          concurrency: 1,
+          node: {
+            kind: 'tool',
+            tool: 'http',
+            args: { url: `${server.url}/work?node={{item.node}}&ms={{item.ms}}` },
+          },
+        },
+      ],
+    },
+  });
+  const runId = posted.body.runId as string;
+
+  await server.hitCount('m2', 1);
+  await first.kill('SIGKILL');
+  await startWorker();
+
+  const doc = await waitFor(stack.url, runId, 60_000);
+  expect(doc.status).toBe('succeeded');
+  expect((doc.output as { read: { body: { node: string } }[] }).read.map((o) => o.body.node)).toEqual(
+    items.map((i) => i.node),
+  );
+  for (const { node } of items) expect(server.hitsOf(node), node).toHaveLength(node === 'm2' ? 2 : 1);
+  const [before, after] = server.hitsOf('m2');
+  expect(after!.idempotencyKey).toBe(before!.idempotencyKey);
 });
