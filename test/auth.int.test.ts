@@ -43,9 +43,9 @@ interface Answer {
 async function call(
   method: string,
   path: string,
-  options: { key?: string; body?: unknown; tenant?: string } = {},
+  options: { key?: string; body?: unknown; tenant?: string; headers?: Record<string, string> } = {},
 ): Promise<Answer> {
-  const headers: Record<string, string> = {};
+  const headers: Record<string, string> = { ...options.headers };
   if (options.key) headers.authorization = `Bearer ${options.key}`;
   if (options.tenant) headers['x-tetraloop-tenant'] = options.tenant;
   if (options.body !== undefined) headers['content-type'] = 'application/json';
@@ -279,6 +279,7 @@ afterAll(async () => {
 interface Example {
   path: string;
   body?: unknown;
+  headers?: Record<string, string>;
   ok: number;
 }
 
@@ -398,6 +399,16 @@ async function exampleOf(name: RouteName): Promise<Example> {
       };
     case 'limits.delete':
       return { path: '/v1/limits', ok: 200 };
+    case 'mcp.message':
+      return {
+        path: '/mcp',
+        body: { jsonrpc: '2.0', id: 1, method: 'ping' },
+        headers: { accept: 'application/json, text/event-stream' },
+        ok: 200,
+      };
+    case 'mcp.stream':
+      // Stateless: no stream for server-initiated messages, whoever asks.
+      return { path: '/mcp', ok: 405 };
   }
 }
 
@@ -410,6 +421,7 @@ describe('the auth matrix', () => {
       call(route.method, example.path, {
         ...(key ? { key } : {}),
         ...(example.body !== undefined ? { body: example.body } : {}),
+        ...(example.headers ? { headers: example.headers } : {}),
       });
     if (route.access === 'signature') {
       // A webhook carries a signature, not a key (test/webhooks.int.test.ts): without one,

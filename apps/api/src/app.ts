@@ -30,6 +30,7 @@ import type { LongRequests } from './long-requests.js';
 import { keyHandlers, type KeysRouterDeps } from './keys-router.js';
 import { limitHandlers } from './limits-router.js';
 import { httpMetrics } from './http-metrics.js';
+import { mcpHandlers } from './mcp/mcp-router.js';
 import { memoryHandlers } from './memory-router.js';
 import { mountApiReference } from './openapi/reference-page.js';
 import { ROUTES, type RouteName } from './route-table.js';
@@ -153,19 +154,17 @@ export function createApp(deps: AppDeps): express.Express {
 
   // The raw body stays on the request: a webhook's signature is over its exact bytes. A body
   // not in UTF-8, or nested too deep, is refused before it is parsed: nothing after the parser
-  // walks it.
-  app.use(
-    '/v1',
-    requireRedis,
-    express.json({
-      limit: deps.bodyLimitBytes,
-      strict: false,
-      verify: (req, _res, buf, charset) => {
-        checkJsonBody(buf, charset, deps.jsonMaxDepth);
-        (req as RawBodyRequest).rawBody = buf;
-      },
-    }),
-  );
+  // walks it. MCP's messages are held to the same.
+  const jsonBody = express.json({
+    limit: deps.bodyLimitBytes,
+    strict: false,
+    verify: (req, _res, buf, charset) => {
+      checkJsonBody(buf, charset, deps.jsonMaxDepth);
+      (req as RawBodyRequest).rawBody = buf;
+    },
+  });
+  app.use('/v1', requireRedis, jsonBody);
+  app.use('/mcp', requireRedis, jsonBody);
   mountRoutes(app, [authenticate(deps.auth), rateLimit(deps)], {
     ...runHandlers(deps),
     ...runInsightHandlers(deps),
@@ -182,6 +181,7 @@ export function createApp(deps: AppDeps): express.Express {
     ...toolHandlers(deps),
     ...keyHandlers({ keys: deps.auth.keys, purgeTenant: deps.purgeTenant }),
     ...limitHandlers(deps),
+    ...mcpHandlers(deps),
   });
   app.use((_req, res) => sendError(res, new HttpError(404, 'not_found', 'no such route')));
   app.use(errorHandler(deps.logger, redisReady));

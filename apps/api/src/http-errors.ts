@@ -68,26 +68,33 @@ function bodyParserError(err: unknown): HttpError | undefined {
   }
 }
 
+/**
+ * A refusal the API knows as its HTTP answer: its own `HttpError`s, the services' typed refusals
+ * (an invalid graph, a conflict, a limit), zod's and the body parser's. Undefined for anything
+ * else (Redis away, a bug).
+ */
+export function knownHttpError(err: unknown): HttpError | undefined {
+  if (err instanceof HttpError) return err;
+  if (err instanceof GraphRejectedError) {
+    return new HttpError(400, 'invalid_graph', 'the graph is invalid', err.issues);
+  }
+  if (err instanceof RequestRefusedError) {
+    return new HttpError(400, 'invalid_request', 'the request is refused', err.issues);
+  }
+  if (err instanceof RunStateConflictError) return new HttpError(409, err.code, err.message);
+  if (err instanceof KeyLimitError) return new HttpError(409, 'key_limit', err.message);
+  // A run's `webhook` refused at submit (no signing secret, or no secret key to keep one).
+  if (err instanceof WebhookStoreError) return new HttpError(409, err.code, err.message);
+  if (err instanceof TriggerLimitError) return new HttpError(409, err.code, err.message);
+  if (err instanceof DefaultTenantError) return new HttpError(409, 'default_tenant', err.message);
+  if (err instanceof z.ZodError) return zodToHttp(err);
+  return bodyParserError(err);
+}
+
 export function errorHandler(logger: Logger, redisReady: () => boolean): ErrorRequestHandler {
   return (err: unknown, _req, res, _next) => {
-    if (err instanceof HttpError) return sendError(res, err);
-    if (err instanceof GraphRejectedError) {
-      return sendError(res, new HttpError(400, 'invalid_graph', 'the graph is invalid', err.issues));
-    }
-    if (err instanceof RequestRefusedError) {
-      return sendError(res, new HttpError(400, 'invalid_request', 'the request is refused', err.issues));
-    }
-    if (err instanceof RunStateConflictError)
-      return sendError(res, new HttpError(409, err.code, err.message));
-    if (err instanceof KeyLimitError) return sendError(res, new HttpError(409, 'key_limit', err.message));
-    // A run's `webhook` refused at submit (no signing secret, or no secret key to keep one).
-    if (err instanceof WebhookStoreError) return sendError(res, new HttpError(409, err.code, err.message));
-    if (err instanceof TriggerLimitError) return sendError(res, new HttpError(409, err.code, err.message));
-    if (err instanceof DefaultTenantError)
-      return sendError(res, new HttpError(409, 'default_tenant', err.message));
-    if (err instanceof z.ZodError) return sendError(res, zodToHttp(err));
-    const parsed = bodyParserError(err);
-    if (parsed) return sendError(res, parsed);
+    const known = knownHttpError(err);
+    if (known) return sendError(res, known);
     // Redis went away mid-request: the dependency is unavailable, not the server broken. The error
     // says so even when the connection's status has not caught up yet (still `ready`).
     if (isRedisUnavailable(err) || !redisReady()) return sendUnavailable(res);

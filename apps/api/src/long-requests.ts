@@ -45,12 +45,26 @@ export class LongRequests {
    * `res`) when a cap is full.
    */
   admit(kind: LongRequestKind, res: Response): () => void {
-    const tenant = callerOf(res).tenant;
+    try {
+      const release = this.hold(kind, callerOf(res).tenant);
+      res.on('close', release);
+      return release;
+    } catch (err) {
+      if (err instanceof HttpError) res.set('Retry-After', String(LONG_REQUEST_RETRY_AFTER_SECONDS));
+      throw err;
+    }
+  }
+
+  /**
+   * Takes a slot for `tenant`, given back by the function it returns (once, however often it is
+   * called); throws the `429`/`503` when a cap is full. For a long wait inside a request that is
+   * not one of its own (an MCP tool call): `admit` is for a whole request.
+   */
+  hold(kind: LongRequestKind, tenant: string): () => void {
     const grant = this.slots[kind].take(tenant);
     const names = NAMES[kind];
     if (!grant.ok) {
       metrics.longRequestsRefused.inc({ kind, scope: grant.scope });
-      res.set('Retry-After', String(LONG_REQUEST_RETRY_AFTER_SECONDS));
       throw grant.scope === 'tenant'
         ? new HttpError(
             429,
@@ -65,13 +79,11 @@ export class LongRequests {
     }
     metrics.longRequestsOpen.inc({ kind });
     let held = true;
-    const release = (): void => {
+    return (): void => {
       if (!held) return;
       held = false;
       grant.release();
       metrics.longRequestsOpen.dec({ kind });
     };
-    res.on('close', release);
-    return release;
   }
 }

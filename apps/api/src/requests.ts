@@ -115,6 +115,7 @@ export const RunSearchQuery = z.strictObject({
   limit: z.coerce.number().int().min(1).max(RUN_SEARCH_MAX_LIMIT).default(RUN_SEARCH_DEFAULT_LIMIT),
   cursor: z.string().max(200).optional(),
 });
+export type RunSearchQuery = z.infer<typeof RunSearchQuery>;
 
 /** Body of `POST /v1/runs/:id/rerun`: the node (an id of the run document's `nodes`) to run again from. */
 export const RerunBody = z.strictObject({ from: z.string().min(1).max(1000) });

@@ -1,5 +1,5 @@
 /**
- * Every `/v1` route in one table: method, path, the scope a key needs, and which path parameter
+ * Every route behind a key in one table (`/v1`, and the protocols' endpoints such as `/mcp`): method, path, the scope a key needs, and which path parameter
  * names something a tenant owns. The app mounts exactly these (a handler missing or left over
  * stops the boot), and the auth test matrix is generated from it, so no route can skip either.
  */
@@ -137,6 +137,10 @@ export const ROUTES = {
   'limits.get': { method: 'get', path: '/v1/limits', access: 'root' },
   'limits.put': { method: 'put', path: '/v1/limits', access: 'root' },
   'limits.delete': { method: 'delete', path: '/v1/limits', access: 'root' },
+  // MCP over streamable HTTP (docs/interop.md): every call reads; a tool that writes asks for
+  // runs:write itself.
+  'mcp.message': { method: 'post', path: '/mcp', access: 'runs:read' },
+  'mcp.stream': { method: 'get', path: '/mcp', access: 'runs:read' },
 } as const satisfies Record<string, RouteSpec>;
 
 export type RouteName = keyof typeof ROUTES;

@@ -20,6 +20,14 @@ export interface EventStreamDeps {
 const FINAL_EVENT = 'run.finished';
 
 /**
+ * Whether `e` is the run's final event: a resumed run has one `run.finished` per generation, and
+ * only the current generation's ends its stream.
+ */
+export const isFinalEvent = async (store: RunStore, runId: string, e: RunEvent): Promise<boolean> =>
+  e.type === FINAL_EVENT &&
+  ((e.data as { generation?: number } | undefined)?.generation ?? 0) >= (await store.generation(runId));
+
+/**
  * Said (without an SSE id, so it moves no `Last-Event-ID`) when the events after `after` and before
  * `next` are no longer stored: a run's stream keeps about `TETRALOOP_RUN_EVENTS_MAX` events.
  */
@@ -51,11 +59,6 @@ export async function streamRunEvents(
   // Following starts before the replay reads anything: no event falls between the two.
   const feed = deps.hub.follow(runId, afterSeq);
   req.on('close', () => feed.close());
-  // A resumed run has one run.finished per generation; only the current generation's ends the stream.
-  const isFinal = async (e: RunEvent): Promise<boolean> =>
-    e.type === FINAL_EVENT &&
-    ((e.data as { generation?: number } | undefined)?.generation ?? 0) >=
-      (await deps.store.generation(runId));
   try {
     let events = await feed.next(0);
     // Nothing after the given id and the run already settled: there is nothing left to follow.
@@ -68,7 +71,7 @@ export async function streamRunEvents(
         after = e.seq;
         // The SSE event name is the family (lifecycle, plan, node, tool, assistant, usage); `type` says more.
         res.write(`id: ${e.seq}\nevent: ${e.family ?? e.type}\ndata: ${JSON.stringify(e)}\n\n`);
-        if (await isFinal(e)) return;
+        if (await isFinalEvent(deps.store, runId, e)) return;
       }
       if (feed.closed) return;
       events = await feed.next(deps.keepAliveMs ?? 15_000);

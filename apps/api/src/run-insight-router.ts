@@ -23,46 +23,56 @@ export interface RunInsightRouterDeps {
   readonly store: RunStore;
 }
 
+/**
+ * A page of `tenant`'s runs matching `query` (the query of `GET /v1/runs`, parsed), as the API
+ * answers it; a time bound or cursor it cannot read is a `400` naming its field.
+ */
+export async function searchRuns(
+  runs: RunService,
+  tenant: string,
+  query: RunSearchQuery,
+  now: number = Date.now(),
+): Promise<RunPage> {
+  const time = (name: 'since' | 'until'): number | undefined => {
+    const text = query[name];
+    if (text === undefined) return undefined;
+    const at = parseTimeBound(text, now);
+    if (at === undefined) throw invalid(`query.${name}`, `must be ${TIME_BOUND}`);
+    return at;
+  };
+  const cursor = query.cursor === undefined ? undefined : decodeRunCursor(query.cursor);
+  if (query.cursor !== undefined && cursor === undefined) {
+    throw invalid('query.cursor', 'not a cursor this API handed out (nextCursor of an earlier page)');
+  }
+  const since = time('since');
+  const until = time('until');
+  const search: RunSearch = {
+    ...(query.status ? { status: query.status } : {}),
+    ...(query.agentId ? { agentId: query.agentId } : {}),
+    // Stored tenant-scoped, as the run's session is.
+    ...(query.sessionKey ? { sessionKey: scopedName(tenant, query.sessionKey) } : {}),
+    ...(query.tag ? { tag: query.tag } : {}),
+    ...(query.scheduleId ? { scheduleId: query.scheduleId } : {}),
+    ...(query.triggerId ? { triggerId: query.triggerId } : {}),
+    ...(since !== undefined ? { since } : {}),
+    ...(until !== undefined ? { until } : {}),
+    limit: query.limit,
+    ...(cursor ? { cursor } : {}),
+  };
+  const page = await runs.search(tenant, search);
+  return {
+    runs: page.runs.map((run) =>
+      run.sessionKey ? { ...run, sessionKey: unscopeName(run.sessionKey).name } : run,
+    ),
+    nextCursor: page.nextCursor ? encodeCursor(page.nextCursor) : null,
+  };
+}
+
 export function runInsightHandlers(deps: RunInsightRouterDeps): Partial<Record<RouteName, RequestHandler>> {
   const list: RequestHandler = async (req, res) => {
     const query = RunSearchQuery.safeParse(req.query);
     if (!query.success) throw zodToHttp(query.error, ['query']);
-    const { tenant } = callerOf(res);
-    const now = Date.now();
-    const time = (name: 'since' | 'until'): number | undefined => {
-      const text = query.data[name];
-      if (text === undefined) return undefined;
-      const at = parseTimeBound(text, now);
-      if (at === undefined) throw invalid(`query.${name}`, `must be ${TIME_BOUND}`);
-      return at;
-    };
-    const cursor = query.data.cursor === undefined ? undefined : decodeRunCursor(query.data.cursor);
-    if (query.data.cursor !== undefined && cursor === undefined) {
-      throw invalid('query.cursor', 'not a cursor this API handed out (nextCursor of an earlier page)');
-    }
-    const since = time('since');
-    const until = time('until');
-    const search: RunSearch = {
-      ...(query.data.status ? { status: query.data.status } : {}),
-      ...(query.data.agentId ? { agentId: query.data.agentId } : {}),
-      // Stored tenant-scoped, as the run's session is.
-      ...(query.data.sessionKey ? { sessionKey: scopedName(tenant, query.data.sessionKey) } : {}),
-      ...(query.data.tag ? { tag: query.data.tag } : {}),
-      ...(query.data.scheduleId ? { scheduleId: query.data.scheduleId } : {}),
-      ...(query.data.triggerId ? { triggerId: query.data.triggerId } : {}),
-      ...(since !== undefined ? { since } : {}),
-      ...(until !== undefined ? { until } : {}),
-      limit: query.data.limit,
-      ...(cursor ? { cursor } : {}),
-    };
-    const page = await deps.runs.search(tenant, search);
-    const answer: RunPage = {
-      runs: page.runs.map((run) =>
-        run.sessionKey ? { ...run, sessionKey: unscopeName(run.sessionKey).name } : run,
-      ),
-      nextCursor: page.nextCursor ? encodeCursor(page.nextCursor) : null,
-    };
-    res.json(answer);
+    res.json(await searchRuns(deps.runs, callerOf(res).tenant, query.data));
   };
 
   const explain: RequestHandler = async (req, res) => {

@@ -91,7 +91,23 @@ function unconfirmed(runId: string, shortfall: AcceptShortfall, waitMs: number):
   }
 }
 
-const notFound = (): HttpError => new HttpError(404, 'run_not_found', 'no such run');
+/**
+ * Waits for what an accepted run must wait for (replicas, the AOF) before it is answered as
+ * accepted; throws the `503` when that is not confirmed. Called after the create and the enqueue:
+ * every write of the accept is before the barrier's.
+ */
+export async function confirmAccept(barrier: AcceptBarrier | undefined, runId: string): Promise<void> {
+  const shortfall = await barrier?.confirm();
+  if (!shortfall) return;
+  metrics.acceptsUnconfirmed.inc({ code: shortfall.code });
+  throw unconfirmed(runId, shortfall, barrier!.durability.waitMs);
+}
+
+/** A run document as its client sees it: a session run names its session as the client does. */
+export const clientView = (doc: RunDocument): RunDocument =>
+  doc.sessionKey ? { ...doc, sessionKey: unscopeName(doc.sessionKey).name } : doc;
+
+export const runNotFound = (): HttpError => new HttpError(404, 'run_not_found', 'no such run');
 
 /** A body route takes JSON only: anything else is answered 415 before it is read. */
 function requireJson(req: Request): void {
@@ -102,22 +118,21 @@ function requireJson(req: Request): void {
 
 function runIdOf(req: Request): string {
   const parsed = RunIdParam.safeParse(req.params.id);
-  if (!parsed.success) throw notFound();
+  if (!parsed.success) throw runNotFound();
   return parsed.data;
 }
 
 /** The run id of the request, once the run is known to belong to the caller's tenant. */
 export async function ownRunId(store: RunStore, req: Request, res: Response): Promise<string> {
   const runId = runIdOf(req);
-  if ((await store.tenantOf(runId)) !== callerOf(res).tenant) throw notFound();
+  if ((await store.tenantOf(runId)) !== callerOf(res).tenant) throw runNotFound();
   return runId;
 }
 
 export function runHandlers(deps: RunsRouterDeps): Partial<Record<RouteName, RequestHandler>> {
   const WaitQuery = waitQuery(deps.maxWaitMs);
-  // A session run names its session as the client does (it is stored tenant-scoped).
   const answer = async (doc: RunDocument, expand: 'blobs' | undefined): Promise<RunDocument> => {
-    const shown = doc.sessionKey ? { ...doc, sessionKey: unscopeName(doc.sessionKey).name } : doc;
+    const shown = clientView(doc);
     return expand === 'blobs' ? deps.store.blobs.expandDocument(shown) : shown;
   };
 
@@ -129,17 +144,14 @@ export function runHandlers(deps: RunsRouterDeps): Partial<Record<RouteName, Req
     return key.data;
   };
 
-  /**
-   * Waits for what an accepted run must wait for (replicas, the AOF) before `202`; a `503` with
-   * `Location` when it is not confirmed. Called after the create and the enqueue: every write of
-   * the accept is before the barrier's.
-   */
+  /** `confirmAccept`, its `503` with `Retry-After` and the run's `Location`. */
   const confirmAccepted = async (res: Response, runId: string): Promise<void> => {
-    const shortfall = await deps.acceptBarrier?.confirm();
-    if (!shortfall) return;
-    metrics.acceptsUnconfirmed.inc({ code: shortfall.code });
-    res.set('Retry-After', String(UNCONFIRMED_RETRY_AFTER_SECONDS)).location(`/v1/runs/${runId}`);
-    throw unconfirmed(runId, shortfall, deps.acceptBarrier!.durability.waitMs);
+    try {
+      await confirmAccept(deps.acceptBarrier, runId);
+    } catch (err) {
+      res.set('Retry-After', String(UNCONFIRMED_RETRY_AFTER_SECONDS)).location(`/v1/runs/${runId}`);
+      throw err;
+    }
   };
 
   const submit: RequestHandler = async (req, res) => {
@@ -168,7 +180,7 @@ export function runHandlers(deps: RunsRouterDeps): Partial<Record<RouteName, Req
       tenant: callerOf(res).tenant,
       idempotencyKey: idempotencyKeyOf(req),
     });
-    if (!result) throw notFound();
+    if (!result) throw runNotFound();
     await confirmAccepted(res, result.runId);
     res
       .status(202)
@@ -186,7 +198,7 @@ export function runHandlers(deps: RunsRouterDeps): Partial<Record<RouteName, Req
     const query = ReadQuery.safeParse(req.query);
     if (!query.success) throw zodToHttp(query.error, ['query']);
     const doc = await deps.runs.get(runId);
-    if (!doc || doc.tenant !== callerOf(res).tenant) throw notFound();
+    if (!doc || doc.tenant !== callerOf(res).tenant) throw runNotFound();
     res.json(await answer(doc, query.data.expand));
   };
 
@@ -205,7 +217,7 @@ export function runHandlers(deps: RunsRouterDeps): Partial<Record<RouteName, Req
     }
     // Only the answer reads the whole document; the checks before it read two fields.
     const settled = await deps.runs.settled(runId);
-    if (settled === null) throw notFound();
+    if (settled === null) throw runNotFound();
     if (!settled) {
       // Only a request that will wait holds a slot; one for a settled run answers at once. The
       // slot is given back before the answer goes out.
@@ -231,21 +243,21 @@ export function runHandlers(deps: RunsRouterDeps): Partial<Record<RouteName, Req
       }
     }
     const doc = await deps.runs.get(runId);
-    if (!doc) throw notFound();
+    if (!doc) throw runNotFound();
     res.status(doc.finishedAt !== null ? 200 : 202).json(await answer(doc, query.data.expand));
   };
 
   const cancel: RequestHandler = async (req, res) => {
     const runId = await ownRun(req, res);
     const result = await deps.runs.cancel(runId);
-    if (!result) throw notFound();
+    if (!result) throw runNotFound();
     res.status(202).json({ runId, status: result.status } satisfies RunCancelled);
   };
 
   const resume: RequestHandler = async (req, res) => {
     const runId = await ownRun(req, res);
     const result = await deps.runs.resume(runId);
-    if (!result) throw notFound();
+    if (!result) throw runNotFound();
     res
       .status(202)
       .location(`/v1/runs/${runId}`)
@@ -272,7 +284,7 @@ export function runHandlers(deps: RunsRouterDeps): Partial<Record<RouteName, Req
     const decision = { keyId: caller.keyId, tenant: caller.tenant, at: new Date().toISOString() };
     const payload = SignalPayload.parse(req.body ?? null);
     const result = await deps.runs.signal(runId, name.data, payload, decision, deps.signalLimits);
-    if (result.outcome === 'unknown_run') throw notFound();
+    if (result.outcome === 'unknown_run') throw runNotFound();
     if (result.outcome === 'refused') {
       const issues = result.limit === undefined ? [] : [{ path: 'body', message: `limit: ${result.limit}` }];
       throw new HttpError(refusalStatus(result.code), result.code, result.message, issues);

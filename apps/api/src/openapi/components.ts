@@ -80,6 +80,7 @@ import {
   WebhookList,
   WebhookSecret,
 } from '../answers.js';
+import { McpMessage } from '../mcp/mcp-messages.js';
 import {
   FeedbackBody,
   KeyBody,
@@ -184,6 +185,7 @@ export const REQUEST_SCHEMAS = {
   LimitsBody,
   RerunBody,
   SignalPayload,
+  McpMessage,
 } as const satisfies Record<string, z.ZodType>;
 
 /**

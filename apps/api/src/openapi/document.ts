@@ -49,6 +49,8 @@ const STATUS_TEXT: Readonly<Record<number, string>> = {
   401: 'Unauthorized',
   403: 'Forbidden',
   404: 'Not found',
+  405: 'Method not allowed',
+  406: 'Not acceptable',
   409: 'Conflict',
   413: 'Content too large',
   415: 'Unsupported media type',
@@ -304,6 +306,11 @@ export function openApiDocument(settings: OperationSettings = { maxWaitMs: DEFAU
       { name: 'limits', description: 'Flow limits (root token).' },
       { name: 'usage', description: 'What model calls cost: the cost ledger.' },
       { name: 'tools', description: 'The tools graphs may name: built-in, MCP and custom.' },
+      {
+        name: 'protocols',
+        description:
+          'Other protocols’ endpoints, mapped onto runs (docs/interop.md): MCP over streamable HTTP at `/mcp`.',
+      },
       {
         name: 'operations',
         description: 'Health, readiness, metrics and this document: open, outside `/v1`.',

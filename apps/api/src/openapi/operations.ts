@@ -87,6 +87,7 @@ import {
   EventBody,
   waitQuery,
 } from '../requests.js';
+import { McpMessage } from '../mcp/mcp-messages.js';
 import type { RouteName } from '../route-table.js';
 
 /** A path, query or header parameter. */
@@ -775,6 +776,37 @@ export function routeOperations(settings: OperationSettings): { readonly [K in R
       summary: 'Go back to the configured flow limits',
       answers: { 200: { description: 'The limits now in force.', json: LimitsView } },
       errors: {},
+    },
+    'mcp.message': {
+      tag: 'protocols',
+      summary: 'MCP over streamable HTTP: one message (or batch) to Tetraloop’s MCP tools',
+      description:
+        'The Model Context Protocol’s streamable HTTP transport, stateless: tools `run_graph`, `run_task`, `get_run`, `cancel_run`, `list_runs` and the resource `tetraloop://runs/{runId}`, acting for the key’s tenant (see docs/interop.md). `run_graph`, `run_task` and `cancel_run` also need `runs:write`; without it the tool answers an error. A request is answered as an event stream: its progress notifications (with a `progressToken`), then its answer. A message the SDK’s transport cannot take (an unsupported `MCP-Protocol-Version`) is answered by it with a JSON-RPC error.',
+      headers: {
+        Accept: {
+          schema: z.string(),
+          required: true,
+          description: 'Both `application/json` and `text/event-stream`, as the transport asks.',
+        },
+      },
+      body: { schema: McpMessage, required: true },
+      answers: {
+        200: {
+          description:
+            'The answer to the request(s) as server-sent events (`event: message`, each `data` a JSON-RPC message): progress notifications first, then the answer.',
+          media: 'text/event-stream',
+        },
+        202: { description: 'Only notifications or answers were sent: accepted, nothing to answer.' },
+      },
+      errors: { 406: ['not_acceptable'], 415: ['unsupported_media_type'] },
+    },
+    'mcp.stream': {
+      tag: 'protocols',
+      summary: 'MCP’s stream for server-initiated messages: not offered (stateless endpoint)',
+      description:
+        'Always `405` with `Allow: POST`: a stateless MCP endpoint has no session to send messages of its own on, and MCP clients take a `405` as “no stream here”.',
+      answers: {},
+      errors: { 405: ['method_not_allowed'] },
     },
   };
 }
