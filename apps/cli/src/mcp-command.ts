@@ -9,12 +9,7 @@
 import type { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
 import { StdioServerTransport } from '@modelcontextprotocol/sdk/server/stdio.js';
 import { runToolsServer, SettledNodes, type RunBackend } from '@tetraloop/api/mcp';
-import {
-  RunWaitTimeoutError,
-  TetraloopApiError,
-  unwrap,
-  type TetraloopClient,
-} from '@tetraloop/client';
+import { RunWaitTimeoutError, TetraloopApiError, unwrap, type TetraloopClient } from '@tetraloop/client';
 import { apiTargetFromEnv, clientOf, describeFailure, type ApiTarget } from './api-client.js';
 
 /**
