@@ -526,6 +526,21 @@ describe('real answers match the documented schemas', () => {
     expect((await api('patch', '/v1/lessons/nope', { body: { status: 'retired' } })).status).toBe(400);
   });
 
+  it('MCP: a request answered as an event stream, a notification accepted, GET refused', async () => {
+    const accept = { accept: 'application/json, text/event-stream' };
+    const ping = await api('post', '/mcp', {
+      body: { jsonrpc: '2.0', id: 1, method: 'ping' },
+      headers: accept,
+    });
+    expect(ping.status).toBe(200);
+    expect(ping.text).toContain('"result":{}');
+    const initialized = { jsonrpc: '2.0', method: 'notifications/initialized' };
+    expect((await api('post', '/mcp', { body: initialized, headers: accept })).status).toBe(202);
+    expect((await api('post', '/mcp', { body: { id: 1 }, headers: accept })).status).toBe(400);
+    expect((await api('post', '/mcp', { body: { jsonrpc: '2.0', id: 1, method: 'ping' } })).status).toBe(406);
+    expect((await api('get', '/mcp')).status).toBe(405);
+  });
+
   it('the open routes: health, readiness, metrics, the document', async () => {
     expect((await api('get', '/healthz', { key: null })).status).toBe(200);
     expect((await api('get', '/readyz', { key: null })).status).toBe(200);

@@ -37,23 +37,39 @@ const call = (name: string, args: Record<string, unknown>) =>
   client.callTool({ name, arguments: args }) as Promise<CallToolResult>;
 
 describe('tetraloop mcp', () => {
-  it('offers run_graph, run_task and get_run', async () => {
+  it('offers the same tools as /mcp: run_graph, run_task, get_run, cancel_run and list_runs', async () => {
     const { tools } = await client.listTools();
-    expect(tools.map((t) => t.name).sort()).toEqual(['get_run', 'run_graph', 'run_task']);
+    expect(tools.map((t) => t.name).sort()).toEqual([
+      'cancel_run',
+      'get_run',
+      'list_runs',
+      'run_graph',
+      'run_task',
+    ]);
     expect(tools.find((t) => t.name === 'run_graph')!.inputSchema).toMatchObject({ required: ['graph'] });
   });
 
-  it('runs a graph to its end, and reads the run again', async () => {
-    const ran = await call('run_graph', {
-      graph: {
-        nodes: [
-          { id: 'a', kind: 'tool', tool: 'json', args: { value: { n: 41 } } },
-          { id: 'b', kind: 'tool', tool: 'json', args: { value: { $ref: 'a.output' }, pick: 'n' } },
-        ],
-        edges: [['a', 'b']],
+  it('runs a graph to its end, telling its progress, and reads the run again', async () => {
+    const progress: number[] = [];
+    const ran = (await client.callTool(
+      {
+        name: 'run_graph',
+        arguments: {
+          graph: {
+            nodes: [
+              { id: 'a', kind: 'tool', tool: 'json', args: { value: { n: 41 } } },
+              { id: 'b', kind: 'tool', tool: 'json', args: { value: { $ref: 'a.output' }, pick: 'n' } },
+            ],
+            edges: [['a', 'b']],
+          },
+        },
       },
-    });
+      undefined,
+      { onprogress: (p) => progress.push(p.progress) },
+    )) as CallToolResult;
     expect(ran.isError).toBeFalsy();
+    // The API's event stream, read by the command: one notification per node.
+    expect(progress).toEqual([1, 2]);
     const doc = ran.structuredContent as {
       runId: string;
       status: string;

@@ -149,7 +149,9 @@ export function runHandlers(deps: RunsRouterDeps): Partial<Record<RouteName, Req
     try {
       await confirmAccept(deps.acceptBarrier, runId);
     } catch (err) {
-      res.set('Retry-After', String(UNCONFIRMED_RETRY_AFTER_SECONDS)).location(`/v1/runs/${runId}`);
+      if (err instanceof HttpError) {
+        res.set('Retry-After', String(UNCONFIRMED_RETRY_AFTER_SECONDS)).location(`/v1/runs/${runId}`);
+      }
       throw err;
     }
   };
