@@ -1,11 +1,13 @@
 /**
  * One trace per run, across processes: a `tetraloop api` and a separate `tetraloop worker --pool
  * all`, both exporting over OTLP/HTTP to a receiver this test runs. The run is submitted with a W3C
- * `traceparent`; every span of it lands in that trace, and the span tree follows the graph: the
- * run's root job under the request, each node under the node (or root job) that released it, the
- * tool and model calls under their node, the HTTP and Redis calls they make under them. And what
- * the spans carry: no secret (from a query or a header), no URL query, no prompt, no completion,
- * no node output; a Redis span names its command and nothing else.
+ * `traceparent`; every span of it lands in that trace, under the run's `invoke_agent` span (the
+ * OpenTelemetry GenAI conventions), which the request is the parent of: the passes of the run's
+ * root job and every node are its children, each node linked to the node (or root job) that
+ * released it, the tool calls (`execute_tool`) and model calls (`chat`) under their node, the HTTP
+ * and Redis calls they make under them. The GenAI client metrics arrive at the same receiver. And
+ * what the spans carry: no secret (from a query or a header), no URL query, no prompt, no
+ * completion, no node output; a Redis span names its command and nothing else.
  */
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
@@ -21,19 +23,37 @@ interface OtlpValue {
   intValue?: string | number;
   boolValue?: boolean;
 }
+type Attributes = Record<string, string | number | boolean | undefined>;
 interface ReceivedSpan {
   service: string;
   traceId: string;
   spanId: string;
   parentSpanId: string;
   name: string;
-  attributes: Record<string, string | number | boolean | undefined>;
+  attributes: Attributes;
+  /** The span ids of its links. */
+  links: string[];
+  /** Start and end, in ns since the epoch (as strings: they pass 2^53). */
+  start: bigint;
+  end: bigint;
   status: number;
   /** The span as received (attributes, events, status message, links), to search for values. */
   raw: string;
 }
 
+/** A histogram's data point as the receiver got it. */
+interface ReceivedPoint {
+  service: string;
+  metric: string;
+  unit: string;
+  attributes: Attributes;
+  count: number;
+  min?: number;
+  max?: number;
+}
+
 const spans: ReceivedSpan[] = [];
+const points: ReceivedPoint[] = [];
 let receiver: Server;
 let receiverUrl: string;
 let tools: ToolServer;
@@ -51,44 +71,93 @@ const COMPLETION_MARK = `completion-${randomBytes(8).toString('hex')}`;
 const valueOf = (v: OtlpValue): string | number | boolean | undefined =>
   v.stringValue ?? (v.intValue !== undefined ? Number(v.intValue) : v.boolValue);
 
-/** An OTLP/HTTP JSON trace receiver (`POST /v1/traces`), keeping every span it is sent. */
+type OtlpAttributes = { key: string; value: OtlpValue }[];
+const attributesOf = (list: OtlpAttributes | undefined): Attributes =>
+  Object.fromEntries((list ?? []).map((a) => [a.key, valueOf(a.value)]));
+const serviceOf = (resource: { attributes: OtlpAttributes }): string =>
+  String(valueOf(resource.attributes.find((a) => a.key === 'service.name')?.value ?? {}));
+
+interface OtlpTraces {
+  resourceSpans: {
+    resource: { attributes: OtlpAttributes };
+    scopeSpans: {
+      spans: {
+        traceId: string;
+        spanId: string;
+        parentSpanId?: string;
+        name: string;
+        startTimeUnixNano: string;
+        endTimeUnixNano: string;
+        attributes?: OtlpAttributes;
+        links?: { spanId: string }[];
+        status?: { code?: number };
+      }[];
+    }[];
+  }[];
+}
+
+interface OtlpMetrics {
+  resourceMetrics: {
+    resource: { attributes: OtlpAttributes };
+    scopeMetrics: {
+      metrics: {
+        name: string;
+        unit?: string;
+        histogram?: {
+          dataPoints: { attributes?: OtlpAttributes; count: string | number; min?: number; max?: number }[];
+        };
+      }[];
+    }[];
+  }[];
+}
+
+function keepSpans(request: OtlpTraces): void {
+  for (const rs of request.resourceSpans) {
+    const service = serviceOf(rs.resource);
+    for (const ss of rs.scopeSpans)
+      for (const s of ss.spans)
+        spans.push({
+          service,
+          traceId: s.traceId,
+          spanId: s.spanId,
+          parentSpanId: s.parentSpanId ?? '',
+          name: s.name,
+          attributes: attributesOf(s.attributes),
+          links: (s.links ?? []).map((l) => l.spanId),
+          start: BigInt(s.startTimeUnixNano),
+          end: BigInt(s.endTimeUnixNano),
+          status: s.status?.code ?? 0,
+          raw: JSON.stringify(s),
+        });
+  }
+}
+
+function keepPoints(request: OtlpMetrics): void {
+  for (const rm of request.resourceMetrics) {
+    const service = serviceOf(rm.resource);
+    for (const sm of rm.scopeMetrics)
+      for (const m of sm.metrics)
+        for (const p of m.histogram?.dataPoints ?? [])
+          points.push({
+            service,
+            metric: m.name,
+            unit: m.unit ?? '',
+            attributes: attributesOf(p.attributes),
+            count: Number(p.count),
+            ...(p.min !== undefined ? { min: p.min } : {}),
+            ...(p.max !== undefined ? { max: p.max } : {}),
+          });
+  }
+}
+
+/** An OTLP/HTTP JSON receiver (`POST /v1/traces`, `POST /v1/metrics`), keeping what it is sent. */
 async function startReceiver(): Promise<void> {
   receiver = createServer((req, res) => {
     let body = '';
     req.on('data', (c: Buffer) => (body += c.toString()));
     req.on('end', () => {
-      const request = JSON.parse(body) as {
-        resourceSpans: {
-          resource: { attributes: { key: string; value: OtlpValue }[] };
-          scopeSpans: {
-            spans: {
-              traceId: string;
-              spanId: string;
-              parentSpanId?: string;
-              name: string;
-              attributes?: { key: string; value: OtlpValue }[];
-              status?: { code?: number };
-            }[];
-          }[];
-        }[];
-      };
-      for (const rs of request.resourceSpans) {
-        const service = String(
-          valueOf(rs.resource.attributes.find((a) => a.key === 'service.name')?.value ?? {}),
-        );
-        for (const ss of rs.scopeSpans)
-          for (const s of ss.spans)
-            spans.push({
-              service,
-              traceId: s.traceId,
-              spanId: s.spanId,
-              parentSpanId: s.parentSpanId ?? '',
-              name: s.name,
-              attributes: Object.fromEntries((s.attributes ?? []).map((a) => [a.key, valueOf(a.value)])),
-              status: s.status?.code ?? 0,
-              raw: JSON.stringify(s),
-            });
-      }
+      if (req.url === '/v1/metrics') keepPoints(JSON.parse(body) as OtlpMetrics);
+      else keepSpans(JSON.parse(body) as OtlpTraces);
       res.writeHead(200, { 'content-type': 'application/json' }).end('{}');
     });
   });
@@ -118,6 +187,7 @@ beforeAll(async () => {
     TETRALOOP_MODEL_MAX_RETRIES: '0',
     OTEL_EXPORTER_OTLP_ENDPOINT: receiverUrl,
     OTEL_BSP_SCHEDULE_DELAY: '100',
+    OTEL_METRIC_EXPORT_INTERVAL: '200',
     TETRALOOP_SECRET_KEY: randomBytes(32).toString('base64'),
     LOG_LEVEL: 'warn',
   };
@@ -194,40 +264,108 @@ it('makes one trace of a run, across the API and a worker process, whose span tr
   const byId = new Map(trace.map((s) => [s.spanId, s]));
   const parentOf = (s: ReceivedSpan): ReceivedSpan | undefined => byId.get(s.parentSpanId);
 
-  // The request continues the caller's trace; the run's root job continues the request.
+  // The request continues the caller's trace; the run's `invoke_agent` span continues the request
+  // (the span the run was created in), from the run's acceptance to its settle.
   const request = trace.find((s) => s.service === 'tetraloop-api' && s.parentSpanId === callerSpan);
   expect(request?.attributes['http.request.method'] ?? request?.attributes['http.method']).toBe('POST');
+  const runSpans = trace.filter((s) => s.name === 'invoke_agent main');
+  expect(runSpans).toHaveLength(1);
+  const invoke = runSpans[0]!;
+  expect(parentOf(invoke)).toBe(request);
+  expect(invoke.attributes).toMatchObject({
+    'gen_ai.operation.name': 'invoke_agent',
+    'gen_ai.provider.name': 'openai',
+    'gen_ai.agent.name': 'main',
+    'gen_ai.agent.id': 'main',
+    'tetraloop.run.id': runId,
+    'tetraloop.run.status': 'succeeded',
+  });
+  // A run outside a session is no conversation.
+  expect(invoke.attributes['gen_ai.conversation.id']).toBeUndefined();
   const start = named('run start')!;
+  const finalize = named('run finalize')!;
   expect(start.service).toBe('tetraloop-worker');
   expect(start.attributes['tetraloop.run.id']).toBe(runId);
-  let up: ReceivedSpan | undefined = start;
-  while (up && up !== request) up = parentOf(up);
-  expect(up, 'run start descends from the request').toBe(request);
+  // Recorded at settle, starting when the run was accepted: before its first pass began.
+  expect(invoke.start <= start.start).toBe(true);
+  expect(invoke.end >= start.end).toBe(true);
+  for (const pass of [start, finalize]) expect(parentOf(pass)).toBe(invoke);
 
-  // Each node under what released it: a by the root job, b and c by a, d by b or c.
+  // Each node is a child of the run's span, linked to what released it: a to the root job, b and
+  // c to a, d to b or c.
   const node = (id: string): ReceivedSpan => named(`node ${id}`)!;
-  expect(parentOf(node('a'))).toBe(start);
-  expect(parentOf(node('b'))).toBe(node('a'));
-  expect(parentOf(node('c'))).toBe(node('a'));
-  expect([node('b'), node('c')]).toContain(parentOf(node('d')));
-  for (const id of ['a', 'b', 'c', 'd'])
+  for (const id of ['a', 'b', 'c', 'd']) {
+    expect(parentOf(node(id)), `parent of node ${id}`).toBe(invoke);
     expect(node(id).attributes['tetraloop.node.status']).toBe('succeeded');
+  }
+  expect(node('a').links).toEqual([start.spanId]);
+  expect(node('b').links).toEqual([node('a').spanId]);
+  expect(node('c').links).toEqual([node('a').spanId]);
+  expect([node('b').spanId, node('c').spanId]).toContain(node('d').links[0]);
 
-  // A tool call under its node, naming tool and host, with the HTTP call it made under it.
-  const toolA = trace.find((s) => s.name === 'tool http' && parentOf(s) === node('a'))!;
-  expect(toolA.attributes['server.address']).toBe(new URL(tools.url).host);
+  // A tool call under its node (`execute_tool`, GenAI conventions), naming tool, call and host,
+  // with the HTTP call it made under it.
+  const toolA = trace.find((s) => s.name === 'execute_tool http' && parentOf(s) === node('a'))!;
+  expect(toolA.attributes).toMatchObject({
+    'gen_ai.operation.name': 'execute_tool',
+    'gen_ai.tool.name': 'http',
+    'gen_ai.tool.call.id': 'a:0',
+    'gen_ai.tool.type': 'extension',
+    'server.address': new URL(tools.url).host,
+  });
   expect(trace.some((s) => parentOf(s) === toolA && s.attributes['http.request.method'] === 'GET')).toBe(
     true,
   );
+  const toolD = trace.find((s) => s.name === 'execute_tool json' && parentOf(s) === node('d'))!;
+  expect(toolD.attributes['gen_ai.tool.call.id']).toBe('d:0');
 
-  // The model call, with the GenAI semantic conventions.
+  // The model call, with the GenAI semantic conventions, under its node and so under the run.
   const chat = trace.find((s) => s.name.startsWith('chat ') && parentOf(s) === node('b'))!;
   expect(chat.attributes).toMatchObject({
     'gen_ai.operation.name': 'chat',
+    'gen_ai.provider.name': 'openai',
     'gen_ai.usage.input_tokens': 12,
     'gen_ai.usage.output_tokens': 3,
   });
-  expect(chat.attributes['gen_ai.request.model']).toBeTypeOf('string');
+  const model = chat.attributes['gen_ai.request.model'];
+  expect(model).toBeTypeOf('string');
+
+  // The GenAI client metrics of that call, from the worker: tokens by type, and the duration.
+  const point = (metric: string, attributes: Attributes): ReceivedPoint | undefined =>
+    points.find(
+      (p) =>
+        p.service === 'tetraloop-worker' &&
+        p.metric === metric &&
+        Object.entries(attributes).every(([k, v]) => p.attributes[k] === v),
+    );
+  const ofCall = {
+    'gen_ai.operation.name': 'chat',
+    'gen_ai.provider.name': 'openai',
+    'gen_ai.request.model': model,
+  };
+  await expect
+    .poll(
+      () =>
+        [
+          point('gen_ai.client.token.usage', { ...ofCall, 'gen_ai.token.type': 'input' }),
+          point('gen_ai.client.token.usage', { ...ofCall, 'gen_ai.token.type': 'output' }),
+          point('gen_ai.client.operation.duration', ofCall),
+        ].every((p) => p !== undefined),
+      { timeout: 20_000, interval: 100 },
+    )
+    .toBe(true);
+  // Every model call of this file answers 12 input and 3 output tokens.
+  const input = point('gen_ai.client.token.usage', { ...ofCall, 'gen_ai.token.type': 'input' })!;
+  expect(input).toMatchObject({ unit: '{token}', min: 12, max: 12 });
+  expect(input.attributes['gen_ai.response.model']).toBeTypeOf('string');
+  expect(point('gen_ai.client.token.usage', { ...ofCall, 'gen_ai.token.type': 'output' })).toMatchObject({
+    min: 3,
+    max: 3,
+  });
+  const duration = point('gen_ai.client.operation.duration', ofCall)!;
+  expect(duration.unit).toBe('s');
+  expect(duration.count).toBeGreaterThanOrEqual(1);
+  expect(duration.attributes['error.type']).toBeUndefined();
 
   // Redis commands made for the run are in its trace (ioredis instrumentation).
   expect(
@@ -350,7 +488,7 @@ it('exports no secret, URL query, prompt, completion or node output; Redis spans
       expect(String(s.attributes[key] ?? ''), `${key} of ${s.name}`).not.toMatch(/[?#@]/);
   }
   const byId = new Map(trace.map((s) => [s.spanId, s]));
-  const toolCall = trace.find((s) => s.name === 'tool http')!;
+  const toolCall = trace.find((s) => s.name === 'execute_tool http')!;
   const outgoing = trace.find((s) => byId.get(s.parentSpanId) === toolCall && s.attributes['url.full'])!;
   expect(outgoing.attributes).toMatchObject({ 'url.full': `${tools.url}/echo`, 'url.path': '/echo' });
   expect(server('/healthz')!.attributes['http.request.method']).toBe('GET');

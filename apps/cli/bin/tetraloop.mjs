@@ -49,13 +49,19 @@ function runsBuild() {
 }
 
 /**
- * Whether OpenTelemetry tracing is asked for (as `startTracing` decides). Its instrumentations
- * hook modules such as `ioredis` as they load, which the bundle does not load as modules: a
- * traced process runs the per-module build.
+ * Whether OpenTelemetry traces or metrics are asked for (as `startTracing` decides). Its
+ * instrumentations hook modules such as `ioredis` as they load, which the bundle does not load as
+ * modules, and the bundle skips `startTracing`: such a process runs the per-module build.
  */
 function tracingConfigured(env = process.env) {
-  if (env.OTEL_SDK_DISABLED === 'true' || env.OTEL_TRACES_EXPORTER === 'none') return false;
-  return Boolean(env.OTEL_EXPORTER_OTLP_ENDPOINT || env.OTEL_EXPORTER_OTLP_TRACES_ENDPOINT);
+  if (env.OTEL_SDK_DISABLED === 'true') return false;
+  const traces =
+    env.OTEL_TRACES_EXPORTER !== 'none' &&
+    Boolean(env.OTEL_EXPORTER_OTLP_ENDPOINT || env.OTEL_EXPORTER_OTLP_TRACES_ENDPOINT);
+  const metrics =
+    env.OTEL_METRICS_EXPORTER !== 'none' &&
+    Boolean(env.OTEL_EXPORTER_OTLP_ENDPOINT || env.OTEL_EXPORTER_OTLP_METRICS_ENDPOINT);
+  return traces || metrics;
 }
 
 const BUNDLE = new URL('../dist/bundle/main.js', import.meta.url);

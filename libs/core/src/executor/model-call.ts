@@ -10,8 +10,7 @@ import { MODEL_VARIABLES } from '../model/model-config.js';
 import type { ModelOutcome, RunUsageSoFar } from '../nodes/index.js';
 import { lessonsForModelCall } from '../reflect/lesson-effects.js';
 import { metrics, observeModelCall } from '../telemetry/metrics.js';
-import { SpanKind, context, trace } from '@opentelemetry/api';
-import { failSpan, tracer } from '../telemetry/tracing.js';
+import { callIn, endChat, startChat } from '../telemetry/genai.js';
 import { failedCallEnd, passFlow } from './flow-gate.js';
 import { costFields, costGate, recordModelCost } from './model-cost.js';
 import { limitFor, type NodeContext } from './node-context.js';
@@ -83,25 +82,15 @@ export async function callModel(
       .catch(() => undefined);
   };
   const timer = setInterval(flush, DELTA_FLUSH_MS);
-  // A model call's span, with the OpenTelemetry GenAI semantic conventions.
-  const span = tracer.startSpan(`chat ${modelName}`, {
-    kind: SpanKind.CLIENT,
-    attributes: {
-      'gen_ai.operation.name': 'chat',
-      'gen_ai.provider.name': 'openai',
-      'gen_ai.request.model': modelName,
-      ...(call.temperature !== undefined ? { 'gen_ai.request.temperature': call.temperature } : {}),
-    },
-  });
+  // A model call's span and metrics, with the OpenTelemetry GenAI semantic conventions.
+  const chat = startChat(modelName, call.temperature);
+  let ended = false;
   try {
-    const result = await context.with(trace.setSpan(context.active(), span), () =>
+    const result = await callIn(chat, () =>
       model.chat({ ...call, signal, onDelta: (text) => (pending += text) }),
     );
-    span.setAttributes({
-      'gen_ai.response.model': result.model,
-      'gen_ai.usage.input_tokens': result.usage.promptTokens,
-      'gen_ai.usage.output_tokens': result.usage.completionTokens,
-    });
+    endChat(chat, { answer: result });
+    ended = true;
     await flow.pass?.end({
       succeeded: true,
       usedTokens: result.usage.promptTokens + result.usage.completionTokens,
@@ -120,14 +109,14 @@ export async function callModel(
     return { ok: true, result, ...(costNanoUsd !== undefined ? { costNanoUsd } : {}) };
   } catch (err) {
     const error = err instanceof ToolError ? err.toData() : toErrorData(err);
-    failSpan(span, error.code, error.message);
+    // The model call's own failure (not one of the bookkeeping after its answer).
+    if (!ended) endChat(chat, { errorType: error.code, message: error.message });
     await flow.pass?.end(failedCallEnd(error));
     if (error.code !== 'aborted') metrics.modelCallErrors.inc({ model: modelName, code: error.code });
     if (ctx.runSignal.aborted) return { ok: false, error: { code: 'aborted', message: 'run aborted' } };
     if (timeout.aborted) return { ok: false, error: limitError(limit, 'model call') };
     return { ok: false, error };
   } finally {
-    span.end();
     clearInterval(timer);
     flush();
     await flushing;

@@ -29,6 +29,7 @@ import { SECRETS_OFF_MESSAGE, SecretStoreError, type ResolvedSecrets } from '../
 import type { ExecutorDeps } from './deps.js';
 import { lessonsForCall, probed, type RateLimitFix } from '../reflect/lesson-effects.js';
 import { failSpan, inSpan } from '../telemetry/tracing.js';
+import { toolCallAttributes } from '../telemetry/genai.js';
 import { failedCallEnd, passFlow } from './flow-gate.js';
 import { invokeTool } from './invoke-tool.js';
 import { OwnJobNeeded } from './handoff.js';
@@ -204,11 +205,15 @@ export async function callTool(
     limitMs: limit.ms,
   });
   if (!flow.ok) return flow;
+  // The call's span, by the GenAI conventions (`execute_tool <tool>`).
   const outcome = await inSpan(
-    `tool ${tool.name}`,
+    `execute_tool ${tool.name}`,
     {
       attributes: {
-        'tetraloop.tool.name': tool.name,
+        ...toolCallAttributes(
+          { name: tool.name, custom: isCustomTool(tool) },
+          call.callId ?? `${ctx.node.id}:${call.index ?? '0'}`,
+        ),
         ...(target !== undefined ? { 'server.address': target } : {}),
       },
     },

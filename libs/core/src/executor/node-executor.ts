@@ -21,6 +21,7 @@ import { NodeJobData } from '../queues/catalog.js';
 import { enqueueNodes, nodeJobAttempts, wakeParkedNodes } from '../queues/run-jobs.js';
 import { metrics } from '../telemetry/metrics.js';
 import { failSpan, inSpan, traceCarrier, type TraceCarrier } from '../telemetry/tracing.js';
+import { underRunSpan } from '../telemetry/run-span.js';
 import { readBlobs, withOutputBlob } from './blob-reads.js';
 import { retryTableFor, type ExecutorDeps } from './deps.js';
 import { announce, attemptRecord, nowIso, scopeOf, snapshotOf, type NodeContext } from './node-context.js';
@@ -119,10 +120,12 @@ async function inNodeSpan(
   parent: TraceCarrier | undefined,
 ): Promise<ExecutionResult> {
   const { data } = execution;
+  // A child of the run's `invoke_agent` span (whose trace `parent` is in), linked to the span that
+  // released the node: the root job's pass, or the node whose completion made it ready.
   return inSpan(
     `node ${data.nodeId}`,
     {
-      ...(parent ? { parent } : {}),
+      ...(parent ? underRunSpan(data.runId, parent, parent) : {}),
       attributes: {
         'tetraloop.run.id': data.runId,
         'tetraloop.node.id': data.nodeId,

@@ -17,7 +17,8 @@ import { enqueueDeadline, enqueueRunRoot, removeDeadline, wakeParkedNodes } from
 import type { OutcomeState, RunHeader } from '../state/runs/run-read-model.js';
 import type { WindowState } from '../state/runs/run-plan.js';
 import { metrics } from '../telemetry/metrics.js';
-import { inSpan } from '../telemetry/tracing.js';
+import { recordSettledRun, underRunSpan } from '../telemetry/run-span.js';
+import { inSpan, tracingOn } from '../telemetry/tracing.js';
 import { retainBlobs } from './blob-reads.js';
 import { admitRun, releaseRun } from './run-admission.js';
 import type { ExecutorDeps } from './deps.js';
@@ -38,12 +39,18 @@ export async function executePlanJob(
 ): Promise<RunJobResult> {
   if (job.name === JOB.deadline) return fireDeadline(deps, job);
   const data = RunJobData.parse(job.data);
-  // The run's own span, a child of the request (or job) that made the run: each pass of its root
-  // job is one (`start`, then `finalize` once every node is done).
+  // Each pass of the root job (`start`, then `finalize` once every node is done) is a span under
+  // the run's `invoke_agent` span, in the trace the run was created in (stored with the run: a
+  // resumed run's root job was enqueued in another trace), linked to what enqueued the job. A
+  // root job added beside the create may run before the create has landed: then the job's own
+  // context is the one the run is being created in.
+  const created = tracingOn()
+    ? (((await deps.store.traceFacts(data.runId)) ?? { created: data.trace }).created ?? undefined)
+    : undefined;
   return inSpan(
     `run ${data.step}`,
     {
-      ...(data.trace ? { parent: data.trace } : {}),
+      ...underRunSpan(data.runId, created, data.trace),
       attributes: {
         'tetraloop.run.id': data.runId,
         'tetraloop.generation': data.generation,
@@ -260,6 +267,7 @@ async function settleUnplanned(deps: ExecutorDeps, runId: string): Promise<RunSt
   const ended = await deps.store.endUnstarted(runId, null, nowIso());
   if (ended.settled) await remember(deps, runId);
   if (ended.settled) await agentEnded(deps, runId, ended.status);
+  if (ended.settled) await recordSettledRun(deps.store, runId);
   await releaseRun(deps, runId);
   await deps.webhooks?.runFinished(runId);
   deps.logger.info({ runId, status: ended.status }, 'run ended before it was planned');
@@ -273,6 +281,7 @@ async function rejectPlan(deps: ExecutorDeps, runId: string, error: RunError): P
   const ended = await deps.store.endUnstarted(runId, error, nowIso());
   if (ended.settled) await remember(deps, runId);
   if (ended.settled) await agentEnded(deps, runId, ended.status);
+  if (ended.settled) await recordSettledRun(deps.store, runId);
   await releaseRun(deps, runId);
   await deps.webhooks?.runFinished(runId);
   deps.logger.info({ runId, issues: error.issues?.length ?? 0 }, 'plan rejected');
@@ -533,6 +542,7 @@ async function finalize(
     await removeDeadline(deps.queues, plan.runId, generation);
     deps.logger.info({ runId: plan.runId, status }, 'run settled');
     if (!state.sessionKey) await agentEnded(deps, plan.runId, final.status);
+    await recordSettledRun(deps.store, plan.runId);
   }
   // Given back on every pass that finds the run settled, so a crash after settling leaks nothing.
   await releaseRun(deps, plan.runId, plan.tenant);

@@ -178,6 +178,8 @@ export interface ToolCallOptions {
    * call's `Idempotency-Key` differ from every other call's and stay the same across its retries.
    */
   readonly index?: string;
+  /** The model's id for the call, when a model asked for it (an agent's calls). */
+  readonly callId?: string;
   /**
    * The `{"$secret"}` references of the args as the graph declares them, found before references
    * were resolved: only these places are filled in, at call time, with the tenant's secrets.

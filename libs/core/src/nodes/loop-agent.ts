@@ -177,7 +177,11 @@ export function agentIteration(
               : !before.ok
                 ? before
                 : await agentCall(before.args, (secrets) =>
-                    run.callTool(tool, before.args, usage.toolTimeMs, { index: `${n}.${i}`, secrets }),
+                    run.callTool(tool, before.args, usage.toolTimeMs, {
+                      index: `${n}.${i}`,
+                      callId: c.id,
+                      secrets,
+                    }),
                   );
           if (before?.ok) await run.afterToolCall(name, before.args, out);
           await run.event('tool.result', {

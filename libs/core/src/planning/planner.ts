@@ -12,7 +12,7 @@ import type { Topology } from '../graph/topology.js';
 import type { ChatMessage, ModelClient, ModelUsage, ThinkingOptions } from '../model/model-client.js';
 import { NODE_KINDS, type ExecutableGraph, type Graph } from '../nodes/index.js';
 import { observeModelCall } from '../telemetry/metrics.js';
-import { inChatSpan } from '../telemetry/tracing.js';
+import { inChatSpan } from '../telemetry/genai.js';
 import type { ToolRegistry } from '../tools/tool.js';
 import { plannerMessages, repairMessage, type PlannerPromptInput } from './planner-prompt.js';
 

@@ -39,6 +39,7 @@ import { WebhookStoreError, type WebhookStore } from '../state/webhook-store.js'
 import type { ToolRegistry } from '../tools/tool.js';
 import { taskBounds, type RunRequest } from './run-request.js';
 import { rerunSet, rerunStart } from './rerun-set.js';
+import { recordSettledRun } from '../telemetry/run-span.js';
 
 export class GraphRejectedError extends Error {
   constructor(readonly issues: readonly ValidationIssue[]) {
@@ -387,7 +388,8 @@ export class RunService {
 
   /** Ends a run that never started: cancelled, with every node marked so, settled at once. */
   async cancelUnstarted(runId: string, reason: string): Promise<void> {
-    await this.deps.store.endUnstarted(runId, cancelledError(reason), new Date().toISOString());
+    const ended = await this.deps.store.endUnstarted(runId, cancelledError(reason), new Date().toISOString());
+    if (ended.settled) await recordSettledRun(this.deps.store, runId);
     // No root job will settle it: it is announced here (a repeat of this call announces again).
     await this.deps.outbox?.runFinished(runId);
   }

@@ -1,18 +1,23 @@
 /**
  * Traces, through the OpenTelemetry API only: without an SDK registered (no
  * `OTEL_EXPORTER_OTLP_ENDPOINT`, see apps/cli/src/tracing.ts) every call here is the API's no-op,
- * so tracing off costs next to nothing. A run is one trace: its context is carried in the data of
- * the jobs it enqueues (`trace`, a W3C `traceparent`), so a root job continues the request that
- * made the run, and a node job continues the job that released it — the span tree follows the graph.
+ * so tracing off costs next to nothing. A run is one trace under its `invoke_agent` span (see
+ * `run-span.ts`): its context is carried in the data of the jobs it enqueues (`trace`, a W3C
+ * `traceparent`), so every pass of its root job and every node job is a child of the run's span,
+ * linked to the span that released it.
  */
 import {
+  ROOT_CONTEXT,
   SpanKind,
   SpanStatusCode,
   context,
   propagation,
   trace,
   type Attributes,
+  type Context,
+  type Link,
   type Span,
+  type SpanOptions,
 } from '@opentelemetry/api';
 import { z } from 'zod';
 
@@ -50,6 +55,8 @@ export async function inSpan<T>(
     readonly kind?: SpanKind;
     readonly attributes?: Attributes;
     readonly parent?: TraceCarrier;
+    /** Related spans that are not the parent (the node that released this one). */
+    readonly links?: readonly TraceCarrier[];
     readonly expected?: (err: unknown) => boolean;
   },
   work: (span: Span) => Promise<T>,
@@ -60,6 +67,7 @@ export async function inSpan<T>(
     {
       kind: options.kind ?? SpanKind.INTERNAL,
       ...(options.attributes ? { attributes: options.attributes } : {}),
+      ...(options.links?.length ? { links: options.links.flatMap(linkTo) } : {}),
     },
     parent,
     async (span) => {
@@ -82,33 +90,69 @@ export async function inSpan<T>(
   );
 }
 
-export { SpanKind };
+/** A link to the span a carrier names; none for a carrier that names no valid span. */
+function linkTo(carrier: TraceCarrier): Link[] {
+  const linked = trace.getSpanContext(propagation.extract(ROOT_CONTEXT, carrier));
+  return linked && trace.isSpanContextValid(linked) ? [{ context: linked }] : [];
+}
+
+/** The ids a tracer gives new spans (the SDK's `IdGenerator`). */
+export interface SpanIdSource {
+  generateTraceId(): string;
+  generateSpanId(): string;
+}
 
 /**
- * A model call in a span with the OpenTelemetry GenAI semantic conventions (`chat <model>`): the
- * request's model, the answer's model and token usage, the error class when it fails.
+ * The SDK's id generator (apps/cli/src/tracing.ts gives it to the tracer provider): random ids,
+ * except for a span started inside `withIds`, which gets the ids given there. The run's span is
+ * recorded at settle with ids every process could compute from the run before (`run-span.ts`);
+ * the SDK lets no other way choose a span's id. `startSpan` draws its ids synchronously, so the
+ * pinned ids go to that one span and no other.
  */
-export function inChatSpan<
-  T extends { model: string; usage: { promptTokens: number; completionTokens: number } },
->(model: string, work: () => Promise<T>): Promise<T> {
-  return inSpan(
-    `chat ${model}`,
-    {
-      kind: SpanKind.CLIENT,
-      attributes: {
-        'gen_ai.operation.name': 'chat',
-        'gen_ai.provider.name': 'openai',
-        'gen_ai.request.model': model,
-      },
-    },
-    async (span) => {
-      const result = await work();
-      span.setAttributes({
-        'gen_ai.response.model': result.model,
-        'gen_ai.usage.input_tokens': result.usage.promptTokens,
-        'gen_ai.usage.output_tokens': result.usage.completionTokens,
-      });
-      return result;
-    },
-  );
+export class SpanIds implements SpanIdSource {
+  private pinned: { traceId: string; spanId: string } | undefined;
+
+  constructor(private readonly random: SpanIdSource) {}
+
+  generateTraceId(): string {
+    return this.pinned?.traceId ?? this.random.generateTraceId();
+  }
+
+  generateSpanId(): string {
+    return this.pinned?.spanId ?? this.random.generateSpanId();
+  }
+
+  withIds<T>(ids: { traceId: string; spanId: string }, start: () => T): T {
+    this.pinned = ids;
+    try {
+      return start();
+    } finally {
+      this.pinned = undefined;
+    }
+  }
 }
+
+let spanIds: SpanIds | undefined;
+
+/** The id generator of this process's tracer provider; registering it turns `tracingOn()` on. */
+export function registerSpanIds(random: SpanIdSource): SpanIds {
+  spanIds = new SpanIds(random);
+  return spanIds;
+}
+
+/** Whether this process exports traces (an SDK registered with `registerSpanIds`). */
+export function tracingOn(): boolean {
+  return spanIds !== undefined;
+}
+
+/** Starts a span with the ids given, where the SDK's id generator is this module's. */
+export function startSpanWithIds(
+  ids: { traceId: string; spanId: string },
+  name: string,
+  options: SpanOptions,
+  parent: Context,
+): Span | undefined {
+  return spanIds?.withIds(ids, () => tracer.startSpan(name, options, parent));
+}
+
+export { SpanKind };

@@ -22,6 +22,7 @@ import { DEFAULT_PRIORITY } from '../../flow/limits.js';
 import { queuedRunsKey, runSearchKeys, tenantRunsKey } from '../keys.js';
 import { slotMulti } from '../slot-multi.js';
 import { pendingJson, snapshotJson, type RunContext } from './run-context.js';
+import { traceCarrier } from '../../telemetry/tracing.js';
 
 export interface NewRun {
   readonly runId: string;
@@ -194,5 +195,15 @@ function recordOf(run: NewRun, options: RunContext['options']) {
     generation: '0',
     eventsMax: String(options.eventsMax ?? 10_000),
     ...(options.configVersion ? { configVersion: options.configVersion } : {}),
+    ...traceField(),
   };
+}
+
+/**
+ * The trace the run is created in (the request's, or the job's that made it), when traced: the
+ * trace of the run's `invoke_agent` span and that span's parent (see telemetry/run-span.ts).
+ */
+function traceField(): { trace: string } | Record<string, never> {
+  const traced = traceCarrier();
+  return traced.trace ? { trace: JSON.stringify(traced.trace) } : {};
 }

@@ -26,6 +26,8 @@ import { RunWebhook } from '../../domain/webhook.js';
 import { DEFAULT_PRIORITY } from '../../flow/limits.js';
 import { tenantRunsKey } from '../keys.js';
 import { slotMulti } from '../slot-multi.js';
+import { TraceCarrier } from '../../telemetry/tracing.js';
+import type { RunTraceFacts } from '../../telemetry/run-span.js';
 import { multiReplies, parseJson, type RunContext } from './run-context.js';
 
 export type TaskState = TaskSpec & { planned: boolean; replanRequest: unknown };
@@ -226,6 +228,30 @@ export class RunReadModel {
       // Only a task run has a mode.
       mode: mode === null || mode === undefined ? null : taskMode(mode),
       hasWebhook: webhook !== null && webhook !== undefined,
+    };
+  }
+
+  /** What the run's `invoke_agent` span is made from; null for an unknown run. */
+  async traceFacts(runId: string): Promise<RunTraceFacts | null> {
+    const fields = await this.ctx.redis.hmget(
+      this.ctx.keysOf(runId).meta,
+      'status',
+      'agentId',
+      'sessionKey',
+      'createdAt',
+      'trace',
+      'error',
+    );
+    const [status, agentId, sessionKey, createdAt, trace, error] = fields;
+    if (!status) return null;
+    const created = TraceCarrier.safeParse(parseJson(trace));
+    return {
+      status: RunStatus.parse(status),
+      agentId: agentId ?? 'main',
+      sessionKey: sessionKey ?? null,
+      createdAt: createdAt ?? '',
+      created: created.success ? created.data : null,
+      error: error ? RunError.parse(JSON.parse(error)) : null,
     };
   }
 
