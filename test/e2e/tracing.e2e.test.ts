@@ -67,6 +67,7 @@ const SECRET_CORE = randomBytes(12).toString('hex');
 const SECRET = `tok/${SECRET_CORE}+=`;
 const PROMPT_MARK = `prompt-${randomBytes(8).toString('hex')}`;
 const COMPLETION_MARK = `completion-${randomBytes(8).toString('hex')}`;
+const SESSION_MARK = `session-${randomBytes(8).toString('hex')}`;
 
 const valueOf = (v: OtlpValue): string | number | boolean | undefined =>
   v.stringValue ?? (v.intValue !== undefined ? Number(v.intValue) : v.boolValue);
@@ -169,10 +170,20 @@ beforeAll(async () => {
   await startReceiver();
   tools = await startToolServer();
   model = await startModelServer({
-    script: (r) => ({
-      content: r.messages.some((m) => m.content?.includes(PROMPT_MARK)) ? COMPLETION_MARK : 'traced',
-      usage: { promptTokens: 12, completionTokens: 3 },
-    }),
+    script: (r) => {
+      const usage = { promptTokens: 12, completionTokens: 3 };
+      // The session's agent: one call of the json tool, then its answer.
+      const last = r.messages.at(-1);
+      if (last?.role === 'user' && last.content?.includes(SESSION_MARK)) {
+        const tools = (r.tools ?? []) as { function: { name: string } }[];
+        const json = tools.find((t) => t.function.name.includes('json'))?.function.name ?? 'json';
+        return { content: '', toolCalls: [{ name: json, arguments: { value: { ok: true } } }], usage };
+      }
+      return {
+        content: r.messages.some((m) => m.content?.includes(PROMPT_MARK)) ? COMPLETION_MARK : 'traced',
+        usage,
+      };
+    },
   });
   const port = await freePort();
   apiUrl = `http://127.0.0.1:${port}`;
@@ -371,6 +382,58 @@ it('makes one trace of a run, across the API and a worker process, whose span tr
   expect(
     trace.some((s) => s.attributes['db.system'] === 'redis' || s.attributes['db.system.name'] === 'redis'),
   ).toBe(true);
+}, 60_000);
+
+it("names a session run's conversation, and an agent's tool call by the model's call id", async () => {
+  const traceId = randomBytes(16).toString('hex');
+  const sessionId = `desk-${randomBytes(4).toString('hex')}`;
+  const posted = await fetch(`${apiUrl}/v1/sessions/${sessionId}/messages`, {
+    method: 'POST',
+    headers: {
+      'content-type': 'application/json',
+      traceparent: `00-${traceId}-${randomBytes(8).toString('hex')}-01`,
+    },
+    body: JSON.stringify({ text: `look it up ${SESSION_MARK}` }),
+  });
+  const answer = (await posted.json()) as { runId?: string };
+  expect(posted.status, JSON.stringify(answer)).toBe(202);
+  const runId = answer.runId!;
+  const done = await fetch(`${apiUrl}/v1/runs/${runId}/wait?timeoutMs=30000`).then(
+    (r) => r.json() as Promise<{ status: string }>,
+  );
+  expect(done.status).toBe('succeeded');
+  const ofRun = (): ReceivedSpan[] =>
+    spans.filter((s) => s.traceId === traceId || s.attributes['tetraloop.run.id'] === runId);
+  await expect
+    .poll(() => ofRun().some((s) => s.name.startsWith('invoke_agent ')), { timeout: 20_000, interval: 100 })
+    .toBe(true);
+  const invoke = ofRun().find((s) => s.name.startsWith('invoke_agent '))!;
+  expect(invoke.attributes).toMatchObject({
+    'gen_ai.operation.name': 'invoke_agent',
+    'gen_ai.conversation.id': sessionId,
+    'tetraloop.run.id': runId,
+  });
+  // The agent's tool call and model calls: under its node, under the run's span.
+  await expect
+    .poll(() => spans.filter((s) => s.traceId === invoke.traceId && s.name.startsWith('execute_tool ')), {
+      timeout: 20_000,
+      interval: 100,
+    })
+    .toHaveLength(1);
+  const trace = spans.filter((s) => s.traceId === invoke.traceId);
+  const byId = new Map(trace.map((s) => [s.spanId, s]));
+  const descends = (s: ReceivedSpan): boolean => {
+    for (let up = byId.get(s.parentSpanId); up; up = byId.get(up.parentSpanId))
+      if (up === invoke) return true;
+    return false;
+  };
+  const toolCall = trace.find((s) => s.name.startsWith('execute_tool '))!;
+  expect(toolCall.attributes['gen_ai.tool.call.id']).toMatch(/^call_\d+$/);
+  expect(toolCall.attributes['gen_ai.tool.type']).toBe('extension');
+  expect(descends(toolCall)).toBe(true);
+  const chats = trace.filter((s) => s.name.startsWith('chat '));
+  expect(chats.length).toBeGreaterThanOrEqual(2);
+  for (const chat of chats) expect(descends(chat), chat.name).toBe(true);
 }, 60_000);
 
 it('marks a failed node with its error class', async () => {
