@@ -38,7 +38,7 @@ export const CLI_SETTINGS = {
     group: 'tracing',
     file: '',
     readBy: ['api', 'workers', 'dev'],
-    doc: 'Set: spans go over OTLP/HTTP to this collector (environment only: tracing starts before the config file is read).',
+    doc: 'Set: spans and the GenAI client metrics go over OTLP/HTTP to this collector (environment only: tracing starts before the config file is read).',
     schema: optionalText,
   }),
   OTEL_EXPORTER_OTLP_TRACES_ENDPOINT: setting({
@@ -46,6 +46,28 @@ export const CLI_SETTINGS = {
     file: '',
     readBy: ['api', 'workers', 'dev'],
     doc: 'As `OTEL_EXPORTER_OTLP_ENDPOINT`, for traces only.',
+    schema: optionalText,
+  }),
+  OTEL_EXPORTER_OTLP_METRICS_ENDPOINT: setting({
+    group: 'tracing',
+    file: '',
+    readBy: ['api', 'workers', 'dev'],
+    doc: 'As `OTEL_EXPORTER_OTLP_ENDPOINT`, for metrics only (`gen_ai.client.token.usage`, `gen_ai.client.operation.duration`).',
+    schema: optionalText,
+  }),
+  OTEL_METRICS_EXPORTER: setting({
+    group: 'tracing',
+    file: '',
+    readBy: ['api', 'workers', 'dev'],
+    doc: '`none` turns the OTLP metrics off whatever the endpoint.',
+    schema: optionalText,
+  }),
+  OTEL_METRIC_EXPORT_INTERVAL: setting({
+    group: 'tracing',
+    file: '',
+    readBy: ['api', 'workers', 'dev'],
+    defaultText: '60000',
+    doc: 'Milliseconds between two OTLP exports of the metrics.',
     schema: optionalText,
   }),
   OTEL_TRACES_EXPORTER: setting({
@@ -59,7 +81,7 @@ export const CLI_SETTINGS = {
     group: 'tracing',
     file: '',
     readBy: ['api', 'workers', 'dev'],
-    doc: '`true` turns tracing off whatever the endpoint.',
+    doc: '`true` turns tracing and the OTLP metrics off whatever the endpoint.',
     schema: optionalText,
   }),
   OTEL_SERVICE_NAME: setting({
@@ -67,7 +89,7 @@ export const CLI_SETTINGS = {
     file: '',
     readBy: ['api', 'workers', 'dev'],
     defaultText: 'tetraloop-<command>',
-    doc: "The spans' `service.name`.",
+    doc: "The spans' and metrics' `service.name`.",
     schema: optionalText,
   }),
   OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT: setting({
