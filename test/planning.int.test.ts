@@ -24,7 +24,7 @@ let server: ToolServer;
 
 /** Answers planner calls (they ask for structured output named "graph") with `plan`, the rest with `other`. */
 let planner: (request: ChatRequest, index: number) => ScriptedReply = () => ({ content: '{}' });
-let other: (request: ChatRequest) => ScriptedReply = () => ({ content: 'ok' });
+let other: (request: ChatRequest) => ScriptedReply | Promise<ScriptedReply> = () => ({ content: 'ok' });
 const isPlannerCall = (r: ChatRequest): boolean =>
   (r.response_format as { json_schema?: { name?: string } } | undefined)?.json_schema?.name === 'graph';
 
@@ -41,6 +41,8 @@ beforeAll(async () => {
       TETRALOOP_PLANNER_MODEL: 'scripted-planner',
       TETRALOOP_MODEL_MAX_RETRIES: '0',
       TETRALOOP_AGENT_TOOLS: JSON.stringify({ restricted: ['json'] }),
+      // Lessons read at every call, so one saved by a test is in effect at the next node.
+      TETRALOOP_LESSON_REFRESH_MS: '0',
     },
   });
 });
@@ -476,6 +478,70 @@ describe('lessons in planning', () => {
     expect(calls[1]!.messages.at(-1)!.content).toContain(`blocked by lesson ${hard.id}`);
     expect(doc.planning).toMatchObject({ lessonsVersion: 1, lessons: [hard.id, soft.id] });
     expect(server.hitsOf('l-a')).toHaveLength(0);
+  });
+  it('replans the remaining work when a hard lesson made after the plan blocks its next call', async () => {
+    const agentId = 'learner-late';
+    const host = new URL(server.url).host;
+    let round = 0;
+    // A model step first (not a call to the host the lesson will be about), answered only once
+    // the lesson exists.
+    const slow = { id: 'v-slow', kind: 'llm', prompt: 'think slowly' };
+    const isSlow = (r: ChatRequest): boolean => JSON.stringify(r.messages).includes('think slowly');
+    let release!: () => void;
+    const released = new Promise<void>((resolve) => (release = resolve));
+    other = async (request) => {
+      if (isSlow(request)) await released;
+      return { content: isSlow(request) ? 'thought' : 'ok' };
+    };
+    planner = () =>
+      round++ === 0
+        ? planReply({ nodes: [slow, fetchNode('v-next')], edges: [['v-slow', 'v-next']] })
+        : planReply({
+            nodes: [slow, { id: 'v-next', kind: 'tool', tool: 'json', args: { value: 'around' } }],
+            edges: [['v-slow', 'v-next']],
+          });
+    const before = model.requests.length;
+    const posted = await postRun(stack.url, { task: 'slow, then next', agentId });
+    expect(posted.status, JSON.stringify(posted.body)).toBe(202);
+    const runId = posted.body.runId as string;
+    await model.received(isSlow);
+    // While v-slow runs, a reflection makes a hard lesson about the host v-next calls; its one
+    // probe per interval is taken, so the call is refused rather than let through.
+    const now = new Date().toISOString();
+    const hard: Lesson = {
+      id: lessonId(agentId, 'service-down', { tool: 'http', host }),
+      agentId,
+      kind: 'hard',
+      rule: 'service-down',
+      scope: { tool: 'http', host },
+      statement: `${host} is down for http`,
+      cases: 3,
+      confidence: 0.9,
+      status: 'active',
+      evidence: ['a', 'b', 'c'],
+      missed: 0,
+      createdAt: now,
+      updatedAt: now,
+      version: 1,
+    };
+    const redis = new Redis(stack.env.REDIS_URL!);
+    const memory = new MemoryStore(redis, { prefix: stack.prefix, hotRuns: 200, useBonus: 0.05 });
+    await memory.saveReflection(agentId, [hard], true, now);
+    await memory.claimProbe(agentId, hard.id, 3_600_000);
+    redis.disconnect();
+    release();
+
+    const doc = await waitFor(stack.url, runId);
+    expect(doc.status, JSON.stringify(doc.error)).toBe('succeeded');
+    expect(doc.output).toEqual({ 'v-next': 'around' });
+    expect(doc.replans).toBe(1);
+    // The new plan was asked for with the refusal, and kept the slow node's result.
+    const calls = requestsSince(before).filter(isPlannerCall);
+    expect(calls).toHaveLength(2);
+    expect(calls[1]!.messages.at(-1)!.content).toContain(`blocked by lesson ${hard.id}`);
+    expect(requestsSince(before).filter(isSlow)).toHaveLength(1);
+    expect(server.hitsOf('v-next')).toHaveLength(0);
+    other = () => ({ content: 'ok' });
   });
 });
 

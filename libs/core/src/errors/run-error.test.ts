@@ -37,6 +37,7 @@ describe('run errors', () => {
     expect(ERROR_CODES.filter((c) => failureReplans(nodeError(c)))).toEqual([
       'budget_exhausted',
       'suspected_loop',
+      'blocked_by_lesson',
     ]);
     // Money spent stays spent across a replan: another plan would only fail again.
     for (const budget of ['costUsd', 'dailyCostUsd'] as const) {

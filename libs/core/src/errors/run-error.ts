@@ -90,11 +90,14 @@ export function runErrorForNode(nodeId: string, error: NodeErrorData | undefined
  * Whether a node failure of this class hands a task run back to the planner rather than ending it:
  * a spent budget or a suspected loop is a plan problem, not a tool problem. Money is the exception:
  * a replan does not give it back (spending survives replans), so another plan would only pay a
- * planner call to fail again.
+ * planner call to fail again. A call refused by a hard lesson voids the plan: the planner is
+ * checked against the lessons in effect, so the lesson came after the plan was made, and a new
+ * plan made under it goes around the service (a fixed graph, with no planner, fails with it).
  */
 export const failureReplans = (error: NodeErrorData): boolean =>
   (error.code === 'budget_exhausted' && error.budget !== 'costUsd' && error.budget !== 'dailyCostUsd') ||
-  error.code === 'suspected_loop';
+  error.code === 'suspected_loop' ||
+  error.code === 'blocked_by_lesson';
 
 export const deadlineError = (timeoutSeconds: number): RunError => ({
   code: 'timed_out',
