@@ -333,6 +333,15 @@ async function exampleOf(name: RouteName): Promise<Example> {
       return { path: '/v1/sources/none/events', ok: 0 };
     case 'sources.list':
       return { path: '/v1/sources', ok: 200 };
+    case 'a2a.card':
+      return { path: '/v1/a2a/main/.well-known/agent-card.json', ok: 200 };
+    case 'a2a.rpc':
+      // A JSON-RPC call answers 200 (another tenant's task is an A2A "task not found" inside it).
+      return {
+        path: '/v1/a2a/main',
+        body: { jsonrpc: '2.0', id: 1, method: 'tasks/get', params: { id: f.doneRun } },
+        ok: 200,
+      };
     case 'agents.reflect':
       return { path: '/v1/agents/main/reflect', ok: 202 };
     case 'agents.lessons':

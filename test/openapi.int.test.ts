@@ -541,6 +541,22 @@ describe('real answers match the documented schemas', () => {
     expect((await api('get', '/mcp')).status).toBe(405);
   });
 
+  it('A2A: the open card, an agent’s card, a JSON-RPC call', async () => {
+    const v1 = { 'a2a-version': '1.0' };
+    expect((await api('get', '/.well-known/agent-card.json', { key: null, headers: v1 })).status).toBe(200);
+    expect((await api('get', '/v1/a2a/main/.well-known/agent-card.json', { headers: v1 })).status).toBe(200);
+    expect((await api('get', '/v1/a2a/no%20agent/.well-known/agent-card.json')).status).toBe(400);
+    const runId = await submit({
+      graph: { nodes: [{ id: 'a', kind: 'tool', tool: 'json', args: { value: 1 } }] },
+    });
+    const got = await api('post', '/v1/a2a/main', {
+      headers: v1,
+      body: { jsonrpc: '2.0', id: 1, method: 'GetTask', params: { id: runId } },
+    });
+    expect(got.status).toBe(200);
+    expect(got.body).toMatchObject({ jsonrpc: '2.0', id: 1, result: { id: runId } });
+  });
+
   it('the open routes: health, readiness, metrics, the document', async () => {
     expect((await api('get', '/healthz', { key: null })).status).toBe(200);
     expect((await api('get', '/readyz', { key: null })).status).toBe(200);

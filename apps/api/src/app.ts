@@ -19,6 +19,7 @@ import { metricsText } from '@tetraloop/core/telemetry';
 import type { EventIntake, TriggerBook } from '@tetraloop/core/triggers';
 import type { Logger } from 'pino';
 import type { Queue, QueueEvents } from 'bullmq';
+import { a2aHandlers, WELL_KNOWN_CARD_PATH, wellKnownCard } from './a2a/a2a-router.js';
 import type { AdminBoard } from './admin.js';
 import type { Liveness, Readiness } from './answers.js';
 import { authenticate, authorize, bearerOf, sameSecret, type AuthSettings } from './auth.js';
@@ -151,6 +152,8 @@ export function createApp(deps: AppDeps): express.Express {
   mountApiReference(app, { maxWaitMs: deps.maxWaitMs });
   // The browser console: open too (its pages hold no data; they call /v1 with the person's key).
   mountConsole(app);
+  // The default agent's A2A card: open too (it names no tenant's data; docs/security.md).
+  app.get(WELL_KNOWN_CARD_PATH, wellKnownCard);
 
   // The raw body stays on the request: a webhook's signature is over its exact bytes. A body
   // not in UTF-8, or nested too deep, is refused before it is parsed: nothing after the parser
@@ -171,6 +174,7 @@ export function createApp(deps: AppDeps): express.Express {
     ...mapItemHandlers(deps),
     ...blobHandlers(deps),
     ...sessionHandlers(deps),
+    ...a2aHandlers(deps),
     ...memoryHandlers(deps),
     ...secretHandlers(deps),
     ...webhookHandlers(deps),

@@ -221,3 +221,14 @@ export const EventBody = EventRequest;
 export const TriggerBody = TriggerRequest;
 /** A trigger's id in a path (`trg_…`). */
 export const TriggerIdParam = TriggerId;
+
+/**
+ * An A2A call as the JSON-RPC transport takes it (`POST /v1/a2a/:agentId`); the SDK's transport
+ * checks the method's params.
+ */
+export const A2ARequest = z.looseObject({
+  jsonrpc: z.literal('2.0'),
+  id: z.union([z.string(), z.number().int(), z.null()]).optional(),
+  method: z.string(),
+  params: z.record(z.string(), z.unknown()).optional(),
+});

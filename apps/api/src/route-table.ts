@@ -71,6 +71,14 @@ export const ROUTES = {
   },
   'sources.event': { method: 'post', path: '/v1/sources/:name/events', access: 'signature' },
   'sources.list': { method: 'get', path: '/v1/sources', access: 'sessions:read' },
+  // A2A (docs/interop.md): an agent's card, and its JSON-RPC endpoint (methods that cancel or
+  // deliver a signal also need runs:write or signals:write).
+  'a2a.card': {
+    method: 'get',
+    path: '/v1/a2a/:agentId/.well-known/agent-card.json',
+    access: 'sessions:read',
+  },
+  'a2a.rpc': { method: 'post', path: '/v1/a2a/:agentId', access: 'sessions:write' },
   'agents.reflect': { method: 'post', path: '/v1/agents/:agentId/reflect', access: 'lessons:write' },
   'agents.lessons': { method: 'get', path: '/v1/agents/:agentId/lessons', access: 'runs:read' },
   'agents.memory': { method: 'get', path: '/v1/agents/:agentId/memory', access: 'runs:read' },

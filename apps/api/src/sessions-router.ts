@@ -68,7 +68,7 @@ export interface SessionsRouterDeps {
 export type RawBodyRequest = Request & { rawBody?: Buffer };
 
 /** The session the request names, within the caller's tenant: as the client names it and as stored. */
-function sessionOf(raw: unknown, res: Response): { name: string; stored: string } {
+function sessionOf(raw: unknown, res: Response): SessionName {
   const parsed = SessionKey.safeParse(raw);
   if (!parsed.success) throw zodToHttp(parsed.error, ['params', 'sessionKey']);
   return { name: parsed.data, stored: scopedName(callerOf(res).tenant, parsed.data) };
@@ -87,10 +87,67 @@ const agentConflict = (session: string, bound: string, asked: string): HttpError
     [{ path: 'agentId', message: `the session's agent is "${bound}"` }],
   );
 
+/** A session of the caller's tenant: as the client names it and as stored. */
+export interface SessionName {
+  readonly name: string;
+  readonly stored: string;
+}
+
+/**
+ * Takes a message into a session (through the sense queue) and answers with the lane's decision,
+ * as far as it came within the place timeout. Refusals are `HttpError`s (`409`, `422`, `429`).
+ */
+export async function placeMessage(
+  deps: SessionsRouterDeps,
+  tenant: string,
+  session: SessionName,
+  body: MessageBody,
+  eventId: string | undefined,
+): Promise<MessageAnswer> {
+  const { name, stored: sessionKey } = session;
+  // The session's agent: bound by its first message (the message's, else `main`). A message
+  // naming another agent than the bound one is refused; the agent must be one the caller may run.
+  const bound = await deps.sessionStore.agent(sessionKey);
+  if (bound !== null && body.agentId !== undefined && body.agentId !== bound) {
+    throw agentConflict(name, bound, body.agentId);
+  }
+  const agentId = bound ?? body.agentId ?? SESSION_AGENT;
+  await deps.runs.checkAgent(tenant, agentId);
+  deps.runs.checkModel(tenant, { agentId, model: body.model });
+  const job = await deps.senseQueue.add(
+    SENSE_JOB.message,
+    {
+      sessionKey,
+      message: { ...body, ...(eventId === undefined ? {} : { eventId }) },
+      // Every handling of this job (a redelivery after a crash) finds the run the first stored.
+      deliveryId: randomUUID(),
+    } satisfies SensePayload<typeof SENSE_JOB.message>,
+    { removeOnComplete: { age: 60 }, removeOnFail: { age: 3600 } },
+  );
+  const outcome = await waitForJob(deps.senseQueue, deps.senseEvents, job.id!, deps.placeTimeoutMs ?? 5000);
+  if (outcome.state === 'failed') {
+    throw new HttpError(422, 'message_failed', outcome.reason || 'the message could not be placed');
+  }
+  const placed = outcome.state === 'completed' ? (outcome.value as MessageResult) : undefined;
+  if (placed?.refused?.code === 'agent_conflict') {
+    throw agentConflict(name, placed.refused.agentId, body.agentId ?? SESSION_AGENT);
+  }
+  if (placed?.refused) {
+    const { limit } = placed.refused;
+    throw new HttpError(
+      429,
+      'lane_full',
+      `session "${name}" has ${limit} runs waiting in its lane, its most (TETRALOOP_FOLLOWUP_CAP = ${limit}); nothing was stored: send it again once one has started, or with mode "collect" or "steer"`,
+      [{ path: 'mode', message: `limit: ${limit}` }],
+    );
+  }
+  return placed ? outward(placed) : { sessionKey: name, queued: true };
+}
+
 export function sessionHandlers(deps: SessionsRouterDeps): Partial<Record<RouteName, RequestHandler>> {
   // Messages go through the sense queue (L1); the answer waits for the lane's decision.
   const message: RequestHandler = async (req, res) => {
-    const { name, stored: sessionKey } = sessionOf(req.params.sessionKey, res);
+    const session = sessionOf(req.params.sessionKey, res);
     const body = MessageBody.safeParse(req.body);
     if (!body.success) throw zodToHttp(body.error);
     // An Idempotency-Key is the message's id, as its eventId is: a retry with it is seen as one.
@@ -102,44 +159,7 @@ export function sessionHandlers(deps: SessionsRouterDeps): Partial<Record<RouteN
       ]);
     }
     const eventId = body.data.eventId ?? key.data;
-    // The session's agent: bound by its first message (the message's, else `main`). A message
-    // naming another agent than the bound one is refused; the agent must be one the caller may run.
-    const { tenant } = callerOf(res);
-    const bound = await deps.sessionStore.agent(sessionKey);
-    if (bound !== null && body.data.agentId !== undefined && body.data.agentId !== bound) {
-      throw agentConflict(name, bound, body.data.agentId);
-    }
-    const agentId = bound ?? body.data.agentId ?? SESSION_AGENT;
-    await deps.runs.checkAgent(tenant, agentId);
-    deps.runs.checkModel(tenant, { agentId, model: body.data.model });
-    const job = await deps.senseQueue.add(
-      SENSE_JOB.message,
-      {
-        sessionKey,
-        message: { ...body.data, ...(eventId === undefined ? {} : { eventId }) },
-        // Every handling of this job (a redelivery after a crash) finds the run the first stored.
-        deliveryId: randomUUID(),
-      } satisfies SensePayload<typeof SENSE_JOB.message>,
-      { removeOnComplete: { age: 60 }, removeOnFail: { age: 3600 } },
-    );
-    const outcome = await waitForJob(deps.senseQueue, deps.senseEvents, job.id!, deps.placeTimeoutMs ?? 5000);
-    if (outcome.state === 'failed') {
-      throw new HttpError(422, 'message_failed', outcome.reason || 'the message could not be placed');
-    }
-    const placed = outcome.state === 'completed' ? (outcome.value as MessageResult) : undefined;
-    if (placed?.refused?.code === 'agent_conflict') {
-      throw agentConflict(name, placed.refused.agentId, body.data.agentId ?? SESSION_AGENT);
-    }
-    if (placed?.refused) {
-      const { limit } = placed.refused;
-      throw new HttpError(
-        429,
-        'lane_full',
-        `session "${name}" has ${limit} runs waiting in its lane, its most (TETRALOOP_FOLLOWUP_CAP = ${limit}); nothing was stored: send it again once one has started, or with mode "collect" or "steer"`,
-        [{ path: 'mode', message: `limit: ${limit}` }],
-      );
-    }
-    const answer: MessageAnswer = placed ? outward(placed) : { sessionKey: name, queued: true };
+    const answer = await placeMessage(deps, callerOf(res).tenant, session, body.data, eventId);
     res.status(202).json(answer);
   };
 

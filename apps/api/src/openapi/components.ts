@@ -82,6 +82,7 @@ import {
 } from '../answers.js';
 import { McpMessage } from '../mcp/mcp-messages.js';
 import {
+  A2ARequest,
   FeedbackBody,
   KeyBody,
   LessonPatch,
@@ -186,6 +187,7 @@ export const REQUEST_SCHEMAS = {
   RerunBody,
   SignalPayload,
   McpMessage,
+  A2ARequest,
 } as const satisfies Record<string, z.ZodType>;
 
 /**

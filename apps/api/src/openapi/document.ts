@@ -291,6 +291,11 @@ export function openApiDocument(settings: OperationSettings = { maxWaitMs: DEFAU
         description: 'Runs: submit, read, wait, follow, cancel, resume, signal; large outputs.',
       },
       { name: 'sessions', description: 'Sessions, their lanes and transcripts; event sources.' },
+      {
+        name: 'a2a',
+        description:
+          'A2A (Agent2Agent): agent cards and the JSON-RPC endpoint, v1.0 and v0.3 (docs/interop.md#a2a).',
+      },
       { name: 'memory', description: 'The reflect loop: feedback, lessons, memory.' },
       { name: 'secrets', description: 'Each tenant’s secrets, write-only.' },
       {

@@ -4,6 +4,7 @@
  */
 import { z } from 'zod';
 import { CONSOLE_PAGES, CONSOLE_SCRIPT_PATH, CONSOLE_STYLE_PATH } from '@tetraloop/console';
+import { WELL_KNOWN_CARD_PATH } from '../a2a/card.js';
 import { Liveness, Readiness } from '../answers.js';
 import type { OperationSpec, ParameterSpec } from './operations.js';
 
@@ -139,6 +140,18 @@ export const OPEN_OPERATIONS: Readonly<Record<string, OpenOperation>> = {
       tag: 'console',
       summary: 'The console’s style sheet',
       answers: { 200: { description: 'The style sheet.', media: 'text/css' } },
+      errors: {},
+    },
+  },
+  'a2a.well-known-card': {
+    method: 'get',
+    path: WELL_KNOWN_CARD_PATH,
+    operation: {
+      tag: 'a2a',
+      summary: 'The default agent’s A2A Agent Card (agent `main`)',
+      description:
+        'The same card for every caller: it names agent `main`, its JSON-RPC endpoint `/v1/a2a/main` (which asks for an API key) and the bearer scheme; nothing of any tenant. v1.0 with `A2A-Version: 1.0`, v0.3 without. See docs/interop.md#a2a.',
+      answers: { 200: { description: 'The Agent Card.', anyJson: true } },
       errors: {},
     },
   },

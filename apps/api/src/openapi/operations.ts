@@ -54,6 +54,7 @@ import {
   WebhookSecret,
 } from '../answers.js';
 import {
+  A2ARequest,
   AgentId,
   BlobHash,
   EventCursor,
@@ -147,6 +148,8 @@ const scheduleId: ParameterSpec = { schema: OriginId, description: 'The schedule
 const webhookId: ParameterSpec = { schema: WebhookId, description: 'The subscription’s id (`whk_…`).' };
 const triggerId: ParameterSpec = { schema: TriggerIdParam, description: 'The trigger’s id (`trg_…`).' };
 const expand = '`blobs`: each blob stub in `output` and `nodes.*.output` replaced by the output itself.';
+
+const A2AVersion = z.string().max(16);
 
 /** Every `/v1` route of the route table. */
 export function routeOperations(settings: OperationSettings): { readonly [K in RouteName]: OperationSpec } {
@@ -475,6 +478,47 @@ export function routeOperations(settings: OperationSettings): { readonly [K in R
         202: { description: 'Queued (a pending reflection is not doubled).', json: ReflectAccepted },
       },
       errors: { 400: ['invalid_request'], 409: ['reflect_off'] },
+    },
+    'a2a.card': {
+      tag: 'a2a',
+      summary: 'An agent’s A2A Agent Card',
+      description:
+        'The v1.0 card (`supportedInterfaces`: JSON-RPC 1.0 and 0.3 at `/v1/a2a/:agentId`) when the request says `A2A-Version: 1.0`; the v0.3 card (`url`, `preferredTransport`) without the header. The agent must be one the tenant may run. See docs/interop.md#a2a.',
+      params: { agentId },
+      headers: {
+        'A2A-Version': {
+          schema: A2AVersion,
+          description: 'The A2A protocol version the client speaks (absent: 0.3).',
+        },
+      },
+      answers: { 200: { description: 'The Agent Card.', anyJson: true } },
+      errors: { 400: ['invalid_request'] },
+    },
+    'a2a.rpc': {
+      tag: 'a2a',
+      summary: 'A2A JSON-RPC: send (and stream) messages, get and cancel tasks',
+      description:
+        'One JSON-RPC 2.0 request per call. With `A2A-Version: 1.0`: `SendMessage`, `SendStreamingMessage`, `GetTask`, `CancelTask`, `SubscribeToTask`; without the header (v0.3): `message/send`, `message/stream`, `tasks/get`, `tasks/cancel`, `tasks/resubscribe`. A task is a run of the agent, its `contextId` the session. Answers are JSON-RPC responses (A2A errors inside them, with HTTP 200); the streaming methods answer server-sent events, one JSON-RPC response each. `CancelTask` also needs `runs:write`; a message naming a task (input for a run that waits) also needs `signals:write`. See docs/interop.md#a2a.',
+      params: { agentId },
+      headers: {
+        'A2A-Version': {
+          schema: A2AVersion,
+          description: 'The A2A protocol version the client speaks (absent: 0.3).',
+        },
+      },
+      body: { schema: A2ARequest, required: true, description: 'A JSON-RPC 2.0 request of A2A.' },
+      answers: {
+        200: {
+          description:
+            'A JSON-RPC response; for the streaming methods `text/event-stream`, each event’s data a JSON-RPC response.',
+          anyJson: true,
+        },
+      },
+      errors: {
+        400: ['invalid_request'],
+        429: ['too_many_streams', 'too_many_waits'],
+        503: ['streams_at_capacity', 'waits_at_capacity'],
+      },
     },
     'agents.lessons': {
       tag: 'memory',

@@ -434,6 +434,50 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/a2a/{agentId}/.well-known/agent-card.json": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * An agent’s A2A Agent Card
+         * @description The v1.0 card (`supportedInterfaces`: JSON-RPC 1.0 and 0.3 at `/v1/a2a/:agentId`) when the request says `A2A-Version: 1.0`; the v0.3 card (`url`, `preferredTransport`) without the header. The agent must be one the tenant may run. See docs/interop.md#a2a.
+         *
+         *     Needs an API key with the scope `sessions:read` (or the root token).
+         */
+        get: operations["a2a.card"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/a2a/{agentId}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * A2A JSON-RPC: send (and stream) messages, get and cancel tasks
+         * @description One JSON-RPC 2.0 request per call. With `A2A-Version: 1.0`: `SendMessage`, `SendStreamingMessage`, `GetTask`, `CancelTask`, `SubscribeToTask`; without the header (v0.3): `message/send`, `message/stream`, `tasks/get`, `tasks/cancel`, `tasks/resubscribe`. A task is a run of the agent, its `contextId` the session. Answers are JSON-RPC responses (A2A errors inside them, with HTTP 200); the streaming methods answer server-sent events, one JSON-RPC response each. `CancelTask` also needs `runs:write`; a message naming a task (input for a run that waits) also needs `signals:write`. See docs/interop.md#a2a.
+         *
+         *     Needs an API key with the scope `sessions:write` (or the root token).
+         */
+        post: operations["a2a.rpc"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v1/agents/{agentId}/reflect": {
         parameters: {
             query?: never;
@@ -1161,6 +1205,26 @@ export interface paths {
         };
         /** The console’s style sheet */
         get: operations["console.style"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/.well-known/agent-card.json": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * The default agent’s A2A Agent Card (agent `main`)
+         * @description The same card for every caller: it names agent `main`, its JSON-RPC endpoint `/v1/a2a/main` (which asks for an API key) and the bearer scheme; nothing of any tenant. v1.0 with `A2A-Version: 1.0`, v0.3 without. See docs/interop.md#a2a.
+         */
+        get: operations["a2a.well-known-card"];
         put?: never;
         post?: never;
         delete?: never;
@@ -2474,6 +2538,17 @@ export interface components {
                 data?: unknown;
             };
         })[];
+        A2ARequest: {
+            /** @constant */
+            jsonrpc: "2.0";
+            id?: string | number | null;
+            method: string;
+            params?: {
+                [key: string]: unknown;
+            };
+        } & {
+            [key: string]: unknown;
+        };
     };
     responses: never;
     parameters: {
@@ -5483,6 +5558,275 @@ export interface operations {
                         error?: {
                             /** @enum {unknown} */
                             code?: "unavailable";
+                        };
+                    };
+                };
+            };
+        };
+    };
+    "a2a.card": {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description The A2A protocol version the client speaks (absent: 0.3). */
+                "A2A-Version"?: string;
+                /** @description Root token only: the tenant to act for (default `default`); a key acts for its own tenant. */
+                "x-tetraloop-tenant"?: components["parameters"]["Tenant"];
+            };
+            path: {
+                /** @description The agent. */
+                agentId: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The Agent Card. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": unknown;
+                };
+            };
+            /** @description Bad request: `invalid_request`. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"] & {
+                        error?: {
+                            /** @enum {unknown} */
+                            code?: "invalid_request";
+                        };
+                    };
+                };
+            };
+            /** @description Unauthorized: `unauthorized`. */
+            401: {
+                headers: {
+                    /** @description `Bearer realm="tetraloop"` (missing or refused key). */
+                    "WWW-Authenticate"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"] & {
+                        error?: {
+                            /** @enum {unknown} */
+                            code?: "unauthorized";
+                        };
+                    };
+                };
+            };
+            /** @description Forbidden: `forbidden`. */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"] & {
+                        error?: {
+                            /** @enum {unknown} */
+                            code?: "forbidden";
+                        };
+                    };
+                };
+            };
+            /** @description Too many requests: `rate_limited`. */
+            429: {
+                headers: {
+                    /** @description Seconds until a retry may fit. */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"] & {
+                        error?: {
+                            /** @enum {unknown} */
+                            code?: "rate_limited";
+                        };
+                    };
+                };
+            };
+            /** @description Internal error: `internal`. */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"] & {
+                        error?: {
+                            /** @enum {unknown} */
+                            code?: "internal";
+                        };
+                    };
+                };
+            };
+            /** @description Unavailable: `unavailable`. */
+            503: {
+                headers: {
+                    /** @description Seconds until a retry. */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"] & {
+                        error?: {
+                            /** @enum {unknown} */
+                            code?: "unavailable";
+                        };
+                    };
+                };
+            };
+        };
+    };
+    "a2a.rpc": {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description The A2A protocol version the client speaks (absent: 0.3). */
+                "A2A-Version"?: string;
+                /** @description Root token only: the tenant to act for (default `default`); a key acts for its own tenant. */
+                "x-tetraloop-tenant"?: components["parameters"]["Tenant"];
+            };
+            path: {
+                /** @description The agent. */
+                agentId: string;
+            };
+            cookie?: never;
+        };
+        /** @description A JSON-RPC 2.0 request of A2A. */
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["A2ARequest"];
+            };
+        };
+        responses: {
+            /** @description A JSON-RPC response; for the streaming methods `text/event-stream`, each event’s data a JSON-RPC response. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": unknown;
+                };
+            };
+            /** @description Bad request: `invalid_request`, `invalid_json`, `json_too_deep`. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"] & {
+                        error?: {
+                            /** @enum {unknown} */
+                            code?: "invalid_request" | "invalid_json" | "json_too_deep";
+                        };
+                    };
+                };
+            };
+            /** @description Unauthorized: `unauthorized`. */
+            401: {
+                headers: {
+                    /** @description `Bearer realm="tetraloop"` (missing or refused key). */
+                    "WWW-Authenticate"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"] & {
+                        error?: {
+                            /** @enum {unknown} */
+                            code?: "unauthorized";
+                        };
+                    };
+                };
+            };
+            /** @description Forbidden: `forbidden`. */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"] & {
+                        error?: {
+                            /** @enum {unknown} */
+                            code?: "forbidden";
+                        };
+                    };
+                };
+            };
+            /** @description Content too large: `body_too_large`. */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"] & {
+                        error?: {
+                            /** @enum {unknown} */
+                            code?: "body_too_large";
+                        };
+                    };
+                };
+            };
+            /** @description Unsupported media type: `unsupported_encoding`, `unsupported_charset`. */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"] & {
+                        error?: {
+                            /** @enum {unknown} */
+                            code?: "unsupported_encoding" | "unsupported_charset";
+                        };
+                    };
+                };
+            };
+            /** @description Too many requests: `rate_limited`, `too_many_streams`, `too_many_waits`. */
+            429: {
+                headers: {
+                    /** @description Seconds until a retry may fit. */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"] & {
+                        error?: {
+                            /** @enum {unknown} */
+                            code?: "rate_limited" | "too_many_streams" | "too_many_waits";
+                        };
+                    };
+                };
+            };
+            /** @description Internal error: `internal`. */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"] & {
+                        error?: {
+                            /** @enum {unknown} */
+                            code?: "internal";
+                        };
+                    };
+                };
+            };
+            /** @description Unavailable: `unavailable`, `streams_at_capacity`, `waits_at_capacity`. */
+            503: {
+                headers: {
+                    /** @description Seconds until a retry. */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"] & {
+                        error?: {
+                            /** @enum {unknown} */
+                            code?: "unavailable" | "streams_at_capacity" | "waits_at_capacity";
                         };
                     };
                 };
@@ -10169,6 +10513,26 @@ export interface operations {
                 };
                 content: {
                     "text/css": string;
+                };
+            };
+        };
+    };
+    "a2a.well-known-card": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The Agent Card. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": unknown;
                 };
             };
         };
