@@ -259,6 +259,37 @@ describe('map nodes', () => {
   });
 });
 
+describe('map reruns', () => {
+  it('rerun from the map runs every item again; rerun from after it keeps the map', async () => {
+    const items = [{ path: '/work?node=x0&ms=1' }, { path: '/work?node=x1&ms=1' }];
+    const first = await runToEnd(stack.url, {
+      input: { items },
+      graph: {
+        nodes: [
+          mapOver('read'),
+          { id: 'after', kind: 'tool', tool: 'json', args: { value: { $ref: 'read.output' } } },
+        ],
+        edges: [['read', 'after']],
+      },
+    });
+    expect(first.status).toBe('succeeded');
+    const hits = (): number[] => ['x0', 'x1'].map((n) => server.hits.filter((h) => h.node === n).length);
+    expect(hits()).toEqual([1, 1]);
+
+    const fromMap = await post(stack.url, `/v1/runs/${first.runId}/rerun`, { from: 'read' });
+    expect(fromMap.status).toBe(202);
+    expect((await waitFor(stack.url, fromMap.body.runId as string)).status).toBe('succeeded');
+    expect(hits()).toEqual([2, 2]);
+
+    const fromAfter = await post(stack.url, `/v1/runs/${first.runId}/rerun`, { from: 'after' });
+    expect(fromAfter.status).toBe(202);
+    const kept = await waitFor(stack.url, fromAfter.body.runId as string);
+    expect(kept.status).toBe('succeeded');
+    expect(hits()).toEqual([2, 2]);
+    expect(outputOf(kept, 'read')).toEqual(outputOf(first, 'read'));
+  });
+});
+
 describe('map validation', () => {
   it('checks the template before anything runs, at its exact field', async () => {
     const bad = await postRun(stack.url, {
