@@ -40,6 +40,85 @@ const truncatedEvent = (runId: string, after: number, next: number): string =>
     data: { after, next },
   } satisfies EventsTruncated)}\n\n`;
 
+/** What a stream does with the run's events as `followRun` reads them. */
+export interface RunFollower {
+  /**
+   * One event, in order; `final` for the current generation's `run.finished` (following ends after
+   * it). Answering true stops following.
+   */
+  event(e: RunEvent, final: boolean): boolean | Promise<boolean>;
+  /** The events after `after` and before `next` are no longer stored (the stream's MAXLEN). */
+  truncated?(after: number, next: number): void;
+  /**
+   * Every event read so far has been handed over, and following is about to wait for more (a long
+   * replay is read in pages: this comes after each). Answering true stops.
+   */
+  readAll?(): boolean;
+  /** The stream was quiet for `keepAliveMs`. */
+  keepAlive(): void;
+}
+
+/** How following a run ended. */
+export type FollowEnd =
+  /** The current generation's `run.finished` was handed over. */
+  | 'final'
+  /** The follower asked to stop. */
+  | 'stopped'
+  /** Nothing after `afterSeq`, and the run had already settled: nothing to follow. */
+  | 'settled'
+  /** The client went away, or Redis did. */
+  | 'gone';
+
+/**
+ * Follows a run's events after `afterSeq` until its final event, the follower's stop, or the
+ * client's leaving. Following starts before the replay reads anything: no event falls between.
+ */
+export async function followRun(
+  deps: EventStreamDeps,
+  runId: string,
+  afterSeq: number,
+  req: Request,
+  follower: RunFollower,
+): Promise<FollowEnd> {
+  const feed = deps.hub.follow(runId, afterSeq);
+  req.on('close', () => feed.close());
+  try {
+    let events = await feed.next(0);
+    if (events.length === 0 && (await deps.store.isSettled(runId))) return 'settled';
+    // The last event handed over: a first event past it means the ones between were trimmed (MAXLEN).
+    let after = afterSeq;
+    for (;;) {
+      for (const e of events) {
+        if (e.seq > after + 1) follower.truncated?.(after, e.seq);
+        after = e.seq;
+        const final = await isFinalEvent(deps.store, runId, e);
+        if (await follower.event(e, final)) return 'stopped';
+        if (final) return 'final';
+      }
+      if (feed.closed) return 'gone';
+      if (events.length > 0 && follower.readAll?.()) return 'stopped';
+      events = await feed.next(deps.keepAliveMs ?? 15_000);
+      if (events.length === 0 && !feed.closed) follower.keepAlive();
+    }
+  } catch {
+    // The client went away or Redis did; either way this stream is over.
+    return 'gone';
+  } finally {
+    feed.close();
+  }
+}
+
+/** Answers `text/event-stream` and sends the headers at once (a proxy must not buffer it). */
+export function openEventStream(res: Response): void {
+  res.writeHead(200, {
+    'content-type': 'text/event-stream; charset=utf-8',
+    'cache-control': 'no-cache, no-transform',
+    connection: 'keep-alive',
+    'x-accel-buffering': 'no',
+  });
+  res.flushHeaders();
+}
+
 export async function streamRunEvents(
   deps: EventStreamDeps,
   runId: string,
@@ -49,38 +128,18 @@ export async function streamRunEvents(
   /** Called as the stream ends, before its last byte goes out (gives back its slot). */
   onEnd?: () => void,
 ): Promise<void> {
-  res.writeHead(200, {
-    'content-type': 'text/event-stream; charset=utf-8',
-    'cache-control': 'no-cache, no-transform',
-    connection: 'keep-alive',
-    'x-accel-buffering': 'no',
-  });
-  res.flushHeaders();
-  // Following starts before the replay reads anything: no event falls between the two.
-  const feed = deps.hub.follow(runId, afterSeq);
-  req.on('close', () => feed.close());
+  openEventStream(res);
   try {
-    let events = await feed.next(0);
-    // Nothing after the given id and the run already settled: there is nothing left to follow.
-    if (events.length === 0 && (await deps.store.isSettled(runId))) return;
-    // The last event sent: a first event past it means the ones between were trimmed (MAXLEN).
-    let after = afterSeq;
-    for (;;) {
-      for (const e of events) {
-        if (e.seq > after + 1) res.write(truncatedEvent(runId, after, e.seq));
-        after = e.seq;
-        // The SSE event name is the family (lifecycle, plan, node, tool, assistant, usage); `type` says more.
+    await followRun(deps, runId, afterSeq, req, {
+      truncated: (after, next) => res.write(truncatedEvent(runId, after, next)),
+      // The SSE event name is the family (lifecycle, plan, node, tool, assistant, usage); `type` says more.
+      event: (e) => {
         res.write(`id: ${e.seq}\nevent: ${e.family ?? e.type}\ndata: ${JSON.stringify(e)}\n\n`);
-        if (await isFinalEvent(deps.store, runId, e)) return;
-      }
-      if (feed.closed) return;
-      events = await feed.next(deps.keepAliveMs ?? 15_000);
-      if (events.length === 0 && !feed.closed) res.write(': keep-alive\n\n');
-    }
-  } catch {
-    // The client went away or Redis did; either way this stream is over.
+        return false;
+      },
+      keepAlive: () => res.write(': keep-alive\n\n'),
+    });
   } finally {
-    feed.close();
     onEnd?.();
     res.end();
   }

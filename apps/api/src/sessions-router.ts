@@ -103,6 +103,8 @@ export async function placeMessage(
   session: SessionName,
   body: MessageBody,
   eventId: string | undefined,
+  /** Outside data the run is handed as delimited blocks, never as the message's text. */
+  data?: readonly string[],
 ): Promise<MessageAnswer> {
   const { name, stored: sessionKey } = session;
   // The session's agent: bound by its first message (the message's, else `main`). A message
@@ -121,6 +123,7 @@ export async function placeMessage(
       message: { ...body, ...(eventId === undefined ? {} : { eventId }) },
       // Every handling of this job (a redelivery after a crash) finds the run the first stored.
       deliveryId: randomUUID(),
+      ...(data?.length ? { data: [...data] } : {}),
     } satisfies SensePayload<typeof SENSE_JOB.message>,
     { removeOnComplete: { age: 60 }, removeOnFail: { age: 3600 } },
   );

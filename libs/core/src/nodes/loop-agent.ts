@@ -169,7 +169,8 @@ export function agentIteration(
           } catch {
             args = undefined;
           }
-          await run.event('tool.start', { tool: name, callId: c.id });
+          // The model's arguments, as it wrote them (a client shows the call as it is made).
+          await run.event('tool.start', { tool: name, callId: c.id, args: c.arguments });
           const before = args === undefined ? undefined : await run.beforeToolCall(name, args, `turn-${n}`);
           const out: ToolOutcome =
             before === undefined
