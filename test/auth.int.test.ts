@@ -329,6 +329,12 @@ async function exampleOf(name: RouteName): Promise<Example> {
       return { path: '/v1/sessions/alice', ok: 200 };
     case 'sessions.transcript':
       return { path: '/v1/sessions/alice/transcript', ok: 200 };
+    case 'agui.run':
+      return {
+        path: '/v1/agui/main',
+        body: { threadId: 'agui', runId: 'r1', messages: [{ id: 'm1', role: 'user', content: 'hello' }] },
+        ok: 200,
+      };
     case 'sources.event':
       return { path: '/v1/sources/none/events', ok: 0 };
     case 'sources.list':

@@ -400,6 +400,21 @@ describe('real answers match the documented schemas', () => {
     expect((await api('get', '/v1/sessions/nobody')).status).toBe(404);
     expect((await api('get', '/v1/sessions/bad key!')).status).toBe(400);
 
+    // AG-UI: the session run as AG-UI events, one JSON object per `data:` frame, until RUN_FINISHED.
+    const agui = await api('post', '/v1/agui/main', {
+      body: { threadId: 'agui', runId: 'r1', messages: [{ id: 'm1', role: 'user', content: 'hello' }] },
+    });
+    expect(agui.status).toBe(200);
+    const frames = (agui.body as string)
+      .split('\n\n')
+      .filter((b) => b.startsWith('data: '))
+      .map((b) => JSON.parse(b.slice('data: '.length)) as { type: string });
+    expect([frames[0]?.type, frames.at(-1)?.type]).toEqual(['RUN_STARTED', 'RUN_FINISHED']);
+    expect(
+      (await api('post', '/v1/agui/main', { body: { threadId: 'bad key!', runId: 'r', messages: [] } }))
+        .status,
+    ).toBe(400);
+
     // A transcript page: JSON lines, a header then entries.
     const transcript = await api('get', '/v1/sessions/alice/transcript?limit=50');
     expect(transcript.status).toBe(200);

@@ -54,6 +54,13 @@ export type ScriptedReply =
        * (as DeepSeek and vLLM do), or on the message when not streamed.
        */
       reasoning?: string;
+      /** How a streamed answer's content is cut into chunks (joined, they are `content`); else 4 parts. */
+      pieces?: readonly string[];
+      /**
+       * Awaited before each content chunk of a streamed answer is sent: a test lets the stream go on
+       * piece by piece, after it saw the one before arrive wherever it follows the run.
+       */
+      beforePiece?: (index: number) => Promise<void>;
     }
   /** An HTTP error answer (e.g. 429 with retry-after, 500). */
   | {
@@ -212,7 +219,7 @@ export async function startModelServer(options: ModelServerOptions): Promise<Mod
       res.once('close', onClose);
     });
 
-  const complete = (request: ChatRequest, reply: ContentReply, res: ServerResponse): void => {
+  const complete = async (request: ChatRequest, reply: ContentReply, res: ServerResponse): Promise<void> => {
     const id = `chatcmpl-${++completionCount}`;
     const created = Math.floor(Date.now() / 1000);
     const toolCalls: ToolCall[] | undefined = reply.toolCalls?.map((call) => ({
@@ -277,7 +284,11 @@ export async function startModelServer(options: ModelServerOptions): Promise<Mod
     });
     send(chunk({ role: 'assistant', content: content === null ? null : '' }));
     for (const piece of split(reply.reasoning ?? '', 3)) send(chunk({ reasoning_content: piece }));
-    for (const piece of split(reply.content, 4)) send(chunk({ content: piece }));
+    for (const [index, piece] of (reply.pieces ?? split(reply.content, 4)).entries()) {
+      await reply.beforePiece?.(index);
+      if (res.destroyed) return;
+      send(chunk({ content: piece }));
+    }
     (toolCalls ?? []).forEach((call, index) => {
       send(
         chunk({
@@ -317,7 +328,7 @@ export async function startModelServer(options: ModelServerOptions): Promise<Mod
     if ('hang' in reply) return; // The socket stays open until the client or close() ends it.
     if (!(await wait(res, reply.latencyMs ?? options.defaultLatencyMs ?? 0))) return;
     if ('status' in reply) sendError(res, reply);
-    else complete(request, reply, res);
+    else await complete(request, reply, res);
   };
 
   const handle = async (req: IncomingMessage, res: ServerResponse): Promise<void> => {

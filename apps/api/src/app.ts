@@ -23,6 +23,7 @@ import { a2aHandlers, WELL_KNOWN_CARD_PATH, wellKnownCard } from './a2a/a2a-rout
 import type { AdminBoard } from './admin.js';
 import type { Liveness, Readiness } from './answers.js';
 import { authenticate, authorize, bearerOf, sameSecret, type AuthSettings } from './auth.js';
+import { aguiHandlers } from './agui/agui-router.js';
 import { blobHandlers } from './blobs-router.js';
 import { mountConsole } from './console-pages.js';
 import { errorHandler, HttpError, sendError, sendUnavailable } from './http-errors.js';
@@ -175,6 +176,7 @@ export function createApp(deps: AppDeps): express.Express {
     ...blobHandlers(deps),
     ...sessionHandlers(deps),
     ...a2aHandlers(deps),
+    ...aguiHandlers(deps),
     ...memoryHandlers(deps),
     ...secretHandlers(deps),
     ...webhookHandlers(deps),

@@ -69,6 +69,9 @@ export const ROUTES = {
     access: 'sessions:read',
     owned: 'session',
   },
+  // AG-UI (docs/interop.md#ag-ui): a message to the thread's session, answered as AG-UI events;
+  // answering an interrupt (`resume`) also needs `signals:write`, checked by the handler.
+  'agui.run': { method: 'post', path: '/v1/agui/:agentId', access: 'sessions:write' },
   'sources.event': { method: 'post', path: '/v1/sources/:name/events', access: 'signature' },
   'sources.list': { method: 'get', path: '/v1/sources', access: 'sessions:read' },
   // A2A (docs/interop.md): an agent's card, and its JSON-RPC endpoint (methods that cancel or

@@ -42,7 +42,7 @@ import {
 import type { RouteName } from './route-table.js';
 
 /** The status each refusal of a signal answers with. */
-function refusalStatus(code: SignalRefusal): number {
+export function refusalStatus(code: SignalRefusal): number {
   switch (code) {
     case 'signal_not_awaited':
     case 'run_finished':

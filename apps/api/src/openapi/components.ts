@@ -80,6 +80,7 @@ import {
   WebhookList,
   WebhookSecret,
 } from '../answers.js';
+import { AguiRunInput } from '../agui/agui-input.js';
 import { McpMessage } from '../mcp/mcp-messages.js';
 import {
   A2ARequest,
@@ -171,6 +172,7 @@ export const REQUEST_SCHEMAS = {
   RunRequest,
   Graph: SubmittedGraph,
   MessageBody,
+  AguiRunInput,
   SourceEvent: InboundEvent,
   FeedbackBody,
   LessonPatch,

@@ -53,6 +53,7 @@ import {
   WebhookList,
   WebhookSecret,
 } from '../answers.js';
+import { AguiRunInput } from '../agui/agui-input.js';
 import {
   A2ARequest,
   AgentId,
@@ -439,6 +440,25 @@ export function routeOperations(settings: OperationSettings): { readonly [K in R
       },
       answers: { 200: { description: 'The page.', media: 'application/x-ndjson' } },
       errors: { 400: ['invalid_request'], 404: ['session_not_found'] },
+    },
+    'agui.run': {
+      tag: 'sessions',
+      summary: 'Run an agent over AG-UI (server-sent AG-UI events)',
+      description:
+        'AG-UI’s `RunAgentInput`: `threadId` is the session, the last message (a user’s) is sent to its lane, `context` and `state` reach the run as delimited outside data. The answer is the session run as AG-UI events, one JSON object per `data:` frame: `RUN_STARTED`, `STATE_SNAPSHOT` (the client’s state with the run under `tetraloop`), `STEP_STARTED`/`STEP_FINISHED` per node, `TEXT_MESSAGE_*` from the model’s token stream, `TOOL_CALL_*`, `STATE_DELTA` (JSON Patch), then `RUN_FINISHED` or `RUN_ERROR`. A run that waits for an approval, a budget decision or a signal ends the AG-UI run with an interrupt outcome; the next request answers it with `resume` (scope `signals:write` too) and follows the same run on. See docs/interop.md.',
+      params: { agentId },
+      body: { schema: AguiRunInput, required: true },
+      answers: { 200: { description: 'The AG-UI event stream.', media: 'text/event-stream' } },
+      errors: {
+        400: ['invalid_request'],
+        403: ['forbidden'],
+        404: ['agent_not_found', 'interrupt_not_found'],
+        409: ['session_agent_conflict', 'signal_not_awaited', 'run_finished', 'budget_not_raised'],
+        413: ['signal_too_large'],
+        422: ['message_failed'],
+        429: ['lane_full', 'too_many_signals', 'too_many_streams'],
+        503: ['message_not_placed', 'streams_at_capacity'],
+      },
     },
     'sources.event': {
       tag: 'sessions',

@@ -392,6 +392,28 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/agui/{agentId}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Run an agent over AG-UI (server-sent AG-UI events)
+         * @description AG-UI’s `RunAgentInput`: `threadId` is the session, the last message (a user’s) is sent to its lane, `context` and `state` reach the run as delimited outside data. The answer is the session run as AG-UI events, one JSON object per `data:` frame: `RUN_STARTED`, `STATE_SNAPSHOT` (the client’s state with the run under `tetraloop`), `STEP_STARTED`/`STEP_FINISHED` per node, `TEXT_MESSAGE_*` from the model’s token stream, `TOOL_CALL_*`, `STATE_DELTA` (JSON Patch), then `RUN_FINISHED` or `RUN_ERROR`. A run that waits for an approval, a budget decision or a signal ends the AG-UI run with an interrupt outcome; the next request answers it with `resume` (scope `signals:write` too) and follows the same run on. See docs/interop.md.
+         *
+         *     Needs an API key with the scope `sessions:write` (or the root token).
+         */
+        post: operations["agui.run"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v1/sources/{name}/events": {
         parameters: {
             query?: never;
@@ -2320,6 +2342,45 @@ export interface components {
                 summary?: boolean;
             };
             secrets?: string[];
+        };
+        AguiRunInput: {
+            threadId: string;
+            runId: string;
+            protocolVersion?: string;
+            state?: {
+                [key: string]: unknown;
+            } | null;
+            messages: ({
+                id: string;
+                /** @enum {string} */
+                role: "developer" | "system" | "assistant" | "user" | "tool" | "activity" | "reasoning";
+                content?: unknown;
+            } & {
+                [key: string]: unknown;
+            })[];
+            tools?: ({
+                name: string;
+                description: string;
+            } & {
+                [key: string]: unknown;
+            })[];
+            context?: ({
+                description: string;
+                value: string;
+            } & {
+                [key: string]: unknown;
+            })[];
+            forwardedProps?: unknown;
+            resume?: ({
+                interruptId: string;
+                /** @enum {string} */
+                status: "resolved" | "cancelled";
+                payload?: unknown;
+            } & {
+                [key: string]: unknown;
+            })[];
+        } & {
+            [key: string]: unknown;
         };
         SourceEvent: {
             eventId?: string;
@@ -5285,6 +5346,196 @@ export interface operations {
                         error?: {
                             /** @enum {unknown} */
                             code?: "unavailable";
+                        };
+                    };
+                };
+            };
+        };
+    };
+    "agui.run": {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description Root token only: the tenant to act for (default `default`); a key acts for its own tenant. */
+                "x-tetraloop-tenant"?: components["parameters"]["Tenant"];
+            };
+            path: {
+                /** @description The agent. */
+                agentId: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["AguiRunInput"];
+            };
+        };
+        responses: {
+            /** @description The AG-UI event stream. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "text/event-stream": string;
+                };
+            };
+            /** @description Bad request: `invalid_request`, `invalid_json`, `json_too_deep`. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"] & {
+                        error?: {
+                            /** @enum {unknown} */
+                            code?: "invalid_request" | "invalid_json" | "json_too_deep";
+                        };
+                    };
+                };
+            };
+            /** @description Unauthorized: `unauthorized`. */
+            401: {
+                headers: {
+                    /** @description `Bearer realm="tetraloop"` (missing or refused key). */
+                    "WWW-Authenticate"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"] & {
+                        error?: {
+                            /** @enum {unknown} */
+                            code?: "unauthorized";
+                        };
+                    };
+                };
+            };
+            /** @description Forbidden: `forbidden`. */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"] & {
+                        error?: {
+                            /** @enum {unknown} */
+                            code?: "forbidden";
+                        };
+                    };
+                };
+            };
+            /** @description Not found: `agent_not_found`, `interrupt_not_found`. */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"] & {
+                        error?: {
+                            /** @enum {unknown} */
+                            code?: "agent_not_found" | "interrupt_not_found";
+                        };
+                    };
+                };
+            };
+            /** @description Conflict: `session_agent_conflict`, `signal_not_awaited`, `run_finished`, `budget_not_raised`. */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"] & {
+                        error?: {
+                            /** @enum {unknown} */
+                            code?: "session_agent_conflict" | "signal_not_awaited" | "run_finished" | "budget_not_raised";
+                        };
+                    };
+                };
+            };
+            /** @description Content too large: `body_too_large`, `signal_too_large`. */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"] & {
+                        error?: {
+                            /** @enum {unknown} */
+                            code?: "body_too_large" | "signal_too_large";
+                        };
+                    };
+                };
+            };
+            /** @description Unsupported media type: `unsupported_encoding`, `unsupported_charset`. */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"] & {
+                        error?: {
+                            /** @enum {unknown} */
+                            code?: "unsupported_encoding" | "unsupported_charset";
+                        };
+                    };
+                };
+            };
+            /** @description Unprocessable: `message_failed`. */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"] & {
+                        error?: {
+                            /** @enum {unknown} */
+                            code?: "message_failed";
+                        };
+                    };
+                };
+            };
+            /** @description Too many requests: `rate_limited`, `lane_full`, `too_many_signals`, `too_many_streams`. */
+            429: {
+                headers: {
+                    /** @description Seconds until a retry may fit. */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"] & {
+                        error?: {
+                            /** @enum {unknown} */
+                            code?: "rate_limited" | "lane_full" | "too_many_signals" | "too_many_streams";
+                        };
+                    };
+                };
+            };
+            /** @description Internal error: `internal`. */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"] & {
+                        error?: {
+                            /** @enum {unknown} */
+                            code?: "internal";
+                        };
+                    };
+                };
+            };
+            /** @description Unavailable: `unavailable`, `message_not_placed`, `streams_at_capacity`. */
+            503: {
+                headers: {
+                    /** @description Seconds until a retry. */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"] & {
+                        error?: {
+                            /** @enum {unknown} */
+                            code?: "unavailable" | "message_not_placed" | "streams_at_capacity";
                         };
                     };
                 };
