@@ -3,7 +3,7 @@
  * and closes after the run's final event (`run.finished`). Every stream of the process is fed by
  * one `RunEventHub` (a few blocking connections in all), never by a connection of its own.
  */
-import type { Request, Response } from 'express';
+import type { Response } from 'express';
 import type { RunEvent } from '@tetraloop/core/domain';
 import type { RunEventHub } from '@tetraloop/core/runs';
 import type { RunStore } from '@tetraloop/core/state';
@@ -77,11 +77,13 @@ export async function followRun(
   deps: EventStreamDeps,
   runId: string,
   afterSeq: number,
-  req: Request,
+  /** The answer being written: its closing (the client gone, or the answer ended) stops following. */
+  res: Response,
   follower: RunFollower,
 ): Promise<FollowEnd> {
   const feed = deps.hub.follow(runId, afterSeq);
-  req.on('close', () => feed.close());
+  // The response's close, not the request's: a request closes once its body is read.
+  res.on('close', () => feed.close());
   try {
     let events = await feed.next(0);
     if (events.length === 0 && (await deps.store.isSettled(runId))) return 'settled';
@@ -123,14 +125,13 @@ export async function streamRunEvents(
   deps: EventStreamDeps,
   runId: string,
   afterSeq: number,
-  req: Request,
   res: Response,
   /** Called as the stream ends, before its last byte goes out (gives back its slot). */
   onEnd?: () => void,
 ): Promise<void> {
   openEventStream(res);
   try {
-    await followRun(deps, runId, afterSeq, req, {
+    await followRun(deps, runId, afterSeq, res, {
       truncated: (after, next) => res.write(truncatedEvent(runId, after, next)),
       // The SSE event name is the family (lifecycle, plan, node, tool, assistant, usage); `type` says more.
       event: (e) => {

@@ -304,7 +304,7 @@ export function runHandlers(deps: RunsRouterDeps): Partial<Record<RouteName, Req
     const runId = await ownRun(req, res);
     const from = EventCursor.parse(req.get('last-event-id') ?? EventsQuery.parse(req.query).after);
     const release = deps.longRequests.admit('events', res);
-    await streamRunEvents(deps, runId, from, req, res, release);
+    await streamRunEvents(deps, runId, from, res, release);
   };
 
   return {

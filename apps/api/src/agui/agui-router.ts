@@ -7,7 +7,7 @@
  * answers it with `resume`, and the same Tetraloop run is followed on from where the stream left.
  */
 import { EventType, type AGUIEvent } from '@ag-ui/core';
-import type { Request, RequestHandler, Response } from 'express';
+import type { RequestHandler, Response } from 'express';
 import {
   BudgetDecision,
   hasScope,
@@ -179,7 +179,7 @@ export function aguiHandlers(deps: AguiRouterDeps): Partial<Record<RouteName, Re
     const release = deps.longRequests.admit('events', res);
     openEventStream(res);
     try {
-      if (followed) await follow(deps, followed, input, req, res);
+      if (followed) await follow(deps, followed, input, res);
       // A session command (`/new`, `/stop`, …) runs nothing: it is done at once.
       else send(res, commandRun(input, command));
     } finally {
@@ -209,7 +209,6 @@ async function follow(
   deps: EventStreamDeps & Pick<AguiRouterDeps, 'runs'>,
   { doc, after }: Followed,
   input: AguiRunInput,
-  req: Request,
   res: Response,
 ): Promise<void> {
   const translator = new AguiTranslator(
@@ -217,7 +216,7 @@ async function follow(
     after,
   );
   send(res, translator.start(clientStateOf(input), runStateOf(doc)));
-  const end = await followRun(deps, doc.runId, after, req, {
+  const end = await followRun(deps, doc.runId, after, res, {
     event: (e, final) => {
       send(res, translator.next(e, final));
       return translator.over;
