@@ -158,14 +158,15 @@ export function aguiHandlers(deps: AguiRouterDeps): Partial<Record<RouteName, Re
       const placed = await placeMessage(
         deps,
         caller.tenant,
-        input.threadId,
+        { name: input.threadId, stored: scopedName(caller.tenant, input.threadId) },
+        { text: message.text, agentId, mode: 'followup' },
         // The AG-UI message's id is its id in the session: a retried request is taken once and
         // follows the same run. Each message runs after the ones before it (followup).
-        { text: message.text, agentId, eventId: message.id, mode: 'followup' },
+        message.id,
         clientData(input),
       );
-      command = placed?.command;
-      const doc = placed?.runId ? await deps.runs.get(placed.runId) : null;
+      command = placed.command;
+      const doc = placed.runId ? await deps.runs.get(placed.runId) : null;
       if (doc) followed = { doc, after: 0 };
       else if (command === undefined) {
         throw new HttpError(
