@@ -65,7 +65,9 @@ export function jsonEnv<S extends z.ZodType>(schema: S, fallback: string) {
     .pipe(schema);
 }
 
-/** A comma-separated list. */
+/** How long a custom tool stays known after its last worker stopped, unless set. */
+const TOOL_CATALOG_TTL_DEFAULT = '24h';
+
 /** A duration in seconds, or with a unit (`s`, `m`, `h`, `d`), parsed to milliseconds. */
 const durationEnv = (fallback: string) =>
   z
@@ -82,6 +84,7 @@ const durationEnv = (fallback: string) =>
     })
     .refine((ms) => ms >= 60_000 && ms <= 90 * 86_400_000, 'must be from 1 minute to 90 days');
 
+/** A comma-separated list. */
 export const listEnv = () =>
   z
     .string()
@@ -743,7 +746,9 @@ export const BASE_SETTINGS = {
     file: 'tools.catalogTtl',
     readBy: ['api', 'workers'],
     doc: 'How long a custom tool stays known after its last worker stopped: a graph naming it is accepted and its nodes wait in its queue until a worker serves it again. Seconds, or with a unit (`90m`, `24h`, `7d`).',
-    schema: durationEnv('24h'),
+    // Documented as written: the schema gives milliseconds.
+    defaultText: TOOL_CATALOG_TTL_DEFAULT,
+    schema: durationEnv(TOOL_CATALOG_TTL_DEFAULT),
   }),
   TETRALOOP_TOOL_HEARTBEAT_MS: setting({
     group: 'custom tools',
