@@ -224,7 +224,7 @@ if (!PRESENT) {
 const PROMTOOL = !spawnSync('promtool', ['--version'], { stdio: 'ignore' }).error;
 
 describe.skipIf(!PROMTOOL)('alert rules on synthetic series, with promtool', () => {
-  it('passes ops/prometheus/alerts.test.yml: ToolWithoutWorkers fires for a tool queue with nodes waiting and no live worker, only then', () => {
+  it('passes ops/prometheus/alerts.test.yml: ToolWithoutWorkers fires for a tool queue with nodes waiting and no live worker, and per tool for one whose jobs are put back with no worker having its code (default queue too), only then', () => {
     const tests = parse(read('ops/prometheus/alerts.test.yml')) as {
       rule_files: string[];
       tests: { alert_rule_test: { alertname: string }[] }[];
