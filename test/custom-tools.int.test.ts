@@ -224,6 +224,20 @@ describe('custom tools served by a worker process', () => {
     });
   });
 
+  it('bounds node.progress per node across its attempts: a retry does not start the count over', async () => {
+    const doc = await runGraph({
+      nodes: [{ id: 'c', kind: 'tool', tool: 'test.chatty', args: { reports: 70 } }],
+    });
+    expect(doc.status, JSON.stringify(doc.nodes)).toBe('succeeded');
+    expect(doc.nodes.c?.attempts).toHaveLength(2);
+    const progress = (await readEvents(stack.url, doc.runId)).filter((e) => e.data.type === 'node.progress');
+    // MAX_PROGRESS_EVENTS: 70 of the first attempt, the 30 left of the second's 70.
+    expect(progress).toHaveLength(100);
+    const ofAttempt = (n: number) =>
+      progress.filter((e) => (e.data.data as { attempt: number }).attempt === n).length;
+    expect([ofAttempt(1), ofAttempt(2)]).toEqual([70, 30]);
+  });
+
   it('rejects a graph at submit: args at the field, an unknown tool, a field its output lacks', async () => {
     const badEmail = await postRun(stack.url, { graph: { nodes: [lookup('c', 'not-an-email')] } });
     expect(badEmail.status).toBe(400);

@@ -2,8 +2,9 @@
  * What a custom tool's `run` gets beside the call's signal and idempotency key: the attempt, the
  * run's tenant and agent, its logger, `secret(name)` (only a secret the tool declares and whose
  * scope names the tool) and `progress(fraction, message)` (a `node.progress` event, a bounded
- * number per call). Every secret value it read is remembered, so the call's output and errors are
- * masked of it like of a `{"$secret"}` argument.
+ * number per node: its attempts share the bound, whichever workers ran them). Every secret value
+ * it read is remembered, so the call's output and errors are masked of it like of a `{"$secret"}`
+ * argument.
  */
 import { ToolError } from '../errors/node-error.js';
 import { scrubSecrets } from '../secrets/secret-ref.js';
@@ -27,7 +28,11 @@ export interface CustomCall {
   readonly events: Pick<RunStore, 'appendEvent'>;
 }
 
-/** `node.progress` events one call may append; later ones are dropped (the last is kept in the count). */
+/**
+ * `node.progress` events one node may append in its run, over all its attempts; later ones are
+ * dropped. Counted in Redis beside the run (the event's script), so a retry on another worker does
+ * not start over; a node that never reports progress costs nothing.
+ */
 export const MAX_PROGRESS_EVENTS = 100;
 /** A progress message is cut to this many characters. */
 export const MAX_PROGRESS_MESSAGE = 500;
@@ -43,7 +48,8 @@ export function customToolContext(
   read: Map<string, string>,
 ): Omit<CustomToolContext, 'signal'> {
   const name = tool.name;
-  let progressEvents = 0;
+  // Set once the run's count says the node reached the bound: later reports make no round trip.
+  let progressFull = false;
   const log = call.log.child({ tool: name, toolVersion: tool.custom.version });
   return {
     ...base,
@@ -80,17 +86,21 @@ export function customToolContext(
       return value;
     },
     progress(fraction, message) {
-      if (progressEvents >= MAX_PROGRESS_EVENTS) return;
-      progressEvents++;
+      if (progressFull) return;
       const f = Number.isFinite(fraction) ? Math.min(1, Math.max(0, fraction)) : 0;
       // A secret the tool read never reaches an event, in any form the masking knows.
       const cut = typeof message === 'string' ? message.slice(0, MAX_PROGRESS_MESSAGE) : undefined;
       const text = cut !== undefined && read.size > 0 ? scrubSecrets(cut, read.values()) : cut;
       call.events
-        .appendEvent(call.runId, 'node.progress', call.nodeId, {
-          fraction: f,
-          ...(text !== undefined ? { message: text } : {}),
-          attempt: call.attempt,
+        .appendEvent(
+          call.runId,
+          'node.progress',
+          call.nodeId,
+          { fraction: f, ...(text !== undefined ? { message: text } : {}), attempt: call.attempt },
+          { maxPerNode: MAX_PROGRESS_EVENTS },
+        )
+        .then((appended) => {
+          progressFull ||= !appended;
         })
         .catch((err: Error) => log.warn({ err: err.message }, 'node.progress event not appended'));
     },

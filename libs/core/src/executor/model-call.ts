@@ -78,7 +78,9 @@ export async function callModel(
     const text = pending;
     pending = '';
     flushing = flushing
-      .then(() => store.appendEvent(ctx.plan.runId, 'assistant.delta', ctx.node.id, { text }))
+      .then(async () => {
+        await store.appendEvent(ctx.plan.runId, 'assistant.delta', ctx.node.id, { text });
+      })
       .catch(() => undefined);
   };
   const timer = setInterval(flush, DELTA_FLUSH_MS);

@@ -81,7 +81,9 @@ export function nodeRun<N extends ExecutableNode>(
       };
     },
     steering: () => deps.store.steering(runId),
-    event: (type, data) => deps.store.appendEvent(runId, type, node.id, data),
+    event: async (type, data) => {
+      await deps.store.appendEvent(runId, type, node.id, data);
+    },
     childRun: async (n) => childOutcome(await deps.store.document(childId(n))),
     startChildRun: async (n, request) => {
       ownJobFor(ctx, 'start a child run');

@@ -10,13 +10,25 @@ import type { RunContext } from './run-context.js';
 export class RunEventLog {
   constructor(private readonly ctx: RunContext) {}
 
-  /** Appends an event that goes with no state change (streamed text, model usage). */
-  async appendEvent(runId: string, type: string, nodeId: string | undefined, data: unknown): Promise<void> {
-    await this.ctx.script('append-event-6', this.ctx.scriptKeys(runId), [
+  /**
+   * Appends an event that goes with no state change (streamed text, model usage). With
+   * `maxPerNode`, at most that many events of its type are kept per node of the run, across its
+   * attempts: false once the node has reached it (the event was dropped).
+   */
+  async appendEvent(
+    runId: string,
+    type: string,
+    nodeId: string | undefined,
+    data: unknown,
+    options: { readonly maxPerNode?: number } = {},
+  ): Promise<boolean> {
+    const seq = await this.ctx.script('append-event-6', this.ctx.scriptKeys(runId), [
       type,
       nodeId ?? '',
       data === undefined ? '' : JSON.stringify(data),
+      options.maxPerNode === undefined ? '' : String(options.maxPerNode),
     ]);
+    return seq !== -1;
   }
 
   /** Events with seq > `afterSeq`, oldest first. */
