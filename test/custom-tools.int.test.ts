@@ -8,9 +8,11 @@ import { randomBytes } from 'node:crypto';
 import { createServer, type IncomingMessage, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { fileURLToPath } from 'node:url';
+import { Queue } from 'bullmq';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { RunDocument } from '@tetraloop/core/domain';
 import { connectRedis, whenReady } from '@tetraloop/core/runtime';
+import { nodeJobId } from '@tetraloop/core/queues';
 import { toolCatalogKeys } from '@tetraloop/core/state';
 import { spawnTetraloop, stderrMatches, type Spawned } from './support/processes.js';
 import {
@@ -428,6 +430,44 @@ describe('tool queues and worker processes', () => {
     expect(doc.status).toBe('succeeded');
     expect(doc.nodes.first?.attempts).toHaveLength(1);
     expect((outputOf(doc, 'img') as { pid: number }).pid).toBe(gpu.child.pid);
+  }, 90_000);
+
+  it('aborts a custom tool call on SIGTERM and hands its node back: a second worker finishes the same attempt', async () => {
+    loopback.holdRenders = true;
+    const before = loopback.hitsOf('/gpu/render').length;
+    const posted = await postRun(stack.url, { graph: { nodes: [render('img', 'term')] } });
+    expect(posted.status).toBe(202);
+    const runId = posted.body.runId as string;
+    await expect.poll(() => loopback.hitsOf('/gpu/render').length, { timeout: 20_000 }).toBe(before + 1);
+    const stopping = gpu;
+    await stopping.kill('SIGTERM');
+    expect((await stopping.exited).code).toBe(0);
+    // The tool heard the abort, and why, and stopped; the node went back to its queue at once.
+    const [heard] = loopback.hitsOf('/gpu/aborted').filter((h) => h.query.get('scene') === 'term');
+    expect(heard?.query.get('reason')).toBe('worker shutting down');
+    // Handed back, not stalled: no worker serves `gpu` now, and the job is out of the active set,
+    // marked to re-enter its attempt.
+    const redis = connectRedis(stack.env.REDIS_URL!, 'client', 'custom-tools-test');
+    const gpuQueue = new Queue('tool.gpu', { connection: redis, prefix: stack.prefix });
+    try {
+      const job = await gpuQueue.getJob(nodeJobId(runId, 'img'));
+      expect(['delayed', 'waiting']).toContain(await job?.getState());
+      expect(job?.data).toMatchObject({ resumes: 1 });
+    } finally {
+      await gpuQueue.close();
+      redis.disconnect();
+    }
+    gpu = await startToolWorker('gpu');
+    await expect.poll(() => loopback.hitsOf('/gpu/render').length, { timeout: 30_000 }).toBe(before + 2);
+    const [cut, again] = loopback.hitsOf('/gpu/render').slice(before);
+    expect(again?.headers['idempotency-key']).toBe(cut?.headers['idempotency-key']);
+    loopback.releaseRenders();
+    const doc = await waitFor(stack.url, runId, 30_000);
+    expect(doc.status).toBe('succeeded');
+    expect((outputOf(doc, 'img') as { pid: number }).pid).toBe(gpu.child.pid);
+    // Not failed, not retried: the one attempt, taken up and finished by the second worker.
+    expect(doc.nodes.img?.attempts).toHaveLength(1);
+    expect(doc.nodes.img?.attempts[0]).not.toHaveProperty('error');
   }, 90_000);
 
   it('fails, never passes silently, an output of another version that the run was not checked against', async () => {

@@ -33,7 +33,9 @@ export interface PoolsHandle {
   readonly mcp: ProcessTools;
   /**
    * Stops taking jobs, lets active ones finish for up to the shutdown grace
-   * (TETRALOOP_SHUTDOWN_GRACE_MS), then closes anyway; closes connections.
+   * (TETRALOOP_SHUTDOWN_GRACE_MS), then closes anyway; closes connections. Custom tool calls in
+   * flight are aborted first (their `ctx.signal`): each may stop cleanly within the grace, and its
+   * node goes back to its queue for another worker, its attempt not failed.
    */
   readonly close: () => Promise<void>;
 }
@@ -78,6 +80,7 @@ export async function startPools(env: WorkerEnv, options: StartPoolsOptions): Pr
       return allWorkers.every((w) => w.isRunning());
     },
     async close() {
+      // Before the workers close: a custom tool call hears of the shutdown at once.
       ctx.stop();
       stopWatch();
       ctx.flow.stop();

@@ -4,6 +4,7 @@
  * executor dependencies each pool's processors are given. Opened once by `startPools`; each pool's
  * module (`plan.ts`, `node.ts`, `sense.ts`, `reflect.ts`) takes what it needs from it.
  */
+import { setMaxListeners } from 'node:events';
 import {
   allowedToolsOf,
   priceTableOf,
@@ -77,7 +78,10 @@ export interface PoolContext {
   readonly loggerFor: (layer: Pool) => Logger;
   /** Executor dependencies for one Worker of a pool: its own plan cache and logger layer. */
   readonly executorDeps: (layer: Pool) => ExecutorDeps;
-  /** Marks the process closing: node jobs stop handing off, so the tool pool drains within its grace. */
+  /**
+   * Marks the process closing: node jobs stop handing off, so the tool pool drains within its grace,
+   * and custom tool calls in flight are aborted, their nodes handed back to their queues.
+   */
   readonly stop: () => void;
   readonly closing: () => boolean;
   /** Closes what the context opened; after the workers (active jobs may still be calling MCP tools). */
@@ -159,12 +163,16 @@ export async function openPoolContext(env: WorkerEnv, options: StartPoolsOptions
   const cost = { prices: priceTableOf(env), ledger: services.costs, ceilings };
 
   let closing = false;
+  // Aborted at the start of shutdown; every custom tool call in flight listens to it.
+  const shutdown = new AbortController();
+  setMaxListeners(0, shutdown.signal);
   const executorDeps = (layer: Pool): ExecutorDeps => ({
     store,
     plans: new PlanCache(store),
     queues: services.runQueues,
     ...settings,
     stopping: () => closing,
+    shutdown: shutdown.signal,
     hooks,
     tools,
     servedQueues,
@@ -216,6 +224,7 @@ export async function openPoolContext(env: WorkerEnv, options: StartPoolsOptions
     executorDeps,
     stop: () => {
       closing = true;
+      shutdown.abort();
     },
     closing: () => closing,
     async close() {

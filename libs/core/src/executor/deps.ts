@@ -71,6 +71,11 @@ export interface ExecutorDeps {
   readonly handoff?: number;
   /** True once the process is shutting down: node jobs then hand nothing off. */
   readonly stopping?: () => boolean;
+  /**
+   * Aborted when the process starts shutting down: custom tool calls in flight get their
+   * `ctx.signal` aborted and their nodes are handed back to their queue (`handBack`).
+   */
+  readonly shutdown?: AbortSignal;
   readonly hooks: ExecutorHooks;
   readonly tools: ToolRegistry;
   /**

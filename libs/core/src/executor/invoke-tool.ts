@@ -1,6 +1,9 @@
 /**
  * Runs one tool call under a deadline. The tool gets an AbortSignal; if it ignores it, the call
- * is abandoned (not awaited) when the deadline or a run abort fires.
+ * is abandoned (not awaited) when the deadline or a run abort fires. A shutdown (`shutdownSignal`,
+ * given for custom tools) aborts the signal too but awaits the call, so the tool can stop cleanly
+ * within the shutdown grace; whatever it then answers short of an output is the shutdown's
+ * `aborted`.
  */
 import { z } from 'zod';
 import { isZodError, ToolError, toErrorData, type NodeErrorData } from '../errors/node-error.js';
@@ -10,16 +13,22 @@ export async function invokeTool(
   tool: Tool,
   rawArgs: unknown,
   ctx: Omit<ToolContext, 'signal'>,
-  limits: { timeoutMs: number; runSignal: AbortSignal },
+  limits: { timeoutMs: number; runSignal: AbortSignal; shutdownSignal?: AbortSignal },
 ): Promise<ToolOutcome> {
   const parsed = tool.input.safeParse(rawArgs);
   if (!parsed.success) return { ok: false, error: toErrorData(parsed.error) };
 
   const controller = new AbortController();
   let stopped: ToolError | undefined;
-  const stop = (error: ToolError): void => {
+  let abandon: (error: ToolError) => void = () => undefined;
+  const abandoned = new Promise<never>((_, reject) => {
+    abandon = reject;
+  });
+  /** Aborts the tool's signal and, unless `awaited`, stops waiting for the call. */
+  const stop = (error: ToolError, awaited = false): void => {
     stopped ??= error;
-    controller.abort(error);
+    controller.abort(stopped);
+    if (!awaited) abandon(stopped);
   };
   const timer = setTimeout(
     () => stop(new ToolError('timeout', `timed out after ${limits.timeoutMs} ms`)),
@@ -28,14 +37,9 @@ export async function invokeTool(
   const onRunAbort = (): void => stop(new ToolError('aborted', 'run aborted'));
   if (limits.runSignal.aborted) onRunAbort();
   else limits.runSignal.addEventListener('abort', onRunAbort, { once: true });
-
-  const abandoned = new Promise<never>((_, reject) => {
-    controller.signal.addEventListener(
-      'abort',
-      () => reject(stopped ?? new ToolError('aborted', 'aborted')),
-      { once: true },
-    );
-  });
+  const onShutdown = (): void => stop(new ToolError('aborted', SHUTDOWN_MESSAGE), true);
+  if (limits.shutdownSignal?.aborted) onShutdown();
+  else limits.shutdownSignal?.addEventListener('abort', onShutdown, { once: true });
   const call = Promise.resolve().then(() => tool.run(parsed.data, { ...ctx, signal: controller.signal }));
   // An abandoned call may still settle later; its result is ignored, never unhandled.
   call.catch(() => undefined);
@@ -59,8 +63,12 @@ export async function invokeTool(
   } finally {
     clearTimeout(timer);
     limits.runSignal.removeEventListener('abort', onRunAbort);
+    limits.shutdownSignal?.removeEventListener('abort', onShutdown);
   }
 }
+
+/** Why a custom tool's call was aborted when its worker process started shutting down. */
+export const SHUTDOWN_MESSAGE = 'worker shutting down';
 
 /** Error codes of Node's and undici's network failures: the call never got an answer. */
 const NETWORK_CODES = new Set([

@@ -224,6 +224,9 @@ export async function callTool(
     },
   );
   await flow.pass?.end(outcome.ok ? { succeeded: true } : failedCallEnd(outcome.error));
+  // Aborted because this worker is shutting down, not for anything the call did: no class, no
+  // lesson; another worker takes the attempt up.
+  if (!outcome.ok && outcome.error.code === 'aborted' && shuttingDown(ctx)) await handBack(ctx);
   if (lessons?.probe && ctx.deps.lessons) {
     await probed(ctx.deps.lessons, ctx.plan.memoryAgent, lessons.probe, outcome.ok);
   }
@@ -282,7 +285,13 @@ async function callWithin(
           read,
         )
       : base,
-    { timeoutMs: limit.ms, runSignal: ctx.runSignal },
+    {
+      timeoutMs: limit.ms,
+      runSignal: ctx.runSignal,
+      // A custom tool is told of a shutdown and may stop cleanly; a built-in call finishes within
+      // the shutdown grace.
+      ...(isCustomTool(tool) && ctx.deps.shutdown ? { shutdownSignal: ctx.deps.shutdown } : {}),
+    },
   ).finally(() => release?.());
   // Nothing that comes back (an output echoing the request, an error quoting it) keeps a value,
   // in any form the call made of it.
@@ -423,6 +432,26 @@ export async function park(ctx: NodeContext, until: number): Promise<never> {
   if (ctx.token === undefined) throw new Error('parking a node job needs a worker token');
   await ctx.job.updateData({ ...(ctx.job.data as object), continuation: true });
   await ctx.job.moveToDelayed(until, ctx.token);
+  throw new DelayedError();
+}
+
+/** The process is shutting down, and the node's run goes on (a cancelled run's node is not handed back). */
+const shuttingDown = (ctx: NodeContext): boolean =>
+  ctx.deps.shutdown?.aborted === true && !ctx.runSignal.aborted;
+
+/**
+ * The worker is shutting down in the middle of the node's custom tool call, which it aborted: the
+ * node's job goes back to its queue now, its attempt neither failed nor ended (no error class, no
+ * retry counted), and another worker re-enters that attempt (`resumes`: the same attempt number,
+ * the same idempotency key, not counted or charged again), as after a crash but without waiting
+ * for the job's lock to lapse. A handed-off node moves to a job of its own for it.
+ */
+export async function handBack(ctx: NodeContext): Promise<never> {
+  ownJobFor(ctx, 'hand back on shutdown');
+  if (ctx.token === undefined) throw new Error('handing a node job back needs a worker token');
+  ctx.log.info('worker shutting down: node handed back to its queue mid-call');
+  await ctx.job.updateData({ ...(ctx.job.data as object), resumes: ctx.attempt });
+  await ctx.job.moveToDelayed(Date.now(), ctx.token);
   throw new DelayedError();
 }
 

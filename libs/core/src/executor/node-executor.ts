@@ -221,7 +221,9 @@ async function runExecution(deps: ExecutorDeps, execution: Execution): Promise<E
   // when its job is first taken; a downgraded node's retries run the fallback too.
   // A moved node re-enters its begun attempt once; the retries of its own job are new attempts.
   const moved = data.moved && job.attemptsMade === 0;
-  const reentry = data.continuation || data.throttled || moved;
+  // An attempt a worker shutting down handed back re-enters as it was begun.
+  const resumed = data.resumes === attempt;
+  const reentry = data.continuation || data.throttled || moved || resumed;
   const firstTake = attempt === 1 && !reentry;
   const expiry = firstTake ? expiryOf(planned, execution.queuedAt, Date.now()) : undefined;
   const downgradedAt = data.downgraded ?? (expiry?.onExpire === 'downgrade' ? iso(expiry.at) : undefined);
@@ -250,7 +252,7 @@ async function runExecution(deps: ExecutorDeps, execution: Execution): Promise<E
         // A job re-entering after parking (or after flow control held its call back, or moving on
         // from a handoff) is the same execution: not counted or charged again.
         countExecution: !reentry && !expiredUnrun,
-        chargeCall: kind.chargesToolCall && !data.throttled && !moved && !expiredUnrun,
+        chargeCall: kind.chargesToolCall && !data.throttled && !moved && !resumed && !expiredUnrun,
         reads: item ? itemReads(item) : (plan.reads.get(node.id) ?? []),
         // An item announces only its failure; its map reports progress.
         ...(item ? { quiet: true } : {}),

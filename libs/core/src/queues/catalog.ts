@@ -60,6 +60,11 @@ export const NodeJobData = z.object({
   /** Set when a handed-off node moved here mid-execution: its begin was made, not counted or charged again. */
   moved: z.boolean().default(false),
   /**
+   * The attempt a worker shutting down handed back mid-call (`handBack`): that attempt re-enters,
+   * begun, not counted or charged again; a later retry of the job is a new attempt.
+   */
+  resumes: z.number().int().min(1).optional(),
+  /**
    * The job a moved node ran handed off in: what its completion released and began there is marked
    * with that job (`carriedBy`), so a redelivery of this job treats those as its own too.
    */
