@@ -494,7 +494,7 @@ describe('tool queues and worker processes', () => {
 });
 
 describe('an agent calling a custom tool', () => {
-  it('calls it in the process that runs the agent, one that loaded the tool’s module', async () => {
+  it('calls it in the process that runs the agent, which must have loaded the tool’s module', async () => {
     // This stack has no tool pool of its own: the agent node runs on the worker process below.
     const own = await startStack({
       pools: ['plan'],
@@ -544,6 +544,41 @@ describe('an agent calling a custom tool', () => {
       const shown = JSON.stringify(model.requests.slice(before)[0]?.tools);
       expect(shown).toContain('crm__lookup');
       expect(shown).toContain('Find a customer by e-mail');
+
+      // The agent's process without the tool's module: the node fails, named, not the model told.
+      await worker.kill('SIGTERM');
+      const plain = spawnTetraloop(['worker', '--pool', 'tool'], own.env);
+      workers.push(plain);
+      await stderrMatches(plain, /worker ready: pools tool/);
+      const turns = model.requests.length;
+      const missing = await postRun(own.url, {
+        graph: {
+          nodes: [
+            {
+              id: 'ask',
+              kind: 'loop',
+              maxIterations: 3,
+              body: { agent: { prompt: 'Which plan is Ada on?', tools: ['crm.lookup'] } },
+            },
+          ],
+        },
+      });
+      expect(missing.status, JSON.stringify(missing.body)).toBe(202);
+      const failed = await waitFor(own.url, missing.body.runId as string, 30_000);
+      expect(failed.status).toBe('failed');
+      expect(failed.nodes.ask).toMatchObject({
+        status: 'failed',
+        error: {
+          code: 'internal',
+          reason: 'tool_code_missing',
+          message: expect.stringContaining(
+            'custom tool "crm.lookup" has no code in the process running this node',
+          ),
+        },
+      });
+      // One model turn asked for the tool; the failure did not go back to the model.
+      expect(model.requests.length - turns).toBe(1);
+      await plain.kill('SIGTERM');
     } finally {
       agent = () => ({ content: 'ok' });
       await worker.kill('SIGTERM');

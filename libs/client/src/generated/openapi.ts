@@ -1606,6 +1606,8 @@ export interface components {
             /** @constant */
             code: "internal";
             message: string;
+            /** @enum {string} */
+            reason?: "tool_code_missing";
         };
         RunError: {
             /** @enum {string} */

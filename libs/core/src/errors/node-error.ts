@@ -62,7 +62,11 @@ export const NodeErrorData = z.discriminatedUnion('code', [
   z.object({ code: z.literal('suspected_loop'), message, executions: z.number().int() }),
   /** Refused before it went out: an active hard lesson says the service it calls is down. */
   z.object({ code: z.literal('blocked_by_lesson'), message, lessonId: z.string() }),
-  z.object({ code: z.literal('internal'), message }),
+  /**
+   * A bug or a deployment fault; `tool_code_missing`: a node that calls its tools in its own process
+   * (an agent, a loop) called a custom tool whose module that process did not load.
+   */
+  z.object({ code: z.literal('internal'), message, reason: z.enum(['tool_code_missing']).optional() }),
 ]);
 export type NodeErrorData = z.infer<typeof NodeErrorData>;
 export type ErrorCode = NodeErrorData['code'];

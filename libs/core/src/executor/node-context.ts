@@ -18,7 +18,7 @@ import type { RunEventNotice } from '../queues/webhook-jobs.js';
 import type { BeginNodeResult } from '../state/runs/node-state.js';
 import type { WaitSpec } from '../state/runs/run-signals.js';
 import type { Tool, ToolOutcome } from '../tools/tool.js';
-import { isCustomTool, type CustomTool } from '../tools/custom-tool.js';
+import { isCustomTool, toolCodeMissing, type CustomTool } from '../tools/custom-tool.js';
 import { valueChecker } from '../mcp/args-schema.js';
 import { customToolContext } from './custom-tool-context.js';
 import { toolSlot } from './tool-concurrency.js';
@@ -178,6 +178,8 @@ export async function callTool(
 ): Promise<ToolOutcome> {
   // Read with its secrets as strings of unknown content: the host a call reaches is known before
   // they are filled in (host limits, lessons and the call record keep it).
+  // Known from the catalog only (an agent's or a loop's call; a tool node's job never runs here).
+  if (isCustomTool(tool) && !tool.codeHere) return { ok: false, error: toolCodeMissing(tool.name, WORKER) };
   const parsed = tool.input.safeParse(withSecretsMasked(args));
   const target = parsed.success ? tool.target?.(parsed.data) : undefined;
   ctx.call.tool = tool.name;

@@ -12,6 +12,7 @@ import type { ChatMessage } from '../model/model-client.js';
 import { Thinking, thinkingOptions } from '../model/thinking.js';
 import { renderPrompt, truncate } from '../model/prompt-render.js';
 import { findSecretRefs, SecretName } from '../secrets/secret-ref.js';
+import { isToolCodeMissing } from '../tools/custom-tool.js';
 import { functionNames } from '../tools/function-names.js';
 import { toolCatalog } from '../tools/tool-catalog.js';
 import type { ToolOutcome } from '../tools/tool.js';
@@ -191,7 +192,10 @@ export function agentIteration(
             ok: out.ok,
             ...(out.ok ? {} : { error: out.error }),
           });
-          if (!out.ok && out.error.code === 'aborted') throw new NodeEnded(out.error);
+          // A custom tool whose module this process lacks is a deployment fault the model cannot
+          // mend: it ends the node rather than reaching the conversation.
+          if (!out.ok && (out.error.code === 'aborted' || isToolCodeMissing(out.error)))
+            throw new NodeEnded(out.error);
           content = truncate(JSON.stringify(out.ok ? out.output : { error: out.error }), run.modelInputChars);
         }
         return { tool_call_id: c.id, name: c.name, content };

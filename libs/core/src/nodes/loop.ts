@@ -12,6 +12,7 @@ import { literalText } from '../graph/references.js';
 import { Args, CallNodeFields, Condition, type GraphOf } from '../graph/schema.js';
 import { conditionHolds } from '../policy/condition.js';
 import { findSecretRefs } from '../secrets/secret-ref.js';
+import { isToolCodeMissing } from '../tools/custom-tool.js';
 import type { ExecutableKindSpec, NodeRun, RunUsageSoFar } from './kind.js';
 import { AgentBody, agentIteration } from './loop-agent.js';
 import {
@@ -143,7 +144,12 @@ function toolIteration(run: NodeRun<LoopNode>, body: ToolBody): IterationRunner 
     const startedAt = nowIso();
     const started = performance.now();
     const outcome = await run.callTool(tool, args, usage.toolTimeMs, { index: String(n), secrets });
-    if (!outcome.ok && (outcome.error.code === 'aborted' || outcome.error.code === 'budget_exhausted')) {
+    if (
+      !outcome.ok &&
+      (outcome.error.code === 'aborted' ||
+        outcome.error.code === 'budget_exhausted' ||
+        isToolCodeMissing(outcome.error))
+    ) {
       throw new NodeEnded(outcome.error);
     }
     const durationMs = Math.round(performance.now() - started);

@@ -7,7 +7,7 @@
  */
 import { createHash } from 'node:crypto';
 import { z } from 'zod';
-import type { ErrorCode } from '../errors/node-error.js';
+import type { ErrorCode, NodeErrorData } from '../errors/node-error.js';
 import type { Tool, ToolContext } from './tool.js';
 
 /** What a custom tool's name looks like; dots group names (`crm.lookup`). */
@@ -112,6 +112,22 @@ export interface CustomTool<I = unknown, O = unknown> extends Tool<I, O> {
 /** Whether a tool in a registry is a team's own (with code here, or known from the catalog). */
 export const isCustomTool = (tool: Tool): tool is CustomTool =>
   'custom' in tool && typeof (tool as { custom?: unknown }).custom === 'object';
+
+/**
+ * Why a custom tool cannot be called here: the process has it from the catalog only, without its
+ * code. A tool node's job goes to a worker that has it; an agent or a loop calls its tools in the
+ * process running it, so that process must load the module. Ends the calling node (an agent is
+ * not told: it could do nothing about it).
+ */
+export const toolCodeMissing = (name: string, worker: string): NodeErrorData => ({
+  code: 'internal',
+  reason: 'tool_code_missing',
+  message: `custom tool "${name}" has no code in the process running this node (${worker}): an agent or a loop calls its tools in its own process, so the workers that run it (the default queue's) must load the tool's module (--tools or TETRALOOP_TOOL_MODULES)`,
+});
+
+/** Whether a call failed because its custom tool has no code in the calling process. */
+export const isToolCodeMissing = (error: NodeErrorData): boolean =>
+  error.code === 'internal' && error.reason === 'tool_code_missing';
 
 /** The queue a tool's node jobs go to: a custom tool's own, else the shared node queue. */
 export const queueOfTool = (tool: Tool | undefined): string =>
