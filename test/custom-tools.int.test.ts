@@ -175,8 +175,9 @@ describe('loading tool modules', () => {
     const badName = start(fileURLToPath(new URL('./fixtures/tools/bad-name.ts', import.meta.url)));
     const duplicate = start(MODULE, MODULE_V4);
     const missing = start('./no-such-tools.js');
+    const empty = start(fileURLToPath(new URL('./fixtures/tools/no-tools.ts', import.meta.url)));
     const ends = await Promise.all(
-      [badName, duplicate, missing].map(async (p) => ({ ...(await p.exited), err: p.stderr() })),
+      [badName, duplicate, missing, empty].map(async (p) => ({ ...(await p.exited), err: p.stderr() })),
     );
     for (const end of ends) expect(end.code, end.err).toBe(2);
     expect(ends[0]!.err).toMatch(
@@ -186,6 +187,9 @@ describe('loading tool modules', () => {
       /^tool module .*tools-v4\.ts: tool "crm\.lookup" is also defined by .*tools\.ts$/m,
     );
     expect(ends[2]!.err).toMatch(/^tool module \.\/no-such-tools\.js: does not load/m);
+    expect(ends[3]!.err).toMatch(
+      /^tool module .*no-tools\.ts: exports no tool \(define them with defineTool\)$/m,
+    );
   });
 });
 
@@ -284,6 +288,35 @@ describe('custom tools served by a worker process', () => {
     expect(first).toMatchObject({ error: { code: 'rate_limited', retryAfterMs: 600 } });
     expect(first?.retryDelayMs).toBeGreaterThanOrEqual(600);
     expect(second?.error).toBeUndefined();
+  });
+
+  it('stops a custom tool at its own time limit as `timeout`, and on a run cancel as `aborted`', async () => {
+    const stoppedWhy = (tag: string) =>
+      loopback
+        .hitsOf('/crm/stopped')
+        .find((h) => h.query.get('tag') === tag)
+        ?.query.get('reason');
+    const sleepy = (tag: string) => ({ id: 's', kind: 'tool', tool: 'test.sleepy', args: { tag } });
+    const timedOut = await runGraph({ nodes: [sleepy('limit')] });
+    expect(timedOut.nodes.s).toMatchObject({ status: 'failed', error: { code: 'timeout' } });
+    expect(timedOut.nodes.s?.attempts).toHaveLength(1);
+    await expect.poll(() => stoppedWhy('limit'), { timeout: 10_000 }).toBe('timed out after 800 ms');
+    // The node's own time limit wins over the tool's; the run is cancelled while the call waits.
+    const posted = await postRun(stack.url, {
+      graph: { nodes: [{ ...sleepy('cancel'), timeoutMs: 60_000 }] },
+    });
+    expect(posted.status).toBe(202);
+    const runId = posted.body.runId as string;
+    await expect
+      .poll(() => loopback.hitsOf('/crm/sleeping').some((h) => h.query.get('tag') === 'cancel'), {
+        timeout: 20_000,
+      })
+      .toBe(true);
+    expect((await call('POST', `/v1/runs/${runId}/cancel`)).status).toBeLessThan(300);
+    const cancelled = await waitFor(stack.url, runId, 30_000);
+    expect(cancelled.status).toBe('cancelled');
+    expect(cancelled.nodes.s).toMatchObject({ status: 'cancelled', error: { code: 'aborted' } });
+    await expect.poll(() => stoppedWhy('cancel'), { timeout: 10_000 }).toBe('run aborted');
   });
 
   it('gives ctx.secret a secret the tool declares and the secret allows; refuses the others', async () => {
@@ -584,5 +617,5 @@ describe('an agent calling a custom tool', () => {
       await worker.kill('SIGTERM');
       await own.close();
     }
-  }, 60_000);
+  }, 90_000);
 });
