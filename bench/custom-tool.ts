@@ -18,7 +18,7 @@ const RUNS = 300;
 const ROUNDS = 5;
 const CONCURRENCY = 32;
 const ROOT = fileURLToPath(new URL('..', import.meta.url));
-const MODULE = fileURLToPath(new URL('./support/noop-tools.ts', import.meta.url));
+const MODULE = fileURLToPath(new URL('./support/noop-tools.mjs', import.meta.url));
 
 export interface CustomToolSide {
   /** Median over the rounds. */

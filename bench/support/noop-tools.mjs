@@ -1,4 +1,8 @@
-/** The custom tool of the custom-tool benchmark: passes its value on, as the built-in `json` does. */
+/**
+ * The custom tool of the custom-tool benchmark: passes its value on, as the built-in `json` does.
+ * JavaScript, as a team's built module is: the benchmark's `tetraloop` processes run the built
+ * command, which loads no TypeScript.
+ */
 import { z } from 'zod';
 import { defineTool } from '@tetraloop/sdk';
 
