@@ -24,6 +24,7 @@ import {
 import { metricValue } from './support/inspect.js';
 import { postRun, readEvents, startStack, waitFor, type Stack } from './support/stack.js';
 
+const TSX = fileURLToPath(new URL('../node_modules/tsx/dist/cli.mjs', import.meta.url));
 const MODULE = fileURLToPath(new URL('./fixtures/tools/tools.ts', import.meta.url));
 /** `crm.lookup` version 4, whose output schema differs. */
 const MODULE_V4 = fileURLToPath(new URL('./fixtures/tools/tools-v4.ts', import.meta.url));
@@ -524,6 +525,44 @@ describe('tool queues and worker processes', () => {
     });
     expect(doc.nodes.customer?.attempts.at(-1)).toMatchObject({ toolVersion: '4' });
   });
+});
+
+describe('a worker program of the team’s own', () => {
+  it('serves the tools it gives startWorker of @tetraloop/sdk and those of TETRALOOP_TOOL_MODULES', async () => {
+    const program = spawnTetraloop(
+      [],
+      {
+        ...stack.env,
+        TETRALOOP_TOOL_MODULES: fileURLToPath(new URL('./fixtures/tools/misc-tools.ts', import.meta.url)),
+      },
+      {
+        command: [
+          TSX,
+          '--conditions=tetraloop-source',
+          fileURLToPath(new URL('./fixtures/tools/sdk-worker.ts', import.meta.url)),
+        ],
+      },
+    );
+    workers.push(program);
+    try {
+      await stderrMatches(program, /sdk worker ready/);
+      const doc = await runGraph({
+        nodes: [
+          { id: 'echo', kind: 'tool', tool: 'sdk.echo', args: { text: 'hello' } },
+          { id: 'back', kind: 'tool', tool: 'misc.reverse', args: { text: '{{echo.output.text}}' } },
+        ],
+        edges: [['echo', 'back']],
+      });
+      expect(doc.status, JSON.stringify(doc.nodes)).toBe('succeeded');
+      // Both ran in the program (tsx runs it in a child process of its own), not in this one.
+      const echo = outputOf(doc, 'echo') as { text: string; pid: number };
+      expect(echo.text).toBe('hello');
+      expect(echo.pid).not.toBe(process.pid);
+      expect(outputOf(doc, 'back')).toEqual({ text: 'olleh', pid: echo.pid });
+    } finally {
+      await program.kill('SIGTERM');
+    }
+  }, 90_000);
 });
 
 describe('an agent calling a custom tool', () => {

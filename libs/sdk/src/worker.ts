@@ -7,8 +7,13 @@ import { parseWorkerEnv, startHealthServer, startPools, type PoolsHandle } from 
 import type { CustomTool } from '@tetraloop/core/tools';
 
 export interface StartWorkerOptions {
-  /** The tools this process serves (each made with `defineTool`). */
-  readonly tools: readonly CustomTool<never, unknown>[];
+  /**
+   * The tools this process serves (each made with `defineTool`). Each tool's input type was held
+   * to where it was defined; a list of them holds tools of any input (a zod schema's type does not
+   * widen to another).
+   */
+  // eslint-disable-next-line @typescript-eslint/no-explicit-any
+  readonly tools: readonly CustomTool<any, unknown>[];
   /** The queues it serves: each tool's queue must be among them. @defaultValue ["default"] */
   readonly queues?: readonly string[];
   /** Node jobs run at once. @defaultValue TETRALOOP_TOOL_CONCURRENCY (32) */
