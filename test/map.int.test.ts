@@ -1,6 +1,7 @@
 /** Map nodes on a real Redis with real worker pools: items, concurrency, failures, resume, events. */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { RunDocument } from '@tetraloop/core/domain';
+import type { RunExplain } from '@tetraloop/core/insight';
 import { post, postRun, readEvents, runToEnd, startStack, waitFor, type Stack } from './support/stack.js';
 import { startToolServer, type Hit, type ToolServer } from './support/tool-server.js';
 
@@ -78,6 +79,24 @@ describe('map nodes', () => {
     const progress = events.filter((e) => e.data.type === 'map.progress');
     expect(progress.length).toBeGreaterThanOrEqual(2);
     expect(progress.at(-1)!.data.data).toEqual({ done: 12, failed: 0, running: 0, total: 12 });
+    // Explain sets the map's wall time against its items' critical path: its longest lane of 3.
+    const explained = (await (await fetch(`${stack.url}/v1/runs/${doc.runId}/explain`)).json()) as RunExplain;
+    const map = explained.nodes.find((n) => n.id === 'read')!;
+    expect(map.map).toMatchObject({ total: 12, concurrency: 3, ran: 12 });
+    const { itemsCriticalPathMs, longestItemMs, itemTimeMs, wallOverItemsCriticalPath } = map.map!;
+    // A lane's items run one after another inside the map's span.
+    expect(itemsCriticalPathMs).toBeGreaterThanOrEqual(longestItemMs);
+    expect(itemsCriticalPathMs).toBeLessThanOrEqual(map.durationMs);
+    expect(itemsCriticalPathMs * 3).toBeGreaterThanOrEqual(itemTimeMs);
+    expect(wallOverItemsCriticalPath).toBeGreaterThanOrEqual(1);
+    // The map's span starts when it started its items, before the first of them.
+    const firstItem = (await (
+      await fetch(`${stack.url}/v1/runs/${doc.runId}/nodes/read/items/0`)
+    ).json()) as {
+      startedAt: string;
+    };
+    expect(Date.parse(map.startedAt!)).toBeLessThanOrEqual(Date.parse(firstItem.startedAt));
+    expect(explained.nodes.find((n) => n.id === 'after')!.map).toBeUndefined();
   });
 
   it('with onItemError "continue", gives failed items as {error}, and minSuccess may fail the map', async () => {

@@ -297,5 +297,12 @@ export function explainText(e: RunExplain): string {
     e.criticalPath.length === 0
       ? 'critical path: none (no node took time)'
       : `critical path (*): ${e.criticalPath.map((n) => `${n.id} ${formatMs(n.durationMs)}`).join(' → ')}`;
-  return `${head}\n\n${table}\n${path}\n`;
+  const maps = e.nodes.flatMap((n) =>
+    n.map
+      ? [
+          `map ${n.id}: ${n.map.ran} of ${n.map.total} items ran, ${n.map.concurrency} at once; wall ${formatMs(n.durationMs)}, items' critical path ${formatMs(n.map.itemsCriticalPathMs)} (lane ${n.map.criticalLane ?? '-'}), wall ÷ path ${ratio(n.map.wallOverItemsCriticalPath)}; longest item ${formatMs(n.map.longestItemMs)}, item time ${formatMs(n.map.itemTimeMs)}`,
+        ]
+      : [],
+  );
+  return `${head}\n\n${table}\n${path}\n${maps.map((line) => `${line}\n`).join('')}`;
 }

@@ -22,7 +22,7 @@ import {
 } from '@tetraloop/core/domain';
 import { NodeErrorData, RunError } from '@tetraloop/core/errors';
 import { LimitDefinition, LimitsDocument } from '@tetraloop/core/flow';
-import { RunExplain, NodeExplain } from '@tetraloop/core/insight';
+import { RunExplain, NodeExplain, MapExplain } from '@tetraloop/core/insight';
 import { Lesson, RunSummary } from '@tetraloop/core/memory';
 import { GraphBody, SubgraphNode, SubmittedGraph } from '@tetraloop/core/nodes';
 import { RunRequest } from '@tetraloop/core/runs';
@@ -110,6 +110,7 @@ export const ANSWER_SCHEMAS = {
   RunListing,
   RunExplain,
   NodeExplain,
+  MapExplain,
   RunDocument,
   DocumentGraph,
   NodeView,

@@ -1392,6 +1392,17 @@ export interface components {
             parkedMs: number;
             attempts: number;
             tokens: number;
+            map?: components["schemas"]["MapExplain"];
+        };
+        MapExplain: {
+            total: number;
+            concurrency: number;
+            ran: number;
+            itemTimeMs: number;
+            longestItemMs: number;
+            itemsCriticalPathMs: number;
+            criticalLane: number | null;
+            wallOverItemsCriticalPath: number | null;
         };
         RunDocument: {
             runId: string;

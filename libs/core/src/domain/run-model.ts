@@ -28,6 +28,15 @@ export const TERMINAL_RUN_STATUSES: ReadonlySet<RunStatus> = new Set([
 ]);
 export const isTerminal = (status: RunStatus): boolean => TERMINAL_RUN_STATUSES.has(status);
 
+/** Where a map node's items stand, as in its `map.progress` events. */
+export const MapProgress = z.object({
+  done: z.number().int().nonnegative(),
+  failed: z.number().int().nonnegative(),
+  running: z.number().int().nonnegative(),
+  total: z.number().int().nonnegative(),
+});
+export type MapProgress = z.infer<typeof MapProgress>;
+
 /** Fields every node of the run document has beside its state. */
 const NodeViewFields = {
   id: z.string(),

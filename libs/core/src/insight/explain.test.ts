@@ -231,6 +231,42 @@ describe('explainRun', () => {
     expect(explain.criticalPath.map((n) => n.id)).toEqual(['a', 'slow']);
   });
 
+  it('sets a map node’s wall time against its items’ longest lane, leaving out items of an earlier execution', () => {
+    const item = (from: number, to: number) => ({ startedAt: at(from), finishedAt: at(to) });
+    const explain = explainRun({
+      // The map's snapshot starts at the entry that found its items settled (390); it started them at 100.
+      document: doc([done('fan', 390, 400), done('after', 400, 420)]),
+      plan: { ids: ['fan', 'after'], edges: [['fan', 'after']] },
+      readyAt: new Map(),
+      now: T0 + 1000,
+      maps: new Map([
+        [
+          'fan',
+          {
+            concurrency: 2,
+            startedAt: T0 + 100,
+            // Lane 0: items 0, 2 (100 + 60 ms); lane 1: items 1, 3 (120 + 80 ms). Item 4 succeeded
+            // in an earlier execution (before the map's span) and did not run in this one.
+            items: [item(110, 210), item(110, 230), item(215, 275), item(235, 315), item(10, 20)],
+          },
+        ],
+      ]),
+    });
+    const fan = explain.nodes.find((n) => n.id === 'fan')!;
+    expect(fan).toMatchObject({ durationMs: 300, startedAt: at(100), queueWaitMs: 100 });
+    expect(fan.map).toEqual({
+      total: 5,
+      concurrency: 2,
+      ran: 4,
+      itemTimeMs: 360,
+      longestItemMs: 120,
+      itemsCriticalPathMs: 200,
+      criticalLane: 1,
+      wallOverItemsCriticalPath: 1.5,
+    });
+    expect(explain.nodes.find((n) => n.id === 'after')!.map).toBeUndefined();
+  });
+
   it('has no ratios for a run that never started', () => {
     const explain = explainRun({
       document: doc([{ id: 'a', status: 'skipped', attempts: [], finishedAt: at(0), durationMs: 0 }], {

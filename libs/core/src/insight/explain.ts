@@ -10,13 +10,41 @@
  * throttled time (its calls held back by flow control), parked time (waiting for a signal or an
  * approval) and execution (the rest). Its queue wait is ready → first start. A rerun's reused nodes
  * did not run in it: they count for nothing.
+ *
+ * A map node's span runs from when it started its items (its job's first entry; the snapshot's
+ * start is the later entry that found them settled) to its snapshot: its wall time. Beside it, its
+ * items' critical path (the longest lane of items, `map/map-timing.ts`), from the items' own
+ * snapshots. Items kept from an earlier execution (started before the map's span) did not run in
+ * it: they count for nothing either.
  */
 import { z } from 'zod';
 import { RunStatus, type RunEvent, type RunDocument, type NodeView } from '../domain/run-model.js';
 import type { Edge } from '../graph/schema.js';
 import { buildTopology } from '../graph/topology.js';
+import type { NodeSnapshot } from '../domain/node-snapshot.js';
+import { mapTiming, type ItemSpan } from '../map/map-timing.js';
 
 const Ms = z.number().nonnegative();
+
+/** A map node's items against its wall time (its `durationMs`). */
+export const MapExplain = z.object({
+  /** Items in its list. */
+  total: z.number().int().nonnegative(),
+  /** Items run at once: lane l runs items l, l + concurrency, … one after another. */
+  concurrency: z.number().int().positive(),
+  /** Items that ran in this execution of the map and finished. */
+  ran: z.number().int().nonnegative(),
+  /** Their durations (first start → snapshot), summed. */
+  itemTimeMs: Ms,
+  longestItemMs: Ms,
+  /** The longest lane: its items' durations, summed; what the map would take with no cost per item. */
+  itemsCriticalPathMs: Ms,
+  /** Which lane that is; null when no item ran. */
+  criticalLane: z.number().int().nonnegative().nullable(),
+  /** The map's wall time ÷ its items' critical path; null without one. */
+  wallOverItemsCriticalPath: z.number().nonnegative().nullable(),
+});
+export type MapExplain = z.infer<typeof MapExplain>;
 
 /** One node of a run, as the explain answer shows where its time went. */
 export const NodeExplain = z.object({
@@ -44,6 +72,8 @@ export const NodeExplain = z.object({
   attempts: z.number().int().nonnegative(),
   /** Prompt plus completion tokens of its model calls. */
   tokens: z.number().int().nonnegative(),
+  /** A map node's items: present for a map that started them. */
+  map: MapExplain.optional(),
 });
 export type NodeExplain = Readonly<z.infer<typeof NodeExplain>> & { readonly status: NodeView['status'] };
 
@@ -86,6 +116,18 @@ export interface ExplainInput {
   readonly readyAt: ReadonlyMap<string, number>;
   /** Epoch ms: the end of what still runs. */
   readonly now: number;
+  /** Each map node that started its items: its concurrency and its items' snapshots, in item order. */
+  readonly maps?: ReadonlyMap<string, MapItemsInput>;
+}
+
+export interface MapItemsInput {
+  readonly concurrency: number;
+  /**
+   * When the map started this execution of its items (epoch ms). Its snapshot's start is the
+   * entry that found the items settled, after it parked: its span starts here instead.
+   */
+  readonly startedAt: number | null;
+  readonly items: readonly (Pick<NodeSnapshot, 'startedAt' | 'finishedAt'> | undefined)[];
 }
 
 /** When each node last became ready: the time of its latest `node.queued` event. */
@@ -166,7 +208,8 @@ export function explainRun(input: ExplainInput): RunExplain {
   for (const id of input.plan.ids) {
     const view = document.nodes[id];
     if (!view) continue;
-    const { start, end, reused } = timingOf(view, now);
+    const map = input.maps?.get(id);
+    const { start, end, reused } = mapSpan(timingOf(view, now), map);
     const duration = start !== null && end !== null ? Math.max(0, end - start) : 0;
     const parents = topology.parents.get(id) ?? [];
     // Ready when its event says; without one (trimmed events), when its last dependency ended or,
@@ -206,6 +249,7 @@ export function explainRun(input: ExplainInput): RunExplain {
       parkedMs: waited,
       attempts: reused ? 0 : view.attempts.length,
       tokens: reused ? 0 : (usage?.totalTokens ?? 0),
+      ...mapOf(map, start, duration),
     });
   }
   const path = criticalPath(topology.ids, topology.parents, new Map(nodes.map((n) => [n.id, n.durationMs])));
@@ -237,6 +281,30 @@ export function explainRun(input: ExplainInput): RunExplain {
       tokens: sum((n) => n.tokens),
     },
     nodes: nodes.map((n) => ({ ...n, critical: onPath.has(n.id) })),
+  };
+}
+
+/** A map's span starts when it started its items (its first entry), not at its snapshot's start. */
+function mapSpan(timing: Timing, map: MapItemsInput | undefined): Timing {
+  if (!map || map.startedAt === null || timing.start === null || timing.reused) return timing;
+  return { ...timing, start: Math.min(timing.start, map.startedAt) };
+}
+
+/** A map's items against its span (from `start`, lasting `duration`); nothing for a map that has not started. */
+function mapOf(
+  items: MapItemsInput | undefined,
+  start: number | null,
+  duration: number,
+): { map?: MapExplain } {
+  if (!items || start === null) return {};
+  const spans = items.items.map((item): ItemSpan | undefined => {
+    const from = ms(item?.startedAt);
+    const to = ms(item?.finishedAt);
+    return from === null || to === null || from < start ? undefined : { start: from, end: to };
+  });
+  const timing = mapTiming(spans, items.concurrency);
+  return {
+    map: { ...timing, wallOverItemsCriticalPath: ratio(duration, timing.itemsCriticalPathMs) },
   };
 }
 

@@ -32,7 +32,7 @@ import type { RunSearchPage } from '../state/run-index.js';
 import type { NewRun } from '../state/runs/run-creation.js';
 import type { RunStore } from '../state/runs/run-store.js';
 import type { RunSearch } from '../insight/run-search.js';
-import { explainRun, readyTimes, type RunExplain } from '../insight/explain.js';
+import { explainRun, readyTimes, type MapItemsInput, type RunExplain } from '../insight/explain.js';
 import type { RunEvent, RunOrigin, WindowSettings } from '../domain/run-model.js';
 import type { WebhookOutbox } from '../queues/webhook-jobs.js';
 import { WebhookStoreError, type WebhookStore } from '../state/webhook-store.js';
@@ -378,7 +378,23 @@ export class RunService {
       plan: { ids: stored?.plan.nodes.map((n) => n.id) ?? [], edges: stored?.plan.edges ?? [] },
       readyAt: readyTimes(events),
       now,
+      maps: await this.mapItems(runId, stored?.plan.nodes.filter((n) => n.kind === 'map') ?? []),
     });
+  }
+
+  /** The concurrency and item snapshots of each map node that started its items, for `explain`. */
+  private async mapItems(
+    runId: string,
+    maps: readonly { id: string }[],
+  ): Promise<Map<string, MapItemsInput>> {
+    const found = new Map<string, MapItemsInput>();
+    for (const { id } of maps) {
+      const state = await this.deps.store.mapState(runId, id);
+      if (!state) continue;
+      const items = await this.deps.store.itemSnapshots(runId, id, state.total);
+      found.set(id, { concurrency: state.concurrency, startedAt: state.startedAt, items });
+    }
+    return found;
   }
 
   /** Starts a stored run that was held back (a session run whose turn has come). */

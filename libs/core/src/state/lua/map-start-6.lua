@@ -10,7 +10,8 @@
   Item `i` of map `m` is the node `m[i]`: its snapshot in `nodes`, its execution count and attempts
   in `aux` like any node's, and `aux` `item:m[i]` holds its value until it completes. The map's
   state is one `aux` field, `map:m` (JSON {g, fp, total, c, stop, stopped, done, failed, launched,
-  at}). A new execution (first, resume, replan) keeps the succeeded items of an execution with the
+  at, started}; `at` is the last `map.progress`, `started` this execution's start, epoch ms). A new
+  execution (first, resume, replan) keeps the succeeded items of an execution with the
   same fingerprint and drops every other item snapshot; a redelivered map job (same generation and
   fingerprint) changes nothing and answers the lanes' heads again (adding their jobs is a no-op).
 ]]
@@ -78,6 +79,7 @@ if fresh then
   state.launched = state.done + (#result - 1) / 2
   local t = redis.call('TIME')
   state.at = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+  state.started = state.at
   emit('map.progress', id, cjson.encode({ done = state.done, failed = 0,
     running = state.launched - state.done, total = total }))
   redis.call('HSET', KEYS[6], 'map:' .. id, cjson.encode(state))

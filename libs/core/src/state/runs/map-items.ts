@@ -4,7 +4,7 @@
  * map `m` is stored as the node `m[i]` (map/item-id.ts); no script a run without a map calls
  * touches any of this.
  */
-import type { LiveNodeState, NodeSnapshot, UsageCharge } from '../../domain/run-model.js';
+import type { LiveNodeState, MapProgress, NodeSnapshot, UsageCharge } from '../../domain/run-model.js';
 import { itemId } from '../../map/item-id.js';
 import { chargeJson, snapshotJson, type RunContext } from './run-context.js';
 
@@ -20,6 +20,29 @@ export interface CompleteItemResult {
   readonly generation: number;
   /** The next item of the lane, to enqueue. */
   readonly next?: MapItem;
+}
+
+/** A map's items as its state holds them: `map.progress`'s figures, with the list's concurrency. */
+export interface MapState extends MapProgress {
+  readonly concurrency: number;
+  /** When this execution of its items started (epoch ms): the map job's first entry, before it parked. */
+  readonly startedAt: number | null;
+}
+
+/** The `map:<id>` field of a run's `aux` hash, as the scripts write it (JSON). */
+export function parseMapState(raw: string): MapState {
+  const state = JSON.parse(raw) as Partial<
+    Record<'total' | 'c' | 'done' | 'failed' | 'launched' | 'started', number>
+  >;
+  const done = state.done ?? 0;
+  return {
+    done,
+    failed: state.failed ?? 0,
+    running: Math.max(0, (state.launched ?? done) - done),
+    total: state.total ?? 0,
+    concurrency: state.c ?? 1,
+    startedAt: state.started ?? null,
+  };
 }
 
 const HMGET_CHUNK = 1000;
@@ -104,6 +127,15 @@ export class MapItems {
   }
 
   /**
+   * Where a map's current execution of its items stands (the `map:<id>` state the scripts keep):
+   * its list's length, concurrency and items done, failed and running; null before it started them.
+   */
+  async mapState(runId: string, mapId: string): Promise<MapState | null> {
+    const raw = await this.ctx.redis.hget(this.ctx.keysOf(runId).aux, `map:${mapId}`);
+    return raw ? parseMapState(raw) : null;
+  }
+
+  /**
    * One item as `GET /v1/runs/:id/nodes/:nodeId/items/:index` shows it: its snapshot, or its live
    * state while it runs; and how many items its map has (null before the map started them).
    */
@@ -119,7 +151,7 @@ export class MapItems {
       this.ctx.redis.hget(k.live, id),
       this.ctx.redis.hget(k.aux, `map:${mapId}`),
     ]);
-    const total = state ? Number((JSON.parse(state) as { total?: number }).total ?? 0) : null;
+    const total = state ? parseMapState(state).total : null;
     return {
       total,
       snapshot: snapshot ? (JSON.parse(snapshot) as NodeSnapshot) : null,

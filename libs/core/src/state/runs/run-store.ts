@@ -37,7 +37,7 @@ export type { ReconcileView } from './run-lifecycle.js';
 export type { RunPlan, WindowState, NewPlan } from './run-plan.js';
 export type { BeginNodeResult, CompleteNodeResult, HandoffRequest } from './node-state.js';
 export type { SignalDelivery, WaitSpec, WaitState } from './run-signals.js';
-export type { MapItem, CompleteItemResult } from './map-items.js';
+export type { MapItem, MapState, CompleteItemResult } from './map-items.js';
 export type { OutcomeState, RunHeader, TaskState, WebhookSubject } from './run-read-model.js';
 
 /** A part's methods (its public members), without the context it keeps. */
