@@ -20,6 +20,7 @@ import { coldStartTable, runColdStart } from './cold-start.js';
 import { customToolTable, runCustomTool } from './custom-tool.js';
 import { runSmoke, smokeTable } from './smoke.js';
 import { featuresTable, runFeatures } from './features.js';
+import { mapTable, runMap } from './map.js';
 
 interface Benchmark {
   readonly title: string;
@@ -79,6 +80,14 @@ const BENCHMARKS: Record<string, Benchmark> = {
         markdown: throughputTable(result),
         files: { 'throughput.svg': throughputSvg(result.rows) },
       };
+    },
+  },
+  map: {
+    title:
+      'Map nodes: 1,000 items × 20 ms and 10,000 items × 1 ms at concurrency 100, beside LangGraph.js Send',
+    async run() {
+      const result = await runMap();
+      return { json: result, markdown: mapTable(result) };
     },
   },
   features: {
