@@ -338,6 +338,82 @@ describe('a run', () => {
   }, 60_000);
 });
 
+describe('a map node', () => {
+  it('shows the map as one node with a progress bar, and pages through its items on click', async () => {
+    const tag = `map-${Date.now()}`;
+    // Item 0 holds its lane at the gate; item 7 fails (and the map goes on); the rest are quick.
+    const items = Array.from({ length: 25 }, (_, i) =>
+      i === 0
+        ? { url: `${tools.url}/gate?node=${tag}` }
+        : i === 7
+          ? { url: `${tools.url}/status/500?node=${tag}-7` }
+          : { url: `${tools.url}/work?node=${tag}-${i}&ms=1` },
+    );
+    const runId = await submit({
+      input: { items },
+      graph: {
+        nodes: [
+          {
+            id: 'fan',
+            kind: 'map',
+            over: { $ref: 'input.items' },
+            node: { kind: 'tool', tool: 'http', args: { url: '{{item.url}}' }, retry: { server: 0 } },
+            concurrency: 5,
+            onItemError: 'continue',
+          },
+        ],
+      },
+    });
+    await tools.hitCount(tag, 1);
+    await inConsole('map', async (page) => {
+      await runPage(page, runId);
+      const box = node(page, 'fan');
+      await box.and(page.locator('[data-status="running"][data-progress]')).click();
+      // One node for the map, however many items it has.
+      expect(await page.locator('[data-role="graph"] [data-node-id]').count()).toBe(1);
+      const details = page.locator('[data-role="node-details"][data-node-id="fan"]');
+      await details.locator('[data-role="map-progress"][data-total="25"]').waitFor();
+      const rows = details.locator('[data-role="map-items"] tbody tr');
+      await rows.and(page.locator('[data-item-index="0"][data-status="running"]')).waitFor();
+
+      tools.openGate(tag);
+      await page.locator('main[data-run-status="succeeded"][data-settled="true"]').waitFor();
+      await box.and(page.locator('[data-status="succeeded"][data-progress="1"]')).waitFor();
+      await details
+        .locator('[data-role="map-progress"][data-done="25"][data-failed="1"][data-running="0"]')
+        .waitFor();
+      await expect(details.locator('[data-role="map-progress"]').textContent()).resolves.toBe(
+        '25 of 25 done · 1 failed',
+      );
+      await rows.and(page.locator('[data-item-index="0"][data-status="succeeded"]')).waitFor();
+      await rows.and(page.locator('[data-item-index="7"][data-status="failed"]')).waitFor();
+      expect(await rows.count()).toBe(20);
+      await expect(details.locator('[data-role="map-timing"]').textContent()).resolves.toMatch(
+        /^25 items ran, 5 at once · items' critical path/,
+      );
+
+      await details.locator('[data-action="items-next"]').click();
+      await details.locator('[data-role="map-items"][data-page="1"][data-loaded="true"]').waitFor();
+      expect(await rows.count()).toBe(5);
+      await rows.and(page.locator('[data-item-index="22"]')).click();
+      const item = details.locator('[data-role="map-item"] [data-item-index="22"][data-status="succeeded"]');
+      await item.waitFor();
+      // Its output as the items route answers it (nested branches start closed).
+      await expect(item.locator('[data-role="output"]').textContent()).resolves.toContain(`"${tag}-22"`);
+      await page.screenshot({ path: `${ARTIFACTS}/console-map.png`, fullPage: true });
+
+      await details.locator('[data-action="items-previous"]').click();
+      await details.locator('[data-role="map-items"][data-page="0"][data-loaded="true"]').waitFor();
+      await rows.and(page.locator('[data-item-index="7"]')).click();
+      await details
+        .locator(
+          '[data-role="map-item"] [data-item-index="7"] [data-role="node-error"][data-error-class="server"]',
+        )
+        .waitFor();
+    });
+  }, 60_000);
+});
+
 describe('actions', () => {
   it('cancels a running run, sends feedback on it, and resumes a failed one', async () => {
     const waiting = await submit({

@@ -47,6 +47,8 @@ export interface NodeFields {
   readonly signal?: string;
   readonly waits?: readonly Wait[];
   readonly reusedFrom?: string;
+  /** A map node's items' counts. */
+  readonly map?: unknown;
   readonly usage?: {
     readonly promptTokens: number;
     readonly completionTokens: number;
@@ -132,9 +134,13 @@ export function nodeDetails(
     h(
       'dl',
       { class: 'facts' },
-      ...fact('started', clock(node.startedAt)),
+      // A map's snapshot starts at the entry that found its items settled: its span is explain's.
+      ...fact('started', clock(node.map && timing ? timing.startedAt : node.startedAt)),
       ...fact('finished', clock(node.finishedAt)),
-      ...fact('took', duration(node.durationMs ?? timing?.durationMs)),
+      ...fact(
+        'took',
+        duration(node.map && timing ? timing.durationMs : (node.durationMs ?? timing?.durationMs)),
+      ),
       ...(timing
         ? [
             ...fact('queued', duration(timing.queueWaitMs)),

@@ -12,12 +12,18 @@
  * event itself. The page keeps each node's latest report from the events it receives and shows it
  * while the stored document says that node runs (`node-progress.ts`); a progress event is drawn
  * without reading the run again, since it changed nothing stored.
+ *
+ * A map node is one box whose bar fills as its items are done (the document's `map` counts, which
+ * its `map.progress` events announce); clicked, its details page through its items
+ * (`map-items.ts`).
  */
 import { unwrap, type RunDocument, type RunExplain, type TetraloopClient } from '@tetraloop/client';
 import { clock, describeError, duration, form, h, show } from './dom.js';
 import { decisionForm } from './decisions.js';
 import { nodeDetails, nodeFields } from './node-details.js';
 import { progressShown, takeProgress, type NodeProgress, type ProgressReports } from './node-progress.js';
+import { mapItemsView, type MapItemsView } from './map-items.js';
+import { mapBar, mapProgressOf } from './map-progress.js';
 import { graphView } from './run-graph.js';
 import { timelineView } from './run-timeline.js';
 import { paths } from './routes.js';
@@ -66,6 +72,13 @@ export function runPage(
   const reports: ProgressReports = new Map();
   const progressOf = (id: string): NodeProgress | undefined =>
     doc ? progressShown(reports.get(id), nodeFields(doc, id)) : undefined;
+  /** In the graph, a map node's bar is how many of its items are done. */
+  const barOf = (id: string): NodeProgress | undefined => {
+    const map = doc && mapProgressOf(doc.nodes[id]);
+    return map ? mapBar(map) : progressOf(id);
+  };
+  /** Each map node's items view, kept across redraws of the details panel (its page stays). */
+  const mapViews = new Map<string, MapItemsView>();
   /** What the last drawn parts showed, so a redraw leaves a form or an opened JSON branch alone. */
   let drawn = { details: '', decisions: '', actions: '' };
 
@@ -154,11 +167,16 @@ export function runPage(
       const forms = waiting.map((id) => decisionForm(client, runId, id, nodeFields(doc!, id)!, schedule));
       show(decisions, ...(forms.some(Boolean) ? [h('h2', {}, 'Waiting for a decision'), ...forms] : []));
     }
-    graph.update(doc, critical, selected, progressOf);
+    graph.update(doc, critical, selected, barOf);
     if (explain) show(timeline, h('h2', {}, 'Timeline'), timelineView(explain, select));
     if (selected) {
       const timing = explain?.nodes.find((n) => n.id === selected);
       const progress = progressOf(selected);
+      const map = mapProgressOf(doc.nodes[selected]);
+      let mapView = mapViews.get(selected);
+      if (map && !mapView)
+        mapViews.set(selected, (mapView = mapItemsView(client, runId, selected, loadBlob)));
+      if (map) mapView?.update(map, timing?.map);
       const detailsKey = JSON.stringify([selected, doc.nodes[selected], timing, progress, doc.finishedAt]);
       if (detailsKey !== drawn.details) {
         drawn.details = detailsKey;
@@ -177,7 +195,9 @@ export function runPage(
           },
           'Rerun from this node',
         );
-        show(details, nodeDetails(doc, selected, timing, progress, loadBlob, rerun));
+        const panel = nodeDetails(doc, selected, timing, progress, loadBlob, rerun);
+        if (map && mapView) panel.append(mapView.element);
+        show(details, panel);
       }
     }
   }

@@ -6,6 +6,7 @@
 import {
   AttemptRecord,
   DocumentGraph,
+  MapProgress,
   NodeView,
   PlanningRecord,
   RunDocument,
@@ -114,6 +115,7 @@ export const ANSWER_SCHEMAS = {
   RunDocument,
   DocumentGraph,
   NodeView,
+  MapProgress,
   AttemptRecord,
   WaitRecord,
   SignalDecision,

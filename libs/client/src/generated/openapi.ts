@@ -1498,6 +1498,7 @@ export interface components {
             id: string;
             waits?: components["schemas"]["WaitRecord"][];
             throttledMs?: number;
+            map?: components["schemas"]["MapProgress"];
         } | {
             /** @enum {string} */
             status: "queued" | "running" | "retrying" | "waiting" | "throttled";
@@ -1512,14 +1513,22 @@ export interface components {
             id: string;
             waits?: components["schemas"]["WaitRecord"][];
             throttledMs?: number;
+            map?: components["schemas"]["MapProgress"];
             attempts: components["schemas"]["AttemptRecord"][];
         } | {
             id: string;
             waits?: components["schemas"]["WaitRecord"][];
             throttledMs?: number;
+            map?: components["schemas"]["MapProgress"];
             /** @constant */
             status: "pending";
             attempts: components["schemas"]["AttemptRecord"][];
+        };
+        MapProgress: {
+            done: number;
+            failed: number;
+            running: number;
+            total: number;
         };
         AttemptRecord: {
             attempt: number;

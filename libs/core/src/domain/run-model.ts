@@ -44,6 +44,8 @@ const NodeViewFields = {
   waits: z.array(WaitRecord).optional(),
   /** Time its calls spent held back by flow control, in all. */
   throttledMs: z.number().nonnegative().optional(),
+  /** A map node's items (its latest execution of them): present once it started them. */
+  map: MapProgress.optional(),
 };
 
 /** A node in the run document: its snapshot once final, its live state before, `pending` until queued. */

@@ -11,6 +11,7 @@ import {
   RunStatus,
   WaitRecord,
   type AttemptRecord,
+  type MapProgress,
   type NodeView,
   type PlanningRecord,
   type RerunOf,
@@ -28,7 +29,14 @@ import { tenantRunsKey } from '../keys.js';
 import { slotMulti } from '../slot-multi.js';
 import { TraceCarrier } from '../../telemetry/tracing.js';
 import type { RunTraceFacts } from '../../telemetry/run-span.js';
+import { parseMapState } from './map-items.js';
 import { multiReplies, parseJson, type RunContext } from './run-context.js';
+
+/** A map node's progress in the run document: its state without the concurrency. */
+const mapProgress = (raw: string): MapProgress => {
+  const { done, failed, running, total } = parseMapState(raw);
+  return { done, failed, running, total };
+};
 
 export type TaskState = TaskSpec & { planned: boolean; replanRequest: unknown };
 
@@ -315,6 +323,8 @@ export class RunReadModel {
     const auxFields = [
       ...USAGE_FIELDS,
       ...ids.flatMap((id) => [`attempts:${id}`, `waits:${id}`, `throttled:${id}`]),
+      // A map's counts (its items' state), read for map nodes only.
+      ...plan.nodes.flatMap((n) => (n.kind === 'map' ? [`map:${n.id}`] : [])),
     ];
     const replies = await slotMulti(this.ctx.redis)
       .hmget(k.nodes, ...ids, '')
@@ -336,7 +346,12 @@ export class RunReadModel {
       const waitsRaw = aux[`waits:${node.id}`];
       const waits = waitsRaw ? { waits: WaitRecord.array().parse(JSON.parse(waitsRaw)) } : {};
       const throttledMs = Number(aux[`throttled:${node.id}`] ?? 0);
-      const extra = { ...waits, ...(throttledMs > 0 ? { throttledMs } : {}) };
+      const mapRaw = aux[`map:${node.id}`];
+      const extra = {
+        ...waits,
+        ...(throttledMs > 0 ? { throttledMs } : {}),
+        ...(mapRaw ? { map: mapProgress(mapRaw) } : {}),
+      };
       nodes[node.id] = snapshot
         ? { id: node.id, ...NodeSnapshot.parse(JSON.parse(snapshot)), ...extra }
         : state
