@@ -494,6 +494,7 @@ describe('the auth matrix', () => {
       CONSOLE_PAGES.session.replace(':sessionKey', 'alice'),
       CONSOLE_PAGES.lessons.replace(':agentId', 'main'),
       CONSOLE_PAGES.schedules,
+      CONSOLE_PAGES.triggers,
       CONSOLE_SCRIPT_PATH,
       CONSOLE_STYLE_PATH,
     ];

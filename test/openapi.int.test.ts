@@ -208,6 +208,7 @@ describe('the document', () => {
       CONSOLE_PAGES.session.replace(':sessionKey', 'alice'),
       CONSOLE_PAGES.lessons.replace(':agentId', 'main'),
       CONSOLE_PAGES.schedules,
+      CONSOLE_PAGES.triggers,
     ];
     for (const path of pages) {
       const page = await api('get', path, { key: null });

@@ -559,6 +559,41 @@ describe('schedules', () => {
   }, 60_000);
 });
 
+describe('triggers', () => {
+  it('lists a trigger with its event, filter and batch, links to its runs, and deletes it', async () => {
+    const event = `console.trigger.${Date.now()}`;
+    const { id } = (await api('post', '/v1/triggers', {
+      event,
+      filter: { path: 'payload.total', gte: 100 },
+      batch: { maxSize: 50, maxWaitMs: 10_000 },
+      description: 'big orders',
+      request: { graph: { nodes: [{ id: 'a', kind: 'tool', tool: 'json', args: { value: 1 } }] } },
+    })) as { id: string };
+    await inConsole('triggers', async (page) => {
+      await page.goto(`${stack.url}${CONSOLE_PAGES.triggers}`);
+      const row = page.locator(`[data-role="triggers"] tr[data-trigger-id="${id}"][data-event="${event}"]`);
+      await row.waitFor();
+      await expect(row.locator('[data-role="filter"]').textContent()).resolves.toBe('payload.total gte 100');
+      await expect(row.locator('[data-role="grouping"]').textContent()).resolves.toBe(
+        'batch of up to 50 within 10 s',
+      );
+      await expect(row.textContent()).resolves.toContain('big orders');
+      await page.screenshot({ path: `${ARTIFACTS}/console-triggers.png` });
+
+      await row.locator('a[data-role="trigger-runs"]').click();
+      await page.waitForURL((url) => url.searchParams.get('triggerId') === id);
+      await page.locator('[data-page="runs"] [data-role="runs"][data-loaded="true"]').waitFor();
+
+      await page.goto(`${stack.url}${CONSOLE_PAGES.triggers}`);
+      page.once('dialog', (dialog) => void dialog.accept());
+      await row.locator('[data-action="delete"]').click();
+      await row.waitFor({ state: 'detached' });
+      await page.locator('[data-role="notice"]', { hasText: 'Delete: done.' }).waitFor();
+    });
+    await expect(api('get', `/v1/triggers/${id}`)).rejects.toThrow(/answered 404/);
+  }, 60_000);
+});
+
 describe('sessions and lessons', () => {
   it('sends a message from a session’s page and shows the transcript with the reply', async () => {
     const sessionKey = `console-${Date.now()}`;

@@ -13,6 +13,7 @@ export const CONSOLE_PAGES = {
   session: `${CONSOLE_BASE}/sessions/:sessionKey`,
   lessons: `${CONSOLE_BASE}/agents/:agentId/lessons`,
   schedules: `${CONSOLE_BASE}/schedules`,
+  triggers: `${CONSOLE_BASE}/triggers`,
 } as const;
 export const CONSOLE_SCRIPT_PATH = `${CONSOLE_BASE}/console.js`;
 export const CONSOLE_STYLE_PATH = `${CONSOLE_BASE}/console.css`;

@@ -10,6 +10,7 @@ import { runPage } from './run-page.js';
 import { runsPage } from './runs-list.js';
 import { schedulesPage } from './schedules-page.js';
 import { sessionPage, sessionsPage } from './sessions-page.js';
+import { triggersPage } from './triggers-page.js';
 
 const root = document.getElementById('console')!;
 
@@ -21,6 +22,7 @@ function nav(): HTMLElement {
     h('a', { href: paths.runs() }, 'Runs'),
     h('a', { href: paths.sessions() }, 'Sessions'),
     h('a', { href: paths.schedules() }, 'Schedules'),
+    h('a', { href: paths.triggers() }, 'Triggers'),
     h('a', { href: paths.lessons('main') }, 'Lessons'),
     h('a', { href: '/docs' }, 'API reference'),
     savedKey()
@@ -72,6 +74,8 @@ async function boot(): Promise<void> {
       return lessonsPage(page, client, route.agentId, fail);
     case 'schedules':
       return schedulesPage(page, client, fail);
+    case 'triggers':
+      return triggersPage(page, client, fail);
     case 'missing':
       show(
         page,

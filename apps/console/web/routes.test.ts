@@ -10,12 +10,14 @@ describe('routeOf', () => {
     expect(routeOf(paths.session('a/b'))).toEqual({ page: 'session', sessionKey: 'a/b' });
     expect(routeOf(paths.lessons('main'))).toEqual({ page: 'lessons', agentId: 'main' });
     expect(routeOf(paths.schedules())).toEqual({ page: 'schedules' });
+    expect(routeOf(paths.triggers())).toEqual({ page: 'triggers' });
     expect(routeOf('/console/nope/x')).toEqual({ page: 'missing' });
     expect(routeOf('/docs')).toEqual({ page: 'missing' });
   });
 
-  it('searches the runs list for a schedule’s runs', () => {
+  it('searches the runs list for a schedule’s or a trigger’s runs', () => {
     expect(paths.scheduleRuns('sch_1')).toBe('/console/?scheduleId=sch_1');
+    expect(paths.triggerRuns('trg_1')).toBe('/console/?triggerId=trg_1');
     expect(routeOf('/console/')).toEqual({ page: 'runs' });
   });
 });

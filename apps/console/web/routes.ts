@@ -13,6 +13,7 @@ export type Route =
   | { readonly page: 'session'; readonly sessionKey: string }
   | { readonly page: 'lessons'; readonly agentId: string }
   | { readonly page: 'schedules' }
+  | { readonly page: 'triggers' }
   | { readonly page: 'missing' };
 
 const BASE = '/console';
@@ -27,6 +28,9 @@ export const paths = {
   schedules: (): string => `${BASE}/schedules`,
   /** The runs list, searched for the runs a schedule started. */
   scheduleRuns: (scheduleId: string): string => `${BASE}/?${new URLSearchParams({ scheduleId })}`,
+  triggers: (): string => `${BASE}/triggers`,
+  /** The runs list, searched for the runs a trigger started. */
+  triggerRuns: (triggerId: string): string => `${BASE}/?${new URLSearchParams({ triggerId })}`,
 };
 
 /** A field and a button that open the page `pathOf` names for what was typed (a session key, an agent). */
@@ -46,6 +50,7 @@ export function routeOf(pathname: string): Route {
   if (rest === '') return { page: 'runs' };
   if (rest === '/sessions') return { page: 'sessions' };
   if (rest === '/schedules') return { page: 'schedules' };
+  if (rest === '/triggers') return { page: 'triggers' };
   let m = /^\/runs\/([^/]+)$/.exec(rest);
   if (m) return { page: 'run', runId: decodeURIComponent(m[1]!) };
   m = /^\/sessions\/([^/]+)$/.exec(rest);

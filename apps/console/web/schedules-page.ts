@@ -4,15 +4,14 @@
  * pause or resume one, run it now, and delete it, and a link to the runs it started (the runs list
  * searched by `scheduleId`).
  *
- * Like the runs list, the page asks again every few seconds: a firing happens in a worker, and
- * nothing streams a schedule's state.
+ * Like the triggers page, it is a `list-page.ts`: read again every few seconds, since a firing
+ * happens in a worker and nothing streams a schedule's state.
  */
 import { unwrap, type ScheduleView, type TetraloopClient } from '@tetraloop/client';
-import { dataTable, describeError, h, show } from './dom.js';
-import { polling } from './polling.js';
+import { h } from './dom.js';
+import { deleteButton, listPage, when, type Act } from './list-page.js';
 import { paths } from './routes.js';
 
-const POLL_MS = 3000;
 const COLUMNS = [
   'schedule',
   'cadence',
@@ -25,9 +24,6 @@ const COLUMNS = [
   'runs',
   '',
 ];
-
-/** A date and time as the person's clock shows them (a schedule's next firing may be months away). */
-const when = (iso: string | null): string => (iso ? new Date(iso).toLocaleString() : '—');
 
 /** `cron 0 7 * * 1-5 (Europe/Paris)` or `every 900 s`. */
 function cadence(s: ScheduleView): string {
@@ -47,28 +43,7 @@ export function schedulesPage(
   client: TetraloopClient,
   fail: (err: unknown) => void,
 ): void {
-  const table = h('tbody');
-  const notice = h('p', { class: 'notice', 'data-role': 'notice' });
-  const list = h('section', { 'data-role': 'schedules', 'data-loaded': 'false' });
-  show(list, dataTable({ class: 'runs' }, COLUMNS, table));
-  show(root, h('main', { class: 'page', 'data-page': 'schedules' }, h('h1', {}, 'Schedules'), notice, list));
-
-  /** An action's call, then the list again; what it did (or why not) in the notice. */
-  const act = (what: string, call: () => Promise<string | undefined>) => (): void => {
-    notice.textContent = `${what}…`;
-    call().then(
-      (said) => {
-        notice.textContent = `${what}: ${said ?? 'done.'}`;
-        void refresh();
-      },
-      (err: unknown) => {
-        fail(err);
-        notice.textContent = `${what}: ${describeError(err)}`;
-      },
-    );
-  };
-
-  const actions = (s: ScheduleView): HTMLDivElement => {
+  const actions = (s: ScheduleView, act: Act): HTMLDivElement => {
     const path = { params: { path: { id: s.id } } };
     const setPaused = (paused: boolean) => async (): Promise<undefined> => {
       unwrap(await client.api.PATCH('/v1/schedules/{id}', { ...path, body: { paused } }));
@@ -100,27 +75,13 @@ export function schedulesPage(
         },
         'Trigger now',
       ),
-      h(
-        'button',
-        {
-          type: 'button',
-          class: 'danger',
-          'data-action': 'delete',
-          onclick: () => {
-            // Irreversible, unlike the other buttons: the schedule goes, its runs stay.
-            if (!confirm(`Delete the schedule “${s.name}”? Its runs stay.`)) return;
-            act('Delete', async () => {
-              unwrap(await client.api.DELETE('/v1/schedules/{id}', path));
-              return undefined;
-            })();
-          },
-        },
-        'Delete',
-      ),
+      deleteButton(act, `Delete the schedule “${s.name}”? Its runs stay.`, async () => {
+        unwrap(await client.api.DELETE('/v1/schedules/{id}', path));
+      }),
     );
   };
 
-  const row = (s: ScheduleView): HTMLTableRowElement =>
+  const row = (s: ScheduleView, act: Act): HTMLTableRowElement =>
     h(
       'tr',
       { 'data-schedule-id': s.id, 'data-paused': String(s.paused), 'data-last-run': s.state.lastRunId ?? '' },
@@ -139,22 +100,20 @@ export function schedulesPage(
       ),
       h('td', {}, firings(s.state.firings)),
       h('td', {}, h('a', { href: paths.scheduleRuns(s.id), 'data-role': 'schedule-runs' }, 'runs')),
-      h('td', {}, actions(s)),
+      h('td', {}, actions(s, act)),
     );
 
-  const refresh = polling({
-    everyMs: POLL_MS,
-    shown: list,
-    read: async () => unwrap(await client.api.GET('/v1/schedules')).schedules,
-    draw: (schedules) => {
-      table.replaceChildren(...schedules.map(row));
-      if (schedules.length === 0)
-        table.append(h('tr', {}, h('td', { colspan: COLUMNS.length, class: 'muted' }, 'No schedules.')));
-      list.setAttribute('data-loaded', 'true');
+  listPage(
+    root,
+    {
+      page: 'schedules',
+      title: 'Schedules',
+      role: 'schedules',
+      columns: COLUMNS,
+      empty: 'No schedules.',
+      read: async () => unwrap(await client.api.GET('/v1/schedules')).schedules,
+      row,
     },
-    failed: (err) => {
-      fail(err);
-      notice.textContent = describeError(err);
-    },
-  });
+    fail,
+  );
 }

@@ -123,6 +123,7 @@ export const OPEN_OPERATIONS: Readonly<Record<string, OpenOperation>> = {
     CONSOLE_PAGES.schedules,
     'Console: the schedules, paused, resumed, triggered and deleted',
   ),
+  'console.triggers': consolePage(CONSOLE_PAGES.triggers, 'Console: the triggers, listed and deleted'),
   'console.script': {
     method: 'get',
     path: CONSOLE_SCRIPT_PATH,
