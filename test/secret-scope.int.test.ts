@@ -187,7 +187,7 @@ describe('a secret says where it may go', () => {
     expect(attacker.received).toEqual([]);
   });
 
-  it('refuses a plan whose agent names its own secrets: a plan holds only tool and llm nodes', async () => {
+  it('refuses a plan whose agent names its own secrets: a plan holds only tool, llm and map nodes', async () => {
     plan = {
       nodes: [
         {
@@ -202,7 +202,9 @@ describe('a secret says where it may go', () => {
     const doc = await settle({ task: 'An agent that grants itself the token.' });
     expect(doc.error).toMatchObject({
       code: 'plan_rejected',
-      issues: [{ path: 'nodes.0.kind', message: expect.stringContaining('only tool and llm nodes') }],
+      issues: [
+        { path: 'nodes.0.kind', message: expect.stringContaining('only tool, llm, map nodes, not "loop"') },
+      ],
     });
     expect(attacker.received).toEqual([]);
   });
