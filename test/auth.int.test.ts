@@ -117,7 +117,19 @@ interface Fixture {
   /** Two of acme's triggers: one to read, one to delete. */
   trigger: string;
   doomedTrigger: string;
+  /** acme's LangGraph threads: one with a finished run, one to delete, one with a cancelled run. */
+  thread: string;
+  doomedThread: string;
+  cancelledThread: string;
+  cancelledRun: string;
 }
+
+/** A LangGraph run's body: the agent `main` asked `text`, queued behind the thread's runs. */
+const langGraphRun = (text: string) => ({
+  assistant_id: 'main',
+  input: { messages: [{ role: 'user', content: text }] },
+  multitask_strategy: 'enqueue',
+});
 
 let acme: string;
 let beta: string;
@@ -127,7 +139,13 @@ const withoutScope = new Map<string, string>();
 
 beforeAll(async () => {
   // Session messages become agent runs: a model answers them.
-  model = await startModelServer({ script: () => ({ content: 'noted' }) });
+  // A LangGraph run asked to "hang" waits in its model call until it is cancelled.
+  model = await startModelServer({
+    script: (r) =>
+      r.messages.some((m) => m.role === 'user' && m.content?.includes('hang'))
+        ? { hang: true }
+        : { content: 'noted' },
+  });
   stack = await startStack({
     pools: ['sense', 'plan', 'tool', 'reflect'],
     env: {
@@ -252,7 +270,46 @@ beforeAll(async () => {
     return (made.body as { id: string }).id;
   };
   const [trigger, doomedTrigger] = [await makeTrigger(), await makeTrigger()];
+  const thread = async (): Promise<string> => {
+    const made = await call('post', '/langgraph/threads', { key: acme, body: {} });
+    expect(made.status).toBe(200);
+    return made.body.thread_id as string;
+  };
+  const [langThread, doomedThread, cancelledThread] = [await thread(), await thread(), await thread()];
+  expect(
+    (
+      await call('post', `/langgraph/threads/${langThread}/runs/wait`, {
+        key: acme,
+        body: langGraphRun('hi'),
+      })
+    ).status,
+  ).toBe(200);
+  const cancelled = await call('post', `/langgraph/threads/${cancelledThread}/runs`, {
+    key: acme,
+    body: langGraphRun('hang'),
+  });
+  expect(cancelled.status).toBe(200);
+  const cancelledRun = cancelled.body.run_id as string;
+  expect(
+    (
+      await call('post', `/langgraph/threads/${cancelledThread}/runs/${cancelledRun}/cancel?wait=1`, {
+        key: acme,
+      })
+    ).status,
+  ).toBe(202);
+  expect(
+    (
+      await call('put', '/langgraph/store/items', {
+        key: acme,
+        body: { namespace: ['auth'], key: 'k', value: { v: 1 } },
+      })
+    ).status,
+  ).toBe(204);
   fixture = {
+    thread: langThread,
+    doomedThread,
+    cancelledThread,
+    cancelledRun,
     doneRun,
     failedRun,
     cancelRun,
@@ -424,6 +481,58 @@ async function exampleOf(name: RouteName): Promise<Example> {
     case 'mcp.stream':
       // Stateless: no stream for server-initiated messages, whoever asks.
       return { path: '/mcp', ok: 405 };
+    case 'langgraph.assistants.search':
+      return { path: '/langgraph/assistants/search', body: {}, ok: 200 };
+    case 'langgraph.assistants.get':
+      return { path: '/langgraph/assistants/main', ok: 200 };
+    case 'langgraph.assistants.versions':
+      return { path: '/langgraph/assistants/main/versions', body: {}, ok: 200 };
+    case 'langgraph.threads.create':
+      return { path: '/langgraph/threads', body: {}, ok: 200 };
+    case 'langgraph.threads.search':
+      return { path: '/langgraph/threads/search', body: {}, ok: 200 };
+    case 'langgraph.threads.get':
+      return { path: `/langgraph/threads/${f.thread}`, ok: 200 };
+    case 'langgraph.threads.delete':
+      return { path: `/langgraph/threads/${f.doomedThread}`, ok: 204 };
+    case 'langgraph.threads.state':
+      return { path: `/langgraph/threads/${f.thread}/state`, ok: 200 };
+    case 'langgraph.threads.history':
+      return { path: `/langgraph/threads/${f.thread}/history`, body: {}, ok: 200 };
+    case 'langgraph.runs.create':
+      return { path: `/langgraph/threads/${f.thread}/runs`, body: langGraphRun('again'), ok: 200 };
+    case 'langgraph.runs.stream':
+      return { path: `/langgraph/threads/${f.thread}/runs/stream`, body: langGraphRun('again'), ok: 200 };
+    case 'langgraph.runs.wait':
+      return { path: `/langgraph/threads/${f.thread}/runs/wait`, body: langGraphRun('again'), ok: 200 };
+    case 'langgraph.runs.get':
+      return { path: `/langgraph/threads/${f.cancelledThread}/runs/${f.cancelledRun}`, ok: 200 };
+    case 'langgraph.runs.join':
+      return { path: `/langgraph/threads/${f.cancelledThread}/runs/${f.cancelledRun}/join`, ok: 200 };
+    case 'langgraph.runs.joinStream':
+      return { path: `/langgraph/threads/${f.cancelledThread}/runs/${f.cancelledRun}/stream`, ok: 200 };
+    case 'langgraph.runs.cancel':
+      return { path: `/langgraph/threads/${f.cancelledThread}/runs/${f.cancelledRun}/cancel`, ok: 202 };
+    case 'langgraph.stateless.create':
+      return { path: '/langgraph/runs', body: langGraphRun('alone'), ok: 200 };
+    case 'langgraph.stateless.stream':
+      return { path: '/langgraph/runs/stream', body: langGraphRun('alone'), ok: 200 };
+    case 'langgraph.stateless.wait':
+      return { path: '/langgraph/runs/wait', body: langGraphRun('alone'), ok: 200 };
+    case 'langgraph.store.put':
+      return {
+        path: '/langgraph/store/items',
+        body: { namespace: ['auth'], key: 'k2', value: { v: 2 } },
+        ok: 204,
+      };
+    case 'langgraph.store.get':
+      return { path: '/langgraph/store/items?namespace=auth&key=k', ok: 200 };
+    case 'langgraph.store.delete':
+      return { path: '/langgraph/store/items', body: { namespace: ['auth'], key: 'gone' }, ok: 204 };
+    case 'langgraph.store.search':
+      return { path: '/langgraph/store/items/search', body: { namespace_prefix: ['auth'] }, ok: 200 };
+    case 'langgraph.store.namespaces':
+      return { path: '/langgraph/store/namespaces', body: {}, ok: 200 };
   }
 }
 

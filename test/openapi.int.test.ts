@@ -573,6 +573,59 @@ describe('real answers match the documented schemas', () => {
     expect(got.body).toMatchObject({ jsonrpc: '2.0', id: 1, result: { id: runId } });
   });
 
+  it('LangGraph’s Agent Protocol: assistants, threads, runs, the store', async () => {
+    const run = (text: string) => ({
+      assistant_id: 'main',
+      input: { messages: [{ role: 'user', content: text }] },
+      multitask_strategy: 'enqueue',
+      stream_mode: ['values', 'updates', 'messages', 'messages-tuple', 'events'],
+    });
+    expect((await api('post', '/langgraph/assistants/search', { body: {} })).status).toBe(200);
+    expect((await api('get', '/langgraph/assistants/main')).status).toBe(200);
+    expect((await api('get', '/langgraph/assistants/nobody')).status).toBe(404);
+    expect((await api('post', '/langgraph/assistants/main/versions', { body: {} })).status).toBe(200);
+    const made = await api('post', '/langgraph/threads', { body: { metadata: { team: 'a' } } });
+    expect(made.status).toBe(200);
+    const thread = (made.body as { thread_id: string }).thread_id;
+    expect((await api('post', '/langgraph/threads', { body: { thread_id: thread } })).status).toBe(409);
+    expect((await api('post', '/langgraph/threads/search', { body: {} })).status).toBe(200);
+    expect((await api('get', `/langgraph/threads/${thread}`)).status).toBe(200);
+    expect((await api('get', '/langgraph/threads/nobody')).status).toBe(404);
+    const streamed = await api('post', `/langgraph/threads/${thread}/runs/stream`, { body: run('one') });
+    expect(streamed.status).toBe(200);
+    const runId = /"run_id":"([^"]+)"/.exec(streamed.text)![1]!;
+    expect((await api('post', `/langgraph/threads/${thread}/runs/wait`, { body: run('two') })).status).toBe(
+      200,
+    );
+    const created = await api('post', `/langgraph/threads/${thread}/runs`, { body: run('three') });
+    expect(created.status).toBe(200);
+    const third = (created.body as { run_id: string }).run_id;
+    expect((await api('get', `/langgraph/threads/${thread}/runs/${third}/join`)).status).toBe(200);
+    expect((await api('get', `/langgraph/threads/${thread}/runs/${runId}`)).status).toBe(200);
+    expect((await api('get', `/langgraph/threads/${thread}/runs/${runId}/stream`)).status).toBe(200);
+    expect((await api('post', `/langgraph/threads/${thread}/runs/${third}/cancel`)).status).toBe(409);
+    expect((await api('get', `/langgraph/threads/${thread}/state`)).status).toBe(200);
+    expect((await api('post', `/langgraph/threads/${thread}/history`, { body: {} })).status).toBe(200);
+    expect(
+      (await api('post', `/langgraph/threads/${thread}/runs`, { body: { ...run('x'), command: {} } })).status,
+    ).toBe(400);
+    expect((await api('post', '/langgraph/runs', { body: run('alone') })).status).toBe(200);
+    expect((await api('post', '/langgraph/runs/stream', { body: run('alone') })).status).toBe(200);
+    expect((await api('post', '/langgraph/runs/wait', { body: run('alone') })).status).toBe(200);
+    expect((await api('delete', `/langgraph/threads/${thread}`)).status).toBe(204);
+
+    const item = { namespace: ['docs'], key: 'k', value: { v: 1 } };
+    expect((await api('put', '/langgraph/store/items', { body: item })).status).toBe(204);
+    expect((await api('get', '/langgraph/store/items?namespace=docs&key=k')).status).toBe(200);
+    expect((await api('get', '/langgraph/store/items?namespace=docs&key=none')).status).toBe(404);
+    expect((await api('post', '/langgraph/store/items/search', { body: {} })).status).toBe(200);
+    expect((await api('post', '/langgraph/store/namespaces', { body: {} })).status).toBe(200);
+    expect((await api('delete', '/langgraph/store/items', { body: item })).status).toBe(204);
+    expect(
+      (await api('put', '/langgraph/store/items', { body: { ...item, namespace: ['a.b'] } })).status,
+    ).toBe(400);
+  });
+
   it('the open routes: health, readiness, metrics, the document', async () => {
     expect((await api('get', '/healthz', { key: null })).status).toBe(200);
     expect((await api('get', '/readyz', { key: null })).status).toBe(200);

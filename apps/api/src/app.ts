@@ -14,6 +14,7 @@ import type {
   SecretStore,
   WebhookStore,
   SessionStore,
+  ItemStore,
 } from '@tetraloop/core/state';
 import { metricsText } from '@tetraloop/core/telemetry';
 import type { EventIntake, TriggerBook } from '@tetraloop/core/triggers';
@@ -35,7 +36,8 @@ import { httpMetrics } from './http-metrics.js';
 import { mcpHandlers } from './mcp/mcp-router.js';
 import { memoryHandlers } from './memory-router.js';
 import { mountApiReference } from './openapi/reference-page.js';
-import { ROUTES, type RouteName } from './route-table.js';
+import { LANGGRAPH_BASE, ROUTES, type RouteName } from './route-table.js';
+import { langGraphHandlers } from './langgraph/router.js';
 import { runHandlers } from './runs-router.js';
 import { runInsightHandlers } from './run-insight-router.js';
 import { mapItemHandlers } from './map-item-router.js';
@@ -86,6 +88,10 @@ export interface AppDeps {
   readonly events: EventIntake;
   /** `TETRALOOP_EVENT_PAYLOAD_MAX_BYTES`: the largest event payload, as JSON. */
   readonly eventPayloadMaxBytes: number;
+  /** Each tenant's LangGraph store items (`/langgraph/store`). */
+  readonly items: ItemStore;
+  /** `TETRALOOP_STORE_VALUE_MAX_BYTES`: the largest store item value, as JSON. */
+  readonly storeValueMaxBytes: number;
   /** Every tool graphs may name, and the custom tool catalog. */
   readonly tools: ToolsRouterDeps['tools'];
   readonly toolCatalog: ToolsRouterDeps['toolCatalog'];
@@ -169,7 +175,13 @@ export function createApp(deps: AppDeps): express.Express {
   });
   app.use('/v1', requireRedis, jsonBody);
   app.use('/mcp', requireRedis, jsonBody);
-  mountRoutes(app, [authenticate(deps.auth), rateLimit(deps)], {
+  app.use(LANGGRAPH_BASE, requireRedis, jsonBody);
+  const callers = {
+    v1: [authenticate(deps.auth), rateLimit(deps)],
+    // LangGraph's SDK sends its key as `X-Api-Key`.
+    langgraph: [authenticate(deps.auth, { apiKeyHeader: true }), rateLimit(deps)],
+  };
+  mountRoutes(app, callers, {
     ...runHandlers(deps),
     ...runInsightHandlers(deps),
     ...mapItemHandlers(deps),
@@ -188,6 +200,7 @@ export function createApp(deps: AppDeps): express.Express {
     ...keyHandlers({ keys: deps.auth.keys, purgeTenant: deps.purgeTenant }),
     ...limitHandlers(deps),
     ...mcpHandlers(deps),
+    ...langGraphHandlers(deps),
   });
   app.use((_req, res) => sendError(res, new HttpError(404, 'not_found', 'no such route')));
   app.use(errorHandler(deps.logger, redisReady));
@@ -200,8 +213,8 @@ export function createApp(deps: AppDeps): express.Express {
  */
 function mountRoutes(
   app: express.Express,
-  /** Who the caller is, then whether it may make one more request now. */
-  caller: RequestHandler[],
+  /** Who the caller is, then whether it may make one more request now: for `/v1`, and for `/langgraph`. */
+  callers: { v1: RequestHandler[]; langgraph: RequestHandler[] },
   handlers: Partial<Record<RouteName, RequestHandler>>,
 ): void {
   for (const name of Object.keys(handlers)) {
@@ -212,6 +225,7 @@ function mountRoutes(
     if (!handler)
       throw new Error(`route ${name} (${route.method.toUpperCase()} ${route.path}) has no handler`);
     // A signed webhook carries its signature instead of a key.
+    const caller = route.path.startsWith(`${LANGGRAPH_BASE}/`) ? callers.langgraph : callers.v1;
     const who: RequestHandler[] = route.access === 'signature' ? [] : caller;
     app[route.method](route.path, ...who, authorize(route.access), handler);
   }

@@ -33,14 +33,23 @@ export const bearerOf = (req: Request): string | undefined => {
 
 const unauthorized = (message: string): HttpError => new HttpError(401, 'unauthorized', message);
 
-/** Sets `res.locals.caller`, or answers 401. */
-export function authenticate(settings: AuthSettings): RequestHandler {
+/** The header LangGraph's SDK sends its API key in (`new Client({ apiKey })`). */
+export const API_KEY_HEADER = 'x-api-key';
+
+/**
+ * Sets `res.locals.caller`, or answers 401. With `apiKeyHeader` (LangGraph's routes), a key may
+ * also come as `X-Api-Key`, as LangGraph's SDK sends it; a bearer token is taken first.
+ */
+export function authenticate(
+  settings: AuthSettings,
+  options: { apiKeyHeader?: boolean } = {},
+): RequestHandler {
   return async (req, res, next) => {
     if (settings.mode === 'off') {
       res.locals.caller = OPEN_CALLER;
       return next();
     }
-    const token = bearerOf(req);
+    const token = bearerOf(req) ?? (options.apiKeyHeader ? req.get(API_KEY_HEADER) || undefined : undefined);
     if (!token) {
       res.set('www-authenticate', 'Bearer realm="tetraloop"');
       throw unauthorized('send an API key: Authorization: Bearer <key>');

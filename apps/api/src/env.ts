@@ -35,6 +35,20 @@ export const API_SETTINGS = {
     doc: 'The address the API binds (`tetraloop dev`: `127.0.0.1`). Auth off is refused off the loopback unless `TETRALOOP_AUTH_OFF_I_UNDERSTAND=1`.',
     schema: z.string().default('0.0.0.0'),
   }),
+  TETRALOOP_STORE_ITEMS_MAX: setting({
+    group: 'api',
+    file: 'api.storeItemsMax',
+    readBy: ['api'],
+    doc: 'Most items one tenant may keep in the LangGraph store (`/langgraph/store/items`); a new item past it is refused `409 store_full`.',
+    schema: z.coerce.number().int().min(1).max(1_000_000).default(10_000),
+  }),
+  TETRALOOP_STORE_VALUE_MAX_BYTES: setting({
+    group: 'api',
+    file: 'api.storeValueMaxBytes',
+    readBy: ['api'],
+    doc: 'Largest value of one LangGraph store item, as JSON in UTF-8 bytes; a larger one is refused `413 value_too_large`.',
+    schema: z.coerce.number().int().min(1).max(1_048_576).default(65_536),
+  }),
   TETRALOOP_BODY_LIMIT_BYTES: setting({
     group: 'api',
     file: 'api.bodyLimitBytes',
@@ -293,6 +307,7 @@ export function appSettingsOf(
   | 'signalLimits'
   | 'configuredLimits'
   | 'eventPayloadMaxBytes'
+  | 'storeValueMaxBytes'
 > {
   return {
     ...(env.TETRALOOP_METRICS_TOKEN ? { metricsToken: env.TETRALOOP_METRICS_TOKEN } : {}),
@@ -305,6 +320,7 @@ export function appSettingsOf(
     signalLimits: { maxPerRun: env.TETRALOOP_SIGNALS_MAX_PER_RUN, maxBytes: env.TETRALOOP_SIGNAL_MAX_BYTES },
     configuredLimits: env.TETRALOOP_LIMITS,
     eventPayloadMaxBytes: env.TETRALOOP_EVENT_PAYLOAD_MAX_BYTES,
+    storeValueMaxBytes: env.TETRALOOP_STORE_VALUE_MAX_BYTES,
   };
 }
 

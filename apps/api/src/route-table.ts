@@ -1,5 +1,9 @@
+/** Where LangGraph's Agent Protocol is mounted: the `apiUrl` of `@langchain/langgraph-sdk`'s client. */
+export const LANGGRAPH_BASE = '/langgraph';
+
 /**
- * Every route behind a key in one table (`/v1`, and the protocols' endpoints such as `/mcp`): method, path, the scope a key needs, and which path parameter
+ * Every route behind a key in one table (`/v1`, and the protocols' endpoints such as `/mcp` and
+ * LangGraph's Agent Protocol under `/langgraph`): method, path, the scope a key needs, and which path parameter
  * names something a tenant owns. The app mounts exactly these (a handler missing or left over
  * stops the boot), and the auth test matrix is generated from it, so no route can skip either.
  */
@@ -16,7 +20,7 @@ export type RouteAccess = Scope | 'root' | 'signature';
 
 /** The thing a path parameter names, when another tenant must not find it (answered `404`). */
 export type Owned =
-  'run' | 'session' | 'lesson' | 'blob' | 'key' | 'secret' | 'webhook' | 'schedule' | 'trigger';
+  'run' | 'session' | 'lesson' | 'blob' | 'key' | 'secret' | 'webhook' | 'schedule' | 'trigger' | 'item';
 
 export interface RouteSpec {
   readonly method: HttpMethod;
@@ -152,6 +156,113 @@ export const ROUTES = {
   // runs:write itself.
   'mcp.message': { method: 'post', path: '/mcp', access: 'runs:read' },
   'mcp.stream': { method: 'get', path: '/mcp', access: 'runs:read' },
+  // LangGraph's Agent Protocol (langgraph/router.ts): a thread is a session, so a thread's routes
+  // and its runs' are the session's (another tenant's thread is not found).
+  'langgraph.assistants.search': {
+    method: 'post',
+    path: '/langgraph/assistants/search',
+    access: 'runs:read',
+  },
+  'langgraph.assistants.get': {
+    method: 'get',
+    path: '/langgraph/assistants/:assistantId',
+    access: 'runs:read',
+  },
+  'langgraph.assistants.versions': {
+    method: 'post',
+    path: '/langgraph/assistants/:assistantId/versions',
+    access: 'runs:read',
+  },
+  'langgraph.threads.create': { method: 'post', path: '/langgraph/threads', access: 'sessions:write' },
+  'langgraph.threads.search': { method: 'post', path: '/langgraph/threads/search', access: 'sessions:read' },
+  'langgraph.threads.get': {
+    method: 'get',
+    path: '/langgraph/threads/:threadId',
+    access: 'sessions:read',
+    owned: 'session',
+  },
+  'langgraph.threads.delete': {
+    method: 'delete',
+    path: '/langgraph/threads/:threadId',
+    access: 'sessions:write',
+    owned: 'session',
+  },
+  'langgraph.threads.state': {
+    method: 'get',
+    path: '/langgraph/threads/:threadId/state',
+    access: 'sessions:read',
+    owned: 'session',
+  },
+  'langgraph.threads.history': {
+    method: 'post',
+    path: '/langgraph/threads/:threadId/history',
+    access: 'sessions:read',
+    owned: 'session',
+  },
+  'langgraph.runs.create': {
+    method: 'post',
+    path: '/langgraph/threads/:threadId/runs',
+    access: 'sessions:write',
+    owned: 'session',
+  },
+  'langgraph.runs.stream': {
+    method: 'post',
+    path: '/langgraph/threads/:threadId/runs/stream',
+    access: 'sessions:write',
+    owned: 'session',
+  },
+  'langgraph.runs.wait': {
+    method: 'post',
+    path: '/langgraph/threads/:threadId/runs/wait',
+    access: 'sessions:write',
+    owned: 'session',
+  },
+  'langgraph.runs.get': {
+    method: 'get',
+    path: '/langgraph/threads/:threadId/runs/:runId',
+    access: 'sessions:read',
+    owned: 'session',
+  },
+  'langgraph.runs.join': {
+    method: 'get',
+    path: '/langgraph/threads/:threadId/runs/:runId/join',
+    access: 'sessions:read',
+    owned: 'session',
+  },
+  'langgraph.runs.joinStream': {
+    method: 'get',
+    path: '/langgraph/threads/:threadId/runs/:runId/stream',
+    access: 'sessions:read',
+    owned: 'session',
+  },
+  'langgraph.runs.cancel': {
+    method: 'post',
+    path: '/langgraph/threads/:threadId/runs/:runId/cancel',
+    access: 'sessions:write',
+    owned: 'session',
+  },
+  'langgraph.stateless.create': { method: 'post', path: '/langgraph/runs', access: 'runs:write' },
+  'langgraph.stateless.stream': { method: 'post', path: '/langgraph/runs/stream', access: 'runs:write' },
+  'langgraph.stateless.wait': { method: 'post', path: '/langgraph/runs/wait', access: 'runs:write' },
+  // The store: each tenant's own items (another tenant's are not there to find).
+  'langgraph.store.put': { method: 'put', path: '/langgraph/store/items', access: 'sessions:write' },
+  'langgraph.store.get': {
+    method: 'get',
+    path: '/langgraph/store/items',
+    access: 'sessions:read',
+    owned: 'item',
+  },
+  'langgraph.store.delete': { method: 'delete', path: '/langgraph/store/items', access: 'sessions:write' },
+  'langgraph.store.search': {
+    method: 'post',
+    path: '/langgraph/store/items/search',
+    access: 'sessions:read',
+  },
+  'langgraph.store.namespaces': {
+    method: 'post',
+    path: '/langgraph/store/namespaces',
+    access: 'sessions:read',
+  },
 } as const satisfies Record<string, RouteSpec>;
 
 export type RouteName = keyof typeof ROUTES;

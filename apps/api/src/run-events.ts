@@ -111,12 +111,13 @@ export async function followRun(
 }
 
 /** Answers `text/event-stream` and sends the headers at once (a proxy must not buffer it). */
-export function openEventStream(res: Response): void {
+export function openEventStream(res: Response, headers: Record<string, string> = {}): void {
   res.writeHead(200, {
     'content-type': 'text/event-stream; charset=utf-8',
     'cache-control': 'no-cache, no-transform',
     connection: 'keep-alive',
     'x-accel-buffering': 'no',
+    ...headers,
   });
   res.flushHeaders();
 }

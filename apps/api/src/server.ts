@@ -7,7 +7,7 @@ import { type DestinationStream, type Logger, createLogger } from '@tetraloop/co
 import { QUEUE_NAMES, closeQueues, openQueues, shownQueues } from '@tetraloop/core/queues';
 import { RunEventHub, RunWaiter, type RunService } from '@tetraloop/core/runs';
 import { buildServices, connectRedis, openTools, type RedisClient } from '@tetraloop/core/runtime';
-import { ApiKeyStore, RateLimitStore, purgeTenant } from '@tetraloop/core/state';
+import { ApiKeyStore, ItemStore, RateLimitStore, purgeTenant } from '@tetraloop/core/state';
 import { metrics, QueueWatch } from '@tetraloop/core/telemetry';
 import { parseAllowHosts } from '@tetraloop/core/tools';
 import { adminBoard } from './admin.js';
@@ -159,6 +159,7 @@ export async function startApi(env: ApiEnv, options: StartApiOptions = {}): Prom
     logger,
     ceilings: services.ceilings,
     rateLimits: new RateLimitStore(redis, prefix),
+    items: new ItemStore(redis, { prefix, maxPerTenant: env.TETRALOOP_STORE_ITEMS_MAX }),
     flow: services.flow,
   });
   const server = app.listen(env.PORT, env.HOST);

@@ -95,6 +95,7 @@ import {
   SecretBody,
   SignalPayload,
 } from '../requests.js';
+import { LANGGRAPH_ANSWERS, LANGGRAPH_REQUESTS } from './langgraph-operations.js';
 
 /** What the API answers with, by component name. */
 export const ANSWER_SCHEMAS = {
@@ -168,6 +169,7 @@ export const ANSWER_SCHEMAS = {
   CostTotal,
   Liveness,
   Readiness,
+  ...LANGGRAPH_ANSWERS,
 } as const satisfies Record<string, z.ZodType>;
 
 /** What the API reads from request bodies, by component name. */
@@ -193,6 +195,7 @@ export const REQUEST_SCHEMAS = {
   SignalPayload,
   McpMessage,
   A2ARequest,
+  ...LANGGRAPH_REQUESTS,
 } as const satisfies Record<string, z.ZodType>;
 
 /**

@@ -317,6 +317,11 @@ export function openApiDocument(settings: OperationSettings = { maxWaitMs: DEFAU
           'Other protocols’ endpoints, mapped onto runs (docs/interop.md): MCP over streamable HTTP at `/mcp`.',
       },
       {
+        name: 'langgraph',
+        description:
+          'LangGraph’s Agent Protocol under `/langgraph`, for `@langchain/langgraph-sdk` (`apiUrl: <base>/langgraph`): assistants are agents, threads sessions, runs runs; the store is each tenant’s. Described compactly (the fields Tetraloop reads and answers). A key may also come as `X-Api-Key`. See docs/interop.md.',
+      },
+      {
         name: 'operations',
         description: 'Health, readiness, metrics and this document: open, outside `/v1`.',
       },

@@ -91,47 +91,10 @@ import {
 } from '../requests.js';
 import { McpMessage } from '../mcp/mcp-messages.js';
 import type { RouteName } from '../route-table.js';
+import { langGraphOperations } from './langgraph-operations.js';
 
-/** A path, query or header parameter. */
-export interface ParameterSpec {
-  readonly schema: z.ZodType;
-  readonly description: string;
-  /** Query and header parameters; path parameters are always required. @defaultValue false */
-  readonly required?: boolean;
-}
-
-/** A successful answer: its body (JSON by default) and the headers it sets. */
-export interface AnswerSpec {
-  readonly description: string;
-  /** A JSON body described by this schema (named in `components.schemas`, or inline). */
-  readonly json?: z.ZodType;
-  /** A body of another media type, a string. */
-  readonly media?:
-    | 'text/event-stream'
-    | 'application/x-ndjson'
-    | 'text/plain'
-    | 'text/html'
-    | 'text/javascript'
-    | 'text/css';
-  /** Any JSON at all (a blob's content, the document itself). */
-  readonly anyJson?: true;
-  readonly headers?: Readonly<Record<string, string>>;
-}
-
-export interface OperationSpec {
-  readonly summary: string;
-  readonly description?: string;
-  readonly tag: string;
-  readonly params?: Readonly<Record<string, ParameterSpec>>;
-  /** An object schema whose fields are the query parameters, with what each is for. */
-  readonly query?: { readonly schema: z.ZodObject; readonly describe: Readonly<Record<string, string>> };
-  readonly headers?: Readonly<Record<string, ParameterSpec>>;
-  /** The JSON body the handler validates. */
-  readonly body?: { readonly schema: z.ZodType; readonly required: boolean; readonly description?: string };
-  readonly answers: Readonly<Record<number, AnswerSpec>>;
-  /** Error codes by status, beyond those every route of its kind can answer (see `document.ts`). */
-  readonly errors: Readonly<Record<number, readonly string[]>>;
-}
+export type { AnswerSpec, OperationSpec, ParameterSpec } from './operation-spec.js';
+import type { OperationSpec, ParameterSpec } from './operation-spec.js';
 
 /** What the document needs to know of the deployment. */
 export interface OperationSettings {
@@ -152,7 +115,7 @@ const expand = '`blobs`: each blob stub in `output` and `nodes.*.output` replace
 
 const A2AVersion = z.string().max(16);
 
-/** Every `/v1` route of the route table. */
+/** Every route of the route table (`/v1`, and LangGraph's under `/langgraph`). */
 export function routeOperations(settings: OperationSettings): { readonly [K in RouteName]: OperationSpec } {
   return {
     'runs.submit': {
@@ -872,5 +835,6 @@ export function routeOperations(settings: OperationSettings): { readonly [K in R
       answers: {},
       errors: { 405: ['method_not_allowed'] },
     },
+    ...langGraphOperations,
   };
 }

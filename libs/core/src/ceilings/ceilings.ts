@@ -155,6 +155,18 @@ export class Ceilings {
   }
 
   /**
+   * The agents `tenant` may run by name: the declared ones and those with a workspace folder
+   * (`fallback` too when none is declared, as any id is accepted then), less those its own
+   * `agents` list leaves out. Sorted.
+   */
+  agentsFor(tenant: string, folders: ReadonlySet<string>, fallback: string): string[] {
+    const known = new Set([...Object.keys(this.settings.agents), ...folders]);
+    if (known.size === 0) known.add(fallback);
+    const allowed = this.tenant(tenant)?.agents;
+    return [...known].filter((id) => !allowed || allowed.includes(id)).sort();
+  }
+
+  /**
    * The tools `agentId` may use: those of `all` that each list naming the agent allows. A list
    * entry ending in `.*` allows every tool whose name starts with what is before the `*`:
    * `mcp.github.*` allows each tool of MCP server `github`, whatever it lists.

@@ -317,6 +317,11 @@ export class RunService {
    * Refuses (RequestRefusedError at `agentId`) an agent that is not declared while agents are
    * declared, or that `tenant` may not run.
    */
+  /** The agents `tenant` may run by name (see `Ceilings.agentsFor`); `fallback` when none is declared. */
+  async agents(tenant: string, fallback: string): Promise<string[]> {
+    return this.deps.ceilings.agentsFor(tenant, await this.deps.agentFolders(), fallback);
+  }
+
   async checkAgent(tenant: string, agentId: string): Promise<void> {
     const { ceilings, agentFolders } = this.deps;
     // The folders may be a cached read: a refusal is made only on a fresh one.

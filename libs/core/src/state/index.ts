@@ -20,3 +20,4 @@ export * from './tool-catalog-store.js';
 export * from './schedule-store.js';
 export * from './trigger-store.js';
 export * from './event-store.js';
+export * from './item-store.js';

@@ -13,6 +13,7 @@ const PER_TENANT = {
     return [k.all, k.status('running'), k.agent('main'), k.session(scopedName(t, 'alice')), k.tag('x')];
   },
   tenantSessionsKey: (t: string) => [keys.tenantSessionsKey(P, t)],
+  storeItemsKey: (t: string) => [keys.storeItemsKey(P, t)],
   sessionKeys: (t: string) => {
     const k = keys.sessionKeys(P, scopedName(t, 'alice'));
     return [...keys.sessionKeyList(k), k.seen];

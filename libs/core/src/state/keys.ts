@@ -136,6 +136,14 @@ export const scheduleKeys = (prefix: string, tenant: string) => ({
 export const tenantSessionsKey = (prefix: string, tenant: string): string =>
   `${tenantIndexBase(prefix, tenant)}:sessions`;
 
+/**
+ * One tenant's store items (the LangGraph Agent Protocol's `/store`): a hash whose fields are
+ * `JSON.stringify([namespace, key])` and whose values are the item records, bounded by
+ * `TETRALOOP_STORE_ITEMS_MAX`. Under the tenant's index base, so deleting the tenant deletes it.
+ */
+export const storeItemsKey = (prefix: string, tenant: string): string =>
+  `${tenantIndexBase(prefix, tenant)}:store`;
+
 export interface Channels {
   /** Published with a run id when the run's outcome is decided as not succeeded: abort its nodes. */
   readonly abort: string;

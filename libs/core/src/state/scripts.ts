@@ -20,8 +20,9 @@ import { slotMulti } from './slot-multi.js';
  * - `lua-memory/`: one agent's memory, each with `memory.lib.lua` first, ending by giving the
  *   agent's keys their idle TTL; the caller appends the idle TTL to its arguments;
  * - `lua-plan/`: one plan cache entry; `lua-secret/`: one tenant's secrets; `lua-tenant/`: one
- *   tenant's capped registries (webhook subscriptions, triggers, schedules); `lua-trigger/`: one tenant's triggers, events, batches and
- *   debounces; `lua-limits/`: one tenant's rate buckets and running slots;
+ *   tenant's capped registries (webhook subscriptions, triggers, schedules) and its store items;
+ *   `lua-trigger/`: one tenant's triggers, events, batches and debounces; `lua-limits/`: one
+ *   tenant's rate buckets and running slots;
  * - `lua-flow/`: flow control's counters and queues, each with `flow.lib.lua` first.
  */
 export const SCRIPT_FILES = {
@@ -65,7 +66,7 @@ export const SCRIPT_FILES = {
   'lua-memory': ['record-run-4', 'save-reflection-4', 'set-lesson-status-4'],
   'lua-plan': ['forget-cached-plan-1'],
   'lua-secret': ['put-secret-3', 'delete-secret-3'],
-  'lua-tenant': ['add-capped-1'],
+  'lua-tenant': ['add-capped-1', 'put-item-1'],
   'lua-trigger': ['record-event-2', 'batch-add-3', 'batch-take-2', 'debounce-note-1', 'debounce-done-1'],
   'lua-limits': ['take-tokens-2', 'acquire-slot-2', 'release-slot-2', 'forget-slots-2'],
   'lua-flow': ['flow-acquire-5', 'flow-release-4', 'flow-tick-3', 'flow-penalize-1'],

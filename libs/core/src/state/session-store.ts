@@ -663,6 +663,38 @@ export class SessionStore {
     };
   }
 
+  /**
+   * Makes the session exist before its first message (a LangGraph thread created empty): its
+   * creation time, and `metadata` (JSON, the caller's to bound) when given. A session that exists
+   * keeps its creation time; its metadata is replaced only when given.
+   */
+  async open(sessionKey: string, metadata?: string): Promise<void> {
+    const k = sessionKeys(this.prefix, sessionKey);
+    const tx = slotMulti(this.redis).hsetnx(k.meta, 'createdAt', String(Date.now()));
+    if (metadata !== undefined) tx.hset(k.meta, 'metadata', metadata);
+    await Promise.all([this.touch(tx, sessionKey).exec(), this.noteActive(sessionKey)]);
+  }
+
+  /** The metadata `open` kept (JSON); null when none was given. */
+  metadata(sessionKey: string): Promise<string | null> {
+    return this.redis.hget(sessionKeys(this.prefix, sessionKey).meta, 'metadata');
+  }
+
+  /**
+   * Deletes the session: every key of it, and its place in its tenant's list and in the busy set.
+   * Its lane's runs are the caller's to cancel first (`stop`).
+   */
+  async delete(sessionKey: string): Promise<void> {
+    const k = sessionKeys(this.prefix, sessionKey);
+    await slotMulti(this.redis)
+      .unlink(...sessionKeyList(k), k.seen, k.replying)
+      .exec();
+    await Promise.all([
+      this.redis.zrem(tenantSessionsKey(this.prefix, unscopeName(sessionKey).tenant), sessionKey),
+      this.forgetBusy(sessionKey),
+    ]);
+  }
+
   async view(sessionKey: string): Promise<SessionView | null> {
     const k = sessionKeys(this.prefix, sessionKey);
     const [meta, queue, buffered] = await Promise.all([
