@@ -183,6 +183,18 @@ describe('threads and runs', () => {
     // Joining a cancelled run answers the thread's state: the question, no answer.
     const joined = (await client.runs.join(thread.thread_id, run.run_id)) as { messages: { type: string }[] };
     expect(joined.messages.map((m) => m.type)).toEqual(['human']);
+
+    // Deleting a busy thread cancels its run: the thread is gone, the run over.
+    const again = await client.runs.create(thread.thread_id, 'main', {
+      input: userInput('hang again'),
+      multitaskStrategy: 'enqueue',
+    });
+    await client.threads.delete(thread.thread_id);
+    expect(await statusOf(client.threads.get(thread.thread_id))).toBe(404);
+    const settled = await fetch(`${stack.url}/v1/runs/${again.run_id}/wait?timeoutMs=20000`, {
+      headers: { authorization: `Bearer ${acme}` },
+    });
+    expect(((await settled.json()) as { status: string }).status).toBe('cancelled');
   });
 
   it('interrupts a running run with multitask_strategy "interrupt"', async () => {

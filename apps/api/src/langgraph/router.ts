@@ -7,7 +7,7 @@
  */
 import { randomUUID } from 'node:crypto';
 import type { Request, RequestHandler, Response } from 'express';
-import { isTerminal, scopedName, type RunDocument } from '@tetraloop/core/domain';
+import { isTerminal, scopedName, unscopeName, type RunDocument } from '@tetraloop/core/domain';
 import { RunRequest, RunStateConflictError, type RunWaiter } from '@tetraloop/core/runs';
 import { SESSION_AGENT, replyOf } from '@tetraloop/core/sessions';
 import type { ItemStore, SessionView } from '@tetraloop/core/state';
@@ -203,7 +203,7 @@ export function langGraphHandlers(deps: LangGraphDeps): Partial<Record<RouteName
     const page = await sessionStore.list(tenant, body.offset + body.limit, null);
     const threads: LangGraphThread[] = [];
     for (const listing of page.sessions.slice(body.offset)) {
-      const session = { name: listing.sessionKey.slice(tenant.length + 1), stored: listing.sessionKey };
+      const session = { name: unscopeName(listing.sessionKey).name, stored: listing.sessionKey };
       if (body.ids && !body.ids.includes(session.name)) continue;
       const thread = await threadAnswer(session, listing);
       if (body.status && thread.status !== body.status) continue;
@@ -217,13 +217,15 @@ export function langGraphHandlers(deps: LangGraphDeps): Partial<Record<RouteName
   const deleteThread: RequestHandler = async (req, res) => {
     const session = threadOf(req, res);
     await viewOf(session);
-    // Its lane's runs are cancelled first: nothing of the thread runs on after it is gone.
+    // Its lane's runs are cancelled first: nothing of the thread runs on after it is gone. Each is
+    // marked replied before, so settling writes no reply that would make the session again.
     const lane = await sessionStore.stop(session.stored);
     for (const runId of [lane.running, ...lane.queued]) {
-      if (runId)
-        await runs.cancel(runId).catch((err: unknown) => {
-          if (!(err instanceof RunStateConflictError)) throw err;
-        });
+      if (!runId) continue;
+      await deps.store.markSessionReplied(runId);
+      await runs.cancel(runId).catch((err: unknown) => {
+        if (!(err instanceof RunStateConflictError)) throw err;
+      });
     }
     await sessionStore.delete(session.stored);
     res.status(204).end();
