@@ -6,7 +6,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { RunDocument } from '@tetraloop/core/domain';
 import { openEvents, startStack, type Stack } from './support/stack.js';
-import { startToolServer, type Hit, type ToolServer } from './support/tool-server.js';
+import { maxOverlap, startToolServer, type Hit, type ToolServer } from './support/tool-server.js';
 
 const ROOT = 'root-token-0123456789-0123456789-0123456789';
 let stack: Stack;
@@ -71,20 +71,6 @@ async function settled(tenant: string, runId: string): Promise<RunDocument> {
   const res = await call('GET', `/v1/runs/${runId}/wait?timeoutMs=60000`, keys[tenant]!);
   expect(res.status).toBe(200);
   return res.body as unknown as RunDocument;
-}
-
-/** The most calls in flight at once among `hits`. */
-function maxOverlap(hits: readonly Hit[]): number {
-  const edges = hits.flatMap((h) => [
-    { t: h.start, d: 1 },
-    { t: h.end ?? Infinity, d: -1 },
-  ]);
-  // Ends before starts at the same instant: back-to-back calls do not overlap.
-  edges.sort((a, b) => a.t - b.t || a.d - b.d);
-  let now = 0;
-  let most = 0;
-  for (const e of edges) most = Math.max(most, (now += e.d));
-  return most;
 }
 
 const hitsOf = (prefix: string): Hit[] => tools.hits.filter((h) => h.node.startsWith(prefix));

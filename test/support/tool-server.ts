@@ -236,3 +236,17 @@ function filler(seed: string, bytes: number): string {
 /** Two closed intervals overlap. */
 export const overlaps = (a: Hit, b: Hit): boolean =>
   a.start < (b.end ?? Infinity) && b.start < (a.end ?? Infinity);
+
+/** The most calls in flight at once among `hits` (back-to-back calls do not overlap). */
+export function maxOverlap(hits: readonly Hit[]): number {
+  const edges = hits.flatMap((h) => [
+    { t: h.start, d: 1 },
+    { t: h.end ?? Infinity, d: -1 },
+  ]);
+  // Ends before starts at the same instant.
+  edges.sort((a, b) => a.t - b.t || a.d - b.d);
+  let now = 0;
+  let most = 0;
+  for (const e of edges) most = Math.max(most, (now += e.d));
+  return most;
+}

@@ -35,7 +35,7 @@ import {
   type RedisClient,
   type Services,
 } from '@tetraloop/core/runtime';
-import { PlanCacheStore, TenantSlots, loadCallKey } from '@tetraloop/core/state';
+import { PlanCacheStore, RunNodeSlots, TenantSlots, loadCallKey } from '@tetraloop/core/state';
 import { parseAllowHosts, type CustomTool, type EgressPolicy } from '@tetraloop/core/tools';
 import { executorSettingsOf, lessonSettingsOf, mcpConnectionOf, type WorkerEnv } from '../env.js';
 
@@ -152,6 +152,7 @@ export async function openPoolContext(env: WorkerEnv, options: StartPoolsOptions
   const callKey = await loadCallKey(state, prefix, secretStoreOptionsOf(env).key);
   const { ceilings } = services;
   const slots = new TenantSlots(state, prefix);
+  const nodeSlots = new RunNodeSlots(state, prefix);
   const flow = new FlowGate(
     services.flow,
     flowSettingsOf(env),
@@ -191,6 +192,7 @@ export async function openPoolContext(env: WorkerEnv, options: StartPoolsOptions
       hooks: registry,
     },
     admission: { ceilings, slots },
+    nodeSlots,
     cost,
     webhooks: services.outbox,
     sessions: {

@@ -2695,6 +2695,8 @@ export interface components {
             maxReplans?: number;
             window?: number;
             maxWindows?: number;
+            cycleBudgetMs?: number;
+            maxParallelNodes?: number;
             input?: unknown;
             /** @default 600 */
             timeoutSeconds?: number;

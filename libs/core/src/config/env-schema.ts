@@ -20,7 +20,12 @@ import {
   maxRunSeconds,
 } from '../domain/wait-limits.js';
 import { TenantId } from '../domain/tenant.js';
-import { MAX_WINDOWS, MAX_WINDOW_SIZE } from '../runs/run-request.js';
+import {
+  MAX_CYCLE_BUDGET_MS,
+  MAX_PARALLEL_NODES,
+  MAX_WINDOWS,
+  MAX_WINDOW_SIZE,
+} from '../runs/run-request.js';
 import { DEFAULT_LIFECYCLE, type LifecycleSettings } from '../memory/lesson-lifecycle.js';
 import { DEFAULT_RULE_SETTINGS, type RuleSettings } from '../memory/lesson-rules.js';
 import { isModelConfigured, type ModelConfig } from '../model/model-config.js';
@@ -841,6 +846,20 @@ export const BASE_SETTINGS = {
     doc: 'Window mode: most windows of a run when the request sets no `maxWindows`.',
     schema: z.coerce.number().int().min(1).max(MAX_WINDOWS).default(10),
   }),
+  TETRALOOP_PLAN_CYCLE_BUDGET_MS: setting({
+    group: 'planning',
+    file: 'planning.cycleBudgetMs',
+    readBy: ['api', 'workers'],
+    doc: "Window mode: how long a window may run before the nodes it has not started go back to the planner, when the request sets no `cycleBudgetMs` (the seed's 15 s L3 cycle); 0: no budget.",
+    schema: z.coerce.number().int().min(0).max(MAX_CYCLE_BUDGET_MS).default(15_000),
+  }),
+  TETRALOOP_MAX_PARALLEL_NODES: setting({
+    group: 'planning',
+    file: 'runs.maxParallelNodes',
+    readBy: ['api', 'workers'],
+    doc: "Most node jobs of one run that run at once when the request sets no `maxParallelNodes`; 0: no cap (the tool pools' concurrency and flow limits bound them).",
+    schema: z.coerce.number().int().min(0).max(MAX_PARALLEL_NODES).default(0),
+  }),
   TETRALOOP_REFLECT: setting({
     group: 'reflect',
     file: 'reflect.mode',
@@ -1182,7 +1201,10 @@ export function runStoreOptionsOf(env: BaseEnv): RunStoreOptions {
 /** What the run service takes from the configuration: graph bounds, a run's defaults, the model. */
 export function runSettingsOf(
   env: BaseEnv,
-): Pick<RunServiceDeps, 'limits' | 'modelConfigured' | 'defaultBudget' | 'windowDefaults' | 'maxRunSeconds'> {
+): Pick<
+  RunServiceDeps,
+  'limits' | 'modelConfigured' | 'defaultBudget' | 'windowDefaults' | 'maxRunSeconds' | 'maxParallelNodes'
+> {
   return {
     limits: graphLimitsOf(env),
     modelConfigured: isModelConfigured(modelConfigOf(env)),
@@ -1192,7 +1214,12 @@ export function runSettingsOf(
       tokens: env.TETRALOOP_BUDGET_TOKENS,
       ...(env.TETRALOOP_BUDGET_COST_USD ? { costUsd: env.TETRALOOP_BUDGET_COST_USD } : {}),
     },
-    windowDefaults: { size: env.TETRALOOP_PLAN_WINDOW, maxWindows: env.TETRALOOP_PLAN_MAX_WINDOWS },
+    windowDefaults: {
+      size: env.TETRALOOP_PLAN_WINDOW,
+      maxWindows: env.TETRALOOP_PLAN_MAX_WINDOWS,
+      cycleBudgetMs: env.TETRALOOP_PLAN_CYCLE_BUDGET_MS,
+    },
+    ...(env.TETRALOOP_MAX_PARALLEL_NODES > 0 ? { maxParallelNodes: env.TETRALOOP_MAX_PARALLEL_NODES } : {}),
     maxRunSeconds: maxRunSeconds(env.TETRALOOP_MAX_WAIT_DAYS),
   };
 }

@@ -305,10 +305,15 @@ export type RunDocument = z.infer<typeof RunDocument>;
 
 export type TaskMode = 'dag' | 'loop' | 'window';
 
-/** How a window-mode run is planned: at most `size` nodes per window, at most `maxWindows` windows. */
+/**
+ * How a window-mode run is planned: at most `size` nodes per window, at most `maxWindows` windows,
+ * and how long a window may run before what it has not started goes back to the planner
+ * (`cycleBudgetMs`; none when unset or 0).
+ */
 export interface WindowSettings {
   readonly size: number;
   readonly maxWindows: number;
+  readonly cycleBudgetMs?: number;
 }
 
 /** What a task run asks for, kept with the run so the plan loop can plan and replan it. */

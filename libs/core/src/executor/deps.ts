@@ -18,6 +18,7 @@ import type { CostLedger } from '../state/cost-ledger.js';
 import type { RunStore } from '../state/runs/run-store.js';
 import type { SecretStore } from '../state/secret-store.js';
 import type { TenantSlots } from '../state/tenant-slots.js';
+import type { RunNodeSlots } from '../state/slot-sets.js';
 import type { ToolRegistry } from '../tools/tool.js';
 import type { FlowGate } from './flow-gate.js';
 import type { PlanCache } from './plan-cache.js';
@@ -125,6 +126,8 @@ export interface ExecutorDeps {
    * count. Absent: no cap.
    */
   readonly admission?: { readonly ceilings: Ceilings; readonly slots: TenantSlots };
+  /** The node slots of runs with a `maxParallelNodes` cap (`node-slots.ts`). Absent: no run is capped. */
+  readonly nodeSlots?: RunNodeSlots;
   /** Flow control of tool and model calls (the tool pool): limits, counters, waking granted jobs. */
   readonly flow?: FlowGate;
   /** Where settled runs are recorded for the reflect loop (the plan pool). */

@@ -5,6 +5,7 @@
  * to BullMQ's backoff; a waiting node parks itself in the delayed set; neither holds a worker slot.
  */
 import { DelayedError, WaitingChildrenError, type Job } from 'bullmq';
+import { giveNodeSlot, takeNodeSlot } from './node-slots.js';
 import { withSecretsMasked } from '../secrets/secret-ref.js';
 import type { NodeSnapshot, NodeUsage, RunStatus } from '../domain/run-model.js';
 import type { NodeErrorData } from '../errors/node-error.js';
@@ -105,13 +106,20 @@ export async function executeNodeJob(
     inline: false,
     hopsLeft: deps.handoff ?? 0,
   };
-  const first = await inNodeSpan(deps, own, data.trace);
-  let next = first.handoff;
-  while (next) {
-    const execution = next;
-    next = (await inNodeSpan(deps, execution, execution.data.trace)).handoff;
+  // A run with a cap on its parallel nodes: the job takes a slot first, or parks until one frees.
+  const slot = await takeNodeSlot(deps, await deps.plans.get(data.runId, data.generation), job, token);
+  try {
+    const first = await inNodeSpan(deps, own, data.trace);
+    let next = first.handoff;
+    while (next) {
+      const execution = next;
+      next = (await inNodeSpan(deps, execution, execution.data.trace)).handoff;
+    }
+    return { status: first.status, ...(first.code !== undefined ? { code: first.code } : {}) };
+  } finally {
+    // Ended or parked: either way the job runs nothing now.
+    if (slot) await giveNodeSlot(deps, slot);
   }
-  return { status: first.status, ...(first.code !== undefined ? { code: first.code } : {}) };
 }
 
 async function inNodeSpan(

@@ -26,6 +26,8 @@ export interface CompiledPlan {
   readonly timeoutSeconds: number;
   /** 1 (lowest) to 10: which of a flow counter's waiting calls goes first. */
   readonly priority: number;
+  /** How many of the run's node jobs may run at once (`executor/node-slots.ts`); null: no cap. */
+  readonly maxParallelNodes: number | null;
   /** What flow limits keyed by `run.metadata.<field>` read. */
   readonly metadata: Readonly<Record<string, unknown>> | null;
   /** What a model call does when the money budget is spent. */
@@ -101,6 +103,7 @@ export class PlanCache {
       input: stored.input,
       timeoutSeconds: stored.timeoutSeconds,
       priority: stored.priority,
+      maxParallelNodes: stored.maxParallelNodes,
       metadata: stored.metadata,
       onBudget: stored.onBudget,
       nodes,

@@ -13,7 +13,13 @@ import { buildTopology } from '../graph/topology.js';
 import { forgetCachedPlan, planRun } from '../planning/plan-run.js';
 import { planWindow } from '../planning/plan-window.js';
 import { DeadlineJobData, JOB, RunJobData, type RunJobData as RunJobInput } from '../queues/catalog.js';
-import { enqueueDeadline, enqueueRunRoot, removeDeadline, wakeParkedNodes } from '../queues/run-jobs.js';
+import {
+  enqueueCycleBudget,
+  enqueueDeadline,
+  enqueueRunRoot,
+  removeDeadline,
+  wakeParkedNodes,
+} from '../queues/run-jobs.js';
 import type { OutcomeState, RunHeader } from '../state/runs/run-read-model.js';
 import type { WindowState } from '../state/runs/run-plan.js';
 import { metrics } from '../telemetry/metrics.js';
@@ -23,6 +29,7 @@ import { retainBlobs } from './blob-reads.js';
 import { admitRun, releaseRun } from './run-admission.js';
 import type { ExecutorDeps } from './deps.js';
 import { continuesOnFailure, enqueueReady, releasesDependents } from './node-executor.js';
+import { dropNodeSlots } from './node-slots.js';
 import { dailyCapReached, plannerCharge } from './model-cost.js';
 import { nowIso } from './node-context.js';
 import type { CompiledPlan } from './plan-cache.js';
@@ -38,6 +45,7 @@ export async function executePlanJob(
   token: string | undefined,
 ): Promise<RunJobResult> {
   if (job.name === JOB.deadline) return fireDeadline(deps, job);
+  if (job.name === JOB.cycle) return fireCycleBudget(deps, job);
   const data = RunJobData.parse(job.data);
   // Each pass of the root job (`start`, then `finalize` once every node is done) is a span under
   // the run's `invoke_agent` span, in the trace the run was created in (stored with the run: a
@@ -122,9 +130,14 @@ async function executeRunJob(deps: ExecutorDeps, job: Job, token: string | undef
       // Side by side: a redelivered start pass adds both again (their job ids are fixed), so
       // neither needs the other to have landed first. Both are settled before a failure is
       // thrown, so nothing of this pass is still in flight when the job fails.
+      // A window's cycle budget (window mode) starts with the window.
+      const cycleBudgetMs = header?.task?.window?.cycleBudgetMs;
       const added = await Promise.allSettled([
         enqueueDeadline(deps.queues, plan.runId, data.generation, started.deadlineAt),
         enqueueReady(deps, plan, ready, data.generation),
+        ...(cycleBudgetMs
+          ? [enqueueCycleBudget(deps.queues, plan.runId, data.generation, cycleBudgetMs)]
+          : []),
       ]);
       for (const result of added) if (result.status === 'rejected') throw result.reason;
       if (data.generation === 0) metrics.runsStarted.inc({ kind: header?.task?.mode ?? 'graph' });
@@ -466,6 +479,28 @@ function readyNodes(plan: CompiledPlan, snapshots: ReadonlyMap<string, NodeSnaps
   );
 }
 
+/**
+ * A window ran past its cycle budget (seed `000_*` §2.3: an L3 cycle shares a fixed budget; what it
+ * did not finish goes back to L2): the run asks for its next window now. Its running nodes finish,
+ * its queued ones do not start (`node.deferred`, `cycle_budget`), and the planner is told so and
+ * which nodes did not run. Nothing happens when the window ended first, or when the run has no
+ * window left: then the window runs on.
+ */
+async function fireCycleBudget(deps: ExecutorDeps, job: Job): Promise<RunJobResult> {
+  const data = DeadlineJobData.parse(job.data);
+  const header = await deps.store.header(data.runId);
+  const budgetMs = header.task?.window?.cycleBudgetMs;
+  if (header.status !== 'running' || !budgetMs) return { status: header.status ?? 'gone' };
+  const failure = {
+    code: 'cycle_budget',
+    message: `window ${data.generation + 1} ran past its cycle budget of ${budgetMs} ms`,
+  } as const;
+  if (await deps.store.requestReplan(data.runId, failure, data.generation)) {
+    deps.logger.info({ runId: data.runId, generation: data.generation }, 'window cycle budget ran out');
+  }
+  return { status: header.status };
+}
+
 async function fireDeadline(deps: ExecutorDeps, job: Job): Promise<RunJobResult> {
   const data = DeadlineJobData.parse(job.data);
   const plan = await deps.plans.get(data.runId, data.generation);
@@ -540,6 +575,7 @@ async function finalize(
     await remember(deps, plan.runId);
     if (final.status === 'failed' || final.status === 'timed_out') await forgetPlan(deps, plan.runId);
     await removeDeadline(deps.queues, plan.runId, generation);
+    await dropNodeSlots(deps, plan);
     deps.logger.info({ runId: plan.runId, status }, 'run settled');
     if (!state.sessionKey) await agentEnded(deps, plan.runId, final.status);
     await recordSettledRun(deps.store, plan.runId);

@@ -76,7 +76,7 @@ export const NodeJobData = z.object({
 });
 export type NodeJobData = z.input<typeof NodeJobData>;
 
-export const JOB = { run: 'run', deadline: 'deadline', node: 'node' } as const;
+export const JOB = { run: 'run', deadline: 'deadline', cycle: 'cycle', node: 'node' } as const;
 
 const suffix = (generation: number): string => (generation === 0 ? '' : `@${generation}`);
 
@@ -84,6 +84,8 @@ const suffix = (generation: number): string => (generation === 0 ? '' : `@${gene
 export const runJobId = (runId: string, generation = 0): string => `${runId}${suffix(generation)}`;
 export const deadlineJobId = (runId: string, generation = 0): string =>
   `${runId}.deadline${suffix(generation)}`;
+/** Job id of the job that ends a window's cycle budget (window mode). */
+export const cycleJobId = (runId: string, generation = 0): string => `${runId}.cycle${suffix(generation)}`;
 /** Job id of a node job: derived from run, node and generation so a node is never enqueued twice. */
 export const nodeJobId = (runId: string, nodeId: string, generation = 0): string =>
   `${runId}.${nodeId}${suffix(generation)}`;

@@ -13,6 +13,7 @@ import type { RunReadModel } from '../state/runs/run-read-model.js';
 import {
   DeadlineJobData,
   JOB,
+  cycleJobId,
   deadlineJobId,
   nodeJobId,
   runJobId,
@@ -155,6 +156,26 @@ export async function enqueueDeadline(
   await plan.add(JOB.deadline, { runId, generation } satisfies DeadlineJobData, {
     jobId: deadlineJobId(runId, generation),
     delay: Math.max(0, deadlineAt - Date.now()),
+    removeOnComplete: true,
+    removeOnFail: true,
+  });
+}
+
+/**
+ * Arms the job that hands a window's unstarted nodes back to the planner when its cycle budget
+ * runs out (window mode). Left to fire when the window ends first: it then finds its generation
+ * gone and does nothing, which costs a window run less than removing it would cost every run.
+ */
+export async function enqueueCycleBudget(
+  queues: RunQueues,
+  runId: string,
+  generation: number,
+  budgetMs: number,
+): Promise<void> {
+  const { plan } = await queues.shardOf(runId);
+  await plan.add(JOB.cycle, { runId, generation } satisfies DeadlineJobData, {
+    jobId: cycleJobId(runId, generation),
+    delay: budgetMs,
     removeOnComplete: true,
     removeOnFail: true,
   });

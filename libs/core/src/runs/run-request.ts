@@ -31,6 +31,9 @@ export const MAX_TASK_CHARS = 200_000;
 /** Most nodes a window may hold (`window`), and most windows a run may have (`maxWindows`). */
 export const MAX_WINDOW_SIZE = 20;
 export const MAX_WINDOWS = 50;
+/** The longest cycle budget of a window (an hour), and the highest cap on a run's parallel nodes. */
+export const MAX_CYCLE_BUDGET_MS = 3_600_000;
+export const MAX_PARALLEL_NODES = 10_000;
 
 /**
  * Body of `POST /v1/runs`: a fixed `graph`, or a `task` that the plan loop plans into one
@@ -73,6 +76,16 @@ export const RunRequest = z
     window: z.number().int().min(1).max(MAX_WINDOW_SIZE).optional(),
     /** Window mode: most windows (planner calls that install nodes). Unset: `TETRALOOP_PLAN_MAX_WINDOWS`. */
     maxWindows: z.number().int().min(1).max(MAX_WINDOWS).optional(),
+    /**
+     * Window mode: how long a window may run (ms) before the nodes it has not started go back to
+     * the planner with the next window. 0: no budget. Unset: `TETRALOOP_PLAN_CYCLE_BUDGET_MS`.
+     */
+    cycleBudgetMs: z.number().int().min(0).max(MAX_CYCLE_BUDGET_MS).optional(),
+    /**
+     * Most of the run's node jobs that run at once; the others wait queued. Unset:
+     * `TETRALOOP_MAX_PARALLEL_NODES` (0 there: no cap).
+     */
+    maxParallelNodes: z.number().int().min(1).max(MAX_PARALLEL_NODES).optional(),
     input: z.unknown().optional(),
     /** Run deadline. @defaultValue 600 */
     timeoutSeconds: z.number().int().positive().max(MAX_RUN_SECONDS).default(600),
@@ -118,7 +131,7 @@ export const RunRequest = z
     if (r.mode !== 'dag' && r.task === undefined) {
       ctx.addIssue({ code: 'custom', path: ['mode'], message: `${r.mode} mode needs a task` });
     }
-    for (const field of ['window', 'maxWindows'] as const) {
+    for (const field of ['window', 'maxWindows', 'cycleBudgetMs'] as const) {
       if (r[field] !== undefined && r.mode !== 'window') {
         ctx.addIssue({ code: 'custom', path: [field], message: 'only window mode takes this field' });
       }
@@ -132,13 +145,15 @@ export type RunRequest = z.infer<typeof RunRequest>;
  * (the request's `maxReplans` does not apply there).
  */
 export function taskBounds(
-  request: Pick<RunRequest, 'mode' | 'maxReplans' | 'window' | 'maxWindows'>,
+  request: Pick<RunRequest, 'mode' | 'maxReplans' | 'window' | 'maxWindows' | 'cycleBudgetMs'>,
   defaults: WindowSettings,
 ): { maxReplans: number; window?: WindowSettings } {
   if (request.mode !== 'window') return { maxReplans: request.maxReplans };
+  const cycleBudgetMs = request.cycleBudgetMs ?? defaults.cycleBudgetMs ?? 0;
   const window = {
     size: request.window ?? defaults.size,
     maxWindows: request.maxWindows ?? defaults.maxWindows,
+    ...(cycleBudgetMs > 0 ? { cycleBudgetMs } : {}),
   };
   return { maxReplans: window.maxWindows - 1, window };
 }

@@ -107,6 +107,8 @@ export interface RunServiceDeps {
   readonly defaultBudget: RunBudget;
   /** Window mode when the request sets no `window` / `maxWindows`. */
   readonly windowDefaults: WindowSettings;
+  /** A run's `maxParallelNodes` when the request sets none (`TETRALOOP_MAX_PARALLEL_NODES`); no cap when unset. */
+  readonly maxParallelNodes?: number;
   /**
    * The longest a run may last, its waits included (`TETRALOOP_MAX_WAIT_DAYS`, in seconds): the
    * largest `timeoutSeconds` accepted and the longest wait node. @defaultValue 30 days
@@ -157,6 +159,7 @@ export class RunService {
       options.runId ??
       (idempotencyKey !== undefined ? idempotentRunId(tenant, idempotencyKey) : randomUUID());
     const topology = validation?.topology;
+    const maxParallelNodes = request.maxParallelNodes ?? this.deps.maxParallelNodes;
     const run: NewRun = {
       runId,
       ...(validation ? { graph: validation.graph, plan: validation.plan } : {}),
@@ -184,6 +187,7 @@ export class RunService {
       onBudget: request.onBudget,
       metadata: request.metadata,
       priority: request.priority,
+      ...(maxParallelNodes !== undefined ? { maxParallelNodes } : {}),
       ...(request.tags ? { tags: request.tags } : {}),
       ...(request.webhook ? { webhook: request.webhook } : {}),
       ...(options.origin ? { origin: options.origin } : {}),

@@ -14,6 +14,7 @@ export * from './memory-store.js';
 export * from './api-key-store.js';
 export * from './tenant-purge.js';
 export * from './rate-limit-store.js';
+export * from './slot-sets.js';
 export * from './tenant-slots.js';
 export * from './cost-ledger.js';
 export * from './tool-catalog-store.js';

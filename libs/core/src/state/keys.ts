@@ -61,6 +61,15 @@ export function runKeys(prefix: string, runId: string): RunKeys {
   };
 }
 
+/**
+ * A run's node slots (`maxParallelNodes`): its node jobs holding one, and those waiting. Beside the
+ * run's keys (same hash tag) but not among them: only a run with a cap has them.
+ */
+export function runNodeSlotKeys(prefix: string, runId: string): SlotSetKeys {
+  const base = `${prefix}:run:{${runId}}:slots`;
+  return { running: `${base}:running`, waiting: `${base}:waiting` };
+}
+
 /** All keys of a run, in the order every run script expects them. */
 export function runKeyList(keys: RunKeys): string[] {
   return [keys.meta, keys.pending, keys.nodes, keys.live, keys.events, keys.aux];
@@ -322,12 +331,15 @@ export const callKeyKey = (prefix: string): string => `${prefix}:deployment:call
 export const rateBucketKey = (prefix: string, tenant: string, keyId: string | null): string =>
   `${taggedBase('rate', prefix, tenant)}:${keyId === null ? 'tenant' : `key:${keyId}`}`;
 
-export interface TenantSlotKeys {
-  /** Sorted set: the tenant's runs holding a running slot → when they got it (epoch ms). */
+export interface SlotSetKeys {
+  /** Sorted set: the members holding a slot → when they got it (epoch ms). */
   readonly running: string;
-  /** Sorted set: the tenant's runs waiting for a slot → when they first waited (epoch ms). */
+  /** Sorted set: the members waiting for a slot → when they first waited (epoch ms). */
   readonly waiting: string;
 }
+
+/** A tenant's running slots: its runs holding one, and its runs waiting for one. */
+export type TenantSlotKeys = SlotSetKeys;
 
 /** Keys of one tenant's running slots share the hash tag `{t:<tenant>}`. */
 export function tenantSlotKeys(prefix: string, tenant: string): TenantSlotKeys {

@@ -229,14 +229,21 @@ local function beginNode(id, gen, live, count, chargeCall, reads, quiet)
   -- A node of a plan made before its session's environment moved does not start while the run waits
   -- to be replanned for it: the new plan runs it (or does without it). One already started (a retry,
   -- a parked node coming back) goes on; its result may be reused by the new plan.
+  -- Nor does one of a window whose cycle budget ran out (`cycle_budget`): what the window did not
+  -- start goes back to the planner.
   if status == 'running' and meta[6] and not own then
     local seen = tonumber(meta[7] or '0')
     local planned = tonumber(meta[8] or '0')
+    local budget = string.find(meta[6], '"code":"cycle_budget"', 1, true)
     local current = redis.call('HGET', KEYS[4], id)
-    if seen > planned and (not current or string.find(current, '"status":"queued"', 1, true)) then
-      emit('node.deferred', id, cjson.encode({
-        reason = 'environment_changed', planEnvironmentVersion = planned, environmentVersion = seen,
-      }))
+    if (seen > planned or budget) and (not current or string.find(current, '"status":"queued"', 1, true)) then
+      if budget then
+        emit('node.deferred', id, cjson.encode({ reason = 'cycle_budget' }))
+      else
+        emit('node.deferred', id, cjson.encode({
+          reason = 'environment_changed', planEnvironmentVersion = planned, environmentVersion = seen,
+        }))
+      end
       return { 'stale' }
     end
   end

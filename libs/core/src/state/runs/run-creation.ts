@@ -52,6 +52,8 @@ export interface NewRun {
   readonly metadata: Record<string, unknown> | undefined;
   /** @defaultValue DEFAULT_PRIORITY */
   readonly priority?: number;
+  /** How many of the run's node jobs may run at once; no cap when unset. */
+  readonly maxParallelNodes?: number;
   /** Labels to find the run by (its search indexes). */
   readonly tags?: readonly string[];
   /** What started the run when no API call did: a schedule, or a trigger and its events. */
@@ -168,6 +170,7 @@ function recordOf(run: NewRun, options: RunContext['options']) {
           maxReplans: String(run.task.maxReplans),
           // Window mode's size; its window bound is `maxReplans + 1`.
           ...(run.task.window ? { window: String(run.task.window.size) } : {}),
+          ...(run.task.window?.cycleBudgetMs ? { cycleBudgetMs: String(run.task.window.cycleBudgetMs) } : {}),
           ...(run.task.overrides ? { overrides: run.task.overrides } : {}),
           ...(run.task.model !== undefined ? { taskModel: run.task.model } : {}),
           ...(run.task.thinking !== undefined ? { thinking: JSON.stringify(run.task.thinking) } : {}),
@@ -185,6 +188,7 @@ function recordOf(run: NewRun, options: RunContext['options']) {
     ...(run.onBudget === 'pause' ? { onBudget: run.onBudget } : {}),
     metadata: JSON.stringify(run.metadata ?? null),
     priority: String(run.priority ?? DEFAULT_PRIORITY),
+    ...(run.maxParallelNodes ? { maxParallelNodes: String(run.maxParallelNodes) } : {}),
     ...(run.tags && run.tags.length > 0 ? { tags: JSON.stringify(run.tags) } : {}),
     ...(run.plan ? { nodeCount: String(run.plan.nodes.length) } : {}),
     ...(run.rerun ? { rerunOf: JSON.stringify(run.rerun.of) } : {}),

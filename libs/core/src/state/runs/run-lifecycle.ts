@@ -11,7 +11,7 @@ import {
   type NodeSnapshot,
 } from '../../domain/run-model.js';
 import { RUN_ERROR_STATUS, cancelledError } from '../../errors/run-error.js';
-import { queuedRunsKey } from '../keys.js';
+import { queuedRunsKey, runNodeSlotKeys } from '../keys.js';
 import { slotPipeline } from '../slot-multi.js';
 import { multiReplies, pendingJson, snapshotJson, type RunContext } from './run-context.js';
 
@@ -278,8 +278,14 @@ export class RunLifecycle {
   }
 
   async delete(runId: string): Promise<void> {
-    await this.ctx.redis.del(...this.ctx.scriptKeys(runId));
+    await this.ctx.redis.del(...this.runKeysWithSlots(runId));
     await this.unqueue(runId);
+  }
+
+  /** The run's keys and its node slot sets (a run with `maxParallelNodes`), which share its slot. */
+  private runKeysWithSlots(runId: string): string[] {
+    const slots = runNodeSlotKeys(this.ctx.options.prefix, runId);
+    return [...this.ctx.scriptKeys(runId), slots.running, slots.waiting];
   }
 
   /**
@@ -291,7 +297,7 @@ export class RunLifecycle {
     if (status !== null && !isTerminal(status)) {
       await this.decideError(runId, cancelledError('its tenant was deleted'), new Date().toISOString());
     }
-    const deleted = await this.ctx.redis.del(...this.ctx.scriptKeys(runId));
+    const deleted = await this.ctx.redis.del(...this.runKeysWithSlots(runId));
     await this.unqueue(runId);
     return deleted;
   }

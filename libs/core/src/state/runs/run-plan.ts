@@ -17,6 +17,8 @@ export interface RunPlan {
   readonly tenant: string;
   /** 1 (lowest) to 10: which of a counter's waiting calls goes first (flow control). */
   readonly priority: number;
+  /** How many of the run's node jobs may run at once; null: no cap. */
+  readonly maxParallelNodes: number | null;
   readonly metadata: Record<string, unknown> | null;
   /** A session run's session, as stored (tenant-scoped). */
   readonly sessionKey: string | null;
@@ -81,6 +83,7 @@ export class RunPlans {
       onBudget,
       rerunOf,
       generation,
+      maxParallelNodes,
     ] = await this.ctx.redis.hmget(
       this.ctx.keysOf(runId).meta,
       'plan',
@@ -94,12 +97,14 @@ export class RunPlans {
       'onBudget',
       'rerunOf',
       'generation',
+      'maxParallelNodes',
     );
     if (plan === null) return null;
     return {
       agentId: agentId ?? 'main',
       tenant: tenant ?? DEFAULT_TENANT,
       priority: priority === null ? DEFAULT_PRIORITY : Number(priority),
+      maxParallelNodes: maxParallelNodes === null ? null : Number(maxParallelNodes),
       metadata: parseJson(metadata) as Record<string, unknown> | null,
       sessionKey: sessionKey ?? null,
       plan: parseJson(plan) as ExecutableGraph,
@@ -155,7 +160,7 @@ export class RunPlans {
    */
   async requestReplan(
     runId: string,
-    failure: RunError | { code: 'window_drained'; message: string },
+    failure: RunError | { code: 'window_drained' | 'cycle_budget'; message: string },
     generation: number,
   ): Promise<boolean> {
     const requested = await this.ctx.script('request-replan-6', this.ctx.scriptKeys(runId), [

@@ -168,6 +168,7 @@ export class RunReadModel {
         'thinking',
         'window',
         'secrets',
+        'cycleBudgetMs',
       )
       .hexists(meta, 'plan')
       .exec();
@@ -187,6 +188,7 @@ export class RunReadModel {
       thinking,
       size,
       secrets,
+      cycleBudgetMs,
     ] = fields;
     return {
       status: status ? RunStatus.parse(status) : null,
@@ -207,7 +209,15 @@ export class RunReadModel {
               ...(thinking ? { thinking: parseJson(thinking) } : {}),
               ...(secrets ? { secrets: stringList(parseJson(secrets)) } : {}),
               maxReplans: Number(maxReplans ?? 0),
-              ...(size ? { window: { size: Number(size), maxWindows: Number(maxReplans ?? 0) + 1 } } : {}),
+              ...(size
+                ? {
+                    window: {
+                      size: Number(size),
+                      maxWindows: Number(maxReplans ?? 0) + 1,
+                      ...(cycleBudgetMs ? { cycleBudgetMs: Number(cycleBudgetMs) } : {}),
+                    },
+                  }
+                : {}),
               planned: hasPlan === 1,
               replanRequest: parseJson(replan),
             },

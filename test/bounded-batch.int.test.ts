@@ -1,0 +1,157 @@
+/**
+ * L3 runs a bounded batch (seed `000_*` §2.3): a run's `maxParallelNodes` caps its node jobs
+ * running at once, and a window-mode run's cycle budget hands what a window has not started back
+ * to the planner. Calls are held at the loopback tool server's `/gate` until the test opens them,
+ * so every check is structural: which calls were in flight together, which events came.
+ */
+import { Redis } from 'ioredis';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { runNodeSlotKeys } from '@tetraloop/core/state';
+import { startModelServer, type ChatRequest, type ModelServer } from './support/model-server.js';
+import { postRun, readEvents, startStack, untilEvent, waitFor, type Stack } from './support/stack.js';
+import { maxOverlap, startToolServer, type Hit, type ToolServer } from './support/tool-server.js';
+
+let stack: Stack;
+let model: ModelServer;
+let server: ToolServer;
+let windows: unknown[] = [];
+let windowCalls = 0;
+const isWindowCall = (r: ChatRequest): boolean =>
+  (r.response_format as { json_schema?: { name?: string } } | undefined)?.json_schema?.name === 'window';
+
+beforeAll(async () => {
+  server = await startToolServer();
+  model = await startModelServer({
+    script: (request) =>
+      isWindowCall(request)
+        ? { content: JSON.stringify(windows[Math.min(windowCalls++, windows.length - 1)]) }
+        : { content: 'ok' },
+  });
+  stack = await startStack({
+    env: {
+      OPENAI_BASE_URL: model.url,
+      TETRALOOP_PLANNER_MODEL: 'scripted-planner',
+      TETRALOOP_MODEL_MAX_RETRIES: '0',
+      // The deployment's cap, for runs that set none.
+      TETRALOOP_MAX_PARALLEL_NODES: '3',
+    },
+  });
+});
+afterAll(async () => {
+  await stack?.close();
+  await model?.close();
+  await server?.close();
+});
+
+const gate = (id: string) => ({
+  id,
+  kind: 'tool',
+  tool: 'http',
+  args: { url: `${server.url}/gate?node=${id}` },
+});
+const gateHits = (prefix: string): Hit[] =>
+  server.hits.filter((h) => h.path === '/gate' && h.node.startsWith(prefix));
+const inFlight = (prefix: string): Hit[] => gateHits(prefix).filter((h) => h.end === undefined);
+
+/**
+ * Runs a fan-out of `count` held calls named `<prefix><i>`, opening one held call at a time once
+ * `cap` are in flight, until all ran; answers the run's id.
+ */
+async function drainFanOut(prefix: string, count: number, cap: number, body: Record<string, unknown>) {
+  const ids = Array.from({ length: count }, (_, i) => `${prefix}${i}`);
+  const posted = await postRun(stack.url, {
+    graph: { nodes: ids.map(gate) },
+    ...body,
+  });
+  expect(posted.status).toBe(202);
+  for (let opened = 0; opened < count; opened++) {
+    // As many as the cap (or as are left) are held; the others wait for a slot.
+    await expect
+      .poll(() => inFlight(prefix).length, { timeout: 20_000, interval: 20 })
+      .toBe(Math.min(cap, count - opened));
+    server.openGate(inFlight(prefix)[0]!.node);
+  }
+  return posted.body.runId as string;
+}
+
+describe('maxParallelNodes', () => {
+  it("runs at most the run's cap of its nodes at once, the others waiting queued, and keeps nothing after", async () => {
+    const runId = await drainFanOut('cap-', 6, 2, { maxParallelNodes: 2 });
+    const doc = await waitFor(stack.url, runId);
+    expect(doc.status).toBe('succeeded');
+    expect(gateHits('cap-')).toHaveLength(6);
+    expect(maxOverlap(gateHits('cap-'))).toBe(2);
+    // Each node ran once: a job that waited for a slot began its node only when it got one.
+    const events = await readEvents(stack.url, runId);
+    expect(events.filter((e) => e.data.type === 'node.started')).toHaveLength(6);
+    // The run's slot sets go with it.
+    const keys = runNodeSlotKeys(stack.prefix, runId);
+    const redis = new Redis(stack.env.REDIS_URL!);
+    expect(await redis.exists(keys.running, keys.waiting)).toBe(0);
+    redis.disconnect();
+  });
+
+  it("takes the deployment's cap when the request sets none", async () => {
+    const runId = await drainFanOut('dflt-', 5, 3, {});
+    expect((await waitFor(stack.url, runId)).status).toBe('succeeded');
+    expect(maxOverlap(gateHits('dflt-'))).toBe(3);
+  });
+
+  it('refuses a cap below 1 at the field, and a cycle budget outside window mode', async () => {
+    const graph = { nodes: [{ id: 'a', kind: 'tool', tool: 'json', args: { value: 1 } }] };
+    const zero = await postRun(stack.url, { graph, maxParallelNodes: 0 });
+    expect(zero.status).toBe(400);
+    expect(JSON.stringify(zero.body)).toContain('maxParallelNodes');
+    const budget = await postRun(stack.url, { graph, cycleBudgetMs: 1000 });
+    expect(budget.status).toBe(400);
+    expect(JSON.stringify(budget.body)).toMatch(/cycleBudgetMs.*only window mode takes this field/);
+  });
+});
+
+describe('a window cycle budget', () => {
+  it('hands what the window has not started back to the planner when the budget runs out', async () => {
+    windowCalls = 0;
+    windows = [
+      // Two independent held calls, one slot: one runs, the other waits queued for it.
+      { nodes: [gate('cb-a'), gate('cb-b')], edges: [], goalReached: false },
+      {
+        nodes: [{ id: 'cb-done', kind: 'tool', tool: 'json', args: { value: 'done' } }],
+        edges: [],
+        goalReached: true,
+      },
+    ];
+    const before = model.requests.length;
+    const posted = await postRun(stack.url, {
+      task: 'two held calls',
+      mode: 'window',
+      maxParallelNodes: 1,
+      cycleBudgetMs: 300,
+    });
+    expect(posted.status).toBe(202);
+    const runId = posted.body.runId as string;
+    await expect.poll(() => inFlight('cb-').length, { timeout: 20_000, interval: 20 }).toBe(1);
+    const first = inFlight('cb-')[0]!.node;
+    const second = first === 'cb-a' ? 'cb-b' : 'cb-a';
+    // The budget runs out while the first call is held: the run asks for its next window.
+    const requested = await untilEvent(stack.url, runId, (e) => e.data.type === 'replan.requested', {
+      what: 'replan.requested',
+    });
+    expect(JSON.stringify(requested.data)).toContain('cycle_budget');
+    // The running node finishes; the queued one, given its slot, does not start.
+    server.openGate(first);
+    const doc = await waitFor(stack.url, runId);
+    expect(doc.status).toBe('succeeded');
+    // The completed call carries over into the next window; the deferred one is gone.
+    expect(Object.keys(doc.output ?? {}).sort()).toEqual(['cb-done', first].sort());
+    expect(gateHits(second)).toHaveLength(0);
+    const events = await readEvents(stack.url, runId);
+    const deferred = events.find((e) => e.data.type === 'node.deferred');
+    expect(deferred?.data).toMatchObject({ nodeId: second, data: { reason: 'cycle_budget' } });
+    const calls = model.requests.slice(before).filter(isWindowCall);
+    expect(calls).toHaveLength(2);
+    const next = calls[1]!.messages.find((m) => m.role === 'user')!.content!;
+    expect(next).toContain('cycle_budget: window 1 ran past its cycle budget of 300 ms');
+    expect(next).toContain(`- ${second}: did not run`);
+    expect(doc.nodes[first]).toMatchObject({ status: 'succeeded' });
+  });
+});
