@@ -167,6 +167,7 @@ export async function openPoolContext(env: WorkerEnv, options: StartPoolsOptions
   // Aborted at the start of shutdown; every custom tool call in flight listens to it.
   const shutdown = new AbortController();
   setMaxListeners(0, shutdown.signal);
+  const allowedTools = allowedToolsOf(env, tools);
   const executorDeps = (layer: Pool): ExecutorDeps => ({
     store,
     plans: new PlanCache(store),
@@ -176,6 +177,7 @@ export async function openPoolContext(env: WorkerEnv, options: StartPoolsOptions
     shutdown: shutdown.signal,
     hooks,
     tools,
+    allowedTools,
     servedQueues,
     toolOutputSchema: (tool, hash) => mcp.tools.outputSchemaOf(tool, hash),
     secrets: services.secrets,
@@ -185,7 +187,7 @@ export async function openPoolContext(env: WorkerEnv, options: StartPoolsOptions
       ...planningSettingsOf(env),
       ...(model ? { model } : {}),
       tools,
-      allowedTools: allowedToolsOf(env, tools),
+      allowedTools,
       ceilings,
       ...(services.memory ? { lessons: services.memory.book } : {}),
       cache: planCache,

@@ -80,6 +80,11 @@ export interface ExecutorDeps {
   readonly hooks: ExecutorHooks;
   readonly tools: ToolRegistry;
   /**
+   * The tools an agent may use (TETRALOOP_AGENTS, TETRALOOP_AGENT_TOOLS): what its agent loops are
+   * offered and may call. Absent: every tool in `tools`.
+   */
+  readonly allowedTools?: (agentId: string) => ReadonlySet<string>;
+  /**
    * The tool queues this process's tool pool serves (`default`: the node queue): a node of
    * another queue is never handed off to it. @defaultValue ["default"]
    */

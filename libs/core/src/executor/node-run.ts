@@ -49,6 +49,7 @@ export function nodeRun<N extends ExecutableNode>(
     deadlineAt: begin.deadlineAt,
     progress: begin.progress,
     tools: deps.tools,
+    allowedTools: () => deps.allowedTools?.(plan.agentId),
     modelInputChars: deps.modelInputChars,
     signal: ctx.runSignal,
     log: ctx.log,

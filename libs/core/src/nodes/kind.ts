@@ -238,6 +238,8 @@ export interface NodeRun<N extends NodeBase> {
   readonly deadlineAt: number | null;
   readonly progress: readonly unknown[];
   readonly tools: ToolRegistry;
+  /** The tools the run's agent may use (its allowlist), read when asked; undefined: every tool in `tools`. */
+  allowedTools(): ReadonlySet<string> | undefined;
   /** Each value inserted into a prompt, and each tool result an agent sees, is cut to this. */
   readonly modelInputChars: number;
   /** Aborted when the run is cancelled, fails elsewhere or times out. */

@@ -89,7 +89,13 @@ export function agentIteration(
   }
   // Steering messages (a session's `steer` mode) join the conversation before the next turn.
   let steered = history.reduce((n, it) => n + (it.turn?.steered?.length ?? 0), 0);
-  const allowed = body.agent.tools ? new Set(body.agent.tools) : undefined;
+  // The body's tools (every tool when it names none), always within the agent's allowlist: a body
+  // naming none is offered only what the agent may use, and an allowlist narrowed since the run was
+  // checked holds too.
+  const agentMay = run.allowedTools();
+  const allowed = body.agent.tools
+    ? new Set(body.agent.tools.filter((name) => !agentMay || agentMay.has(name)))
+    : agentMay;
   const catalog = toolCatalog(run.tools, allowed);
   // Tools go by function names a model's API accepts (`mcp.a.b` as `mcp__a__b`); calls map back.
   const names = functionNames(catalog.tools.map((t) => t.name));
