@@ -79,6 +79,11 @@ const distinctRuns = (calls: readonly Call[]): string[] => [...new Set(calls.map
 /** Confidence from the number of distinct supporting runs: 0.2 per run, at most 0.9. */
 const confidenceOf = (runs: number): number => Math.min(0.9, Math.round(runs * 0.2 * 100) / 100);
 const percent = (n: number, of: number): string => `${n} of ${of}`;
+/**
+ * ` for <tool>` after the service a statement is about; nothing when the service is the tool itself
+ * (a custom tool's calls are keyed by its name: "svc.fetch is down", not "svc.fetch is down for svc.fetch").
+ */
+const forTool = (tool: string, host: string): string => (host === tool ? '' : ` for ${tool}`);
 
 export function candidateLessons(
   hot: readonly RunSummary[],
@@ -110,7 +115,7 @@ export function candidateLessons(
         kind: 'hard',
         rule: 'service-down',
         scope,
-        statement: `${host} is down for ${tool}: ${percent(down.length, calls.length)} recent calls failed with server or network errors; calls to it are blocked until a probe succeeds`,
+        statement: `${host} is down${forTool(tool, host)}: ${percent(down.length, calls.length)} recent calls failed with server or network errors; calls to it are blocked until a probe succeeds`,
         evidence: downRuns,
         confidence: confidenceOf(downRuns.length),
       });
@@ -130,7 +135,7 @@ export function candidateLessons(
         kind: 'template',
         rule: 'slow-service',
         scope,
-        statement: `${host} is slow for ${tool}: ${percent(timeouts.length, calls.length)} recent calls timed out at about ${cutAt} ms; its calls get ${timeoutMs} ms`,
+        statement: `${host} is slow${forTool(tool, host)}: ${percent(timeouts.length, calls.length)} recent calls timed out at about ${cutAt} ms; its calls get ${timeoutMs} ms`,
         evidence: timeoutRuns,
         confidence: confidenceOf(timeoutRuns.length),
         effect: { timeoutMs },
@@ -147,7 +152,7 @@ export function candidateLessons(
         kind: 'template',
         rule: 'rate-limited',
         scope,
-        statement: `${host} rate-limits ${tool}: ${percent(limited.length, calls.length)} recent calls were answered 429; its rate-limited calls get ${settings.rateLimitRetries} retries at least ${settings.rateLimitBackoffMs} ms apart`,
+        statement: `${host === tool ? `${tool} is rate-limited` : `${host} rate-limits ${tool}`}: ${percent(limited.length, calls.length)} recent calls were answered 429; its rate-limited calls get ${settings.rateLimitRetries} retries at least ${settings.rateLimitBackoffMs} ms apart`,
         evidence: limitedRuns,
         confidence: confidenceOf(limitedRuns.length),
         effect: { retries: settings.rateLimitRetries, backoffFloorMs: settings.rateLimitBackoffMs },
@@ -166,7 +171,7 @@ export function candidateLessons(
         kind: 'soft',
         rule: 'service-flaky',
         scope,
-        statement: `${host} often fails for ${tool} (${percent(failed.length, calls.length)} recent calls, mostly ${mostly}): prefer another source, or plan for its failure`,
+        statement: `${host} often fails${forTool(tool, host)} (${percent(failed.length, calls.length)} recent calls, mostly ${mostly}): prefer another source, or plan for its failure`,
         evidence: failedRuns,
         confidence: confidenceOf(failedRuns.length),
       });

@@ -16,12 +16,12 @@ import type { RunDocument } from '../domain/run-model.js';
 
 const NOW = '2026-11-30T00:00:00.000Z';
 let n = 0;
-/** A run summary with the given calls (each `[target, outcome, ms]`). */
-function run(calls: [string, string, number?][]): RunSummary {
+/** A run summary with the given calls (each `[target, outcome, ms]`) of `tool`. */
+function run(calls: [string, string, number?][], tool = 'http'): RunSummary {
   n++;
   const records: CallRecord[] = calls.map(([target, outcome, ms]) => ({
     node: 'n',
-    tool: 'http',
+    tool,
     target,
     ms: ms ?? 20,
     outcome,
@@ -131,6 +131,13 @@ describe('the rules', () => {
       confidence: 0.6,
     });
     expect(candidateLessons(hot.slice(0, 2))).toEqual([]);
+  });
+
+  it('name a custom tool (its calls keyed by its name) as the service, once', () => {
+    const down = (target: string, tool?: string) =>
+      candidateLessons([1, 2, 3].map(() => run([[target, 'server']], tool)))[0]?.statement;
+    expect(down('crm.lookup', 'crm.lookup')).toMatch(/^crm\.lookup is down: 3 of 3 recent calls/);
+    expect(down('down.test')).toMatch(/^down\.test is down for http: 3 of 3 recent calls/);
   });
 
   it('do not find a service down whose latest call succeeded (a probe found it back)', () => {
