@@ -16,6 +16,7 @@ import { nodeJobId } from '@tetraloop/core/queues';
 import { toolCatalogKeys } from '@tetraloop/core/state';
 import { spawnTetraloop, stderrMatches, type Spawned } from './support/processes.js';
 import {
+  isPlannerCall,
   startModelServer,
   type ChatRequest,
   type ModelServer,
@@ -96,9 +97,6 @@ const workers: Spawned[] = [];
 
 /** Answers the other model calls (an agent's turns). */
 let agent: (request: ChatRequest) => ScriptedReply = () => ({ content: 'ok' });
-
-const isPlannerCall = (r: ChatRequest): boolean =>
-  (r.response_format as { json_schema?: { name?: string } } | undefined)?.json_schema?.name === 'graph';
 
 beforeAll(async () => {
   loopback = new Loopback();

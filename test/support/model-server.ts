@@ -104,6 +104,10 @@ export interface ModelServer {
   close(): Promise<void>;
 }
 
+/** Whether a request is a planner's: it asks for its answer in the `graph` JSON schema. */
+export const isPlannerCall = (r: ChatRequest): boolean =>
+  (r.response_format as { json_schema?: { name?: string } } | undefined)?.json_schema?.name === 'graph';
+
 type ContentReply = Extract<ScriptedReply, { content: string }>;
 type ErrorReply = Extract<ScriptedReply, { status: number }>;
 

@@ -342,6 +342,30 @@ export async function followJobEvents(
   };
 }
 
+/**
+ * Runs `act` (runs that should make the reflect pool reflect on `agentId`), and resolves with what
+ * it answered once that agent's reflection job has completed.
+ */
+export async function withReflection<T>(
+  stack: StackRef,
+  agentId: string,
+  act: () => Promise<T>,
+  timeoutMs = 20_000,
+): Promise<T> {
+  const jobs = await followJobEvents(stack, ['reflect']);
+  try {
+    const result = await act();
+    await jobs.next(
+      (e) => e.jobId === `reflect-${agentId}` && e.event === 'completed',
+      Date.now() + timeoutMs,
+      `the reflection of ${agentId}`,
+    );
+    return result;
+  } finally {
+    jobs.close();
+  }
+}
+
 async function runDocument(url: string, runId: string): Promise<RunDocument> {
   const res = await fetch(`${url}/v1/runs/${runId}`);
   if (res.status !== 200) throw new Error(`run ${runId} answered ${res.status}`);
