@@ -29,14 +29,17 @@ const graph = RunRequest.parse({
   graph: { nodes: [{ id: 'a', kind: 'tool', tool: 'json', args: { value: 1 } }] },
 });
 
+/** An accept: `POST /v1/runs` of the graph, or another route that starts a run (`path`, `body`). */
 async function post(
   url: string,
   key: string,
+  path = '/v1/runs',
+  body: unknown = graph,
 ): Promise<{ status: number; headers: Headers; body: Record<string, unknown> }> {
-  const res = await fetch(`${url}/v1/runs`, {
+  const res = await fetch(`${url}${path}`, {
     method: 'POST',
     headers: { 'content-type': 'application/json', 'idempotency-key': key },
-    body: JSON.stringify(graph),
+    body: JSON.stringify(body),
   });
   return { status: res.status, headers: res.headers, body: (await res.json()) as Record<string, unknown> };
 }
@@ -145,6 +148,28 @@ describe('TETRALOOP_ACCEPT_WAIT_REPLICAS', () => {
     const confirmed = await post(stack.url, key);
     expect(confirmed.status).toBe(202);
     expect(confirmed.body).toMatchObject({ runId, status: 'queued', acceptedAt: doc.createdAt });
+  });
+
+  it('holds a schedule run now to the same barrier: 503 while the replica is down, 202 once it is back', async () => {
+    const made = await post(stack.url, `schedule-${randomUUID()}`, '/v1/schedules', {
+      name: 'by hand',
+      everyMs: 86_400_000,
+      paused: true,
+      request: graph,
+    });
+    expect(made.status).toBe(201);
+    const trigger = `/v1/schedules/${made.body.id as string}/trigger`;
+    await stopReplica();
+    const key = `now-${randomUUID()}`;
+    const first = await post(stack.url, key, trigger, {});
+    expect(first.status).toBe(503);
+    expect(first.body).toMatchObject({ error: { code: 'not_replicated' } });
+    expect(first.headers.get('retry-after')).toBe('1');
+    const location = first.headers.get('location')!;
+    await startReplica();
+    const confirmed = await post(stack.url, key, trigger, {});
+    expect(confirmed.status).toBe(202);
+    expect(confirmed.headers.get('location')).toBe(location);
   });
 
   it('lets concurrent accepts share their waits: ten of them make at most two WAITs', async () => {

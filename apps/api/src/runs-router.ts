@@ -103,6 +103,26 @@ export async function confirmAccept(barrier: AcceptBarrier | undefined, runId: s
   throw unconfirmed(runId, shortfall, barrier!.durability.waitMs);
 }
 
+/**
+ * Answers an accepted run (a submit, a rerun, a schedule run now): `202` with its `Location` once
+ * the accept barrier confirmed it; otherwise its `503`, with `Retry-After` and the same `Location`.
+ */
+export async function answerAccepted(
+  res: Response,
+  barrier: AcceptBarrier | undefined,
+  accepted: RunAccepted | RerunAccepted,
+): Promise<void> {
+  try {
+    await confirmAccept(barrier, accepted.runId);
+  } catch (err) {
+    if (err instanceof HttpError) {
+      res.set('Retry-After', String(UNCONFIRMED_RETRY_AFTER_SECONDS)).location(`/v1/runs/${accepted.runId}`);
+    }
+    throw err;
+  }
+  res.status(202).location(`/v1/runs/${accepted.runId}`).json(accepted);
+}
+
 /** A run document as its client sees it: a session run names its session as the client does. */
 export const clientView = (doc: RunDocument): RunDocument =>
   doc.sessionKey ? { ...doc, sessionKey: unscopeName(doc.sessionKey).name } : doc;
@@ -144,33 +164,17 @@ export function runHandlers(deps: RunsRouterDeps): Partial<Record<RouteName, Req
     return key.data;
   };
 
-  /** `confirmAccept`, its `503` with `Retry-After` and the run's `Location`. */
-  const confirmAccepted = async (res: Response, runId: string): Promise<void> => {
-    try {
-      await confirmAccept(deps.acceptBarrier, runId);
-    } catch (err) {
-      if (err instanceof HttpError) {
-        res.set('Retry-After', String(UNCONFIRMED_RETRY_AFTER_SECONDS)).location(`/v1/runs/${runId}`);
-      }
-      throw err;
-    }
-  };
-
   const submit: RequestHandler = async (req, res) => {
     requireJson(req);
     const body = RunRequest.safeParse(req.body);
     if (!body.success) throw zodToHttp(body.error);
     const key = idempotencyKeyOf(req);
     const result = await deps.runs.submit(body.data, key, { tenant: callerOf(res).tenant });
-    await confirmAccepted(res, result.runId);
-    res
-      .status(202)
-      .location(`/v1/runs/${result.runId}`)
-      .json({
-        runId: result.runId,
-        status: result.status,
-        acceptedAt: result.acceptedAt,
-      } satisfies RunAccepted);
+    await answerAccepted(res, deps.acceptBarrier, {
+      runId: result.runId,
+      status: result.status,
+      acceptedAt: result.acceptedAt,
+    });
   };
 
   const rerun: RequestHandler = async (req, res) => {
@@ -183,16 +187,12 @@ export function runHandlers(deps: RunsRouterDeps): Partial<Record<RouteName, Req
       idempotencyKey: idempotencyKeyOf(req),
     });
     if (!result) throw runNotFound();
-    await confirmAccepted(res, result.runId);
-    res
-      .status(202)
-      .location(`/v1/runs/${result.runId}`)
-      .json({
-        runId: result.runId,
-        status: result.status,
-        acceptedAt: result.acceptedAt,
-        rerunOf: result.rerunOf,
-      } satisfies RerunAccepted);
+    await answerAccepted(res, deps.acceptBarrier, {
+      runId: result.runId,
+      status: result.status,
+      acceptedAt: result.acceptedAt,
+      rerunOf: result.rerunOf,
+    } satisfies RerunAccepted);
   };
 
   const get: RequestHandler = async (req, res) => {

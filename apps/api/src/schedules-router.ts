@@ -7,7 +7,9 @@ import type { Request, RequestHandler } from 'express';
 import { OriginId } from '@tetraloop/core/domain';
 import { ScheduleRequest, SchedulePatch, type ScheduleService } from '@tetraloop/core/schedules';
 import { ScheduleLimitError } from '@tetraloop/core/state';
-import type { RunAccepted, ScheduleList, ScheduleView } from './answers.js';
+import type { AcceptBarrier } from '@tetraloop/core/durability';
+import type { ScheduleList, ScheduleView } from './answers.js';
+import { answerAccepted } from './runs-router.js';
 import { callerOf } from './auth.js';
 import { HttpError, zodToHttp } from './http-errors.js';
 import { IdempotencyKey } from './requests.js';
@@ -15,6 +17,8 @@ import type { RouteName } from './route-table.js';
 
 export interface SchedulesRouterDeps {
   readonly schedules: ScheduleService;
+  /** What a run started now waits for (replicas, the AOF) before `202`, as for `/v1/runs`. */
+  readonly acceptBarrier?: AcceptBarrier;
 }
 
 const notFound = (): HttpError => new HttpError(404, 'schedule_not_found', 'no such schedule');
@@ -78,14 +82,12 @@ export function scheduleHandlers(deps: SchedulesRouterDeps): Partial<Record<Rout
     if (!key.success) throw zodToHttp(key.error, ['headers', 'idempotency-key']);
     const result = await schedules.trigger(callerOf(res).tenant, id, key.data);
     if (!result) throw notFound();
-    res
-      .status(202)
-      .location(`/v1/runs/${result.runId}`)
-      .json({
-        runId: result.runId,
-        status: result.status,
-        acceptedAt: result.acceptedAt,
-      } satisfies RunAccepted);
+    // Answered as any accepted run: once the accept barrier confirmed it.
+    await answerAccepted(res, deps.acceptBarrier, {
+      runId: result.runId,
+      status: result.status,
+      acceptedAt: result.acceptedAt,
+    });
   };
 
   return {
