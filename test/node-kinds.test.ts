@@ -255,8 +255,8 @@ describe('the node-kind table', () => {
       .slice(0, 12);
     // If this fails, the planner's prompt or schema changed: bump PLANNER_PROMPT_VERSION, then this pair.
     expect({ version: PLANNER_PROMPT_VERSION, digest }).toEqual({
-      version: 'planner-v4',
-      digest: '695445d975ad',
+      version: 'planner-v5',
+      digest: '0268e817ae35',
     });
   });
 

@@ -98,7 +98,7 @@ describe('planning a task', () => {
     expect(calls[0]!.messages[1]!.content).toBe('Task: fetch a and b, then join them');
     expect(doc.planning).toMatchObject({
       plannerModel: 'scripted-planner',
-      promptVersion: 'planner-v4',
+      promptVersion: 'planner-v5',
       planVersion: 0,
     });
     expect(doc.planning?.toolCatalogVersion).toMatch(/^[0-9a-f]{12}$/);

@@ -105,7 +105,7 @@ describe('window mode', () => {
     expect(doc.output).toEqual({ 'w-c': expect.anything(), 'w-d': { from: { seen: 'w-a' } } });
     // Every window is a plan generation, recorded on the run.
     expect(doc.generation).toBe(1);
-    expect(doc.planning).toMatchObject({ promptVersion: 'planner-window-v3', planVersion: 1 });
+    expect(doc.planning).toMatchObject({ promptVersion: 'planner-window-v4', planVersion: 1 });
     expect(doc.planning!.windows).toEqual([
       {
         generation: 0,

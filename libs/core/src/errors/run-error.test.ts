@@ -43,6 +43,9 @@ describe('run errors', () => {
     for (const budget of ['costUsd', 'dailyCostUsd'] as const) {
       expect(failureReplans({ code: 'budget_exhausted', message: 'spent', budget })).toBe(false);
     }
+    // A node not started before its TTL goes back to the planner that set it; a slow call does not.
+    expect(failureReplans({ code: 'timeout', message: 'late', expired: true })).toBe(true);
+    expect(failureReplans({ code: 'timeout', message: 'slow' })).toBe(false);
   });
 
   it('give every run error code the status it ends a run with, and reject unknown codes', () => {

@@ -87,17 +87,33 @@ export function runErrorForNode(nodeId: string, error: NodeErrorData | undefined
 }
 
 /**
+ * What hands a task run back to its planner when a planned node expired unstarted (skipped or
+ * failed for its TTL): the node and when it expired, as a `timeout` marked `expired`.
+ */
+export function expiryRunError(nodeId: string, expiredAt: string): RunError {
+  return {
+    code: 'node_failed',
+    message: `node "${nodeId}" was not started before it expired at ${expiredAt}`,
+    nodeId,
+    cause: { code: 'timeout', message: `not started before it expired at ${expiredAt}`, expired: true },
+  };
+}
+
+/**
  * Whether a node failure of this class hands a task run back to the planner rather than ending it:
  * a spent budget or a suspected loop is a plan problem, not a tool problem. Money is the exception:
  * a replan does not give it back (spending survives replans), so another plan would only pay a
  * planner call to fail again. A call refused by a hard lesson voids the plan: the planner is
  * checked against the lessons in effect, so the lesson came after the plan was made, and a new
- * plan made under it goes around the service (a fixed graph, with no planner, fails with it).
+ * plan made under it goes around the service (a fixed graph, with no planner, fails with it). A
+ * node that expired unstarted (`onExpire: "fail"`) is handed back too: the planner set its TTL and
+ * is told it ran out (`expiryRunError`).
  */
 export const failureReplans = (error: NodeErrorData): boolean =>
   (error.code === 'budget_exhausted' && error.budget !== 'costUsd' && error.budget !== 'dailyCostUsd') ||
   error.code === 'suspected_loop' ||
-  error.code === 'blocked_by_lesson';
+  error.code === 'blocked_by_lesson' ||
+  (error.code === 'timeout' && error.expired === true);
 
 export const deadlineError = (timeoutSeconds: number): RunError => ({
   code: 'timed_out',

@@ -9,7 +9,7 @@ import { giveNodeSlot, takeNodeSlot } from './node-slots.js';
 import { withSecretsMasked } from '../secrets/secret-ref.js';
 import type { NodeSnapshot, NodeUsage, RunStatus } from '../domain/run-model.js';
 import type { NodeErrorData } from '../errors/node-error.js';
-import { deadlineError, failureReplans, runErrorForNode } from '../errors/run-error.js';
+import { deadlineError, expiryRunError, failureReplans, runErrorForNode } from '../errors/run-error.js';
 import { findReferences } from '../graph/references.js';
 import { nodeForAttempt } from '../graph/retry-variants.js';
 import { expiryOf, fallbackNode, type Expiry } from '../graph/task-ttl.js';
@@ -516,6 +516,24 @@ function expiredSnapshot(ctx: NodeContext, expiry: Expiry): NodeSnapshot {
   };
 }
 
+/**
+ * A planned node that expired unstarted (skipped or failed for its TTL) hands its task run back to
+ * the planner, which is told what expired: the replan, or the next window. Asked before the node's
+ * snapshot is written, so its dependents are not released meanwhile (nothing new starts while a
+ * run waits to be replanned). A fixed graph has no planner, and a run whose replans are used up
+ * asks in vain: there the node is skipped or fails as its `onExpire` says. A downgraded node ran
+ * its fallback: nothing to hand back.
+ */
+async function handBackExpiry(ctx: NodeContext, snapshot: NodeSnapshot): Promise<void> {
+  const { expired } = snapshot;
+  if (!expired || expired.onExpire === 'downgrade') return;
+  const { deps, plan, node } = ctx;
+  const error = expiryRunError(node.id, expired.at);
+  if (await deps.store.requestReplan(plan.runId, error, ctx.generation)) {
+    ctx.log.info({ expiredAt: expired.at }, 'expired node handed the run back to the plan loop');
+  }
+}
+
 /** A downgraded node's snapshot says so. */
 const withExpiry = (snapshot: NodeSnapshot, downgradedAt: string | undefined): NodeSnapshot =>
   downgradedAt ? { ...snapshot, expired: { at: downgradedAt, onExpire: 'downgrade' } } : snapshot;
@@ -560,6 +578,7 @@ async function complete(
   const failsRun = snapshot.status === 'failed' && !kind.continuesOnFailure(node);
   const release = releasesDependents(node, snapshot);
   const tool = toolOf(node);
+  if (!existed) await handBackExpiry(ctx, snapshot);
   const stored = existed ? snapshot : await withOutputBlob(deps, plan, snapshot);
   const done = await deps.store.completeNode(plan.runId, node.id, stored, {
     release,

@@ -348,7 +348,10 @@ async function replanIfRequested(
             settings: task.window,
             previous: { graph: windowed.graph, planning: windowed.planning, snapshots, reason },
           })
-        : planRun(planner, task, plan.input, { ...next, replan: { snapshots, failure: reason } })
+        : planRun(planner, task, plan.input, {
+            ...next,
+            replan: { snapshots, failure: reason, nodes: plan.nodes.values() },
+          })
     ).catch((err: unknown) => ({ failed: toErrorData(err) }));
   } finally {
     tracked.release();

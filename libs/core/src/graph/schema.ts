@@ -75,14 +75,15 @@ export const CallNodeFields = {
 };
 
 /**
- * What a planner may set on a tool or model node it plans: the node's failure policy and priority,
- * within the bounds a fixed graph's node has (its schema checks them again, like any field).
+ * What a planner may set on a tool or model node it plans: the node's failure policy, priority and
+ * TTL, within the bounds a fixed graph's node has (its schema checks them again, like any field).
  */
 export const PlannedNodeFields = {
   onError: OnError.optional(),
   timeoutMs: TimeoutMs.optional(),
   retry: NodeRetry.optional(),
   priority: NodePriority.optional(),
+  ...TaskTtlFields,
 };
 
 /** The planner's rule for `PlannedNodeFields`. */

@@ -160,9 +160,18 @@ function checkMinSuccess(node: MapNode, check: Parameters<ExecutableKindSpec<Map
   return true;
 }
 
-/** What a planned map's item template may be: a planned tool or llm node without its id. */
+/**
+ * What a planned map's item template may be: a planned tool or llm node without its id, and
+ * without a TTL (an item's expiry is its map's business, never handed back to the planner).
+ */
 const withoutId = (entry: PlannerEntry | undefined): z.ZodType =>
-  (entry!.schema as z.ZodObject).omit({ id: true });
+  (entry!.schema as z.ZodObject).omit({
+    id: true,
+    ttlMs: true,
+    expiresAt: true,
+    onExpire: true,
+    fallback: true,
+  });
 const PlannedTemplate = z.union([withoutId(toolKind.planner), withoutId(llmKind.planner)]);
 
 export const mapKind: ExecutableKindSpec<MapNode> = {

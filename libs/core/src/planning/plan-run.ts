@@ -7,6 +7,7 @@ import { bootstrapFilesOf, type HookRegistry } from '../hooks/hook-registry.js';
 import { DEFAULT_TENANT, scopedName } from '../domain/tenant.js';
 import type { NodeSnapshot, PlanningRecord, TaskSpec } from '../domain/run-model.js';
 import type { GraphLimits } from '../graph/limits.js';
+import type { NodeBase } from '../graph/schema.js';
 import type { ModelClient, ThinkingOptions } from '../model/model-client.js';
 import type { ToolCatalog } from '../tools/tool-catalog.js';
 import type { WorkspaceFile } from '../workspace/workspace.js';
@@ -21,6 +22,7 @@ import { toolCatalog } from '../tools/tool-catalog.js';
 import type { ToolRegistry } from '../tools/tool.js';
 import { PLANNER_FILES, readWorkspace } from '../workspace/workspace.js';
 import { planCacheHash } from './cached-plan.js';
+import { expiredNodes } from './expired.js';
 import { PLANNER_PROMPT_VERSION } from './planner-prompt.js';
 import { planTask, validatePlan, type PlanOutcome, type PlannerDeps } from './planner.js';
 
@@ -56,8 +58,15 @@ const SUMMARY_CHARS = 2000;
 export interface PlanRunOptions {
   /** The run generation the plan is for. */
   readonly planVersion: number;
-  /** Set when replanning: what completed, and why the run came back. */
-  readonly replan?: { snapshots: ReadonlyMap<string, NodeSnapshot>; failure: string };
+  /**
+   * Set when replanning: what completed, why the run came back, and the nodes of the plan that
+   * stopped (the planner is told which of them expired unstarted).
+   */
+  readonly replan?: {
+    snapshots: ReadonlyMap<string, NodeSnapshot>;
+    failure: string;
+    nodes?: Iterable<NodeBase>;
+  };
   /** @defaultValue 0 */
   readonly environmentVersion?: number;
   /** Aborts the planner call when the run ends meanwhile. */
@@ -234,7 +243,15 @@ export async function planRun(
       workspace,
       ...(told.length > 0 ? { lessons: told.map((l) => l.statement) } : {}),
       ...(task.overrides ? { overrides: task.overrides } : {}),
-      ...(replan && completed ? { replan: { completed, failure: replan.failure } } : {}),
+      ...(replan && completed
+        ? {
+            replan: {
+              completed,
+              failure: replan.failure,
+              expired: expiredNodes(replan.nodes ?? [], replan.snapshots),
+            },
+          }
+        : {}),
     },
     input,
     signal,

@@ -59,7 +59,9 @@ export async function planWindow(
     ...(task.overrides ? { overrides: task.overrides } : {}),
     settings,
     index: windows.length,
-    ...(previous ? { history: windowHistory(reason, windows.at(-1), carried, previous.snapshots) } : {}),
+    ...(previous
+      ? { history: windowHistory(reason, windows.at(-1), carried, previous.snapshots, previous.graph) }
+      : {}),
   });
   const asked = await askPlanner(
     context.model,

@@ -151,9 +151,47 @@ describe('windowHistory', () => {
       ['a', snap('succeeded', 'x'.repeat(3000))],
       ['b', snap('failed', undefined, { code: 'server', message: 'HTTP 500', retryable: true } as never)],
     ]);
-    const history = windowHistory('server: boom', last, { nodes: [json('a')], edges: [] }, snapshots);
+    const carried = { nodes: [json('a')], edges: [] };
+    const history = windowHistory('server: boom', last, carried, snapshots, carried);
     expect(history.completed).toEqual([{ id: 'a', label: 'json' }]);
     expect(history.observed.a).toMatch(/…\[truncated 1002 chars\]$/);
     expect(history.failed).toEqual(['- b: server: HTTP 500', '- c: did not run']);
+  });
+});
+
+describe('windowHistory of a window whose node expired', () => {
+  it('hands the expired node back with what it was and when it expired, apart from the failures', () => {
+    const late = { ...json('late'), ttlMs: 50 };
+    const down = {
+      ...json('down'),
+      ttlMs: 50,
+      onExpire: 'downgrade' as const,
+      fallback: { kind: 'tool', tool: 'json', args: { value: 'cached' } },
+    };
+    const last: WindowRecord = {
+      generation: 0,
+      nodes: ['late', 'down', 'after'],
+      observe: [],
+      goalReached: false,
+      reason: 'start',
+      usage: { promptTokens: 0, completionTokens: 0, modelCalls: 0 },
+    };
+    const at = '2026-12-01T00:00:00.050Z';
+    const snapshots = new Map([
+      ['late', { ...snap('skipped', { expired: true }), expired: { at, onExpire: 'skip' as const } }],
+      ['down', { ...snap('succeeded', 'cached'), expired: { at, onExpire: 'downgrade' as const } }],
+    ]);
+    const graph = { nodes: [late, down, json('after')], edges: [['late', 'after']] } as Graph;
+    const history = windowHistory('timeout: expired', last, carriedGraph(graph, snapshots), snapshots, graph);
+    // The downgraded node ran its fallback: it is a completed node, not handed back.
+    expect(history.expired).toEqual([
+      {
+        id: 'late',
+        node: '{"kind":"tool","tool":"json","args":{"value":"late"},"ttlMs":50}',
+        expiredAt: at,
+        onExpire: 'skip',
+      },
+    ]);
+    expect(history.failed).toEqual(['- after: did not run']);
   });
 });

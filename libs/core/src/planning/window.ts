@@ -17,11 +17,12 @@ import { truncate } from '../model/prompt-render.js';
 import { kindHas, toolOf, type ExecutableGraph, type Graph, type GraphNode } from '../nodes/index.js';
 import type { ToolCatalog } from '../tools/tool-catalog.js';
 import type { WorkspaceFile } from '../workspace/workspace.js';
+import { expiredMessage, expiredNodes, type ExpiredNode } from './expired.js';
 import { GRAPH_RULES } from './planner-prompt.js';
 import { PlannedNode } from './planner.js';
 import { assembleSystemPrompt } from './system-prompt.js';
 
-export const WINDOW_PROMPT_VERSION = 'planner-window-v3';
+export const WINDOW_PROMPT_VERSION = 'planner-window-v4';
 
 /** How much of each observed output the next window's planner sees. */
 export const OBSERVED_CHARS = 2000;
@@ -61,8 +62,10 @@ export interface WindowHistory {
   readonly completed: readonly { id: string; label: string }[];
   /** The outputs the last window asked to observe, as JSON cut to OBSERVED_CHARS. */
   readonly observed: Readonly<Record<string, string>>;
-  /** Nodes of the last window that failed or never ran, one line each. */
+  /** Nodes of the last window that failed or never ran, one line each; the expired ones aside. */
   readonly failed: readonly string[];
+  /** Nodes of the last window that expired unstarted: handed back to the planner. */
+  readonly expired: readonly ExpiredNode[];
 }
 
 export interface WindowPromptInput {
@@ -112,6 +115,7 @@ export function windowMessages(input: WindowPromptInput): ChatMessage[] {
     if (history.failed.length > 0) {
       parts.push(`Nodes of the last window that did not complete:\n${history.failed.join('\n')}`);
     }
+    if (history.expired.length > 0) parts.push(expiredMessage(history.expired));
     parts.push('Return the next window.');
   } else {
     parts.push('Return the first window.');
@@ -146,21 +150,31 @@ export function carriedGraph(graph: Graph, snapshots: ReadonlyMap<string, NodeSn
   };
 }
 
-/** What the next window's planner is shown, from the last window and the snapshots it left. */
+/**
+ * What the next window's planner is shown, from the last window and the snapshots it left; `graph`
+ * (the run's graph so far) says what a node of the last window that expired unstarted was.
+ */
 export function windowHistory(
   reason: string,
   last: WindowRecord | undefined,
   carried: Graph,
   snapshots: ReadonlyMap<string, NodeSnapshot>,
+  graph: Graph,
 ): WindowHistory {
   const observed: Record<string, string> = {};
   for (const id of last?.observe ?? []) {
     const s = snapshots.get(id);
     if (s?.status === 'succeeded') observed[id] = truncate(JSON.stringify(s.output ?? null), OBSERVED_CHARS);
   }
+  const own = new Set(last?.nodes ?? []);
+  const expired = expiredNodes(
+    graph.nodes.filter((n) => own.has(n.id)),
+    snapshots,
+  );
   const failed: string[] = [];
   for (const id of last?.nodes ?? []) {
     const s = snapshots.get(id);
+    if (expired.some((e) => e.id === id)) continue;
     if (!s) failed.push(`- ${id}: did not run`);
     else if (s.status === 'failed')
       failed.push(`- ${id}: ${s.error ? `${s.error.code}: ${s.error.message}` : 'failed'}`);
@@ -171,6 +185,7 @@ export function windowHistory(
     completed: carried.nodes.map((n) => ({ id: n.id, label: labelOf(n) })),
     observed,
     failed,
+    expired,
   };
 }
 
