@@ -175,6 +175,30 @@ describe('a planned node that expires unstarted', () => {
     expect(userOf(plannerRequests(before)[1]!)).toContain('(onExpire "fail")');
   });
 
+  it('with onExpire "downgrade", runs the fallback the planner gave, handing nothing back', async () => {
+    const before = model.requests.length;
+    plan({
+      nodes: [
+        hold('d-hold'),
+        late('d-late', {
+          onExpire: 'downgrade',
+          fallback: { kind: 'tool', tool: 'json', args: { value: 'cached answer' } },
+        }),
+      ],
+      edges: [],
+    });
+    const doc = await runPastExpiry({ task: 'fresh if possible, cached if late' }, 'd-hold', 'd-late');
+    expect(doc.status, JSON.stringify(doc.error)).toBe('succeeded');
+    expect(doc.replans).toBe(0);
+    expect(doc.nodes['d-late']).toMatchObject({
+      status: 'succeeded',
+      output: 'cached answer',
+      expired: { onExpire: 'downgrade' },
+    });
+    expect(server.hitsOf('d-late')).toHaveLength(0);
+    expect(plannerRequests(before)).toHaveLength(1);
+  });
+
   it('once the run has no replans left, is skipped as in a fixed graph', async () => {
     const before = model.requests.length;
     plan({

@@ -30,8 +30,7 @@ export const TaskTtlFields = {
  * The planner's rule for the TTL fields of a node it plans. A planned node that expires unstarted
  * (`skip` or `fail`) is handed back to the planner (`executor/node-executor.ts`).
  */
-export const PLANNED_TTL_RULE =
-  'A "tool" or "llm" node whose result is worth having only soon may set "ttlMs" (how long it stays worth starting once it is ready, at most 604800000) or "expiresAt" (an ISO time), and "onExpire": "skip" (the default) or "fail", or "downgrade" with "fallback": {a cheaper "tool" or "llm" node without "id"} run in its place. A node not started in time does not run: you are asked again, told what expired.';
+export const PLANNED_TTL_RULE = `A "tool" or "llm" node whose result is worth having only soon may set "ttlMs" (how long it stays worth starting once it is ready, at most ${MAX_TTL_MS}) or "expiresAt" (an ISO time), and "onExpire": "skip" (the default) or "fail", or "downgrade" with "fallback": {a cheaper "tool" or "llm" node without "id"} run in its place. A node not started in time does not run: you are asked again, told what expired.`;
 
 interface TtlFields {
   readonly ttlMs?: number;
