@@ -350,7 +350,7 @@ async function replanIfRequested(
           })
         : planRun(planner, task, plan.input, {
             ...next,
-            replan: { snapshots, failure: reason, nodes: plan.nodes.values() },
+            replan: { snapshots, failure: reason, nodes: [...plan.nodes.values()] },
           })
     ).catch((err: unknown) => ({ failed: toErrorData(err) }));
   } finally {

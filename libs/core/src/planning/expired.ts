@@ -22,7 +22,7 @@ export interface ExpiredNode {
 
 /** The nodes of `nodes` whose snapshot says they expired and did not run (skipped or failed). */
 export function expiredNodes(
-  nodes: Iterable<NodeBase>,
+  nodes: readonly NodeBase[],
   snapshots: ReadonlyMap<string, NodeSnapshot>,
 ): ExpiredNode[] {
   const expired: ExpiredNode[] = [];

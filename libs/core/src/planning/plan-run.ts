@@ -65,7 +65,7 @@ export interface PlanRunOptions {
   readonly replan?: {
     snapshots: ReadonlyMap<string, NodeSnapshot>;
     failure: string;
-    nodes?: Iterable<NodeBase>;
+    nodes: readonly NodeBase[];
   };
   /** @defaultValue 0 */
   readonly environmentVersion?: number;
@@ -248,7 +248,7 @@ export async function planRun(
             replan: {
               completed,
               failure: replan.failure,
-              expired: expiredNodes(replan.nodes ?? [], replan.snapshots),
+              expired: expiredNodes(replan.nodes, replan.snapshots),
             },
           }
         : {}),
