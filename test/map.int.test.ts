@@ -96,6 +96,11 @@ describe('map nodes', () => {
       startedAt: string;
     };
     expect(Date.parse(map.startedAt!)).toBeLessThanOrEqual(Date.parse(firstItem.startedAt));
+    // So does the map's own snapshot: a continuation keeps its first entry's start and counts its
+    // duration from there, not from when it came back after its items.
+    const mapNode = doc.nodes.read as { startedAt: string; durationMs: number };
+    expect(Date.parse(mapNode.startedAt)).toBeLessThanOrEqual(Date.parse(firstItem.startedAt));
+    expect(mapNode.durationMs).toBeGreaterThanOrEqual(itemsCriticalPathMs);
     expect(explained.nodes.find((n) => n.id === 'after')!.map).toBeUndefined();
   });
 

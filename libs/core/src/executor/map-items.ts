@@ -18,7 +18,7 @@ import {
 import { enqueueItems, nodeJobAttempts } from '../queues/run-jobs.js';
 import type { MapItem } from '../state/runs/run-store.js';
 import { retryTableFor, type ExecutorDeps } from './deps.js';
-import type { NodeContext } from './node-context.js';
+import { markContinuation, type NodeContext } from './node-context.js';
 import { readsOf, type CompiledPlan } from './plan-cache.js';
 import { queueOfNode, retryOfNode } from './tool-placement.js';
 
@@ -126,7 +126,7 @@ export async function mapItems(
     });
     if (status === 'running') await enqueue(deps, plan, ctx.generation, node, heads);
     // Set after the items are enqueued: a redelivery before it starts them again (a no-op).
-    await job.updateData({ ...(job.data as object), continuation: true });
+    await markContinuation(ctx);
   }
   if (await job.moveToWaitingChildren(ctx.token)) throw new WaitingChildrenError();
   return withItemBlobs(deps, plan.tenant, await deps.store.itemSnapshots(plan.runId, node.id, items.length));

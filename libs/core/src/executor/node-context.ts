@@ -428,11 +428,20 @@ export function ownJobFor(ctx: NodeContext, reason: string): void {
   if (ctx.inline) throw new OwnJobNeeded(reason);
 }
 
+/**
+ * Marks the node's job to re-enter as a continuation once it parks (delayed, or waiting for its
+ * children), keeping when the node first started: its snapshot's start and duration count from
+ * the first entry, not the last.
+ */
+export async function markContinuation(ctx: Pick<NodeContext, 'job' | 'startedAt'>): Promise<void> {
+  await ctx.job.updateData({ ...(ctx.job.data as object), continuation: true, enteredAt: ctx.startedAt });
+}
+
 /** Parks the node job in the delayed set until `until`; it re-enters as a continuation. */
 export async function park(ctx: NodeContext, until: number): Promise<never> {
   ownJobFor(ctx, 'park');
   if (ctx.token === undefined) throw new Error('parking a node job needs a worker token');
-  await ctx.job.updateData({ ...(ctx.job.data as object), continuation: true });
+  await markContinuation(ctx);
   await ctx.job.moveToDelayed(until, ctx.token);
   throw new DelayedError();
 }
@@ -502,7 +511,7 @@ export async function awaitSignal(
     },
   });
   if (ctx.token === undefined) throw new Error('waiting for a signal needs a worker token to park');
-  await ctx.job.updateData({ ...(ctx.job.data as object), continuation: true });
+  await markContinuation(ctx);
   await ctx.job.moveToDelayed(state.deadlineAt, ctx.token);
   // A signal that arrived between the check above and the move found no delayed job to promote:
   // look once more, now that the job is parked.

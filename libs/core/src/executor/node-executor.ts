@@ -51,6 +51,9 @@ export interface NodeJobResult {
   readonly code?: string;
 }
 
+/** Milliseconds since an ISO instant of this machine's clock (0 for one in the future). */
+const sinceMs = (iso: string): number => Math.max(0, Date.now() - Date.parse(iso));
+
 /** A job parking itself, waiting for its children, or handing a retry to BullMQ: not a crash. */
 const controlFlow = (err: unknown): boolean =>
   err instanceof DelayedError || err instanceof WaitingChildrenError || err instanceof RetryNodeError;
@@ -240,7 +243,9 @@ async function runExecution(deps: ExecutorDeps, execution: Execution): Promise<E
   // A retry may run with different parameters (`retry.vary`).
   const { node, variant } = nodeForAttempt(downgradedAt ? fallbackNode(planned) : planned, attempt);
   const kind = executionOf(node);
-  const startedAt = execution.begun?.startedAt ?? nowIso();
+  // A continuation is the same execution as its first entry: it started then.
+  const startedAt =
+    execution.begun?.startedAt ?? (data.continuation ? data.enteredAt : undefined) ?? nowIso();
   // Tracked before reading the run's status, so an abort published in between is not missed (a
   // node begun by its releaser's script was tracked before that script).
   const tracked = execution.begun?.tracked ?? deps.aborts.track(plan.runId);
@@ -282,7 +287,7 @@ async function runExecution(deps: ExecutorDeps, execution: Execution): Promise<E
       attemptsAllowed: execution.attemptsAllowed,
       ...(variant !== undefined ? { variant } : {}),
       startedAt,
-      started: performance.now(),
+      started: performance.now() - (data.continuation && data.enteredAt ? sinceMs(data.enteredAt) : 0),
       begin,
       scope: {
         ...scopeOf(plan.input, reads.snapshots),

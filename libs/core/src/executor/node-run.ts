@@ -12,6 +12,7 @@ import { callModel } from './model-call.js';
 import {
   awaitSignal,
   callTool,
+  markContinuation,
   ownJobFor,
   park,
   resolve,
@@ -109,7 +110,7 @@ export function nodeRun<N extends ExecutableNode>(
     settledChildRun: async (n) => {
       if (ctx.token === undefined)
         throw new Error('a loop node needs a worker token to wait for a child run');
-      await ctx.job.updateData({ ...(ctx.job.data as object), continuation: true });
+      await markContinuation(ctx);
       if (await ctx.job.moveToWaitingChildren(ctx.token)) throw new WaitingChildrenError();
       return childOutcome(await deps.store.document(childId(n)));
     },

@@ -48,6 +48,8 @@ export const NodeJobData = z.object({
   generation: Generation,
   /** Set when a loop or wait node re-enters after parking itself in the delayed set. */
   continuation: z.boolean().default(false),
+  /** A continuation's first start (ISO): its node's start and duration count from there. */
+  enteredAt: z.string().optional(),
   /** Set when the job re-enters after flow control held its call back: the call is not charged again. */
   throttled: z.boolean().default(false),
   /** When the node expired and runs its fallback instead (ISO time): its retries run the fallback too. */
