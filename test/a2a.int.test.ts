@@ -17,9 +17,8 @@ import {
 } from '@a2a-js/sdk/client';
 import { LegacyJsonRpcTransport, isLegacyAgentCard } from '@a2a-js/sdk/compat/v0_3/client';
 import { startModelServer, type ChatRequest, type ModelServer } from './support/model-server.js';
-import { startStack, type Stack } from './support/stack.js';
+import { startKeyedStack, type Stack } from './support/stack.js';
 
-const ROOT = 'root-token-0123456789-0123456789-0123456789';
 let stack: Stack;
 let model: ModelServer;
 let acme: string;
@@ -33,30 +32,14 @@ beforeAll(async () => {
   model = await startModelServer({
     script: (r) => (lastUser(r).includes('hang') ? { hang: true } : { content: `echo: ${lastUser(r)}` }),
   });
-  stack = await startStack({
+  const keyed = await startKeyedStack({
     pools: ['sense', 'plan', 'tool'],
-    env: {
-      TETRALOOP_AUTH: 'required',
-      TETRALOOP_ADMIN_TOKEN: ROOT,
-      OPENAI_BASE_URL: model.url,
-      TETRALOOP_MODEL_MAX_RETRIES: '0',
-    },
+    env: { OPENAI_BASE_URL: model.url, TETRALOOP_MODEL_MAX_RETRIES: '0' },
+    tenants: ['acme', 'beta'],
+    scopes: ['sessions:read', 'sessions:write', 'runs:read', 'runs:write', 'signals:write'],
   });
-  const makeKey = async (tenant: string): Promise<string> => {
-    const res = await fetch(`${stack.url}/v1/keys`, {
-      method: 'POST',
-      headers: { authorization: `Bearer ${ROOT}`, 'content-type': 'application/json' },
-      body: JSON.stringify({
-        tenant,
-        name: 'a2a',
-        scopes: ['sessions:read', 'sessions:write', 'runs:read', 'runs:write', 'signals:write'],
-      }),
-    });
-    expect(res.status).toBe(201);
-    return ((await res.json()) as { key: string }).key;
-  };
-  acme = await makeKey('acme');
-  beta = await makeKey('beta');
+  ({ stack } = keyed);
+  [acme, beta] = [keyed.keys.acme!, keyed.keys.beta!];
 }, 60_000);
 
 afterAll(async () => {

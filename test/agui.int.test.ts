@@ -17,9 +17,8 @@ import {
   type ModelServer,
   type ScriptedReply,
 } from './support/model-server.js';
-import { startStack, type Stack } from './support/stack.js';
+import { startKeyedStack, type Stack } from './support/stack.js';
 
-const ROOT = 'root-token-agui-0123456789-0123456789';
 let stack: Stack;
 let model: ModelServer;
 /** How the scripted model answers the current test's requests. */
@@ -36,31 +35,20 @@ beforeAll(async () => {
       ? { requireApproval: 'a person approves gated values' }
       : undefined,
   );
-  stack = await startStack({
+  const keyed = await startKeyedStack({
     hooks: { registry },
     pools: ['sense', 'plan', 'tool'],
     env: {
       OPENAI_BASE_URL: model.url,
       TETRALOOP_MODEL_MAX_RETRIES: '0',
-      TETRALOOP_AUTH: 'required',
-      TETRALOOP_ADMIN_TOKEN: ROOT,
       // beta may run only its own agent.
       TETRALOOP_TENANTS: JSON.stringify({ beta: { agents: ['helper'] } }),
     },
+    tenants: ['acme', 'beta'],
+    scopes: ['sessions:write', 'sessions:read', 'signals:write', 'runs:read'],
   });
-  const key = async (tenant: string): Promise<string> => {
-    const res = await fetch(`${stack.url}/v1/keys`, {
-      method: 'POST',
-      headers: { authorization: `Bearer ${ROOT}`, 'content-type': 'application/json' },
-      body: JSON.stringify({
-        tenant,
-        scopes: ['sessions:write', 'sessions:read', 'signals:write', 'runs:read'],
-      }),
-    });
-    expect(res.status).toBe(201);
-    return ((await res.json()) as { key: string }).key;
-  };
-  [acme, beta] = [await key('acme'), await key('beta')];
+  ({ stack } = keyed);
+  [acme, beta] = [keyed.keys.acme!, keyed.keys.beta!];
 });
 afterAll(async () => {
   await stack?.close();

@@ -8,9 +8,8 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { Client } from '@langchain/langgraph-sdk';
 import { startModelServer, type ChatRequest, type ModelServer } from './support/model-server.js';
-import { startStack, type Stack } from './support/stack.js';
+import { startKeyedStack, type Stack } from './support/stack.js';
 
-const ROOT = 'root-token-langgraph-0123456789-0123456789';
 let stack: Stack;
 let model: ModelServer;
 let acme: string;
@@ -18,16 +17,6 @@ let beta: string;
 
 const lastUser = (r: ChatRequest): string =>
   [...r.messages].reverse().find((m) => m.role === 'user')?.content ?? '';
-
-async function makeKey(tenant: string): Promise<string> {
-  const res = await fetch(`${stack.url}/v1/keys`, {
-    method: 'POST',
-    headers: { authorization: `Bearer ${ROOT}`, 'content-type': 'application/json' },
-    body: JSON.stringify({ tenant, scopes: ['runs:read', 'runs:write', 'sessions:read', 'sessions:write'] }),
-  });
-  expect(res.status).toBe(201);
-  return ((await res.json()) as { key: string }).key;
-}
 
 /** A client as a LangGraph user makes one: the API key goes as `X-Api-Key`. */
 const clientOf = (apiKey: string): Client =>
@@ -50,19 +39,19 @@ beforeAll(async () => {
   model = await startModelServer({
     script: (r) => (lastUser(r).includes('hang') ? { hang: true } : { content: `echo: ${lastUser(r)}` }),
   });
-  stack = await startStack({
+  const keyed = await startKeyedStack({
     pools: ['sense', 'plan', 'tool'],
     env: {
-      TETRALOOP_AUTH: 'required',
-      TETRALOOP_ADMIN_TOKEN: ROOT,
       OPENAI_BASE_URL: model.url,
       TETRALOOP_MODEL_MAX_RETRIES: '0',
       TETRALOOP_STORE_ITEMS_MAX: '3',
       TETRALOOP_STORE_VALUE_MAX_BYTES: '256',
     },
+    tenants: ['acme', 'beta'],
+    scopes: ['runs:read', 'runs:write', 'sessions:read', 'sessions:write'],
   });
-  acme = await makeKey('acme');
-  beta = await makeKey('beta');
+  ({ stack } = keyed);
+  [acme, beta] = [keyed.keys.acme!, keyed.keys.beta!];
 });
 
 afterAll(async () => {

@@ -35,15 +35,15 @@ export function testEnv(overrides: Record<string, string> = {}): Record<string, 
   };
 }
 
-export async function startStack(
-  options: {
-    env?: Record<string, string>;
-    pools?: Pool[];
-    hooks?: ExecutorHooks;
-    /** Where the API's and the pools' logs go (stdout when absent). */
-    logDestination?: DestinationStream;
-  } = {},
-): Promise<Stack> {
+export interface StackOptions {
+  env?: Record<string, string>;
+  pools?: Pool[];
+  hooks?: ExecutorHooks;
+  /** Where the API's and the pools' logs go (stdout when absent). */
+  logDestination?: DestinationStream;
+}
+
+export async function startStack(options: StackOptions = {}): Promise<Stack> {
   const env = testEnv(options.env);
   const pools =
     options.pools?.length === 0
@@ -68,6 +68,36 @@ export async function startStack(
       await pools?.close();
     },
   };
+}
+
+/** The admin token of a stack started by {@link startKeyedStack}. */
+export const ROOT_TOKEN = 'root-token-keyed-stack-0123456789-0123456789';
+
+/** Makes an API key of `tenant` with `scopes` through `POST /v1/keys` (as the admin); answers it. */
+export async function makeKey(url: string, tenant: string, scopes: readonly string[]): Promise<string> {
+  const res = await fetch(`${url}/v1/keys`, {
+    method: 'POST',
+    headers: { authorization: `Bearer ${ROOT_TOKEN}`, 'content-type': 'application/json' },
+    body: JSON.stringify({ tenant, scopes }),
+  });
+  if (res.status !== 201) throw new Error(`POST /v1/keys answered ${res.status}: ${await res.text()}`);
+  return ((await res.json()) as { key: string }).key;
+}
+
+/**
+ * A stack that requires API keys (`TETRALOOP_AUTH=required`, admin token {@link ROOT_TOKEN}), with
+ * one key per tenant of `tenants`, each with `scopes`: the stack and the keys by tenant.
+ */
+export async function startKeyedStack(
+  options: StackOptions & { tenants: readonly string[]; scopes: readonly string[] },
+): Promise<{ stack: Stack; keys: Record<string, string> }> {
+  const stack = await startStack({
+    ...options,
+    env: { ...options.env, TETRALOOP_AUTH: 'required', TETRALOOP_ADMIN_TOKEN: ROOT_TOKEN },
+  });
+  const keys: Record<string, string> = {};
+  for (const tenant of options.tenants) keys[tenant] = await makeKey(stack.url, tenant, options.scopes);
+  return { stack, keys };
 }
 
 export async function postRun(
