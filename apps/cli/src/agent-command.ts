@@ -1,24 +1,30 @@
 /**
- * `tetraloop agent --message "…" [--session <key>] [--agent <agentId>] [--wait] [--json]`: talk to
- * an agent through the API at `TETRALOOP_API_URL`. With `--session` the message goes into that
- * session's lane, as any client's message would (so it sees the session's history); without, it is
- * a one-off task run of the agent in loop mode. With `--wait` the command waits for the run and
+ * `tetraloop agent --message "…" [--session <key>] [--agent <agentId>] [--model <m>] [--thinking <effort>]
+ * [--wait] [--json]`: talk to an agent through the API at `TETRALOOP_API_URL`. With `--session` the
+ * message goes into that session's lane, as any client's message would (so it sees the session's
+ * history); without, it is a one-off task run of the agent in loop mode. Either way the agent's
+ * prompt is made from its workspace (skills, bootstrap files, lessons), and `--model`/`--thinking`
+ * choose the model and its reasoning effort for that run. With `--wait` the command waits for the run and
  * prints the agent's reply; without, it prints the run id (or the lane's decision) at once.
  * Exit codes: 0 answered (or accepted), 1 the run did not succeed or the API said no, 2 a usage
  * error.
  */
 import { parseArgs } from 'node:util';
-import type { MessageAnswer, RunDocument, TetraloopClient } from '@tetraloop/client';
+import type { MessageAnswer, RunDocument, RunRequest, TetraloopClient } from '@tetraloop/client';
+import { THINKING_EFFORTS } from '@tetraloop/core/domain';
 import { replyOf } from '@tetraloop/core/sessions';
 import { clientOf, describeFailure, processClientIo, type ClientIo } from './api-client.js';
-import { UsageError, parsing } from './cli-args.js';
+import { MODEL_OPTIONS, UsageError, modelFlags, parsing, type ModelFlags } from './cli-args.js';
 
-export const AGENT_USAGE = `usage: tetraloop agent --message <text> [--session <key>] [--agent <agentId>] [--wait] [--json]
+export const AGENT_USAGE = `usage: tetraloop agent --message <text> [--session <key>] [--agent <agentId>]
+                       [--model <model>] [--thinking <effort>] [--wait] [--json]
 
   --message <text>    what to say (required)
   --session <key>     send it into this session's lane (it sees the session's history); without,
                       a one-off task run of the agent in loop mode
   --agent <agentId>   the agent of a one-off run (default "main")
+  --model <model>     the model of this run (instead of the deployment's)
+  --thinking <effort> the reasoning effort of this run: ${THINKING_EFFORTS.join(', ')}
   --wait              wait for the run and print the reply
   --json              print the API's answer (with --wait, the run document) as JSON`;
 
@@ -36,6 +42,7 @@ export async function agentCommand(args: readonly string[], io: AgentIo = proces
           message: { type: 'string', short: 'm' },
           session: { type: 'string' },
           agent: { type: 'string' },
+          ...MODEL_OPTIONS,
           wait: { type: 'boolean', default: false },
           json: { type: 'boolean', default: false },
         },
@@ -49,11 +56,18 @@ export async function agentCommand(args: readonly string[], io: AgentIo = proces
     if (values.session !== undefined && values.agent !== undefined) {
       throw new UsageError('agent: --agent names the agent of a one-off run; a session has its own');
     }
+    const call = modelFlags(values);
     const client = clientOf(io.target);
     const runId =
       values.session !== undefined
-        ? await sendToSession(client, values.session, message, io, values.json ?? false)
-        : await startTask(client, message, values.agent, io, values.json ?? false, values.wait ?? false);
+        ? await sendToSession(client, values.session, { text: message, ...call }, io, values.json ?? false)
+        : await startTask(
+            client,
+            { task: message, mode: 'loop', ...(values.agent ? { agentId: values.agent } : {}), ...call },
+            io,
+            values.json ?? false,
+            values.wait ?? false,
+          );
     if (!values.wait || runId === undefined) return 0;
     return await answerOf(client, runId, io, values.json ?? false);
   } catch (err) {
@@ -72,11 +86,11 @@ export async function agentCommand(args: readonly string[], io: AgentIo = proces
 async function sendToSession(
   client: TetraloopClient,
   sessionKey: string,
-  text: string,
+  message: { text: string } & ModelFlags,
   io: AgentIo,
   json: boolean,
 ): Promise<string | undefined> {
-  const answer: MessageAnswer = await client.sessions.send(sessionKey, { text });
+  const answer: MessageAnswer = await client.sessions.send(sessionKey, message);
   const runId = 'runId' in answer && typeof answer.runId === 'string' ? answer.runId : undefined;
   if (json) io.stdout(`${JSON.stringify(answer, null, 2)}\n`);
   else io.stderr(runId ? `run ${runId} in session ${sessionKey}\n` : `${JSON.stringify(answer)}\n`);
@@ -85,13 +99,12 @@ async function sendToSession(
 
 async function startTask(
   client: TetraloopClient,
-  task: string,
-  agentId: string | undefined,
+  request: RunRequest,
   io: AgentIo,
   json: boolean,
   wait: boolean,
 ): Promise<string> {
-  const accepted = await client.submit({ task, mode: 'loop', ...(agentId ? { agentId } : {}) });
+  const accepted = await client.submit(request);
   if (json && !wait) io.stdout(`${JSON.stringify(accepted, null, 2)}\n`);
   else io.stderr(`run ${accepted.runId} accepted\n`);
   return accepted.runId;

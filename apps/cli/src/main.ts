@@ -26,14 +26,18 @@ const usage = (POOLS: readonly string[]): string => `usage: tetraloop <command>
          [--tools <module>]... [--queues <q1,q2>]
                                         one worker pool (or all of them); the tool pool serves
                                         the custom tools of --tools on --queues (default: default)
-  run <graph.json> [--follow]           submit a run to TETRALOOP_API_URL and wait for it; --follow
-                                        shows each node's status and elapsed time as it runs
+  run <graph.json> [--follow] [--model <m>] [--thinking <effort>]
+                                        submit a run to TETRALOOP_API_URL and wait for it; --follow
+                                        shows each node's status and elapsed time as it runs;
+                                        --model/--thinking set the request's model and reasoning
+                                        effort (minimal|low|medium|high)
   runs list [--status <status>] [--since <1h|ISO time>] [--until …] [--agent <id>] [--session <key>]
             [--tag <tag>] [--schedule <id>] [--trigger <id>] [--limit N] [--cursor <c>] [--json]
                                         the runs, newest first, as a table
   runs show <runId> [--json]            one run and its nodes
   explain <runId> [--json]              where a run's time went, its critical path marked
-  agent --message <text> [--session <key>] [--agent <id>] [--wait] [--json]
+  agent --message <text> [--session <key>] [--agent <id>] [--model <m>] [--thinking <effort>]
+        [--wait] [--json]
                                         say something to an agent: into a session's lane, or as a
                                         one-off loop run; --wait prints its reply
   lessons list <agentId> [--status probation|active|pinned|retired] [--json]
@@ -129,13 +133,20 @@ export async function main(args: string[]): Promise<void> {
       case 'run': {
         const { values, positionals } = parseArgs({
           args: rest,
-          options: { follow: { type: 'boolean', default: false } },
+          options: {
+            follow: { type: 'boolean', default: false },
+            model: { type: 'string' },
+            thinking: { type: 'string' },
+          },
           allowPositionals: true,
         });
         const file = positionals[0];
         if (!file) return fail('run needs a graph file: tetraloop run <graph.json>');
         const { runGraphFile } = await import('./run-command.js');
-        process.exitCode = await runGraphFile(file, { follow: values.follow ?? false });
+        process.exitCode = await runGraphFile(file, {
+          follow: values.follow ?? false,
+          call: { model: values.model, thinking: values.thinking },
+        });
         return;
       }
       case 'runs':

@@ -1,13 +1,16 @@
 /**
- * `tetraloop run <graph.json>`: submit a run to the API and wait for it. With `--follow` it shows
+ * `tetraloop run <graph.json> [--follow] [--model <m>] [--thinking <effort>]`: submit a run to the
+ * API and wait for it; `--model` and `--thinking` set the request's model and reasoning effort. With `--follow` it shows
  * live progress on stderr from the run's event stream — a line per node with its status and elapsed
  * time, redrawn in place on a terminal, a line per change otherwise. Sends `TETRALOOP_API_KEY` as
  * its bearer key when set (it needs `runs:write` and `runs:read`). Prints the final run document on
- * stdout. Exit codes: 0 the run succeeded, 1 it did not, or the API refused or was unreachable.
+ * stdout. Exit codes: 0 the run succeeded, 1 it did not, or the API refused or was unreachable; 2 a
+ * flag's value is wrong.
  */
 import { readFile } from 'node:fs/promises';
 import type { RunRequest, TetraloopClient } from '@tetraloop/client';
 import { apiTargetFromEnv, clientOf, describeFailure, type ApiTarget } from './api-client.js';
+import { UsageError, modelFlags, type ModelFlags } from './cli-args.js';
 import { RunProgress } from './run-progress.js';
 
 /** Where a run command writes, and whether stderr is a terminal (progress is redrawn in place). */
@@ -33,13 +36,31 @@ const REOPENS = 5;
 
 export async function runGraphFile(
   file: string,
-  options: { follow: boolean; target?: ApiTarget; io?: RunIo },
+  options: {
+    follow: boolean;
+    target?: ApiTarget;
+    io?: RunIo;
+    /** `--model` and `--thinking` as given. */
+    call?: { model?: string | undefined; thinking?: string | undefined };
+  },
 ): Promise<number> {
-  const client = clientOf(options.target ?? apiTargetFromEnv());
   const io = options.io ?? processIo();
+  let call: ModelFlags;
+  try {
+    call = modelFlags(options.call ?? {});
+  } catch (err) {
+    if (!(err instanceof UsageError)) throw err;
+    io.stderr(`run: ${err.message}\n`);
+    return 2;
+  }
+  const client = clientOf(options.target ?? apiTargetFromEnv());
   const parsed = JSON.parse(await readFile(file, 'utf8')) as Record<string, unknown>;
   // A file may hold a whole run request (a graph or a task) or just a graph; the API checks it.
-  const body = ('graph' in parsed || 'task' in parsed ? parsed : { graph: parsed }) as RunRequest;
+  // `--model` and `--thinking` win over the file's.
+  const body = {
+    ...('graph' in parsed || 'task' in parsed ? parsed : { graph: parsed }),
+    ...call,
+  } as RunRequest;
   try {
     const { runId } = await client.submit(body);
     io.stderr(`run ${runId} accepted\n`);

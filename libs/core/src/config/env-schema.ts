@@ -51,6 +51,7 @@ import type { TriggerStoreOptions } from '../state/trigger-store.js';
 import type { MemoryStoreOptions } from '../state/memory-store.js';
 import type { RunStoreOptions } from '../state/runs/run-store.js';
 import type { SessionStoreOptions } from '../state/session-store.js';
+import type { SkillLimits } from '../workspace/skills.js';
 
 export const LogLevel = z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']);
 
@@ -816,6 +817,20 @@ export const BASE_SETTINGS = {
     doc: 'Each workspace file is cut to this many characters (head and tail kept).',
     schema: z.coerce.number().int().positive().default(12_000),
   }),
+  TETRALOOP_SKILLS_MAX: setting({
+    group: 'plugins and workspace',
+    file: 'workspace.skillsMax',
+    readBy: ['api', 'workers'],
+    doc: "Most skills (`skills/*.md` in an agent's workspace folder) an agent run's prompt holds, in file-name order; the rest are refused, each with a log line and an entry in the run's `skills.refused`.",
+    schema: z.coerce.number().int().min(0).max(100).default(16),
+  }),
+  TETRALOOP_SKILL_CHARS: setting({
+    group: 'plugins and workspace',
+    file: 'workspace.skillChars',
+    readBy: ['api', 'workers'],
+    doc: 'Most characters of one skill file, front matter included; a larger skill is refused (not cut: half a skill misleads).',
+    schema: z.coerce.number().int().min(100).max(100_000).default(8_000),
+  }),
   TETRALOOP_PLAN_CACHE: setting({
     group: 'planning',
     file: 'planning.cache',
@@ -1242,12 +1257,18 @@ export function decisionTimeoutsOf(env: BaseEnv): {
 /** What the planner takes from the configuration: graph bounds and the workspace. */
 export function planningSettingsOf(
   env: BaseEnv,
-): Pick<PlanningDeps, 'limits' | 'workspaceDir' | 'workspaceFileChars'> {
+): Pick<PlanningDeps, 'limits' | 'workspaceDir' | 'workspaceFileChars' | 'skillLimits'> {
   return {
     limits: graphLimitsOf(env),
     workspaceDir: env.TETRALOOP_WORKSPACE_DIR,
     workspaceFileChars: env.TETRALOOP_WORKSPACE_FILE_CHARS,
+    skillLimits: skillLimitsOf(env),
   };
+}
+
+/** How many skills an agent run's prompt holds, and how large each may be. */
+export function skillLimitsOf(env: BaseEnv): SkillLimits {
+  return { maxSkills: env.TETRALOOP_SKILLS_MAX, maxChars: env.TETRALOOP_SKILL_CHARS };
 }
 
 /** Recent events kept in a session's environment. */
@@ -1278,6 +1299,7 @@ export function sessionConfigOf(env: BaseEnv): SessionConfig {
     compactTimeoutMs: Math.min(30_000, env.TETRALOOP_MODEL_TIMEOUT_MS),
     workspaceDir: env.TETRALOOP_WORKSPACE_DIR,
     workspaceFileChars: env.TETRALOOP_WORKSPACE_FILE_CHARS,
+    skillLimits: skillLimitsOf(env),
     agentId: SESSION_AGENT,
   };
 }

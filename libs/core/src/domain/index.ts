@@ -6,3 +6,4 @@ export * from './key-grant.js';
 export * from './run-id.js';
 export * from './webhook.js';
 export * from './event.js';
+export * from './thinking.js';

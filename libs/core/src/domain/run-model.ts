@@ -242,6 +242,28 @@ export const DocumentGraph = z.object({
   edges: z.array(Edge),
 });
 
+/** A skill file an agent run's prompt left out, and why (see `workspace/skills.ts`). */
+export const SkillRefusal = z.object({
+  /** Relative to the agent's workspace folder: `skills/<file>.md`. */
+  file: z.string(),
+  /** The skill's name, when its front matter got that far. */
+  skill: z.string().optional(),
+  /** The tool it needs that the agent may not use, when that is why. */
+  tool: z.string().optional(),
+  reason: z.string(),
+});
+export type SkillRefusal = z.infer<typeof SkillRefusal>;
+
+/** The skills an agent run's prompt was made with: their hash, names, and the files refused. */
+export const SkillsRecord = z.object({
+  /** `sha256:` of the loaded skills in prompt order (name, description, tools, body). */
+  hash: z.string(),
+  /** The skills' names, in the order the prompt holds them. */
+  loaded: z.array(z.string()),
+  refused: z.array(SkillRefusal),
+});
+export type SkillsRecord = z.infer<typeof SkillsRecord>;
+
 /** What the API returns for a run. */
 export const RunDocument = z.object({
   runId: z.string(),
@@ -293,6 +315,11 @@ export const RunDocument = z.object({
    * `version:` of the config file); null for a run from before versions were recorded.
    */
   configVersion: z.string().nullable().optional(),
+  /**
+   * An agent run's skills (loop mode, or a session's loop run) as its prompt was made with them;
+   * null for other runs, and for an agent run not prepared yet.
+   */
+  skills: SkillsRecord.nullable().optional(),
   /** Where the run's own events are posted, and its recent delivery attempts; never a secret. */
   webhook: RunWebhookView.nullable(),
   /** Every executable node (nested graphs expanded), by id. */
@@ -317,6 +344,9 @@ export interface WindowSettings {
 }
 
 /** What a task run asks for, kept with the run so the plan loop can plan and replan it. */
+/** A loop-mode run's agent iterations when the request sets no `maxIterations`. */
+export const DEFAULT_LOOP_ITERATIONS = 10;
+
 export interface TaskSpec {
   readonly task: string;
   /**
@@ -337,4 +367,6 @@ export interface TaskSpec {
   readonly thinking?: unknown;
   /** The tenant secrets the request grants the nodes a model writes for it (names; never values). */
   readonly secrets?: readonly string[];
+  /** Loop mode: the agent loop's most iterations (its graph is made when the run is prepared). */
+  readonly maxIterations?: number;
 }

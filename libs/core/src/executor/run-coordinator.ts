@@ -6,7 +6,12 @@
  */
 import { DelayedError, WaitingChildrenError, type Job } from 'bullmq';
 import { isDeepStrictEqual } from 'node:util';
-import type { NodeSnapshot, RunStatus, UsageCharge } from '../domain/run-model.js';
+import {
+  DEFAULT_LOOP_ITERATIONS,
+  type NodeSnapshot,
+  type RunStatus,
+  type UsageCharge,
+} from '../domain/run-model.js';
 import { toErrorData, type NodeErrorData } from '../errors/node-error.js';
 import { RUN_ERROR_STATUS, deadlineError, runErrorForNode, type RunError } from '../errors/run-error.js';
 import { buildTopology } from '../graph/topology.js';
@@ -20,7 +25,12 @@ import {
   removeDeadline,
   wakeParkedNodes,
 } from '../queues/run-jobs.js';
-import type { OutcomeState, RunHeader } from '../state/runs/run-read-model.js';
+import type { OutcomeState, RunHeader, TaskState } from '../state/runs/run-read-model.js';
+import { validateGraph } from '../compile/validate.js';
+import { Thinking } from '../model/thinking.js';
+import { loopModeGraph } from '../nodes/index.js';
+import { agentPrompt } from '../planning/agent-prompt.js';
+import type { PlanningDeps } from '../planning/plan-run.js';
 import type { WindowState } from '../state/runs/run-plan.js';
 import { metrics } from '../telemetry/metrics.js';
 import { recordSettledRun, underRunSpan } from '../telemetry/run-span.js';
@@ -175,6 +185,7 @@ async function ensurePlanned(
   if (status === null) return 'gone';
   if (status !== 'queued') return settleUnplanned(deps, runId);
   if (!deps.planning) throw new Error('this process cannot plan task runs');
+  if (task.mode === 'loop') return prepareLoopRun(deps, deps.planning, runId, header, task);
   // A tenant past its daily cap on model spending gets no planner call either.
   const capped = await dailyCapReached(deps, header.tenant);
   if (capped)
@@ -238,14 +249,72 @@ async function ensurePlanned(
   return 'ready';
 }
 
+/**
+ * A loop-mode run submitted without a prompt (outside a session) gets it here, where the plugins'
+ * hooks run: the agent's prompt made as a session run's is (`agentPrompt`: skills, bootstrap files,
+ * lessons, the request's overrides and hooks' context), then its one agent loop over the task.
+ */
+async function prepareLoopRun(
+  deps: ExecutorDeps,
+  planning: PlanningDeps,
+  runId: string,
+  header: RunHeader,
+  task: TaskState,
+): Promise<'ready' | RunStatus> {
+  const { agentId } = task;
+  const prompt = await agentPrompt(
+    { ...planning, logger: deps.logger },
+    { agentId, tenant: header.tenant, runId, overrides: task.overrides ? [task.overrides] : [] },
+  );
+  const allowed = planning.allowedTools(agentId);
+  const thinking = Thinking.safeParse(task.thinking);
+  // The run grants what its agent's model writes the request's secrets and the agent's declared ones.
+  const secrets = [
+    ...new Set([...(task.secrets ?? []), ...(planning.ceilings?.agentSecrets(agentId) ?? [])]),
+  ];
+  const graph = loopModeGraph(
+    task.task,
+    [...allowed],
+    task.maxIterations ?? DEFAULT_LOOP_ITERATIONS,
+    prompt.system,
+    {
+      ...(task.model !== undefined ? { model: task.model } : {}),
+      ...(thinking.success && thinking.data !== undefined ? { thinking: thinking.data } : {}),
+      secrets,
+    },
+  );
+  const validation = validateGraph(graph, {
+    tools: planning.tools,
+    limits: planning.limits,
+    modelConfigured: planning.model !== undefined,
+    allowedTools: allowed,
+    ...(planning.ceilings ? { models: planning.ceilings.models(header.tenant, agentId) } : {}),
+  });
+  if (!validation.ok) {
+    return rejectPlan(deps, runId, {
+      code: 'plan_rejected',
+      message: `the agent's graph was rejected: ${validation.issues.map((i) => i.message).join('; ')}`,
+      issues: [...validation.issues],
+    });
+  }
+  const { topology } = validation;
+  const pending = new Map(topology.ids.map((id) => [id, topology.parents.get(id)?.length ?? 0]));
+  await deps.store.setPrepared(
+    runId,
+    { graph: validation.graph, plan: validation.plan, pending },
+    prompt.skills,
+  );
+  return 'ready';
+}
+
 /** What a run request's `overrides` may hold (its `MAX_TASK_CHARS`). */
 const MAX_OVERRIDES_CHARS = 200_000;
 
 /**
  * `before_agent_start` for a run outside a session (a session run's fires where its prompt is
- * made, in `SessionService`), as it starts; not for a child run. A dag-mode task gets the hooks'
- * `context` answers in its planner's runtime overrides; the prompt of a loop-mode run was fixed
- * when it was submitted, so there the hooks only watch. Answers the header to plan with.
+ * made, in `SessionService`), as it starts; not for a child run. A task run gets the hooks'
+ * `context` answers among its runtime overrides: a dag-mode run's planner's, a loop-mode run's
+ * agent's prompt. Answers the header to plan with.
  */
 async function agentStarting(deps: ExecutorDeps, runId: string, header: RunHeader): Promise<RunHeader> {
   const hooks = deps.hooks.registry;
@@ -258,7 +327,7 @@ async function agentStarting(deps: ExecutorDeps, runId: string, header: RunHeade
     (c) => c,
   );
   const context = results.flatMap((r) => (r.context ? [r.context] : []));
-  if (!task || task.mode === 'loop' || task.planned || context.length === 0) return header;
+  if (!task || task.planned || context.length === 0) return header;
   const overrides = [task.overrides, ...context].filter((t): t is string => !!t).join('\n\n');
   return { ...header, task: { ...task, overrides: overrides.slice(0, MAX_OVERRIDES_CHARS) } };
 }

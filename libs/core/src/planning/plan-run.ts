@@ -10,6 +10,7 @@ import type { GraphLimits } from '../graph/limits.js';
 import type { NodeBase } from '../graph/schema.js';
 import type { ModelClient, ThinkingOptions } from '../model/model-client.js';
 import type { ToolCatalog } from '../tools/tool-catalog.js';
+import type { SkillLimits } from '../workspace/skills.js';
 import type { WorkspaceFile } from '../workspace/workspace.js';
 import { truncate } from '../model/prompt-render.js';
 import { Thinking, thinkingOptions } from '../model/thinking.js';
@@ -37,6 +38,8 @@ export interface PlanningDeps {
   readonly ceilings?: Ceilings;
   readonly workspaceDir: string;
   readonly workspaceFileChars: number;
+  /** How many skills a loop-mode run's prompt holds, and how large each may be. */
+  readonly skillLimits: SkillLimits;
   /** The lessons in effect per agent: the planner is told the hard and soft ones, and a plan that calls a blocked service is rejected. */
   readonly lessons?: LessonBook;
   /** The plan cache (first plans of repeated tasks); absent: never cached. */

@@ -6,9 +6,19 @@ import { assembleSystemPrompt } from './system-prompt.js';
 import { BOOTSTRAP_FILES, capHeadTail, readWorkspace } from '../workspace/workspace.js';
 
 describe('assembleSystemPrompt', () => {
-  it('puts base, tool catalog, bootstrap files, lessons and overrides in that order', () => {
+  it('puts base, skills, tool catalog, bootstrap files, lessons and overrides in that order', () => {
     const prompt = assembleSystemPrompt({
       base: 'BASE',
+      skills: [
+        {
+          name: 'alpha',
+          description: 'first skill',
+          tools: ['json'],
+          body: 'ALPHA BODY',
+          file: 'skills/a.md',
+        },
+        { name: 'beta', description: 'second skill', tools: [], body: 'BETA BODY', file: 'skills/b.md' },
+      ],
       catalog: { version: 'v', tools: [{ name: 'json', description: 'd', parameters: {} }] },
       bootstrap: [
         { name: 'AGENTS.md', content: 'agents' },
@@ -22,7 +32,9 @@ describe('assembleSystemPrompt', () => {
     // Lessons come after the bootstrap files and before the overrides, one per line.
     expect(prompt).toContain('## Lessons (learned from earlier runs)\n- first lesson\n- second lesson');
     expect(at('## USER.md') < at('## Lessons') && at('## Lessons') < at('## Runtime overrides')).toBe(true);
-    expect(at('BASE') < at('Tool catalog') && at('Tool catalog') < at('## AGENTS.md')).toBe(true);
+    expect(prompt).toContain('## Skill: alpha\nfirst skill\nTools: json\n\nALPHA BODY');
+    expect(at('BASE') < at('## Skill: alpha') && at('## Skill: alpha') < at('## Skill: beta')).toBe(true);
+    expect(at('## Skill: beta') < at('Tool catalog') && at('Tool catalog') < at('## AGENTS.md')).toBe(true);
     expect(
       at('## AGENTS.md') < at('## USER.md') && at('## USER.md') < at('## Runtime overrides\nOVERRIDE'),
     ).toBe(true);

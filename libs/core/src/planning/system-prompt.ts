@@ -1,12 +1,15 @@
 /**
  * The one place a system prompt is assembled, always in this order:
- * base → skills/tool catalog → bootstrap files → lessons → runtime overrides. Pure.
+ * base → skills → tool catalog → bootstrap files → lessons → runtime overrides. Pure.
  */
 import type { ToolCatalog } from '../tools/tool-catalog.js';
+import type { Skill } from '../workspace/skills.js';
 import type { WorkspaceFile } from '../workspace/workspace.js';
 
 export interface SystemPromptParts {
   readonly base: string;
+  /** The agent's skills (`skills/*.md` in its workspace), in file-name order. */
+  readonly skills?: readonly Skill[];
   readonly catalog?: ToolCatalog;
   readonly bootstrap: readonly WorkspaceFile[];
   /** What the reflect loop learned and put in effect, most confident first. */
@@ -16,6 +19,10 @@ export interface SystemPromptParts {
 
 export function assembleSystemPrompt(parts: SystemPromptParts): string {
   const sections = [parts.base];
+  for (const skill of parts.skills ?? []) {
+    const needs = skill.tools.length ? `\nTools: ${skill.tools.join(', ')}` : '';
+    sections.push(`## Skill: ${skill.name}\n${skill.description}${needs}\n\n${skill.body}`);
+  }
   if (parts.catalog && parts.catalog.tools.length > 0) {
     sections.push(
       `Tool catalog (JSON schema of each tool's args):\n${JSON.stringify(

@@ -1,6 +1,7 @@
 import { z } from 'zod';
 import {
   Budget,
+  DEFAULT_LOOP_ITERATIONS,
   MAX_RUN_SECONDS,
   MAX_RUN_TAGS,
   OnBudget,
@@ -69,7 +70,7 @@ export const RunRequest = z
      */
     secrets: SecretGrant.optional(),
     /** Loop mode: most model turns. @defaultValue 10 */
-    maxIterations: z.number().int().min(1).max(50).default(10),
+    maxIterations: z.number().int().min(1).max(50).default(DEFAULT_LOOP_ITERATIONS),
     /** Task runs: most replans (dag mode; window mode bounds its windows instead). @defaultValue 2 */
     maxReplans: z.number().int().min(0).max(10).default(2),
     /** Window mode: most nodes per window. Unset: the deployment's `TETRALOOP_PLAN_WINDOW`. */

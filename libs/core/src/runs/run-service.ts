@@ -37,6 +37,7 @@ import type { RunEvent, RunOrigin, WindowSettings } from '../domain/run-model.js
 import type { WebhookOutbox } from '../queues/webhook-jobs.js';
 import { WebhookStoreError, type WebhookStore } from '../state/webhook-store.js';
 import type { ToolRegistry } from '../tools/tool.js';
+import type { SkillsRecord } from '../domain/run-model.js';
 import { taskBounds, type RunRequest } from './run-request.js';
 import { rerunSet, rerunStart } from './rerun-set.js';
 import { recordSettledRun } from '../telemetry/run-span.js';
@@ -75,8 +76,13 @@ export interface SubmitOptions {
   /** False: store the run but let its lane start it later. @defaultValue true */
   readonly start?: boolean;
   readonly runId?: string;
-  /** System prompt of a loop-mode agent. */
+  /**
+   * System prompt of a loop-mode agent, made by the caller (a session's run). Without it a
+   * loop-mode run is stored unprepared: the plan loop makes its agent's prompt and its graph.
+   */
   readonly system?: string;
+  /** The skills the caller's `system` holds, recorded on the run. */
+  readonly skills?: SkillsRecord;
   /**
    * Steering a loop-mode agent starts with, read before its first turn (a session run woken by an
    * event: the event's delimited block, which it reads as a `session_environment` result).
@@ -151,6 +157,9 @@ export class RunService {
     const { ceilings } = this.deps;
     const tenant = options.tenant ?? DEFAULT_TENANT;
     const validation = await this.validated(request, tenant, options.system);
+    // A loop-mode run without a prompt given is prepared where the plugins' hooks run (the plan
+    // loop): its graph was validated here, and is made again there with the agent's prompt.
+    const prepared = !(request.task !== undefined && request.mode === 'loop' && options.system === undefined);
     if (request.webhook) await this.checkWebhook(tenant);
     // A request with an Idempotency-Key names its run: every repeat computes the same id, and the
     // create script makes the run once and answers it to everyone else (one tenant's key never
@@ -158,11 +167,11 @@ export class RunService {
     const runId =
       options.runId ??
       (idempotencyKey !== undefined ? idempotentRunId(tenant, idempotencyKey) : randomUUID());
-    const topology = validation?.topology;
+    const topology = prepared ? validation?.topology : undefined;
     const maxParallelNodes = request.maxParallelNodes ?? this.deps.maxParallelNodes;
     const run: NewRun = {
       runId,
-      ...(validation ? { graph: validation.graph, plan: validation.plan } : {}),
+      ...(validation && prepared ? { graph: validation.graph, plan: validation.plan } : {}),
       ...(request.task !== undefined
         ? {
             task: {
@@ -175,9 +184,11 @@ export class RunService {
               ...(request.model !== undefined ? { model: request.model } : {}),
               ...(request.thinking !== undefined ? { thinking: request.thinking } : {}),
               ...(request.secrets?.length ? { secrets: request.secrets } : {}),
+              ...(request.mode === 'loop' ? { maxIterations: request.maxIterations } : {}),
             },
           }
         : {}),
+      ...(options.skills ? { skills: options.skills } : {}),
       agentId: request.agentId,
       tenant,
       ...(options.sessionKey ? { sessionKey: options.sessionKey } : {}),

@@ -147,6 +147,7 @@ export function buildServices(
     delivery: webhookDeliveryOf(env),
   });
   const ceilings = ceilingsOf(env);
+  const allowedTools = allowedToolsOf(env, tools);
   const runs = new RunService({
     ...runSettingsOf(env),
     store,
@@ -154,7 +155,7 @@ export function buildServices(
     outbox,
     queues: runQueues,
     tools,
-    allowedTools: allowedToolsOf(env, tools),
+    allowedTools,
     ceilings,
     agentFolders: cachedAgentFolders(env.TETRALOOP_WORKSPACE_DIR),
     lanePosition: (sessionKey, runId) => sessionStore.position(sessionKey, runId),
@@ -164,6 +165,7 @@ export function buildServices(
     env.TETRALOOP_REFLECT === 'on' ? memoryServices(env, redis, store, queues, logger) : undefined;
   const sessions = new SessionService({
     ...(memory ? { lessons: memory.book } : {}),
+    allowedTools,
     redis,
     prefix,
     sessions: sessionStore,

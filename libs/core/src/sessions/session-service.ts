@@ -13,12 +13,12 @@ import type { Queue } from 'bullmq';
 import type { Logger } from 'pino';
 import type { RunDocument } from '../domain/run-model.js';
 import { cancelledError } from '../errors/run-error.js';
-import { bootstrapFilesOf, type HookRegistry } from '../hooks/hook-registry.js';
+import type { HookRegistry } from '../hooks/hook-registry.js';
 import { Thinking } from '../model/thinking.js';
-import { plannerLessons } from '../planning/plan-run.js';
-import { assembleSystemPrompt } from '../planning/system-prompt.js';
+import { agentPrompt, promptBuildContext, type AgentPromptDeps } from '../planning/agent-prompt.js';
 import type { LessonBook } from '../reflect/lesson-book.js';
 import { wakeParkedNodes, type RunQueues } from '../queues/run-jobs.js';
+import type { SkillLimits } from '../workspace/skills.js';
 import { BOOTSTRAP_FILES, readWorkspace } from '../workspace/workspace.js';
 import { MAX_TASK_CHARS, RunRequest } from '../runs/run-request.js';
 import type { RunService } from '../runs/run-service.js';
@@ -86,6 +86,8 @@ export interface SessionConfig {
   readonly compactTimeoutMs: number;
   readonly workspaceDir: string;
   readonly workspaceFileChars: number;
+  /** How many skills an agent may have, and how large each may be. */
+  readonly skillLimits: SkillLimits;
   /** The agent of a session whose first message names none. @defaultValue SESSION_AGENT */
   readonly agentId: string;
 }
@@ -123,6 +125,8 @@ export interface SessionDeps {
   readonly hooks: HookRegistry | undefined;
   /** The lessons in effect: the hard and soft ones join a session run's system prompt. */
   readonly lessons?: LessonBook;
+  /** The tools each agent may use: a skill that needs another is refused. */
+  readonly allowedTools: (agentId: string) => ReadonlySet<string>;
   /** Writes compaction summaries; without it (no model configured) they are truncations. */
   readonly summarize?: Summarizer;
   readonly config: SessionConfig;
@@ -157,10 +161,6 @@ export const MessageResult = z.object({
 });
 export type MessageResult = z.infer<typeof MessageResult>;
 
-const SESSION_BASE = `You are an agent run by Tetraloop. Answer the user's latest message; use tools when they help.
-Reply with exactly NO_REPLY when no reply is needed.
-${UNTRUSTED_DATA_NOTE}`;
-
 /** A message's content id: what a double submission repeats (mode, text, metadata). */
 function contentIdOf(input: MessageInput, mode: string): string {
   const content = JSON.stringify([mode, input.text, input.metadata ?? null]);
@@ -168,7 +168,20 @@ function contentIdOf(input: MessageInput, mode: string): string {
 }
 
 export class SessionService {
-  constructor(private readonly deps: SessionDeps) {}
+  private readonly promptDeps: AgentPromptDeps;
+
+  constructor(private readonly deps: SessionDeps) {
+    const { config } = deps;
+    this.promptDeps = {
+      workspaceDir: config.workspaceDir,
+      workspaceFileChars: config.workspaceFileChars,
+      skillLimits: config.skillLimits,
+      allowedTools: deps.allowedTools,
+      ...(deps.hooks ? { hooks: deps.hooks } : {}),
+      ...(deps.lessons ? { lessons: deps.lessons } : {}),
+      logger: deps.logger,
+    };
+  }
 
   /**
    * Takes a message in: a command is carried out; any other message is stored with its run and
@@ -632,34 +645,31 @@ export class SessionService {
       const view = await sessions.view(sessionKey);
       await hooks?.emit('session_start', { sessionKey, contextId: view?.contextId ?? 1 });
     }
-    // agent:bootstrap may edit this run's files (the snapshot stays as read from the workspace).
-    let files = snapshot.files;
-    if (hooks?.has('agent:bootstrap')) {
-      const { ctx } = await hooks.run('agent:bootstrap', { agentId, runId, sessionKey, files }, (c, r) => {
-        const edited = bootstrapFilesOf(r.files, config.workspaceFileChars);
-        return edited ? { ...c, files: edited } : c;
-      });
-      files = [...ctx.files];
-    }
     const extra: string[] = await this.history(sessionKey, newest);
     // A planner is told the outside data among its runtime overrides, still delimited.
     if (config.runMode !== 'loop' && call.data?.length)
       extra.push([UNTRUSTED_DATA_NOTE, ...call.data].join('\n'));
-    for (const name of ['before_prompt_build', 'before_agent_start'] as const) {
-      if (!hooks?.has(name)) continue;
-      const ctx =
-        name === 'before_prompt_build' ? { agentId, sessionKey } : { runId, agentId, task: text, sessionKey };
-      const { results } = await hooks.run(name, ctx, (c) => c);
+    if (hooks?.has('before_agent_start')) {
+      const ctx = { runId, agentId, task: text, sessionKey };
+      const { results } = await hooks.run('before_agent_start', ctx, (c) => c);
       for (const r of results) if (r.context) extra.push(r.context);
     }
-    const told = this.deps.lessons ? plannerLessons((await this.deps.lessons.inEffect(agentId)).lessons) : [];
-    if (told.length > 0) metrics.lessonApplications.inc({ kind: 'soft' }, told.length);
-    const system = assembleSystemPrompt({
-      base: SESSION_BASE,
-      bootstrap: files,
-      ...(told.length ? { lessons: told.map((l) => l.statement) } : {}),
-      ...(extra.length ? { overrides: extra.join('\n\n') } : {}),
-    });
+    // A session run belongs to its session's tenant.
+    const { tenant } = unscopeName(sessionKey);
+    // A loop-mode run's agent gets the agent's prompt; a planner reads the workspace itself and is
+    // told the conversation and hook context as runtime overrides.
+    const prompt =
+      config.runMode === 'loop'
+        ? await agentPrompt(this.promptDeps, {
+            agentId,
+            tenant,
+            runId,
+            sessionKey,
+            files: snapshot.files,
+            overrides: extra,
+          })
+        : undefined;
+    if (!prompt) extra.push(...(await promptBuildContext(hooks, agentId, sessionKey)));
     // Messages collected while the lane was busy (or a long hook context) can together pass what
     // a run request holds: they are cut to fit, with a marker, rather than failing the lane.
     const request = RunRequest.parse({
@@ -669,20 +679,15 @@ export class SessionService {
       ...(call.model !== undefined ? { model: call.model } : {}),
       ...(call.thinking !== undefined ? { thinking: call.thinking } : {}),
       ...(call.secrets?.length ? { secrets: [...call.secrets] } : {}),
-      // A planner reads the workspace itself; it gets the conversation and hook context only.
-      ...(config.runMode !== 'loop' && extra.length
-        ? { overrides: fitText(extra.join('\n\n'), MAX_TASK_CHARS) }
-        : {}),
+      ...(!prompt && extra.length ? { overrides: fitText(extra.join('\n\n'), MAX_TASK_CHARS) } : {}),
       metadata: { ...metadata, sessionKey },
     });
-    // A session run belongs to its session's tenant.
-    const { tenant } = unscopeName(sessionKey);
     await this.deps.runs.submit(request, undefined, {
       tenant,
       sessionKey,
       start: false,
       runId,
-      system,
+      ...(prompt ? { system: prompt.system, skills: prompt.skills } : {}),
       // An agent reads the outside data before its first turn, as a `session_environment` result.
       ...(config.runMode === 'loop' && call.data?.length ? { steering: call.data } : {}),
     });

@@ -1,1 +1,2 @@
 export * from './workspace.js';
+export * from './skills.js';

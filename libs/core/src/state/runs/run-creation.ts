@@ -23,6 +23,7 @@ import { queuedRunsKey, runSearchKeys, tenantRunsKey } from '../keys.js';
 import { slotMulti } from '../slot-multi.js';
 import { pendingJson, snapshotJson, type RunContext } from './run-context.js';
 import { traceCarrier } from '../../telemetry/tracing.js';
+import type { SkillsRecord } from '../../workspace/skills.js';
 
 export interface NewRun {
   readonly runId: string;
@@ -44,6 +45,8 @@ export interface NewRun {
   readonly sessionKey?: string;
   /** The steering messages the run starts with (`aux.steer`), for an agent's first turn. */
   readonly steering?: readonly string[];
+  /** The skills an agent run's prompt was made with (a session run's is made before it is stored). */
+  readonly skills?: SkillsRecord;
   readonly input: unknown;
   readonly timeoutSeconds: number;
   readonly budget: Budget;
@@ -175,6 +178,7 @@ function recordOf(run: NewRun, options: RunContext['options']) {
           ...(run.task.model !== undefined ? { taskModel: run.task.model } : {}),
           ...(run.task.thinking !== undefined ? { thinking: JSON.stringify(run.task.thinking) } : {}),
           ...(run.task.secrets?.length ? { secrets: JSON.stringify(run.task.secrets) } : {}),
+          ...(run.task.maxIterations !== undefined ? { maxIterations: String(run.task.maxIterations) } : {}),
         }
       : {}),
     agentId: run.task?.agentId ?? run.agentId ?? 'main',
@@ -182,6 +186,7 @@ function recordOf(run: NewRun, options: RunContext['options']) {
     ...(run.parentRunId ? { parentRunId: run.parentRunId } : {}),
     ...(run.queueShard !== undefined ? { shard: String(run.queueShard) } : {}),
     ...(run.sessionKey ? { sessionKey: run.sessionKey } : {}),
+    ...(run.skills ? { skills: JSON.stringify(run.skills) } : {}),
     input: JSON.stringify(run.input ?? null),
     timeoutSeconds: String(run.timeoutSeconds),
     budget: JSON.stringify(run.budget),

@@ -4,7 +4,13 @@
  * session environment a plan was made from (a change hands the run back to the planner or steers
  * its agent).
  */
-import type { OnBudget, PlanningRecord, RunError, UsageCharge } from '../../domain/run-model.js';
+import type {
+  OnBudget,
+  PlanningRecord,
+  RunError,
+  SkillsRecord,
+  UsageCharge,
+} from '../../domain/run-model.js';
 import type { ExecutableGraph, Graph } from '../../nodes/index.js';
 import { DEFAULT_TENANT } from '../../domain/tenant.js';
 import { DEFAULT_PRIORITY } from '../../flow/limits.js';
@@ -131,6 +137,27 @@ export class RunPlans {
       ...planArgs(plan, planning, charge),
       cache?.key ?? '',
       cache?.runId ?? '',
+      '',
+    ]);
+    return stored === 1;
+  }
+
+  /**
+   * Stores the graph of a loop-mode run prepared by the plan loop (its agent's prompt made there)
+   * and the skills that prompt holds; false when it already has one. No planner made it: the run
+   * has no planning record.
+   */
+  async setPrepared(runId: string, plan: NewPlan, skills: SkillsRecord): Promise<boolean> {
+    const stored = await this.ctx.script('set-plan-6', this.ctx.scriptKeys(runId), [
+      JSON.stringify(plan.graph),
+      JSON.stringify(plan.plan),
+      pendingJson(plan.pending),
+      '',
+      '{}',
+      JSON.stringify({ nodes: plan.plan.nodes.length }),
+      '',
+      '',
+      JSON.stringify(skills),
     ]);
     return stored === 1;
   }

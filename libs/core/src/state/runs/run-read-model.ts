@@ -9,6 +9,7 @@ import {
   NodeSnapshot,
   RunError,
   RunStatus,
+  SkillsRecord,
   WaitRecord,
   type AttemptRecord,
   type MapProgress,
@@ -169,6 +170,7 @@ export class RunReadModel {
         'window',
         'secrets',
         'cycleBudgetMs',
+        'maxIterations',
       )
       .hexists(meta, 'plan')
       .exec();
@@ -189,6 +191,7 @@ export class RunReadModel {
       size,
       secrets,
       cycleBudgetMs,
+      maxIterations,
     ] = fields;
     return {
       status: status ? RunStatus.parse(status) : null,
@@ -208,6 +211,7 @@ export class RunReadModel {
               ...(taskModel ? { model: taskModel } : {}),
               ...(thinking ? { thinking: parseJson(thinking) } : {}),
               ...(secrets ? { secrets: stringList(parseJson(secrets)) } : {}),
+              ...(maxIterations ? { maxIterations: Number(maxIterations) } : {}),
               maxReplans: Number(maxReplans ?? 0),
               ...(size
                 ? {
@@ -398,6 +402,7 @@ export class RunReadModel {
       triggerId: meta.triggerId ?? null,
       eventIds: parseJson(meta.eventIds) as string[] | null,
       configVersion: meta.configVersion ?? null,
+      skills: meta.skills ? SkillsRecord.parse(JSON.parse(meta.skills)) : null,
       // Its deliveries are kept with the tenant's webhooks: the run service adds them.
       webhook: meta.webhook ? { ...RunWebhook.parse(JSON.parse(meta.webhook)), deliveries: [] } : null,
       nodes,

@@ -1,0 +1,94 @@
+import { mkdirSync, mkdtempSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { describe, expect, it } from 'vitest';
+import { loadSkills, parseSkill, selectSkills, skillsHash } from './skills.js';
+
+const skill = (name: string, tools: string[] = [], body = `How to ${name}.`): string =>
+  `---\nname: ${name}\ndescription: The ${name} skill\ntools: [${tools.join(', ')}]\n---\n${body}\n`;
+const limits = { maxSkills: 3, maxChars: 2000 };
+
+describe('parseSkill', () => {
+  it('reads the front matter and the body after it', () => {
+    expect(parseSkill('skills/a.md', skill('search', ['http_fetch']))).toEqual({
+      name: 'search',
+      description: 'The search skill',
+      tools: ['http_fetch'],
+      body: 'How to search.',
+      file: 'skills/a.md',
+    });
+  });
+
+  it('names the field that is wrong, and refuses a file without front matter', () => {
+    expect(parseSkill('skills/a.md', '# no front matter')).toMatchObject({ reason: /no front matter/ });
+    expect(parseSkill('skills/a.md', '---\nname: x\n---\nbody')).toMatchObject({
+      reason: /front matter field "description"/,
+    });
+    expect(parseSkill('skills/a.md', '---\nname: x\ndescription: d\ncolour: red\n---\n')).toMatchObject({
+      reason: /colour/,
+    });
+    expect(parseSkill('skills/a.md', '---\nname: [\n---\n')).toMatchObject({ reason: /not YAML/ });
+  });
+});
+
+describe('selectSkills', () => {
+  const files = (...names: string[]) => names.map((n) => ({ name: `${n}.md`, text: skill(n) }));
+
+  it('refuses a skill needing a tool the agent may not use, naming the skill and the tool', () => {
+    const set = selectSkills(
+      'main',
+      [
+        { name: 'a.md', text: skill('fetcher', ['http_fetch']) },
+        { name: 'b.md', text: skill('jsoner', ['json']) },
+      ],
+      limits,
+      new Set(['json']),
+    );
+    expect(set.record.loaded).toEqual(['jsoner']);
+    expect(set.record.refused).toEqual([
+      {
+        file: 'skills/a.md',
+        skill: 'fetcher',
+        tool: 'http_fetch',
+        reason: 'skill "fetcher" needs tool "http_fetch", which agent "main" may not use',
+      },
+    ]);
+  });
+
+  it('keeps the file order, bounds the number and the size, and refuses a second skill of a name', () => {
+    const big = { name: 'big.md', text: skill('big', [], 'x'.repeat(3000)) };
+    const set = selectSkills('main', [...files('a', 'b'), big, ...files('a', 'c', 'd')], limits, new Set());
+    expect(set.record.loaded).toEqual(['a', 'b', 'c']);
+    expect(set.record.refused.map((r) => [r.file, r.reason])).toEqual([
+      ['skills/big.md', 'more than 2000 characters (TETRALOOP_SKILL_CHARS)'],
+      ['skills/a.md', 'another skill is named "a"'],
+      ['skills/d.md', 'more than 3 skills (TETRALOOP_SKILLS_MAX)'],
+    ]);
+  });
+
+  it('hashes what reaches the prompt: the same skills the same hash, any change another', () => {
+    const one = selectSkills('main', files('a', 'b'), limits, new Set()).skills;
+    const again = selectSkills('main', files('a', 'b'), limits, new Set()).skills;
+    const swapped = selectSkills('main', files('b', 'a'), limits, new Set()).skills;
+    expect(skillsHash(one)).toBe(skillsHash(again));
+    expect(skillsHash(one)).toMatch(/^sha256:[0-9a-f]{64}$/);
+    expect(skillsHash(swapped)).not.toBe(skillsHash(one));
+  });
+});
+
+describe('loadSkills', () => {
+  it('reads skills/*.md of the agent in file-name order; no folder, no skills', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'skills-'));
+    mkdirSync(join(dir, 'main', 'skills'), { recursive: true });
+    writeFileSync(join(dir, 'main', 'skills', '2-later.md'), skill('later'));
+    writeFileSync(join(dir, 'main', 'skills', '1-first.md'), skill('first'));
+    writeFileSync(join(dir, 'main', 'skills', 'notes.txt'), 'not a skill');
+    const set = await loadSkills(dir, 'main', limits, new Set());
+    expect(set.skills.map((s) => s.name)).toEqual(['first', 'later']);
+    expect((await loadSkills(dir, 'other', limits, new Set())).record).toEqual({
+      hash: skillsHash([]),
+      loaded: [],
+      refused: [],
+    });
+  });
+});
