@@ -1899,6 +1899,7 @@ export interface components {
             triggerId: string | null;
             eventIds: string[] | null;
             configVersion?: string | null;
+            skills?: components["schemas"]["SkillsRecord"] | null;
             webhook: components["schemas"]["RunWebhook"] | null;
             nodes: {
                 [key: string]: components["schemas"]["NodeView"];
@@ -2112,6 +2113,17 @@ export interface components {
                     modelCalls: number;
                 };
             }[];
+        };
+        SkillsRecord: {
+            hash: string;
+            loaded: string[];
+            refused: components["schemas"]["SkillRefusal"][];
+        };
+        SkillRefusal: {
+            file: string;
+            skill?: string;
+            tool?: string;
+            reason: string;
         };
         RunUsage: {
             toolCalls: number;
