@@ -11,7 +11,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Redis } from 'ioredis';
 import { afterAll, beforeAll, expect, it } from 'vitest';
-import { agentCommand, type AgentIo } from '@tetraloop/cli';
+import { agentCommand, runGraphFile, type AgentIo, type RunIo } from '@tetraloop/cli';
 import { HookRegistry } from '@tetraloop/core/hooks';
 import { lessonId, type Lesson } from '@tetraloop/core/memory';
 import { MemoryStore } from '@tetraloop/core/state';
@@ -183,4 +183,22 @@ it('refuses a --thinking the model call does not take, naming what it takes (exi
   const wrong = io();
   expect(await agentCommand(['--message', 'x', '--thinking', 'extreme'], wrong)).toBe(2);
   expect(wrong.err.join('')).toContain("--thinking takes one of minimal, low, medium, high, not 'extreme'");
+});
+
+it('tetraloop run takes --model and --thinking over the file’s request, and refuses an unknown effort (exit 2)', async () => {
+  const file = join(workspace, 'request.json');
+  writeFileSync(file, JSON.stringify({ task: 'from a file', mode: 'loop', model: 'scripted' }));
+  const out: string[] = [];
+  const err: string[] = [];
+  const runIo: RunIo = { stdout: (t) => void out.push(t), stderr: (t) => void err.push(t), tty: false };
+  const target = { url: stack.url };
+  const call = { model: 'scripted-large', thinking: 'medium' };
+  expect(await runGraphFile(file, { follow: false, target, io: runIo, call })).toBe(0);
+  const asked = lastAsking('from a file');
+  expect(asked.model).toBe('scripted-large');
+  expect(asked.reasoning_effort).toBe('medium');
+  expect(systemOf(asked)).toContain('MAIN AGENTS FILE');
+  const wrong = { model: undefined, thinking: 'max' };
+  expect(await runGraphFile(file, { follow: false, target, io: runIo, call: wrong })).toBe(2);
+  expect(err.join('')).toContain("run: --thinking takes one of minimal, low, medium, high, not 'max'");
 });
