@@ -58,6 +58,7 @@ beforeAll(async () => {
   registry.on('agent:bootstrap', ({ files }) => ({
     files: [...files, { name: 'HOOKED.md', content: 'ADDED BY THE HOOK' }],
   }));
+  registry.on('before_agent_start', ({ task }) => ({ context: `STARTING ON ${task}` }));
   model = await startModelServer({ script: () => ({ content: 'done' }) });
   stack = await startStack({
     pools: ['sense', 'plan', 'tool'],
@@ -131,6 +132,8 @@ it('a loop-mode run sends skills, workspace files, the hook’s file, lessons an
   expect(at('## AGENTS.md')).toBeLessThan(at('## HOOKED.md'));
   expect(at('## HOOKED.md')).toBeLessThan(at('## Lessons'));
   expect(at('## Lessons')).toBeLessThan(at('## Runtime overrides\nTHE OVERRIDES'));
+  // The before_agent_start hooks' context follows the request's overrides.
+  expect(system).toContain('THE OVERRIDES\n\nSTARTING ON loop task');
   // The run records the skills its prompt holds, and the one refused with why.
   expect(doc.skills).toEqual({
     hash: expect.stringMatching(/^sha256:[0-9a-f]{64}$/),
