@@ -2,6 +2,7 @@ import { mkdirSync, mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
+import { parse } from 'yaml';
 import { loadSkills, parseSkill, selectSkills, skillsHash } from './skills.js';
 
 const skill = (name: string, tools: string[] = [], body = `How to ${name}.`): string =>
@@ -10,7 +11,7 @@ const limits = { maxSkills: 3, maxChars: 2000 };
 
 describe('parseSkill', () => {
   it('reads the front matter and the body after it', () => {
-    expect(parseSkill('skills/a.md', skill('search', ['http_fetch']))).toEqual({
+    expect(parseSkill('skills/a.md', skill('search', ['http_fetch']), parse)).toEqual({
       name: 'search',
       description: 'The search skill',
       tools: ['http_fetch'],
@@ -20,14 +21,18 @@ describe('parseSkill', () => {
   });
 
   it('names the field that is wrong, and refuses a file without front matter', () => {
-    expect(parseSkill('skills/a.md', '# no front matter')).toMatchObject({ reason: /no front matter/ });
-    expect(parseSkill('skills/a.md', '---\nname: x\n---\nbody')).toMatchObject({
+    expect(parseSkill('skills/a.md', '# no front matter', parse)).toMatchObject({
+      reason: /no front matter/,
+    });
+    expect(parseSkill('skills/a.md', '---\nname: x\n---\nbody', parse)).toMatchObject({
       reason: /front matter field "description"/,
     });
-    expect(parseSkill('skills/a.md', '---\nname: x\ndescription: d\ncolour: red\n---\n')).toMatchObject({
+    expect(
+      parseSkill('skills/a.md', '---\nname: x\ndescription: d\ncolour: red\n---\n', parse),
+    ).toMatchObject({
       reason: /colour/,
     });
-    expect(parseSkill('skills/a.md', '---\nname: [\n---\n')).toMatchObject({ reason: /not YAML/ });
+    expect(parseSkill('skills/a.md', '---\nname: [\n---\n', parse)).toMatchObject({ reason: /not YAML/ });
   });
 });
 
@@ -43,6 +48,7 @@ describe('selectSkills', () => {
       ],
       limits,
       new Set(['json']),
+      parse,
     );
     expect(set.record.loaded).toEqual(['jsoner']);
     expect(set.record.refused).toEqual([
@@ -57,7 +63,13 @@ describe('selectSkills', () => {
 
   it('keeps the file order, bounds the number and the size, and refuses a second skill of a name', () => {
     const big = { name: 'big.md', text: skill('big', [], 'x'.repeat(3000)) };
-    const set = selectSkills('main', [...files('a', 'b'), big, ...files('a', 'c', 'd')], limits, new Set());
+    const set = selectSkills(
+      'main',
+      [...files('a', 'b'), big, ...files('a', 'c', 'd')],
+      limits,
+      new Set(),
+      parse,
+    );
     expect(set.record.loaded).toEqual(['a', 'b', 'c']);
     expect(set.record.refused.map((r) => [r.file, r.reason])).toEqual([
       ['skills/big.md', 'more than 2000 characters (TETRALOOP_SKILL_CHARS)'],
@@ -67,9 +79,9 @@ describe('selectSkills', () => {
   });
 
   it('hashes what reaches the prompt: the same skills the same hash, any change another', () => {
-    const one = selectSkills('main', files('a', 'b'), limits, new Set()).skills;
-    const again = selectSkills('main', files('a', 'b'), limits, new Set()).skills;
-    const swapped = selectSkills('main', files('b', 'a'), limits, new Set()).skills;
+    const one = selectSkills('main', files('a', 'b'), limits, new Set(), parse).skills;
+    const again = selectSkills('main', files('a', 'b'), limits, new Set(), parse).skills;
+    const swapped = selectSkills('main', files('b', 'a'), limits, new Set(), parse).skills;
     expect(skillsHash(one)).toBe(skillsHash(again));
     expect(skillsHash(one)).toMatch(/^sha256:[0-9a-f]{64}$/);
     expect(skillsHash(swapped)).not.toBe(skillsHash(one));

@@ -8,7 +8,6 @@
 import { createHash } from 'node:crypto';
 import { readdir, readFile, stat } from 'node:fs/promises';
 import { join } from 'node:path';
-import { parse as parseYaml } from 'yaml';
 import { z } from 'zod';
 import type { SkillRefusal, SkillsRecord } from '../domain/run-model.js';
 
@@ -44,8 +43,14 @@ export interface SkillSet {
 
 const FRONT_MATTER = /^---\r?\n([\s\S]*?)\r?\n---[ \t]*(?:\r?\n|$)/;
 
+/**
+ * Parses YAML front matter: the `yaml` package's `parse`, loaded by `loadSkills` only when an agent
+ * has skill files, so a process whose agents have none never loads it (start time).
+ */
+export type YamlParse = (text: string) => unknown;
+
 /** One skill file parsed, or why it is refused. Pure. */
-export function parseSkill(file: string, text: string): Skill | SkillRefusal {
+export function parseSkill(file: string, text: string, parseYaml: YamlParse): Skill | SkillRefusal {
   const matched = FRONT_MATTER.exec(text);
   if (!matched) return { file, reason: 'no front matter: the file must start with a "---" block' };
   let raw: unknown;
@@ -75,6 +80,7 @@ export function selectSkills(
   files: readonly { name: string; text: string }[],
   limits: SkillLimits,
   allowed: ReadonlySet<string>,
+  parseYaml: YamlParse,
 ): SkillSet {
   const skills: Skill[] = [];
   const refused: SkillRefusal[] = [];
@@ -85,7 +91,7 @@ export function selectSkills(
       refused.push({ file, reason: `more than ${limits.maxChars} characters (TETRALOOP_SKILL_CHARS)` });
       continue;
     }
-    const parsed = parseSkill(file, text);
+    const parsed = parseSkill(file, text, parseYaml);
     if (!isSkill(parsed)) {
       refused.push(parsed);
       continue;
@@ -169,7 +175,8 @@ export async function loadSkills(
     }
     files.push({ name, text: await readFile(path, 'utf8') });
   }
-  const set = selectSkills(agentId, files, limits, allowed);
+  const parseYaml: YamlParse = files.length > 0 ? (await import('yaml')).parse : () => ({});
+  const set = selectSkills(agentId, files, limits, allowed, parseYaml);
   return extra.length
     ? { ...set, record: { ...set.record, refused: [...set.record.refused, ...extra] } }
     : set;
