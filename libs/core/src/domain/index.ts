@@ -7,3 +7,4 @@ export * from './run-id.js';
 export * from './webhook.js';
 export * from './event.js';
 export * from './thinking.js';
+export * from './fingerprint.js';

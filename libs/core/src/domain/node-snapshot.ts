@@ -5,6 +5,9 @@
 import { z } from 'zod';
 import { NodeErrorData } from '../errors/node-error.js';
 
+/** A fingerprint: the lowercase hex sha256 of a value's canonical JSON (`domain/fingerprint.ts`). */
+export const Sha256Hex = z.string().regex(/^[0-9a-f]{64}$/);
+
 export const SnapshotStatus = z.enum(['succeeded', 'failed', 'skipped', 'cancelled']);
 export type SnapshotStatus = z.infer<typeof SnapshotStatus>;
 
@@ -55,6 +58,12 @@ export const NodeSnapshot = z.object({
    */
   input: z.unknown().optional(),
   output: z.unknown().optional(),
+  /**
+   * Fingerprints of the hand-off: the hex sha256 of the canonical JSON (RFC 8785) of `input` and of
+   * `output`, as the values were (a blob stub's content, not the stub); absent with the value.
+   */
+  inputSha256: Sha256Hex.optional(),
+  outputSha256: Sha256Hex.optional(),
   error: NodeErrorData.optional(),
   /** Every execution that led to this snapshot, oldest first (empty for nodes that never ran). */
   attempts: z.array(AttemptRecord),

@@ -5,7 +5,7 @@
 import { z } from 'zod';
 import { RunError } from '../errors/run-error.js';
 import { Edge } from '../graph/schema.js';
-import { AttemptRecord, Budget, LiveNodeState, NodeSnapshot, OnBudget } from './node-snapshot.js';
+import { AttemptRecord, Budget, LiveNodeState, NodeSnapshot, OnBudget, Sha256Hex } from './node-snapshot.js';
 import { Thinking } from './thinking.js';
 import { WaitRecord } from './signal.js';
 import { RunWebhookView } from './webhook.js';
@@ -200,6 +200,8 @@ export const WindowRecord = z.object({
   goalReached: z.boolean(),
   /** Why the planner was asked: `start`, `window_drained`, a node's failure, `environment_changed`. */
   reason: z.string(),
+  /** The fingerprint of what this window's planner was given (as `PlanningRecord.inputSha256`). */
+  inputSha256: Sha256Hex.optional(),
   /** The planner calls of this window (a repair included). */
   usage: z.object({
     promptTokens: z.number().int().nonnegative(),
@@ -213,6 +215,13 @@ export type WindowRecord = z.infer<typeof WindowRecord>;
 export const PlanningRecord = z.object({
   plannerModel: z.string(),
   promptVersion: z.string(),
+  /**
+   * The fingerprint of what the planner was given for this plan generation: the hex sha256 of the
+   * canonical JSON (RFC 8785) of its call's messages (system prompt with catalog, lessons and
+   * workspace; the task, input and, replanning, what completed). Absent when no planner was asked
+   * (a plan cache hit: `cachedFrom`'s record has it). Each generation's is in its `plan` event.
+   */
+  inputSha256: Sha256Hex.optional(),
   toolCatalogVersion: z.string(),
   /** The run generation the plan was made for. */
   planVersion: z.number().int().nonnegative(),
@@ -327,6 +336,12 @@ export const RunDocument = z.object({
   /** Sink node outputs keyed by node id, once the run succeeded. */
   output: z.record(z.string(), z.unknown()).nullable(),
   error: RunError.nullable(),
+  /**
+   * Present when the document was read from the archive (`TETRALOOP_ARCHIVE_DIR`) because the run's
+   * Redis record had expired: when it was archived. Its blobs are read in; its events are archived
+   * beside it (`tetraloop archive export`).
+   */
+  archivedAt: z.string().optional(),
 });
 export type RunDocument = z.infer<typeof RunDocument>;
 

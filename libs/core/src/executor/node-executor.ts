@@ -24,6 +24,7 @@ import { metrics } from '../telemetry/metrics.js';
 import { failSpan, inSpan, traceCarrier, type TraceCarrier } from '../telemetry/tracing.js';
 import { underRunSpan } from '../telemetry/run-span.js';
 import { readBlobs, withOutputBlob } from './blob-reads.js';
+import { withFingerprints } from '../domain/fingerprint.js';
 import { retryTableFor, type ExecutorDeps } from './deps.js';
 import { announce, attemptRecord, nowIso, scopeOf, snapshotOf, type NodeContext } from './node-context.js';
 import { askEarly, dropEarly, leaveFlow, type EarlyAsk } from './flow-gate.js';
@@ -309,7 +310,7 @@ async function runExecution(deps: ExecutorDeps, execution: Execution): Promise<E
     if (!begin.existing && begin.status === 'running') observeNode(node, snapshot);
     if (item) {
       await completeItem(ctx, item, snapshot, begin.existing !== undefined, (s) =>
-        withOutputBlob(deps, plan, s),
+        withOutputBlob(deps, plan, withFingerprints(s)),
       );
       return { status: snapshot.status, ...(snapshot.error ? { code: snapshot.error.code } : {}) };
     }
@@ -584,7 +585,8 @@ async function complete(
   const release = releasesDependents(node, snapshot);
   const tool = toolOf(node);
   if (!existed) await handBackExpiry(ctx, snapshot);
-  const stored = existed ? snapshot : await withOutputBlob(deps, plan, snapshot);
+  // Fingerprinted before a large value is stored as a blob: the hashes are of the values.
+  const stored = existed ? snapshot : await withOutputBlob(deps, plan, withFingerprints(snapshot));
   const done = await deps.store.completeNode(plan.runId, node.id, stored, {
     release,
     children: plan.topology.children.get(node.id) ?? [],

@@ -101,8 +101,11 @@ export interface PlannerContext {
   readonly memoryAgent: string;
   /** The checks of a plan of this agent. */
   readonly planner: Omit<PlannerDeps, 'model'>;
-  /** The planning record of a plan made by `model` with prompt `promptVersion`. */
-  readonly record: (model: string, promptVersion: string) => PlanningRecord;
+  /**
+   * The planning record of a plan made by `model` with prompt `promptVersion`, given what
+   * `inputSha256` fingerprints (absent when no planner was asked: a plan cache hit).
+   */
+  readonly record: (model: string, promptVersion: string, inputSha256?: string) => PlanningRecord;
 }
 
 /** Reads what the planner of `task` needs: its catalog, workspace files and lessons in effect. */
@@ -161,9 +164,10 @@ export async function plannerContext(
       blocked,
       secrets,
     },
-    record: (model, promptVersion) => ({
+    record: (model, promptVersion, inputSha256) => ({
       plannerModel: model,
       promptVersion,
+      ...(inputSha256 !== undefined ? { inputSha256 } : {}),
       toolCatalogVersion: catalog.version,
       planVersion,
       environmentVersion,
@@ -184,7 +188,8 @@ export async function planRun(
   const { catalog, workspace, told, memoryAgent, planner, model: client } = context;
   const call = plannerCall(task);
   const plannerModel = call.model ?? client.config.plannerModel;
-  const record = (model: string): PlanningRecord => context.record(model, PLANNER_PROMPT_VERSION);
+  const record = (model: string, inputSha256?: string): PlanningRecord =>
+    context.record(model, PLANNER_PROMPT_VERSION, inputSha256);
 
   // Only a run's first plan goes through the plan cache; replans are always asked for.
   const cache = deps.cache?.enabled && !replan && planVersion === 0 && runId ? deps.cache : undefined;
@@ -260,13 +265,13 @@ export async function planRun(
     signal,
     call,
   );
-  if (!cache || !cacheKey || !runId) return { outcome, planning: record(outcome.model) };
+  if (!cache || !cacheKey || !runId) return { outcome, planning: record(outcome.model, outcome.inputSha256) };
   if (outcome.ok) {
     await cache.put(cacheKey, { graph: outcome.graph, createdAt: new Date().toISOString(), runId });
   }
   return {
     outcome,
-    planning: { ...record(outcome.model), cache: 'miss' },
+    planning: { ...record(outcome.model, outcome.inputSha256), cache: 'miss' },
     ...(outcome.ok ? { cache: { key: cacheKey, runId } } : {}),
   };
 }

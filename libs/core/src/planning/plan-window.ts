@@ -71,11 +71,14 @@ export async function planWindow(
     signal,
     plannerCall(task),
   );
-  const { usage, calls, model } = asked;
-  if (!asked.ok) return { outcome: asked, planning: context.record(model, WINDOW_PROMPT_VERSION) };
+  const { usage, calls, model, inputSha256 } = asked;
+  const given = inputSha256 !== undefined ? { inputSha256 } : {};
+  if (!asked.ok) {
+    return { outcome: asked, planning: context.record(model, WINDOW_PROMPT_VERSION, inputSha256) };
+  }
   const window = asked.value;
   const planning: PlanningRecord = {
-    ...context.record(model, WINDOW_PROMPT_VERSION),
+    ...context.record(model, WINDOW_PROMPT_VERSION, inputSha256),
     windows: [
       ...windows,
       {
@@ -84,6 +87,7 @@ export async function planWindow(
         observe: window.observe,
         goalReached: window.goalReached,
         reason,
+        ...given,
         usage: {
           promptTokens: usage.promptTokens,
           completionTokens: usage.completionTokens,
@@ -101,6 +105,7 @@ export async function planWindow(
       usage,
       calls,
       model,
+      ...given,
     },
     planning,
   };

@@ -15,6 +15,7 @@ import { observeModelCall } from '../telemetry/metrics.js';
 import { inChatSpan } from '../telemetry/genai.js';
 import type { ToolRegistry } from '../tools/tool.js';
 import { plannerMessages, repairMessage, type PlannerPromptInput } from './planner-prompt.js';
+import { fingerprint } from '../domain/fingerprint.js';
 
 /** What the planner may answer: the kinds the table lets it write. Sent as the structured-output schema. */
 const plannedKinds = Object.values(NODE_KINDS).flatMap((k) => (k.planner ? [k.planner.schema] : []));
@@ -51,8 +52,17 @@ export type PlanOutcome =
       usage: ModelUsage;
       calls: number;
       model: string;
+      /** The fingerprint of what the planner was given (`Asked`). */
+      inputSha256?: string;
     }
-  | { ok: false; issues: readonly ValidationIssue[]; usage: ModelUsage; calls: number; model: string };
+  | {
+      ok: false;
+      issues: readonly ValidationIssue[];
+      usage: ModelUsage;
+      calls: number;
+      model: string;
+      inputSha256?: string;
+    };
 
 /**
  * Checks a graph as a plan of this agent for this input: the static validation of a fixed graph
@@ -130,9 +140,16 @@ export async function planTask(
 }
 
 /** What one planner exchange (an answer and at most one repair) ends with. */
-export type Asked<T> =
+export type Asked<T> = (
   | { ok: true; value: T; usage: ModelUsage; calls: number; model: string }
-  | { ok: false; issues: readonly ValidationIssue[]; usage: ModelUsage; calls: number; model: string };
+  | { ok: false; issues: readonly ValidationIssue[]; usage: ModelUsage; calls: number; model: string }
+) & {
+  /**
+   * The fingerprint of what the planner was given: the sha256 of the canonical JSON of its first
+   * call's messages (a repair adds only the planner's own answer and the issues found in it).
+   */
+  inputSha256?: string;
+};
 
 /**
  * Asks the planner model with structured output named `schema.name`, parses and checks the answer
@@ -152,6 +169,8 @@ export async function askPlanner<T>(
   let calls = 0;
   const model = call.model ?? client.config.plannerModel;
   let issues: readonly ValidationIssue[] = [];
+  const given = fingerprint(messages);
+  const fingerprinted = given !== undefined ? { inputSha256: given } : {};
   // One plan, and at most one repair of it.
   for (let round = 0; round < 2; round++) {
     const answer = await inChatSpan(model, () =>
@@ -181,9 +200,9 @@ export async function askPlanner<T>(
       raw === undefined
         ? { ok: false as const, issues: [{ path: '', message: 'the answer is not JSON' }] }
         : check(raw);
-    if (result.ok) return { ok: true, value: result.value, usage, calls, model };
+    if (result.ok) return { ok: true, value: result.value, usage, calls, model, ...fingerprinted };
     issues = result.issues;
     messages.push({ role: 'assistant', content: answer.text } satisfies ChatMessage, repairMessage(issues));
   }
-  return { ok: false, issues, usage, calls, model };
+  return { ok: false, issues, usage, calls, model, ...fingerprinted };
 }

@@ -1,0 +1,34 @@
+import { createHash } from 'node:crypto';
+import { describe, expect, it } from 'vitest';
+import { canonicalJson, fingerprint, withFingerprints } from './fingerprint.js';
+
+const sha256 = (text: string): string => createHash('sha256').update(text).digest('hex');
+
+describe('fingerprints', () => {
+  it('hash the canonical JSON: keys sorted at every depth, so key order does not change them', () => {
+    expect(canonicalJson({ b: 1, a: { d: [2, { f: 1, e: 0 }], c: 'x' } })).toBe(
+      '{"a":{"c":"x","d":[2,{"e":0,"f":1}]},"b":1}',
+    );
+    expect(fingerprint({ b: 1, a: 2 })).toBe(fingerprint({ a: 2, b: 1 }));
+    expect(fingerprint({ a: 2, b: 1 })).toBe(sha256('{"a":2,"b":1}'));
+  });
+
+  it('write numbers as RFC 8785 does, and what JSON drops as it drops it (the value as stored)', () => {
+    expect(canonicalJson({ n: 1e21, m: 0.1, z: -0, u: undefined })).toBe('{"m":0.1,"n":1e+21,"z":0}');
+    expect(canonicalJson([Number.NaN, undefined])).toBe('[null,null]');
+    expect(canonicalJson(undefined)).toBe('null');
+  });
+
+  it('leave out a value canonical JSON cannot write rather than hash something else', () => {
+    expect(fingerprint({ text: 'cut \ud800 here' })).toBeUndefined();
+  });
+
+  it('are added to a snapshot for the input and output it has, and only those', () => {
+    const base = { status: 'succeeded' as const, attempts: [], finishedAt: 'now', durationMs: 1 };
+    const both = withFingerprints({ ...base, input: { args: 1 }, output: 'ok' });
+    expect(both.inputSha256).toBe(sha256('{"args":1}'));
+    expect(both.outputSha256).toBe(sha256('"ok"'));
+    const none = withFingerprints(base);
+    expect('inputSha256' in none || 'outputSha256' in none).toBe(false);
+  });
+});
