@@ -38,6 +38,7 @@ const LAYERS = [
   ['compile'],
   ['state'],
   ['queues'],
+  ['archive'],
   ['reflect'],
   ['planning'],
   ['executor'],

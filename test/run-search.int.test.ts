@@ -9,7 +9,7 @@ import { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { RunDocument, RunListing } from '@tetraloop/core/domain';
 import { RunStore, runKeyList, runKeys, runSearchKeys } from '@tetraloop/core/state';
-import { startStack, type Stack } from './support/stack.js';
+import { callAsTenant, startStack, type Stack } from './support/stack.js';
 
 const ROOT = 'root-token-0123456789-0123456789-0123456789';
 let stack: Stack;
@@ -28,23 +28,8 @@ afterAll(async () => {
 });
 
 /** A request as the root token acting for `tenant`. */
-async function call(
-  tenant: string,
-  method: string,
-  path: string,
-  body?: unknown,
-): Promise<{ status: number; body: Record<string, unknown> }> {
-  const res = await fetch(`${stack.url}${path}`, {
-    method,
-    headers: {
-      authorization: `Bearer ${ROOT}`,
-      'x-tetraloop-tenant': tenant,
-      ...(body === undefined ? {} : { 'content-type': 'application/json' }),
-    },
-    ...(body === undefined ? {} : { body: JSON.stringify(body) }),
-  });
-  return { status: res.status, body: (await res.json()) as Record<string, unknown> };
-}
+const call = (tenant: string, method: string, path: string, body?: unknown) =>
+  callAsTenant(stack.url, ROOT, tenant, method, path, body);
 
 const ok = { graph: { nodes: [{ id: 'a', kind: 'tool', tool: 'json', args: { value: 1 } }] } };
 const broken = {

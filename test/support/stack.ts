@@ -271,6 +271,27 @@ export async function post(
   return { status: res.status, body: (await res.json()) as Record<string, unknown> };
 }
 
+/** A JSON request to the stack as the root token `root` acting for `tenant` (`X-Tetraloop-Tenant`). */
+export async function callAsTenant(
+  url: string,
+  root: string,
+  tenant: string,
+  method: string,
+  path: string,
+  body?: unknown,
+): Promise<{ status: number; body: Record<string, unknown> }> {
+  const res = await fetch(`${url}${path}`, {
+    method,
+    headers: {
+      authorization: `Bearer ${root}`,
+      'x-tetraloop-tenant': tenant,
+      ...(body === undefined ? {} : { 'content-type': 'application/json' }),
+    },
+    ...(body === undefined ? {} : { body: JSON.stringify(body) }),
+  });
+  return { status: res.status, body: (await res.json()) as Record<string, unknown> };
+}
+
 /**
  * Posts `body` to a webhook source, signed with `secret` (at `t`, unix seconds, default now) in
  * `X-Tetraloop-Signature`; `signature` replaces the header (null: none).

@@ -12,6 +12,7 @@ import {
   type SignalRefusal,
   type RunDocument,
 } from '@tetraloop/core/domain';
+import type { DirectoryArchive } from '@tetraloop/core/archive';
 import type { AcceptBarrier, AcceptShortfall } from '@tetraloop/core/durability';
 import { RunRequest, type RunService, type RunWaiter } from '@tetraloop/core/runs';
 import type { RunStore } from '@tetraloop/core/state';
@@ -67,6 +68,8 @@ export interface RunsRouterDeps extends EventStreamDeps {
   readonly longRequests: LongRequests;
   /** What an accepted run waits for (replicas, the AOF) before `202`; nothing when absent. */
   readonly acceptBarrier?: AcceptBarrier;
+  /** Where a run whose Redis record expired is read from (`TETRALOOP_ARCHIVE_DIR`); absent: nowhere. */
+  readonly archive?: DirectoryArchive;
 }
 
 /** Seconds a client is told to wait before it retries an accept that was not confirmed. */
@@ -199,9 +202,16 @@ export function runHandlers(deps: RunsRouterDeps): Partial<Record<RouteName, Req
     const runId = runIdOf(req);
     const query = ReadQuery.safeParse(req.query);
     if (!query.success) throw zodToHttp(query.error, ['query']);
-    const doc = await deps.runs.get(runId);
-    if (!doc || doc.tenant !== callerOf(res).tenant) throw runNotFound();
+    const { tenant } = callerOf(res);
+    const doc = (await deps.runs.get(runId)) ?? (await archived(runId, tenant));
+    if (!doc || doc.tenant !== tenant) throw runNotFound();
     res.json(await answer(doc, query.data.expand));
+  };
+
+  /** A run no longer in Redis, from the archive: its document as archived (blobs read in). */
+  const archived = async (runId: string, tenant: string): Promise<RunDocument | null> => {
+    const record = await deps.archive?.run(runId, tenant);
+    return record ? { ...record.run, archivedAt: record.archivedAt } : null;
   };
 
   const wait: RequestHandler = async (req, res) => {

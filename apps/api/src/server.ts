@@ -141,6 +141,7 @@ export async function startApi(env: ApiEnv, options: StartApiOptions = {}): Prom
     hub,
     longRequests,
     runs: services.runs,
+    ...(services.archive ? { archive: services.archive.archive } : {}),
     ...(barrier ? { acceptBarrier: barrier.barrier } : {}),
     sessionStore: services.sessionStore,
     ...(services.memory ? { memory: services.memory } : {}),

@@ -9,3 +9,4 @@ export { schedulesCommand, SCHEDULES_USAGE, type SchedulesIo } from './schedules
 export * from './api-client.js';
 export { tetraloopMcpServer } from './mcp-command.js';
 export * from './triggers-command.js';
+export * from './archive-command.js';

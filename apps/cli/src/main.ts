@@ -1,6 +1,6 @@
 /**
  * `tetraloop <command>`: dev | api | worker | run | runs | explain | agent | lessons | schedules |
- * keys | triggers | events | mcp | openapi | config. Every command first reads the config file
+ * keys | triggers | events | mcp | openapi | archive | config. Every command first reads the config file
  * (`--config` or TETRALOOP_CONFIG) into the environment where the environment sets nothing.
  * Each process type also runs alone against a shared REDIS_URL, so pools scale as separate
  * processes; `run`, `runs`, `explain`, `lessons`, `schedules`, `triggers` and `events` are clients of the API at
@@ -66,6 +66,9 @@ const usage = (POOLS: readonly string[]): string => `usage: tetraloop <command>
                                         or into a file
   mcp                                   Tetraloop as an MCP server on stdio (run_graph, run_task,
                                         get_run), a client of TETRALOOP_API_URL
+  archive export --since <time> [--until <time>] [--kind runs|transcripts] [--tenant <t>] [--dir <d>]
+                                        the archived runs and transcripts (TETRALOOP_ARCHIVE_DIR),
+                                        as JSON Lines
   config check|print [--process api|workers|dev|client|all] [--json]
                                         check the whole configuration (exit 1 naming every bad
                                         field), or print the effective settings and their sources
@@ -180,6 +183,9 @@ export async function main(args: string[]): Promise<void> {
       }
       case 'mcp':
         return await (await import('./mcp-command.js')).runMcpServer();
+      case 'archive':
+        process.exitCode = await (await import('./archive-command.js')).archiveCommand(rest);
+        return;
       default:
         return command satisfies never;
     }
@@ -206,6 +212,7 @@ const COMMANDS = [
   'events',
   'openapi',
   'mcp',
+  'archive',
   'config',
 ] as const;
 type Command = (typeof COMMANDS)[number];

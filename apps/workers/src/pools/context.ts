@@ -197,6 +197,7 @@ export async function openPoolContext(env: WorkerEnv, options: StartPoolsOptions
     nodeSlots,
     cost,
     webhooks: services.outbox,
+    ...(services.archive ? { archive: services.archive } : {}),
     sessions: {
       onRunSettled: (runId: string) => services.sessions.onRunSettled(runId),
       environmentVersion: async (sessionKey: string) =>

@@ -1908,6 +1908,7 @@ export interface components {
                 [key: string]: unknown;
             } | null;
             error: components["schemas"]["RunError"] | null;
+            archivedAt?: string;
         };
         DocumentGraph: {
             nodes: ({
@@ -1926,6 +1927,8 @@ export interface components {
             status: "succeeded" | "failed" | "skipped" | "cancelled";
             input?: unknown;
             output?: unknown;
+            inputSha256?: string;
+            outputSha256?: string;
             error?: components["schemas"]["NodeError"];
             attempts: components["schemas"]["AttemptRecord"][];
             startedAt?: string;
@@ -2093,6 +2096,7 @@ export interface components {
         PlanningRecord: {
             plannerModel: string;
             promptVersion: string;
+            inputSha256?: string;
             toolCatalogVersion: string;
             planVersion: number;
             environmentVersion: number;
@@ -2107,6 +2111,7 @@ export interface components {
                 observe: string[];
                 goalReached: boolean;
                 reason: string;
+                inputSha256?: string;
                 usage: {
                     promptTokens: number;
                     completionTokens: number;

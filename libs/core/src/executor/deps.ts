@@ -3,6 +3,7 @@
  * the retry and backoff policy, the tools and model, and the hooks into plugins and sessions.
  */
 import type { Logger } from 'pino';
+import type { RunArchiver } from '../archive/run-archiver.js';
 import type { Ceilings } from '../ceilings/ceilings.js';
 import type { PriceTable } from '../cost/price-table.js';
 import type { NodeErrorData } from '../errors/node-error.js';
@@ -141,6 +142,8 @@ export interface ExecutorDeps {
   readonly cost?: CostDeps;
   /** Where runs' events go out to their webhooks and their tenants' subscriptions. Absent: nowhere. */
   readonly webhooks?: WebhookOutbox;
+  /** Where settled runs are archived (the plan pool). Absent (no `TETRALOOP_ARCHIVE_DIR`): nowhere. */
+  readonly archive?: RunArchiver;
   readonly logger: Logger;
 }
 

@@ -353,6 +353,7 @@ async function settleUnplanned(deps: ExecutorDeps, runId: string): Promise<RunSt
   await releaseRun(deps, runId);
   await deps.webhooks?.runFinished(runId);
   deps.logger.info({ runId, status: ended.status }, 'run ended before it was planned');
+  await deps.archive?.archiveRun(runId);
   return ended.status ?? 'gone';
 }
 
@@ -367,6 +368,7 @@ async function rejectPlan(deps: ExecutorDeps, runId: string, error: RunError): P
   await releaseRun(deps, runId);
   await deps.webhooks?.runFinished(runId);
   deps.logger.info({ runId, issues: error.issues?.length ?? 0 }, 'plan rejected');
+  await deps.archive?.archiveRun(runId);
   return ended.status ?? 'failed';
 }
 
@@ -658,6 +660,8 @@ async function finalize(
   // Announced on every such pass too, and not caught: a pass that could not enqueue the deliveries
   // fails, and BullMQ's retry of the root job announces again (the delivery ids are the same).
   await deps.webhooks?.runFinished(plan.runId, { tenant: plan.tenant, hasWebhook: state.hasWebhook });
+  // Last, so nothing a client waits for waits on it; on every such pass, so a crash cannot lose it.
+  await deps.archive?.archiveRun(plan.runId);
   return status ?? 'failed';
 }
 

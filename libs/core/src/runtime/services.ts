@@ -6,6 +6,7 @@
  * `sessionConfigOf`, `ceilingsOf`, …); what only the API or the workers build is theirs.
  */
 import type { RedisClient } from './redis.js';
+import { DirectoryArchive, RunArchiver } from '../archive/index.js';
 import type { Logger } from 'pino';
 import { metrics } from '../telemetry/metrics.js';
 import {
@@ -102,6 +103,8 @@ export interface Services {
   /** Each tenant's schedules, and their firings (BullMQ job schedulers on the sense queue). */
   readonly schedules: ScheduleService;
   readonly memory?: MemoryServices;
+  /** Writes settled runs and session transcripts to the archive; absent without `TETRALOOP_ARCHIVE_DIR`. */
+  readonly archive?: RunArchiver;
   /** Each tenant's triggers. */
   readonly triggers: TriggerBook;
   /** Where events come in (the API), and where they start runs (the sense pool). */
@@ -163,9 +166,14 @@ export function buildServices(
   });
   const memory =
     env.TETRALOOP_REFLECT === 'on' ? memoryServices(env, redis, store, queues, logger) : undefined;
+  const archive =
+    env.TETRALOOP_ARCHIVE_DIR === undefined
+      ? undefined
+      : new RunArchiver({ archive: new DirectoryArchive(env.TETRALOOP_ARCHIVE_DIR), store, logger });
   const sessions = new SessionService({
     ...(memory ? { lessons: memory.book } : {}),
     allowedTools,
+    ...(archive ? { archive } : {}),
     redis,
     prefix,
     sessions: sessionStore,
@@ -229,6 +237,7 @@ export function buildServices(
       logger,
     }),
     ...(memory ? { memory } : {}),
+    ...(archive ? { archive } : {}),
   };
 }
 

@@ -12,6 +12,7 @@ import { derivedRunId } from '../domain/run-id.js';
 import type { Queue } from 'bullmq';
 import type { Logger } from 'pino';
 import type { RunDocument } from '../domain/run-model.js';
+import type { RunArchiver } from '../archive/run-archiver.js';
 import { cancelledError } from '../errors/run-error.js';
 import type { HookRegistry } from '../hooks/hook-registry.js';
 import { Thinking } from '../model/thinking.js';
@@ -129,6 +130,8 @@ export interface SessionDeps {
   readonly allowedTools: (agentId: string) => ReadonlySet<string>;
   /** Writes compaction summaries; without it (no model configured) they are truncations. */
   readonly summarize?: Summarizer;
+  /** Where transcripts are archived once a session run settled; absent: nowhere. */
+  readonly archive?: RunArchiver;
   readonly config: SessionConfig;
   readonly logger: Logger;
 }
@@ -376,6 +379,8 @@ export class SessionService {
         await sessions.releaseReply(sessionKey, runId);
       }
     }
+    // The lines the run added (its message, its reply) are archived before the lane moves on.
+    await this.deps.archive?.archiveTranscript(sessions, sessionKey);
     await this.advance(sessionKey, runId);
   }
 

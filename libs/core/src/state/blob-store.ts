@@ -115,13 +115,19 @@ export class BlobStore {
 
   /**
    * The run document with every stub in `output` (a sink's output) and, unless `nodes` is false,
-   * in `nodes.*.output` replaced by its content. A blob no longer stored leaves its stub.
+   * in `nodes.*.output` (and with `inputs`, in `nodes.*.input`) replaced by its content. A blob no
+   * longer stored leaves its stub.
    */
-  async expandDocument(doc: RunDocument, options: { nodes?: boolean } = {}): Promise<RunDocument> {
+  async expandDocument(
+    doc: RunDocument,
+    options: { nodes?: boolean; inputs?: boolean } = {},
+  ): Promise<RunDocument> {
     const withNodes = options.nodes !== false;
+    const withInputs = withNodes && options.inputs === true;
     const stubs = [
       ...Object.values(doc.output ?? {}),
       ...(withNodes ? Object.values(doc.nodes).map((view) => outputOf(view)) : []),
+      ...(withInputs ? Object.values(doc.nodes).map((view) => inputOf(view)) : []),
     ].filter(isBlobStub);
     if (stubs.length === 0) return doc;
     const contents = await this.contents(doc.tenant, stubs);
@@ -129,14 +135,21 @@ export class BlobStore {
       isBlobStub(value) && contents.has(value.$blob) ? contents.get(value.$blob) : value;
     const mapValues = <T>(record: Record<string, T>, f: (v: T) => T): Record<string, T> =>
       Object.fromEntries(Object.entries(record).map(([k, v]) => [k, f(v)]));
+    const expandView = (view: NodeView): NodeView => {
+      if (!('output' in view) && !(withInputs && 'input' in view)) return view;
+      return {
+        ...view,
+        ...('output' in view ? { output: swap(view.output) } : {}),
+        ...(withInputs && 'input' in view ? { input: swap(view.input) } : {}),
+      };
+    };
     return {
       ...doc,
       output: doc.output ? mapValues(doc.output, swap) : doc.output,
-      nodes: withNodes
-        ? mapValues(doc.nodes, (view) => ('output' in view ? { ...view, output: swap(view.output) } : view))
-        : doc.nodes,
+      nodes: withNodes ? mapValues(doc.nodes, expandView) : doc.nodes,
     };
   }
 }
 
 const outputOf = (view: NodeView): unknown => ('output' in view ? view.output : undefined);
+const inputOf = (view: NodeView): unknown => ('input' in view ? view.input : undefined);

@@ -1,0 +1,186 @@
+/**
+ * The archive as a directory of gzip JSON Lines files (`archive-record.ts` names them). Each record
+ * is appended as one gzip member in one `write` to a file opened for appending, so several
+ * processes may append to one file; a file of several members is a valid gzip file (`zcat` reads
+ * it whole). Beside the files, `index/` holds what finds a record without reading every file: a
+ * run's day and tenant, and how far each session's transcript is archived.
+ *
+ * Run data is in here: the directory is made 0700 and every file 0600.
+ */
+import { createHash } from 'node:crypto';
+import { createReadStream } from 'node:fs';
+import { mkdir, open, readFile, writeFile } from 'node:fs/promises';
+import { join } from 'node:path';
+import { pipeline, type Readable } from 'node:stream';
+import { StringDecoder } from 'node:string_decoder';
+import { promisify } from 'node:util';
+import { createGunzip, gzip } from 'node:zlib';
+import {
+  ARCHIVE_KINDS,
+  archiveFileName,
+  archivedWithin,
+  dayOf,
+  daysOf,
+  kindOf,
+  recordId,
+  type ArchiveKind,
+  type ArchiveRecord,
+  type ArchivedRun,
+} from './archive-record.js';
+
+const gzipAsync = promisify(gzip);
+
+/** Directories of the archive: only its owner may list or enter them. */
+const DIR_MODE = 0o700;
+/** Files of the archive: only its owner may read them. */
+const FILE_MODE = 0o600;
+
+/** A run id as it may name an index file: a UUID (the API accepts no other). */
+const RUN_ID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
+
+/** Where a run's record is: the day of its file, and its tenant (checked before the file is read). */
+interface RunPointer {
+  readonly day: string;
+  readonly tenant: string;
+}
+
+/** What an export reads. */
+export interface ArchiveQuery {
+  readonly since: Date;
+  /** Excluded. */
+  readonly until: Date;
+  /** @defaultValue both kinds */
+  readonly kinds?: readonly ArchiveKind[];
+  /** Only this tenant's records. */
+  readonly tenant?: string;
+}
+
+export class DirectoryArchive {
+  private made = false;
+
+  constructor(readonly dir: string) {}
+
+  /** Appends `record` to its kind's file of its day. */
+  async append(record: ArchiveRecord): Promise<void> {
+    const file = join(this.dir, archiveFileName(kindOf(record), dayOf(new Date(record.archivedAt))));
+    const member = await gzipAsync(`${JSON.stringify(record)}\n`);
+    await this.ensureDir(this.dir);
+    const handle = await open(file, 'a', FILE_MODE);
+    try {
+      const { bytesWritten } = await handle.write(member);
+      if (bytesWritten !== member.length) throw new Error(`short write to ${file}`);
+    } finally {
+      await handle.close();
+    }
+  }
+
+  /** Whether a run is archived (its index entry, written after its record, exists). */
+  async hasRun(runId: string): Promise<boolean> {
+    return (await this.pointer(runId)) !== null;
+  }
+
+  /** Records where a run's record is, once it was appended. */
+  async indexRun(record: ArchivedRun): Promise<void> {
+    const file = this.pointerFile(record.runId);
+    if (!file) return;
+    await this.ensureDir(join(file, '..'));
+    const pointer: RunPointer = { day: dayOf(new Date(record.archivedAt)), tenant: record.tenant };
+    await writeFile(file, JSON.stringify(pointer), { mode: FILE_MODE });
+  }
+
+  /** The archived record of a run of `tenant`; null when there is none (or it is another tenant's). */
+  async run(runId: string, tenant: string): Promise<ArchivedRun | null> {
+    const pointer = await this.pointer(runId);
+    if (!pointer || pointer.tenant !== tenant) return null;
+    for await (const record of this.read(join(this.dir, archiveFileName('runs', pointer.day)))) {
+      if (record.kind === 'run' && record.runId === runId && record.tenant === tenant) return record;
+    }
+    return null;
+  }
+
+  /**
+   * The records archived in [`since`, `until`), day by day, runs before transcripts each day; a
+   * record archived twice (a retried write) is given once.
+   */
+  async *records(query: ArchiveQuery): AsyncGenerator<ArchiveRecord> {
+    const kinds = query.kinds ?? ARCHIVE_KINDS;
+    const seen = new Set<string>();
+    for (const day of daysOf(query.since, query.until)) {
+      for (const kind of kinds) {
+        for await (const record of this.read(join(this.dir, archiveFileName(kind, day)))) {
+          if (!archivedWithin(record, query.since, query.until)) continue;
+          if (query.tenant !== undefined && record.tenant !== query.tenant) continue;
+          const id = recordId(record);
+          if (seen.has(id)) continue;
+          seen.add(id);
+          yield record;
+        }
+      }
+    }
+  }
+
+  /** The first transcript line of `sessionKey` (as stored) not archived yet; 0 for none. */
+  async transcriptCursor(sessionKey: string): Promise<number> {
+    const text = await readFile(this.cursorFile(sessionKey), 'utf8').catch(missingAs(null));
+    const n = text === null ? 0 : Number(text);
+    return Number.isSafeInteger(n) && n >= 0 ? n : 0;
+  }
+
+  async setTranscriptCursor(sessionKey: string, next: number): Promise<void> {
+    const file = this.cursorFile(sessionKey);
+    await this.ensureDir(join(file, '..'));
+    await writeFile(file, String(next), { mode: FILE_MODE });
+  }
+
+  /** The records of one file, oldest first; none when it does not exist. */
+  private async *read(file: string): AsyncGenerator<ArchiveRecord> {
+    const handle = await open(file, 'r').catch(missingAs(null));
+    if (!handle) return;
+    // Streamed: a day's file may be larger than is wise to hold at once.
+    const lines = pipeline(createReadStream('', { fd: handle }), createGunzip(), () => undefined);
+    // A character may be cut between two chunks: the decoder holds its first bytes back.
+    const text = new StringDecoder('utf8');
+    let rest = '';
+    for await (const chunk of lines as Readable) {
+      const parts = (rest + text.write(chunk as Buffer)).split('\n');
+      rest = parts.pop() ?? '';
+      for (const line of parts) if (line !== '') yield JSON.parse(line) as ArchiveRecord;
+    }
+    rest += text.end();
+    if (rest !== '') yield JSON.parse(rest) as ArchiveRecord;
+  }
+
+  private async pointer(runId: string): Promise<RunPointer | null> {
+    const file = this.pointerFile(runId);
+    if (!file) return null;
+    const text = await readFile(file, 'utf8').catch(missingAs(null));
+    return text === null ? null : (JSON.parse(text) as RunPointer);
+  }
+
+  /** A run's index file, sharded by its first two characters; none for an id that is not a UUID. */
+  private pointerFile(runId: string): string | null {
+    if (!RUN_ID.test(runId)) return null;
+    const id = runId.toLowerCase();
+    return join(this.dir, 'index', 'runs', id.slice(0, 2), id);
+  }
+
+  /** A session's cursor file, named by the hash of its stored key (any characters, any length). */
+  private cursorFile(sessionKey: string): string {
+    const hex = createHash('sha256').update(sessionKey).digest('hex');
+    return join(this.dir, 'index', 'transcripts', hex.slice(0, 2), hex);
+  }
+
+  private async ensureDir(dir: string): Promise<void> {
+    if (dir === this.dir && this.made) return;
+    await mkdir(dir, { recursive: true, mode: DIR_MODE });
+    if (dir === this.dir) this.made = true;
+  }
+}
+
+/** A catch handler answering `value` for a file that does not exist, rethrowing anything else. */
+const missingAs =
+  <T>(value: T) =>
+  (err: unknown): T => {
+    if ((err as NodeJS.ErrnoException).code === 'ENOENT') return value;
+    throw err;
+  };

@@ -1,0 +1,3 @@
+export * from './archive-record.js';
+export * from './directory-archive.js';
+export * from './run-archiver.js';
