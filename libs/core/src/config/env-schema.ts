@@ -310,7 +310,7 @@ export const BASE_SETTINGS = {
     file: 'runs.archiveDir',
     readBy: ['api', 'workers', 'client'],
     pools: ['plan', 'sense'],
-    doc: 'The archive: a directory where settled runs (document, node snapshots, events) and session transcripts are appended as gzip JSON Lines, one file per kind per UTC day (`runs-2026-12-02.jsonl.gz`), so they outlive `TETRALOOP_RUN_RETENTION_SECONDS`. The plan and sense pools write it, the API serves an expired run from it (`GET /v1/runs/:id`), `tetraloop archive export` reads it; every process that does must see the same directory. Unset: no archive, and nothing is written or read.',
+    doc: 'The archive: a directory where settled runs (document, node snapshots, events) and session transcripts are appended as gzip JSON Lines, one file per kind per UTC day (`runs-2026-12-02.jsonl.gz`), so they outlive `TETRALOOP_RUN_RETENTION_SECONDS`. The plan and sense pools write it (the API too, for a run cancelled before it started), the API serves an expired run from it (`GET /v1/runs/:id`), `tetraloop archive export` reads it; every process that does must see the same directory. Unset: no archive, and nothing is written or read.',
     schema: z
       .string()
       .optional()

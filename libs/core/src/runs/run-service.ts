@@ -2,6 +2,7 @@
  * What a client can do with runs: submit (validated, idempotent), read, cancel, resume, signal,
  * wait and follow events. Used by the HTTP API; holds no process state besides its connections.
  */
+import type { RunArchiver } from '../archive/run-archiver.js';
 import { metrics } from '../telemetry/metrics.js';
 import { randomUUID } from 'node:crypto';
 import type { Ceilings, RunBudget } from '../ceilings/ceilings.js';
@@ -133,6 +134,8 @@ export interface RunServiceDeps {
   readonly webhooks?: WebhookStore;
   /** Announces runs settled here (cancelled before they started) to their webhooks. */
   readonly outbox?: WebhookOutbox;
+  /** Where a run cancelled before it started is archived (`TETRALOOP_ARCHIVE_DIR`); absent: nowhere. */
+  readonly archive?: RunArchiver;
   /**
    * The run queues send on the store's own connection to one Redis (not a cluster), so a new run's
    * root job may be added without waiting for its create: Redis runs them in the order sent.
@@ -426,8 +429,9 @@ export class RunService {
   async cancelUnstarted(runId: string, reason: string): Promise<void> {
     const ended = await this.deps.store.endUnstarted(runId, cancelledError(reason), new Date().toISOString());
     if (ended.settled) await recordSettledRun(this.deps.store, runId);
-    // No root job will settle it: it is announced here (a repeat of this call announces again).
+    // No root job will settle it: it is announced (and archived) here; a repeat does it again.
     await this.deps.outbox?.runFinished(runId);
+    await this.deps.archive?.archiveRun(runId);
   }
 
   /**

@@ -151,7 +151,12 @@ export function buildServices(
   });
   const ceilings = ceilingsOf(env);
   const allowedTools = allowedToolsOf(env, tools);
+  const archive =
+    env.TETRALOOP_ARCHIVE_DIR === undefined
+      ? undefined
+      : new RunArchiver({ archive: new DirectoryArchive(env.TETRALOOP_ARCHIVE_DIR), store, logger });
   const runs = new RunService({
+    ...(archive ? { archive } : {}),
     ...runSettingsOf(env),
     store,
     webhooks,
@@ -166,10 +171,6 @@ export function buildServices(
   });
   const memory =
     env.TETRALOOP_REFLECT === 'on' ? memoryServices(env, redis, store, queues, logger) : undefined;
-  const archive =
-    env.TETRALOOP_ARCHIVE_DIR === undefined
-      ? undefined
-      : new RunArchiver({ archive: new DirectoryArchive(env.TETRALOOP_ARCHIVE_DIR), store, logger });
   const sessions = new SessionService({
     ...(memory ? { lessons: memory.book } : {}),
     allowedTools,
