@@ -30,6 +30,8 @@ let stack: Stack;
 let model: ModelServer;
 let redis: Redis;
 let dir: string;
+/** What the agent's model calls wait for before they answer: a test holds a session run with it. */
+let held: Promise<void> = Promise.resolve();
 
 const isPlannerCall = (r: ChatRequest): boolean =>
   (r.response_format as { json_schema?: { name?: string } } | undefined)?.json_schema?.name === 'graph';
@@ -41,10 +43,11 @@ const PLAN = {
 beforeAll(async () => {
   dir = join(await mkdtemp(join(tmpdir(), 'tetraloop-archive-')), 'archive');
   model = await startModelServer({
-    script: (r) =>
-      isPlannerCall(r)
-        ? { content: JSON.stringify(PLAN) }
-        : { content: `echo: ${r.messages.at(-1)?.content ?? ''}` },
+    script: async (r) => {
+      if (isPlannerCall(r)) return { content: JSON.stringify(PLAN) };
+      await held;
+      return { content: `echo: ${r.messages.at(-1)?.content ?? ''}` };
+    },
   });
   stack = await startStack({
     pools: ['sense', 'plan', 'tool'],
@@ -228,6 +231,30 @@ describe('the archive', () => {
       expect.objectContaining({ role: 'assistant', text: expect.stringContaining('echo') }),
     );
     expect(mine.every((r) => r.tenant === TENANT)).toBe(true);
+  });
+
+  it('archives a session run cancelled before it started, by /stop', async () => {
+    const since = new Date(Date.now() - 1000).toISOString();
+    const key = `stop-${randomUUID().slice(0, 8)}`;
+    let release = (): void => undefined;
+    held = new Promise((resolve) => (release = resolve));
+    try {
+      const first = await call(TENANT, 'POST', `/v1/sessions/${key}/messages`, { text: 'work' });
+      const queued = await call(TENANT, 'POST', `/v1/sessions/${key}/messages`, {
+        text: 'more',
+        mode: 'followup',
+      });
+      expect(queued.body).toMatchObject({ queued: true });
+      const queuedRun = queued.body.runId as string;
+      await call(TENANT, 'POST', `/v1/sessions/${key}/messages`, { text: '/stop' });
+      const { records } = await exported(['--since', since, '--kind', 'runs']);
+      const record = records.find((r) => r.kind === 'run' && r.runId === queuedRun);
+      expect(record?.kind === 'run' && record.run.status).toBe('cancelled');
+      expect(first.status).toBe(202);
+    } finally {
+      release();
+      held = Promise.resolve();
+    }
   });
 
   it('keeps its files to their owner, and each file is gzip that zcat reads whole', async () => {

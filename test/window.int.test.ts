@@ -4,6 +4,8 @@
  * outputs asked for, the goal ends the run, windows are bounded in size and number, and an invalid
  * window is rejected whole.
  */
+import { createHash } from 'node:crypto';
+import canonicalize from 'canonicalize';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import {
   startModelServer,
@@ -59,6 +61,11 @@ const work = (id: string, ms = 1) => ({
   tool: 'http',
   args: { url: `${server.url}/work?node=${id}&ms=${ms}` },
 });
+/** The hex sha256 of a value's canonical JSON (RFC 8785). */
+const fingerprintOf = (value: unknown): string =>
+  createHash('sha256')
+    .update(canonicalize(value) ?? 'null')
+    .digest('hex');
 const windowRequests = (before: number): ChatRequest[] => model.requests.slice(before).filter(isWindowCall);
 const userOf = (r: ChatRequest): string => r.messages.find((m) => m.role === 'user')!.content!;
 
@@ -113,6 +120,8 @@ describe('window mode', () => {
         observe: ['w-b', 'w-c'],
         goalReached: false,
         reason: 'start',
+        // The fingerprint of what the window's planner was given: its call's messages.
+        inputSha256: fingerprintOf(calls[0]!.messages),
         usage: { promptTokens: 100, completionTokens: 50, modelCalls: 1 },
       },
       {
@@ -121,9 +130,11 @@ describe('window mode', () => {
         observe: ['w-d'],
         goalReached: true,
         reason: 'window_drained: window 1 drained',
+        inputSha256: fingerprintOf(calls[1]!.messages),
         usage: { promptTokens: 100, completionTokens: 50, modelCalls: 1 },
       },
     ]);
+    expect(doc.planning!.inputSha256).toBe(fingerprintOf(calls[1]!.messages));
     // The completed nodes kept their snapshots; the run's usage spans both windows.
     expect(server.hitsOf('w-a')).toHaveLength(1);
     expect(doc.usage).toMatchObject({
