@@ -379,9 +379,10 @@ export class SessionService {
         await sessions.releaseReply(sessionKey, runId);
       }
     }
-    // The lines the run added (its message, its reply) are archived before the lane moves on.
-    await this.deps.archive?.archiveTranscript(sessions, sessionKey);
     await this.advance(sessionKey, runId);
+    // The lines the run added (its message, its reply), once the lane moved on: the next run does
+    // not wait for the archive.
+    await this.deps.archive?.archiveTranscript(sessions, sessionKey);
   }
 
   /**
