@@ -1,10 +1,11 @@
 /**
- * Memory and the reflect loop on a real Redis with the reflect pool running: settled runs fill
- * the agent's memory, a failure streak triggers a reflection, a service that keeps failing becomes
- * an active hard lesson that refuses calls to it (no network call), a probe that finds it back
- * retires the lesson; template lessons set timeouts, retry a rate-limited service's 429s more and
- * further apart, and give a model node whose answers keep failing its schema temperature 0 and
- * the schema in its prompt; the API reads and overrides it all.
+ * Memory and the reflect loop on a real Redis with the reflect pool running, with the default
+ * lifecycle: settled runs fill the agent's memory, a failure streak triggers a reflection, a
+ * service that keeps failing becomes a hard lesson on probation (calls still reach it) and, once
+ * later failures support it, an active one that refuses calls to it (no network call); a probe
+ * that finds it back retires the lesson; template lessons set timeouts, retry a rate-limited
+ * service's 429s more and further apart, and give a model node whose answers keep failing its
+ * schema temperature 0 and the schema in its prompt; the API reads and overrides it all.
  */
 import { randomUUID } from 'node:crypto';
 import { Redis } from 'ioredis';
@@ -65,37 +66,67 @@ const call = (agentId: string, url: string): unknown => ({
   agentId,
   graph: { nodes: [{ id: 'fetch', kind: 'tool', tool: 'http', args: { url } }] },
 });
+/**
+ * Follows an agent's reflections from now on: `next()` resolves when its next one completed. Each
+ * failed run from the third in a row asks for one, so a test waits for it before the next run.
+ */
+async function reflectionsOf(agentId: string): Promise<{ next(): Promise<unknown>; close(): void }> {
+  const jobs = await followJobEvents(stack, ['reflect']);
+  return {
+    next: () =>
+      jobs.next(
+        (e) => e.jobId === `reflect-${agentId}` && e.event === 'completed',
+        Date.now() + 20_000,
+        'the reflection',
+      ),
+    close: () => jobs.close(),
+  };
+}
 const lessonsOf = async (agentId: string, status?: string): Promise<{ version: number; lessons: Lesson[] }> =>
   (await fetch(`${stack.url}/v1/agents/${agentId}/lessons${status ? `?status=${status}` : ''}`).then((r) =>
     r.json(),
   )) as { version: number; lessons: Lesson[] };
 
 describe('the reflect loop', () => {
-  it('learns that a failing service is down, refuses calls to it, and lets a probe find it back', async () => {
+  it('learns that a failing service is down, on probation first, then refuses calls to it, and lets a probe find it back', async () => {
     const agentId = 'hard';
-    const jobs = await followJobEvents(stack, ['reflect']);
+    const reflections = await reflectionsOf(agentId);
     const failed: RunDocument[] = [];
     for (let i = 0; i < 3; i++)
       failed.push(await runToEnd(stack.url, call(agentId, `${broken.url}/status/503?node=d${i}`)));
     expect(failed.map((d) => d.status)).toEqual(['failed', 'failed', 'failed']);
-    // Three failed runs in a row trigger a reflection of the agent.
-    await jobs.next(
-      (e) => e.jobId === `reflect-${agentId}` && e.event === 'completed',
-      Date.now() + 20_000,
-      'the reflection',
-    );
-    jobs.close();
+    // Three failed runs in a row trigger a reflection of the agent: it proposes the lesson, on probation.
+    await reflections.next();
+    const proposed = await lessonsOf(agentId);
+    expect(proposed.version).toBe(0);
+    expect(proposed.lessons).toEqual([
+      expect.objectContaining({
+        id: lessonId(agentId, 'service-down', { tool: 'http', host: host(broken) }),
+        kind: 'hard',
+        status: 'probation',
+        cases: 3,
+        scope: { tool: 'http', host: host(broken) },
+      }),
+    ]);
+    // On probation it has no effect: the next calls still reach the service (and fail again). Each
+    // failure in a row asks for a reflection; the second one after the lesson's proposal activates it.
+    const statuses: string[] = [];
+    for (const node of ['d3', 'd4']) {
+      const tried = await runToEnd(stack.url, call(agentId, `${broken.url}/status/503?node=${node}`));
+      expect(tried.nodes.fetch).toMatchObject({ status: 'failed', error: { code: 'server' } });
+      expect(tried.nodes.fetch!.attempts[0]!.lessons).toBeUndefined();
+      expect(broken.hitsOf(node)).toHaveLength(1);
+      failed.push(tried);
+      await reflections.next();
+      statuses.push((await lessonsOf(agentId)).lessons[0]!.status);
+    }
+    reflections.close();
+    expect(statuses).toEqual(['probation', 'active']);
     const { lessons, version } = await lessonsOf(agentId);
     expect(version).toBe(1);
     expect(lessons).toHaveLength(1);
     const [lesson] = lessons;
-    expect(lesson).toMatchObject({
-      id: lessonId(agentId, 'service-down', { tool: 'http', host: host(broken) }),
-      kind: 'hard',
-      status: 'active',
-      cases: 3,
-      scope: { tool: 'http', host: host(broken) },
-    });
+    expect(lesson).toMatchObject({ kind: 'hard', status: 'active', cases: 5 });
     expect([...lesson!.evidence].sort()).toEqual(failed.map((d) => d.runId).sort());
 
     // A probe just went out: the next call is refused without reaching the service.
@@ -196,18 +227,19 @@ describe('template lessons learned from the record', () => {
         ],
       },
     });
-    const jobs = await followJobEvents(stack, ['reflect']);
-    // Three runs answered 429 (no retries, so the third failure in a row is what asks for a reflection).
-    for (let i = 0; i < 3; i++) {
+    const reflections = await reflectionsOf(agentId);
+    // Runs answered 429 (no retries): the third failure in a row asks for a reflection, which
+    // proposes the lesson; each later one asks again, and the second after it activates it.
+    const statuses: string[] = [];
+    for (let i = 0; i < 5; i++) {
       const doc = await runToEnd(stack.url, limited(`rl${i}`, 10, { rate_limited: 0 }));
       expect(doc.nodes.fetch).toMatchObject({ status: 'failed', error: { code: 'rate_limited' } });
+      if (i < 2) continue;
+      await reflections.next();
+      statuses.push((await lessonsOf(agentId)).lessons[0]!.status);
     }
-    await jobs.next(
-      (e) => e.jobId === `reflect-${agentId}` && e.event === 'completed',
-      Date.now() + 20_000,
-      'the reflection',
-    );
-    jobs.close();
+    reflections.close();
+    expect(statuses).toEqual(['probation', 'probation', 'active']);
     const { lessons } = await lessonsOf(agentId);
     const id = lessonId(agentId, 'rate-limited', { tool: 'http', host: host(healthy) });
     expect(lessons).toEqual([
@@ -253,21 +285,22 @@ describe('template lessons learned from the record', () => {
         ],
       },
     };
-    const jobs = await followJobEvents(stack, ['reflect']);
-    for (let i = 0; i < 3; i++) {
+    const reflections = await reflectionsOf(agentId);
+    // Proposed at the third failure in a row, in effect once two more support it.
+    const statuses: string[] = [];
+    for (let i = 0; i < 5; i++) {
       const doc = await runToEnd(stack.url, extract);
       expect(doc.nodes.extract).toMatchObject({
         status: 'failed',
         error: { code: 'validation', invalidAnswer: true },
         attempts: [{ tool: 'llm', target: 'gpt-4o-mini' }],
       });
+      if (i < 2) continue;
+      await reflections.next();
+      statuses.push((await lessonsOf(agentId)).lessons[0]!.status);
     }
-    await jobs.next(
-      (e) => e.jobId === `reflect-${agentId}` && e.event === 'completed',
-      Date.now() + 20_000,
-      'the reflection',
-    );
-    jobs.close();
+    reflections.close();
+    expect(statuses).toEqual(['probation', 'probation', 'active']);
     const id = lessonId(agentId, 'invalid-answer', { tool: 'llm', host: 'gpt-4o-mini', node: 'extract' });
     expect((await lessonsOf(agentId)).lessons).toEqual([
       expect.objectContaining({

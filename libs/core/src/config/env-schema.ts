@@ -26,7 +26,7 @@ import {
   MAX_WINDOWS,
   MAX_WINDOW_SIZE,
 } from '../runs/run-request.js';
-import { DEFAULT_LIFECYCLE, type LifecycleSettings } from '../memory/lesson-lifecycle.js';
+import { DEFAULT_LIFECYCLE, EVIDENCE_KEPT, type LifecycleSettings } from '../memory/lesson-lifecycle.js';
 import { DEFAULT_RULE_SETTINGS, type RuleSettings } from '../memory/lesson-rules.js';
 import { isModelConfigured, type ModelConfig } from '../model/model-config.js';
 import type { PlanCacheOptions } from '../state/plan-cache-store.js';
@@ -972,6 +972,13 @@ export const BASE_SETTINGS = {
     doc: 'The confidence a lesson needs (with `TETRALOOP_LESSON_MIN_CASES` supporting runs) to take effect.',
     schema: z.coerce.number().min(0).max(1).default(0.6),
   }),
+  TETRALOOP_LESSON_PROBATION_RUNS: setting({
+    group: 'reflect',
+    file: 'reflect.lessonProbationRuns',
+    readBy: ['api', 'workers'],
+    doc: "A new lesson's probation: supporting runs that ended after it was proposed, found by a later reflection, before it takes effect (0: it takes effect at the reflection that proposes it). At most the 20 runs a lesson keeps as evidence.",
+    schema: z.coerce.number().int().min(0).max(EVIDENCE_KEPT).default(DEFAULT_LIFECYCLE.probationRuns),
+  }),
   TETRALOOP_LESSON_REFRESH_MS: setting({
     group: 'reflect',
     file: 'reflect.lessonRefreshMs',
@@ -1114,6 +1121,7 @@ export function lifecycleOf(env: BaseEnv): LifecycleSettings {
     ...DEFAULT_LIFECYCLE,
     minCases: env.TETRALOOP_LESSON_MIN_CASES,
     minConfidence: env.TETRALOOP_LESSON_MIN_CONFIDENCE,
+    probationRuns: env.TETRALOOP_LESSON_PROBATION_RUNS,
   };
 }
 

@@ -1,18 +1,25 @@
 /**
  * How lessons live: a new finding starts on probation and takes no effect; it becomes active once
- * enough distinct cases support it with enough confidence; support found again strengthens it; a
- * lesson no reflection supports for a while decays and is retired. Pinned lessons are left as
- * they are; a retired one stays retired until runs that finished after its retirement support it,
- * and then starts over on probation. Pure.
+ * enough distinct cases support it with enough confidence and a later reflection finds runs that
+ * ended after it was proposed still supporting it; support found again strengthens it; a lesson no
+ * reflection supports for a while decays and is retired. Pinned lessons are left as they are; a
+ * retired one stays retired until runs that finished after its retirement support it, and then
+ * starts over on probation. Pure.
  */
 import { createHash } from 'node:crypto';
-import type { Lesson, LessonCandidate, LessonScope } from './lesson.js';
+import { isInEffect, type Lesson, type LessonCandidate, type LessonScope } from './lesson.js';
 
 export interface LifecycleSettings {
   /** Distinct supporting runs an active lesson needs. @defaultValue 3 */
   readonly minCases: number;
   /** Confidence an active lesson needs. @defaultValue 0.6 */
   readonly minConfidence: number;
+  /**
+   * Supporting runs that ended after a lesson was proposed (its `createdAt`) it needs before it
+   * takes effect: its probation. 0: a finding with enough support takes effect at once.
+   * @defaultValue 2
+   */
+  readonly probationRuns: number;
   /** Reflections without a case before confidence decays. @defaultValue 3 */
   readonly decayAfter: number;
   /** Confidence is multiplied by this at each decay. @defaultValue 0.5 */
@@ -24,6 +31,7 @@ export interface LifecycleSettings {
 export const DEFAULT_LIFECYCLE: LifecycleSettings = {
   minCases: 3,
   minConfidence: 0.6,
+  probationRuns: 2,
   decayAfter: 3,
   decayFactor: 0.5,
   retireBelow: 0.3,
@@ -35,12 +43,22 @@ export function lessonId(agentId: string, rule: string, scope: LessonScope): str
   return `${agentId}.${createHash('sha256').update(key).digest('hex').slice(0, 12)}`;
 }
 
-const EVIDENCE_KEPT = 20;
+/** Supporting runs a lesson keeps (the latest). */
+export const EVIDENCE_KEPT = 20;
 const round = (n: number): number => Math.round(n * 1000) / 1000;
 
-/** Whether a lesson with this support may take effect. */
-const qualifies = (l: Pick<Lesson, 'cases' | 'confidence'>, s: LifecycleSettings): boolean =>
-  l.cases >= s.minCases && l.confidence >= s.minConfidence;
+/**
+ * Whether a lesson on probation may take effect: enough support, and enough of it from runs that
+ * ended after the lesson was proposed — the pattern outlived the reflection that found it.
+ */
+const qualifies = (
+  l: Pick<Lesson, 'cases' | 'confidence' | 'evidence' | 'createdAt'>,
+  s: LifecycleSettings,
+  finishedAt: ReadonlyMap<string, string>,
+): boolean =>
+  l.cases >= s.minCases &&
+  l.confidence >= s.minConfidence &&
+  l.evidence.filter((run) => (finishedAt.get(run) ?? '') > l.createdAt).length >= s.probationRuns;
 
 /**
  * One reflection over `lessons` (the agent's, every status) with what the rules found now.
@@ -68,6 +86,12 @@ export function reflectLessons(
   const found = new Set<string>();
   let changed = false;
   const next = version + 1;
+  /**
+   * A lesson's version after a change: the next one when the change is in effect (the agent's
+   * version moves), the current one otherwise. Never past the agent's version: the store keeps a
+   * lesson whose version is past the one a reflection read, as an override made meanwhile.
+   */
+  const stamp = (effective: boolean): number => (effective ? next : version);
   for (const c of candidates) {
     const id = lessonId(agentId, c.rule, c.scope);
     found.add(id);
@@ -103,17 +127,18 @@ export function reflectLessons(
       version: old?.version ?? next,
     };
     // A returning lesson spends this reflection on probation, whatever its support.
-    if (base.status === 'probation' && !returning && qualifies(base, settings)) base.status = 'active';
+    if (base.status === 'probation' && !returning && qualifies(base, settings, finishedAt))
+      base.status = 'active';
     const matters =
       !old ||
       old.status !== base.status ||
       old.statement !== base.statement ||
       JSON.stringify(old.effect ?? null) !== JSON.stringify(base.effect ?? null);
     if (matters) {
-      base.version = next;
       // A probation lesson has no effect: creating or changing one leaves planning as it was.
-      if ((old && old.status !== 'probation' && old.status !== 'retired') || base.status === 'active')
-        changed = true;
+      const effective = (old !== undefined && isInEffect(old)) || isInEffect(base);
+      if (effective) changed = true;
+      base.version = stamp(effective);
     }
     byId.set(id, base);
   }
@@ -127,7 +152,9 @@ export function reflectLessons(
       ...lesson,
       confidence,
       updatedAt: now,
-      ...(retired ? { status: 'retired' as const, version: next, retiredAt: now } : {}),
+      ...(retired
+        ? { status: 'retired' as const, version: stamp(lesson.status === 'active'), retiredAt: now }
+        : {}),
     });
     if (retired && lesson.status === 'active') changed = true;
   }
@@ -146,7 +173,14 @@ export function reflectLessons(
       ...old,
       missed,
       confidence,
-      ...(retired ? { status: 'retired' as const, version: next, updatedAt: now, retiredAt: now } : {}),
+      ...(retired
+        ? {
+            status: 'retired' as const,
+            version: stamp(original.status === 'active'),
+            updatedAt: now,
+            retiredAt: now,
+          }
+        : {}),
     };
     if (retired && original.status === 'active') changed = true;
     byId.set(old.id, updated);

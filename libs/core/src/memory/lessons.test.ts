@@ -243,21 +243,67 @@ describe('the lifecycle', () => {
     confidence,
   });
 
-  it('starts a finding on probation and activates it at 3 cases and confidence 0.6', () => {
-    const first = reflectLessons('main', [], [candidate(['a', 'b'])], NOW, 0);
+  /** The lifecycle without probation: for tests about what happens to a lesson once in effect. */
+  const AT_ONCE = { ...DEFAULT_LIFECYCLE, probationRuns: 0 };
+  const activeLesson = (): Lesson[] =>
+    reflectLessons('main', [], [candidate(['a', 'b', 'c'])], NOW, 0, AT_ONCE).lessons;
+  const at = (minute: number): string => `2026-11-30T00:${String(minute).padStart(2, '0')}:00.000Z`;
+  /** Runs ended at these minutes: a reflection at `now` (a minute) that finds the lesson in `runs`. */
+  const reflectingOn =
+    (ended: Record<string, number>, version: number) => (lessons: Lesson[], runs: string[], now: number) =>
+      reflectLessons(
+        'main',
+        lessons,
+        [candidate(runs)],
+        at(now),
+        version,
+        DEFAULT_LIFECYCLE,
+        new Map(),
+        new Set(),
+        new Map(Object.entries(ended).map(([run, minute]) => [run, at(minute)])),
+      );
+
+  it('takes a finding out of probation at 3 cases and confidence 0.6 (without a probation period)', () => {
+    const first = reflectLessons('main', [], [candidate(['a', 'b'])], NOW, 0, AT_ONCE);
     expect(first.lessons[0]).toMatchObject({ status: 'probation', cases: 2, confidence: 0.4 });
     expect(first.changed).toBe(false);
     // Three cases, but the finding is still weak: it stays on probation.
-    const weak = reflectLessons('main', first.lessons, [candidate(['c', 'b'])], NOW, 0);
+    const weak = reflectLessons('main', first.lessons, [candidate(['c', 'b'])], NOW, 0, AT_ONCE);
     expect(weak.lessons[0]).toMatchObject({ status: 'probation', cases: 3, confidence: 0.4 });
-    const second = reflectLessons('main', weak.lessons, [candidate(['a', 'b', 'c'])], NOW, 0);
+    const second = reflectLessons('main', weak.lessons, [candidate(['a', 'b', 'c'])], NOW, 0, AT_ONCE);
     expect(second.lessons[0]).toMatchObject({ status: 'active', cases: 3, confidence: 0.6 });
     expect(second.changed).toBe(true);
     expect(second.lessons[0]!.id).toBe(lessonId('main', 'service-down', { tool: 'http', host: 'down.test' }));
   });
 
+  it('keeps a new finding on probation, without effect, until runs that ended after it was proposed support it', () => {
+    // a, b, c failed before the reflection at minute 5 that proposes the lesson; d and e after it.
+    const reflectAt = reflectingOn({ a: 1, b: 2, c: 3, d: 6, e: 7 }, 0);
+    // Enough support to take effect, but all of it from before the lesson existed.
+    const proposed = reflectAt([], ['c', 'b', 'a'], 5);
+    expect(proposed.lessons[0]).toMatchObject({
+      status: 'probation',
+      cases: 3,
+      confidence: 0.6,
+      createdAt: at(5),
+      // The agent's version did not move: the lesson's stays at it, so the next reflection may write it.
+      version: 0,
+    });
+    expect(proposed.changed).toBe(false);
+    // Found again on the same runs: still on probation.
+    expect(reflectAt(proposed.lessons, ['c', 'b', 'a'], 6).lessons[0]!.status).toBe('probation');
+    // One newer run is not enough with the default of two.
+    const one = reflectAt(proposed.lessons, ['d', 'c', 'b', 'a'], 7);
+    expect(one.lessons[0]).toMatchObject({ status: 'probation', cases: 4, createdAt: at(5) });
+    expect(one.changed).toBe(false);
+    // Two runs that ended after it was proposed: it takes effect, and the lessons version moves.
+    const two = reflectAt(one.lessons, ['e', 'd', 'c', 'b', 'a'], 8);
+    expect(two.lessons[0]).toMatchObject({ status: 'active', cases: 5, version: 1 });
+    expect(two.changed).toBe(true);
+  });
+
   it('decays a lesson no reflection supports, and retires it below the threshold', () => {
-    let lessons: Lesson[] = reflectLessons('main', [], [candidate(['a', 'b', 'c'])], NOW, 0).lessons;
+    let lessons = activeLesson();
     expect(lessons[0]!.status).toBe('active');
     const statuses: string[] = [];
     for (let i = 0; i < DEFAULT_LIFECYCLE.decayAfter + 1; i++) {
@@ -269,7 +315,7 @@ describe('the lifecycle', () => {
   });
 
   it('keeps a lesson that runs used successfully from decaying, though no rule finds it any more', () => {
-    let lessons: Lesson[] = reflectLessons('main', [], [candidate(['a', 'b', 'c'])], NOW, 0).lessons;
+    let lessons = activeLesson();
     const id = lessons[0]!.id;
     for (let i = 0; i < 5; i++) {
       lessons = reflectLessons(
@@ -287,38 +333,16 @@ describe('the lifecycle', () => {
   });
 
   it('keeps a retired lesson retired on the runs that retired it, and brings it back through probation on newer ones', () => {
-    const at = (minute: number): string => `2026-11-30T00:${String(minute).padStart(2, '0')}:00.000Z`;
     // a, b, c failed before the operator retired the lesson at minute 10; d, e, f failed after.
-    const finished = new Map([
-      ['a', at(1)],
-      ['b', at(2)],
-      ['c', at(3)],
-      ['d', at(11)],
-      ['e', at(12)],
-      ['f', at(13)],
-      ['g', at(14)],
-    ]);
-    const reflectAt = (lessons: Lesson[], runs: string[], now: string) =>
-      reflectLessons(
-        'main',
-        lessons,
-        [candidate(runs)],
-        now,
-        1,
-        DEFAULT_LIFECYCLE,
-        new Map(),
-        new Set(),
-        finished,
-      );
-    const active = reflectAt([], ['a', 'b', 'c'], at(5)).lessons;
-    expect(active[0]!.status).toBe('active');
+    const reflectAt = reflectingOn({ a: 1, b: 2, c: 3, d: 11, e: 12, f: 13, g: 14, h: 16, i: 17 }, 1);
+    const active = activeLesson().map((l) => ({ ...l, createdAt: at(5), updatedAt: at(5) }));
     const retired = active.map((l) => ({ ...l, status: 'retired' as const, updatedAt: at(10) }));
     // The hot set still holds a, b, c: the next reflection finds them again, and changes nothing.
-    const still = reflectAt(retired, ['a', 'b', 'c'], at(10));
+    const still = reflectAt(retired, ['a', 'b', 'c'], 10);
     expect(still.lessons[0]).toMatchObject({ status: 'retired', updatedAt: at(10) });
     expect(still.changed).toBe(false);
     // New failures after the retirement: it starts over on probation, counting only them.
-    const back = reflectAt(still.lessons, ['f', 'e', 'd', 'c', 'b', 'a'], at(15));
+    const back = reflectAt(still.lessons, ['f', 'e', 'd', 'c', 'b', 'a'], 15);
     expect(back.lessons[0]).toMatchObject({
       status: 'probation',
       cases: 3,
@@ -327,14 +351,17 @@ describe('the lifecycle', () => {
     });
     expect([...back.lessons[0]!.evidence].sort()).toEqual(['d', 'e', 'f']);
     expect(back.changed).toBe(false);
-    // A later reflection that still finds it takes it out of probation.
-    const again = reflectAt(back.lessons, ['g', 'f', 'e', 'd', 'c'], at(16));
-    expect(again.lessons[0]).toMatchObject({ status: 'active', cases: 4 });
+    // Its probation starts again: g ended before it came back, so it does not count.
+    const waiting = reflectAt(back.lessons, ['g', 'f', 'e', 'd', 'c'], 16);
+    expect(waiting.lessons[0]).toMatchObject({ status: 'probation', cases: 4 });
+    // A later reflection that finds runs after its return supporting it takes it out of probation.
+    const again = reflectAt(waiting.lessons, ['i', 'h', 'g', 'f', 'e', 'd', 'c'], 18);
+    expect(again.lessons[0]).toMatchObject({ status: 'active', cases: 6 });
     expect(again.changed).toBe(true);
   });
 
   it('leaves pinned lessons alone and counts negative feedback against the lessons a run applied', () => {
-    const active = reflectLessons('main', [], [candidate(['a', 'b', 'c'])], NOW, 0).lessons;
+    const active = activeLesson();
     const pinned = active.map((l) => ({ ...l, status: 'pinned' as const }));
     expect(reflectLessons('main', pinned, [], NOW, 1).lessons[0]).toMatchObject({
       status: 'pinned',
