@@ -1,7 +1,7 @@
 /**
  * The lessons gauge, `tetraloop_lessons{kind,status}`: every agent's lessons counted by kind and
  * status when /metrics is scraped, like the queue depths. Labels are the fixed kinds and statuses
- * (12 series), never an agent or lesson id.
+ * (16 series), never an agent or lesson id.
  */
 import { LESSON_KINDS, LESSON_STATUSES } from '@tetraloop/core/memory';
 import type { MemoryStore } from '@tetraloop/core/state';

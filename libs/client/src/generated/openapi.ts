@@ -2269,12 +2269,14 @@ export interface components {
             id: string;
             agentId: string;
             /** @enum {string} */
-            kind: "hard" | "soft" | "template";
+            kind: "hard" | "soft" | "template" | "prefer";
             rule: string;
             scope: {
                 tool?: string;
                 host?: string;
                 node?: string;
+                overTool?: string;
+                overHost?: string;
             };
             statement: string;
             cases: number;

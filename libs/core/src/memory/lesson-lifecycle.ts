@@ -39,7 +39,8 @@ export const DEFAULT_LIFECYCLE: LifecycleSettings = {
 
 /** The same rule about the same scope is the same lesson, whenever it is found. */
 export function lessonId(agentId: string, rule: string, scope: LessonScope): string {
-  const key = JSON.stringify([rule, scope.tool ?? '', scope.host ?? '', scope.node ?? '']);
+  const over = scope.overTool === undefined ? [] : [scope.overTool, scope.overHost ?? ''];
+  const key = JSON.stringify([rule, scope.tool ?? '', scope.host ?? '', scope.node ?? '', ...over]);
   return `${agentId}.${createHash('sha256').update(key).digest('hex').slice(0, 12)}`;
 }
 

@@ -1,8 +1,8 @@
 /**
  * The rules that turn the record into candidate lessons. Deterministic: the same hot set always
- * gives the same candidates. Each rule looks at the latest calls of one tool to one service (a
- * window over the hot set) and needs failures in several distinct runs, so one anomaly never
- * makes a lesson. Pure.
+ * gives the same candidates. Each service rule looks at the latest calls of one tool to one service
+ * (a window over the hot set) and needs failures in several distinct runs, so one anomaly never
+ * makes a lesson; the prefer rule compares the tools and services one step used. Pure.
  */
 import type { LessonCandidate } from './lesson.js';
 import { quantile, bucketOf, LATENCY_BUCKETS_MS } from './latency.js';
@@ -177,7 +177,7 @@ export function candidateLessons(
       });
     }
   }
-  return candidates;
+  return [...candidates, ...preferences(hot, settings)];
 }
 
 /**
@@ -203,4 +203,108 @@ function invalidAnswers(
     confidence: confidenceOf(runs.length),
     effect: { temperature: 0, schemaInPrompt: true },
   };
+}
+
+/** One tool and the service it reached (`-` when it names none). */
+interface ToolUse {
+  readonly tool: string;
+  readonly target: string;
+}
+
+/**
+ * The latest calls of each tool to each service, per step: a node id within one task or graph
+ * (its fingerprint). The same step is the same kind of call; a node id alone is not (planners
+ * reuse ids such as `fetch` or `n1` for unrelated work). Calls a hard lesson refused and model
+ * calls (no tool a plan chooses) are left out.
+ */
+function callsByStep(hot: readonly RunSummary[], window: number): Map<string, Map<string, Call[]>> {
+  const steps = new Map<string, Map<string, Call[]>>();
+  for (const run of hot) {
+    for (const call of run.calls) {
+      if (call.tool === MODEL_CALL_TOOL || call.outcome === 'blocked_by_lesson') continue;
+      const step = `${run.fingerprint}|${call.node}`;
+      const used = steps.get(step) ?? new Map<string, Call[]>();
+      steps.set(step, used);
+      const key = `${call.tool}|${call.target}`;
+      const calls = used.get(key) ?? [];
+      used.set(key, calls);
+      if (calls.length < window) calls.push({ runId: run.runId, ms: call.ms, outcome: call.outcome });
+    }
+  }
+  return steps;
+}
+
+/**
+ * prefer: in the same step, one tool or service keeps failing (the flaky bar: `flakyRate` of its
+ * calls, in `minRuns` distinct runs) where another succeeds (below that share of failures, with
+ * successes in `minRuns` distinct runs). The planner is to prefer the one that works. Each failing
+ * one gets one lesson at most, about the alternative with the most successful runs, so prefer
+ * lessons stay within one per service.
+ */
+function preferences(hot: readonly RunSummary[], settings: RuleSettings): LessonCandidate[] {
+  const split = (key: string): ToolUse => {
+    const [tool = '', target = ''] = key.split('|');
+    return { tool, target };
+  };
+  // Failing tool|service → alternative tool|service → the calls of both in the steps they share.
+  const found = new Map<string, Map<string, { worse: Call[]; better: Call[] }>>();
+  for (const used of callsByStep(hot, settings.window).values()) {
+    if (used.size < 2) continue;
+    const failing: string[] = [];
+    const working: string[] = [];
+    for (const [key, calls] of used) {
+      const failed = calls.filter((c) => c.outcome !== 'ok');
+      const ok = calls.filter((c) => c.outcome === 'ok');
+      if (failed.length >= settings.flakyRate * calls.length) {
+        if (distinctRuns(failed).length >= settings.minRuns) failing.push(key);
+      } else if (distinctRuns(ok).length >= settings.minRuns) working.push(key);
+    }
+    for (const worse of failing) {
+      const alternatives = found.get(worse) ?? new Map<string, { worse: Call[]; better: Call[] }>();
+      found.set(worse, alternatives);
+      for (const better of working) {
+        const pair = alternatives.get(better) ?? { worse: [], better: [] };
+        pair.worse.push(...used.get(worse)!);
+        pair.better.push(...used.get(better)!);
+        alternatives.set(better, pair);
+      }
+    }
+  }
+  // Newest first, as the hot set is.
+  const order = new Map(hot.map((run, i) => [run.runId, i]));
+  const candidates: LessonCandidate[] = [];
+  for (const [worseKey, alternatives] of [...found].sort((a, b) => a[0].localeCompare(b[0]))) {
+    const okRuns = (calls: readonly Call[]): number =>
+      distinctRuns(calls.filter((c) => c.outcome === 'ok')).length;
+    const best = [...alternatives].sort(
+      (a, b) => okRuns(b[1].better) - okRuns(a[1].better) || a[0].localeCompare(b[0]),
+    )[0];
+    if (!best) continue;
+    const [betterKey, { worse, better }] = best;
+    const worseFailed = worse.filter((c) => c.outcome !== 'ok');
+    const betterOk = better.filter((c) => c.outcome === 'ok');
+    const evidence = distinctRuns([...worseFailed, ...betterOk]).sort(
+      (a, b) => (order.get(a) ?? 0) - (order.get(b) ?? 0),
+    );
+    const a = split(betterKey);
+    const b = split(worseKey);
+    const sameTool = a.tool === b.tool;
+    const name = (u: ToolUse): string =>
+      sameTool ? u.target : u.target === '-' ? u.tool : `${u.tool} (${u.target})`;
+    const subject = sameTool ? `${a.target} over ${b.target} for ${a.tool}` : `${name(a)} over ${name(b)}`;
+    candidates.push({
+      kind: 'prefer',
+      rule: 'prefer',
+      scope: {
+        tool: a.tool,
+        ...(a.target !== '-' ? { host: a.target } : {}),
+        overTool: b.tool,
+        ...(b.target !== '-' ? { overHost: b.target } : {}),
+      },
+      statement: `prefer ${subject}: in the same steps, ${name(b)} failed ${percent(worseFailed.length, worse.length)} recent calls while ${name(a)} succeeded in ${percent(betterOk.length, better.length)}`,
+      evidence,
+      confidence: confidenceOf(evidence.length),
+    });
+  }
+  return candidates;
 }

@@ -2,21 +2,28 @@
  * A lesson: what the reflect loop learned from the record, with its evidence and its standing.
  * Kinds: `hard` blocks (a call to a broken service is refused before it goes out), `soft` advises
  * (a line in the planner's and the agent's prompt), `template` changes a call's parameters when it
- * is dispatched. Only `active` and `pinned` lessons take effect. Types and schemas only.
+ * is dispatched, `prefer` ranks (a tool or service that works before one that fails for the same
+ * step: first in the planner's catalog, and a line in its prompt). Only `active` and `pinned`
+ * lessons take effect. Types and schemas only.
  */
 import { z } from 'zod';
 
-export const LESSON_KINDS = ['hard', 'soft', 'template'] as const;
+export const LESSON_KINDS = ['hard', 'soft', 'template', 'prefer'] as const;
 export type LessonKind = (typeof LESSON_KINDS)[number];
 
 /** `probation`: learned, no effect yet; `pinned`: active and left alone by reflection. */
 export const LESSON_STATUSES = ['probation', 'active', 'pinned', 'retired'] as const;
 export type LessonStatus = (typeof LESSON_STATUSES)[number];
 
+/** What a lesson is about: a tool, the service it reaches, one node's calls; for `prefer`, the one preferred. */
 export const LessonScope = z.object({
   tool: z.string().optional(),
   host: z.string().optional(),
   node: z.string().optional(),
+  /** A `prefer` lesson's other side: the tool it is preferred over… */
+  overTool: z.string().optional(),
+  /** …and that tool's service, when it names one. */
+  overHost: z.string().optional(),
 });
 export type LessonScope = z.infer<typeof LessonScope>;
 

@@ -233,6 +233,76 @@ describe('the rules', () => {
   });
 });
 
+describe('the prefer rule', () => {
+  /** A run of `task` whose step `node` called `tool` at `target`, with this outcome. */
+  const step = (task: string, node: string, tool: string, target: string, outcome: string): RunSummary => ({
+    ...run([]),
+    fingerprint: `task:${task}`,
+    calls: [{ node, tool, target, ms: 20, outcome }],
+  });
+  const prefers = (hot: RunSummary[]) => candidateLessons(hot).filter((c) => c.kind === 'prefer');
+
+  it('prefers a tool that succeeds where another fails for the same step of the same task', () => {
+    const hot = [
+      ...Array.from({ length: 3 }, () => step('quote', 'price', 'json', '-', 'ok')),
+      ...Array.from({ length: 3 }, () => step('quote', 'price', 'http', 'b.test', 'validation')),
+    ];
+    const [lesson, ...rest] = prefers(hot);
+    expect(rest).toEqual([]);
+    expect(lesson).toMatchObject({
+      kind: 'prefer',
+      rule: 'prefer',
+      scope: { tool: 'json', overTool: 'http', overHost: 'b.test' },
+      confidence: 0.9,
+    });
+    expect(lesson!.statement).toMatch(/^prefer json over http \(b\.test\): /);
+    // Both sides are its evidence, newest first.
+    expect(lesson!.evidence).toEqual(hot.map((r) => r.runId));
+    expect(lessonId('main', 'prefer', lesson!.scope)).not.toBe(
+      lessonId('main', 'prefer', { tool: 'json', overTool: 'http', overHost: 'c.test' }),
+    );
+  });
+
+  it('prefers a service of the same tool, and names the services', () => {
+    const hot = [
+      ...Array.from({ length: 4 }, () => step('quote', 'price', 'http', 'a.test', 'ok')),
+      ...Array.from({ length: 3 }, () => step('quote', 'price', 'http', 'b.test', 'server')),
+    ];
+    expect(prefers(hot)).toEqual([
+      expect.objectContaining({
+        scope: { tool: 'http', host: 'a.test', overTool: 'http', overHost: 'b.test' },
+        statement: expect.stringMatching(/^prefer a\.test over b\.test for http: .*b\.test failed 3 of 3/),
+      }),
+    ]);
+  });
+
+  it('compares only the same step, and needs several runs on each side', () => {
+    const works = Array.from({ length: 3 }, () => step('quote', 'price', 'json', '-', 'ok'));
+    const fails = (task: string, node: string) =>
+      Array.from({ length: 3 }, () => step(task, node, 'http', 'b.test', 'validation'));
+    // Another task, or another node of the task: not the same kind of call.
+    expect(prefers([...works, ...fails('other', 'price')])).toEqual([]);
+    expect(prefers([...works, ...fails('quote', 'report')])).toEqual([]);
+    // Two successes are not enough, nor is a side that fails as often.
+    expect(prefers([...works.slice(1), ...fails('quote', 'price')])).toEqual([]);
+    const flaky = [step('quote', 'price', 'json', '-', 'server'), ...works];
+    expect(
+      prefers([...flaky, step('quote', 'price', 'json', '-', 'server'), ...fails('quote', 'price')]),
+    ).toEqual([]);
+  });
+
+  it('keeps one lesson per failing service: the alternative with the most successful runs', () => {
+    const hot = [
+      ...Array.from({ length: 3 }, () => step('quote', 'price', 'json', '-', 'ok')),
+      ...Array.from({ length: 4 }, () => step('quote', 'price', 'wait', '-', 'ok')),
+      ...Array.from({ length: 3 }, () => step('quote', 'price', 'http', 'b.test', 'validation')),
+    ];
+    expect(prefers(hot).map((c) => c.scope)).toEqual([
+      { tool: 'wait', overTool: 'http', overHost: 'b.test' },
+    ]);
+  });
+});
+
 describe('the lifecycle', () => {
   const candidate = (runs: string[], confidence = Math.min(0.9, runs.length * 0.2)) => ({
     kind: 'hard' as const,

@@ -24,6 +24,7 @@ import type { ToolRegistry } from '../tools/tool.js';
 import { PLANNER_FILES, readWorkspace } from '../workspace/workspace.js';
 import { planCacheHash } from './cached-plan.js';
 import { expiredNodes } from './expired.js';
+import { orderByPreference } from './preferred-tools.js';
 import { PLANNER_PROMPT_VERSION } from './planner-prompt.js';
 import { planTask, validatePlan, type PlanOutcome, type PlannerDeps } from './planner.js';
 
@@ -40,7 +41,10 @@ export interface PlanningDeps {
   readonly workspaceFileChars: number;
   /** How many skills a loop-mode run's prompt holds, and how large each may be. */
   readonly skillLimits: SkillLimits;
-  /** The lessons in effect per agent: the planner is told the hard and soft ones, and a plan that calls a blocked service is rejected. */
+  /**
+   * The lessons in effect per agent: the planner is told the hard, soft and prefer ones, prefer
+   * lessons order its catalog, and a plan that calls a blocked service is rejected.
+   */
   readonly lessons?: LessonBook;
   /** The plan cache (first plans of repeated tasks); absent: never cached. */
   readonly cache?: PlanCacheStore;
@@ -48,10 +52,10 @@ export interface PlanningDeps {
   readonly hooks?: HookRegistry;
 }
 
-/** What a plan is told of the lessons in effect: hard and soft ones, most confident first. */
+/** What a plan is told of the lessons in effect: hard, soft and prefer ones, most confident first. */
 export function plannerLessons(lessons: readonly Lesson[]): Lesson[] {
   return lessons
-    .filter((l) => l.kind === 'hard' || l.kind === 'soft')
+    .filter((l) => l.kind === 'hard' || l.kind === 'soft' || l.kind === 'prefer')
     .sort((a, b) => b.confidence - a.confidence);
 }
 
@@ -117,7 +121,6 @@ export async function plannerContext(
   const { planVersion, environmentVersion = 0, tenant = DEFAULT_TENANT, runId } = options;
   if (!deps.model) return { error: 'no model is configured' };
   const allowed = deps.allowedTools(task.agentId);
-  const catalog = toolCatalog(deps.tools, allowed);
   let workspace = await readWorkspace(
     deps.workspaceDir,
     task.agentId,
@@ -140,6 +143,8 @@ export async function plannerContext(
   const memoryAgent = scopedName(task.tenant ?? DEFAULT_TENANT, task.agentId);
   const book = deps.lessons ? await deps.lessons.inEffect(memoryAgent) : { version: 0, lessons: [] };
   const told = plannerLessons(book.lessons);
+  // A tool a prefer lesson in effect prefers comes before the one it is preferred over.
+  const catalog = orderByPreference(toolCatalog(deps.tools, allowed), book.lessons);
   const hard = book.lessons.filter((l) => l.kind === 'hard');
   const blocked = (tool: string, target: string): string | undefined => {
     const lesson = hard.find((l) => l.scope.tool === tool && l.scope.host === target);

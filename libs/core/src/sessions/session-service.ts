@@ -124,7 +124,7 @@ export interface SessionDeps {
   readonly queues: Pick<RunQueues, 'shardOf' | 'toolQueueNames'>;
   readonly senseQueue: Queue;
   readonly hooks: HookRegistry | undefined;
-  /** The lessons in effect: the hard and soft ones join a session run's system prompt. */
+  /** The lessons in effect: the hard, soft and prefer ones join a session run's system prompt. */
   readonly lessons?: LessonBook;
   /** The tools each agent may use: a skill that needs another is refused. */
   readonly allowedTools: (agentId: string) => ReadonlySet<string>;
