@@ -138,21 +138,23 @@ describe('tetraloop_lessons', () => {
       const memory = new MemoryStore(redis, { prefix: stack.prefix, hotRuns: 200, useBonus: 0.05 });
       const before = await scrape(stack.url);
       // Every kind × status, and nothing else: the labels are bounded.
-      expect(before.size).toBe(12);
-      expect([...before.values()]).toEqual(new Array<number>(12).fill(0));
+      expect(before.size).toBe(16);
+      expect([...before.values()]).toEqual(new Array<number>(16).fill(0));
 
       const a = [lesson('alpha', 'hard', 'active', 'a.test'), lesson('alpha', 'soft', 'probation', 'b.test')];
       await remember(memory, 'alpha', a);
       await remember(memory, 'beta', [
         lesson('beta', 'hard', 'active', 'a.test'),
         lesson('beta', 'template', 'pinned', 'c.test'),
+        lesson('beta', 'prefer', 'active', 'd.test'),
       ]);
       const after = await scrape(stack.url);
       expect(after.get('kind=hard,status=active')).toBe(2);
       expect(after.get('kind=soft,status=probation')).toBe(1);
       expect(after.get('kind=template,status=pinned')).toBe(1);
+      expect(after.get('kind=prefer,status=active')).toBe(1);
       expect(after.get('kind=hard,status=retired')).toBe(0);
-      expect([...after.values()].reduce((x, y) => x + y, 0)).toBe(4);
+      expect([...after.values()].reduce((x, y) => x + y, 0)).toBe(5);
 
       // An operator retires one: the next scrape moves it.
       const patched = await fetch(`${stack.url}/v1/lessons/${a[0]!.id}`, {
