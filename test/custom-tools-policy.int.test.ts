@@ -49,8 +49,11 @@ beforeAll(async () => {
       TETRALOOP_MODEL: 'scripted-node',
       TETRALOOP_PLANNER_MODEL: 'scripted-planner',
       TETRALOOP_MODEL_MAX_RETRIES: '0',
-      // Lessons are read on every call, so a test sees a change at once.
+      // Lessons are read on every call, so a test sees a change at once; a lesson takes effect at the
+      // reflection that finds it (no probation: what this file tests is a lesson's effect on a custom
+      // tool, and test/reflect.int.test.ts the probation).
       TETRALOOP_LESSON_REFRESH_MS: '0',
+      TETRALOOP_LESSON_PROBATION_RUNS: '0',
       TETRALOOP_TOOL_HEARTBEAT_MS: '500',
       TETRALOOP_AGENT_TOOLS: JSON.stringify({ [NARROW]: ['svc.echo', 'json'] }),
     },

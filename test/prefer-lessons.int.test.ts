@@ -9,7 +9,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { lessonId, type Lesson } from '@tetraloop/core/memory';
 import { startModelServer, type ChatRequest, type ModelServer } from './support/model-server.js';
-import { followJobEvents, runToEnd, startStack, type Stack } from './support/stack.js';
+import { runToEnd, startStack, withReflection, type Stack } from './support/stack.js';
 import { startToolServer, type ToolServer } from './support/tool-server.js';
 
 let stack: Stack;
@@ -77,22 +77,16 @@ const at = (prompt: string, tool: string): number => prompt.indexOf(`{"name":"${
 
 describe('prefer lessons', () => {
   it('prefers the tool that worked for a step, after its probation: first in the catalog, a line in the prompt', async () => {
-    const reflections = await followJobEvents(stack, ['reflect']);
-    const reflected = () =>
-      reflections.next(
-        (e) => e.jobId === `reflect-${agentId}` && e.event === 'completed',
-        Date.now() + 20_000,
-        'the reflection',
-      );
     /** Three runs of the task with the planner choosing `tool`, and the reflection the third asks for. */
     const threeRuns = async (tool: typeof choice, status: string, check?: (since: number) => void) => {
       choice = tool;
-      for (let i = 0; i < 3; i++) {
-        const since = model.requests.length;
-        expect((await runToEnd(stack.url, task)).status).toBe(status);
-        check?.(since);
-      }
-      await reflected();
+      await withReflection(stack, agentId, async () => {
+        for (let i = 0; i < 3; i++) {
+          const since = model.requests.length;
+          expect((await runToEnd(stack.url, task)).status).toBe(status);
+          check?.(since);
+        }
+      });
     };
 
     // The step fails with http to the broken host (404: a validation error, so no hard lesson)…
@@ -125,7 +119,6 @@ describe('prefer lessons', () => {
       expect(at(prompt, 'http')).toBeLessThan(at(prompt, 'json'));
       expect(prompt).not.toContain('## Lessons');
     });
-    reflections.close();
     const active = await lessonsOf();
     expect(active.version).toBe(1);
     expect(Object.fromEntries(active.lessons.map((l) => [l.id, l.status]))).toEqual({

@@ -13,7 +13,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { RunDocument } from '@tetraloop/core/domain';
 import { lessonId, type Lesson } from '@tetraloop/core/memory';
 import { MemoryStore, RunStore, probeKey } from '@tetraloop/core/state';
-import { followJobEvents, post, runToEnd, startStack, type Stack } from './support/stack.js';
+import { post, runToEnd, startStack, withReflection, type Stack } from './support/stack.js';
 import { startModelServer, type ChatRequest, type ModelServer } from './support/model-server.js';
 import { startToolServer, type ToolServer } from './support/tool-server.js';
 
@@ -67,20 +67,22 @@ const call = (agentId: string, url: string): unknown => ({
   graph: { nodes: [{ id: 'fetch', kind: 'tool', tool: 'http', args: { url } }] },
 });
 /**
- * Follows an agent's reflections from now on: `next()` resolves when its next one completed. Each
- * failed run from the third in a row asks for one, so a test waits for it before the next run.
+ * Five failing runs of one agent, one after the other: from the third on, each failure in a row
+ * asks for a reflection, awaited before the next run. Answers the agent's first lesson's status
+ * after each of those three reflections.
  */
-async function reflectionsOf(agentId: string): Promise<{ next(): Promise<unknown>; close(): void }> {
-  const jobs = await followJobEvents(stack, ['reflect']);
-  return {
-    next: () =>
-      jobs.next(
-        (e) => e.jobId === `reflect-${agentId}` && e.event === 'completed',
-        Date.now() + 20_000,
-        'the reflection',
-      ),
-    close: () => jobs.close(),
-  };
+async function failingRuns(
+  agentId: string,
+  run: (i: number) => Promise<RunDocument>,
+  check: (doc: RunDocument) => void,
+): Promise<string[]> {
+  const statuses: string[] = [];
+  for (let i = 0; i < 5; i++) {
+    const doc = i < 2 ? await run(i) : await withReflection(stack, agentId, () => run(i));
+    check(doc);
+    if (i >= 2) statuses.push((await lessonsOf(agentId)).lessons[0]!.status);
+  }
+  return statuses;
 }
 const lessonsOf = async (agentId: string, status?: string): Promise<{ version: number; lessons: Lesson[] }> =>
   (await fetch(`${stack.url}/v1/agents/${agentId}/lessons${status ? `?status=${status}` : ''}`).then((r) =>
@@ -90,13 +92,14 @@ const lessonsOf = async (agentId: string, status?: string): Promise<{ version: n
 describe('the reflect loop', () => {
   it('learns that a failing service is down, on probation first, then refuses calls to it, and lets a probe find it back', async () => {
     const agentId = 'hard';
-    const reflections = await reflectionsOf(agentId);
-    const failed: RunDocument[] = [];
-    for (let i = 0; i < 3; i++)
-      failed.push(await runToEnd(stack.url, call(agentId, `${broken.url}/status/503?node=d${i}`)));
-    expect(failed.map((d) => d.status)).toEqual(['failed', 'failed', 'failed']);
     // Three failed runs in a row trigger a reflection of the agent: it proposes the lesson, on probation.
-    await reflections.next();
+    const failed = await withReflection(stack, agentId, async () => {
+      const docs: RunDocument[] = [];
+      for (let i = 0; i < 3; i++)
+        docs.push(await runToEnd(stack.url, call(agentId, `${broken.url}/status/503?node=d${i}`)));
+      return docs;
+    });
+    expect(failed.map((d) => d.status)).toEqual(['failed', 'failed', 'failed']);
     const proposed = await lessonsOf(agentId);
     expect(proposed.version).toBe(0);
     expect(proposed.lessons).toEqual([
@@ -112,15 +115,15 @@ describe('the reflect loop', () => {
     // failure in a row asks for a reflection; the second one after the lesson's proposal activates it.
     const statuses: string[] = [];
     for (const node of ['d3', 'd4']) {
-      const tried = await runToEnd(stack.url, call(agentId, `${broken.url}/status/503?node=${node}`));
+      const tried = await withReflection(stack, agentId, () =>
+        runToEnd(stack.url, call(agentId, `${broken.url}/status/503?node=${node}`)),
+      );
       expect(tried.nodes.fetch).toMatchObject({ status: 'failed', error: { code: 'server' } });
       expect(tried.nodes.fetch!.attempts[0]!.lessons).toBeUndefined();
       expect(broken.hitsOf(node)).toHaveLength(1);
       failed.push(tried);
-      await reflections.next();
       statuses.push((await lessonsOf(agentId)).lessons[0]!.status);
     }
-    reflections.close();
     expect(statuses).toEqual(['probation', 'active']);
     const { lessons, version } = await lessonsOf(agentId);
     expect(version).toBe(1);
@@ -227,18 +230,13 @@ describe('template lessons learned from the record', () => {
         ],
       },
     });
-    const reflections = await reflectionsOf(agentId);
     // Runs answered 429 (no retries): the third failure in a row asks for a reflection, which
     // proposes the lesson; each later one asks again, and the second after it activates it.
-    const statuses: string[] = [];
-    for (let i = 0; i < 5; i++) {
-      const doc = await runToEnd(stack.url, limited(`rl${i}`, 10, { rate_limited: 0 }));
-      expect(doc.nodes.fetch).toMatchObject({ status: 'failed', error: { code: 'rate_limited' } });
-      if (i < 2) continue;
-      await reflections.next();
-      statuses.push((await lessonsOf(agentId)).lessons[0]!.status);
-    }
-    reflections.close();
+    const statuses = await failingRuns(
+      agentId,
+      (i) => runToEnd(stack.url, limited(`rl${i}`, 10, { rate_limited: 0 })),
+      (doc) => expect(doc.nodes.fetch).toMatchObject({ status: 'failed', error: { code: 'rate_limited' } }),
+    );
     expect(statuses).toEqual(['probation', 'probation', 'active']);
     const { lessons } = await lessonsOf(agentId);
     const id = lessonId(agentId, 'rate-limited', { tool: 'http', host: host(healthy) });
@@ -285,21 +283,17 @@ describe('template lessons learned from the record', () => {
         ],
       },
     };
-    const reflections = await reflectionsOf(agentId);
     // Proposed at the third failure in a row, in effect once two more support it.
-    const statuses: string[] = [];
-    for (let i = 0; i < 5; i++) {
-      const doc = await runToEnd(stack.url, extract);
-      expect(doc.nodes.extract).toMatchObject({
-        status: 'failed',
-        error: { code: 'validation', invalidAnswer: true },
-        attempts: [{ tool: 'llm', target: 'gpt-4o-mini' }],
-      });
-      if (i < 2) continue;
-      await reflections.next();
-      statuses.push((await lessonsOf(agentId)).lessons[0]!.status);
-    }
-    reflections.close();
+    const statuses = await failingRuns(
+      agentId,
+      () => runToEnd(stack.url, extract),
+      (doc) =>
+        expect(doc.nodes.extract).toMatchObject({
+          status: 'failed',
+          error: { code: 'validation', invalidAnswer: true },
+          attempts: [{ tool: 'llm', target: 'gpt-4o-mini' }],
+        }),
+    );
     expect(statuses).toEqual(['probation', 'probation', 'active']);
     const id = lessonId(agentId, 'invalid-answer', { tool: 'llm', host: 'gpt-4o-mini', node: 'extract' });
     expect((await lessonsOf(agentId)).lessons).toEqual([

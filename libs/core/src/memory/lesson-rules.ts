@@ -289,8 +289,9 @@ function preferences(hot: readonly RunSummary[], settings: RuleSettings): Lesson
     const a = split(betterKey);
     const b = split(worseKey);
     const sameTool = a.tool === b.tool;
+    // A tool naming no service, or a custom tool (its calls are keyed by its name), is named once.
     const name = (u: ToolUse): string =>
-      sameTool ? u.target : u.target === '-' ? u.tool : `${u.tool} (${u.target})`;
+      sameTool ? u.target : u.target === '-' || u.target === u.tool ? u.tool : `${u.tool} (${u.target})`;
     const subject = sameTool ? `${a.target} over ${b.target} for ${a.tool}` : `${name(a)} over ${name(b)}`;
     candidates.push({
       kind: 'prefer',

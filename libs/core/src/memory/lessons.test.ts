@@ -263,6 +263,14 @@ describe('the prefer rule', () => {
     );
   });
 
+  it('names a custom tool once (its calls are keyed by its name)', () => {
+    const hot = [
+      ...Array.from({ length: 3 }, () => step('quote', 'price', 'svc.quotes', 'svc.quotes', 'ok')),
+      ...Array.from({ length: 3 }, () => step('quote', 'price', 'http', 'b.test', 'server')),
+    ];
+    expect(prefers(hot)[0]!.statement).toMatch(/^prefer svc\.quotes over http \(b\.test\): /);
+  });
+
   it('prefers a service of the same tool, and names the services', () => {
     const hot = [
       ...Array.from({ length: 4 }, () => step('quote', 'price', 'http', 'a.test', 'ok')),
