@@ -84,13 +84,13 @@ const sha256 = (value: unknown): string =>
  * Submits a run for `tenant` and answers its document once its root job — which archives it after
  * settling it — has completed.
  */
-async function settledAndArchived(body: unknown): Promise<RunDocument> {
+async function settledAndArchived(body: unknown, tenant = TENANT): Promise<RunDocument> {
   const jobs = await followJobEvents(stack, ['plan']);
   try {
-    const posted = await call(TENANT, 'POST', '/v1/runs', body);
+    const posted = await call(tenant, 'POST', '/v1/runs', body);
     expect(posted.status, JSON.stringify(posted.body)).toBe(202);
     const runId = posted.body.runId as string;
-    const waited = await call(TENANT, 'GET', `/v1/runs/${runId}/wait?timeoutMs=20000`);
+    const waited = await call(tenant, 'GET', `/v1/runs/${runId}/wait?timeoutMs=20000`);
     expect(waited.status).toBe(200);
     const doc = waited.body as unknown as RunDocument;
     await rootJobDone(jobs, runJobId(runId, doc.generation));
@@ -203,6 +203,24 @@ describe('the archive', () => {
     // Another tenant's export does not hold it.
     const others = await exported(['--since', since, '--tenant', OTHER]);
     expect(others.records.some((r) => r.kind === 'run' && r.runId === runId)).toBe(false);
+  });
+
+  it('stops giving a deleted tenant’s archived runs, by id and by export; a new tenant of the name sees only its own', async () => {
+    const since = new Date(Date.now() - 1000).toISOString();
+    const gone = `gone-${randomUUID().slice(0, 8)}`;
+    const old = await settledAndArchived(graph, gone);
+    const deleted = await fetch(`${stack.url}/v1/tenants/${gone}`, {
+      method: 'DELETE',
+      headers: { authorization: `Bearer ${ROOT}` },
+    });
+    expect(deleted.status).toBe(200);
+    // Its runs are gone from Redis, and the archive no longer gives them.
+    expect((await call(gone, 'GET', `/v1/runs/${old.runId}`)).status).toBe(404);
+    const fresh = await settledAndArchived(graph, gone);
+    await redis.del(...runKeyList(runKeys(stack.prefix, fresh.runId)));
+    expect((await call(gone, 'GET', `/v1/runs/${fresh.runId}`)).status).toBe(200);
+    const { records } = await exported(['--since', since, '--kind', 'runs', '--tenant', gone]);
+    expect(records.map((r) => (r.kind === 'run' ? r.runId : null))).toEqual([fresh.runId]);
   });
 
   it('archives a session’s transcript once its run settled', async () => {

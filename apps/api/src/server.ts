@@ -134,6 +134,8 @@ export async function startApi(env: ApiEnv, options: StartApiOptions = {}): Prom
     },
     purgeTenant: async (tenant) => {
       await services.schedules.removeTenant(tenant);
+      // Its archived records go with it, as far as anyone asking is concerned.
+      await services.archive?.archive.forgetTenant(tenant, new Date());
       return purgeTenant({ redis, prefix, store: services.store, keys }, tenant);
     },
     redis,

@@ -30,6 +30,10 @@ import {
 
 const gzipAsync = promisify(gzip);
 
+/** Whether a record was archived before its tenant was deleted (`deletedAt`, epoch ms). */
+const deletedBefore = (record: ArchiveRecord, deletedAt: number | undefined): boolean =>
+  deletedAt !== undefined && Date.parse(record.archivedAt) <= deletedAt;
+
 /** Directories of the archive: only its owner may list or enter them. */
 const DIR_MODE = 0o700;
 /** Files of the archive: only its owner may read them. */
@@ -88,14 +92,37 @@ export class DirectoryArchive {
     await writeFile(file, JSON.stringify(pointer), { mode: FILE_MODE });
   }
 
-  /** The archived record of a run of `tenant`; null when there is none (or it is another tenant's). */
+  /**
+   * The archived record of a run of `tenant`; null when there is none, it is another tenant's, or
+   * its tenant was deleted after it was archived.
+   */
   async run(runId: string, tenant: string): Promise<ArchivedRun | null> {
     const pointer = await this.pointer(runId);
     if (!pointer || pointer.tenant !== tenant) return null;
+    const deletedAt = await this.tenantDeletedAt(tenant);
     for await (const record of this.read(join(this.dir, archiveFileName('runs', pointer.day)))) {
-      if (record.kind === 'run' && record.runId === runId && record.tenant === tenant) return record;
+      if (record.kind === 'run' && record.runId === runId && record.tenant === tenant) {
+        return deletedBefore(record, deletedAt) ? null : record;
+      }
     }
     return null;
+  }
+
+  /**
+   * Records that `tenant` was deleted at `at`: its records archived until then are no longer given
+   * (not by id, not by export), so a new tenant of the same name never reads the old one's runs.
+   * The files keep them until an operator removes those days.
+   */
+  async forgetTenant(tenant: string, at: Date): Promise<void> {
+    const file = this.tenantFile(tenant);
+    await this.ensureDir(join(file, '..'));
+    await writeFile(file, at.toISOString(), { mode: FILE_MODE });
+  }
+
+  /** When `tenant` was last deleted (epoch ms); undefined when never. */
+  private async tenantDeletedAt(tenant: string): Promise<number | undefined> {
+    const text = await readFile(this.tenantFile(tenant), 'utf8').catch(missingAs(null));
+    return text === null ? undefined : Date.parse(text);
   }
 
   /**
@@ -105,11 +132,17 @@ export class DirectoryArchive {
   async *records(query: ArchiveQuery): AsyncGenerator<ArchiveRecord> {
     const kinds = query.kinds ?? ARCHIVE_KINDS;
     const seen = new Set<string>();
+    const deletions = new Map<string, number | undefined>();
+    const deletedAt = async (tenant: string): Promise<number | undefined> => {
+      if (!deletions.has(tenant)) deletions.set(tenant, await this.tenantDeletedAt(tenant));
+      return deletions.get(tenant);
+    };
     for (const day of daysOf(query.since, query.until)) {
       for (const kind of kinds) {
         for await (const record of this.read(join(this.dir, archiveFileName(kind, day)))) {
           if (!archivedWithin(record, query.since, query.until)) continue;
           if (query.tenant !== undefined && record.tenant !== query.tenant) continue;
+          if (deletedBefore(record, await deletedAt(record.tenant))) continue;
           const id = recordId(record);
           if (seen.has(id)) continue;
           seen.add(id);
@@ -162,6 +195,12 @@ export class DirectoryArchive {
     if (!RUN_ID.test(runId)) return null;
     const id = runId.toLowerCase();
     return join(this.dir, 'index', 'runs', id.slice(0, 2), id);
+  }
+
+  /** A tenant's deletion mark, named by the hash of its name. */
+  private tenantFile(tenant: string): string {
+    const hex = createHash('sha256').update(tenant).digest('hex');
+    return join(this.dir, 'index', 'tenants', hex);
   }
 
   /** A session's cursor file, named by the hash of its stored key (any characters, any length). */
