@@ -52,7 +52,8 @@ const PER_TENANT = {
 const NOT_BY_PATTERN: Partial<Record<keyof typeof keys, string>> = {
   runKeys: 'a run’s keys: deleted through the tenant’s run index',
   runKeyList: 'a list of runKeys',
-  runNodeSlotKeys: 'a run’s node slot sets: deleted with its keys (RunLifecycle.purge), through the tenant’s run index',
+  runNodeSlotKeys:
+    'a run’s node slot sets: deleted with its keys (RunLifecycle.purge), through the tenant’s run index',
   sessionKeyList: 'a list of sessionKeys',
   memoryKeyList: 'a list of memoryKeys',
   secretKeyList: 'a list of secretKeys',
