@@ -564,7 +564,7 @@ describe('a worker program of the team’s own', () => {
 });
 
 describe('an agent calling a custom tool', () => {
-  it('calls it in the process that runs the agent, which must have loaded the tool’s module', async () => {
+  it('calls it in the process that runs the agent when it loaded the tool’s module; with no worker serving it, fails at once', async () => {
     // This stack has no tool pool of its own: the agent node runs on the worker process below.
     const own = await startStack({
       pools: ['plan'],
@@ -615,7 +615,8 @@ describe('an agent calling a custom tool', () => {
       expect(shown).toContain('crm__lookup');
       expect(shown).toContain('Find a customer by e-mail');
 
-      // The agent's process without the tool's module: the node fails, named, not the model told.
+      // The agent's process without the tool's module, and no worker serving its queue: the node
+      // fails at once, naming the queue; the model is not told.
       await worker.kill('SIGTERM');
       const plain = spawnTetraloop(['worker', '--pool', 'tool'], own.env);
       workers.push(plain);
@@ -640,10 +641,8 @@ describe('an agent calling a custom tool', () => {
         status: 'failed',
         error: {
           code: 'internal',
-          reason: 'tool_code_missing',
-          message: expect.stringContaining(
-            'custom tool "crm.lookup" has no code in the process running this node',
-          ),
+          reason: 'tool_unserved',
+          message: expect.stringContaining('no live worker serves its queue "crm"'),
         },
       });
       // One model turn asked for the tool; the failure did not go back to the model.

@@ -18,6 +18,7 @@ import {
   PlanCache,
   RunAborts,
   FlowGate,
+  RemoteToolCalls,
   type ExecutorDeps,
   type ExecutorHooks,
 } from '@tetraloop/core/executor';
@@ -160,6 +161,16 @@ export async function openPoolContext(env: WorkerEnv, options: StartPoolsOptions
     (jobId) => findNodeJob(services.runQueues, jobId.slice(0, jobId.lastIndexOf('.')), jobId),
     log.child({ layer: 'flow' }),
   );
+  // An agent's or a loop's call of a custom tool without code here goes to the tool's queue; with
+  // no live worker serving it there (as the catalog says) it fails at once.
+  const remoteCalls = new RemoteToolCalls({
+    queues: services.runQueues,
+    connection,
+    liveWorkers: (tool, queue) =>
+      mcp.catalog
+        .snapshot()
+        .workers.filter((w) => w.queues.includes(queue) && w.tools.some((t) => t.name === tool)).length,
+  });
   // Model calls are priced once per process from the same table, and booked per tenant and day.
   const cost = { prices: priceTableOf(env), ledger: services.costs, ceilings };
 
@@ -180,6 +191,7 @@ export async function openPoolContext(env: WorkerEnv, options: StartPoolsOptions
     allowedTools,
     servedQueues,
     toolOutputSchema: (tool, hash) => mcp.tools.outputSchemaOf(tool, hash),
+    remoteCalls,
     secrets: services.secrets,
     callKey,
     ...(model ? { model } : {}),
@@ -233,6 +245,7 @@ export async function openPoolContext(env: WorkerEnv, options: StartPoolsOptions
     },
     closing: () => closing,
     async close() {
+      await remoteCalls.close();
       await mcp.close();
       await services.sources.close();
       await closeQueues(queues);

@@ -2080,7 +2080,7 @@ export interface components {
             code: "internal";
             message: string;
             /** @enum {string} */
-            reason?: "tool_code_missing";
+            reason?: "tool_code_missing" | "tool_unserved";
         };
         RunError: {
             /** @enum {string} */

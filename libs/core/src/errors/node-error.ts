@@ -64,9 +64,14 @@ export const NodeErrorData = z.discriminatedUnion('code', [
   z.object({ code: z.literal('blocked_by_lesson'), message, lessonId: z.string() }),
   /**
    * A bug or a deployment fault; `tool_code_missing`: a node that calls its tools in its own process
-   * (an agent, a loop) called a custom tool whose module that process did not load.
+   * (an agent, a loop) called a custom tool whose module that process did not load, and it cannot
+   * send the call to the tool's queue; `tool_unserved`: no live worker serves the tool's queue.
    */
-  z.object({ code: z.literal('internal'), message, reason: z.enum(['tool_code_missing']).optional() }),
+  z.object({
+    code: z.literal('internal'),
+    message,
+    reason: z.enum(['tool_code_missing', 'tool_unserved']).optional(),
+  }),
 ]);
 export type NodeErrorData = z.infer<typeof NodeErrorData>;
 export type ErrorCode = NodeErrorData['code'];

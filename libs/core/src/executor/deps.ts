@@ -11,6 +11,7 @@ import type { HookRegistry } from '../hooks/hook-registry.js';
 import type { ModelClient } from '../model/model-client.js';
 import type { PlanningDeps } from '../planning/plan-run.js';
 import type { BackoffPolicy, RetryTable } from '../policy/retry-policy.js';
+import type { ToolCallJobData } from '../queues/catalog.js';
 import type { RunQueues } from '../queues/run-jobs.js';
 import type { WebhookOutbox } from '../queues/webhook-jobs.js';
 import type { CallLessonDeps } from '../reflect/lesson-effects.js';
@@ -20,7 +21,8 @@ import type { RunStore } from '../state/runs/run-store.js';
 import type { SecretStore } from '../state/secret-store.js';
 import type { TenantSlots } from '../state/tenant-slots.js';
 import type { RunNodeSlots } from '../state/slot-sets.js';
-import type { ToolRegistry } from '../tools/tool.js';
+import type { CustomTool } from '../tools/custom-tool.js';
+import type { ToolOutcome, ToolRegistry } from '../tools/tool.js';
 import type { FlowGate } from './flow-gate.js';
 import type { PlanCache } from './plan-cache.js';
 import type { RunAborts } from './run-aborts.js';
@@ -56,6 +58,18 @@ export interface SessionHooks {
   onRunSettled(runId: string): Promise<void>;
   /** The current version of a session's environment. */
   environmentVersion(sessionKey: string): Promise<number>;
+}
+
+/**
+ * Sends a custom tool's call to the tool's queue and awaits its outcome (`remote-tool-call.ts`):
+ * how an agent or a loop calls a tool whose code its process did not load.
+ */
+export interface RemoteToolCaller {
+  call(
+    tool: CustomTool,
+    data: Omit<ToolCallJobData, 'deadlineAt'>,
+    stops: { readonly runSignal: AbortSignal; readonly shutdown?: AbortSignal },
+  ): Promise<ToolOutcome>;
 }
 
 export interface ExecutorDeps {
@@ -98,6 +112,11 @@ export interface ExecutorDeps {
     tool: string,
     schemaHash: string,
   ) => Readonly<Record<string, unknown>> | undefined;
+  /**
+   * Where an agent's or a loop's call of a custom tool without code here goes (the tool's queue).
+   * Absent: such a call fails `internal`/`tool_code_missing`.
+   */
+  readonly remoteCalls?: RemoteToolCaller;
   /** Where `{"$secret"}` references are read at call time (refuses them without `TETRALOOP_SECRET_KEY`). */
   readonly secrets?: SecretStore;
   /** The deployment's key for outbound `Idempotency-Key`s (an HMAC key; see `secrets/call-key.ts`). */

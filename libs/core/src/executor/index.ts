@@ -6,3 +6,4 @@ export * from './run-coordinator.js';
 export * from './flow-gate.js';
 export * from './child-run.js';
 export * from './run-admission.js';
+export * from './remote-tool-call.js';

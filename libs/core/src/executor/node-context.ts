@@ -20,7 +20,7 @@ import type { WaitSpec } from '../state/runs/run-signals.js';
 import type { Tool, ToolOutcome } from '../tools/tool.js';
 import { isCustomTool, toolCodeMissing, type CustomTool } from '../tools/custom-tool.js';
 import { valueChecker } from '../mcp/args-schema.js';
-import { customToolContext } from './custom-tool-context.js';
+import { customToolContext, type CustomCall } from './custom-tool-context.js';
 import { toolSlot } from './tool-concurrency.js';
 import { callIdempotencyKey } from '../secrets/call-key.js';
 import { fillSecrets, scrubSecrets, withSecretsMasked, type SecretRef } from '../secrets/secret-ref.js';
@@ -178,8 +178,6 @@ export async function callTool(
 ): Promise<ToolOutcome> {
   // Read with its secrets as strings of unknown content: the host a call reaches is known before
   // they are filled in (host limits, lessons and the call record keep it).
-  // Known from the catalog only (an agent's or a loop's call; a tool node's job never runs here).
-  if (isCustomTool(tool) && !tool.codeHere) return { ok: false, error: toolCodeMissing(tool.name, WORKER) };
   const parsed = tool.input.safeParse(withSecretsMasked(args));
   const target = parsed.success ? tool.target?.(parsed.data) : undefined;
   ctx.call.tool = tool.name;
@@ -242,19 +240,78 @@ async function callWithin(
   limit: CallLimit,
   call: ToolCallOptions,
 ): Promise<ToolOutcome> {
-  const secrets = await secretsOf(ctx, call.secrets ?? []);
-  if (!secrets.ok) return secrets;
   const idempotencyKey = callIdempotencyKey(ctx.deps.callKey, {
     runId: ctx.plan.runId,
     nodeId: ctx.node.id,
     generation: ctx.generation,
     call: call.index ?? '0',
   });
-  const sent = fillSecrets(args, call.secrets ?? [], secrets.values);
+  const request = { timeoutMs: limit.ms, secrets: call.secrets ?? [], idempotencyKey };
+  // Known from the catalog only (an agent's or a loop's call; a tool node's job never runs here):
+  // a worker that has its code runs it.
+  const outcome =
+    isCustomTool(tool) && !tool.codeHere
+      ? await callElsewhere(ctx, tool, args, request, call)
+      : await runToolCall(ctx.deps, siteOf(ctx, tool), tool, args, request);
+  if (!outcome.ok && outcome.error.code === 'timeout' && limit.kind !== 'timeout') {
+    return { ok: false, error: limitError(limit) };
+  }
+  return outcome;
+}
+
+/** The call a tool's code runs for: its run, node and attempt, and what stops it. */
+export interface CallSite extends Pick<
+  CustomCall,
+  'runId' | 'nodeId' | 'tenant' | 'agentId' | 'attempt' | 'log'
+> {
+  /** Aborted when the run is cancelled, fails elsewhere or times out. */
+  readonly runSignal: AbortSignal;
+  /** The schema hash of the custom tool the run was checked against, when it calls one. */
+  readonly expectedSchema?: string;
+}
+
+/** What one call is given besides its args. */
+export interface CallRequest {
+  readonly timeoutMs: number;
+  /** The `{"$secret"}` references of the args, filled in here. */
+  readonly secrets: readonly SecretRef[];
+  readonly idempotencyKey: string;
+}
+
+function siteOf(ctx: NodeContext, tool: Tool): CallSite {
+  const expected = ctx.plan.toolSchemas[tool.name];
+  return {
+    runId: ctx.plan.runId,
+    nodeId: ctx.node.id,
+    tenant: ctx.plan.tenant,
+    agentId: ctx.plan.agentId,
+    attempt: ctx.attempt,
+    log: ctx.log,
+    runSignal: ctx.runSignal,
+    ...(expected !== undefined ? { expectedSchema: expected } : {}),
+  };
+}
+
+/**
+ * Runs one call of a tool whose code is in this process: its secrets filled in and held to their
+ * scopes, a custom tool's context and `concurrency`, the time limit, and what comes back masked of
+ * every secret. The tool node's and the in-process agent's call, and a remote call's on the
+ * worker that has the code (`remote-tool-call.ts`).
+ */
+export async function runToolCall(
+  deps: Pick<ExecutorDeps, 'secrets' | 'store' | 'shutdown' | 'toolOutputSchema'>,
+  site: CallSite,
+  tool: Tool,
+  args: unknown,
+  request: CallRequest,
+): Promise<ToolOutcome> {
+  const secrets = await secretsOf(deps, site.tenant, request.secrets);
+  if (!secrets.ok) return secrets;
+  const sent = fillSecrets(args, request.secrets, secrets.values);
   // Where the call would send what it is given decides, before a byte goes out.
   const refused = secrets.values.size > 0 ? scopeRefusal(tool, sent, secrets) : undefined;
   if (refused) return { ok: false, error: refused };
-  const base = { runId: ctx.plan.runId, nodeId: ctx.node.id, idempotencyKey };
+  const base = { runId: site.runId, nodeId: site.nodeId, idempotencyKey: request.idempotencyKey };
   // Secrets a custom tool read itself (`ctx.secret`): masked in what comes back like the others.
   const read = new Map<string, string>();
   // A custom tool's `concurrency` bounds its calls in this process.
@@ -262,7 +319,7 @@ async function callWithin(
   let release: (() => void) | undefined;
   if (limitCalls !== undefined) {
     try {
-      release = await toolSlot(tool.name, limitCalls, ctx.runSignal);
+      release = await toolSlot(tool.name, limitCalls, site.runSignal);
     } catch {
       return { ok: false, error: { code: 'aborted', message: 'run aborted' } };
     }
@@ -272,40 +329,63 @@ async function callWithin(
     sent,
     isCustomTool(tool)
       ? customToolContext(
-          {
-            runId: ctx.plan.runId,
-            nodeId: ctx.node.id,
-            tenant: ctx.plan.tenant,
-            agentId: ctx.plan.agentId,
-            attempt: ctx.attempt,
-            log: ctx.log,
-            ...(ctx.deps.secrets ? { secrets: ctx.deps.secrets } : {}),
-            events: ctx.deps.store,
-          },
+          { ...site, ...(deps.secrets ? { secrets: deps.secrets } : {}), events: deps.store },
           tool,
           base,
           read,
         )
       : base,
     {
-      timeoutMs: limit.ms,
-      runSignal: ctx.runSignal,
+      timeoutMs: request.timeoutMs,
+      runSignal: site.runSignal,
       // A custom tool is told of a shutdown and may stop cleanly; a built-in call finishes within
       // the shutdown grace.
-      ...(isCustomTool(tool) && ctx.deps.shutdown ? { shutdownSignal: ctx.deps.shutdown } : {}),
+      ...(isCustomTool(tool) && deps.shutdown ? { shutdownSignal: deps.shutdown } : {}),
     },
   ).finally(() => release?.());
   // Nothing that comes back (an output echoing the request, an error quoting it) keeps a value,
   // in any form the call made of it.
-  const checked = isCustomTool(tool) ? againstExpectedSchema(ctx, tool, raw) : raw;
-  const outcome =
-    secrets.values.size > 0 || read.size > 0
-      ? scrubSecrets(checked, [...secrets.values.values(), ...read.values(), ...derivedSecrets(tool, sent)])
-      : checked;
-  if (!outcome.ok && outcome.error.code === 'timeout' && limit.kind !== 'timeout') {
-    return { ok: false, error: limitError(limit) };
-  }
-  return outcome;
+  const checked = isCustomTool(tool) ? againstExpectedSchema(deps, site.expectedSchema, tool, raw) : raw;
+  return secrets.values.size > 0 || read.size > 0
+    ? scrubSecrets(checked, [...secrets.values.values(), ...read.values(), ...derivedSecrets(tool, sent)])
+    : checked;
+}
+
+/**
+ * A custom tool this process has no code for, called by an agent or a loop: sent to the tool's
+ * queue for a worker that has it (`remote-tool-call.ts`); the caller awaits its outcome.
+ */
+async function callElsewhere(
+  ctx: NodeContext,
+  tool: CustomTool,
+  args: unknown,
+  request: CallRequest,
+  call: ToolCallOptions,
+): Promise<ToolOutcome> {
+  const remote = ctx.deps.remoteCalls;
+  if (!remote) return { ok: false, error: toolCodeMissing(tool.name, WORKER) };
+  const index = call.index ?? '0';
+  const expected = ctx.plan.toolSchemas[tool.name];
+  return remote.call(
+    tool,
+    {
+      runId: ctx.plan.runId,
+      nodeId: ctx.node.id,
+      generation: ctx.generation,
+      attempt: ctx.attempt,
+      callId: call.callId ?? index,
+      index,
+      tool: tool.name,
+      args,
+      secrets: [...request.secrets].map((r) => ({ name: r.name, at: [...r.at] })),
+      idempotencyKey: request.idempotencyKey,
+      tenant: ctx.plan.tenant,
+      agentId: ctx.plan.agentId,
+      ...(expected !== undefined ? { expectedSchema: expected } : {}),
+      timeoutMs: request.timeoutMs,
+    },
+    { runSignal: ctx.runSignal, ...(ctx.deps.shutdown ? { shutdown: ctx.deps.shutdown } : {}) },
+  );
 }
 
 /** Compiled output schemas of other versions, by tool and hash (a rolling deploy has a few). */
@@ -317,13 +397,17 @@ const expectedCheckers = new Map<string, (value: unknown) => string[]>();
  * passes silently. A version the catalog no longer lists is not checked (its attempt still
  * records which version answered).
  */
-function againstExpectedSchema(ctx: NodeContext, tool: CustomTool, outcome: ToolOutcome): ToolOutcome {
-  const expected = ctx.plan.toolSchemas[tool.name];
+function againstExpectedSchema(
+  deps: Pick<ExecutorDeps, 'toolOutputSchema'>,
+  expected: string | undefined,
+  tool: CustomTool,
+  outcome: ToolOutcome,
+): ToolOutcome {
   if (!outcome.ok || expected === undefined || expected === tool.custom.schemaHash) return outcome;
   const key = `${tool.name}@${expected}`;
   let check = expectedCheckers.get(key);
   if (!check) {
-    const schema = ctx.deps.toolOutputSchema?.(tool.name, expected);
+    const schema = deps.toolOutputSchema?.(tool.name, expected);
     if (!schema) return outcome;
     check = valueChecker({ ...schema });
     if (expectedCheckers.size >= 100) expectedCheckers.clear();
@@ -374,11 +458,12 @@ function derivedSecrets(tool: Tool, sent: unknown): string[] {
  * as `validation`.
  */
 async function secretsOf(
-  ctx: NodeContext,
+  deps: Pick<ExecutorDeps, 'secrets'>,
+  tenant: string,
   refs: readonly SecretRef[],
 ): Promise<({ ok: true } & ResolvedSecrets) | { ok: false; error: NodeErrorData }> {
   if (refs.length === 0) return { ok: true, values: new Map(), scopes: new Map(), missing: [] };
-  const store = ctx.deps.secrets;
+  const store = deps.secrets;
   const where = `args.${refs[0]!.at.join('.')}`;
   if (!store?.configured) {
     return {
@@ -388,7 +473,7 @@ async function secretsOf(
   }
   try {
     const resolved = await store.resolve(
-      ctx.plan.tenant,
+      tenant,
       refs.map((r) => r.name),
     );
     const { missing } = resolved;
@@ -398,7 +483,7 @@ async function secretsOf(
         ok: false,
         error: {
           code: 'validation',
-          message: `no secret ${names} for tenant "${ctx.plan.tenant}" (write it with PUT /v1/secrets/${missing[0]})`,
+          message: `no secret ${names} for tenant "${tenant}" (write it with PUT /v1/secrets/${missing[0]})`,
         },
       };
     }

@@ -12,7 +12,7 @@ import type { ChatMessage } from '../model/model-client.js';
 import { Thinking, thinkingOptions } from '../model/thinking.js';
 import { renderPrompt, truncate } from '../model/prompt-render.js';
 import { findSecretRefs, SecretName } from '../secrets/secret-ref.js';
-import { isToolCodeMissing } from '../tools/custom-tool.js';
+import { isToolUnavailable } from '../tools/custom-tool.js';
 import { functionNames } from '../tools/function-names.js';
 import { toolCatalog } from '../tools/tool-catalog.js';
 import type { ToolOutcome } from '../tools/tool.js';
@@ -198,9 +198,9 @@ export function agentIteration(
             ok: out.ok,
             ...(out.ok ? {} : { error: out.error }),
           });
-          // A custom tool whose module this process lacks is a deployment fault the model cannot
-          // mend: it ends the node rather than reaching the conversation.
-          if (!out.ok && (out.error.code === 'aborted' || isToolCodeMissing(out.error)))
+          // A custom tool no process can run (no live worker serves its queue) is a deployment
+          // fault the model cannot mend: it ends the node rather than reaching the conversation.
+          if (!out.ok && (out.error.code === 'aborted' || isToolUnavailable(out.error)))
             throw new NodeEnded(out.error);
           content = truncate(JSON.stringify(out.ok ? out.output : { error: out.error }), run.modelInputChars);
         }

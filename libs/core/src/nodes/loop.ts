@@ -12,7 +12,7 @@ import { literalText } from '../graph/references.js';
 import { Args, CallNodeFields, Condition, type GraphOf } from '../graph/schema.js';
 import { conditionHolds } from '../policy/condition.js';
 import { findSecretRefs } from '../secrets/secret-ref.js';
-import { isToolCodeMissing } from '../tools/custom-tool.js';
+import { isToolUnavailable } from '../tools/custom-tool.js';
 import type { ExecutableKindSpec, NodeRun, RunUsageSoFar } from './kind.js';
 import { AgentBody, agentIteration } from './loop-agent.js';
 import {
@@ -148,7 +148,7 @@ function toolIteration(run: NodeRun<LoopNode>, body: ToolBody): IterationRunner 
       !outcome.ok &&
       (outcome.error.code === 'aborted' ||
         outcome.error.code === 'budget_exhausted' ||
-        isToolCodeMissing(outcome.error))
+        isToolUnavailable(outcome.error))
     ) {
       throw new NodeEnded(outcome.error);
     }

@@ -78,7 +78,42 @@ export const NodeJobData = z.object({
 });
 export type NodeJobData = z.input<typeof NodeJobData>;
 
-export const JOB = { run: 'run', deadline: 'deadline', cycle: 'cycle', node: 'node' } as const;
+/**
+ * One call of a custom tool made by an agent or a loop in a process without the tool's code, in the
+ * tool's queue (of the calling run's shard): a worker that has the code runs it as it runs a tool
+ * node's call and answers its outcome (`ToolOutcome`) as the job's return value.
+ */
+export const ToolCallJobData = z.object({
+  runId: z.string(),
+  nodeId: z.string(),
+  generation: Generation,
+  /** The calling node's attempt (`ctx.attempt`). */
+  attempt: z.number().int().min(1),
+  /** The agent's id for the call (the model's), or the loop's iteration: for logs. */
+  callId: z.string(),
+  /** Where the call is in its node's attempt (an agent's turn and call, `3.0`; a loop's iteration). */
+  index: z.string(),
+  tool: z.string(),
+  /** As the caller made them: `{"$secret"}` references are filled in by the worker that runs it. */
+  args: z.unknown(),
+  secrets: z
+    .array(z.object({ name: z.string(), at: z.array(z.union([z.string(), z.number()])) }))
+    .default([]),
+  /** The call's Idempotency-Key, the same for a retry of the call the harness makes. */
+  idempotencyKey: z.string(),
+  tenant: z.string(),
+  agentId: z.string(),
+  /** The schema hash of the tool the run was checked against (a rolling deploy may serve another). */
+  expectedSchema: z.string().optional(),
+  /** The call's time limit (ms). */
+  timeoutMs: z.number().int().positive(),
+  /** When the caller stops waiting (epoch ms): a job taken later answers `timeout` without running. */
+  deadlineAt: z.number().int(),
+  trace: TraceCarrier.optional(),
+});
+export type ToolCallJobData = z.input<typeof ToolCallJobData>;
+
+export const JOB = { run: 'run', deadline: 'deadline', cycle: 'cycle', node: 'node', call: 'call' } as const;
 
 const suffix = (generation: number): string => (generation === 0 ? '' : `@${generation}`);
 
@@ -91,3 +126,10 @@ export const cycleJobId = (runId: string, generation = 0): string => `${runId}.c
 /** Job id of a node job: derived from run, node and generation so a node is never enqueued twice. */
 export const nodeJobId = (runId: string, nodeId: string, generation = 0): string =>
   `${runId}.${nodeId}${suffix(generation)}`;
+/**
+ * Job id of a remote custom tool call: one per call of one attempt of a node, so a redelivered
+ * agent turn finds the call in flight or done instead of making it again.
+ */
+export const toolCallJobId = (
+  data: Pick<ToolCallJobData, 'runId' | 'nodeId' | 'generation' | 'attempt' | 'index'>,
+): string => `call.${nodeJobId(data.runId, data.nodeId, data.generation)}.${data.attempt}.${data.index}`;

@@ -115,19 +115,28 @@ export const isCustomTool = (tool: Tool): tool is CustomTool =>
 
 /**
  * Why a custom tool cannot be called here: the process has it from the catalog only, without its
- * code. A tool node's job goes to a worker that has it; an agent or a loop calls its tools in the
- * process running it, so that process must load the module. Ends the calling node (an agent is
- * not told: it could do nothing about it).
+ * code, and cannot send the call to the tool's queue (an executor without remote calls: a program
+ * embedding one). Ends the calling node (an agent is not told: it could do nothing about it).
  */
 export const toolCodeMissing = (name: string, worker: string): NodeErrorData => ({
   code: 'internal',
   reason: 'tool_code_missing',
-  message: `custom tool "${name}" has no code in the process running this node (${worker}): an agent or a loop calls its tools in its own process, so the workers that run it (the default queue's) must load the tool's module (--tools or TETRALOOP_TOOL_MODULES)`,
+  message: `custom tool "${name}" has no code in the process running this node (${worker}), which cannot send the call to its queue: load the tool's module (--tools or TETRALOOP_TOOL_MODULES)`,
 });
 
-/** Whether a call failed because its custom tool has no code in the calling process. */
-export const isToolCodeMissing = (error: NodeErrorData): boolean =>
-  error.code === 'internal' && error.reason === 'tool_code_missing';
+/**
+ * Why an agent's or a loop's call of a custom tool without code here was not sent to its queue: the
+ * catalog lists no live worker serving the tool there. Ends the calling node, like a missing module.
+ */
+export const toolUnserved = (name: string, queue: string): NodeErrorData => ({
+  code: 'internal',
+  reason: 'tool_unserved',
+  message: `custom tool "${name}" has no code in the process running this node and no live worker serves its queue "${queue}": start one (tetraloop worker --pool tool --queues ${queue} --tools <module>)`,
+});
+
+/** Whether a call failed because no process could run its custom tool: a deployment fault. */
+export const isToolUnavailable = (error: NodeErrorData): boolean =>
+  error.code === 'internal' && (error.reason === 'tool_code_missing' || error.reason === 'tool_unserved');
 
 /** The queue a tool's node jobs go to: a custom tool's own, else the shared node queue. */
 export const queueOfTool = (tool: Tool | undefined): string =>
