@@ -178,6 +178,29 @@ describe('an agent calling a custom tool only another worker process has', () =>
     ]);
   });
 
+  it('runs a loop node’s tool body on that process too, once per iteration', async () => {
+    const posted = await postRun(stack.url, {
+      graph: {
+        nodes: [
+          {
+            id: 'poll',
+            kind: 'loop',
+            maxIterations: 2,
+            body: { tool: 'remote.whoami', args: { tag: 'loop' } },
+          },
+        ],
+      },
+    });
+    expect(posted.status, JSON.stringify(posted.body)).toBe(202);
+    const doc = await waitFor(stack.url, posted.body.runId as string, 30_000);
+    expect(doc.status, JSON.stringify(doc.nodes)).toBe('succeeded');
+    expect(JSON.stringify(doc.nodes.poll)).toContain(`"pid":${worker.child.pid}`);
+    // Each iteration is a call of its own, with a key of its own.
+    const keys = loopback.hitsOf('whoami-loop').map((h) => h.idempotencyKey);
+    expect(keys).toHaveLength(2);
+    expect(new Set(keys).size).toBe(2);
+  });
+
   it('aborts the remote call’s ctx.signal when the run is cancelled', async () => {
     scriptAgent([{ name: 'remote__hold', arguments: { tag: 'cancel' } }]);
     const posted = await postRun(stack.url, { graph: agentGraph('Hold on', ['remote.hold']) });
