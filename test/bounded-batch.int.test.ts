@@ -154,4 +154,50 @@ describe('a window cycle budget', () => {
     expect(next).toContain(`- ${second}: did not run`);
     expect(doc.nodes[first]).toMatchObject({ status: 'succeeded' });
   });
+
+  it('lets a running map finish its items when the budget runs out', async () => {
+    windowCalls = 0;
+    windows = [
+      {
+        nodes: [
+          {
+            id: 'cm',
+            kind: 'map',
+            over: { $ref: 'input.items' },
+            concurrency: 1,
+            node: { kind: 'tool', tool: 'http', args: { url: `${server.url}/gate?node={{item}}` } },
+          },
+        ],
+        edges: [],
+        goalReached: false,
+      },
+      {
+        nodes: [{ id: 'cm-done', kind: 'tool', tool: 'json', args: { value: 'done' } }],
+        edges: [],
+        goalReached: true,
+      },
+    ];
+    const posted = await postRun(stack.url, {
+      task: 'a map past its budget',
+      mode: 'window',
+      cycleBudgetMs: 300,
+      input: { items: ['cm-0', 'cm-1', 'cm-2'] },
+    });
+    expect(posted.status).toBe(202);
+    const runId = posted.body.runId as string;
+    // The budget runs out while the map's first item is held and the others wait their turn.
+    await expect.poll(() => inFlight('cm-').length, { timeout: 20_000, interval: 20 }).toBe(1);
+    await untilEvent(stack.url, runId, (e) => e.data.type === 'replan.requested', {
+      what: 'replan.requested',
+    });
+    for (const item of ['cm-0', 'cm-1', 'cm-2']) server.openGate(item);
+    const doc = await waitFor(stack.url, runId);
+    expect(doc.status).toBe('succeeded');
+    // Every item ran, once: none was deferred as if it were a node of its own.
+    expect(gateHits('cm-').map((h) => h.node)).toEqual(['cm-0', 'cm-1', 'cm-2']);
+    const map = doc.nodes.cm as { status: string; output?: unknown[] };
+    expect(map.status).toBe('succeeded');
+    expect(map.output).toHaveLength(3);
+    expect(map.output).not.toContain(null);
+  });
 });

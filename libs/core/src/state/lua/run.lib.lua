@@ -230,8 +230,8 @@ local function beginNode(id, gen, live, count, chargeCall, reads, quiet)
   -- to be replanned for it: the new plan runs it (or does without it). One already started (a retry,
   -- a parked node coming back) goes on; its result may be reused by the new plan.
   -- Nor does one of a window whose cycle budget ran out (`cycle_budget`): what the window did not
-  -- start goes back to the planner.
-  if status == 'running' and meta[6] and not own then
+  -- start goes back to the planner. A map's item (`quiet`) always goes on: its map has started.
+  if status == 'running' and meta[6] and not own and not quiet then
     local seen = tonumber(meta[7] or '0')
     local planned = tonumber(meta[8] or '0')
     local budget = string.find(meta[6], '"code":"cycle_budget"', 1, true)
