@@ -89,8 +89,9 @@ export async function giveNodeSlot(
 
 /**
  * Frees the slots of holders that stopped running without giving theirs back (a process died):
- * those that took theirs more than {@link RECHECK_MS} ago and whose job is gone or not active.
- * Younger holders are left alone, so a healthy run reads no job states. Answers how many were freed.
+ * those that took theirs more than {@link RECHECK_MS} ago and whose job is gone or not active. At
+ * most one sweep per run per {@link RECHECK_MS} (a key with that TTL), so the jobs waiting at the
+ * cap do not each read the holders' jobs. Answers how many were freed.
  */
 async function forgetDeadHolders(
   deps: Pick<ExecutorDeps, 'nodeSlots' | 'queues'>,
@@ -98,6 +99,8 @@ async function forgetDeadHolders(
 ): Promise<number> {
   const { sets } = deps.nodeSlots!;
   const keys = deps.nodeSlots!.keysOf(runId);
+  // One sweep per run per interval, however many jobs wait at the cap.
+  if ((await sets.redis.set(`${keys.running}:sweep`, '1', 'PX', RECHECK_MS, 'NX')) === null) return 0;
   const before = Date.now() - RECHECK_MS;
   const done: [string, string][] = [];
   for (const [jobId, score] of await sets.holders(keys)) {
