@@ -3,7 +3,7 @@
  * nodes (and a map's completed items) are not called again; the interrupted one is, with the same
  * Idempotency-Key.
  */
-import { afterAll, beforeAll, expect, it } from 'vitest';
+import { afterAll, afterEach, beforeAll, expect, it } from 'vitest';
 import { spawnTetraloop, stderrMatches, type Spawned } from '../support/processes.js';
 import { postRun, startStack, waitFor, type Stack } from '../support/stack.js';
 import { startToolServer, type ToolServer } from '../support/tool-server.js';
@@ -20,8 +20,12 @@ beforeAll(async () => {
     env: { TETRALOOP_LOCK_DURATION_MS: '2000', TETRALOOP_STALLED_INTERVAL_MS: '1000' },
   });
 });
+// Each test starts from no worker: one left from an earlier test could take the jobs of the worker
+// a test kills, and its call would finish there.
+afterEach(async () => {
+  await Promise.all(workers.splice(0).map((w) => w.kill('SIGKILL')));
+});
 afterAll(async () => {
-  await Promise.all(workers.map((w) => w.kill('SIGKILL')));
   await stack?.close();
   await server?.close();
 });
