@@ -27,13 +27,19 @@ beforeAll(async () => {
   ]);
   stack = await startStack({
     pools: ['sense', 'plan', 'tool'],
-    env: { REDIS_URL: cluster.url, TETRALOOP_QUEUE_SHARDS: String(SHARDS) },
+    // A job whose master was killed under it may still count as active at the end: the stack then
+    // closes after this grace (and a forced close), within the hook's time.
+    env: {
+      REDIS_URL: cluster.url,
+      TETRALOOP_QUEUE_SHARDS: String(SHARDS),
+      TETRALOOP_SHUTDOWN_GRACE_MS: '5000',
+    },
   });
 }, 60_000);
 afterAll(async () => {
   await stack?.close();
   await Promise.all([cluster?.stop(), tools?.close()]);
-});
+}, 60_000);
 
 const http = (id: string, ms: number) => ({
   id,

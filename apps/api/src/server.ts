@@ -6,7 +6,13 @@ import { AcceptBarrier, waitsForDurability } from '@tetraloop/core/durability';
 import { type DestinationStream, type Logger, createLogger } from '@tetraloop/core/logging';
 import { QUEUE_NAMES, closeQueues, openQueues, shownQueues } from '@tetraloop/core/queues';
 import { RunEventHub, RunWaiter, type RunService } from '@tetraloop/core/runs';
-import { buildServices, connectRedis, openTools, type RedisClient } from '@tetraloop/core/runtime';
+import {
+  buildServices,
+  closeRedis,
+  connectRedis,
+  openTools,
+  type RedisClient,
+} from '@tetraloop/core/runtime';
 import { ApiKeyStore, ItemStore, RateLimitStore, purgeTenant } from '@tetraloop/core/state';
 import { metrics, QueueWatch } from '@tetraloop/core/telemetry';
 import { parseAllowHosts } from '@tetraloop/core/tools';
@@ -202,7 +208,7 @@ export async function startApi(env: ApiEnv, options: StartApiOptions = {}): Prom
       await mcp.close();
       await waiter.close();
       barrier?.connection.disconnect();
-      await redis.quit().catch(() => redis.disconnect());
+      await closeRedis(redis);
     },
   };
 }

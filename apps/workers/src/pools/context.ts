@@ -28,6 +28,7 @@ import { ModelClient, isModelConfigured } from '@tetraloop/core/model';
 import { closeQueues, findNodeJob, openQueues, type LoopQueues, type Pool } from '@tetraloop/core/queues';
 import {
   buildServices,
+  closeRedis,
   connectRedis,
   openTools,
   loadToolModules,
@@ -250,7 +251,7 @@ export async function openPoolContext(env: WorkerEnv, options: StartPoolsOptions
       await services.sources.close();
       await closeQueues(queues);
       await aborts.close();
-      await Promise.all([connection, state].map((c) => c.quit().catch(() => c.disconnect())));
+      await Promise.all([connection, state].map((c) => closeRedis(c)));
     },
   };
 }

@@ -133,6 +133,18 @@ export async function closeWithin(stage: readonly Worker[], graceMs: number): Pr
     delay(graceMs, false, { signal: grace.signal }).catch(() => false),
   ]);
   grace.abort();
-  if (!inTime) await Promise.all(stage.map((w) => w.close(true)));
+  if (!inTime) {
+    // A forced close still waits for its lock renewals and connections; on a Redis node that died
+    // those may never answer, and the connections are cut after this anyway.
+    const forced = new AbortController();
+    await Promise.race([
+      Promise.all(stage.map((w) => w.close(true))),
+      delay(FORCED_CLOSE_MS, undefined, { signal: forced.signal }).catch(() => undefined),
+    ]);
+    forced.abort();
+  }
   return inTime;
 }
+
+/** How long a forced close of workers may take before the process goes on shutting down. */
+const FORCED_CLOSE_MS = 5000;

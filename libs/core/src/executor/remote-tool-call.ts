@@ -12,7 +12,7 @@ import { NodeErrorData } from '../errors/node-error.js';
 import { JOB, ToolCallJobData, toolCallJobId } from '../queues/catalog.js';
 import { keepJobs } from '../queues/retention.js';
 import type { RunQueues } from '../queues/run-jobs.js';
-import { isCluster, type RedisClient } from '../state/redis-client.js';
+import { closeRedis, isCluster, type RedisClient } from '../state/redis-client.js';
 import { isCustomTool, toolUnserved, type CustomTool } from '../tools/custom-tool.js';
 import type { ToolOutcome } from '../tools/tool.js';
 import type { ExecutorDeps, RemoteToolCaller } from './deps.js';
@@ -137,7 +137,7 @@ export class RemoteToolCalls implements RemoteToolCaller {
     await Promise.all(
       opened.map(async ({ events, connection }) => {
         await events.close().catch(() => undefined);
-        await connection.quit().catch(() => connection.disconnect());
+        await closeRedis(connection);
       }),
     );
   }

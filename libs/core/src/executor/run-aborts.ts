@@ -2,7 +2,7 @@
  * Aborts a run's in-flight nodes in this process when the run is cancelled or fails elsewhere.
  * One subscriber connection per process listens on the abort channel.
  */
-import type { RedisClient } from '../state/redis-client.js';
+import { closeRedis, type RedisClient } from '../state/redis-client.js';
 
 export class RunAborts {
   private readonly active = new Map<string, Set<AbortController>>();
@@ -42,6 +42,6 @@ export class RunAborts {
   }
 
   async close(): Promise<void> {
-    await this.subscriber.quit().catch(() => this.subscriber.disconnect());
+    await closeRedis(this.subscriber);
   }
 }

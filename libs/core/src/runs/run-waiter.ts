@@ -2,7 +2,7 @@
  * Waits for runs to settle without polling: one subscriber connection per process listens on
  * the settled channel and wakes the waiters of that run.
  */
-import type { RedisClient } from '../state/redis-client.js';
+import { closeRedis, type RedisClient } from '../state/redis-client.js';
 
 export class RunWaiter {
   private readonly waiters = new Map<string, Set<() => void>>();
@@ -53,6 +53,6 @@ export class RunWaiter {
   }
 
   async close(): Promise<void> {
-    await this.subscriber.quit().catch(() => this.subscriber.disconnect());
+    await closeRedis(this.subscriber);
   }
 }

@@ -4,6 +4,7 @@
  * commands; on a cluster every script, `MULTI` and pipeline must name keys of one slot (see
  * `keys.ts`, `slot-multi.ts`).
  */
+import { setTimeout as delay } from 'node:timers/promises';
 import type { Cluster, Redis } from 'ioredis';
 
 export type RedisClient = Redis | Cluster;
@@ -17,3 +18,23 @@ export const isCluster = (redis: RedisClient): redis is Cluster => redis.isClust
  */
 export const mastersOf = (redis: RedisClient): Redis[] =>
   isCluster(redis) ? redis.nodes('master') : [redis];
+
+/**
+ * Closes a connection: `QUIT` (what was sent is answered first), or a hard disconnect when that
+ * fails or takes longer than `timeoutMs`. A Cluster client's `QUIT` goes to every node it knows and
+ * waits on one that died until its reconnects give up, so a shutdown could otherwise hang on a
+ * Redis node that is gone.
+ */
+export async function closeRedis(redis: RedisClient, timeoutMs = 2000): Promise<void> {
+  const timer = new AbortController();
+  const quit = redis.quit().then(
+    () => true,
+    () => false,
+  );
+  const inTime = await Promise.race([
+    quit,
+    delay(timeoutMs, false, { signal: timer.signal }).catch(() => false),
+  ]);
+  timer.abort();
+  if (!inTime) redis.disconnect();
+}
