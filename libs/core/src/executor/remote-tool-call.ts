@@ -4,7 +4,8 @@
  * it runs a tool node's call (`runToolCall`: secrets, ctx, time limit, error classes, output schema)
  * and answers the outcome as the job's return value, a tool failure included (the job itself never
  * fails for one): the calling agent's harness decides about retries as for a call made in process.
- * The caller awaits the job's completion through BullMQ's queue events.
+ * The caller awaits the job's completion through BullMQ's queue events, listening before it adds
+ * the job: an answer faster than the caller's first read of the events is still heard.
  */
 import { DelayedError, QueueEvents, type Job, type Queue } from 'bullmq';
 import { isTerminal } from '../domain/run-model.js';
@@ -55,7 +56,7 @@ export interface RemoteToolCallsOptions {
 /** The calling side: sends calls to their tools' queues and awaits their outcomes. */
 export class RemoteToolCalls implements RemoteToolCaller {
   /** One QueueEvents per queue called so far, by the queue's qualified name (opened on first use). */
-  private readonly events = new Map<string, { events: QueueEvents; connection: RedisClient }>();
+  private readonly events = new Map<string, Promise<OpenEvents>>();
   private closed = false;
 
   constructor(private readonly options: RemoteToolCallsOptions) {}
@@ -71,6 +72,7 @@ export class RemoteToolCalls implements RemoteToolCaller {
     if (stops.runSignal.aborted) return aborted('run aborted');
     const queue = (await this.options.queues.shardOf(data.runId)).toolQueue(queueName);
     const waitMs = data.timeoutMs + REMOTE_CALL_MARGIN_MS;
+    const events = await this.eventsOf(queue);
     // The same id for the same call of the same attempt: a redelivered agent turn gets the call
     // in flight (or its answer) rather than a second call.
     const job = await queue.add(
@@ -83,8 +85,10 @@ export class RemoteToolCalls implements RemoteToolCaller {
       ...(stops.shutdown ? [stops.shutdown] : []),
       AbortSignal.timeout(waitMs),
     ]);
-    // BullMQ's own wait outlives ours by a little, so its listeners are always removed.
-    const finished = job.waitUntilFinished(this.eventsOf(queue), waitMs + 1_000);
+    // BullMQ's own wait outlives ours by a little, so its listeners are always removed. It reads
+    // the job's state once its listeners are on: a call answered before (a redelivered call's job
+    // kept from its first delivery, or a very fast worker) is read back, not waited for.
+    const finished = job.waitUntilFinished(events, waitMs + 1_000);
     finished.catch(() => undefined);
     let onStop: () => void = () => undefined;
     const stopped = new Promise<ToolOutcome>((resolve) => {
@@ -116,31 +120,62 @@ export class RemoteToolCalls implements RemoteToolCaller {
     }
   }
 
-  private eventsOf(queue: Queue): QueueEvents {
+  /** The queue's events, opened on first use and ready (connected) when this answers. */
+  private eventsOf(queue: Queue): Promise<QueueEvents> {
     const known = this.events.get(queue.qualifiedName);
-    if (known) return known.events;
-    if (this.closed) throw new Error('remote tool calls are closed');
+    if (known) return known.then((open) => open.events);
+    if (this.closed) return Promise.reject(new Error('remote tool calls are closed'));
+    const opening = this.openEvents(queue);
+    this.events.set(queue.qualifiedName, opening);
+    // A queue whose events could not be opened is tried again by its next call.
+    opening.catch(() => {
+      if (this.events.get(queue.qualifiedName) === opening) this.events.delete(queue.qualifiedName);
+    });
+    return opening.then((open) => open.events);
+  }
+
+  /**
+   * Reads the queue's events from the stream's last entry as it is now, not from `$`: `$` would
+   * mean "from when the first blocking read reaches Redis", which can come after a call added
+   * meanwhile was already answered, and that answer would never be heard.
+   */
+  private async openEvents(queue: Queue): Promise<OpenEvents> {
     const own = this.options.connection;
+    const [last] = await own.xrevrange(queue.toKey('events'), '+', '-', 'COUNT', 1);
     // A connection of its own: its reads block.
     const connection: RedisClient = isCluster(own) ? own.duplicate() : own.duplicate();
-    const events = new QueueEvents(queue.name, { connection, prefix: queue.opts.prefix! });
+    const events = new QueueEvents(queue.name, {
+      connection,
+      prefix: queue.opts.prefix!,
+      lastEventId: last?.[0] ?? '0-0',
+    });
     // Connection errors are retried by ioredis; a QueueEvents without a listener prints them.
     events.on('error', () => undefined);
-    this.events.set(queue.qualifiedName, { events, connection });
-    return events;
+    try {
+      await events.waitUntilReady();
+    } catch (err) {
+      await closeEvents({ events, connection });
+      throw err;
+    }
+    return { events, connection };
   }
 
   async close(): Promise<void> {
     this.closed = true;
-    const opened = [...this.events.values()];
+    const opening = [...this.events.values()];
     this.events.clear();
-    await Promise.all(
-      opened.map(async ({ events, connection }) => {
-        await events.close().catch(() => undefined);
-        await closeRedis(connection);
-      }),
-    );
+    await Promise.all(opening.map((open) => open.then(closeEvents, () => undefined)));
   }
+}
+
+interface OpenEvents {
+  readonly events: QueueEvents;
+  readonly connection: RedisClient;
+}
+
+async function closeEvents({ events, connection }: OpenEvents): Promise<void> {
+  await events.close().catch(() => undefined);
+  await closeRedis(connection);
 }
 
 /**
