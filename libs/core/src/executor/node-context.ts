@@ -14,6 +14,7 @@ import type { NodeErrorData } from '../errors/node-error.js';
 import { resolveReferences } from '../graph/references.js';
 import { executionOf, type ExecutableNode, type ToolCallOptions } from '../nodes/index.js';
 import { callLimit, type CallLimit } from '../policy/limits.js';
+import type { NodeJobData } from '../queues/catalog.js';
 import type { RunEventNotice } from '../queues/webhook-jobs.js';
 import type { BeginNodeResult } from '../state/runs/node-state.js';
 import type { WaitSpec } from '../state/runs/run-signals.js';
@@ -515,11 +516,31 @@ export function ownJobFor(ctx: NodeContext, reason: string): void {
 
 /**
  * Marks the node's job to re-enter as a continuation once it parks (delayed, or waiting for its
- * children), keeping when the node first started: its snapshot's start and duration count from
- * the first entry, not the last.
+ * children), keeping when the node first started in this attempt: its snapshot's start and
+ * duration count from the first entry, not the last (see `enteredAtOf`).
  */
-export async function markContinuation(ctx: Pick<NodeContext, 'job' | 'startedAt'>): Promise<void> {
-  await ctx.job.updateData({ ...(ctx.job.data as object), continuation: true, enteredAt: ctx.startedAt });
+export async function markContinuation(
+  ctx: Pick<NodeContext, 'job' | 'startedAt' | 'attempt'>,
+): Promise<void> {
+  await ctx.job.updateData({
+    ...(ctx.job.data as object),
+    continuation: true,
+    enteredAt: ctx.startedAt,
+    enteredAttempt: ctx.attempt,
+  });
+}
+
+/**
+ * When a node job re-entering as a continuation first started: its `enteredAt`, if that was
+ * marked by the attempt now running. A retry is a new attempt (BullMQ keeps the job's data across
+ * attempts), so its start and time limit count from its own start, not the earlier attempt's.
+ */
+export function enteredAtOf(
+  data: Pick<NodeJobData, 'continuation' | 'enteredAt' | 'enteredAttempt'>,
+  attempt: number,
+): string | undefined {
+  if (!data.continuation) return undefined;
+  return data.enteredAttempt === undefined || data.enteredAttempt === attempt ? data.enteredAt : undefined;
 }
 
 /** Parks the node job in the delayed set until `until`; it re-enters as a continuation. */

@@ -26,7 +26,15 @@ import { underRunSpan } from '../telemetry/run-span.js';
 import { readBlobs, withOutputBlob } from './blob-reads.js';
 import { withFingerprints } from '../domain/fingerprint.js';
 import { retryTableFor, type ExecutorDeps } from './deps.js';
-import { announce, attemptRecord, nowIso, scopeOf, snapshotOf, type NodeContext } from './node-context.js';
+import {
+  announce,
+  attemptRecord,
+  enteredAtOf,
+  nowIso,
+  scopeOf,
+  snapshotOf,
+  type NodeContext,
+} from './node-context.js';
 import { askEarly, dropEarly, leaveFlow, type EarlyAsk } from './flow-gate.js';
 import { nodeRun } from './node-run.js';
 import { completeItem, itemReads, itemScope, plannedItem } from './map-items.js';
@@ -244,9 +252,9 @@ async function runExecution(deps: ExecutorDeps, execution: Execution): Promise<E
   // A retry may run with different parameters (`retry.vary`).
   const { node, variant } = nodeForAttempt(downgradedAt ? fallbackNode(planned) : planned, attempt);
   const kind = executionOf(node);
-  // A continuation is the same execution as its first entry: it started then.
-  const startedAt =
-    execution.begun?.startedAt ?? (data.continuation ? data.enteredAt : undefined) ?? nowIso();
+  // A continuation is the same execution as its first entry in this attempt: it started then.
+  const enteredAt = enteredAtOf(data, attempt);
+  const startedAt = execution.begun?.startedAt ?? enteredAt ?? nowIso();
   // Tracked before reading the run's status, so an abort published in between is not missed (a
   // node begun by its releaser's script was tracked before that script).
   const tracked = execution.begun?.tracked ?? deps.aborts.track(plan.runId);
@@ -288,7 +296,7 @@ async function runExecution(deps: ExecutorDeps, execution: Execution): Promise<E
       attemptsAllowed: execution.attemptsAllowed,
       ...(variant !== undefined ? { variant } : {}),
       startedAt,
-      started: performance.now() - (data.continuation && data.enteredAt ? sinceMs(data.enteredAt) : 0),
+      started: performance.now() - (enteredAt ? sinceMs(enteredAt) : 0),
       begin,
       scope: {
         ...scopeOf(plan.input, reads.snapshots),

@@ -50,6 +50,11 @@ export const NodeJobData = z.object({
   continuation: z.boolean().default(false),
   /** A continuation's first start (ISO): its node's start and duration count from there. */
   enteredAt: z.string().optional(),
+  /**
+   * The attempt `enteredAt` belongs to: a retry of the job is a new attempt, which starts (and
+   * counts its time limit) anew. Absent on jobs parked before it was kept: `enteredAt` holds.
+   */
+  enteredAttempt: z.number().int().min(1).optional(),
   /** Set when the job re-enters after flow control held its call back: the call is not charged again. */
   throttled: z.boolean().default(false),
   /** When the node expired and runs its fallback instead (ISO time): its retries run the fallback too. */
