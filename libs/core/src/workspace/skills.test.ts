@@ -1,9 +1,16 @@
-import { mkdirSync, mkdtempSync, writeFileSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, symlinkSync, unlinkSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { parse } from 'yaml';
-import { loadSkills, parseSkill, selectSkills, skillsHash } from './skills.js';
+import {
+  loadSkills,
+  parseSkill,
+  readSkillFiles,
+  selectSkills,
+  skillFileNames,
+  skillsHash,
+} from './skills.js';
 
 const skill = (name: string, tools: string[] = [], body = `How to ${name}.`): string =>
   `---\nname: ${name}\ndescription: The ${name} skill\ntools: [${tools.join(', ')}]\n---\n${body}\n`;
@@ -102,5 +109,27 @@ describe('loadSkills', () => {
       loaded: [],
       refused: [],
     });
+  });
+
+  it('refuses a skill file gone since the folder was listed, and loads the others', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'skills-'));
+    const folder = join(dir, 'main', 'skills');
+    mkdirSync(folder, { recursive: true });
+    for (const name of ['a', 'b', 'c']) writeFileSync(join(folder, `${name}.md`), skill(name));
+    const names = await skillFileNames(folder);
+    // Between listing and reading: one removed, one replaced by a link to nothing.
+    unlinkSync(join(folder, 'a.md'));
+    unlinkSync(join(folder, 'b.md'));
+    symlinkSync(join(folder, 'gone.md'), join(folder, 'b.md'));
+    const read = await readSkillFiles(folder, names, limits);
+    expect(read.files.map((f) => f.name)).toEqual(['c.md']);
+    expect(read.refused).toEqual([
+      { file: 'skills/a.md', reason: 'could not be read (ENOENT)' },
+      { file: 'skills/b.md', reason: 'could not be read (ENOENT)' },
+    ]);
+    // Listed afresh, the link is no skill file; the remaining skill loads.
+    const set = await loadSkills(dir, 'main', limits, new Set());
+    expect(set.skills.map((s) => s.name)).toEqual(['c']);
+    expect(set.record.refused).toEqual([]);
   });
 });

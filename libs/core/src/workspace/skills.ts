@@ -132,8 +132,7 @@ export function skillsHash(skills: readonly Skill[]): string {
 
 /**
  * Reads `<dir>/<agentId>/skills/*.md` in file-name order and selects what the agent may follow
- * (`selectSkills`). A missing folder is no skills. Only `maxSkills` more files than the bound are
- * read, so a folder of thousands costs no more than a few reads past it.
+ * (`selectSkills`). A missing folder is no skills.
  */
 export async function loadSkills(
   dir: string,
@@ -142,42 +141,60 @@ export async function loadSkills(
   allowed: ReadonlySet<string>,
 ): Promise<SkillSet> {
   const folder = join(dir, agentId, 'skills');
-  let names: string[];
+  const { files, refused } = await readSkillFiles(folder, await skillFileNames(folder), limits);
+  const parseYaml: YamlParse = files.length > 0 ? (await import('yaml')).parse : () => ({});
+  const set = selectSkills(agentId, files, limits, allowed, parseYaml);
+  return refused.length
+    ? { ...set, record: { ...set.record, refused: [...set.record.refused, ...refused] } }
+    : set;
+}
+
+/** The names of the skill files in `folder`, in the order to load them; none when it cannot be read. */
+export async function skillFileNames(folder: string): Promise<string[]> {
   try {
     const entries = await readdir(folder, { withFileTypes: true });
-    names = entries
+    return entries
       .filter((e) => e.isFile() && e.name.endsWith('.md'))
       .map((e) => e.name)
       .sort();
   } catch {
-    names = [];
+    return [];
   }
+}
+
+/**
+ * The text of the skill files `names` of `folder`, and those refused unread: past the bound in
+ * number (only `maxSkills` more files than the bound are read, so a folder of thousands costs no
+ * more than a few reads past it) or in size, or no longer readable (a file removed or replaced
+ * since the folder was listed, or one this process may not read) — the others still load.
+ */
+export async function readSkillFiles(
+  folder: string,
+  names: readonly string[],
+  limits: SkillLimits,
+): Promise<{ files: { name: string; text: string }[]; refused: SkillRefusal[] }> {
   const files: { name: string; text: string }[] = [];
-  const extra: SkillRefusal[] = [];
+  const refused: SkillRefusal[] = [];
   // Reading stops well past the bound: the rest are refused by name alone.
   const readable = limits.maxSkills * 2;
   for (const [i, name] of names.entries()) {
+    const file = `skills/${name}`;
     if (i >= readable) {
-      extra.push({
-        file: `skills/${name}`,
-        reason: `more than ${limits.maxSkills} skills (TETRALOOP_SKILLS_MAX)`,
-      });
+      refused.push({ file, reason: `more than ${limits.maxSkills} skills (TETRALOOP_SKILLS_MAX)` });
       continue;
     }
     const path = join(folder, name);
-    // A file past the bound in bytes (at most 4 per character) is refused without being read.
-    if ((await stat(path)).size > limits.maxChars * 4) {
-      extra.push({
-        file: `skills/${name}`,
-        reason: `more than ${limits.maxChars} characters (TETRALOOP_SKILL_CHARS)`,
-      });
-      continue;
+    try {
+      // A file past the bound in bytes (at most 4 per character) is refused without being read.
+      if ((await stat(path)).size > limits.maxChars * 4) {
+        refused.push({ file, reason: `more than ${limits.maxChars} characters (TETRALOOP_SKILL_CHARS)` });
+        continue;
+      }
+      files.push({ name, text: await readFile(path, 'utf8') });
+    } catch (err) {
+      const code = (err as NodeJS.ErrnoException).code ?? (err as Error).message;
+      refused.push({ file, reason: `could not be read (${code})` });
     }
-    files.push({ name, text: await readFile(path, 'utf8') });
   }
-  const parseYaml: YamlParse = files.length > 0 ? (await import('yaml')).parse : () => ({});
-  const set = selectSkills(agentId, files, limits, allowed, parseYaml);
-  return extra.length
-    ? { ...set, record: { ...set.record, refused: [...set.record.refused, ...extra] } }
-    : set;
+  return { files, refused };
 }
