@@ -1,15 +1,16 @@
 /**
  * Records outlive Redis: settled runs and session transcripts appended to the archive directory
  * (gzip JSON Lines), a run whose keys are gone served from it by `GET /v1/runs/:id` to its own
- * tenant only, `tetraloop archive export` printing them back; and the fingerprints at hand-offs —
+ * tenant only, `tetraloop archive export` printing them back, a damaged entry taken as not there;
+ * and the fingerprints at hand-offs —
  * each node's input and output, and what the planner was given — equal to the sha256 of their
  * canonical JSON (RFC 8785).
  */
 import { createHash, randomUUID } from 'node:crypto';
-import { mkdtemp, readdir, rm, stat } from 'node:fs/promises';
+import { appendFile, mkdtemp, readFile, readdir, rm, stat, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { gunzipSync } from 'node:zlib';
+import { gunzipSync, gzipSync } from 'node:zlib';
 import { readFileSync } from 'node:fs';
 import canonicalize from 'canonicalize';
 import { Redis } from 'ioredis';
@@ -293,5 +294,45 @@ describe('the archive', () => {
     const bad = await exported(['--since', 'yesterday']);
     expect(bad.code).toBe(2);
     expect(bad.err).toContain('--since');
+  });
+});
+
+describe('a damaged archive', () => {
+  it('answers 404 run_not_found for a run whose entry is corrupt; export skips corrupt lines and says how many', async () => {
+    const since = new Date(Date.now() - 1000).toISOString();
+    const { runId } = await settledAndArchived(graph);
+    await redis.del(...runKeyList(runKeys(stack.prefix, runId)));
+    expect((await call(TENANT, 'GET', `/v1/runs/${runId}`)).status).toBe(200);
+
+    const index = join(dir, 'index', 'runs', runId.slice(0, 2), runId);
+    const entry = await readFile(index, 'utf8');
+    const dayFile = join(dir, `runs-${(JSON.parse(entry) as { day: string }).day}.jsonl.gz`);
+    const day = await readFile(dayFile);
+    try {
+      // An index entry cut short.
+      await writeFile(index, entry.slice(0, 10));
+      const cut = await call(TENANT, 'GET', `/v1/runs/${runId}`);
+      expect(cut.status).toBe(404);
+      expect(cut.body).toMatchObject({ error: { code: 'run_not_found' } });
+      await writeFile(index, entry);
+
+      // A day's file with a line that is no record, and a member cut by a crash mid-append.
+      await appendFile(dayFile, gzipSync('{"kind":"run","runId":\n'));
+      const member = gzipSync(`${JSON.stringify({ kind: 'run', runId: randomUUID() })}\n`);
+      await appendFile(dayFile, member.subarray(0, member.length >> 1));
+      const read = await call(TENANT, 'GET', `/v1/runs/${runId}`);
+      expect(read.status).toBe(200);
+      const { code, records, err } = await exported(['--since', since, '--kind', 'runs', '--tenant', TENANT]);
+      expect(code).toBe(0);
+      expect(records.map((r) => (r.kind === 'run' ? r.runId : null))).toContain(runId);
+      expect(err).toBe('archive export: skipped 2 corrupt or unreadable entries\n');
+
+      // Nor is a run whose day's file is no longer gzip.
+      await writeFile(dayFile, 'overwritten');
+      expect((await call(TENANT, 'GET', `/v1/runs/${runId}`)).status).toBe(404);
+    } finally {
+      await writeFile(index, entry);
+      await writeFile(dayFile, day);
+    }
   });
 });

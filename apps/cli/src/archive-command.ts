@@ -2,7 +2,8 @@
  * `tetraloop archive export`: prints the records of the archive (`TETRALOOP_ARCHIVE_DIR`, or
  * `--dir`) archived in a time range, as JSON Lines on stdout — settled runs (document, node
  * snapshots, events) and session transcripts. It reads the directory itself, not the API: run it
- * where the archive is. Exit codes: 0 done, 1 the archive could not be read, 2 a usage error.
+ * where the archive is. Exit codes: 0 done (entries that cannot be read skipped, their number said
+ * on stderr), 1 the archive could not be read, 2 a usage error.
  */
 import { parseArgs } from 'node:util';
 import { ARCHIVE_KINDS, DirectoryArchive, type ArchiveKind } from '@tetraloop/core/archive';
@@ -93,7 +94,8 @@ async function archive(args: readonly string[], io: ArchiveIo): Promise<number> 
   if (dir === undefined) {
     throw new UsageError('archive export: no archive: set TETRALOOP_ARCHIVE_DIR or pass --dir');
   }
-  const records = new DirectoryArchive(dir).records({
+  let skipped = 0;
+  const records = new DirectoryArchive(dir, { onDamage: () => (skipped += 1) }).records({
     since,
     until,
     ...(kind !== undefined ? { kinds: [kind as ArchiveKind] } : {}),
@@ -105,6 +107,11 @@ async function archive(args: readonly string[], io: ArchiveIo): Promise<number> 
     io.stderr(`archive export: cannot read the archive at ${dir}: ${(err as Error).message}\n`);
     return 1;
   }
+  // Damaged lines (a crash mid-append, an edit) are not records: the rest is exported.
+  if (skipped > 0)
+    io.stderr(
+      `archive export: skipped ${skipped} corrupt or unreadable ${skipped === 1 ? 'entry' : 'entries'}\n`,
+    );
   return 0;
 }
 

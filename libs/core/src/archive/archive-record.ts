@@ -3,6 +3,7 @@
  * events) or a stretch of a session's transcript, one JSON line each, in one gzip file per kind per
  * UTC day of archiving (`runs-2026-12-02.jsonl.gz`, `transcripts-2026-12-02.jsonl.gz`).
  */
+import { z } from 'zod';
 import type { RunDocument, RunEvent } from '../domain/run-model.js';
 
 /** The archive's files: one kind per file. */
@@ -33,6 +34,47 @@ export interface ArchivedTranscript {
 }
 
 export type ArchiveRecord = ArchivedRun | ArchivedTranscript;
+
+/**
+ * The outline of a record as read back: what a reader relies on (its kind, tenant, time, ids), so
+ * a line that is JSON but not a record is told apart from one (the run document inside is as
+ * archived, not checked again).
+ */
+const RecordOutline = z.discriminatedUnion('kind', [
+  z.object({
+    kind: z.literal('run'),
+    runId: z.string(),
+    tenant: z.string(),
+    archivedAt: z.iso.datetime(),
+    run: z.looseObject({}),
+    events: z.array(z.unknown()),
+  }),
+  z.object({
+    kind: z.literal('transcript'),
+    tenant: z.string(),
+    sessionKey: z.string(),
+    from: z.number().int(),
+    to: z.number().int(),
+    lines: z.array(z.unknown()),
+    archivedAt: z.iso.datetime(),
+  }),
+]);
+
+/** One line of an archive file as a record; why not, when it is none (cut, edited, another tool's). */
+export function recordOfLine(line: string): { record: ArchiveRecord } | { reason: string } {
+  let value: unknown;
+  try {
+    value = JSON.parse(line);
+  } catch (err) {
+    return { reason: `not JSON: ${(err as Error).message}` };
+  }
+  const outline = RecordOutline.safeParse(value);
+  if (!outline.success) {
+    const issue = outline.error.issues[0]!;
+    return { reason: `not an archive record: ${issue.path.join('.') || 'line'}: ${issue.message}` };
+  }
+  return { record: value as ArchiveRecord };
+}
 
 /** The file kind a record goes to. */
 export const kindOf = (record: ArchiveRecord): ArchiveKind =>

@@ -6,11 +6,15 @@
  * run's day and tenant, and how far each session's transcript is archived.
  *
  * Run data is in here: the directory is made 0700 and every file 0600.
+ *
+ * What cannot be read — a line cut by a crash mid-append, an edited file, an index entry that is
+ * not one, a file this process may not open — is skipped as if it were not there, and told to
+ * `onDamage`: a run whose entry is damaged is not archived as far as a reader can tell.
  */
 import { createHash } from 'node:crypto';
 import { createReadStream } from 'node:fs';
 import { mkdir, open, readFile, writeFile } from 'node:fs/promises';
-import { join } from 'node:path';
+import { join, relative } from 'node:path';
 import { pipeline, type Readable } from 'node:stream';
 import { StringDecoder } from 'node:string_decoder';
 import { promisify } from 'node:util';
@@ -23,6 +27,7 @@ import {
   daysOf,
   kindOf,
   recordId,
+  recordOfLine,
   type ArchiveKind,
   type ArchiveRecord,
   type ArchivedRun,
@@ -48,6 +53,32 @@ interface RunPointer {
   readonly tenant: string;
 }
 
+/** The day of a pointer: it names a file, so nothing else (no path) is taken from an index entry. */
+const DAY = /^\d{4}-\d{2}-\d{2}$/;
+
+const isPointer = (value: unknown): value is RunPointer =>
+  typeof value === 'object' &&
+  value !== null &&
+  typeof (value as RunPointer).day === 'string' &&
+  DAY.test((value as RunPointer).day) &&
+  typeof (value as RunPointer).tenant === 'string';
+
+const UNREADABLE = Symbol('unreadable');
+
+/** Something of the archive that could not be read, and was skipped. */
+export interface ArchiveDamage {
+  /** The file, inside the archive directory. */
+  readonly file: string;
+  /** The line of the file's text (from 1) that is no record; absent when the file could not be read on. */
+  readonly line?: number;
+  readonly reason: string;
+}
+
+export interface DirectoryArchiveOptions {
+  /** Told of each damaged entry skipped: a warning in the log, a count for an export. */
+  readonly onDamage?: (damage: ArchiveDamage) => void;
+}
+
 /** What an export reads. */
 export interface ArchiveQuery {
   readonly since: Date;
@@ -61,8 +92,14 @@ export interface ArchiveQuery {
 
 export class DirectoryArchive {
   private made = false;
+  private readonly onDamage: (damage: ArchiveDamage) => void;
 
-  constructor(readonly dir: string) {}
+  constructor(
+    readonly dir: string,
+    options: DirectoryArchiveOptions = {},
+  ) {
+    this.onDamage = options.onDamage ?? (() => undefined);
+  }
 
   /** Appends `record` to its kind's file of its day. */
   async append(record: ArchiveRecord): Promise<void> {
@@ -93,8 +130,8 @@ export class DirectoryArchive {
   }
 
   /**
-   * The archived record of a run of `tenant`; null when there is none, it is another tenant's, or
-   * its tenant was deleted after it was archived.
+   * The archived record of a run of `tenant`; null when there is none, it is another tenant's, its
+   * tenant was deleted after it was archived, or its index entry or record cannot be read.
    */
   async run(runId: string, tenant: string): Promise<ArchivedRun | null> {
     const pointer = await this.pointer(runId);
@@ -119,10 +156,20 @@ export class DirectoryArchive {
     await writeFile(file, at.toISOString(), { mode: FILE_MODE });
   }
 
-  /** When `tenant` was last deleted (epoch ms); undefined when never. */
+  /**
+   * When `tenant` was last deleted (epoch ms); undefined when never. A mark that cannot be read
+   * hides all the tenant's records: a deleted tenant's runs are never given by mistake.
+   */
   private async tenantDeletedAt(tenant: string): Promise<number | undefined> {
-    const text = await readFile(this.tenantFile(tenant), 'utf8').catch(missingAs(null));
-    return text === null ? undefined : Date.parse(text);
+    const file = this.tenantFile(tenant);
+    const text = await this.readIndex(file);
+    if (text === null) return undefined;
+    const at = text === UNREADABLE ? Number.NaN : Date.parse(text);
+    if (Number.isNaN(at)) {
+      this.damaged(file, 'a tenant deletion mark that cannot be read: all its records are withheld');
+      return Number.POSITIVE_INFINITY;
+    }
+    return at;
   }
 
   /**
@@ -165,29 +212,80 @@ export class DirectoryArchive {
     await writeFile(file, String(next), { mode: FILE_MODE });
   }
 
-  /** The records of one file, oldest first; none when it does not exist. */
+  /**
+   * The records of one file, oldest first; none when it does not exist. A line that is no record
+   * is skipped; a file that cannot be read on (cut gzip, not gzip) ends where it can no more.
+   */
   private async *read(file: string): AsyncGenerator<ArchiveRecord> {
-    const handle = await open(file, 'r').catch(missingAs(null));
+    let handle;
+    try {
+      handle = await open(file, 'r').catch(missingAs(null));
+    } catch (err) {
+      this.damaged(file, `cannot be opened: ${(err as Error).message}`);
+      return;
+    }
     if (!handle) return;
     // Streamed: a day's file may be larger than is wise to hold at once.
     const lines = pipeline(createReadStream('', { fd: handle }), createGunzip(), () => undefined);
     // A character may be cut between two chunks: the decoder holds its first bytes back.
     const text = new StringDecoder('utf8');
     let rest = '';
-    for await (const chunk of lines as Readable) {
-      const parts = (rest + text.write(chunk as Buffer)).split('\n');
-      rest = parts.pop() ?? '';
-      for (const line of parts) if (line !== '') yield JSON.parse(line) as ArchiveRecord;
+    let n = 0;
+    const recordAt = (line: string): ArchiveRecord | undefined => {
+      n += 1;
+      if (line === '') return undefined;
+      const read = recordOfLine(line);
+      if ('record' in read) return read.record;
+      this.damaged(file, read.reason, n);
+      return undefined;
+    };
+    try {
+      for await (const chunk of lines as Readable) {
+        const parts = (rest + text.write(chunk as Buffer)).split('\n');
+        rest = parts.pop() ?? '';
+        for (const line of parts) {
+          const record = recordAt(line);
+          if (record) yield record;
+        }
+      }
+    } catch (err) {
+      // What follows the damage cannot be told apart from it: the rest of the file is skipped.
+      this.damaged(file, `cannot be read on after line ${n}: ${(err as Error).message}`);
+      return;
     }
-    rest += text.end();
-    if (rest !== '') yield JSON.parse(rest) as ArchiveRecord;
+    const record = recordAt(rest + text.end());
+    if (record) yield record;
   }
 
   private async pointer(runId: string): Promise<RunPointer | null> {
     const file = this.pointerFile(runId);
     if (!file) return null;
-    const text = await readFile(file, 'utf8').catch(missingAs(null));
-    return text === null ? null : (JSON.parse(text) as RunPointer);
+    const text = await this.readIndex(file);
+    if (text === null || text === UNREADABLE) return null;
+    let value: unknown;
+    try {
+      value = JSON.parse(text);
+    } catch {
+      value = undefined;
+    }
+    if (isPointer(value)) return value;
+    this.damaged(file, 'a run index entry that is not one: the run is taken as not archived');
+    return null;
+  }
+
+  /** An index file's text; null when it does not exist; `UNREADABLE` (told) when it cannot be read. */
+  private async readIndex(file: string): Promise<string | null | typeof UNREADABLE> {
+    try {
+      return await readFile(file, 'utf8').catch(missingAs(null));
+    } catch (err) {
+      this.damaged(file, `cannot be read: ${(err as Error).message}`);
+      return UNREADABLE;
+    }
+  }
+
+  private damaged(path: string, reason: string, line?: number): void {
+    const file = relative(this.dir, path);
+    this.onDamage(line === undefined ? { file, reason } : { file, line, reason });
   }
 
   /** A run's index file, sharded by its first two characters; none for an id that is not a UUID. */

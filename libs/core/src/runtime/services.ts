@@ -154,7 +154,14 @@ export function buildServices(
   const archive =
     env.TETRALOOP_ARCHIVE_DIR === undefined
       ? undefined
-      : new RunArchiver({ archive: new DirectoryArchive(env.TETRALOOP_ARCHIVE_DIR), store, logger });
+      : new RunArchiver({
+          archive: new DirectoryArchive(env.TETRALOOP_ARCHIVE_DIR, {
+            onDamage: (damage) =>
+              logger.warn({ archive: damage }, 'archive entry cannot be read: skipped, as if not archived'),
+          }),
+          store,
+          logger,
+        });
   const runs = new RunService({
     ...(archive ? { archive } : {}),
     ...runSettingsOf(env),
