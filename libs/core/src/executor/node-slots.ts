@@ -4,17 +4,29 @@
  * back when the job ends or parks (a retry's backoff, a map or loop waiting for its children, a
  * sleep): a parked node runs nothing. Past the cap the job parks in the delayed set, holding no
  * worker, its node still `queued`; a job giving its slot back wakes the oldest waiting ones, and a
- * parked job looks again every {@link RECHECK_MS} in case a wake was missed. A node handed off to
+ * parked job looks again on its own in case a wake was missed: after {@link RECHECK_MS}, then
+ * twice as long each time it finds the cap again, up to {@link MAX_RECHECK_MS} (`recheckDelayMs`),
+ * so thousands of jobs waiting at one cap do not all ask every few seconds. A node handed off to
  * the job that released it (`handoff.ts`) runs in that job's slot. A map's items are node jobs and
  * take slots like any. A run without a cap reads and writes nothing here.
  */
 import { DelayedError, type Job } from 'bullmq';
 import { findNodeJob } from '../queues/run-jobs.js';
+import { NodeJobData } from '../queues/catalog.js';
 import type { ExecutorDeps } from './deps.js';
 import type { CompiledPlan } from './plan-cache.js';
 
-/** How often a waiting node job looks for a free slot if no finishing job woke it. */
+/** How soon a node job first parked at the cap looks for a free slot if no finishing job woke it. */
 export const RECHECK_MS = 5000;
+/** The longest a parked node job goes without looking again. */
+export const MAX_RECHECK_MS = 60_000;
+
+/**
+ * How long a node job parks at its run's cap, having parked there `waits` times already since it
+ * last held a slot: doubling from {@link RECHECK_MS} up to {@link MAX_RECHECK_MS}. Pure.
+ */
+export const recheckDelayMs = (waits: number): number =>
+  Math.min(RECHECK_MS * 2 ** Math.max(0, waits), MAX_RECHECK_MS);
 
 /** The slot sets outlive the run's deadline by an hour; every take renews them. */
 const ttlOf = (plan: Pick<CompiledPlan, 'timeoutSeconds'>): number => plan.timeoutSeconds + 3600;
@@ -41,16 +53,19 @@ export async function takeNodeSlot(
   const { sets } = deps.nodeSlots;
   const keys = deps.nodeSlots.keysOf(plan.runId);
   const held: HeldNodeSlot = { runId: plan.runId, cap, jobId: job.id };
-  if (await sets.acquire(keys, job.id, cap, ttlOf(plan))) return held;
-  // At the cap: free the slots of jobs that ended without giving theirs back, and try once more.
+  const waits = NodeJobData.shape.slotWaits.parse((job.data as { slotWaits?: unknown }).slotWaits);
   if (
-    (await forgetDeadHolders(deps, plan.runId)) > 0 &&
-    (await sets.acquire(keys, job.id, cap, ttlOf(plan)))
+    (await sets.acquire(keys, job.id, cap, ttlOf(plan))) ||
+    // At the cap: free the slots of jobs that ended without giving theirs back, and try once more.
+    ((await forgetDeadHolders(deps, plan.runId)) > 0 && (await sets.acquire(keys, job.id, cap, ttlOf(plan))))
   ) {
+    // A later wait (a retry's, a continuation's) starts again from the shortest recheck.
+    if (waits > 0) await job.updateData({ ...(job.data as object), slotWaits: 0 });
     return held;
   }
   if (token === undefined) throw new Error('holding a node back needs a worker token to park its job');
-  await job.moveToDelayed(Date.now() + RECHECK_MS, token);
+  await job.updateData({ ...(job.data as object), slotWaits: waits + 1 });
+  await job.moveToDelayed(Date.now() + recheckDelayMs(waits), token);
   // A slot freed between the take and the move woke no one (the job was not delayed yet): look again.
   if ((await sets.release(keys, null, cap, 0)).free > 0) await job.promote().catch(() => undefined);
   deps.logger.debug({ runId: plan.runId, jobId: job.id, cap }, 'node job waits for a slot of its run');
