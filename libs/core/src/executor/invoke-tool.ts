@@ -40,7 +40,16 @@ export async function invokeTool(
   const onShutdown = (): void => stop(new ToolError('aborted', SHUTDOWN_MESSAGE), true);
   if (limits.shutdownSignal?.aborted) onShutdown();
   else limits.shutdownSignal?.addEventListener('abort', onShutdown, { once: true });
-  const call = Promise.resolve().then(() => tool.run(parsed.data, { ...ctx, signal: controller.signal }));
+  // Copied with its accessors, so what the context makes on demand (the idempotency key) is
+  // still made only when the tool reads it.
+  const toolContext = Object.defineProperties(
+    {},
+    {
+      ...Object.getOwnPropertyDescriptors(ctx),
+      signal: { value: controller.signal, enumerable: true },
+    },
+  ) as ToolContext;
+  const call = Promise.resolve().then(() => tool.run(parsed.data, toolContext));
   // An abandoned call may still settle later; its result is ignored, never unhandled.
   call.catch(() => undefined);
   abandoned.catch(() => undefined);

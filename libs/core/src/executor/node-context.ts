@@ -241,13 +241,22 @@ async function callWithin(
   limit: CallLimit,
   call: ToolCallOptions,
 ): Promise<ToolOutcome> {
-  const idempotencyKey = callIdempotencyKey(ctx.deps.callKey, {
+  const identity = {
     runId: ctx.plan.runId,
     nodeId: ctx.node.id,
     generation: ctx.generation,
     call: call.index ?? '0',
-  });
-  const request = { timeoutMs: limit.ms, secrets: call.secrets ?? [], idempotencyKey };
+  };
+  let idempotencyKey: string | undefined;
+  const request: CallRequest = {
+    timeoutMs: limit.ms,
+    secrets: call.secrets ?? [],
+    // Made when the call reads it (http, MCP and custom tools): an HMAC that most built-in calls
+    // never read would otherwise cost every node.
+    get idempotencyKey() {
+      return (idempotencyKey ??= callIdempotencyKey(ctx.deps.callKey, identity));
+    },
+  };
   // Known from the catalog only (an agent's or a loop's call; a tool node's job never runs here):
   // a worker that has its code runs it.
   const outcome =
@@ -312,7 +321,13 @@ export async function runToolCall(
   // Where the call would send what it is given decides, before a byte goes out.
   const refused = secrets.values.size > 0 ? scopeRefusal(tool, sent, secrets) : undefined;
   if (refused) return { ok: false, error: refused };
-  const base = { runId: site.runId, nodeId: site.nodeId, idempotencyKey: request.idempotencyKey };
+  const base = {
+    runId: site.runId,
+    nodeId: site.nodeId,
+    get idempotencyKey() {
+      return request.idempotencyKey;
+    },
+  };
   // Secrets a custom tool read itself (`ctx.secret`): masked in what comes back like the others.
   const read = new Map<string, string>();
   // A custom tool's `concurrency` bounds its calls in this process.

@@ -4,6 +4,7 @@
  * ready dependents — and run one of them in the same job (`handoff.ts`). A retry is handed back
  * to BullMQ's backoff; a waiting node parks itself in the delayed set; neither holds a worker slot.
  */
+import type { Logger } from 'pino';
 import { DelayedError, WaitingChildrenError, type Job } from 'bullmq';
 import { giveNodeSlot, takeNodeSlot } from './node-slots.js';
 import { withSecretsMasked } from '../secrets/secret-ref.js';
@@ -283,6 +284,7 @@ async function runExecution(deps: ExecutorDeps, execution: Execution): Promise<E
     // A held-back call whose node will not run now gives its place in the queue up.
     if (data.throttled && (begin.existing || begin.status !== 'running')) await leaveFlow(deps, job);
     const reads = await readBlobs(deps, plan.tenant, node, begin);
+    let log: Logger | undefined;
     const ctx: NodeContext = {
       deps,
       job,
@@ -303,7 +305,10 @@ async function runExecution(deps: ExecutorDeps, execution: Execution): Promise<E
         ...(item ? itemScope(item, data.item) : {}),
       },
       runSignal: tracked.signal,
-      log: deps.logger.child({ runId: plan.runId, nodeId: node.id, attempt }),
+      // Made when something logs: a child logger per node costs every node otherwise.
+      get log() {
+        return (log ??= deps.logger.child({ runId: plan.runId, nodeId: node.id, attempt }));
+      },
       call: { lessons: [], ...(early ? { early } : {}) },
     };
     if (expiry && !begin.existing && begin.status === 'running') await announceExpiry(ctx, expiry, job);
