@@ -8,6 +8,7 @@ import { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { DeliveryAttempt, RunDocument, WebhookEvent } from '@tetraloop/core/domain';
 import { WEBHOOK_JOB } from '@tetraloop/core/queues';
+import { webhookKeys } from '@tetraloop/core/state';
 import { verifyWebhookSignature } from '@tetraloop/core/webhooks';
 import { startStack, type Stack } from './support/stack.js';
 import { startWebhookReceiver, type WebhookReceiver } from './support/webhook-receiver.js';
@@ -289,6 +290,41 @@ describe('outbound webhooks', () => {
       type: 'run.finished',
       data: { runId, status: 'succeeded' },
     });
+  });
+
+  it("read a tenant's subscriptions once, and hear of each one made or deleted since in every process", async () => {
+    const subscriptions = webhookKeys(stack.prefix, 'kappa').subscriptions;
+    // The first run of the tenant reads its subscriptions (none) into each process's copy.
+    await finalized((await runToEnd('kappa', { graph: graph(1) })).runId);
+    const monitor = await redis.monitor();
+    const reads: string[][] = [];
+    monitor.on('monitor', (_time: string, args: string[]) => {
+      if (args.includes(subscriptions)) reads.push(args);
+    });
+    try {
+      await finalized((await runToEnd('kappa', { graph: graph(2) })).runId);
+    } finally {
+      monitor.disconnect();
+    }
+    // Announcing a run of a tenant without subscriptions read nothing.
+    expect(reads).toEqual([]);
+
+    // Made through the API process: the worker that finalizes runs drops its copy and hears of it.
+    const sub = await call('kappa', 'post', '/v1/webhooks', { url: `${receiver.url}/kappa` });
+    expect(sub.status).toBe(201);
+    const heard = await runToEnd('kappa', { graph: graph(3) });
+    const [hit] = await receiver.until('/kappa', 1);
+    expect(eventOf(hit!.raw).data.runId).toBe(heard.runId);
+    await delivered(eventOf(hit!.raw).id);
+
+    // Deleted: the next run is announced to nobody.
+    expect((await call('kappa', 'delete', `/v1/webhooks/${sub.body.id as string}`)).status).toBe(204);
+    const unheard = await runToEnd('kappa', { graph: graph(4) });
+    await finalized(unheard.runId);
+    const jobs = await sense.getJobs(['completed', 'waiting', 'delayed', 'active', 'prioritized', 'failed']);
+    expect(
+      jobs.some((j) => j.name === WEBHOOK_JOB && (j.data as { runId: string }).runId === unheard.runId),
+    ).toBe(false);
   });
 
   it('cap the subscriptions of a tenant', async () => {

@@ -78,6 +78,7 @@ export async function startApi(env: ApiEnv, options: StartApiOptions = {}): Prom
   const mcp = await openTools(env, { redis, subscriber, logger, egress: parseAllowHosts('') });
   const services = buildServices(env, redis, queues, mcp.tools, undefined, logger);
   const waiter = await RunWaiter.listen(subscriber, services.store.channels.settled);
+  await services.webhooks.followChanges(subscriber);
   // Every event stream of the process is fed from these few blocking connections.
   const hub = new RunEventHub(services.store, {
     client: redis,

@@ -148,6 +148,7 @@ export async function openPoolContext(env: WorkerEnv, options: StartPoolsOptions
   });
   const { store } = services;
   const aborts = await RunAborts.listen(subscriber, store.channels.abort);
+  await services.webhooks.followChanges(subscriber);
   // First plans of repeated tasks, shared by every plan worker through Redis.
   const planCache = new PlanCacheStore(state, planCacheOptionsOf(env));
   // Every worker of the deployment signs outbound Idempotency-Keys with the same key.

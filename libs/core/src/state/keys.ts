@@ -158,10 +158,16 @@ export interface Channels {
   readonly abort: string;
   /** Published with a run id once the run has settled (every node final). */
   readonly settled: string;
+  /** Published with a tenant when its webhook subscriptions changed: processes drop their copy. */
+  readonly webhooks: string;
 }
 
 export function channels(prefix: string): Channels {
-  return { abort: `${prefix}:runs:abort`, settled: `${prefix}:runs:settled` };
+  return {
+    abort: `${prefix}:runs:abort`,
+    settled: `${prefix}:runs:settled`,
+    webhooks: `${prefix}:webhooks:changed`,
+  };
 }
 
 /**

@@ -16,7 +16,8 @@ import {
 } from '../domain/webhook.js';
 import { decryptSecret, encryptSecret } from '../secrets/secret-cipher.js';
 import { newWebhookSecret } from '../webhooks/signature.js';
-import { webhookDeliveriesKey, webhookKeys } from './keys.js';
+import { SubscriptionCache } from '../webhooks/subscription-cache.js';
+import { channels, webhookDeliveriesKey, webhookKeys } from './keys.js';
 import { loadScripts, type ScriptRunner } from './scripts.js';
 import { SECRETS_OFF_MESSAGE } from './secret-store.js';
 import { slotMulti } from './slot-multi.js';
@@ -64,12 +65,40 @@ export type DeliveryList = { readonly subscription: string } | { readonly runId:
 
 export class WebhookStore {
   private readonly script: ScriptRunner;
+  private readonly channel: string;
+  /** Each tenant's subscriptions as last read, while this process follows their changes. */
+  private cache: SubscriptionCache | undefined;
 
   constructor(
     private readonly redis: RedisClient,
     private readonly options: WebhookStoreOptions,
   ) {
     this.script = loadScripts(redis);
+    this.channel = channels(options.prefix).webhooks;
+  }
+
+  /**
+   * Keeps a copy of each tenant's subscriptions, dropped whenever any process changes them (they
+   * publish on `subscriber`'s channel) and whenever `subscriber` reconnects: announcing a run of a
+   * tenant without subscriptions then reads nothing. For the life of the subscriber.
+   */
+  async followChanges(subscriber: RedisClient): Promise<void> {
+    const cache = new SubscriptionCache();
+    const onMessage = (channel: string, tenant: string): void => {
+      if (channel === this.channel) cache.drop(tenant);
+    };
+    // Changes published while the subscriber was away were missed.
+    const onReady = (): void => cache.dropAll();
+    subscriber.on('message', onMessage);
+    subscriber.on('ready', onReady);
+    await subscriber.subscribe(this.channel);
+    this.cache = cache;
+  }
+
+  /** Tells every process following the changes that `tenant`'s subscriptions changed. */
+  private async changed(tenant: string): Promise<void> {
+    this.cache?.drop(tenant);
+    await this.redis.publish(this.channel, tenant);
   }
 
   private key(): Buffer {
@@ -110,6 +139,7 @@ export class WebhookStore {
         `a tenant holds at most ${this.options.maxPerTenant} webhook subscriptions (TETRALOOP_WEBHOOK_SUBSCRIPTIONS_MAX); delete one first`,
       );
     }
+    await this.changed(tenant);
     return { subscription, secret };
   }
 
@@ -125,7 +155,8 @@ export class WebhookStore {
 
   /** The tenant's subscriptions that want `type`. */
   async subscribersOf(tenant: string, type: WebhookEventType): Promise<WebhookSubscription[]> {
-    return (await this.list(tenant)).filter((s) => s.events.includes(type));
+    const all = this.cache ? await this.cache.get(tenant, () => this.list(tenant)) : await this.list(tenant);
+    return all.filter((s) => s.events.includes(type));
   }
 
   /** Whether the tenant has the subscription. */
@@ -151,6 +182,7 @@ export class WebhookStore {
         .hdel(this.keys(tenant).subscriptions, id)
         .del(webhookDeliveriesKey(this.options.prefix, tenant, { subscription: id }))
         .exec()) ?? [];
+    if (removed === 1) await this.changed(tenant);
     return removed === 1;
   }
 
