@@ -79,20 +79,26 @@ export class WebhookStore {
 
   /**
    * Keeps a copy of each tenant's subscriptions, dropped whenever any process changes them (they
-   * publish on `subscriber`'s channel) and whenever `subscriber` reconnects: announcing a run of a
-   * tenant without subscriptions then reads nothing. For the life of the subscriber.
+   * publish on `subscriber`'s channel): announcing a run of a tenant without subscriptions then
+   * reads nothing. While `subscriber` is disconnected a change could be missed, so every read goes
+   * to Redis until it is back, and every copy is dropped then. For the life of the subscriber.
    */
   async followChanges(subscriber: RedisClient): Promise<void> {
     const cache = new SubscriptionCache();
     const onMessage = (channel: string, tenant: string): void => {
       if (channel === this.channel) cache.drop(tenant);
     };
-    // Changes published while the subscriber was away were missed.
-    const onReady = (): void => cache.dropAll();
+    const follow = (on: boolean) => (): void => {
+      cache.dropAll();
+      this.cache = on ? cache : undefined;
+    };
     subscriber.on('message', onMessage);
-    subscriber.on('ready', onReady);
+    subscriber.on('close', follow(false));
     await subscriber.subscribe(this.channel);
-    this.cache = cache;
+    // After a reconnect ioredis sends the resubscription before it emits `ready` again; a change
+    // published in between is seen once the copy lapses (60 s).
+    subscriber.on('ready', follow(true));
+    if (subscriber.status === 'ready') follow(true)();
   }
 
   /** Tells every process following the changes that `tenant`'s subscriptions changed. */
