@@ -7,41 +7,22 @@
 import { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { runNodeSlotKeys } from '@tetraloop/core/state';
-import { startModelServer, type ChatRequest, type ModelServer } from './support/model-server.js';
-import { postRun, readEvents, startStack, untilEvent, waitFor, type Stack } from './support/stack.js';
-import { maxOverlap, startToolServer, type Hit, type ToolServer } from './support/tool-server.js';
+import type { ModelServer } from './support/model-server.js';
+import { startPlannerStack, type PlannerStack } from './support/planner-stack.js';
+import { postRun, readEvents, untilEvent, waitFor, type Stack } from './support/stack.js';
+import { maxOverlap, type Hit, type ToolServer } from './support/tool-server.js';
 
+let planned: PlannerStack;
 let stack: Stack;
 let model: ModelServer;
 let server: ToolServer;
-let windows: unknown[] = [];
-let windowCalls = 0;
-const isWindowCall = (r: ChatRequest): boolean =>
-  (r.response_format as { json_schema?: { name?: string } } | undefined)?.json_schema?.name === 'window';
 
 beforeAll(async () => {
-  server = await startToolServer();
-  model = await startModelServer({
-    script: (request) =>
-      isWindowCall(request)
-        ? { content: JSON.stringify(windows[Math.min(windowCalls++, windows.length - 1)]) }
-        : { content: 'ok' },
-  });
-  stack = await startStack({
-    env: {
-      OPENAI_BASE_URL: model.url,
-      TETRALOOP_PLANNER_MODEL: 'scripted-planner',
-      TETRALOOP_MODEL_MAX_RETRIES: '0',
-      // The deployment's cap, for runs that set none.
-      TETRALOOP_MAX_PARALLEL_NODES: '3',
-    },
-  });
+  // The deployment's cap, for runs that set none.
+  planned = await startPlannerStack({ schemas: ['window'], env: { TETRALOOP_MAX_PARALLEL_NODES: '3' } });
+  ({ stack, model, server } = planned);
 });
-afterAll(async () => {
-  await stack?.close();
-  await model?.close();
-  await server?.close();
-});
+afterAll(() => planned?.close());
 
 const gate = (id: string) => ({
   id,
@@ -110,8 +91,7 @@ describe('maxParallelNodes', () => {
 
 describe('a window cycle budget', () => {
   it('hands what the window has not started back to the planner when the budget runs out', async () => {
-    windowCalls = 0;
-    windows = [
+    planned.plan(
       // Two independent held calls, one slot: one runs, the other waits queued for it.
       { nodes: [gate('cb-a'), gate('cb-b')], edges: [], goalReached: false },
       {
@@ -119,7 +99,7 @@ describe('a window cycle budget', () => {
         edges: [],
         goalReached: true,
       },
-    ];
+    );
     const before = model.requests.length;
     const posted = await postRun(stack.url, {
       task: 'two held calls',
@@ -147,7 +127,7 @@ describe('a window cycle budget', () => {
     const events = await readEvents(stack.url, runId);
     const deferred = events.find((e) => e.data.type === 'node.deferred');
     expect(deferred?.data).toMatchObject({ nodeId: second, data: { reason: 'cycle_budget' } });
-    const calls = model.requests.slice(before).filter(isWindowCall);
+    const calls = planned.plannerRequests(before);
     expect(calls).toHaveLength(2);
     const next = calls[1]!.messages.find((m) => m.role === 'user')!.content!;
     expect(next).toContain('cycle_budget: window 1 ran past its cycle budget of 300 ms');
@@ -156,8 +136,7 @@ describe('a window cycle budget', () => {
   });
 
   it('lets a running map finish its items when the budget runs out', async () => {
-    windowCalls = 0;
-    windows = [
+    planned.plan(
       {
         nodes: [
           {
@@ -176,7 +155,7 @@ describe('a window cycle budget', () => {
         edges: [],
         goalReached: true,
       },
-    ];
+    );
     const posted = await postRun(stack.url, {
       task: 'a map past its budget',
       mode: 'window',

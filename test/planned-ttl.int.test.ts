@@ -10,65 +10,26 @@
  * its 1 ms TTL.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import {
-  startModelServer,
-  type ChatRequest,
-  type ModelServer,
-  type ScriptedReply,
-} from './support/model-server.js';
-import {
-  postRun,
-  readEvents,
-  runToEnd,
-  startStack,
-  untilNodeStatus,
-  waitFor,
-  type Stack,
-} from './support/stack.js';
-import { startToolServer, type ToolServer } from './support/tool-server.js';
+import type { ChatRequest, ModelServer } from './support/model-server.js';
+import { startPlannerStack, type PlannerStack } from './support/planner-stack.js';
+import { postRun, readEvents, runToEnd, untilNodeStatus, waitFor, type Stack } from './support/stack.js';
+import type { ToolServer } from './support/tool-server.js';
 
+let planned: PlannerStack;
 let stack: Stack;
 let model: ModelServer;
 let server: ToolServer;
 
-/** Answers planner calls (structured output named "graph" or "window"); `index` counts them per test. */
-let planner: (request: ChatRequest, index: number) => ScriptedReply = () => ({ content: '{}' });
-let plannerCalls = 0;
-const schemaName = (r: ChatRequest): string | undefined =>
-  (r.response_format as { json_schema?: { name?: string } } | undefined)?.json_schema?.name;
-const isPlannerCall = (r: ChatRequest): boolean => schemaName(r) === 'graph' || schemaName(r) === 'window';
-
 beforeAll(async () => {
-  server = await startToolServer();
-  model = await startModelServer({
-    script: (request) => (isPlannerCall(request) ? planner(request, plannerCalls++) : { content: 'ok' }),
+  // Planner calls: structured output named "graph" (task runs) or "window" (window mode).
+  planned = await startPlannerStack({
+    schemas: ['graph', 'window'],
+    env: { TETRALOOP_TOOL_CONCURRENCY: '1', TETRALOOP_PLAN_WINDOW: '3', TETRALOOP_PLAN_MAX_WINDOWS: '4' },
   });
-  stack = await startStack({
-    env: {
-      OPENAI_BASE_URL: model.url,
-      TETRALOOP_PLANNER_MODEL: 'scripted-planner',
-      TETRALOOP_MODEL_MAX_RETRIES: '0',
-      TETRALOOP_TOOL_CONCURRENCY: '1',
-      TETRALOOP_PLAN_WINDOW: '3',
-      TETRALOOP_PLAN_MAX_WINDOWS: '4',
-    },
-  });
+  ({ stack, model, server } = planned);
 });
-afterAll(async () => {
-  await stack?.close();
-  await model?.close();
-  await server?.close();
-});
+afterAll(() => planned?.close());
 
-/** Sets the planner's answers for one test: the n-th planner call gets `answers[n]` (the last repeats). */
-function plan(...answers: unknown[]): void {
-  plannerCalls = 0;
-  planner = (_request, index) => ({
-    content: JSON.stringify(answers[Math.min(index, answers.length - 1)]),
-    usage: { promptTokens: 100, completionTokens: 50 },
-  });
-}
-const plannerRequests = (before: number): ChatRequest[] => model.requests.slice(before).filter(isPlannerCall);
 const userOf = (r: ChatRequest): string => r.messages.find((m) => m.role === 'user')!.content!;
 
 /** Holds the only tool slot until the test opens its gate. */
@@ -113,7 +74,7 @@ async function expiries(runId: string): Promise<[string, string][]> {
 describe('a planned node that expires unstarted', () => {
   it('is handed back to the planner, which replans the remaining work told what expired', async () => {
     const before = model.requests.length;
-    plan(
+    planned.plan(
       {
         nodes: [hold('r-hold'), late('r-late'), json('r-after', { got: { $ref: 'r-late.output' } })],
         edges: [['r-late', 'r-after']],
@@ -137,7 +98,7 @@ describe('a planned node that expires unstarted', () => {
 
     const [[node, expiredAt]] = (await expiries(doc.runId)) as [[string, string]];
     expect(node).toBe('r-late');
-    const calls = plannerRequests(before);
+    const calls = planned.plannerRequests(before);
     expect(calls).toHaveLength(2);
     // The planner was offered the TTL fields and told how to use them.
     expect(JSON.stringify(calls[0]!.response_format)).toContain('"ttlMs"');
@@ -160,7 +121,7 @@ describe('a planned node that expires unstarted', () => {
 
   it('with onExpire "fail", replans rather than failing the run', async () => {
     const before = model.requests.length;
-    plan(
+    planned.plan(
       { nodes: [hold('f-hold'), late('f-late', { onExpire: 'fail' })], edges: [] },
       { nodes: [hold('f-hold'), json('f-late', 'in time')], edges: [] },
     );
@@ -172,12 +133,12 @@ describe('a planned node that expires unstarted', () => {
     expect(doc.status, JSON.stringify(doc.error)).toBe('succeeded');
     expect(doc.replans).toBe(1);
     expect(doc.output).toMatchObject({ 'f-late': 'in time' });
-    expect(userOf(plannerRequests(before)[1]!)).toContain('(onExpire "fail")');
+    expect(userOf(planned.plannerRequests(before)[1]!)).toContain('(onExpire "fail")');
   });
 
   it('with onExpire "downgrade", runs the fallback the planner gave, handing nothing back', async () => {
     const before = model.requests.length;
-    plan({
+    planned.plan({
       nodes: [
         hold('d-hold'),
         late('d-late', {
@@ -196,12 +157,12 @@ describe('a planned node that expires unstarted', () => {
       expired: { onExpire: 'downgrade' },
     });
     expect(server.hitsOf('d-late')).toHaveLength(0);
-    expect(plannerRequests(before)).toHaveLength(1);
+    expect(planned.plannerRequests(before)).toHaveLength(1);
   });
 
   it('once the run has no replans left, is skipped as in a fixed graph', async () => {
     const before = model.requests.length;
-    plan({
+    planned.plan({
       nodes: [hold('n-hold'), late('n-late'), json('n-after', { got: { $ref: 'n-late.output' } })],
       edges: [['n-late', 'n-after']],
     });
@@ -210,12 +171,12 @@ describe('a planned node that expires unstarted', () => {
     expect(doc.replans).toBe(0);
     expect(doc.nodes['n-late']).toMatchObject({ status: 'skipped', expired: { onExpire: 'skip' } });
     expect(doc.output).toMatchObject({ 'n-after': { got: { expired: true } } });
-    expect(plannerRequests(before)).toHaveLength(1);
+    expect(planned.plannerRequests(before)).toHaveLength(1);
   });
 
   it('in window mode, goes into the next window with what expired', async () => {
     const before = model.requests.length;
-    plan(
+    planned.plan(
       { nodes: [hold('w-hold'), late('w-late')], edges: [], goalReached: false },
       {
         nodes: [json('w-again', { from: '{{w-hold.output.body.node}}' })],
@@ -228,7 +189,7 @@ describe('a planned node that expires unstarted', () => {
     expect(doc.output).toEqual({ 'w-again': { from: 'w-hold' } });
     expect(server.hitsOf('w-late')).toHaveLength(0);
     const [[, expiredAt]] = (await expiries(doc.runId)) as [[string, string]];
-    const calls = plannerRequests(before);
+    const calls = planned.plannerRequests(before);
     expect(calls).toHaveLength(2);
     expect(JSON.stringify(calls[0]!.response_format)).toContain('"expiresAt"');
     expect(doc.planning).toMatchObject({ promptVersion: 'planner-window-v4' });
@@ -247,7 +208,7 @@ describe('a planned node that expires unstarted', () => {
 describe('a TTL the planner sets', () => {
   it('is checked like a fixed graph’s: a policy that cannot apply is sent back at its field, then rejected', async () => {
     const before = model.requests.length;
-    plan({
+    planned.plan({
       nodes: [
         late('b-down', { onExpire: 'downgrade' }),
         late('b-both', { expiresAt: '2026-12-01T00:00:00Z' }),
@@ -264,7 +225,7 @@ describe('a TTL the planner sets', () => {
       'nodes.2.fallback.tool',
     ]);
     // One repair was asked for, naming each field.
-    const calls = plannerRequests(before);
+    const calls = planned.plannerRequests(before);
     expect(calls).toHaveLength(2);
     const repair = calls[1]!.messages.at(-1)!.content!;
     expect(repair).toContain('- nodes.0.fallback: onExpire "downgrade" needs a fallback');

@@ -9,48 +9,30 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { lessonId, type Lesson } from '@tetraloop/core/memory';
 import { nodeJobId } from '@tetraloop/core/queues';
 import { MemoryStore } from '@tetraloop/core/state';
-import {
-  startModelServer,
-  type ChatRequest,
-  type ModelServer,
-  type ScriptedReply,
-} from './support/model-server.js';
+import type { ChatRequest, ModelServer } from './support/model-server.js';
+import { planReply, startPlannerStack, type PlannerStack } from './support/planner-stack.js';
 import { postRun, readEvents, runToEnd, startStack, waitFor, type Stack } from './support/stack.js';
-import { startToolServer, type ToolServer } from './support/tool-server.js';
+import type { ToolServer } from './support/tool-server.js';
 
+let planned: PlannerStack;
 let stack: Stack;
 let model: ModelServer;
 let server: ToolServer;
 
-/** Answers planner calls (they ask for structured output named "graph") with `plan`, the rest with `other`. */
-let planner: (request: ChatRequest, index: number) => ScriptedReply = () => ({ content: '{}' });
-let other: (request: ChatRequest) => ScriptedReply | Promise<ScriptedReply> = () => ({ content: 'ok' });
-const isPlannerCall = (r: ChatRequest): boolean =>
-  (r.response_format as { json_schema?: { name?: string } } | undefined)?.json_schema?.name === 'graph';
-
 beforeAll(async () => {
-  server = await startToolServer();
-  let plannerCalls = 0;
-  model = await startModelServer({
-    script: (request) => (isPlannerCall(request) ? planner(request, plannerCalls++) : other(request)),
-  });
-  stack = await startStack({
+  // Planner calls ask for structured output named "graph"; the rest are model and agent nodes'.
+  planned = await startPlannerStack({
+    schemas: ['graph'],
     env: {
-      OPENAI_BASE_URL: model.url,
       TETRALOOP_MODEL: 'scripted-node',
-      TETRALOOP_PLANNER_MODEL: 'scripted-planner',
-      TETRALOOP_MODEL_MAX_RETRIES: '0',
       TETRALOOP_AGENT_TOOLS: JSON.stringify({ restricted: ['json'] }),
       // Lessons read at every call, so one saved by a test is in effect at the next node.
       TETRALOOP_LESSON_REFRESH_MS: '0',
     },
   });
+  ({ stack, model, server } = planned);
 });
-afterAll(async () => {
-  await stack?.close();
-  await model?.close();
-  await server?.close();
-});
+afterAll(() => planned?.close());
 
 const fetchNode = (id: string) => ({
   id,
@@ -58,16 +40,12 @@ const fetchNode = (id: string) => ({
   tool: 'http',
   args: { url: `${server.url}/work?node=${id}&ms=1` },
 });
-const planReply = (graph: unknown): ScriptedReply => ({
-  content: JSON.stringify(graph),
-  usage: { promptTokens: 100, completionTokens: 50 },
-});
 const requestsSince = (n: number): ChatRequest[] => model.requests.slice(n);
 
 describe('planning a task', () => {
   it('asks the planner once for a graph through structured output and runs it', async () => {
     const before = model.requests.length;
-    planner = () =>
+    planned.setPlanner(() =>
       planReply({
         nodes: [
           fetchNode('p-a'),
@@ -83,7 +61,8 @@ describe('planning a task', () => {
           ['p-a', 'p-join'],
           ['p-b', 'p-join'],
         ],
-      });
+      }),
+    );
     const doc = await runToEnd(stack.url, { task: 'fetch a and b, then join them' });
     expect(doc.status).toBe('succeeded');
     expect(doc.output).toEqual({ 'p-join': ['p-a', 'p-b'] });
@@ -115,7 +94,7 @@ describe('planning a task', () => {
 
   it('runs a plan that sets its own failure policy: a failed step handed downstream, not failing the run', async () => {
     const before = model.requests.length;
-    planner = () =>
+    planned.setPlanner(() =>
       planReply({
         nodes: [
           {
@@ -136,7 +115,8 @@ describe('planning a task', () => {
           },
         ],
         edges: [['f-extract', 'f-report']],
-      });
+      }),
+    );
     const doc = await runToEnd(stack.url, { task: 'extract, and say so if it fails' });
     expect(doc.status).toBe('succeeded');
     // One retry for the 500, as the plan asked, then its error went downstream.
@@ -152,13 +132,14 @@ describe('planning a task', () => {
   it('sends a failure policy past the bounds fixed graphs have back for repair, naming each field', async () => {
     const before = model.requests.length;
     let round = 0;
-    planner = () =>
+    planned.setPlanner(() =>
       round++ === 0
         ? planReply({
             nodes: [{ ...fetchNode('b-a'), retry: { server: 11 }, timeoutMs: 700_000, priority: 11 }],
             edges: [],
           })
-        : planReply({ nodes: [{ ...fetchNode('b-a'), retry: { server: 2 }, timeoutMs: 5000 }], edges: [] });
+        : planReply({ nodes: [{ ...fetchNode('b-a'), retry: { server: 2 }, timeoutMs: 5000 }], edges: [] }),
+    );
     const doc = await runToEnd(stack.url, { task: 'bounded policy' });
     expect(doc.status).toBe('succeeded');
     const calls = requestsSince(before);
@@ -182,10 +163,11 @@ describe('planning a task', () => {
   it('repairs a rejected plan once, sending the validation errors back', async () => {
     const before = model.requests.length;
     let round = 0;
-    planner = () =>
+    planned.setPlanner(() =>
       round++ === 0
         ? planReply({ nodes: [{ id: 'r-a', kind: 'tool', tool: 'teleport', args: {} }], edges: [] })
-        : planReply({ nodes: [fetchNode('r-a')], edges: [] });
+        : planReply({ nodes: [fetchNode('r-a')], edges: [] }),
+    );
     const doc = await runToEnd(stack.url, { task: 'repair me' });
     expect(doc.status).toBe('succeeded');
     const calls = requestsSince(before);
@@ -205,7 +187,7 @@ describe('planning a task', () => {
     };
     const map = (node: unknown) => ({ id: 'm-read', kind: 'map', over: { $ref: 'm-list.output' }, node });
     let round = 0;
-    planner = () =>
+    planned.setPlanner(() =>
       planReply({
         nodes: [
           list,
@@ -214,7 +196,8 @@ describe('planning a task', () => {
             : map({ kind: 'tool', tool: 'http', args: { url: `${server.url}{{item.path}}` } }),
         ],
         edges: [['m-list', 'm-read']],
-      });
+      }),
+    );
     const doc = await runToEnd(stack.url, { task: 'read every page the list names' });
     expect(doc.status, JSON.stringify(doc.error)).toBe('succeeded');
     expect(
@@ -233,11 +216,12 @@ describe('planning a task', () => {
 
   it('rejects a plan whole when it needs a tool outside the agent allowlist: nothing runs', async () => {
     const hitsBefore = server.hits.length;
-    planner = () =>
+    planned.setPlanner(() =>
       planReply({
         nodes: [fetchNode('x-a'), { id: 'x-b', kind: 'tool', tool: 'json', args: { value: 1 } }],
         edges: [],
-      });
+      }),
+    );
     const doc = await runToEnd(stack.url, { task: 'use http', agentId: 'restricted' });
     expect(doc.status).toBe('failed');
     expect(doc.error).toMatchObject({
@@ -253,10 +237,10 @@ describe('planner failures', () => {
   it('aborts the planner call when the run is cancelled meanwhile, and settles the run cancelled', async () => {
     let arrived!: () => void;
     const asked = new Promise<void>((resolve) => (arrived = resolve));
-    planner = () => {
+    planned.setPlanner(() => {
       arrived();
       return { hang: true };
-    };
+    });
     const posted = await postRun(stack.url, { task: 'never answered' });
     const runId = posted.body.runId as string;
     await asked;
@@ -269,7 +253,7 @@ describe('planner failures', () => {
   });
 
   it('fail the run with plan_failed when the planner cannot be asked', async () => {
-    planner = () => ({ status: 401, error: { message: 'bad key' } });
+    planned.setPlanner(() => ({ status: 401, error: { message: 'bad key' } }));
     const doc = await runToEnd(stack.url, { task: 'anything' });
     expect(doc.status).toBe('failed');
     expect(doc.error).toMatchObject({ code: 'plan_failed', cause: { code: 'auth' } });
@@ -279,7 +263,7 @@ describe('planner failures', () => {
 describe('llm nodes', () => {
   it('see only the outputs they reference, and report their usage', async () => {
     const before = model.requests.length;
-    other = () => ({ content: 'summary of A', usage: { promptTokens: 40, completionTokens: 10 } });
+    planned.setOther(() => ({ content: 'summary of A', usage: { promptTokens: 40, completionTokens: 10 } }));
     const doc = await runToEnd(stack.url, {
       input: { secret: 'RUN-INPUT' },
       graph: {
@@ -327,7 +311,7 @@ describe('llm nodes', () => {
 
   it('cut large inputs to the configured budget with a marker', async () => {
     const before = model.requests.length;
-    other = () => ({ content: 'ok' });
+    planned.setOther(() => ({ content: 'ok' }));
     await runToEnd(stack.url, {
       graph: {
         nodes: [
@@ -342,7 +326,9 @@ describe('llm nodes', () => {
   });
 
   it('validate structured answers against their schema', async () => {
-    other = (r) => ({ content: r.messages[0]!.content!.includes('good') ? '{"n": 3}' : '{"n": "three"}' });
+    planned.setOther((r) => ({
+      content: r.messages[0]!.content!.includes('good') ? '{"n": 3}' : '{"n": "three"}',
+    }));
     const schema = {
       $schema: 'https://json-schema.org/draft/2020-12/schema',
       type: 'object',
@@ -361,10 +347,11 @@ describe('llm nodes', () => {
 
   it('retry a 429 from the model with the harness backoff', async () => {
     let calls = 0;
-    other = () =>
+    planned.setOther(() =>
       calls++ === 0
         ? { status: 429, headers: { 'retry-after': '0' }, error: { message: 'slow down' } }
-        : { content: 'fine' };
+        : { content: 'fine' },
+    );
     const doc = await runToEnd(stack.url, { graph: { nodes: [{ id: 'r', kind: 'llm', prompt: 'hi' }] } });
     expect(doc.status).toBe('succeeded');
     expect(doc.nodes.r!.attempts.map((a) => a.error?.code ?? 'ok')).toEqual(['rate_limited', 'ok']);
@@ -374,7 +361,7 @@ describe('llm nodes', () => {
 describe('replanning', () => {
   it('replans after a budget_exhausted node, keeping completed snapshots, and discards stale jobs', async () => {
     const before = model.requests.length;
-    planner = (request) =>
+    planned.setPlanner((request) =>
       request.messages.at(-1)!.content!.includes('The previous plan stopped')
         ? planReply({
             nodes: [
@@ -393,7 +380,8 @@ describe('replanning', () => {
               ['rp-a', 'rp-b'],
               ['rp-b', 'rp-c'],
             ],
-          });
+          }),
+    );
     const doc = await runToEnd(stack.url, { task: 'three steps', budget: { toolCalls: 2 } });
     expect(doc.status).toBe('succeeded');
     expect(doc.generation).toBe(1);
@@ -404,7 +392,7 @@ describe('replanning', () => {
     expect(server.hitsOf('rp-a')).toHaveLength(1);
     expect(server.hitsOf('rp-b')).toHaveLength(1);
     expect(server.hitsOf('rp-c')).toHaveLength(0);
-    const replanCall = requestsSince(before).filter(isPlannerCall)[1]!;
+    const replanCall = planned.plannerRequests(before)[1]!;
     expect(replanCall.messages.at(-1)!.content).toContain('budget');
     expect(replanCall.messages.at(-1)!.content).toContain('"rp-a"');
 
@@ -459,16 +447,17 @@ describe('lessons in planning', () => {
     redis.disconnect();
     const before = model.requests.length;
     let round = 0;
-    planner = () =>
+    planned.setPlanner(() =>
       round++ === 0
         ? planReply({ nodes: [fetchNode('l-a')], edges: [] })
         : planReply({
             nodes: [{ id: 'l-a', kind: 'tool', tool: 'json', args: { value: 'cached' } }],
             edges: [],
-          });
+          }),
+    );
     const doc = await runToEnd(stack.url, { task: 'learn', agentId });
     expect(doc.status).toBe('succeeded');
-    const calls = requestsSince(before).filter(isPlannerCall);
+    const calls = planned.plannerRequests(before);
     expect(calls).toHaveLength(2);
     const system = calls[0]!.messages[0]!.content!;
     // Most confident first, after the workspace files.
@@ -489,17 +478,18 @@ describe('lessons in planning', () => {
     const isSlow = (r: ChatRequest): boolean => JSON.stringify(r.messages).includes('think slowly');
     let release!: () => void;
     const released = new Promise<void>((resolve) => (release = resolve));
-    other = async (request) => {
+    planned.setOther(async (request) => {
       if (isSlow(request)) await released;
       return { content: isSlow(request) ? 'thought' : 'ok' };
-    };
-    planner = () =>
+    });
+    planned.setPlanner(() =>
       round++ === 0
         ? planReply({ nodes: [slow, fetchNode('v-next')], edges: [['v-slow', 'v-next']] })
         : planReply({
             nodes: [slow, { id: 'v-next', kind: 'tool', tool: 'json', args: { value: 'around' } }],
             edges: [['v-slow', 'v-next']],
-          });
+          }),
+    );
     const before = model.requests.length;
     const posted = await postRun(stack.url, { task: 'slow, then next', agentId });
     expect(posted.status, JSON.stringify(posted.body)).toBe(202);
@@ -536,19 +526,19 @@ describe('lessons in planning', () => {
     expect(doc.output).toEqual({ 'v-next': 'around' });
     expect(doc.replans).toBe(1);
     // The new plan was asked for with the refusal, and kept the slow node's result.
-    const calls = requestsSince(before).filter(isPlannerCall);
+    const calls = planned.plannerRequests(before);
     expect(calls).toHaveLength(2);
     expect(calls[1]!.messages.at(-1)!.content).toContain(`blocked by lesson ${hard.id}`);
     expect(requestsSince(before).filter(isSlow)).toHaveLength(1);
     expect(server.hitsOf('v-next')).toHaveLength(0);
-    other = () => ({ content: 'ok' });
+    planned.setOther(() => ({ content: 'ok' }));
   });
 });
 
 describe('the classic loop', () => {
   it('stops at maxIterations when the model keeps calling tools', async () => {
     const before = model.requests.length;
-    other = () => ({ content: '', toolCalls: [{ name: 'json', arguments: { value: 'again' } }] });
+    planned.setOther(() => ({ content: '', toolCalls: [{ name: 'json', arguments: { value: 'again' } }] }));
     const doc = await runToEnd(stack.url, { task: 'never finish', mode: 'loop', maxIterations: 3 });
     expect(doc.status).toBe('succeeded');
     expect(doc.nodes.agent).toMatchObject({ output: { iterations: 3, stoppedBy: 'maxIterations' } });
@@ -561,10 +551,11 @@ describe('the classic loop', () => {
 
   it('ends budget_exhausted when a turn finds the tool-time budget spent', async () => {
     const before = model.requests.length;
-    other = (r) =>
+    planned.setOther((r) =>
       r.messages.some((m) => m.role === 'tool')
         ? { content: 'done' }
-        : { content: '', toolCalls: [{ name: 'wait', arguments: { ms: 200 } }] };
+        : { content: '', toolCalls: [{ name: 'wait', arguments: { ms: 200 } }] },
+    );
     // The first turn's tool call uses up the 20 ms of tool time; the next turn is not asked.
     const doc = await runToEnd(stack.url, {
       graph: {
@@ -589,10 +580,11 @@ describe('the classic loop', () => {
   });
 
   it('ends when the model answers without a tool call', async () => {
-    other = (r) =>
+    planned.setOther((r) =>
       r.messages.some((m) => m.role === 'tool')
         ? { content: 'the answer is 42' }
-        : { content: '', toolCalls: [{ name: 'json', arguments: { value: 42 } }] };
+        : { content: '', toolCalls: [{ name: 'json', arguments: { value: 42 } }] },
+    );
     const doc = await runToEnd(stack.url, { task: 'find the answer', mode: 'loop' });
     expect(doc.nodes.agent).toMatchObject({
       output: { text: 'the answer is 42', iterations: 2, stoppedBy: 'final' },

@@ -7,54 +7,25 @@
 import { createHash } from 'node:crypto';
 import canonicalize from 'canonicalize';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import {
-  startModelServer,
-  type ChatRequest,
-  type ModelServer,
-  type ScriptedReply,
-} from './support/model-server.js';
-import { postRun, readEvents, runToEnd, startStack, type Stack } from './support/stack.js';
-import { overlaps, startToolServer, type ToolServer } from './support/tool-server.js';
+import type { ChatRequest, ModelServer } from './support/model-server.js';
+import { startPlannerStack, type PlannerStack } from './support/planner-stack.js';
+import { postRun, readEvents, runToEnd, type Stack } from './support/stack.js';
+import { overlaps, type ToolServer } from './support/tool-server.js';
 
+let planned: PlannerStack;
 let stack: Stack;
 let model: ModelServer;
 let server: ToolServer;
 
-/** Answers window-planner calls (structured output named "window"); `index` counts them per test. */
-let planner: (request: ChatRequest, index: number) => ScriptedReply = () => ({ content: '{}' });
-let windowCalls = 0;
-const isWindowCall = (r: ChatRequest): boolean =>
-  (r.response_format as { json_schema?: { name?: string } } | undefined)?.json_schema?.name === 'window';
-
 beforeAll(async () => {
-  server = await startToolServer();
-  model = await startModelServer({
-    script: (request) => (isWindowCall(request) ? planner(request, windowCalls++) : { content: 'ok' }),
+  planned = await startPlannerStack({
+    schemas: ['window'],
+    env: { TETRALOOP_PLAN_WINDOW: '3', TETRALOOP_PLAN_MAX_WINDOWS: '4' },
   });
-  stack = await startStack({
-    env: {
-      OPENAI_BASE_URL: model.url,
-      TETRALOOP_PLANNER_MODEL: 'scripted-planner',
-      TETRALOOP_MODEL_MAX_RETRIES: '0',
-      TETRALOOP_PLAN_WINDOW: '3',
-      TETRALOOP_PLAN_MAX_WINDOWS: '4',
-    },
-  });
+  ({ stack, model, server } = planned);
 });
-afterAll(async () => {
-  await stack?.close();
-  await model?.close();
-  await server?.close();
-});
+afterAll(() => planned?.close());
 
-/** Sets the planner's answers for one test: the n-th window call gets `windows[n]` (the last repeats). */
-function plan(...windows: unknown[]): void {
-  windowCalls = 0;
-  planner = (_request, index) => ({
-    content: JSON.stringify(windows[Math.min(index, windows.length - 1)]),
-    usage: { promptTokens: 100, completionTokens: 50 },
-  });
-}
 const work = (id: string, ms = 1) => ({
   id,
   kind: 'tool',
@@ -66,13 +37,12 @@ const fingerprintOf = (value: unknown): string =>
   createHash('sha256')
     .update(canonicalize(value) ?? 'null')
     .digest('hex');
-const windowRequests = (before: number): ChatRequest[] => model.requests.slice(before).filter(isWindowCall);
 const userOf = (r: ChatRequest): string => r.messages.find((m) => m.role === 'user')!.content!;
 
 describe('window mode', () => {
   it('runs a window in parallel, asks for the next with only the observed outputs, and ends at the goal', async () => {
     const before = model.requests.length;
-    plan(
+    planned.plan(
       {
         // w-b reads w-a, so only w-b and w-c (the window's results) are shown next time.
         nodes: [
@@ -93,7 +63,7 @@ describe('window mode', () => {
     expect(doc.status).toBe('succeeded');
     // The first window's independent fetches ran side by side.
     expect(overlaps(server.hitsOf('w-a')[0]!, server.hitsOf('w-c')[0]!)).toBe(true);
-    const calls = windowRequests(before);
+    const calls = planned.plannerRequests(before);
     expect(calls).toHaveLength(2);
     expect(calls[0]!.model).toBe('scripted-planner');
     expect(userOf(calls[0]!)).toBe(
@@ -148,7 +118,7 @@ describe('window mode', () => {
   });
 
   it('runs a map a window planned over a list an earlier window found', async () => {
-    plan(
+    planned.plan(
       {
         nodes: [
           {
@@ -184,7 +154,7 @@ describe('window mode', () => {
 
   it('shows the outputs a window asks to observe, and ends on a goal reached with no nodes', async () => {
     const before = model.requests.length;
-    plan(
+    planned.plan(
       {
         nodes: [
           work('o-a'),
@@ -198,7 +168,7 @@ describe('window mode', () => {
     );
     const doc = await runToEnd(stack.url, { task: 'observe', mode: 'window' });
     expect(doc.status).toBe('succeeded');
-    const second = userOf(windowRequests(before)[1]!);
+    const second = userOf(planned.plannerRequests(before)[1]!);
     expect(second).toContain('"o-a":');
     expect(second).not.toContain('"o-b":');
     expect(doc.output).toEqual({ 'o-b': 'o-a' });
@@ -208,7 +178,7 @@ describe('window mode', () => {
   it('asks for the next window when a node fails, and drops the failed node', async () => {
     const before = model.requests.length;
     const hits = server.hits.length;
-    plan(
+    planned.plan(
       {
         nodes: [
           {
@@ -228,7 +198,7 @@ describe('window mode', () => {
     );
     const doc = await runToEnd(stack.url, { task: 'blocked', mode: 'window' });
     expect(doc.status).toBe('succeeded');
-    const second = userOf(windowRequests(before)[1]!);
+    const second = userOf(planned.plannerRequests(before)[1]!);
     expect(second).toContain('Why you are asked again: server: node "f-bad" failed: HTTP 500');
     expect(second).toContain('- f-bad: server: HTTP 500');
     expect(second).toContain('- f-after: did not run');
@@ -243,7 +213,7 @@ describe('window mode', () => {
 
   it('lets each window set the priority of its nodes', async () => {
     const before = model.requests.length;
-    plan(
+    planned.plan(
       { nodes: [{ ...work('p-low'), priority: 2 }], edges: [], goalReached: false },
       { nodes: [{ ...work('p-high'), priority: 9 }], edges: [['p-low', 'p-high']], goalReached: true },
     );
@@ -251,13 +221,13 @@ describe('window mode', () => {
     expect(doc.status).toBe('succeeded');
     expect(doc.graph!.nodes.find((n) => n.id === 'p-high')).toMatchObject({ priority: 9 });
     expect(doc.graph!.nodes.find((n) => n.id === 'p-low')).toMatchObject({ priority: 2 });
-    const [first] = windowRequests(before);
+    const [first] = planned.plannerRequests(before);
     expect(JSON.stringify(first!.response_format)).toContain('"priority"');
     expect(first!.messages[0]!.content).toContain('"priority" orders the ready nodes of a window');
   });
 
   it('holds the budget for the whole run, across windows', async () => {
-    plan(
+    planned.plan(
       { nodes: [work('b-1'), work('b-2')], edges: [], goalReached: false },
       { nodes: [work('b-3')], edges: [], goalReached: true },
     );
@@ -278,27 +248,26 @@ describe('window mode', () => {
   it('fails the run with window_limit when its windows are used up', async () => {
     const before = model.requests.length;
     let n = 0;
-    windowCalls = 0;
-    planner = () => ({
+    planned.setPlanner(() => ({
       content: JSON.stringify({ nodes: [work(`l-${n++}`)], edges: [], goalReached: false }),
-    });
+    }));
     const doc = await runToEnd(stack.url, { task: 'never done', mode: 'window', maxWindows: 2 });
     expect(doc.status).toBe('failed');
     expect(doc.error).toMatchObject({ code: 'window_limit' });
     expect(doc.error!.message).toContain('2 window(s)');
-    expect(windowRequests(before)).toHaveLength(2);
+    expect(planned.plannerRequests(before)).toHaveLength(2);
     expect(doc.planning!.windows).toHaveLength(2);
   });
 
   it('sends a window larger than its bound back for repair, and rejects it whole if it stays too large', async () => {
     const before = model.requests.length;
-    plan(
+    planned.plan(
       { nodes: [work('s-1'), work('s-2'), work('s-3')], edges: [], goalReached: true },
       { nodes: [work('s-1'), work('s-2')], edges: [], goalReached: true },
     );
     const repaired = await runToEnd(stack.url, { task: 'too big once', mode: 'window', window: 2 });
     expect(repaired.status).toBe('succeeded');
-    const calls = windowRequests(before);
+    const calls = planned.plannerRequests(before);
     expect(calls).toHaveLength(2);
     expect(calls[1]!.messages.at(-1)!.content).toContain(
       '- nodes: at most 2 nodes per window; the answer has 3',
@@ -307,7 +276,7 @@ describe('window mode', () => {
     expect(JSON.stringify(calls[0]!.response_format)).toContain('"maxItems":2');
 
     const hits = server.hits.length;
-    plan({ nodes: [work('t-1'), work('t-2'), work('t-3')], edges: [], goalReached: true });
+    planned.plan({ nodes: [work('t-1'), work('t-2'), work('t-3')], edges: [], goalReached: true });
     const rejected = await runToEnd(stack.url, { task: 'too big', mode: 'window', window: 2 });
     expect(rejected.status).toBe('failed');
     expect(rejected.error).toMatchObject({
@@ -320,7 +289,7 @@ describe('window mode', () => {
 
   it('rejects an invalid next window whole: nothing of it runs and the run fails', async () => {
     const hits = server.hits.length;
-    plan(
+    planned.plan(
       { nodes: [work('i-a')], edges: [], goalReached: false },
       {
         nodes: [
