@@ -14,12 +14,13 @@ import { connectRedis, whenReady } from '@tetraloop/core/runtime';
 import { probeKey } from '@tetraloop/core/state';
 import {
   isPlannerCall,
+  scriptedModelEnv,
   startModelServer,
   type ChatRequest,
   type ModelServer,
   type ScriptedReply,
 } from './support/model-server.js';
-import { spawnTetraloop, stderrMatches, type Spawned } from './support/processes.js';
+import { spawnToolWorker, type ToolWorker } from './support/processes.js';
 import { postRun, runToEnd, startStack, withReflection, type Stack } from './support/stack.js';
 import { startToolServer, type ToolServer } from './support/tool-server.js';
 
@@ -31,7 +32,7 @@ const NARROW = 'narrow';
 let stack: Stack;
 let server: ToolServer;
 let model: ModelServer;
-let worker: Spawned;
+let worker: ToolWorker;
 let redis: ReturnType<typeof connectRedis>;
 let planner: (request: ChatRequest) => ScriptedReply = () => ({ content: '{}' });
 let agent: (request: ChatRequest) => ScriptedReply = () => ({ content: 'ok' });
@@ -45,10 +46,7 @@ beforeAll(async () => {
   stack = await startStack({
     pools: ['plan', 'reflect'],
     env: {
-      OPENAI_BASE_URL: model.url,
-      TETRALOOP_MODEL: 'scripted-node',
-      TETRALOOP_PLANNER_MODEL: 'scripted-planner',
-      TETRALOOP_MODEL_MAX_RETRIES: '0',
+      ...scriptedModelEnv(model),
       // Lessons are read on every call, so a test sees a change at once; a lesson takes effect at the
       // reflection that finds it (no probation: what this file tests is a lesson's effect on a custom
       // tool, and test/reflect.int.test.ts the probation).
@@ -60,12 +58,12 @@ beforeAll(async () => {
   });
   redis = connectRedis(stack.env.REDIS_URL!, 'client', 'custom-tools-policy-test');
   await whenReady(redis);
-  worker = spawnTetraloop(['worker', '--pool', 'tool', '--tools', MODULE, '--queues', 'policy,default'], {
+  worker = spawnToolWorker(MODULE, 'policy,default', {
     ...stack.env,
     TOOL_SERVER_URL: server.url,
     TETRALOOP_PLUGINS: GUARD,
   });
-  await stderrMatches(worker, /worker ready: pools tool/);
+  await worker.ready;
 }, 60_000);
 afterAll(async () => {
   await worker?.kill('SIGTERM');

@@ -20,13 +20,14 @@ import {
 import { connectRedis, whenReady, type RedisClient } from '@tetraloop/core/runtime';
 import type { CustomTool } from '@tetraloop/core/tools';
 import {
+  scriptedModelEnv,
   startModelServer,
   type ChatRequest,
   type ModelServer,
   type ScriptedReply,
 } from './support/model-server.js';
-import { spawnTetraloop, stderrMatches, type Spawned } from './support/processes.js';
-import { postRun, readEvents, startStack, waitFor, type Stack } from './support/stack.js';
+import { spawnToolWorker, type ToolWorker } from './support/processes.js';
+import { postRun, putToolSecret, readEvents, startStack, waitFor, type Stack } from './support/stack.js';
 import { startToolServer, type ToolServer } from './support/tool-server.js';
 
 const MODULE = fileURLToPath(new URL('./fixtures/tools/remote-tools.ts', import.meta.url));
@@ -37,7 +38,7 @@ const MARK = 'remote-worker';
 let stack: Stack;
 let loopback: ToolServer;
 let model: ModelServer;
-let worker: Spawned;
+let worker: ToolWorker;
 let redis: RedisClient;
 /** What the scripted model answers an agent's turn. */
 let agent: (request: ChatRequest) => ScriptedReply = () => ({ content: 'ok' });
@@ -49,28 +50,20 @@ beforeAll(async () => {
   stack = await startStack({
     pools: ['plan', 'tool'],
     env: {
-      OPENAI_BASE_URL: model.url,
-      TETRALOOP_MODEL: 'scripted-node',
-      TETRALOOP_PLANNER_MODEL: 'scripted-planner',
-      TETRALOOP_MODEL_MAX_RETRIES: '0',
+      ...scriptedModelEnv(model),
       TETRALOOP_SECRET_KEY: KEY,
       TETRALOOP_TOOL_HEARTBEAT_MS: '500',
     },
   });
   redis = connectRedis(stack.env.REDIS_URL!, 'worker', 'custom-tools-remote-test');
   await whenReady(redis);
-  worker = spawnTetraloop(['worker', '--pool', 'tool', '--tools', MODULE, '--queues', 'remote'], {
+  worker = spawnToolWorker(MODULE, 'remote', {
     ...stack.env,
     TOOL_SERVER_URL: loopback.url,
     REMOTE_WORKER_MARK: MARK,
   });
-  await stderrMatches(worker, /worker ready: pools tool/);
-  const secret = await fetch(`${stack.url}/v1/secrets/REMOTE_TOKEN`, {
-    method: 'PUT',
-    headers: { 'content-type': 'application/json' },
-    body: JSON.stringify({ value: TOKEN, tools: ['remote.whoami'] }),
-  });
-  expect(secret.status).toBe(204);
+  await worker.ready;
+  expect(await putToolSecret(stack.url, 'REMOTE_TOKEN', TOKEN, ['remote.whoami'])).toBe(204);
 }, 60_000);
 afterAll(async () => {
   await worker?.kill('SIGKILL');

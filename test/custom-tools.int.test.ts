@@ -14,16 +14,17 @@ import type { RunDocument } from '@tetraloop/core/domain';
 import { connectRedis, whenReady } from '@tetraloop/core/runtime';
 import { nodeJobId } from '@tetraloop/core/queues';
 import { toolCatalogKeys } from '@tetraloop/core/state';
-import { spawnTetraloop, stderrMatches, type Spawned } from './support/processes.js';
+import { spawnTetraloop, spawnToolWorker, stderrMatches, type Spawned } from './support/processes.js';
 import {
   isPlannerCall,
+  scriptedModelEnv,
   startModelServer,
   type ChatRequest,
   type ModelServer,
   type ScriptedReply,
 } from './support/model-server.js';
 import { metricValue } from './support/inspect.js';
-import { postRun, readEvents, startStack, waitFor, type Stack } from './support/stack.js';
+import { postRun, putToolSecret, readEvents, startStack, waitFor, type Stack } from './support/stack.js';
 
 const TSX = fileURLToPath(new URL('../node_modules/tsx/dist/cli.mjs', import.meta.url));
 const MODULE = fileURLToPath(new URL('./fixtures/tools/tools.ts', import.meta.url));
@@ -107,10 +108,7 @@ beforeAll(async () => {
   stack = await startStack({
     pools: ['plan', 'tool'],
     env: {
-      OPENAI_BASE_URL: model.url,
-      TETRALOOP_MODEL: 'scripted-node',
-      TETRALOOP_PLANNER_MODEL: 'scripted-planner',
-      TETRALOOP_MODEL_MAX_RETRIES: '0',
+      ...scriptedModelEnv(model),
       TETRALOOP_SECRET_KEY: KEY,
       TETRALOOP_TOOL_HEARTBEAT_MS: '500',
       TETRALOOP_STALLED_INTERVAL_MS: '1000',
@@ -128,12 +126,9 @@ afterAll(async () => {
 
 /** A tool worker process serving the fixture module on `queues`. */
 async function startToolWorker(queues: string, module = MODULE): Promise<Spawned> {
-  const worker = spawnTetraloop(['worker', '--pool', 'tool', '--tools', module, '--queues', queues], {
-    ...stack.env,
-    TOOL_SERVER_URL: loopback.url,
-  });
+  const worker = spawnToolWorker(module, queues, { ...stack.env, TOOL_SERVER_URL: loopback.url });
   workers.push(worker);
-  await stderrMatches(worker, /worker ready: pools tool/);
+  await worker.ready;
   return worker;
 }
 
@@ -195,9 +190,7 @@ describe('loading tool modules', () => {
 describe('custom tools served by a worker process', () => {
   beforeAll(async () => {
     crm = await startToolWorker('crm,default');
-    expect((await call('PUT', '/v1/secrets/CRM_TOKEN', { value: TOKEN, tools: ['crm.lookup'] })).status).toBe(
-      204,
-    );
+    expect(await putToolSecret(stack.url, 'CRM_TOKEN', TOKEN, ['crm.lookup'])).toBe(204);
   }, 60_000);
 
   it('runs a fixed graph calling them, with the secret, progress and version on each attempt', async () => {
@@ -570,40 +563,29 @@ describe('an agent calling a custom tool', () => {
       pools: ['plan'],
       env: { ...Object.fromEntries(Object.entries(stack.env).filter(([k]) => k !== 'TETRALOOP_PREFIX')) },
     });
-    const worker = spawnTetraloop(
-      ['worker', '--pool', 'tool', '--tools', MODULE, '--queues', 'crm,default'],
-      {
-        ...own.env,
-        TOOL_SERVER_URL: loopback.url,
-      },
-    );
+    // An agent loop that may call `crm.lookup`, posted once with a worker serving it and once without.
+    const askForAdasPlan = {
+      nodes: [
+        {
+          id: 'ask',
+          kind: 'loop',
+          maxIterations: 3,
+          body: { agent: { prompt: 'Which plan is Ada on?', tools: ['crm.lookup'] } },
+        },
+      ],
+    };
+    const worker = spawnToolWorker(MODULE, 'crm,default', { ...own.env, TOOL_SERVER_URL: loopback.url });
     workers.push(worker);
     try {
-      await stderrMatches(worker, /worker ready: pools tool/);
-      const secret = await fetch(`${own.url}/v1/secrets/CRM_TOKEN`, {
-        method: 'PUT',
-        headers: { 'content-type': 'application/json' },
-        body: JSON.stringify({ value: TOKEN, tools: ['crm.lookup'] }),
-      });
-      expect(secret.status).toBe(204);
+      await worker.ready;
+      expect(await putToolSecret(own.url, 'CRM_TOKEN', TOKEN, ['crm.lookup'])).toBe(204);
       const before = model.requests.length;
       const hits = loopback.hitsOf('/crm/customers').length;
       agent = (request) =>
         request.messages.some((m) => m.role === 'tool')
           ? { content: 'Ada is on the pro plan.' }
           : { content: '', toolCalls: [{ name: 'crm__lookup', arguments: { email: 'ada@example.com' } }] };
-      const posted = await postRun(own.url, {
-        graph: {
-          nodes: [
-            {
-              id: 'ask',
-              kind: 'loop',
-              maxIterations: 3,
-              body: { agent: { prompt: 'Which plan is Ada on?', tools: ['crm.lookup'] } },
-            },
-          ],
-        },
-      });
+      const posted = await postRun(own.url, { graph: askForAdasPlan });
       expect(posted.status, JSON.stringify(posted.body)).toBe(202);
       const doc = await waitFor(own.url, posted.body.runId as string, 30_000);
       expect(doc.status, JSON.stringify(doc.nodes)).toBe('succeeded');
@@ -622,18 +604,7 @@ describe('an agent calling a custom tool', () => {
       workers.push(plain);
       await stderrMatches(plain, /worker ready: pools tool/);
       const turns = model.requests.length;
-      const missing = await postRun(own.url, {
-        graph: {
-          nodes: [
-            {
-              id: 'ask',
-              kind: 'loop',
-              maxIterations: 3,
-              body: { agent: { prompt: 'Which plan is Ada on?', tools: ['crm.lookup'] } },
-            },
-          ],
-        },
-      });
+      const missing = await postRun(own.url, { graph: askForAdasPlan });
       expect(missing.status, JSON.stringify(missing.body)).toBe(202);
       const failed = await waitFor(own.url, missing.body.runId as string, 30_000);
       expect(failed.status).toBe('failed');

@@ -20,6 +20,7 @@ import { McpCatalogStore } from '@tetraloop/core/state';
 import { metrics } from '@tetraloop/core/telemetry';
 import { builtinTools, parseAllowHosts, toolCatalog } from '@tetraloop/core/tools';
 import {
+  scriptedModelEnv,
   startModelServer,
   type ChatRequest,
   type ModelServer,
@@ -110,10 +111,7 @@ beforeAll(async () => {
       TETRALOOP_MCP_SERVERS: JSON.stringify(servers),
       TETRALOOP_MCP_RECONNECT_MIN_MS: '200',
       TETRALOOP_MCP_RECONNECT_MAX_MS: '1000',
-      OPENAI_BASE_URL: model.url,
-      TETRALOOP_MODEL: 'scripted-node',
-      TETRALOOP_PLANNER_MODEL: 'scripted-planner',
-      TETRALOOP_MODEL_MAX_RETRIES: '0',
+      ...scriptedModelEnv(model),
       TETRALOOP_AGENT_TOOLS: JSON.stringify({
         echoer: ['json', 'mcp.everything.echo'],
         any: ['mcp.everything.*'],

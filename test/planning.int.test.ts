@@ -24,7 +24,6 @@ beforeAll(async () => {
   planned = await startPlannerStack({
     schemas: ['graph'],
     env: {
-      TETRALOOP_MODEL: 'scripted-node',
       TETRALOOP_AGENT_TOOLS: JSON.stringify({ restricted: ['json'] }),
       // Lessons read at every call, so one saved by a test is in effect at the next node.
       TETRALOOP_LESSON_REFRESH_MS: '0',

@@ -104,6 +104,14 @@ export interface ModelServer {
   close(): Promise<void>;
 }
 
+/** The settings that send a stack's model and planner calls to `model`, unretried: what every scripted-model suite sets. */
+export const scriptedModelEnv = (model: Pick<ModelServer, 'url'>): Record<string, string> => ({
+  OPENAI_BASE_URL: model.url,
+  TETRALOOP_MODEL: 'scripted-node',
+  TETRALOOP_PLANNER_MODEL: 'scripted-planner',
+  TETRALOOP_MODEL_MAX_RETRIES: '0',
+});
+
 /** Whether a request is a planner's: it asks for its answer in the `graph` JSON schema. */
 export const isPlannerCall = (r: ChatRequest): boolean =>
   (r.response_format as { json_schema?: { name?: string } } | undefined)?.json_schema?.name === 'graph';

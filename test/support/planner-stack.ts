@@ -2,7 +2,13 @@
  * A whole Tetraloop whose planner is a scripted OpenAI-compatible server, beside a loopback tool
  * server: the setup the planner suites share, so each says only its settings and its plans.
  */
-import { startModelServer, type ChatRequest, type ModelServer, type ScriptedReply } from './model-server.js';
+import {
+  scriptedModelEnv,
+  startModelServer,
+  type ChatRequest,
+  type ModelServer,
+  type ScriptedReply,
+} from './model-server.js';
 import { startStack, type Stack } from './stack.js';
 import { startToolServer, type ToolServer } from './tool-server.js';
 
@@ -17,7 +23,7 @@ export type OtherModelCall = (request: ChatRequest) => ScriptedReply | Promise<S
 export interface PlannerStackOptions {
   /** The schemas whose calls the planner script answers; every other call goes to `setOther`'s. */
   schemas: readonly PlannerSchema[];
-  /** Settings beyond the scripted model's URL, the planner model's name and no model retries. */
+  /** Settings beyond {@link scriptedModelEnv}'s. */
   env?: Record<string, string>;
 }
 
@@ -60,12 +66,7 @@ export async function startPlannerStack(options: PlannerStackOptions): Promise<P
     script: (request) => (isPlannerCall(request) ? planner(request, plannerCalls++) : other(request)),
   });
   const stack = await startStack({
-    env: {
-      OPENAI_BASE_URL: model.url,
-      TETRALOOP_PLANNER_MODEL: 'scripted-planner',
-      TETRALOOP_MODEL_MAX_RETRIES: '0',
-      ...options.env,
-    },
+    env: { ...scriptedModelEnv(model), ...options.env },
   }).catch(async (error: unknown) => {
     await model.close();
     await server.close();

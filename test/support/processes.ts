@@ -65,6 +65,21 @@ export function stderrMatches(p: Spawned, pattern: RegExp): Promise<RegExpMatchA
   });
 }
 
+/** A tool worker process and the wait for it to say it is ready. */
+export interface ToolWorker extends Spawned {
+  /** Resolves once the worker says it is ready; rejects if it exits first. */
+  readonly ready: Promise<unknown>;
+}
+
+/**
+ * Spawns `tetraloop worker --pool tool --tools <module> --queues <queues>`: the worker process the
+ * custom-tool suites serve their tool modules on (kept by the caller before it waits, so its hook can kill it).
+ */
+export function spawnToolWorker(module: string, queues: string, env: Record<string, string>): ToolWorker {
+  const worker = spawnTetraloop(['worker', '--pool', 'tool', '--tools', module, '--queues', queues], env);
+  return { ...worker, ready: stderrMatches(worker, /worker ready: pools tool/) };
+}
+
 /** Runs the `tetraloop` command to its end; answers its exit code and everything it wrote. */
 export function runTetraloop(
   args: string[],

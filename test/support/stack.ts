@@ -271,6 +271,21 @@ export async function post(
   return { status: res.status, body: (await res.json()) as Record<string, unknown> };
 }
 
+/** Stores secret `name` for the custom `tools` only, as a suite does before its tools read it; answers the status. */
+export async function putToolSecret(
+  url: string,
+  name: string,
+  value: string,
+  tools: readonly string[],
+): Promise<number> {
+  const res = await fetch(`${url}/v1/secrets/${name}`, {
+    method: 'PUT',
+    headers: { 'content-type': 'application/json' },
+    body: JSON.stringify({ value, tools }),
+  });
+  return res.status;
+}
+
 /** A JSON request to the stack as the root token `root` acting for `tenant` (`X-Tetraloop-Tenant`). */
 export async function callAsTenant(
   url: string,
