@@ -4,7 +4,8 @@
  * stack and the scripted model server.
  */
 import { afterAll, beforeAll, expect, it } from 'vitest';
-import { agentCommand, type AgentIo } from '@tetraloop/cli';
+import { agentCommand } from '@tetraloop/cli';
+import { recordedClientIo, type RecordedClientIo } from './support/cli-io.js';
 import { startModelServer, type ChatRequest, type ModelServer } from './support/model-server.js';
 import { startStack, type Stack } from './support/stack.js';
 
@@ -26,17 +27,7 @@ afterAll(async () => {
   await model?.close();
 });
 
-function io(): AgentIo & { out: string[]; err: string[] } {
-  const out: string[] = [];
-  const err: string[] = [];
-  return {
-    target: { url: stack.url },
-    stdout: (t) => void out.push(t),
-    stderr: (t) => void err.push(t),
-    out,
-    err,
-  };
-}
+const io = (): RecordedClientIo => recordedClientIo(stack.url);
 
 it('sends a message into a session and, with --wait, prints the reply', async () => {
   const first = io();

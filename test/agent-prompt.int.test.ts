@@ -11,10 +11,11 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Redis } from 'ioredis';
 import { afterAll, beforeAll, expect, it } from 'vitest';
-import { agentCommand, runGraphFile, type AgentIo, type RunIo } from '@tetraloop/cli';
+import { agentCommand, runGraphFile, type RunIo } from '@tetraloop/cli';
 import { HookRegistry } from '@tetraloop/core/hooks';
 import { lessonId, type Lesson } from '@tetraloop/core/memory';
 import { MemoryStore } from '@tetraloop/core/state';
+import { recordedClientIo, type RecordedClientIo } from './support/cli-io.js';
 import { startModelServer, type ChatRequest, type ModelServer } from './support/model-server.js';
 import { runToEnd, startStack, waitFor, type Stack } from './support/stack.js';
 
@@ -99,17 +100,7 @@ const refused = {
   reason: 'skill "fetching" needs tool "http", which agent "main" may not use',
 };
 
-function io(): AgentIo & { out: string[]; err: string[] } {
-  const out: string[] = [];
-  const err: string[] = [];
-  return {
-    target: { url: stack.url },
-    stdout: (t) => void out.push(t),
-    stderr: (t) => void err.push(t),
-    out,
-    err,
-  };
-}
+const io = (): RecordedClientIo => recordedClientIo(stack.url);
 
 let loopHash = '';
 
