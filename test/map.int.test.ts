@@ -38,6 +38,24 @@ const mapOver = (id: string, extra: Record<string, unknown> = {}): Record<string
   ...extra,
 });
 
+/** Three items for the loopback server, `<prefix>0` to `<prefix>2`, the second answering 500: a map with one failed item. */
+const itemsFailingSecond = (prefix: string): { path: string }[] => [
+  { path: `/work?node=${prefix}0&ms=1` },
+  { path: `/status/500?node=${prefix}1` },
+  { path: `/work?node=${prefix}2&ms=1` },
+];
+
+/** Runs a graph of one map node, `read` over `items` (with `extra` on it), to its end: the map tests' common run. */
+const runMapToEnd = (items: unknown[], extra: Record<string, unknown> = {}): Promise<RunDocument> =>
+  runToEnd(stack.url, { input: { items }, graph: { nodes: [mapOver('read', extra)] } });
+
+/** Posts a run of one map node, `read` over no items, with `fields` as its template: how a test asks for a refusal. */
+const postMapOverNothing = (fields: Record<string, unknown>) =>
+  postRun(stack.url, {
+    input: { items: [] },
+    graph: { nodes: [{ id: 'read', kind: 'map', over: { $ref: 'input.items' }, ...fields }] },
+  });
+
 /** A settled node's output. */
 const outputOf = (doc: RunDocument, id: string): unknown => (doc.nodes[id] as { output?: unknown }).output;
 
@@ -105,15 +123,8 @@ describe('map nodes', () => {
   });
 
   it('with onItemError "continue", gives failed items as {error}, and minSuccess may fail the map', async () => {
-    const items = [
-      { path: '/work?node=c0&ms=1' },
-      { path: '/status/500?node=c1' },
-      { path: '/work?node=c2&ms=1' },
-    ];
-    const ok = await runToEnd(stack.url, {
-      input: { items },
-      graph: { nodes: [mapOver('read', { onItemError: 'continue', minSuccess: 2 })] },
-    });
+    const items = itemsFailingSecond('c');
+    const ok = await runMapToEnd(items, { onItemError: 'continue', minSuccess: 2 });
     expect(ok.status).toBe('succeeded');
     const output = outputOf(ok, 'read') as unknown[];
     expect(output[1]).toEqual({ error: { code: 'server', message: expect.any(String) } });
@@ -123,24 +134,14 @@ describe('map nodes', () => {
     );
     expect(failedEvents.map((e) => (e.data.data as { index: number }).index)).toEqual([1]);
 
-    const short = await runToEnd(stack.url, {
-      input: { items },
-      graph: { nodes: [mapOver('read', { onItemError: 'continue', minSuccess: 0.9 })] },
-    });
+    const short = await runMapToEnd(items, { onItemError: 'continue', minSuccess: 0.9 });
     expect(short.status).toBe('failed');
     expect(short.nodes.read).toMatchObject({ error: { code: 'validation', reason: 'min_success' } });
   });
 
   it('fails on the first failed item by default, and starts no item after it', async () => {
-    const items = [
-      { path: '/work?node=f0&ms=1' },
-      { path: '/status/500?node=f1' },
-      { path: '/work?node=f2&ms=1' },
-    ];
-    const doc = await runToEnd(stack.url, {
-      input: { items },
-      graph: { nodes: [mapOver('read', { concurrency: 1 })] },
-    });
+    const items = itemsFailingSecond('f');
+    const doc = await runMapToEnd(items, { concurrency: 1 });
     expect(doc.status).toBe('failed');
     expect(doc.nodes.read).toMatchObject({
       error: {
@@ -152,19 +153,12 @@ describe('map nodes', () => {
   });
 
   it('fails a list longer than maxItems with validation, too_many_items', async () => {
-    const doc = await runToEnd(stack.url, {
-      input: { items: [{ path: '/' }, { path: '/' }, { path: '/' }] },
-      graph: { nodes: [mapOver('read', { maxItems: 2 })] },
-    });
+    const doc = await runMapToEnd([{ path: '/' }, { path: '/' }, { path: '/' }], { maxItems: 2 });
     expect(doc.nodes.read).toMatchObject({ error: { code: 'validation', reason: 'too_many_items' } });
   });
 
   it('run a whole graph per item as a child run, reading the item, its index and the map input', async () => {
-    const items = [
-      { path: '/work?node=g0&ms=1' },
-      { path: '/status/500?node=g1' },
-      { path: '/work?node=g2&ms=1' },
-    ];
+    const items = itemsFailingSecond('g');
     const doc = await runToEnd(stack.url, {
       input: { items },
       graph: {
@@ -220,39 +214,19 @@ describe('map nodes', () => {
   });
 
   it('refuses a graph template at its exact field, and both templates at once', async () => {
-    const bad = await postRun(stack.url, {
-      input: { items: [] },
+    const bad = await postMapOverNothing({
+      input: { item: 1 },
       graph: {
-        nodes: [
-          {
-            id: 'read',
-            kind: 'map',
-            over: { $ref: 'input.items' },
-            input: { item: 1 },
-            graph: {
-              nodes: [{ id: 'x', kind: 'tool', tool: 'json', args: { value: { $ref: 'nowhere.output' } } }],
-            },
-          },
-        ],
+        nodes: [{ id: 'x', kind: 'tool', tool: 'json', args: { value: { $ref: 'nowhere.output' } } }],
       },
     });
     expect(bad.status).toBe(400);
     const text = JSON.stringify(bad.body);
     expect(text).toContain('graph.nodes.0.input.item');
     expect(text).toContain('graph.nodes.0.graph.nodes.0.args.value');
-    const both = await postRun(stack.url, {
-      input: { items: [] },
-      graph: {
-        nodes: [
-          {
-            id: 'read',
-            kind: 'map',
-            over: { $ref: 'input.items' },
-            node: { kind: 'tool', tool: 'json', args: { value: 1 } },
-            graph: { nodes: [{ id: 'x', kind: 'tool', tool: 'json', args: { value: 1 } }] },
-          },
-        ],
-      },
+    const both = await postMapOverNothing({
+      node: { kind: 'tool', tool: 'json', args: { value: 1 } },
+      graph: { nodes: [{ id: 'x', kind: 'tool', tool: 'json', args: { value: 1 } }] },
     });
     expect(both.status).toBe(400);
     expect(JSON.stringify(both.body)).toContain('not both');
@@ -265,10 +239,7 @@ describe('map nodes', () => {
       { path: '/work?node=r2&ms=1' },
       { path: '/work?node=r3&ms=1' },
     ];
-    const first = await runToEnd(stack.url, {
-      input: { items },
-      graph: { nodes: [mapOver('read', { concurrency: 2 })] },
-    });
+    const first = await runMapToEnd(items, { concurrency: 2 });
     expect(first.status).toBe('failed');
     const before = (n: string): number => server.hits.filter((h) => h.node === n).length;
     expect([before('r0'), before('r1')]).toEqual([1, 1]);
