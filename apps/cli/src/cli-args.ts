@@ -4,6 +4,49 @@ import { THINKING_EFFORTS, type ThinkingEffort } from '@tetraloop/core/domain';
 /** A mistake in the command line: the command exits 2. */
 export class UsageError extends Error {}
 
+/** The API could not be asked or said no: the command exits 1. */
+export class CommandError extends Error {}
+
+/**
+ * Runs a command to its exit code, printing a usage error (exit 2) or a command error (exit 1) to
+ * `stderr`; `describe` may name another failure (exit 1). The one exit-code rule of the API commands.
+ */
+export async function exitCodeOf(
+  stderr: (text: string) => void,
+  run: () => Promise<number>,
+  describe: (err: unknown) => string | undefined = () => undefined,
+): Promise<number> {
+  try {
+    return await run();
+  } catch (err) {
+    if (err instanceof UsageError || err instanceof CommandError) {
+      stderr(`${err.message}\n`);
+      return err instanceof UsageError ? 2 : 1;
+    }
+    const said = describe(err);
+    if (said === undefined) throw err;
+    stderr(`${said}\n`);
+    return 1;
+  }
+}
+
+/**
+ * Answers a subcommand no case of `tetraloop <command>` took: `help`, `--help` and `-h` print
+ * `help` (exit 0); none, or an unknown one, is a usage error. Every command's subcommands end here.
+ */
+export function otherSubcommand(
+  subcommand: string | undefined,
+  of: { readonly command: string; readonly usage: string; readonly help?: string },
+  stdout: (text: string) => void,
+): number {
+  if (subcommand === 'help' || subcommand === '--help' || subcommand === '-h') {
+    stdout(`${of.help ?? of.usage}\n`);
+    return 0;
+  }
+  if (subcommand === undefined) throw new UsageError(of.usage);
+  throw new UsageError(`unknown ${of.command} command '${subcommand}'\n\n${of.usage}`);
+}
+
 /**
  * Runs node:util's parseArgs for `<prefix>`; its complaints (an unknown option, a missing value)
  * become usage errors.

@@ -8,7 +8,8 @@
  * 2 a usage error; 3 not authenticated or forbidden (the API answered 401 or 403); 4 the API or
  * Redis cannot be reached.
  */
-import { UsageError, parsing } from './cli-args.js';
+import { UsageError, otherSubcommand, parsing } from './cli-args.js';
+import { textTable } from './text-table.js';
 import { parseArgs } from 'node:util';
 import { ApiEnv, KeyBody } from '@tetraloop/api';
 import { ConfigError, isClusterUrl, parseClusterUrl, parseEnv } from '@tetraloop/core/config';
@@ -92,15 +93,8 @@ export async function keysCommand(args: readonly string[], io: KeysIo = processI
         return await list(rest, io);
       case 'revoke':
         return await revoke(rest, io);
-      case 'help':
-      case '--help':
-      case '-h':
-        io.stdout(`${KEYS_USAGE}\n`);
-        return 0;
-      case undefined:
-        throw new UsageError(KEYS_USAGE);
       default:
-        throw new UsageError(`unknown keys command '${command}'\n\n${KEYS_USAGE}`);
+        return otherSubcommand(command, { command: 'keys', usage: KEYS_USAGE }, io.stdout);
     }
   } catch (err) {
     const code =
@@ -369,11 +363,5 @@ export function keyTable(keys: readonly ApiKeyRecord[]): string {
     // A key id, `root`, or `-` for a key made before makers were recorded.
     k.createdBy ?? '-',
   ]);
-  const widths = header.map((h, i) => Math.max(h.length, ...rows.map((r) => r[i]!.length)));
-  const line = (cells: string[]): string =>
-    cells
-      .map((c, i) => (i === cells.length - 1 ? c : c.padEnd(widths[i]!)))
-      .join('  ')
-      .trimEnd();
-  return `${[header, ...rows].map(line).join('\n')}\n`;
+  return textTable(header, rows);
 }

@@ -3,7 +3,8 @@
  * the API at `TETRALOOP_API_URL`, as `tetraloop run` submits runs. Exit codes: 0 done, 1 the API
  * said no (an unknown lesson, the reflect loop off, the API unreachable), 2 a usage error.
  */
-import { UsageError, parsing } from './cli-args.js';
+import { CommandError, UsageError, exitCodeOf, otherSubcommand, parsing } from './cli-args.js';
+import { cut, textTable } from './text-table.js';
 import { parseArgs } from 'node:util';
 import { LESSON_STATUSES, type LessonStatus } from '@tetraloop/core/memory';
 import {
@@ -54,12 +55,9 @@ const processIo = (): LessonsIo => ({
   stderr: (text) => void process.stderr.write(text),
 });
 
-/** The API could not be asked or said no: exit code 1. */
-class CommandError extends Error {}
-
 /** Runs `tetraloop lessons <args>`; answers the exit code. */
 export async function lessonsCommand(args: readonly string[], io: LessonsIo = processIo()): Promise<number> {
-  try {
+  return exitCodeOf(io.stderr, async () => {
     const [command, ...rest] = args;
     switch (command) {
       case 'list':
@@ -70,27 +68,10 @@ export async function lessonsCommand(args: readonly string[], io: LessonsIo = pr
       case 'pin':
       case 'activate':
         return await override(command, lessonIdArg(command, rest), io);
-      case 'help':
-      case '--help':
-      case '-h':
-        io.stdout(`${LESSONS_USAGE}\n`);
-        return 0;
-      case undefined:
-        throw new UsageError(LESSONS_USAGE);
       default:
-        throw new UsageError(`unknown lessons command '${command}'\n\n${LESSONS_USAGE}`);
+        return otherSubcommand(command, { command: 'lessons', usage: LESSONS_USAGE }, io.stdout);
     }
-  } catch (err) {
-    if (err instanceof UsageError) {
-      io.stderr(`${err.message}\n`);
-      return 2;
-    }
-    if (err instanceof CommandError) {
-      io.stderr(`${err.message}\n`);
-      return 1;
-    }
-    throw err;
-  }
+  });
 }
 
 function lessonIdArg(command: string, args: readonly string[]): { id: string; agentId: string } {
@@ -208,9 +189,6 @@ const scopeOf = (lesson: Lesson): string =>
     .map(([k, v]) => `${k}=${v}`)
     .join(' ') || '-';
 
-const cut = (text: string, chars: number): string =>
-  text.length <= chars ? text : `${text.slice(0, chars - 1)}…`;
-
 /** Lessons as an aligned text table, one line each. */
 export function lessonTable(lessons: readonly Lesson[]): string {
   const header = ['ID', 'KIND', 'STATUS', 'CONFIDENCE', 'CASES', 'SCOPE', 'UPDATED', 'STATEMENT'];
@@ -222,13 +200,7 @@ export function lessonTable(lessons: readonly Lesson[]): string {
     String(l.cases),
     scopeOf(l),
     l.updatedAt.replace(/\.\d+Z$/, 'Z'),
-    cut(l.statement.replace(/\s+/g, ' ').trim(), STATEMENT_CHARS),
+    cut(l.statement, STATEMENT_CHARS),
   ]);
-  const widths = header.map((h, i) => Math.max(h.length, ...rows.map((r) => r[i]!.length)));
-  const line = (cells: string[]): string =>
-    cells
-      .map((c, i) => (i === cells.length - 1 ? c : c.padEnd(widths[i]!)))
-      .join('  ')
-      .trimEnd();
-  return `${[header, ...rows].map(line).join('\n')}\n`;
+  return textTable(header, rows);
 }

@@ -16,7 +16,7 @@ import {
   type TetraloopClient,
 } from '@tetraloop/client';
 import { clientOf, describeApiError, describeFailure, processClientIo, type ClientIo } from './api-client.js';
-import { UsageError, parsing } from './cli-args.js';
+import { CommandError, UsageError, exitCodeOf, otherSubcommand, parsing } from './cli-args.js';
 import { cut, formatMs, shortTime, textTable } from './text-table.js';
 
 export const RUNS_USAGE = `usage: tetraloop runs <command>
@@ -41,34 +41,24 @@ export type RunsIo = ClientIo;
 
 const processIo = processClientIo;
 
-/** The API could not be asked or said no: exit code 1. */
-class CommandError extends Error {}
-
 /** Runs `tetraloop runs <args>`; answers the exit code. */
 export async function runsCommand(args: readonly string[], io: RunsIo = processIo()): Promise<number> {
-  return exitCodeOf(io, async () => {
+  return exitCode(io, async () => {
     const [command, ...rest] = args;
     switch (command) {
       case 'list':
         return list(rest, io);
       case 'show':
         return show(rest, io);
-      case 'help':
-      case '--help':
-      case '-h':
-        io.stdout(`${RUNS_USAGE}\n`);
-        return 0;
-      case undefined:
-        throw new UsageError(RUNS_USAGE);
       default:
-        throw new UsageError(`unknown runs command '${command}'\n\n${RUNS_USAGE}`);
+        return otherSubcommand(command, { command: 'runs', usage: RUNS_USAGE }, io.stdout);
     }
   });
 }
 
 /** Runs `tetraloop explain <args>`; answers the exit code. */
 export async function explainCommand(args: readonly string[], io: RunsIo = processIo()): Promise<number> {
-  return exitCodeOf(io, async () => {
+  return exitCode(io, async () => {
     const { runId, json } = runIdArg('explain', args);
     const answer = await ask((client) => client.explain(runId), io, runId);
     if (json) {
@@ -80,24 +70,9 @@ export async function explainCommand(args: readonly string[], io: RunsIo = proce
   });
 }
 
-async function exitCodeOf(io: RunsIo, command: () => Promise<number>): Promise<number> {
-  try {
-    return await command();
-  } catch (err) {
-    if (err instanceof UsageError) {
-      io.stderr(`${err.message}\n`);
-      return 2;
-    }
-    if (err instanceof CommandError) {
-      io.stderr(`${err.message}\n`);
-      return 1;
-    }
-    const said = describeFailure(err, 'TETRALOOP_API_KEY');
-    if (said === undefined) throw err;
-    io.stderr(`${said}\n`);
-    return 1;
-  }
-}
+/** Runs a `runs` or `explain` command; an API it cannot reach, or that refuses the key, exits 1. */
+const exitCode = (io: RunsIo, command: () => Promise<number>): Promise<number> =>
+  exitCodeOf(io.stderr, command, (err) => describeFailure(err, 'TETRALOOP_API_KEY'));
 
 async function list(args: readonly string[], io: RunsIo): Promise<number> {
   const { values, positionals } = parsing('runs list', () =>

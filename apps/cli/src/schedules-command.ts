@@ -9,7 +9,7 @@ import { parseArgs } from 'node:util';
 import { TetraloopApiError, unwrap, type ScheduleView, type TetraloopClient } from '@tetraloop/client';
 import { OVERLAP_POLICIES, CATCH_UP_POLICIES } from '@tetraloop/core/schedules';
 import { clientOf, describeFailure, processClientIo, type ClientIo } from './api-client.js';
-import { UsageError, parsing } from './cli-args.js';
+import { CommandError, UsageError, exitCodeOf, otherSubcommand, parsing } from './cli-args.js';
 import { scheduleBodyOf } from './schedule-body.js';
 import { cadenceText, schedulesTable } from './schedules-text.js';
 import { shortTime } from './text-table.js';
@@ -40,48 +40,33 @@ export type SchedulesIo = ClientIo;
 
 const processIo = processClientIo;
 
-/** The API said no to something the command line was right to ask: exit code 1. */
-class CommandError extends Error {}
-
 /** Runs `tetraloop schedules <args>`; answers the exit code. */
 export async function schedulesCommand(
   args: readonly string[],
   io: SchedulesIo = processIo(),
 ): Promise<number> {
-  try {
-    const [command, ...rest] = args;
-    switch (command) {
-      case 'list':
-        return await list(rest, io);
-      case 'create':
-        return await create(rest, io);
-      case 'pause':
-      case 'resume':
-        return await setPaused(command, rest, io);
-      case 'delete':
-        return await remove(rest, io);
-      case 'trigger':
-        return await trigger(rest, io);
-      case 'help':
-      case '--help':
-      case '-h':
-        io.stdout(`${SCHEDULES_USAGE}\n`);
-        return 0;
-      case undefined:
-        throw new UsageError(SCHEDULES_USAGE);
-      default:
-        throw new UsageError(`unknown schedules command '${command}'\n\n${SCHEDULES_USAGE}`);
-    }
-  } catch (err) {
-    if (err instanceof UsageError || err instanceof CommandError) {
-      io.stderr(`${err.message}\n`);
-      return err instanceof UsageError ? 2 : 1;
-    }
-    const said = describeFailure(err, 'TETRALOOP_API_KEY');
-    if (said === undefined) throw err;
-    io.stderr(`${said}\n`);
-    return 1;
-  }
+  return exitCodeOf(
+    io.stderr,
+    async () => {
+      const [command, ...rest] = args;
+      switch (command) {
+        case 'list':
+          return await list(rest, io);
+        case 'create':
+          return await create(rest, io);
+        case 'pause':
+        case 'resume':
+          return await setPaused(command, rest, io);
+        case 'delete':
+          return await remove(rest, io);
+        case 'trigger':
+          return await trigger(rest, io);
+        default:
+          return otherSubcommand(command, { command: 'schedules', usage: SCHEDULES_USAGE }, io.stdout);
+      }
+    },
+    (err) => describeFailure(err, 'TETRALOOP_API_KEY'),
+  );
 }
 
 const JSON_FLAG = { json: { type: 'boolean', default: false } } as const;

@@ -14,7 +14,7 @@ import {
   type TriggerBody,
 } from '@tetraloop/client';
 import { apiTargetFromEnv, clientOf, describeFailure } from './api-client.js';
-import { UsageError, parsing } from './cli-args.js';
+import { CommandError, UsageError, exitCodeOf, otherSubcommand, parsing } from './cli-args.js';
 import { cut, shortTime, textTable } from './text-table.js';
 
 export const TRIGGERS_USAGE = `usage: tetraloop triggers <command>
@@ -49,22 +49,7 @@ const processIo = (): TriggersIo => ({
   read: (path) => readFileSync(path === '-' ? 0 : path, 'utf8'),
 });
 
-/** The API could not be asked or said no: exit code 1. */
-class CommandError extends Error {}
-
 /** Runs a command, mapping its failures to exit codes. */
-async function exiting(io: TriggersIo, run: () => Promise<number>): Promise<number> {
-  try {
-    return await run();
-  } catch (err) {
-    if (err instanceof UsageError || err instanceof CommandError) {
-      io.stderr(`${err.message}\n`);
-      return err instanceof UsageError ? 2 : 1;
-    }
-    throw err;
-  }
-}
-
 /** Asks the API; its refusals (each issue with its field), and an API not there, end the command. */
 async function asking<T>(io: TriggersIo, ask: (client: TetraloopClient) => Promise<T>): Promise<T> {
   try {
@@ -87,7 +72,7 @@ const positional = (command: string, args: readonly string[], what: string): str
 
 /** Runs `tetraloop triggers <args>`; answers the exit code. */
 export function triggersCommand(args: readonly string[], io: TriggersIo = processIo()): Promise<number> {
-  return exiting(io, async () => {
+  return exitCodeOf(io.stderr, async () => {
     const [command, ...rest] = args;
     switch (command) {
       case 'list':
@@ -96,14 +81,11 @@ export function triggersCommand(args: readonly string[], io: TriggersIo = proces
         return create(positional('triggers create', rest, 'file (or -)'), io);
       case 'delete':
         return remove(positional('triggers delete', rest, 'trigger id'), io);
-      case 'help':
-      case '--help':
-      case '-h':
-        io.stdout(`${TRIGGERS_USAGE}\n${CLIENT_NOTE}\n`);
-        return 0;
       default:
-        throw new UsageError(
-          `${command === undefined ? '' : `unknown triggers command '${command}'\n\n`}${TRIGGERS_USAGE}`,
+        return otherSubcommand(
+          command,
+          { command: 'triggers', usage: TRIGGERS_USAGE, help: `${TRIGGERS_USAGE}\n${CLIENT_NOTE}` },
+          io.stdout,
         );
     }
   });
@@ -171,7 +153,7 @@ export function triggerTable(triggers: readonly Trigger[]): string {
 
 /** Runs `tetraloop events send <args>`; answers the exit code. */
 export function eventsCommand(args: readonly string[], io: TriggersIo = processIo()): Promise<number> {
-  return exiting(io, async () => {
+  return exitCodeOf(io.stderr, async () => {
     const [command, ...rest] = args;
     if (command !== 'send') throw new UsageError(EVENTS_USAGE);
     const { values, positionals } = parsing('events send', () =>
