@@ -13,9 +13,9 @@ import { Redis } from 'ioredis';
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { agentCommand, runGraphFile, type RunIo } from '@tetraloop/cli';
 import { HookRegistry } from '@tetraloop/core/hooks';
-import { lessonId, type Lesson } from '@tetraloop/core/memory';
 import { MemoryStore } from '@tetraloop/core/state';
 import { recordedClientIo, type RecordedClientIo } from './support/cli-io.js';
+import { lessonRecord } from './support/lessons.js';
 import { startModelServer, type ChatRequest, type ModelServer } from './support/model-server.js';
 import { runToEnd, startStack, waitFor, type Stack } from './support/stack.js';
 
@@ -27,22 +27,15 @@ const skill = (name: string, tools: string[], body: string): string =>
   `---\nname: ${name}\ndescription: What ${name} is for\ntools: [${tools.join(', ')}]\n---\n${body}\n`;
 
 const now = new Date().toISOString();
-const lesson: Lesson = {
-  id: lessonId('main', 'service-flaky', { tool: 'http', host: 'flaky.test' }),
-  agentId: 'main',
-  kind: 'soft',
-  rule: 'service-flaky',
-  scope: { tool: 'http', host: 'flaky.test' },
-  statement: 'flaky.test often fails for http',
-  cases: 3,
-  confidence: 0.6,
-  status: 'active',
-  evidence: ['a', 'b', 'c'],
-  missed: 0,
-  createdAt: now,
-  updatedAt: now,
-  version: 1,
-};
+const lesson = lessonRecord(
+  {
+    agentId: 'main',
+    rule: 'service-flaky',
+    scope: { tool: 'http', host: 'flaky.test' },
+    statement: 'flaky.test often fails for http',
+  },
+  now,
+);
 
 beforeAll(async () => {
   mkdirSync(join(workspace, 'main', 'skills'), { recursive: true });

@@ -14,9 +14,9 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ROUTES, type RouteName } from '@tetraloop/api';
 import { CONSOLE_PAGES, CONSOLE_SCRIPT_PATH, CONSOLE_STYLE_PATH } from '@tetraloop/console';
 import { SCOPES, scopedName, type RunDocument, type Scope } from '@tetraloop/core/domain';
-import { lessonId, type Lesson } from '@tetraloop/core/memory';
 import { QUEUE_NAMES } from '@tetraloop/core/queues';
 import { MemoryStore } from '@tetraloop/core/state';
+import { proposedLesson } from './support/lessons.js';
 import { startModelServer, type ModelServer } from './support/model-server.js';
 import { laneIdle, startStack, type Stack } from './support/stack.js';
 
@@ -220,31 +220,10 @@ beforeAll(async () => {
   ).toBe(202);
   const memory = new MemoryStore(redis, { prefix: stack.prefix, hotRuns: 200, useBonus: 0.05 });
   const agent = scopedName('acme', 'main');
-  const lesson = lessonId(agent, 'service-flaky', { tool: 'http', host: 'x.test' });
   const now = new Date().toISOString();
-  await memory.saveReflection(
-    agent,
-    [
-      {
-        id: lesson,
-        agentId: agent,
-        kind: 'soft',
-        rule: 'service-flaky',
-        scope: { tool: 'http', host: 'x.test' },
-        statement: 'x.test often fails',
-        cases: 1,
-        confidence: 0.2,
-        status: 'probation',
-        evidence: ['r'],
-        missed: 0,
-        createdAt: now,
-        updatedAt: now,
-        version: 0,
-      } satisfies Lesson,
-    ],
-    false,
-    now,
-  );
+  const proposed = proposedLesson(agent, now);
+  const lesson = proposed.id;
+  await memory.saveReflection(agent, [proposed], false, now);
   expect(
     (await call('put', '/v1/secrets/TOKEN', { key: acme, body: { value: 'hunter2-hunter2', hosts: ['*'] } }))
       .status,

@@ -6,9 +6,9 @@
 import { Queue, QueueEvents } from 'bullmq';
 import { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { lessonId, type Lesson } from '@tetraloop/core/memory';
 import { nodeJobId } from '@tetraloop/core/queues';
 import { MemoryStore } from '@tetraloop/core/state';
+import { lessonRecord } from './support/lessons.js';
 import type { ChatRequest, ModelServer } from './support/model-server.js';
 import { planReply, startPlannerStack, type PlannerStack } from './support/planner-stack.js';
 import { postRun, readEvents, runToEnd, startStack, waitFor, type Stack } from './support/stack.js';
@@ -418,24 +418,22 @@ describe('lessons in planning', () => {
     const agentId = 'learner';
     const host = new URL(server.url).host;
     const now = new Date().toISOString();
-    const lesson = (rule: string, kind: 'hard' | 'soft', statement: string): Lesson => ({
-      id: lessonId(agentId, rule, { tool: 'http', host }),
-      agentId,
-      kind,
-      rule,
-      scope: { tool: 'http', host },
-      statement,
-      cases: 3,
-      confidence: kind === 'hard' ? 0.9 : 0.6,
-      status: 'active',
-      evidence: ['a', 'b', 'c'],
-      missed: 0,
-      createdAt: now,
-      updatedAt: now,
-      version: 1,
-    });
-    const hard = lesson('service-down', 'hard', `${host} is down for http`);
-    const soft = lesson('service-flaky', 'soft', `${host} often fails for http`);
+    const scope = { tool: 'http', host };
+    const hard = lessonRecord(
+      {
+        agentId,
+        kind: 'hard',
+        rule: 'service-down',
+        scope,
+        statement: `${host} is down for http`,
+        confidence: 0.9,
+      },
+      now,
+    );
+    const soft = lessonRecord(
+      { agentId, rule: 'service-flaky', scope, statement: `${host} often fails for http` },
+      now,
+    );
     const redis = new Redis(stack.env.REDIS_URL!);
     await new MemoryStore(redis, { prefix: stack.prefix, hotRuns: 200, useBonus: 0.05 }).saveReflection(
       agentId,
@@ -497,22 +495,17 @@ describe('lessons in planning', () => {
     // While v-slow runs, a reflection makes a hard lesson about the host v-next calls; its one
     // probe per interval is taken, so the call is refused rather than let through.
     const now = new Date().toISOString();
-    const hard: Lesson = {
-      id: lessonId(agentId, 'service-down', { tool: 'http', host }),
-      agentId,
-      kind: 'hard',
-      rule: 'service-down',
-      scope: { tool: 'http', host },
-      statement: `${host} is down for http`,
-      cases: 3,
-      confidence: 0.9,
-      status: 'active',
-      evidence: ['a', 'b', 'c'],
-      missed: 0,
-      createdAt: now,
-      updatedAt: now,
-      version: 1,
-    };
+    const hard = lessonRecord(
+      {
+        agentId,
+        kind: 'hard',
+        rule: 'service-down',
+        scope: { tool: 'http', host },
+        statement: `${host} is down for http`,
+        confidence: 0.9,
+      },
+      now,
+    );
     const redis = new Redis(stack.env.REDIS_URL!);
     const memory = new MemoryStore(redis, { prefix: stack.prefix, hotRuns: 200, useBonus: 0.05 });
     await memory.saveReflection(agentId, [hard], true, now);

@@ -13,6 +13,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { RunDocument } from '@tetraloop/core/domain';
 import { lessonId, type Lesson } from '@tetraloop/core/memory';
 import { MemoryStore, RunStore, probeKey } from '@tetraloop/core/state';
+import { lessonRecord, proposedLesson } from './support/lessons.js';
 import { post, runToEnd, startStack, withReflection, type Stack } from './support/stack.js';
 import { startModelServer, type ChatRequest, type ModelServer } from './support/model-server.js';
 import { startToolServer, type ToolServer } from './support/tool-server.js';
@@ -166,24 +167,18 @@ describe('the reflect loop', () => {
   it('gives calls to a service a template lesson names the timeout it says', async () => {
     const agentId = 'template';
     const now = new Date().toISOString();
-    const id = lessonId(agentId, 'slow-service', { tool: 'http', host: host(healthy) });
-    const lesson: Lesson = {
-      id,
-      agentId,
-      kind: 'template',
-      rule: 'slow-service',
-      scope: { tool: 'http', host: host(healthy) },
-      statement: 'slow',
-      cases: 3,
-      confidence: 0.6,
-      status: 'active',
-      evidence: ['a', 'b', 'c'],
-      effect: { timeoutMs: 3000 },
-      missed: 0,
-      createdAt: now,
-      updatedAt: now,
-      version: 1,
-    };
+    const lesson = lessonRecord(
+      {
+        agentId,
+        kind: 'template',
+        rule: 'slow-service',
+        scope: { tool: 'http', host: host(healthy) },
+        statement: 'slow',
+        effect: { timeoutMs: 3000 },
+      },
+      now,
+    );
+    const { id } = lesson;
     // Without the lesson the 1 s default cuts the call off; with it the call gets 3 s.
     const cut = await runToEnd(stack.url, call(agentId, `${healthy.url}/work?node=slow1&ms=1500`));
     expect(cut.nodes.fetch).toMatchObject({ status: 'failed', error: { code: 'timeout' } });
@@ -336,30 +331,9 @@ describe('memory and lessons over HTTP', () => {
     expect((await post(stack.url, '/v1/agents/bad!id/reflect')).status).toBe(400);
 
     const now = new Date().toISOString();
-    const id = lessonId(agentId, 'service-flaky', { tool: 'http', host: 'x.test' });
-    await memory.saveReflection(
-      agentId,
-      [
-        {
-          id,
-          agentId,
-          kind: 'soft',
-          rule: 'service-flaky',
-          scope: { tool: 'http', host: 'x.test' },
-          statement: 'x.test often fails',
-          cases: 1,
-          confidence: 0.2,
-          status: 'probation',
-          evidence: ['r'],
-          missed: 0,
-          createdAt: now,
-          updatedAt: now,
-          version: 0,
-        },
-      ],
-      false,
-      now,
-    );
+    const proposed = proposedLesson(agentId, now);
+    const { id } = proposed;
+    await memory.saveReflection(agentId, [proposed], false, now);
     const patch = (lesson: string, body: unknown): Promise<Response> =>
       fetch(`${stack.url}/v1/lessons/${lesson}`, {
         method: 'PATCH',
