@@ -327,6 +327,24 @@ describe('outbound webhooks', () => {
     ).toBe(false);
   });
 
+  it("forget a deleted tenant's subscriptions in every process: a new tenant of the name is announced to nobody", async () => {
+    const sub = await call('lambda', 'post', '/v1/webhooks', { url: `${receiver.url}/lambda` });
+    expect(sub.status).toBe(201);
+    // The worker that settles runs holds the subscription in its copy now.
+    const heard = await runToEnd('lambda', { graph: graph(1) });
+    const [hit] = await receiver.until('/lambda', 1);
+    expect(eventOf(hit!.raw).data.runId).toBe(heard.runId);
+    await delivered(eventOf(hit!.raw).id);
+
+    expect((await call('lambda', 'delete', '/v1/tenants/lambda')).status).toBe(200);
+    const after = await runToEnd('lambda', { graph: graph(2) });
+    await finalized(after.runId);
+    const jobs = await sense.getJobs(['completed', 'waiting', 'delayed', 'active', 'prioritized', 'failed']);
+    expect(
+      jobs.some((j) => j.name === WEBHOOK_JOB && (j.data as { runId: string }).runId === after.runId),
+    ).toBe(false);
+  });
+
   it('cap the subscriptions of a tenant', async () => {
     for (let i = 0; i < 20; i++)
       expect((await call('many', 'post', '/v1/webhooks', { url: `https://example.test/${i}` })).status).toBe(

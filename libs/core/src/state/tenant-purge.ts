@@ -8,7 +8,7 @@
 import { isCluster, mastersOf, type RedisClient } from './redis-client.js';
 import { DEFAULT_TENANT, scopedName } from '../domain/tenant.js';
 import type { ApiKeyStore } from './api-key-store.js';
-import { busySessionsKey, memoryAgentsKey, tenantKeyPatterns } from './keys.js';
+import { busySessionsKey, channels, memoryAgentsKey, tenantKeyPatterns } from './keys.js';
 import type { RunStore } from './runs/run-store.js';
 
 export class DefaultTenantError extends Error {
@@ -50,6 +50,8 @@ export async function purgeTenant(deps: TenantPurgeDeps, tenant: string): Promis
     const members = (await redis.smembers(set)).filter((m) => m.startsWith(scoped));
     if (members.length > 0) await redis.srem(set, ...members);
   }
+  // Its webhook subscriptions went with its keys: every process drops its copy of them.
+  await redis.publish(channels(prefix).webhooks, tenant);
   return { keys, runs: runs.length, deleted };
 }
 
