@@ -34,6 +34,8 @@ export type TraceCarrier = z.infer<typeof TraceCarrier>;
 export function traceCarrier(): { trace: TraceCarrier } | Record<string, never> {
   const carrier: Record<string, string> = {};
   propagation.inject(context.active(), carrier);
+  // Untraced, the carrier stays empty: answered without a failed parse, on every job enqueued.
+  if (carrier.traceparent === undefined) return {};
   const parsed = TraceCarrier.safeParse(carrier);
   return parsed.success ? { trace: parsed.data } : {};
 }
