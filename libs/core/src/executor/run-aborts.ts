@@ -2,10 +2,17 @@
  * Aborts a run's in-flight nodes in this process when the run is cancelled or fails elsewhere.
  * One subscriber connection per process listens on the abort channel.
  */
+import { setMaxListeners } from 'node:events';
 import { closeRedis, type RedisClient } from '../state/redis-client.js';
 
+/** The signal a run's tracked work in this process shares, and how many hold it. */
+interface RunSignal {
+  readonly controller: AbortController;
+  holders: number;
+}
+
 export class RunAborts {
-  private readonly active = new Map<string, Set<AbortController>>();
+  private readonly active = new Map<string, RunSignal>();
 
   private constructor(private readonly subscriber: RedisClient) {}
 
@@ -18,27 +25,42 @@ export class RunAborts {
     return aborts;
   }
 
-  /** A signal aborted when `runId` is aborted; call `release` when the node is done. */
+  /**
+   * A signal aborted when `runId` is aborted; call `release` when the node is done. A run's nodes
+   * in this process share one signal (an abort ends them all), so a chain of handed-off nodes, each
+   * tracked before the last one is released, makes one controller, not one per node.
+   */
   track(runId: string): { signal: AbortSignal; release: () => void } {
-    const controller = new AbortController();
-    let set = this.active.get(runId);
-    if (!set) {
-      set = new Set();
-      this.active.set(runId, set);
+    let shared = this.active.get(runId);
+    if (!shared) {
+      shared = { controller: new AbortController(), holders: 0 };
+      // Every node of a wide fan-out in this process listens on it (one listener per tool call).
+      setMaxListeners(0, shared.controller.signal);
+      this.active.set(runId, shared);
     }
-    set.add(controller);
+    const held = shared;
+    held.holders += 1;
+    let released = false;
     return {
-      signal: controller.signal,
+      signal: held.controller.signal,
       release: () => {
-        set.delete(controller);
-        if (set.size === 0) this.active.delete(runId);
+        if (released) return;
+        released = true;
+        held.holders -= 1;
+        if (held.holders === 0 && this.active.get(runId) === held) this.active.delete(runId);
       },
     };
   }
 
+  /**
+   * Aborts what tracks the run now. What tracks it afterwards gets a new signal: a run resumed after
+   * it failed runs its next nodes unaborted.
+   */
   abortRun(runId: string): void {
-    for (const controller of this.active.get(runId) ?? [])
-      controller.abort(new Error(`run ${runId} aborted`));
+    const shared = this.active.get(runId);
+    if (!shared) return;
+    this.active.delete(runId);
+    shared.controller.abort(new Error(`run ${runId} aborted`));
   }
 
   async close(): Promise<void> {
