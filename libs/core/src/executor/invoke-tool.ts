@@ -18,8 +18,16 @@ export async function invokeTool(
   const parsed = tool.input.safeParse(rawArgs);
   if (!parsed.success) return { ok: false, error: toErrorData(parsed.error) };
 
-  const controller = new AbortController();
+  // Made when the tool reads its signal (many never do), aborted at once if the call was stopped.
+  let controller: AbortController | undefined;
   let stopped: ToolError | undefined;
+  const signalOf = (): AbortSignal => {
+    if (!controller) {
+      controller = new AbortController();
+      if (stopped) controller.abort(stopped);
+    }
+    return controller.signal;
+  };
   let abandon: (error: ToolError) => void = () => undefined;
   const abandoned = new Promise<never>((_, reject) => {
     abandon = reject;
@@ -27,7 +35,7 @@ export async function invokeTool(
   /** Aborts the tool's signal and, unless `awaited`, stops waiting for the call. */
   const stop = (error: ToolError, awaited = false): void => {
     stopped ??= error;
-    controller.abort(stopped);
+    controller?.abort(stopped);
     if (!awaited) abandon(stopped);
   };
   const timer = setTimeout(
@@ -46,7 +54,7 @@ export async function invokeTool(
     {},
     {
       ...Object.getOwnPropertyDescriptors(ctx),
-      signal: { value: controller.signal, enumerable: true },
+      signal: { get: signalOf, enumerable: true },
     },
   ) as ToolContext;
   const call = Promise.resolve().then(() => tool.run(parsed.data, toolContext));
