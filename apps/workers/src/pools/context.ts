@@ -181,9 +181,11 @@ export async function openPoolContext(env: WorkerEnv, options: StartPoolsOptions
   const shutdown = new AbortController();
   setMaxListeners(0, shutdown.signal);
   const allowedTools = allowedToolsOf(env, tools);
+  // One cache for the process: every pool, shard and Worker of it reads a run's plan once.
+  const plans = new PlanCache(store);
   const executorDeps = (layer: Pool): ExecutorDeps => ({
     store,
-    plans: new PlanCache(store),
+    plans,
     queues: services.runQueues,
     ...settings,
     stopping: () => closing,

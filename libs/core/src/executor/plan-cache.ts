@@ -1,7 +1,7 @@
 /**
  * Compiled run plans, cached per worker process. A run's executable graph never changes, so each
- * worker parses it and builds its topology once, not once per node. Each pool of a process has a
- * cache of its own (1,000 plans by default).
+ * worker parses it and builds its topology once, not once per node. A worker process has one cache
+ * (1,000 plans by default), which all its pools and their BullMQ Workers share.
  */
 import type { OnBudget } from '../domain/run-model.js';
 import { scopedName } from '../domain/tenant.js';
