@@ -7,3 +7,4 @@ export * from './flow-gate.js';
 export * from './child-run.js';
 export * from './run-admission.js';
 export * from './remote-tool-call.js';
+export { giveNodeSlot, parksWithin, recheckDelayMs, takeNodeSlot, type HeldNodeSlot } from './node-slots.js';

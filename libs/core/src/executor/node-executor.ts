@@ -723,7 +723,6 @@ async function completeAndDispatch(
       nodeId: handedOff.nodeId,
       generation,
       continuation: false,
-      slotWaits: 0,
       throttled: false,
       moved: false,
       attemptsBefore: 0,

@@ -6,13 +6,15 @@
  * worker, its node still `queued`; a job giving its slot back wakes the oldest waiting ones, and a
  * parked job looks again on its own in case a wake was missed: after {@link RECHECK_MS}, then
  * twice as long each time it finds the cap again, up to {@link MAX_RECHECK_MS} (`recheckDelayMs`),
- * so thousands of jobs waiting at one cap do not all ask every few seconds. A node handed off to
- * the job that released it (`handoff.ts`) runs in that job's slot. A map's items are node jobs and
- * take slots like any. A run without a cap reads and writes nothing here.
+ * so thousands of jobs waiting at one cap do not all ask every few seconds. The parks are counted
+ * from the time the job has been on the run's waiting list (`parksWithin`), which the slot script
+ * answers when it puts the job there: parking writes nothing to the job but its move to the delayed
+ * set, and taking a slot, which takes the job off the list, resets the count in the same script.
+ * A node handed off to the job that released it (`handoff.ts`) runs in that job's slot. A map's
+ * items are node jobs and take slots like any. A run without a cap reads and writes nothing here.
  */
 import { DelayedError, type Job } from 'bullmq';
 import { findNodeJob } from '../queues/run-jobs.js';
-import { NodeJobData } from '../queues/catalog.js';
 import type { ExecutorDeps } from './deps.js';
 import type { CompiledPlan } from './plan-cache.js';
 
@@ -27,6 +29,24 @@ export const MAX_RECHECK_MS = 60_000;
  */
 export const recheckDelayMs = (waits: number): number =>
   Math.min(RECHECK_MS * 2 ** Math.max(0, waits), MAX_RECHECK_MS);
+
+/**
+ * How many times a node job on its run's waiting list for `waitedMs` has parked at the cap: the
+ * rechecks of {@link recheckDelayMs} that fit in that time, counted up to the first at
+ * {@link MAX_RECHECK_MS} (the later ones are as long). A recheck due within half of
+ * {@link RECHECK_MS} counts as made: the first park's time and now come from the clocks of two
+ * workers. A job woken early that lost the slot to another counts fewer, and rechecks sooner. Pure.
+ */
+export function parksWithin(waitedMs: number): number {
+  let parks = 0;
+  let due = 0;
+  while (recheckDelayMs(parks) < MAX_RECHECK_MS) {
+    due += recheckDelayMs(parks);
+    if (due > waitedMs + RECHECK_MS / 2) break;
+    parks++;
+  }
+  return parks;
+}
 
 /** The slot sets outlive the run's deadline by an hour; every take renews them. */
 const ttlOf = (plan: Pick<CompiledPlan, 'timeoutSeconds'>): number => plan.timeoutSeconds + 3600;
@@ -53,19 +73,15 @@ export async function takeNodeSlot(
   const { sets } = deps.nodeSlots;
   const keys = deps.nodeSlots.keysOf(plan.runId);
   const held: HeldNodeSlot = { runId: plan.runId, cap, jobId: job.id };
-  const waits = NodeJobData.shape.slotWaits.parse((job.data as { slotWaits?: unknown }).slotWaits);
-  if (
-    (await sets.acquire(keys, job.id, cap, ttlOf(plan))) ||
-    // At the cap: free the slots of jobs that ended without giving theirs back, and try once more.
-    ((await forgetDeadHolders(deps, plan.runId)) > 0 && (await sets.acquire(keys, job.id, cap, ttlOf(plan))))
-  ) {
-    // A later wait (a retry's, a continuation's) starts again from the shortest recheck.
-    if (waits > 0) await job.updateData({ ...(job.data as object), slotWaits: 0 });
-    return held;
+  let take = await sets.acquire(keys, job.id, cap, ttlOf(plan));
+  // At the cap: free the slots of jobs that ended without giving theirs back, and try once more.
+  if (!take.held && (await forgetDeadHolders(deps, plan.runId)) > 0) {
+    take = await sets.acquire(keys, job.id, cap, ttlOf(plan));
   }
+  if (take.held) return held;
   if (token === undefined) throw new Error('holding a node back needs a worker token to park its job');
-  await job.updateData({ ...(job.data as object), slotWaits: waits + 1 });
-  await job.moveToDelayed(Date.now() + recheckDelayMs(waits), token);
+  const now = Date.now();
+  await job.moveToDelayed(now + recheckDelayMs(parksWithin(now - take.waitingSince)), token);
   // A slot freed between the take and the move woke no one (the job was not delayed yet): look again.
   if ((await sets.release(keys, null, cap, 0)).free > 0) await job.promote().catch(() => undefined);
   deps.logger.debug({ runId: plan.runId, jobId: job.id, cap }, 'node job waits for a slot of its run');

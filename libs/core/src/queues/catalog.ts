@@ -55,11 +55,6 @@ export const NodeJobData = z.object({
    * counts its time limit) anew. Absent on jobs parked before it was kept: `enteredAt` holds.
    */
   enteredAttempt: z.number().int().min(1).optional(),
-  /**
-   * How many times in a row the job parked at its run's `maxParallelNodes` cap: its next safety
-   * recheck waits longer (`executor/node-slots.ts`). Back to 0 once it holds a slot.
-   */
-  slotWaits: z.number().int().min(0).default(0),
   /** Set when the job re-enters after flow control held its call back: the call is not charged again. */
   throttled: z.boolean().default(false),
   /** When the node expired and runs its fallback instead (ISO time): its retries run the fallback too. */

@@ -7,6 +7,12 @@ import type { RedisClient } from './redis-client.js';
 import { runNodeSlotKeys, type SlotSetKeys } from './keys.js';
 import { loadScripts, type ScriptRunner } from './scripts.js';
 
+/**
+ * What asking for a slot answers: the member holds one, or it waits on the list, where it has been
+ * since `waitingSince` (epoch ms, the first time it asked at the cap since it last held a slot).
+ */
+export type SlotTake = { readonly held: true } | { readonly held: false; readonly waitingSince: number };
+
 export class SlotSets {
   private readonly script: ScriptRunner;
 
@@ -15,16 +21,16 @@ export class SlotSets {
   }
 
   /**
-   * True when `member` holds a slot (now, or already: safe to repeat); false: it is on the waiting
-   * list. Both keys get `ttlSeconds`.
+   * Holds a slot for `member` (now, or already: safe to repeat), or puts it on the waiting list,
+   * keeping the time it first waited there. Both keys get `ttlSeconds`.
    */
-  async acquire(keys: SlotSetKeys, member: string, cap: number, ttlSeconds: number): Promise<boolean> {
-    const held = await this.script(
+  async acquire(keys: SlotSetKeys, member: string, cap: number, ttlSeconds: number): Promise<SlotTake> {
+    const [held, since] = (await this.script(
       'acquire-slot-2',
       [keys.running, keys.waiting],
       [member, cap, Date.now(), ttlSeconds],
-    );
-    return held === 1;
+    )) as [number, string?];
+    return held === 1 ? { held: true } : { held: false, waitingSince: Number(since) };
   }
 
   /**

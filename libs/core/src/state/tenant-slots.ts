@@ -23,8 +23,8 @@ export class TenantSlots {
   }
 
   /** True when `runId` holds a slot of `tenant` (now or already); false: it is on the waiting list. */
-  acquire(tenant: string, runId: string, cap: number): Promise<boolean> {
-    return this.sets.acquire(tenantSlotKeys(this.prefix, tenant), runId, cap, SLOTS_TTL_SECONDS);
+  async acquire(tenant: string, runId: string, cap: number): Promise<boolean> {
+    return (await this.sets.acquire(tenantSlotKeys(this.prefix, tenant), runId, cap, SLOTS_TTL_SECONDS)).held;
   }
 
   /**
