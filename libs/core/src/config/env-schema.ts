@@ -36,6 +36,7 @@ import { PolledSources } from '../sessions/source-service.js';
 import type { SecretStoreOptions } from '../state/secret-store.js';
 import type { WebhookStoreOptions } from '../state/webhook-store.js';
 import { DEFAULT_WEBHOOK_DELIVERY, type WebhookDeliverySettings } from '../webhooks/delivery-rules.js';
+import { DEFAULT_SUBSCRIPTION_CACHE } from '../webhooks/subscription-cache.js';
 import { RETRY_FLOOR_MS } from '../policy/retry-policy.js';
 import type { ToolRegistry } from '../tools/tool.js';
 import type { GraphLimits } from '../graph/limits.js';
@@ -230,6 +231,20 @@ export const BASE_SETTINGS = {
     readBy: ['api', 'workers'],
     doc: 'Most outbound webhook subscriptions one tenant may hold (`POST /v1/webhooks`).',
     schema: z.coerce.number().int().min(1).max(1000).default(20),
+  }),
+  TETRALOOP_WEBHOOK_CACHE_TTL_MS: setting({
+    group: 'outbound webhooks',
+    file: 'outboundWebhooks.cacheTtlMs',
+    readBy: ['api', 'workers'],
+    doc: "How long a process uses its copy of a tenant's subscriptions before it reads them again. A change is published and drops every copy at once: this bounds only a change a process missed while its subscriber reconnected. 0: no copy (each run's announcement reads them from Redis).",
+    schema: z.coerce.number().int().min(0).max(3_600_000).default(DEFAULT_SUBSCRIPTION_CACHE.ttlMs),
+  }),
+  TETRALOOP_WEBHOOK_CACHE_MAX_TENANTS: setting({
+    group: 'outbound webhooks',
+    file: 'outboundWebhooks.cacheMaxTenants',
+    readBy: ['api', 'workers'],
+    doc: 'Most tenants whose subscriptions a process keeps a copy of; the least recently read go first.',
+    schema: z.coerce.number().int().min(1).max(1_000_000).default(DEFAULT_SUBSCRIPTION_CACHE.maxTenants),
   }),
   TETRALOOP_SCHEDULES_MAX: setting({
     group: 'schedules',
@@ -1181,6 +1196,7 @@ export function webhookStoreOptionsOf(env: BaseEnv): WebhookStoreOptions {
     maxPerTenant: env.TETRALOOP_WEBHOOK_SUBSCRIPTIONS_MAX,
     deliveriesKept: env.TETRALOOP_WEBHOOK_DELIVERIES_KEPT,
     deliveriesTtlSeconds: env.TETRALOOP_WEBHOOK_DELIVERIES_TTL_SECONDS,
+    cache: { ttlMs: env.TETRALOOP_WEBHOOK_CACHE_TTL_MS, maxTenants: env.TETRALOOP_WEBHOOK_CACHE_MAX_TENANTS },
   };
 }
 

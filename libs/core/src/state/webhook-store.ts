@@ -16,7 +16,7 @@ import {
 } from '../domain/webhook.js';
 import { decryptSecret, encryptSecret } from '../secrets/secret-cipher.js';
 import { newWebhookSecret } from '../webhooks/signature.js';
-import { SubscriptionCache } from '../webhooks/subscription-cache.js';
+import { SubscriptionCache, type SubscriptionCacheOptions } from '../webhooks/subscription-cache.js';
 import { channels, webhookDeliveriesKey, webhookKeys } from './keys.js';
 import { loadScripts, type ScriptRunner } from './scripts.js';
 import { SECRETS_OFF_MESSAGE } from './secret-store.js';
@@ -32,6 +32,11 @@ export interface WebhookStoreOptions {
   readonly deliveriesKept: number;
   /** How long a delivery list outlives its last attempt. @defaultValue 604800 (7 days) */
   readonly deliveriesTtlSeconds: number;
+  /**
+   * The bounds of the process's copy of each tenant's subscriptions while it follows their changes
+   * (`ttlMs` 0: no copy). @defaultValue DEFAULT_SUBSCRIPTION_CACHE
+   */
+  readonly cache?: SubscriptionCacheOptions;
 }
 
 export const WEBHOOK_ERROR_CODES = [
@@ -82,9 +87,11 @@ export class WebhookStore {
    * publish on `subscriber`'s channel): announcing a run of a tenant without subscriptions then
    * reads nothing. While `subscriber` is disconnected a change could be missed, so every read goes
    * to Redis until it is back, and every copy is dropped then. For the life of the subscriber.
+   * A copy's TTL of 0 keeps none: every announcement reads Redis, and there is nothing to follow.
    */
   async followChanges(subscriber: RedisClient): Promise<void> {
-    const cache = new SubscriptionCache();
+    if (this.options.cache?.ttlMs === 0) return;
+    const cache = new SubscriptionCache(this.options.cache);
     const onMessage = (channel: string, tenant: string): void => {
       if (channel === this.channel) cache.drop(tenant);
     };
@@ -96,7 +103,7 @@ export class WebhookStore {
     subscriber.on('close', follow(false));
     await subscriber.subscribe(this.channel);
     // After a reconnect ioredis sends the resubscription before it emits `ready` again; a change
-    // published in between is seen once the copy lapses (60 s).
+    // published in between is seen once the copy lapses (`ttlMs`).
     subscriber.on('ready', follow(true));
     if (subscriber.status === 'ready') follow(true)();
   }

@@ -4,6 +4,8 @@
  * (`channels().webhooks`) and drops the tenant's copy in every process that follows the channel;
  * a copy also lapses after `ttlMs`, so a change published while a process was not listening (its
  * subscriber reconnecting) is seen within that time at worst, and a reconnect drops every copy.
+ * The deployment sets both bounds (`TETRALOOP_WEBHOOK_CACHE_TTL_MS`, whose 0 keeps no copy at all:
+ * see `WebhookStore.followChanges`, and `TETRALOOP_WEBHOOK_CACHE_MAX_TENANTS`).
  * Pure: the caller reads and subscribes.
  */
 import type { WebhookSubscription } from '../domain/webhook.js';
@@ -14,6 +16,9 @@ export interface SubscriptionCacheOptions {
   /** Tenants whose copies are kept; the least recently read go first. @defaultValue 10000 */
   readonly maxTenants?: number;
 }
+
+/** The copies' bounds when the deployment sets none. */
+export const DEFAULT_SUBSCRIPTION_CACHE = { ttlMs: 60_000, maxTenants: 10_000 } as const;
 
 interface Copy {
   readonly subscriptions: readonly WebhookSubscription[];
@@ -32,8 +37,8 @@ export class SubscriptionCache {
   private readonly maxTenants: number;
 
   constructor(options: SubscriptionCacheOptions = {}) {
-    this.ttlMs = options.ttlMs ?? 60_000;
-    this.maxTenants = options.maxTenants ?? 10_000;
+    this.ttlMs = options.ttlMs ?? DEFAULT_SUBSCRIPTION_CACHE.ttlMs;
+    this.maxTenants = options.maxTenants ?? DEFAULT_SUBSCRIPTION_CACHE.maxTenants;
   }
 
   /** The tenant's subscriptions from the copy, or from `read` (kept as the copy unless dropped meanwhile). */
