@@ -13,7 +13,7 @@ import { NodeErrorData } from '../errors/node-error.js';
 import { JOB, ToolCallJobData, toolCallJobId } from '../queues/catalog.js';
 import { keepJobs } from '../queues/retention.js';
 import type { RunQueues } from '../queues/run-jobs.js';
-import { closeRedis, isCluster, type RedisClient } from '../state/redis-client.js';
+import { closeRedis, duplicateClient, type RedisClient } from '../state/redis-client.js';
 import { isCustomTool, toolUnserved, type CustomTool } from '../tools/custom-tool.js';
 import type { ToolOutcome } from '../tools/tool.js';
 import type { ExecutorDeps, RemoteToolCaller } from './deps.js';
@@ -143,7 +143,7 @@ export class RemoteToolCalls implements RemoteToolCaller {
     const own = this.options.connection;
     const [last] = await own.xrevrange(queue.toKey('events'), '+', '-', 'COUNT', 1);
     // A connection of its own: its reads block.
-    const connection: RedisClient = isCluster(own) ? own.duplicate() : own.duplicate();
+    const connection = duplicateClient(own);
     const events = new QueueEvents(queue.name, {
       connection,
       prefix: queue.opts.prefix!,

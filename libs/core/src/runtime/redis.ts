@@ -3,7 +3,13 @@ import { Cluster, Redis, type RedisOptions } from 'ioredis';
 import { isClusterUrl, parseClusterUrl } from '../config/redis-url.js';
 import type { RedisClient } from '../state/redis-client.js';
 
-export { closeRedis, isCluster, mastersOf, type RedisClient } from '../state/redis-client.js';
+export {
+  closeRedis,
+  duplicateClient,
+  isCluster,
+  mastersOf,
+  type RedisClient,
+} from '../state/redis-client.js';
 
 /**
  * Connection roles differ in how they behave when Redis is away:

@@ -38,3 +38,13 @@ export async function closeRedis(redis: RedisClient, timeoutMs = 2000): Promise<
   timer.abort();
   if (!inTime) redis.disconnect();
 }
+
+/**
+ * A new connection like `redis`: to the same server or cluster, with the same options; for reads
+ * that block. Redis's and Cluster's `duplicate` are each generic over options of their own, so
+ * TypeScript cannot call the union of the two: it is typed here by what both answer, a client.
+ */
+export function duplicateClient(redis: RedisClient): RedisClient {
+  const duplicate: () => RedisClient = redis.duplicate.bind(redis);
+  return duplicate();
+}
