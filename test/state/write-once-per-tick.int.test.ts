@@ -1,0 +1,51 @@
+/**
+ * A connection from `connectRedis` sends the commands one tick issues in one write: counted as
+ * this process's write system calls (`syscw` in /proc/self/io), beside a plain ioredis connection
+ * that writes each command on its own.
+ */
+import { readFileSync } from 'node:fs';
+import { Redis } from 'ioredis';
+import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
+import { connectRedis, whenReady, type RedisClient } from '@tetraloop/core/runtime';
+
+const COMMANDS = 100;
+const writes = (): number => Number(/syscw:\s*(\d+)/.exec(readFileSync('/proc/self/io', 'utf8'))![1]);
+
+let batched: RedisClient;
+let plain: Redis;
+beforeAll(async () => {
+  batched = connectRedis(inject('redisUrl'), 'worker', 'write-once-per-tick');
+  plain = new Redis(inject('redisUrl'));
+  await Promise.all([whenReady(batched), whenReady(plain)]);
+});
+afterAll(() => {
+  batched?.disconnect();
+  plain?.disconnect();
+});
+
+/** The write system calls this process made while `redis` answered COMMANDS commands issued at once. */
+async function writesFor(redis: RedisClient | Redis): Promise<number> {
+  const before = writes();
+  const answers = await Promise.all(Array.from({ length: COMMANDS }, (_, i) => redis.echo(`c${i}`)));
+  const made = writes() - before;
+  expect(answers).toEqual(Array.from({ length: COMMANDS }, (_, i) => `c${i}`));
+  return made;
+}
+
+describe('a connection from connectRedis', () => {
+  it('sends what one tick issues in one write, answered in order', async () => {
+    // A few writes of other parts of this process may land in the window; a write per command
+    // would be a hundred.
+    expect(await writesFor(batched)).toBeLessThan(10);
+    expect(await writesFor(plain)).toBeGreaterThanOrEqual(COMMANDS * 0.9);
+  });
+
+  it('still batches after a reconnect, on its new socket', async () => {
+    const first = (batched as Redis).stream;
+    const reconnected = new Promise((resolve) => batched.once('ready', resolve));
+    first.destroy();
+    await reconnected;
+    expect((batched as Redis).stream).not.toBe(first);
+    expect(await writesFor(batched)).toBeLessThan(10);
+  });
+});
