@@ -45,6 +45,8 @@ export interface Measured {
   seconds: number;
   perSecond: number;
   cpuMs: CpuSplit;
+  /** Per node or job: write system calls of every process measured (the socket writes), or null off Linux. */
+  writeCalls: number | null;
   /** Per node or job: Redis commands executed (those run inside scripts included), script calls among the commands sent, and Redis CPU µs by INFO commandstats. */
   redis: { commands: number; scripts: number; usec: number };
 }
@@ -132,6 +134,13 @@ export async function stopAll(children: readonly ChildProcess[]): Promise<void> 
   );
 }
 
+/** Write system calls per item, over every process measured. */
+const writesPerItem = (writeCalls: Record<string, number | null>, items: number): number | null => {
+  const values = Object.values(writeCalls);
+  if (values.some((v) => v === null)) return null;
+  return Number((values.reduce((a, b) => a! + b!, 0)! / items).toFixed(2));
+};
+
 const perItem = (cpuMs: Record<string, number | null>, items: number): CpuSplit => {
   const per = (v: number | null | undefined): number | null =>
     v == null ? null : Number((v / items).toFixed(3));
@@ -210,7 +219,7 @@ export async function measureBatch(
 ): Promise<Measured> {
   const nodes = runs * NODES_PER_RUN;
   const {
-    result: { result: seconds, cpuMs },
+    result: { result: seconds, cpuMs, writeCalls },
     redis,
   } = await redisPerItem(stack.env.REDIS_URL!, nodes, () =>
     cpuDuring(groups, () => profiled(name, () => batch(submitter, runs))),
@@ -219,6 +228,7 @@ export async function measureBatch(
     seconds: Number(seconds.toFixed(2)),
     perSecond: Math.round(nodes / seconds),
     cpuMs: perItem(cpuMs, nodes),
+    writeCalls: writesPerItem(writeCalls, nodes),
     redis,
   };
 }
@@ -333,7 +343,7 @@ export async function startNoopWorkers(redisUrl: string, processes: number): Pro
     async measure(jobs, redisPid) {
       const tag = `bench${batches++ || ''}`;
       const {
-        result: { result: seconds, cpuMs },
+        result: { result: seconds, cpuMs, writeCalls },
         redis,
       } = await redisPerItem(redisUrl, jobs, () =>
         cpuDuring({ driver: [process.pid], workers: children.map((c) => c.pid!), redis: [redisPid] }, () =>
@@ -345,6 +355,7 @@ export async function startNoopWorkers(redisUrl: string, processes: number): Pro
         seconds: Number(seconds.toFixed(2)),
         perSecond: Math.round(jobs / seconds),
         cpuMs: perItem(cpuMs, jobs),
+        writeCalls: writesPerItem(writeCalls, jobs),
         redis,
       };
     },
@@ -436,10 +447,10 @@ export function throughputTable(result: ThroughputResult): string {
   }
   lines.push(
     '',
-    `${RUNS} runs × ${NODES_PER_RUN} nodes = ${RUNS * NODES_PER_RUN} nodes against as many no-op jobs. Per node (Tetraloop) and per job (raw BullMQ): CPU milliseconds by process, read from /proc, and Redis commands (those run inside Lua scripts included) from INFO commandstats:`,
+    `${RUNS} runs × ${NODES_PER_RUN} nodes = ${RUNS * NODES_PER_RUN} nodes against as many no-op jobs. Per node (Tetraloop) and per job (raw BullMQ): CPU milliseconds by process and write system calls of all of them (every socket write is one; \`syscw\`), read from /proc, and Redis commands (those run inside Lua scripts included) from INFO commandstats:`,
     '',
-    '| tool-worker processes | system | driver (this process) | plan pool | workers | redis-server | total | Redis commands | script calls | Redis CPU µs (commandstats) |',
-    '|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|',
+    '| tool-worker processes | system | driver (this process) | plan pool | workers | redis-server | total | write calls | Redis commands | script calls | Redis CPU µs (commandstats) |',
+    '|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|',
   );
   for (const r of result.rows) {
     for (const [system, m] of [
@@ -449,7 +460,7 @@ export function throughputTable(result: ThroughputResult): string {
     ] as const) {
       const c = m.cpuMs;
       lines.push(
-        `| ${r.processes} | ${system} | ${cell(c.driver)} | ${cell(c.plan)} | ${cell(c.workers)} | ${cell(c.redis)} | ${total(c)} | ${m.redis.commands} | ${m.redis.scripts} | ${m.redis.usec} |`,
+        `| ${r.processes} | ${system} | ${cell(c.driver)} | ${cell(c.plan)} | ${cell(c.workers)} | ${cell(c.redis)} | ${total(c)} | ${cell(m.writeCalls)} | ${m.redis.commands} | ${m.redis.scripts} | ${m.redis.usec} |`,
       );
     }
   }

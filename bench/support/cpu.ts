@@ -21,31 +21,43 @@ export function cpuMsOf(pid: number): number | null {
   }
 }
 
-/** Measures the CPU milliseconds each named group of processes spends while `work` runs. */
+/**
+ * Write system calls `pid` made so far (`syscw` of /proc/<pid>/io: every socket write is one), or
+ * null when /proc cannot tell. Unlike CPU time it does not depend on how busy the machine is.
+ */
+export function writeCallsOf(pid: number): number | null {
+  try {
+    const match = /^syscw:\s*(\d+)$/m.exec(readFileSync(`/proc/${pid}/io`, 'utf8'));
+    return match ? Number(match[1]) : null;
+  } catch {
+    return null;
+  }
+}
+
+/**
+ * Measures the CPU milliseconds and the write system calls each named group of processes spends
+ * while `work` runs.
+ */
 export async function cpuDuring<T>(
   groups: Record<string, readonly number[]>,
   work: () => Promise<T>,
-): Promise<{ result: T; cpuMs: Record<string, number | null> }> {
-  const read = (): Record<string, number | null> =>
+): Promise<{ result: T; cpuMs: Record<string, number | null>; writeCalls: Record<string, number | null> }> {
+  const sum = (values: (number | null)[]): number | null =>
+    values.some((v) => v === null) ? null : values.reduce((a, b) => a! + b!, 0);
+  const read = (of: (pid: number) => number | null): Record<string, number | null> =>
+    Object.fromEntries(Object.entries(groups).map(([name, pids]) => [name, sum(pids.map(of))]));
+  const before = { cpu: read(cpuMsOf), writes: read(writeCallsOf) };
+  const result = await work();
+  const after = { cpu: read(cpuMsOf), writes: read(writeCallsOf) };
+  const delta = (a: Record<string, number | null>, b: Record<string, number | null>) =>
     Object.fromEntries(
-      Object.entries(groups).map(([name, pids]) => {
-        const values = pids.map(cpuMsOf);
-        return [name, values.some((v) => v === null) ? null : values.reduce((a, b) => a! + b!, 0)];
+      Object.keys(groups).map((name) => {
+        const x = a[name];
+        const y = b[name];
+        return [name, x == null || y == null ? null : x - y];
       }),
     );
-  const before = read();
-  const result = await work();
-  const after = read();
-  return {
-    result,
-    cpuMs: Object.fromEntries(
-      Object.keys(groups).map((name) => {
-        const a = after[name];
-        const b = before[name];
-        return [name, a == null || b == null ? null : a - b];
-      }),
-    ),
-  };
+  return { result, cpuMs: delta(after.cpu, before.cpu), writeCalls: delta(after.writes, before.writes) };
 }
 
 /**
