@@ -14,6 +14,7 @@ import { callIn, endChat, startChat } from '../telemetry/genai.js';
 import { failedCallEnd, passFlow } from './flow-gate.js';
 import { costFields, costGate, recordModelCost } from './model-cost.js';
 import { limitFor, type NodeContext } from './node-context.js';
+import { linkedAbort } from './linked-abort.js';
 
 /** How often streamed text is flushed to the event stream. */
 const DELTA_FLUSH_MS = 50;
@@ -67,8 +68,8 @@ export async function callModel(
     limitMs: limit.ms,
   });
   if (!flow.ok) return flow;
-  const timeout = AbortSignal.timeout(limit.ms);
-  const signal = AbortSignal.any([ctx.runSignal, timeout]);
+  const stop = linkedAbort([ctx.runSignal], limit.ms);
+  const { signal } = stop;
 
   const { store } = ctx.deps;
   let pending = '';
@@ -116,9 +117,10 @@ export async function callModel(
     await flow.pass?.end(failedCallEnd(error));
     if (error.code !== 'aborted') metrics.modelCallErrors.inc({ model: modelName, code: error.code });
     if (ctx.runSignal.aborted) return { ok: false, error: { code: 'aborted', message: 'run aborted' } };
-    if (timeout.aborted) return { ok: false, error: limitError(limit, 'model call') };
+    if (stop.timedOut()) return { ok: false, error: limitError(limit, 'model call') };
     return { ok: false, error };
   } finally {
+    stop.release();
     clearInterval(timer);
     flush();
     await flushing;

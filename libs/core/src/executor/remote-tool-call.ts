@@ -19,6 +19,7 @@ import type { ToolOutcome } from '../tools/tool.js';
 import type { ExecutorDeps, RemoteToolCaller } from './deps.js';
 import { SHUTDOWN_MESSAGE } from './invoke-tool.js';
 import { runToolCall } from './node-context.js';
+import { linkedAbort } from './linked-abort.js';
 
 /**
  * How much longer than its time limit a caller waits for a remote call's answer: the worker's
@@ -80,11 +81,8 @@ export class RemoteToolCalls implements RemoteToolCaller {
       { ...data, deadlineAt: Date.now() + data.timeoutMs } satisfies ToolCallJobData,
       { jobId: toolCallJobId(data), ...keepJobs(this.options.queues.retention) },
     );
-    const stop = AbortSignal.any([
-      stops.runSignal,
-      ...(stops.shutdown ? [stops.shutdown] : []),
-      AbortSignal.timeout(waitMs),
-    ]);
+    const linked = linkedAbort([stops.runSignal, ...(stops.shutdown ? [stops.shutdown] : [])], waitMs);
+    const stop = linked.signal;
     // BullMQ's own wait outlives ours by a little, so its listeners are always removed. It reads
     // the job's state once its listeners are on: a call answered before (a redelivered call's job
     // kept from its first delivery, or a very fast worker) is read back, not waited for.
@@ -117,6 +115,7 @@ export class RemoteToolCalls implements RemoteToolCaller {
       ]);
     } finally {
       stop.removeEventListener('abort', onStop);
+      linked.release();
     }
   }
 
