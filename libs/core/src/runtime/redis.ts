@@ -64,17 +64,24 @@ export function connectRedis(
   return redis;
 }
 
+/** Sockets already made to write once per tick (a second `connect` for one socket changes nothing). */
+const batchedSockets = new WeakSet<object>();
+
 /**
  * Makes each socket of `redis` (a new one on every reconnect) send what one tick writes in one
- * write: the first command corks it and the end of the tick uncorks it, so commands issued while
- * one batch of replies is handled — the completions of concurrent jobs, a BullMQ job's finish and
- * the next one's fetch — share a `writev`. A write to a socket costs far more CPU (this process's
- * and Redis's) than the bytes in it; commands stay in the order they were issued, and none waits
- * past the tick it was issued in.
+ * write: the first command corks it, and it is uncorked once the callback that wrote it and the
+ * promise continuations that callback set off have run (`process.nextTick`). Commands issued
+ * while one batch of replies is handled — the completions of concurrent jobs, a BullMQ job's
+ * finish and the next one's fetch — then share a `writev`. A write to a socket costs far more CPU,
+ * in this process and in Redis, than the bytes in it. Commands keep the order they were issued in;
+ * a command issued before long synchronous work leaves after it (nothing here does that while
+ * awaiting Redis). Closing the socket (`quit`, `disconnect`) sends what is corked first.
  */
 function writeOncePerTick(redis: Redis): void {
   redis.on('connect', () => {
     const socket = redis.stream;
+    if (batchedSockets.has(socket)) return;
+    batchedSockets.add(socket);
     const write = socket.write.bind(socket) as (...args: unknown[]) => boolean;
     let corked = false;
     const uncork = (): void => {
