@@ -447,7 +447,7 @@ export function throughputTable(result: ThroughputResult): string {
   }
   lines.push(
     '',
-    `${RUNS} runs × ${NODES_PER_RUN} nodes = ${RUNS * NODES_PER_RUN} nodes against as many no-op jobs. Per node (Tetraloop) and per job (raw BullMQ): CPU milliseconds by process and write system calls of all of them (every socket write is one; \`syscw\`), read from /proc, and Redis commands (those run inside Lua scripts included) from INFO commandstats:`,
+    `${RUNS} runs × ${NODES_PER_RUN} nodes = ${RUNS * NODES_PER_RUN} nodes against as many no-op jobs. Per node (Tetraloop) and per job (raw BullMQ): CPU milliseconds by process and the write system calls of all of them (\`syscw\`: each socket write, and any file write; how many commands share a write depends on how much work overlaps), read from /proc, and Redis commands (those run inside Lua scripts included) from INFO commandstats:`,
     '',
     '| tool-worker processes | system | driver (this process) | plan pool | workers | redis-server | total | write calls | Redis commands | script calls | Redis CPU µs (commandstats) |',
     '|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|',

@@ -22,8 +22,10 @@ export function cpuMsOf(pid: number): number | null {
 }
 
 /**
- * Write system calls `pid` made so far (`syscw` of /proc/<pid>/io: every socket write is one), or
- * null when /proc cannot tell. Unlike CPU time it does not depend on how busy the machine is.
+ * Write system calls `pid` made so far (`syscw` of /proc/<pid>/io: each socket write, and each
+ * write to a file such as a log or Redis's AOF), or null when /proc cannot tell. It moves far less
+ * than CPU time with the machine's load, but not nothing: how many commands share one write
+ * depends on how much work overlaps.
  */
 export function writeCallsOf(pid: number): number | null {
   try {
