@@ -8,6 +8,7 @@ import { randomUUID } from 'node:crypto';
 import { DelayedError, type Job, type Queue, Worker } from 'bullmq';
 import { Redis } from 'ioredis';
 import { afterAll, afterEach, beforeAll, describe, expect, inject, it, vi } from 'vitest';
+import { watchCommands } from './support/monitor.js';
 import { giveNodeSlot, takeNodeSlot, type ExecutorDeps } from '@tetraloop/core/executor';
 import { createLogger } from '@tetraloop/core/logging';
 import {
@@ -70,15 +71,14 @@ async function fetchJob(jobId: string): Promise<{ job: Job; token: string }> {
  * end: MONITOR shows commands in the order Redis ran them.
  */
 async function roundTrips<T>(act: () => Promise<T>): Promise<{ sent: string[][]; out: T | Error }> {
-  const monitor = await redis.monitor();
   const mark = `${prefix}:end:${randomUUID()}`;
   const sent: string[][] = [];
-  const ended = new Promise<void>((resolve) =>
-    monitor.on('monitor', (_time: string, args: string[], source: string) => {
-      if (args.includes(mark)) resolve();
-      else if (source !== 'lua' && args.some((arg) => arg.includes(prefix))) sent.push(args);
-    }),
-  );
+  let ended!: () => void;
+  const end = new Promise<void>((resolve) => (ended = resolve));
+  const stop = await watchCommands(inject('redisUrl'), (args, source) => {
+    if (args.includes(mark)) ended();
+    else if (source !== 'lua' && args.some((arg) => arg.includes(prefix))) sent.push(args);
+  });
   let out: T | Error;
   try {
     out = await act();
@@ -86,8 +86,8 @@ async function roundTrips<T>(act: () => Promise<T>): Promise<{ sent: string[][];
     out = err as Error;
   }
   await redis.exists(mark);
-  await ended;
-  monitor.disconnect();
+  await end;
+  stop();
   return { sent, out };
 }
 

@@ -6,6 +6,7 @@
 import { Job, Queue, QueueEvents } from 'bullmq';
 import { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { watchCommands } from './support/monitor.js';
 import type { DeliveryAttempt, RunDocument, WebhookEvent } from '@tetraloop/core/domain';
 import { WEBHOOK_JOB } from '@tetraloop/core/queues';
 import { webhookKeys } from '@tetraloop/core/state';
@@ -302,15 +303,14 @@ describe('outbound webhooks', () => {
     const subscriptions = webhookKeys(stack.prefix, 'kappa').subscriptions;
     // The first run of the tenant reads its subscriptions (none) into each process's copy.
     await finalized((await runToEnd('kappa', { graph: graph(1) })).runId);
-    const monitor = await redis.monitor();
     const reads: string[][] = [];
-    monitor.on('monitor', (_time: string, args: string[]) => {
+    const stop = await watchCommands(stack.env.REDIS_URL!, (args) => {
       if (args.includes(subscriptions)) reads.push(args);
     });
     try {
       await finalized((await runToEnd('kappa', { graph: graph(2) })).runId);
     } finally {
-      monitor.disconnect();
+      stop();
     }
     // Announcing a run of a tenant without subscriptions read nothing.
     expect(reads).toEqual([]);

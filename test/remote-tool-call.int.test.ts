@@ -17,6 +17,7 @@ import {
 } from '@tetraloop/core/queues';
 import { connectRedis, whenReady, type RedisClient } from '@tetraloop/core/runtime';
 import type { CustomTool } from '@tetraloop/core/tools';
+import { watchCommands } from './support/monitor.js';
 import { startTcpProxy, type TcpProxy } from './support/tcp-proxy.js';
 
 let redis: Redis;
@@ -51,14 +52,13 @@ const call = (runId: string): Omit<ToolCallJobData, 'deadlineAt'> => ({
 
 /** Resolves when Redis runs BullMQ's `isFinished` script for `jobKey` (the caller reading its state). */
 async function stateRead(jobKey: string): Promise<{ seen: Promise<void>; stop: () => void }> {
-  const monitor = await redis.monitor();
-  const seen = new Promise<void>((resolve) =>
-    monitor.on('monitor', (_time: string, args: string[]) => {
-      const script = args[0]?.toLowerCase();
-      if ((script === 'evalsha' || script === 'eval') && args[2] === '3' && args[5] === jobKey) resolve();
-    }),
-  );
-  return { seen, stop: () => monitor.disconnect() };
+  let resolve!: () => void;
+  const seen = new Promise<void>((r) => (resolve = r));
+  const stop = await watchCommands(inject('redisUrl'), (args) => {
+    const script = args[0]?.toLowerCase();
+    if ((script === 'evalsha' || script === 'eval') && args[2] === '3' && args[5] === jobKey) resolve();
+  });
+  return { seen, stop };
 }
 
 describe('a remote tool call', () => {

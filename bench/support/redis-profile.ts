@@ -8,10 +8,11 @@
  */
 import { createHash } from 'node:crypto';
 import * as bullScripts from 'bullmq/dist/esm/scripts/index.js';
-import { once } from 'node:events';
 import { appendFileSync } from 'node:fs';
-import { connect } from 'node:net';
 import { scriptSources } from '@tetraloop/core/state';
+import { monitorArgs, monitorLines } from '../../test/support/monitor.js';
+
+export { monitorArgs };
 
 export interface ProfileRow {
   /** `script <name>` (Tetraloop), `bullmq <name>`, or a plain command's name. */
@@ -36,76 +37,6 @@ function knownScripts(): Map<string, string> {
     if (script?.name && script.content) names.set(sha1(script.content), `bullmq ${script.name}`);
   }
   return names;
-}
-
-/**
- * One MONITOR line's arguments, unescaped as Redis escapes them (`sdscatrepr`: `\\`, `\"`, `\n`,
- * `\r`, `\t`, `\a`, `\b`, other bytes as `\xHH`), so an EVAL's script text hashes as sent.
- */
-export function monitorArgs(line: string): { source: string; args: string[] } | undefined {
-  const open = line.indexOf('[');
-  const close = line.indexOf(']', open);
-  if (open < 0 || close < 0) return undefined;
-  // `[<db> <client address or "lua">]`
-  const source = line.slice(open + 1, close).split(' ')[1] ?? '';
-  const args: string[] = [];
-  const escapes: Record<string, number> = { n: 10, r: 13, t: 9, a: 7, b: 8, '"': 34, '\\': 92 };
-  for (let i = close + 1; i < line.length; i++) {
-    if (line[i] !== '"') continue;
-    const bytes: number[] = [];
-    for (i++; i < line.length && line[i] !== '"'; i++) {
-      const c = line[i]!;
-      if (c !== '\\') {
-        bytes.push(...Buffer.from(c));
-      } else if (line[i + 1] === 'x') {
-        bytes.push(parseInt(line.slice(i + 2, i + 4), 16));
-        i += 3;
-      } else {
-        bytes.push(escapes[line[i + 1]!] ?? line.charCodeAt(i + 1));
-        i += 1;
-      }
-    }
-    args.push(Buffer.from(bytes).toString('utf8'));
-  }
-  return { source, args };
-}
-
-/**
- * Streams MONITOR's lines to `onLine` over a socket of its own. Not ioredis's `monitor()`: it
- * enters monitoring mode a tick after MONITOR's answer, and a busy Redis's first lines, arriving in
- * the same read as that answer, then break its command queue.
- */
-async function monitorLines(redisUrl: string, onLine: (line: string) => void): Promise<() => void> {
-  const url = new URL(redisUrl);
-  const socket = connect(Number(url.port || 6379), url.hostname);
-  await once(socket, 'connect');
-  const auth = url.password
-    ? `AUTH ${url.username ? `${decodeURIComponent(url.username)} ` : ''}${decodeURIComponent(url.password)}\r\n`
-    : '';
-  socket.write(`${auth}MONITOR\r\n`);
-  let buffered = '';
-  let ready: () => void;
-  const monitoring = new Promise<void>((resolve) => (ready = resolve));
-  let answers = auth ? 2 : 1;
-  socket.setEncoding('latin1');
-  socket.on('data', (chunk: string) => {
-    buffered += chunk;
-    let end: number;
-    while ((end = buffered.indexOf('\r\n')) >= 0) {
-      // Bytes as they came (latin1), read as UTF-8 once the line is whole.
-      const line = Buffer.from(buffered.slice(0, end), 'latin1').toString('utf8');
-      buffered = buffered.slice(end + 2);
-      if (line.startsWith('-')) throw new Error(`MONITOR refused: ${line.slice(1)}`);
-      if (answers > 0) {
-        answers -= 1;
-        if (answers === 0) ready();
-        continue;
-      }
-      onLine(line.slice(1));
-    }
-  });
-  await monitoring;
-  return () => socket.destroy();
 }
 
 /**
