@@ -100,11 +100,11 @@ export async function openPoolContext(env: WorkerEnv, options: StartPoolsOptions
     : [];
   const connection = connectRedis(env.REDIS_URL, 'worker', `tetraloop-worker-${process.pid}`);
   // Run and session state get a connection of their own: ioredis copies every script defined on a
-  // connection into each pipeline it builds, so keeping Tetraloop's scripts off BullMQ's
-  // connection keeps BullMQ's pipelines cheap.
-  const state = connectRedis(env.REDIS_URL, 'worker', `tetraloop-worker-state-${process.pid}`, {
-    autoPipeline: true,
-  });
+  // connection (BullMQ's) into each pipeline it builds, and the stores build theirs (`slotMulti`)
+  // here. Not auto-pipelined: the commands of one tick already leave in one write (connectRedis),
+  // and a pipeline per event-loop turn cost more CPU than the writes it saved
+  // (docs/benchmarks.md#work-on-issue-30-second-session-2026-12-03).
+  const state = connectRedis(env.REDIS_URL, 'worker', `tetraloop-worker-state-${process.pid}`);
   const subscriber = connectRedis(env.REDIS_URL, 'subscriber', `tetraloop-worker-sub-${process.pid}`);
   const prefix = env.TETRALOOP_PREFIX;
   const loggerFor = (layer: Pool): Logger =>

@@ -32,15 +32,16 @@ const roleOptions = (role: ConnectionRole): RedisOptions => {
 const retryStrategy = (times: number): number => Math.min(times * 200, 2000);
 
 /**
- * `autoPipeline`: commands issued in the same event-loop iteration leave in one write (ioredis
- * `enableAutoPipelining`), as they are still answered one by one and in order. For a connection
- * many concurrent jobs or requests share (run state in a worker, the API's), where a write per
- * command costs more CPU, in this process and in Redis, than the commands themselves. Not for a
- * connection with blocking commands, nor BullMQ's, whose many scripts ioredis copies into every
- * pipeline it builds.
+ * Every connection (each node's, on a cluster) sends what one tick wrote in one write
+ * (`writeOncePerTick`).
  *
- * Every connection (each node's, on a cluster) also leaves what one tick wrote in one write
- * (`writeOncePerTick`), the auto-pipelined or not.
+ * `autoPipeline`: commands issued in the same event-loop iteration, over several callbacks, leave
+ * in one ioredis pipeline (`enableAutoPipelining`). Only the API's connection asks for it: there a
+ * new run's create and its root job's add must reach Redis in the order sent, on one connection
+ * that BullMQ's queues share. A pipeline per iteration costs more CPU than the writes it saves
+ * where each tick's writes already share one (the workers' run-state connection, measured), and it
+ * copies every script defined on the connection, BullMQ's among them. Not for a connection with
+ * blocking commands.
  */
 export function connectRedis(
   url: string,
