@@ -3,6 +3,7 @@
  * own `webhook` and a tenant's subscriptions, signatures checked against the exact bytes received,
  * retries after 500s, the egress policy, tenants kept apart, and no secret anywhere it should not be.
  */
+import { randomUUID } from 'node:crypto';
 import { Job, Queue, QueueEvents } from 'bullmq';
 import { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -304,11 +305,19 @@ describe('outbound webhooks', () => {
     // The first run of the tenant reads its subscriptions (none) into each process's copy.
     await finalized((await runToEnd('kappa', { graph: graph(1) })).runId);
     const reads: string[][] = [];
+    // A command sent once the run is finalized marks the end: MONITOR lists commands in the order
+    // Redis ran them, so every read of the run's announcement is seen before it.
+    const mark = `${stack.prefix}:end:${randomUUID()}`;
+    let ended!: () => void;
+    const end = new Promise<void>((resolve) => (ended = resolve));
     const stop = await watchCommands(stack.env.REDIS_URL!, (args) => {
-      if (args.includes(subscriptions)) reads.push(args);
+      if (args.includes(mark)) ended();
+      else if (args.includes(subscriptions)) reads.push(args);
     });
     try {
       await finalized((await runToEnd('kappa', { graph: graph(2) })).runId);
+      await redis.exists(mark);
+      await end;
     } finally {
       stop();
     }
