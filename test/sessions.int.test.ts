@@ -330,12 +330,26 @@ describe('session keys', () => {
         }),
       ];
       for (const job of jobs) {
-        await events.next(
-          (e) => e.jobId === job.id && (e.event === 'failed' || e.event === 'completed'),
-          // A bound on the wait, not a timing check: a loaded CI machine may take a while to fail a job.
-          Date.now() + 40_000,
-          `the end of sense job ${job.name}`,
-        );
+        await events
+          .next(
+            (e) => e.jobId === job.id && (e.event === 'failed' || e.event === 'completed'),
+            // A bound on the wait, not a timing check: a loaded CI machine may take a while to fail a job.
+            Date.now() + 40_000,
+            `the end of sense job ${job.name}`,
+          )
+          .catch(async (err: Error) => {
+            // What the sense pool was doing then, so a failure here says why the job did not end.
+            const [state, counts, workers, active] = await Promise.all([
+              job.getState(),
+              sense.getJobCounts(),
+              sense.getWorkersCount(),
+              sense.getActive(0, 10),
+            ]);
+            const busy = active.map((j) => `${j.name}:${j.id}@${Date.now() - (j.processedOn ?? 0)}ms`);
+            throw new Error(
+              `${err.message}: job ${state}; sense ${JSON.stringify(counts)}, ${workers} workers, active ${busy.join(' ')}`,
+            );
+          });
         expect(await job.getState(), job.name).toBe('failed');
       }
       const keys = await redis.keys(`${stack.prefix}:*`);
