@@ -8,7 +8,7 @@ import { randomUUID } from 'node:crypto';
 import { DelayedError, type Job, type Queue, Worker } from 'bullmq';
 import { Redis } from 'ioredis';
 import { afterAll, afterEach, beforeAll, describe, expect, inject, it, vi } from 'vitest';
-import { watchCommands } from './support/monitor.js';
+import { commandsWhile } from './support/monitor.js';
 import { giveNodeSlot, takeNodeSlot, type ExecutorDeps } from '@tetraloop/core/executor';
 import { createLogger } from '@tetraloop/core/logging';
 import {
@@ -67,27 +67,13 @@ async function fetchJob(jobId: string): Promise<{ job: Job; token: string }> {
 
 /**
  * The commands of this suite that clients sent Redis while `act` ran (not those its scripts ran),
- * each as its words, and what `act` answered or threw. A marker command sent after `act` marks the
- * end: MONITOR shows commands in the order Redis ran them.
+ * each as its words, and what `act` answered or threw.
  */
 async function roundTrips<T>(act: () => Promise<T>): Promise<{ sent: string[][]; out: T | Error }> {
-  const mark = `${prefix}:end:${randomUUID()}`;
-  const sent: string[][] = [];
-  let ended!: () => void;
-  const end = new Promise<void>((resolve) => (ended = resolve));
-  const stop = await watchCommands(inject('redisUrl'), (args, source) => {
-    if (args.includes(mark)) ended();
-    else if (source !== 'lua' && args.some((arg) => arg.includes(prefix))) sent.push(args);
-  });
-  let out: T | Error;
-  try {
-    out = await act();
-  } catch (err) {
-    out = err as Error;
-  }
-  await redis.exists(mark);
-  await end;
-  stop();
+  const { commands, out } = await commandsWhile(inject('redisUrl'), act);
+  const sent = commands
+    .filter(({ args, source }) => source !== 'lua' && args.some((arg) => arg.includes(prefix)))
+    .map(({ args }) => args);
   return { sent, out };
 }
 

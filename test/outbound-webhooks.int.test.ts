@@ -3,11 +3,10 @@
  * own `webhook` and a tenant's subscriptions, signatures checked against the exact bytes received,
  * retries after 500s, the egress policy, tenants kept apart, and no secret anywhere it should not be.
  */
-import { randomUUID } from 'node:crypto';
 import { Job, Queue, QueueEvents } from 'bullmq';
 import { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { watchCommands } from './support/monitor.js';
+import { commandsWhile } from './support/monitor.js';
 import type { DeliveryAttempt, RunDocument, WebhookEvent } from '@tetraloop/core/domain';
 import { WEBHOOK_JOB } from '@tetraloop/core/queues';
 import { webhookKeys } from '@tetraloop/core/state';
@@ -304,23 +303,12 @@ describe('outbound webhooks', () => {
     const subscriptions = webhookKeys(stack.prefix, 'kappa').subscriptions;
     // The first run of the tenant reads its subscriptions (none) into each process's copy.
     await finalized((await runToEnd('kappa', { graph: graph(1) })).runId);
-    const reads: string[][] = [];
-    // A command sent once the run is finalized marks the end: MONITOR lists commands in the order
-    // Redis ran them, so every read of the run's announcement is seen before it.
-    const mark = `${stack.prefix}:end:${randomUUID()}`;
-    let ended!: () => void;
-    const end = new Promise<void>((resolve) => (ended = resolve));
-    const stop = await watchCommands(stack.env.REDIS_URL!, (args) => {
-      if (args.includes(mark)) ended();
-      else if (args.includes(subscriptions)) reads.push(args);
-    });
-    try {
-      await finalized((await runToEnd('kappa', { graph: graph(2) })).runId);
-      await redis.exists(mark);
-      await end;
-    } finally {
-      stop();
-    }
+    // Every read of the second run's announcement, up to its finalize.
+    const { commands, out } = await commandsWhile(stack.env.REDIS_URL!, async () =>
+      finalized((await runToEnd('kappa', { graph: graph(2) })).runId),
+    );
+    if (out instanceof Error) throw out;
+    const reads = commands.filter(({ args }) => args.includes(subscriptions));
     // Announcing a run of a tenant without subscriptions read nothing.
     expect(reads).toEqual([]);
 

@@ -2,8 +2,10 @@
  * Redis's MONITOR for tests and benchmarks, over a socket of its own: every command Redis runs, in
  * the order it runs them, with the client (an address, or `lua` for a script's own commands).
  */
+import { randomUUID } from 'node:crypto';
 import { once } from 'node:events';
 import { connect } from 'node:net';
+import { Redis } from 'ioredis';
 
 /**
  * One MONITOR line's arguments, unescaped as Redis escapes them (`sdscatrepr`: `\\`, `\"`, `\n`,
@@ -87,4 +89,59 @@ export async function watchCommands(
     const parsed = monitorArgs(line);
     if (parsed) onCommand(parsed.args, parsed.source);
   });
+}
+
+/**
+ * Runs `act` under MONITOR, passing `onLine` every line Redis gave until `act` was done, and
+ * answers what `act` answered or threw. MONITOR lists commands in the order Redis ran them, so a
+ * marker command sent once `act` is done marks the end: every command `act` caused comes before
+ * it, however late its line is read.
+ */
+export async function monitorWhile<T>(
+  redisUrl: string,
+  onLine: (line: string) => void,
+  act: () => Promise<T>,
+): Promise<T | Error> {
+  const mark = `tetraloop-monitor-end:${randomUUID()}`;
+  let ended!: () => void;
+  const end = new Promise<void>((resolve) => (ended = resolve));
+  const stop = await monitorLines(redisUrl, (line) => {
+    if (line.includes(mark)) ended();
+    else onLine(line);
+  });
+  const marker = new Redis(redisUrl, { lazyConnect: true });
+  try {
+    let out: T | Error;
+    try {
+      out = await act();
+    } catch (err) {
+      out = err instanceof Error ? err : new Error(String(err));
+    }
+    await marker.exists(mark);
+    await end;
+    return out;
+  } finally {
+    marker.disconnect();
+    stop();
+  }
+}
+
+/**
+ * The commands Redis ran while `act` ran, each as its words and what sent it (a client's address,
+ * or `lua`), and what `act` answered or threw.
+ */
+export async function commandsWhile<T>(
+  redisUrl: string,
+  act: () => Promise<T>,
+): Promise<{ commands: { args: string[]; source: string }[]; out: T | Error }> {
+  const commands: { args: string[]; source: string }[] = [];
+  const out = await monitorWhile(
+    redisUrl,
+    (line) => {
+      const parsed = monitorArgs(line);
+      if (parsed) commands.push(parsed);
+    },
+    act,
+  );
+  return { commands, out };
 }
