@@ -1,6 +1,9 @@
 /**
  * Exploration: Redis commands per accept, and CPU per accept (this process, redis-server) beside a
  * bare Express handler, by a fixed number of autocannon requests: steadier than req/s on a noisy box.
+ * It prints no requests per second: a fixed `amount` ends on autocannon's one-second ticks, so its
+ * rate comes out quantized (1,000, 1,500, 2,000 … per second). `bench/api.ts`, which runs for a
+ * fixed time, gives that figure.
  */
 import { Session } from 'node:inspector/promises';
 import { writeFileSync } from 'node:fs';
@@ -59,7 +62,6 @@ const cannon = async (url: string) => {
   const stats0 = await commandUsec();
   const cpu0 = process.cpuUsage();
   const redis0 = cpuMsOf(stack.redis.pid)!;
-  const t0 = performance.now();
   const r = await autocannon({
     url: `${url}/v1/runs`,
     method: 'POST',
@@ -68,7 +70,6 @@ const cannon = async (url: string) => {
     body: BODY,
     headers: { 'content-type': 'application/json' },
   });
-  const wall = performance.now() - t0;
   const cpu = process.cpuUsage(cpu0);
   if (r.non2xx) throw new Error(`non-2xx ${r.non2xx}`);
   const stats = [...(await commandUsec())]
@@ -83,7 +84,6 @@ const cannon = async (url: string) => {
     commandstats: stats.map((c) => `${c.name} ${c.calls.toFixed(2)}× ${c.usec.toFixed(1)} µs`).join(', '),
     nodeMs: (cpu.user + cpu.system) / 1000 / AMOUNT,
     redisMs: (cpuMsOf(stack.redis.pid)! - redis0) / AMOUNT,
-    perS: Math.round((AMOUNT / wall) * 1000),
   };
 };
 await cannon(stack.url);
@@ -94,7 +94,7 @@ for (let round = 0; round < Number(process.env.ROUNDS ?? 3); round++) {
   const b = await cannon(bareUrl);
   ratios.push(b.nodeMs / t.nodeMs);
   console.log(
-    `round ${round + 1}: tetraloop ${t.nodeMs.toFixed(3)} ms CPU/accept (redis ${t.redisMs.toFixed(3)}), ${t.perS}/s; bare ${b.nodeMs.toFixed(3)} ms, ${b.perS}/s; CPU ratio ${(b.nodeMs / t.nodeMs).toFixed(3)}, req/s ratio ${(t.perS / b.perS).toFixed(3)}`,
+    `round ${round + 1}: tetraloop ${t.nodeMs.toFixed(3)} ms CPU/accept (redis ${t.redisMs.toFixed(3)}); bare ${b.nodeMs.toFixed(3)} ms; CPU ratio ${(b.nodeMs / t.nodeMs).toFixed(3)}`,
   );
   console.log(`  redis commandstats per accept: ${t.commandstats}`);
 }
