@@ -19,7 +19,14 @@ import type {
 } from '@tetraloop/core/domain';
 import type { RunError } from '@tetraloop/core/errors';
 import type { ExecutableGraph, Graph, ToolNode } from '@tetraloop/core/nodes';
-import { RunStore, runKeyList, runKeys, runSearchKeys, type RunKeys } from '@tetraloop/core/state';
+import {
+  RunStore,
+  queuedRunsKey,
+  runKeyList,
+  runKeys,
+  runSearchKeys,
+  type RunKeys,
+} from '@tetraloop/core/state';
 
 const prefix = `test-${randomUUID()}`;
 const RETENTION = 1000;
@@ -256,8 +263,11 @@ describe('create-run', () => {
 describe('start-run', () => {
   it('moves a queued run to running, sets its deadline and queues the ready nodes', async () => {
     const runId = await createRun();
+    expect(await redis.zscore(queuedRunsKey(prefix), runId)).not.toBeNull();
     const { result, events } = await withEvents(runId, () => store.start(runId, 0, ['a', 'b'], DEADLINE, T));
     expect(result).toEqual({ status: 'running', deadlineAt: DEADLINE });
+    // Off the index of queued runs the reconciler reads, in the same step.
+    expect(await redis.zscore(queuedRunsKey(prefix), runId)).toBeNull();
     const meta = await redis.hgetall(keysOf(runId).meta);
     expect(meta).toMatchObject({ status: 'running', deadlineAt: String(DEADLINE), startedAt: T });
     expect(await redis.hgetall(keysOf(runId).live)).toEqual({
@@ -292,10 +302,12 @@ describe('start-run', () => {
     expect(events).toEqual([]);
   });
 
-  it('answers null for an unknown run and creates nothing', async () => {
+  it('answers null for an unknown run and creates nothing, taking it off the index of queued runs', async () => {
     const runId = randomUUID();
+    await redis.zadd(queuedRunsKey(prefix), 1, runId);
     expect((await store.start(runId, 0, ['a'], DEADLINE, T)).status).toBeNull();
     expect(await redis.exists(...allKeys(runId))).toBe(0);
+    expect(await redis.zscore(queuedRunsKey(prefix), runId)).toBeNull();
   });
 
   it('gives a resumed run a fresh deadline', async () => {

@@ -142,9 +142,10 @@ async function executeRunJob(deps: ExecutorDeps, job: Job, token: string | undef
       // thrown, so nothing of this pass is still in flight when the job fails.
       // A window's cycle budget (window mode) starts with the window.
       const cycleBudgetMs = header?.task?.window?.cycleBudgetMs;
+      // The ready nodes first: on a shared connection their adds leave ahead of the deadline's.
       const added = await Promise.allSettled([
-        enqueueDeadline(deps.queues, plan.runId, data.generation, started.deadlineAt),
         enqueueReady(deps, plan, ready, data.generation),
+        enqueueDeadline(deps.queues, plan.runId, data.generation, started.deadlineAt),
         ...(cycleBudgetMs
           ? [enqueueCycleBudget(deps.queues, plan.runId, data.generation, cycleBudgetMs)]
           : []),

@@ -2,15 +2,20 @@
   Moves a queued run to running (first start or after a resume) and marks its ready nodes queued.
   ARGV[1] now (ISO), ARGV[2] deadline (epoch ms), ARGV[3] generation of the root job,
   ARGV[4] live JSON for a queued node, ARGV[5] retention of a settled run (seconds),
-  ARGV[6..] ready node ids
+  ARGV[6] the index of queued runs, on one Redis only ('' on a cluster, where it is in another
+  slot and the caller takes the run off it), ARGV[7] the run id, ARGV[8..] ready node ids
   Returns { status after the call, or 'stale' when the root job belongs to an older generation,
   or false when the run does not exist; deadline (epoch ms) }.
 ]]
 -- It writes the run's hash, live and events, which exist while the run is queued.
 ttlKeys = {}
 local status = redis.call('HGET', KEYS[1], 'status')
+if status and tonumber(ARGV[3]) ~= generation() then return { 'stale' } end
+-- Started (now, or before: a redelivered root job), ended or gone, the run leaves the index of
+-- queued runs the reconciler reads, in this step rather than a round trip of its own before the
+-- ready nodes are enqueued.
+if ARGV[6] ~= '' then redis.call('ZREM', ARGV[6], ARGV[7]) end
 if not status then return { false } end
-if tonumber(ARGV[3]) ~= generation() then return { 'stale' } end
 -- A redelivered root job of a run already started learns the deadline it was given.
 if status ~= 'queued' then return { status, redis.call('HGET', KEYS[1], 'deadlineAt') or false } end
 setStatus('running')
@@ -24,7 +29,7 @@ redis.call('HSETNX', KEYS[1], 'startedAt', ARGV[1])
 local keep = tonumber(redis.call('HGET', KEYS[1], 'deadlineAt')) + tonumber(ARGV[5]) * 1000
 for i = 1, 6 do redis.call('PEXPIREAT', KEYS[i], keep, 'GT') end
 emit('run.started', '', '{"generation":' .. ARGV[3] .. '}')
-for i = 6, #ARGV do
+for i = 8, #ARGV do
   redis.call('HSET', KEYS[4], ARGV[i], ARGV[4])
   emit('node.queued', ARGV[i], '')
 end
