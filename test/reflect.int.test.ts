@@ -10,11 +10,11 @@
 import { randomUUID } from 'node:crypto';
 import { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { RunDocument } from '@tetraloop/core/domain';
-import { lessonId, type Lesson } from '@tetraloop/core/memory';
+import { scopedName, type RunDocument } from '@tetraloop/core/domain';
+import { lessonId, summarize, type Lesson } from '@tetraloop/core/memory';
 import { MemoryStore, RunStore, probeKey } from '@tetraloop/core/state';
 import { lessonRecord, proposedLesson } from './support/lessons.js';
-import { post, runToEnd, startStack, withReflection, type Stack } from './support/stack.js';
+import { post, runToEnd, runToFinalized, startStack, withReflection, type Stack } from './support/stack.js';
 import { startModelServer, type ChatRequest, type ModelServer } from './support/model-server.js';
 import { startToolServer, type ToolServer } from './support/tool-server.js';
 
@@ -311,8 +311,8 @@ describe('template lessons learned from the record', () => {
 describe('memory and lessons over HTTP', () => {
   it('shows an agent its memory: the latest runs and the counters per service', async () => {
     const agentId = `mem-${randomUUID().slice(0, 8)}`;
-    await runToEnd(stack.url, call(agentId, `${healthy.url}/work?node=m1`));
-    await runToEnd(stack.url, call(agentId, `${healthy.url}/status/500?node=m2`));
+    await runToFinalized(stack, call(agentId, `${healthy.url}/work?node=m1`));
+    await runToFinalized(stack, call(agentId, `${healthy.url}/status/500?node=m2`));
     const body = (await fetch(`${stack.url}/v1/agents/${agentId}/memory`).then((r) => r.json())) as {
       runs: { status: string; calls: { outcome: string }[] }[];
       services: { tool: string; target: string; calls: number; failures: Record<string, number> }[];
@@ -321,6 +321,33 @@ describe('memory and lessons over HTTP', () => {
     expect(body.runs[0]!.calls).toMatchObject([{ outcome: 'server' }]);
     expect(body.services).toEqual([
       expect.objectContaining({ tool: 'http', target: host(healthy), calls: 2, failures: { server: 1 } }),
+    ]);
+  });
+
+  it('records a settled run as its document says: the same summary, read without the whole document', async () => {
+    const agentId = `sum-${randomUUID().slice(0, 8)}`;
+    const doc = await runToFinalized(stack, {
+      agentId,
+      graph: {
+        nodes: [
+          { id: 'ok', kind: 'tool', tool: 'http', args: { url: `${healthy.url}/work?node=s1` } },
+          { id: 'fine', kind: 'tool', tool: 'json', args: { value: 1 } },
+          { id: 'down', kind: 'tool', tool: 'http', args: { url: `${healthy.url}/status/500?node=s2` } },
+          { id: 'never', kind: 'tool', tool: 'json', args: { value: 2 } },
+        ],
+        edges: [
+          ['ok', 'down'],
+          ['down', 'never'],
+        ],
+      },
+    });
+    expect(doc.status).toBe('failed');
+    const [recorded] = await memory.hotSet(scopedName('default', agentId));
+    expect(recorded).toEqual(summarize(doc, doc.planning?.lessons ?? []));
+    expect(recorded!.calls.map((c) => [c.node, c.outcome])).toEqual([
+      ['ok', 'ok'],
+      ['fine', 'ok'],
+      ['down', 'server'],
     ]);
   });
 

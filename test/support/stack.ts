@@ -409,6 +409,30 @@ export async function followJobEvents(
 }
 
 /**
+ * Runs `body` to its end and answers its document once its root job has completed: the finalize
+ * pass, which records the run in memory and announces it after settling it, is done (a waiter on
+ * `/wait` may hear of the settled run before that pass has ended).
+ */
+export async function runToFinalized(
+  stack: StackRef,
+  body: unknown,
+  timeoutMs = 20_000,
+): Promise<RunDocument> {
+  const jobs = await followJobEvents(stack, ['plan']);
+  try {
+    const doc = await runToEnd(stack.url, body);
+    await jobs.next(
+      (e) => e.jobId === doc.runId && e.event === 'completed',
+      Date.now() + timeoutMs,
+      `the root job of ${doc.runId}`,
+    );
+    return doc;
+  } finally {
+    jobs.close();
+  }
+}
+
+/**
  * Runs `act` (runs that should make the reflect pool reflect on `agentId`), and resolves with what
  * it answered once that agent's reflection job has completed.
  */

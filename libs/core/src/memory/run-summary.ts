@@ -5,7 +5,7 @@
  */
 import { createHash } from 'node:crypto';
 import { z } from 'zod';
-import type { RunDocument } from '../domain/run-model.js';
+import type { AttemptRecord, RunDocument } from '../domain/run-model.js';
 import { DEFAULT_TENANT, scopedName } from '../domain/tenant.js';
 import type { NodeErrorData } from '../errors/node-error.js';
 
@@ -65,22 +65,15 @@ export const outcomeOf = (error: NodeErrorData | undefined): string =>
 /** The outcome of a model call whose answer failed its node's schema. */
 export const INVALID_ANSWER = 'invalid_answer';
 
-/** The summary of a settled run, from its document. */
+/** The summary of a settled run, from its document (or the part of it the summary reads). */
 export function summarize(
   doc: Pick<
     RunDocument,
-    | 'runId'
-    | 'agentId'
-    | 'tenant'
-    | 'task'
-    | 'graph'
-    | 'nodes'
-    | 'finishedAt'
-    | 'createdAt'
-    | 'status'
-    | 'error'
-    | 'usage'
-  >,
+    'runId' | 'agentId' | 'tenant' | 'task' | 'graph' | 'finishedAt' | 'createdAt' | 'status' | 'error' | 'usage'
+  > & {
+    /** Each node's attempts: a run document's nodes, or what `summaryFacts` reads of them. */
+    readonly nodes: Readonly<Record<string, { readonly attempts: readonly AttemptRecord[] }>>;
+  },
   planningLessons: readonly string[] = [],
 ): RunSummary {
   const calls: CallRecord[] = [];

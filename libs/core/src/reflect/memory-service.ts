@@ -63,8 +63,12 @@ export class MemoryService {
    * Records a settled run in its agent's memory and asks for a reflection when a trigger fires.
    * Child runs (loop iterations over a nested graph) are part of their parent's record.
    */
-  async recordSettled(runId: string): Promise<void> {
-    const doc = await this.deps.store.document(runId);
+  async recordSettled(runId: string, nodeIds?: readonly string[]): Promise<void> {
+    // Given the nodes of the plan that settled it (the plan loop holds them), only what the summary
+    // reads; otherwise (a run ended before it started) its document.
+    const doc = nodeIds
+      ? await this.deps.store.summaryFacts(runId, nodeIds)
+      : await this.deps.store.document(runId);
     if (!doc?.finishedAt || doc.metadata?.parentRunId !== undefined) return;
     const summary = summarize(doc, doc.planning?.lessons ?? []);
     const recorded = await this.deps.memory.record(summary);

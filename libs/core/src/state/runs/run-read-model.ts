@@ -53,6 +53,37 @@ export interface RunHeader {
   readonly agentId: string;
 }
 
+/** What {@link RunReadModel.summaryFacts} reads: the document's fields a run's memory summary uses. */
+export type RunSummaryFacts = Pick<
+  RunDocument,
+  | 'runId'
+  | 'status'
+  | 'createdAt'
+  | 'finishedAt'
+  | 'graph'
+  | 'task'
+  | 'agentId'
+  | 'tenant'
+  | 'planning'
+  | 'metadata'
+  | 'usage'
+  | 'error'
+> & { readonly nodes: Record<string, { readonly attempts: readonly AttemptRecord[] }> };
+
+/** The run hash's fields {@link RunSummaryFacts} is made of. */
+const SUMMARY_FIELDS = [
+  'status',
+  'createdAt',
+  'finishedAt',
+  'graph',
+  'task',
+  'agentId',
+  'tenant',
+  'planning',
+  'metadata',
+  'error',
+] as const;
+
 export interface OutcomeState {
   readonly snapshots: Map<string, NodeSnapshot>;
   readonly status: RunStatus | null;
@@ -319,6 +350,52 @@ export class RunReadModel {
       error: error ? RunError.parse(JSON.parse(error)) : null,
       output: parseJson(output),
       usage: usageOf(aux),
+    };
+  }
+
+  /**
+   * What a settled run's memory summary is made from (`memory/run-summary.ts`), in one round trip:
+   * the few fields of its document it reads, and the attempts of `nodeIds` (its plan's nodes, which
+   * the caller holds) from their snapshots. Lighter than {@link document}, which the plan loop would
+   * otherwise read whole (every field, the live states, the attempts kept apart) and validate node
+   * by node, once per run. Null for an unknown run.
+   */
+  async summaryFacts(runId: string, nodeIds: readonly string[]): Promise<RunSummaryFacts | null> {
+    const k = this.ctx.keysOf(runId);
+    const replies = await slotMulti(this.ctx.redis)
+      .hmget(k.meta, ...SUMMARY_FIELDS)
+      .hmget(k.nodes, ...nodeIds, '')
+      .hmget(k.aux, ...USAGE_FIELDS)
+      .exec();
+    type Fields = (string | null)[];
+    const [metaList, snapshotList, usageList] = multiReplies(replies) as [Fields, Fields, Fields];
+    const meta = Object.fromEntries(SUMMARY_FIELDS.map((field, i) => [field, metaList[i] ?? undefined]));
+    if (!meta.status) return null;
+    const aux: Record<string, string> = {};
+    USAGE_FIELDS.forEach((field, i) => {
+      const value = usageList[i];
+      if (value !== null && value !== undefined) aux[field] = value;
+    });
+    const nodes: RunSummaryFacts['nodes'] = {};
+    nodeIds.forEach((id, i) => {
+      const raw = snapshotList[i];
+      // Written by the run's own scripts from a validated snapshot: read, not validated again.
+      nodes[id] = { attempts: raw ? ((JSON.parse(raw) as NodeSnapshot).attempts ?? []) : [] };
+    });
+    return {
+      runId,
+      status: RunStatus.parse(meta.status),
+      createdAt: meta.createdAt ?? '',
+      finishedAt: meta.finishedAt ?? null,
+      graph: parseJson(meta.graph) as Graph | null,
+      task: meta.task ?? null,
+      agentId: meta.agentId ?? 'main',
+      tenant: meta.tenant ?? DEFAULT_TENANT,
+      planning: parseJson(meta.planning) as PlanningRecord | null,
+      metadata: parseJson(meta.metadata) as Record<string, unknown> | null,
+      usage: usageOf(aux),
+      error: meta.error ? RunError.parse(JSON.parse(meta.error)) : null,
+      nodes,
     };
   }
 
