@@ -85,7 +85,15 @@ export interface NodeContext {
   };
 }
 
-export const nowIso = (): string => new Date().toISOString();
+/** The last instant {@link nowIso} formatted, kept because a node's steps ask several times a millisecond. */
+let lastInstant = { ms: Number.NaN, iso: '' };
+
+/** Now as an ISO string. */
+export const nowIso = (): string => {
+  const ms = Date.now();
+  if (ms !== lastInstant.ms) lastInstant = { ms, iso: new Date(ms).toISOString() };
+  return lastInstant.iso;
+};
 
 /** What references of a node read: the run input and the snapshots of its dependencies. */
 export const scopeOf = (

@@ -53,7 +53,10 @@ export function nodeRun<N extends ExecutableNode>(
     allowedTools: () => deps.allowedTools?.(plan.agentId),
     modelInputChars: deps.modelInputChars,
     signal: ctx.runSignal,
-    log: ctx.log,
+    // Read through, so the node's child logger is made only when its runner logs.
+    get log() {
+      return ctx.log;
+    },
     scope: ctx.scope,
     resolve: (value) => resolve(ctx, value),
     recordInput: (value) => {

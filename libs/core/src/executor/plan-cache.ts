@@ -60,6 +60,8 @@ export function readsOf(node: ExecutableNode): string[] {
 
 export class PlanCache {
   private readonly plans = new Map<string, Promise<CompiledPlan | null>>();
+  /** The key last moved to (or added at) the end of `plans`. */
+  private newest: string | undefined;
 
   constructor(
     private readonly store: Pick<RunPlans, 'plan'>,
@@ -71,13 +73,18 @@ export class PlanCache {
     const key = `${runId}@${generation}`;
     const hit = this.plans.get(key);
     if (hit) {
-      // Re-insert to keep recently used plans at the end (LRU order).
-      this.plans.delete(key);
-      this.plans.set(key, hit);
+      // Re-insert to keep recently used plans at the end (LRU order); the plan asked for last is
+      // there already (a node's steps, and the nodes a job hands off, ask for the same plan).
+      if (key !== this.newest) {
+        this.plans.delete(key);
+        this.plans.set(key, hit);
+        this.newest = key;
+      }
       return hit;
     }
     const loading = this.load(runId);
     this.plans.set(key, loading);
+    this.newest = key;
     void loading.then(
       (plan) => plan ?? this.plans.delete(key),
       () => this.plans.delete(key),
