@@ -7,6 +7,7 @@
  * linked to the span that released it.
  */
 import {
+  INVALID_SPAN_CONTEXT,
   ROOT_CONTEXT,
   SpanKind,
   SpanStatusCode,
@@ -22,6 +23,9 @@ import {
 import { z } from 'zod';
 
 export const tracer = trace.getTracer('tetraloop');
+
+/** The span work in {@link inSpan} gets while tracing is off: it records nothing. */
+const NO_SPAN: Span = trace.wrapSpanContext(INVALID_SPAN_CONTEXT);
 
 /** A W3C trace context as job data carries it. */
 export const TraceCarrier = z.object({
@@ -49,7 +53,8 @@ export function failSpan(span: Span, errorType: string, message?: string): void 
 /**
  * Runs `work` in a span named `name`, a child of `parent` (a carrier from job data) or of the
  * active context. An exception ends the span as an error unless `expected` says it is control
- * flow (a job parking itself, a retry handed to BullMQ: those set their own attributes).
+ * flow (a job parking itself, a retry handed to BullMQ: those set their own attributes). With
+ * tracing off ({@link tracingOn}) it only runs `work`.
  */
 export async function inSpan<T>(
   name: string,
@@ -63,6 +68,8 @@ export async function inSpan<T>(
   },
   work: (span: Span) => Promise<T>,
 ): Promise<T> {
+  // Off, the work runs as it is: no context to extract, no span to start, end or hand on.
+  if (!tracingOn()) return work(NO_SPAN);
   const parent = options.parent ? propagation.extract(context.active(), options.parent) : context.active();
   return tracer.startActiveSpan(
     name,
