@@ -69,7 +69,16 @@ export const INVALID_ANSWER = 'invalid_answer';
 export function summarize(
   doc: Pick<
     RunDocument,
-    'runId' | 'agentId' | 'tenant' | 'task' | 'graph' | 'finishedAt' | 'createdAt' | 'status' | 'error' | 'usage'
+    | 'runId'
+    | 'agentId'
+    | 'tenant'
+    | 'task'
+    | 'graph'
+    | 'finishedAt'
+    | 'createdAt'
+    | 'status'
+    | 'error'
+    | 'usage'
   > & {
     /** Each node's attempts: a run document's nodes, or what `summaryFacts` reads of them. */
     readonly nodes: Readonly<Record<string, { readonly attempts: readonly AttemptRecord[] }>>;
