@@ -392,7 +392,8 @@ describe('with the reflect loop off', () => {
   it('keeps no memory and answers its routes 409 reflect_off', async () => {
     const off = await startStack({ env: { TETRALOOP_REFLECT: 'off' } });
     try {
-      const doc = await runToEnd(off.url, call('quiet', `${healthy.url}/work?node=off`));
+      // Its finalize pass done, where memory would have been written.
+      const doc = await runToFinalized(off, call('quiet', `${healthy.url}/work?node=off`));
       expect(doc.status).toBe('succeeded');
       const res = await fetch(`${off.url}/v1/agents/quiet/lessons`);
       expect(res.status).toBe(409);

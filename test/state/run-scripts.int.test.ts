@@ -296,10 +296,14 @@ describe('start-run', () => {
 
   it('answers stale for the root job of an older generation', async () => {
     const runId = await resumedRun();
+    // Queued again, as the reconciler would find it.
+    await redis.zadd(queuedRunsKey(prefix), 1, runId);
     const { result, events } = await withEvents(runId, () => store.start(runId, 0, ['b'], DEADLINE, T));
     expect(result.status).toBe('stale');
     expect(await store.status(runId)).toBe('queued');
     expect(events).toEqual([]);
+    // The run is still queued: it stays on the index.
+    expect(await redis.zscore(queuedRunsKey(prefix), runId)).not.toBeNull();
   });
 
   it('answers null for an unknown run and creates nothing, taking it off the index of queued runs', async () => {

@@ -76,7 +76,8 @@ end
 
 -- The run's place in its tenant's search indexes (keys.ts, runSearchKeys): sorted sets of run ids
 -- by creation time (ms), named from the base the run recorded at creation in its hash's `index`,
--- {base, id, score, keepMs}. A child run, or a run made before the indexes, has none (nil). These
+-- {base, id, score, keepMs}. A child run, or a run made before the indexes, has none (nil). With
+-- the index of queued runs (create-run and start-run, on one Redis only, named in their ARGV) these
 -- are the only keys a run script writes outside the run's hash tag. On one Redis the script writes
 -- them in the same step as the run; on a Redis Cluster (INDEX_DEFERRED, set by scripts.ts) they are
 -- in other slots, so the script only lists the writes in `indexWrites` and returns them beside its

@@ -9,15 +9,23 @@
 ]]
 -- It writes the run's hash, live and events, which exist while the run is queued.
 ttlKeys = {}
-local status = redis.call('HGET', KEYS[1], 'status')
-if status and tonumber(ARGV[3]) ~= generation() then return { 'stale' } end
 -- Started (now, or before: a redelivered root job), ended or gone, the run leaves the index of
 -- queued runs the reconciler reads, in this step rather than a round trip of its own before the
--- ready nodes are enqueued.
-if ARGV[6] ~= '' then redis.call('ZREM', ARGV[6], ARGV[7]) end
-if not status then return { false } end
+-- ready nodes are enqueued; last, so a script that stopped on an error leaves the run indexed.
+local function unqueue()
+  if ARGV[6] ~= '' then redis.call('ZREM', ARGV[6], ARGV[7]) end
+end
+local status = redis.call('HGET', KEYS[1], 'status')
+if not status then
+  unqueue()
+  return { false }
+end
+if tonumber(ARGV[3]) ~= generation() then return { 'stale' } end
 -- A redelivered root job of a run already started learns the deadline it was given.
-if status ~= 'queued' then return { status, redis.call('HGET', KEYS[1], 'deadlineAt') or false } end
+if status ~= 'queued' then
+  unqueue()
+  return { status, redis.call('HGET', KEYS[1], 'deadlineAt') or false }
+end
 setStatus('running')
 -- A replanned run keeps its deadline; a new or resumed one gets one now.
 redis.call('HSETNX', KEYS[1], 'deadlineAt', ARGV[2])
@@ -33,4 +41,5 @@ for i = 8, #ARGV do
   redis.call('HSET', KEYS[4], ARGV[i], ARGV[4])
   emit('node.queued', ARGV[i], '')
 end
+unqueue()
 return { 'running', redis.call('HGET', KEYS[1], 'deadlineAt') }
