@@ -127,6 +127,16 @@ const USAGE_COUNTERS = [
 const usageOf = (aux: Record<string, string>): RunDocument['usage'] =>
   usageFromCounters((field) => Number(aux[field] ?? 0));
 
+/** The fields of an `HMGET` answer that are set, by name (`names`: the fields asked for, in order). */
+function setFields(names: readonly string[], values: readonly (string | null)[]): Record<string, string> {
+  const fields: Record<string, string> = {};
+  names.forEach((name, i) => {
+    const value = values[i];
+    if (value !== null && value !== undefined) fields[name] = value;
+  });
+  return fields;
+}
+
 /** The aux fields `usageOf` reads. */
 const USAGE_FIELDS: readonly string[] = (() => {
   const fields = new Set<string>();
@@ -369,13 +379,9 @@ export class RunReadModel {
       .exec();
     type Fields = (string | null)[];
     const [metaList, snapshotList, usageList] = multiReplies(replies) as [Fields, Fields, Fields];
-    const meta = Object.fromEntries(SUMMARY_FIELDS.map((field, i) => [field, metaList[i] ?? undefined]));
+    const meta = setFields(SUMMARY_FIELDS, metaList);
     if (!meta.status) return null;
-    const aux: Record<string, string> = {};
-    USAGE_FIELDS.forEach((field, i) => {
-      const value = usageList[i];
-      if (value !== null && value !== undefined) aux[field] = value;
-    });
+    const aux = setFields(USAGE_FIELDS, usageList);
     const nodes: RunSummaryFacts['nodes'] = {};
     nodeIds.forEach((id, i) => {
       const raw = snapshotList[i];
@@ -424,11 +430,7 @@ export class RunReadModel {
       .exec();
     type Fields = (string | null)[];
     const [snapshotList, liveList, auxList] = multiReplies(replies) as [Fields, Fields, Fields];
-    const aux: Record<string, string> = {};
-    auxFields.forEach((field, i) => {
-      const value = auxList[i];
-      if (value !== null && value !== undefined) aux[field] = value;
-    });
+    const aux = setFields(auxFields, auxList);
     const nodes: Record<string, NodeView> = {};
     plan.nodes.forEach((node, i) => {
       const snapshot = snapshotList[i];
