@@ -5,6 +5,9 @@
  * checkout's packages are left as they are; there a project of the team's imports @tetraloop/sdk
  * and @tetraloop/client, type-checks against their declarations, and serves a tool from the
  * built `tetraloop worker` to runs submitted to the built `tetraloop api`, which serves the console.
+ * The packages the workers load only when first used (undici for `http` nodes, the `openai` SDK,
+ * `yaml` for skills) are used from the bundle too: a task run is planned through the scripted
+ * model into an `http` node, and a loop-mode run's prompt holds a skill of the workspace.
  */
 import { execFile } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
@@ -14,8 +17,16 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
 import { afterAll, beforeAll, expect, it } from 'vitest';
+import { planReply } from '../support/planner-stack.js';
+import {
+  isPlannerCall,
+  scriptedModelEnv,
+  startModelServer,
+  type ModelServer,
+} from '../support/model-server.js';
 import { spawnTetraloop, stderrMatches, type Spawned } from '../support/processes.js';
 import { testEnv } from '../support/stack.js';
+import { startToolServer, type ToolServer } from '../support/tool-server.js';
 
 const run = promisify(execFile);
 const ROOT = fileURLToPath(new URL('../../', import.meta.url));
@@ -108,6 +119,9 @@ export async function statusOf(runId: string): Promise<RunDocument['status']> {
 `;
 
 const processes: Spawned[] = [];
+let model: ModelServer;
+let tools: ToolServer;
+const WORKSPACE = join(STAGE, 'workspace');
 
 /** A process of the built `tetraloop` command (the stage holds no sources: nothing else can run). */
 function start(args: string[], env: Record<string, string>): Spawned {
@@ -124,8 +138,42 @@ async function freePort(): Promise<number> {
   return port;
 }
 
+/** Submits `body` to the API on `port` with plain `fetch` and waits for the run's document. */
+async function runThrough(
+  port: number,
+  body: unknown,
+): Promise<{ status: string; nodes: Record<string, { status: string; output?: { status?: number } }> }> {
+  const runs = `http://127.0.0.1:${port}/v1/runs`;
+  const accepted = await fetch(runs, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json' },
+    body: JSON.stringify(body),
+  });
+  const { runId } = (await accepted.json()) as { runId: string };
+  return (await (await fetch(`${runs}/${runId}/wait?timeoutMs=30000`)).json()) as Awaited<
+    ReturnType<typeof runThrough>
+  >;
+}
+
 beforeAll(async () => {
   await run(process.execPath, ['scripts/build.mjs', '--out-dir', STAGE], { cwd: ROOT });
+  tools = await startToolServer();
+  model = await startModelServer({
+    script: (request) =>
+      isPlannerCall(request)
+        ? planReply({
+            nodes: [
+              { id: 'fetch', kind: 'tool', tool: 'http', args: { url: `${tools.url}/work?node=fetch&ms=1` } },
+            ],
+            edges: [],
+          })
+        : { content: 'done' },
+  });
+  mkdirSync(join(WORKSPACE, 'main', 'skills'), { recursive: true });
+  writeFileSync(
+    join(WORKSPACE, 'main', 'skills', 'fetching.md'),
+    '---\nname: fetching\ndescription: How to fetch\ntools: [http]\n---\nFETCH WITH THE HTTP TOOL\n',
+  );
   mkdirSync(PROJECT, { recursive: true });
   writeFileSync(join(PROJECT, 'package.json'), JSON.stringify({ name: 'acme-tools', type: 'module' }));
   writeFileSync(join(PROJECT, 'tools.mjs'), TOOLS);
@@ -150,6 +198,8 @@ beforeAll(async () => {
 
 afterAll(async () => {
   await Promise.all(processes.map((p) => p.kill()));
+  await model?.close();
+  await tools?.close();
   rmSync(STAGE, { recursive: true, force: true });
 });
 
@@ -174,7 +224,7 @@ it("serves a plain Node project's tool from the built worker to runs its client 
   // The built command runs its bundle (not the per-module dist/, which only tracing runs).
   expect(existsSync(join(STAGE, 'apps/cli/dist/bundle/main.js'))).toBe(true);
   const port = await freePort();
-  const env = testEnv({ PORT: `${port}` });
+  const env = testEnv({ PORT: `${port}`, ...scriptedModelEnv(model), TETRALOOP_WORKSPACE_DIR: WORKSPACE });
   const api = start(['api'], env);
   const worker = start(['worker', '--pool', 'all', '--tools', join(PROJECT, 'tools.mjs')], env);
   await stderrMatches(worker, /worker ready/);
@@ -198,6 +248,18 @@ it("serves a plain Node project's tool from the built worker to runs its client 
     sdk: `file://${STAGE}/libs/sdk/dist/index.js`,
     client: `file://${STAGE}/libs/client/dist/index.js`,
   });
+  // A task run: planned through the openai SDK, into an `http` node.
+  const task = await runThrough(port, { task: 'fetch it' });
+  expect({
+    status: task.status,
+    fetch: task.nodes.fetch?.status,
+    http: task.nodes.fetch?.output?.status,
+  }).toEqual({ status: 'succeeded', fetch: 'succeeded', http: 200 });
+  expect(tools.hitsOf('fetch')).toHaveLength(1);
+  // A loop-mode run: its prompt holds the skill, whose YAML front matter was read.
+  expect((await runThrough(port, { task: 'follow the skill', mode: 'loop' })).status).toBe('succeeded');
+  const asked = model.requests.find((r) => !isPlannerCall(r));
+  expect(asked?.messages.find((m) => m.role === 'system')?.content).toContain('FETCH WITH THE HTTP TOOL');
   // The console's browser code, bundled by the built API with the built client inside.
   const script = await fetch(`http://127.0.0.1:${port}/console/console.js`);
   expect(script.status).toBe(200);

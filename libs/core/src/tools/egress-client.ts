@@ -45,8 +45,11 @@ export interface EgressClient {
 
 let undici: Promise<typeof Undici> | undefined;
 let undiciLoaded: typeof Undici | undefined;
+// undici is CommonJS: its `module.exports` is `default`, in Node and in the bundled `tetraloop`
+// command alike (the bundle gives it no named exports). Its types call `default` a smaller
+// namespace than `module.exports` is, hence the cast.
 const loadUndici = (): Promise<typeof Undici> =>
-  (undici ??= import('undici').then((module) => (undiciLoaded = module)));
+  (undici ??= import('undici').then((module) => (undiciLoaded = module.default as unknown as typeof Undici)));
 
 /**
  * undici's error classes, to tell its errors apart; undefined before the process's first request

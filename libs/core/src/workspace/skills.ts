@@ -142,7 +142,8 @@ export async function loadSkills(
 ): Promise<SkillSet> {
   const folder = join(dir, agentId, 'skills');
   const { files, refused } = await readSkillFiles(folder, await skillFileNames(folder), limits);
-  const parseYaml: YamlParse = files.length > 0 ? (await import('yaml')).parse : () => ({});
+  // yaml is CommonJS: its exports are `default`, in Node and in the bundled `tetraloop` command alike.
+  const parseYaml: YamlParse = files.length > 0 ? (await import('yaml')).default.parse : () => ({});
   const set = selectSkills(agentId, files, limits, allowed, parseYaml);
   return refused.length
     ? { ...set, record: { ...set.record, refused: [...set.record.refused, ...refused] } }
