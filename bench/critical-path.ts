@@ -3,6 +3,11 @@
  * tool server with set delays, run by Tetraloop (submitted through the API, awaited through
  * /wait), sequentially in-process (each call in topological order) and by LangGraph.js
  * in-process. The figure is wall time ÷ the longest delay-weighted path.
+ *
+ * The API, both pools, the tool server and this client share one process, unless
+ * BENCH_WORKER_PROCESSES=1: then the plan and tool pools are `tetraloop worker` child processes (the
+ * build, when there is one), as a deployment runs them, and the API, the tool server and the client
+ * stay here.
  */
 import { setMaxListeners } from 'node:events';
 import { startToolServer } from '../test/support/tool-server.js';
@@ -20,6 +25,7 @@ import {
 } from './support/dag.js';
 import type { RunDocument } from '@tetraloop/core/domain';
 import { median, startBenchStack, timedRun } from './support/stack.js';
+import { spawnWorker, stopAll, waitForClients } from './throughput.js';
 
 const REPEATS = 3;
 const TOOL_CONCURRENCY = 64;
@@ -97,9 +103,20 @@ export async function runCriticalPath(
   // LangGraph.js adds one abort listener per parallel task to the run's signal.
   setMaxListeners(100);
   const tools = await startToolServer();
-  const stack = await startBenchStack({ TETRALOOP_TOOL_CONCURRENCY: String(TOOL_CONCURRENCY) });
+  const workerProcesses = process.env.BENCH_WORKER_PROCESSES === '1';
+  const stack = await startBenchStack(
+    { TETRALOOP_TOOL_CONCURRENCY: String(TOOL_CONCURRENCY) },
+    workerProcesses ? { pools: [] } : {},
+  );
+  const workers = workerProcesses
+    ? (['plan', 'tool'] as const).map((pool) => spawnWorker(stack, pool, TOOL_CONCURRENCY))
+    : [];
   const rows: CriticalPathRow[] = [];
   try {
+    await waitForClients(
+      stack.env.REDIS_URL!,
+      workers.map((w) => w.pid!),
+    );
     // Warm-up: scripts loaded, connections open, JIT warm, in every executor.
     const warm = chain(3, 5, 'w');
     await timedRun(stack.url, { graph: tetraloopGraph(warm, tools.url) });
@@ -145,12 +162,14 @@ export async function runCriticalPath(
       );
     }
   } finally {
+    await stopAll(workers);
     await stack.close();
     await tools.close();
   }
   return {
     rows,
     settings: {
+      pools: workerProcesses ? 'tetraloop worker processes (plan, tool)' : 'in the benchmark process',
       repeats,
       comparisons,
       sequentialRepeats: 1,

@@ -52,7 +52,7 @@ const BENCHMARKS: Record<string, Benchmark> = {
       const result = await runCriticalPath();
       return {
         json: result,
-        markdown: criticalPathTable(result.rows),
+        markdown: `Tetraloop's worker pools: ${String(result.settings.pools)}.\n\n${criticalPathTable(result.rows)}`,
         files: { 'critical-path.svg': criticalPathSvg(result.rows) },
       };
     },

@@ -193,14 +193,21 @@ export async function waitForClients(redisUrl: string, pids: readonly number[]):
   }
 }
 
-/** A `tetraloop worker --pool <pool>` child process on the stack's Redis. */
-export function spawnWorker(stack: BenchStack, pool: 'plan' | 'tool'): ChildProcess {
+/**
+ * A `tetraloop worker --pool <pool>` child process on the stack's Redis, its tool pool at
+ * `toolConcurrency` (this benchmark's by default).
+ */
+export function spawnWorker(
+  stack: BenchStack,
+  pool: 'plan' | 'tool',
+  toolConcurrency = CONCURRENCY,
+): ChildProcess {
   return spawn(
     process.execPath,
     [...profileFlags(), 'apps/cli/bin/tetraloop.mjs', 'worker', '--pool', pool],
     {
       cwd: ROOT,
-      env: { ...process.env, ...stack.env, TETRALOOP_TOOL_CONCURRENCY: String(CONCURRENCY) },
+      env: { ...process.env, ...stack.env, TETRALOOP_TOOL_CONCURRENCY: String(toolConcurrency) },
       stdio: ['ignore', 'ignore', 'inherit'],
     },
   );
