@@ -332,7 +332,14 @@ describe('memory and lessons over HTTP', () => {
         nodes: [
           { id: 'ok', kind: 'tool', tool: 'http', args: { url: `${healthy.url}/work?node=s1` } },
           { id: 'fine', kind: 'tool', tool: 'json', args: { value: 1 } },
-          { id: 'down', kind: 'tool', tool: 'http', args: { url: `${healthy.url}/status/500?node=s2` } },
+          // Retried once: two attempts, both failed.
+          {
+            id: 'down',
+            kind: 'tool',
+            tool: 'http',
+            retry: { server: 1 },
+            args: { url: `${healthy.url}/status/500?node=s2` },
+          },
           { id: 'never', kind: 'tool', tool: 'json', args: { value: 2 } },
         ],
         edges: [
@@ -342,11 +349,13 @@ describe('memory and lessons over HTTP', () => {
       },
     });
     expect(doc.status).toBe('failed');
+    expect(doc.nodes.down!.attempts).toHaveLength(2);
     const [recorded] = await memory.hotSet(scopedName('default', agentId));
     expect(recorded).toEqual(summarize(doc, doc.planning?.lessons ?? []));
     expect(recorded!.calls.map((c) => [c.node, c.outcome])).toEqual([
       ['ok', 'ok'],
       ['fine', 'ok'],
+      ['down', 'server'],
       ['down', 'server'],
     ]);
   });
