@@ -8,3 +8,4 @@ export * from './webhook.js';
 export * from './event.js';
 export * from './thinking.js';
 export * from './fingerprint.js';
+export * from './clock.js';

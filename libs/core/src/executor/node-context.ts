@@ -9,6 +9,7 @@ import type {
   NodeUsage,
   SignalDecision,
 } from '../domain/run-model.js';
+import { nowIso } from '../domain/clock.js';
 import { limitError } from '../errors/limit-error.js';
 import type { NodeErrorData } from '../errors/node-error.js';
 import { resolveReferences } from '../graph/references.js';
@@ -84,16 +85,6 @@ export interface NodeContext {
     flowCalls?: number;
   };
 }
-
-/** The last instant {@link nowIso} formatted, kept because a node's steps ask several times a millisecond. */
-let lastInstant = { ms: Number.NaN, iso: '' };
-
-/** Now as an ISO string. */
-export const nowIso = (): string => {
-  const ms = Date.now();
-  if (ms !== lastInstant.ms) lastInstant = { ms, iso: new Date(ms).toISOString() };
-  return lastInstant.iso;
-};
 
 /** What references of a node read: the run input and the snapshots of its dependencies. */
 export const scopeOf = (

@@ -25,13 +25,13 @@ import { metrics } from '../telemetry/metrics.js';
 import { failSpan, inSpan, traceCarrier, type TraceCarrier } from '../telemetry/tracing.js';
 import { underRunSpan } from '../telemetry/run-span.js';
 import { readBlobs, withOutputBlob } from './blob-reads.js';
+import { nowIso } from '../domain/clock.js';
 import { withFingerprints } from '../domain/fingerprint.js';
 import { retryTableFor, type ExecutorDeps } from './deps.js';
 import {
   announce,
   attemptRecord,
   enteredAtOf,
-  nowIso,
   scopeOf,
   snapshotOf,
   type NodeContext,

@@ -41,7 +41,7 @@ import type { ExecutorDeps } from './deps.js';
 import { continuesOnFailure, enqueueReady, releasesDependents } from './node-executor.js';
 import { dropNodeSlots } from './node-slots.js';
 import { dailyCapReached, plannerCharge } from './model-cost.js';
-import { nowIso } from './node-context.js';
+import { nowIso } from '../domain/clock.js';
 import type { CompiledPlan } from './plan-cache.js';
 
 export interface RunJobResult {

@@ -4,6 +4,7 @@
  * when an answer asks for no tool, or at maxIterations. Each iteration's messages are recorded,
  * so a redelivered job rebuilds the conversation instead of asking the model again.
  */
+import { nowIso } from '../domain/clock.js';
 import { usdFromNano } from '../cost/price-table.js';
 import { isUntrustedData } from '../model/untrusted-data.js';
 import { z } from 'zod';
@@ -17,7 +18,7 @@ import { functionNames } from '../tools/function-names.js';
 import { toolCatalog } from '../tools/tool-catalog.js';
 import type { ToolOutcome } from '../tools/tool.js';
 import type { NodeRun } from './kind.js';
-import { NodeEnded, nowIso, type AgentTurn, type Iteration, type IterationRunner } from './loop-iteration.js';
+import { NodeEnded, type AgentTurn, type Iteration, type IterationRunner } from './loop-iteration.js';
 
 /**
  * A loop body that is the classic tool-calling agent: each iteration one model call, then the

@@ -48,5 +48,3 @@ export class NodeEnded extends Error {
     this.name = 'NodeEnded';
   }
 }
-
-export const nowIso = (): string => new Date().toISOString();

@@ -15,13 +15,8 @@ import { findSecretRefs } from '../secrets/secret-ref.js';
 import { isToolUnavailable } from '../tools/custom-tool.js';
 import type { ExecutableKindSpec, NodeRun, RunUsageSoFar } from './kind.js';
 import { AgentBody, agentIteration } from './loop-agent.js';
-import {
-  NodeEnded,
-  nowIso,
-  type Iteration,
-  type IterationResult,
-  type IterationRunner,
-} from './loop-iteration.js';
+import { nowIso } from '../domain/clock.js';
+import { NodeEnded, type Iteration, type IterationResult, type IterationRunner } from './loop-iteration.js';
 
 /** A loop body that calls one tool per iteration. */
 export const ToolBody = z.strictObject({ tool: z.string().min(1).max(128), args: Args.default({}) });
