@@ -149,6 +149,7 @@ async function runThrough(
     headers: { 'content-type': 'application/json' },
     body: JSON.stringify(body),
   });
+  expect(accepted.status).toBe(202);
   const { runId } = (await accepted.json()) as { runId: string };
   return (await (await fetch(`${runs}/${runId}/wait?timeoutMs=30000`)).json()) as Awaited<
     ReturnType<typeof runThrough>
@@ -257,8 +258,9 @@ it("serves a plain Node project's tool from the built worker to runs its client 
   }).toEqual({ status: 'succeeded', fetch: 'succeeded', http: 200 });
   expect(tools.hitsOf('fetch')).toHaveLength(1);
   // A loop-mode run: its prompt holds the skill, whose YAML front matter was read.
+  const before = model.requests.length;
   expect((await runThrough(port, { task: 'follow the skill', mode: 'loop' })).status).toBe('succeeded');
-  const asked = model.requests.find((r) => !isPlannerCall(r));
+  const asked = model.requests.slice(before).find((r) => !isPlannerCall(r));
   expect(asked?.messages.find((m) => m.role === 'system')?.content).toContain('FETCH WITH THE HTTP TOOL');
   // The console's browser code, bundled by the built API with the built client inside.
   const script = await fetch(`http://127.0.0.1:${port}/console/console.js`);

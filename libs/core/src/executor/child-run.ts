@@ -6,6 +6,7 @@
  */
 import type { Job } from 'bullmq';
 import { expandGraph } from '../compile/expand.js';
+import { nowIso } from '../domain/clock.js';
 import type { Budget } from '../domain/run-model.js';
 import type { GraphOf } from '../graph/schema.js';
 import { buildTopology } from '../graph/topology.js';
@@ -57,7 +58,7 @@ export async function startChildRun(
     budget: spec.budget,
     metadata: { parentRunId: spec.parentRunId, parentNodeId: spec.parentNodeId, iteration: spec.iteration },
     ...(spec.priority !== undefined ? { priority: spec.priority } : {}),
-    createdAt: new Date().toISOString(),
+    createdAt: nowIso(),
     pending: new Map(topology.ids.map((id) => [id, topology.parents.get(id)?.length ?? 0])),
   });
   await deps.store.addChild(spec.parentRunId, spec.runId);
