@@ -154,6 +154,18 @@ const stringList = (value: unknown): string[] =>
 export class RunReadModel {
   constructor(private readonly ctx: RunContext) {}
 
+  /**
+   * `HMGET` of each key's fields, in one `MULTI` (one round trip; the keys of one run share its
+   * slot): each answer, in order. A list of fields may not be empty (`HMGET` needs one).
+   */
+  private async hmgets<R extends readonly (readonly [key: string, fields: readonly string[]])[]>(
+    ...reads: R
+  ): Promise<{ [I in keyof R]: (string | null)[] }> {
+    const multi = slotMulti(this.ctx.redis);
+    for (const [key, fields] of reads) multi.hmget(key, ...fields);
+    return multiReplies(await multi.exec()) as { [I in keyof R]: (string | null)[] };
+  }
+
   /** The ids of a tenant's runs that may still exist (their keys may have expired since). */
   async tenantRuns(tenant: string): Promise<string[]> {
     return this.ctx.redis.zrange(tenantRunsKey(this.ctx.options.prefix, tenant), '0', '-1');
@@ -336,11 +348,7 @@ export class RunReadModel {
       'output',
     ] as const;
     const usageFields = USAGE_COUNTERS.map((c) => `usage:${c}`);
-    const replies = await slotMulti(this.ctx.redis)
-      .hmget(k.meta, ...fields)
-      .hmget(k.aux, ...usageFields)
-      .exec();
-    const [meta, usage] = multiReplies(replies) as [(string | null)[], (string | null)[]];
+    const [meta, usage] = await this.hmgets([k.meta, fields], [k.aux, usageFields]);
     const [status, tenant, agentId, sessionKey, webhook, createdAt, finishedAt, error, output] = meta;
     if (!status) return null;
     const aux: Record<string, string> = {};
@@ -372,13 +380,11 @@ export class RunReadModel {
    */
   async summaryFacts(runId: string, nodeIds: readonly string[]): Promise<RunSummaryFacts | null> {
     const k = this.ctx.keysOf(runId);
-    const replies = await slotMulti(this.ctx.redis)
-      .hmget(k.meta, ...SUMMARY_FIELDS)
-      .hmget(k.nodes, ...nodeIds, '')
-      .hmget(k.aux, ...USAGE_FIELDS)
-      .exec();
-    type Fields = (string | null)[];
-    const [metaList, snapshotList, usageList] = multiReplies(replies) as [Fields, Fields, Fields];
+    const [metaList, snapshotList, usageList] = await this.hmgets(
+      [k.meta, SUMMARY_FIELDS],
+      [k.nodes, [...nodeIds, '']],
+      [k.aux, USAGE_FIELDS],
+    );
     const meta = setFields(SUMMARY_FIELDS, metaList);
     if (!meta.status) return null;
     const aux = setFields(USAGE_FIELDS, usageList);
@@ -423,13 +429,11 @@ export class RunReadModel {
       // A map's counts (its items' state), read for map nodes only.
       ...plan.nodes.flatMap((n) => (n.kind === 'map' ? [`map:${n.id}`] : [])),
     ];
-    const replies = await slotMulti(this.ctx.redis)
-      .hmget(k.nodes, ...ids, '')
-      .hmget(k.live, ...ids, '')
-      .hmget(k.aux, ...auxFields)
-      .exec();
-    type Fields = (string | null)[];
-    const [snapshotList, liveList, auxList] = multiReplies(replies) as [Fields, Fields, Fields];
+    const [snapshotList, liveList, auxList] = await this.hmgets(
+      [k.nodes, [...ids, '']],
+      [k.live, [...ids, '']],
+      [k.aux, auxFields],
+    );
     const aux = setFields(auxFields, auxList);
     const nodes: Record<string, NodeView> = {};
     plan.nodes.forEach((node, i) => {
