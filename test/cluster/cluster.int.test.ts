@@ -18,7 +18,7 @@ import {
   type RedisClient,
   type RedisClusterServer,
 } from '@tetraloop/core/runtime';
-import { ApiKeyStore, RunStore, purgeTenant, keySlot } from '@tetraloop/core/state';
+import { ApiKeyStore, RunStore, purgeTenant, keySlot, queuedRunsKey } from '@tetraloop/core/state';
 import { slotOwner } from '../support/cluster-slots.js';
 import { spawnTetraloop, stderrMatches, type Spawned } from '../support/processes.js';
 import { startModelServer, type ModelServer } from '../support/model-server.js';
@@ -118,6 +118,8 @@ describe('on a 3-master Redis Cluster with 3 queue shards', () => {
     for (const id of ['a', 'b', 'c', 'd']) expect(tools.hitsOf(id)).toHaveLength(1);
     expect(overlaps(tools.hitsOf('b')[0]!, tools.hitsOf('c')[0]!)).toBe(true);
     expect(doc.output).toEqual({ d: expect.objectContaining({ status: 200, body: { node: 'd', ms: 10 } }) });
+    // Its start took it off the index of queued runs, in that index's own slot.
+    expect(await redis.zscore(queuedRunsKey(stack.prefix), doc.runId)).toBeNull();
 
     // Runs search: its indexes are written beside the run scripts, in their own slots.
     const list = async (query: string): Promise<string[]> => {

@@ -184,15 +184,16 @@ async function evalScript(
   }
 }
 
-/** A search index write a run script listed (run.lib.lua, `indexWrites`). */
+/** An index write a run script listed (run.lib.lua, `indexWrites`): a search index, the queued runs'. */
 type IndexWrite = ['add', string, number, string, number] | ['rem', string, string];
 
 /**
- * Makes a run script's search index writes, each index in its own slot: adds trim the index by
+ * Makes a run script's index writes, each index in its own slot: adds trim the index by
  * score and give it its TTL, as the script does on one Redis. Each write is idempotent, so a
  * script retried after a lost reply writes the same again. A process that stops between the
  * script and these writes leaves the run out of (or stale in) an index until its next status
- * change; a search checks each run's own fields, so a stale entry is never listed wrongly.
+ * change; a search checks each run's own fields, so a stale entry is never listed wrongly, and the
+ * reconciler drops an entry of the queued runs' index whose run has started.
  */
 async function applyIndexWrites(redis: RedisClient, writes: readonly IndexWrite[]): Promise<void> {
   const tx = slotMulti(redis);

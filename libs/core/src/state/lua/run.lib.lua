@@ -77,7 +77,7 @@ end
 -- The run's place in its tenant's search indexes (keys.ts, runSearchKeys): sorted sets of run ids
 -- by creation time (ms), named from the base the run recorded at creation in its hash's `index`,
 -- {base, id, score, keepMs}. A child run, or a run made before the indexes, has none (nil). With
--- the index of queued runs (create-run and start-run, on one Redis only, named in their ARGV) these
+-- the index of queued runs (create-run on one Redis only, start-run; named in their ARGV) these
 -- are the only keys a run script writes outside the run's hash tag. On one Redis the script writes
 -- them in the same step as the run; on a Redis Cluster (INDEX_DEFERRED, set by scripts.ts) they are
 -- in other slots, so the script only lists the writes in `indexWrites` and returns them beside its
@@ -103,6 +103,15 @@ local function indexAdd(ix, suffix)
   redis.call('PEXPIRE', key, ix.keepMs)
 end
 
+-- Takes `id` off the index `key`.
+local function indexRem(key, id)
+  if INDEX_DEFERRED then
+    indexWrites[#indexWrites + 1] = { 'rem', key, id }
+  else
+    redis.call('ZREM', key, id)
+  end
+end
+
 -- Sets the run's status, moving it from its old status's index to the new one's.
 local function setStatus(status)
   local old = redis.call('HGET', KEYS[1], 'status')
@@ -110,11 +119,7 @@ local function setStatus(status)
   if old == status then return end
   local ix = searchIndex()
   if not ix then return end
-  if old and INDEX_DEFERRED then
-    indexWrites[#indexWrites + 1] = { 'rem', ix.base .. ':status:' .. old, ix.id }
-  elseif old then
-    redis.call('ZREM', ix.base .. ':status:' .. old, ix.id)
-  end
+  if old then indexRem(ix.base .. ':status:' .. old, ix.id) end
   indexAdd(ix, ':status:' .. status)
 end
 

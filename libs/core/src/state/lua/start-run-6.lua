@@ -2,8 +2,8 @@
   Moves a queued run to running (first start or after a resume) and marks its ready nodes queued.
   ARGV[1] now (ISO), ARGV[2] deadline (epoch ms), ARGV[3] generation of the root job,
   ARGV[4] live JSON for a queued node, ARGV[5] retention of a settled run (seconds),
-  ARGV[6] the index of queued runs, on one Redis only ('' on a cluster, where it is in another
-  slot and the caller takes the run off it), ARGV[7] the run id, ARGV[8..] ready node ids
+  ARGV[6] the index of queued runs (in another slot: on a cluster an `indexWrites` entry),
+  ARGV[7] the run id, ARGV[8..] ready node ids
   Returns { status after the call, or 'stale' when the root job belongs to an older generation,
   or false when the run does not exist; deadline (epoch ms) }.
 ]]
@@ -13,7 +13,7 @@ ttlKeys = {}
 -- queued runs the reconciler reads, in this step rather than a round trip of its own before the
 -- ready nodes are enqueued; last, so a script that stopped on an error leaves the run indexed.
 local function unqueue()
-  if ARGV[6] ~= '' then redis.call('ZREM', ARGV[6], ARGV[7]) end
+  indexRem(ARGV[6], ARGV[7])
 end
 local status = redis.call('HGET', KEYS[1], 'status')
 if not status then

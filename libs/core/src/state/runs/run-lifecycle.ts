@@ -12,7 +12,6 @@ import {
 } from '../../domain/run-model.js';
 import { RUN_ERROR_STATUS, cancelledError } from '../../errors/run-error.js';
 import { queuedRunsKey, runNodeSlotKeys } from '../keys.js';
-import { isCluster } from '../redis-client.js';
 import { slotPipeline } from '../slot-multi.js';
 import { multiReplies, pendingJson, snapshotJson, type RunContext } from './run-context.js';
 
@@ -108,21 +107,19 @@ export class RunLifecycle {
     deadlineAt: number,
     now: string,
   ): Promise<{ status: RunStatus | 'stale' | null; deadlineAt: number }> {
-    // On one Redis the script takes the run off the index of queued runs; on a cluster the index
-    // is in another slot, and that is a command of its own after it.
-    const cluster = isCluster(this.ctx.redis);
+    // The script takes the run off the index of queued runs (on a cluster, as one of its index
+    // writes, made just after it: the index is in another slot).
     const [status, deadline] = (await this.ctx.script('start-run-6', this.ctx.scriptKeys(runId), [
       now,
       deadlineAt,
       generation,
       JSON.stringify({ status: 'queued' } satisfies LiveNodeState),
       this.ctx.options.retentionSeconds,
-      cluster ? '' : queuedRunsKey(this.ctx.options.prefix),
+      queuedRunsKey(this.ctx.options.prefix),
       runId,
       ...ready,
     ])) as [string | null, string | undefined];
     const at = deadline ? Number(deadline) : deadlineAt;
-    if (cluster && status !== 'queued' && status !== 'stale') await this.unqueue(runId);
     if (status === 'stale') return { status: 'stale', deadlineAt: at };
     return { status: status ? RunStatus.parse(status) : null, deadlineAt: at };
   }
