@@ -647,7 +647,7 @@ async function finalize(
   await retainBlobs(deps, plan.tenant, snapshots.values(), plan.timeoutSeconds);
   if (await store.settle(plan.runId, generation, fill, output, final, now)) {
     observeSettled(final.status, state.createdAt);
-    await remember(deps, plan.runId, plan);
+    await remember(deps, plan.runId, [...plan.nodes.keys()]);
     if (final.status === 'failed' || final.status === 'timed_out') await forgetPlan(deps, plan.runId);
     await removeDeadline(deps.queues, plan.runId, generation);
     await dropNodeSlots(deps, plan);
@@ -678,13 +678,14 @@ function firstFailure(plan: CompiledPlan, snapshots: ReadonlyMap<string, NodeSna
 }
 
 /**
- * Records a run that just settled in its agent's memory. Memory serves learning, never the run:
- * a failure here is logged and the run's outcome stands.
+ * Records a run that just settled in its agent's memory, given the nodes of its plan when the
+ * caller holds it (`MemoryService.recordSettled`). Memory serves learning, never the run: a
+ * failure here is logged and the run's outcome stands.
  */
-async function remember(deps: ExecutorDeps, runId: string, plan?: CompiledPlan): Promise<void> {
+async function remember(deps: ExecutorDeps, runId: string, nodeIds?: readonly string[]): Promise<void> {
   if (!deps.memory) return;
   try {
-    await deps.memory.recordSettled(runId, plan ? [...plan.nodes.keys()] : undefined);
+    await deps.memory.recordSettled(runId, nodeIds);
   } catch (err) {
     deps.logger.warn({ runId, err }, 'could not record the run in memory');
   }
