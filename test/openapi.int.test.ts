@@ -290,12 +290,22 @@ describe('real answers match the documented schemas', () => {
     expect((await api('post', `/v1/runs/${waiting}/cancel`)).status).toBe(202);
     expect((await api('post', `/v1/runs/${runId}/cancel`)).status).toBe(409);
 
-    // Signals: delivered, repeated, not awaited.
-    const gated = await submit(waitGraph('go'));
+    // Signals: delivered, repeated, not awaited. A second gate keeps the run open until the
+    // repeat has been answered: a repeat after the run ended answers 409 run_finished.
+    const gated = await submit({
+      graph: {
+        nodes: [
+          { id: 'gate', kind: 'wait', signal: 'go', timeoutSeconds: 600, acceptEarly: true },
+          { id: 'last', kind: 'wait', signal: 'done', timeoutSeconds: 600, acceptEarly: true },
+        ],
+        edges: [['gate', 'last']],
+      },
+    });
     expect((await api('post', `/v1/runs/${gated}/signals/go`, { body: { by: 'ana' } })).status).toBe(202);
     expect((await api('post', `/v1/runs/${gated}/signals/go`, { body: { by: 'bo' } })).status).toBe(200);
     expect((await api('post', `/v1/runs/${gated}/signals/other`)).status).toBe(409);
     expect((await api('post', `/v1/runs/${gated}/signals/${'!'.repeat(3)}`)).status).toBe(400);
+    expect((await api('post', `/v1/runs/${gated}/signals/done`)).status).toBe(202);
     expect(((await wait(gated)).body as RunDocument).status).toBe('succeeded');
 
     // Resume a failed run; a succeeded one is not resumable.
