@@ -106,6 +106,10 @@ describe('runs', () => {
     expect(late).toBeInstanceOf(RunWaitTimeoutError);
     expect((late as RunWaitTimeoutError).last.finishedAt).toBeNull();
     expect(progress.length).toBeGreaterThanOrEqual(1);
+    // The gate takes its signal once it waits (it does not accept one early).
+    for await (const event of tl.events(runId)) {
+      if (isRunEvent(event) && event.type === 'signal.awaited') break;
+    }
     unwrap(
       await tl.api.POST('/v1/runs/{id}/signals/{name}', {
         params: { path: { id: runId, name: 'go' } },

@@ -363,7 +363,8 @@ describe('waiting with abortOnDisconnect', () => {
   });
 
   it('leaves the run alone without it, and answers a bad value with 400', async () => {
-    const posted = await postRun(stack.url, { graph: { nodes: [call('kept', '/work?ms=300')] } });
+    // The node is held until the client has gone: the wait is open while the run runs.
+    const posted = await postRun(stack.url, { graph: { nodes: [call('kept', '/gate')] } });
     const runId = posted.body.runId as string;
     const client = new AbortController();
     const waiting = fetch(`${stack.url}/v1/runs/${runId}/wait?timeoutMs=60000`, {
@@ -372,6 +373,9 @@ describe('waiting with abortOnDisconnect', () => {
     await expect.poll(waitsOpen, { timeout: 5000, interval: 20 }).toBe(1);
     client.abort();
     await waiting;
+    // The server saw the client go (and would have cancelled with abortOnDisconnect); then the node ends.
+    await expect.poll(waitsOpen, { timeout: 5000, interval: 20 }).toBe(0);
+    server.openGate('kept');
     const res = await fetch(`${stack.url}/v1/runs/${runId}/wait?timeoutMs=10000`);
     expect(((await res.json()) as RunDocument).status).toBe('succeeded');
     const bad = await fetch(`${stack.url}/v1/runs/${runId}/wait?abortOnDisconnect=yes`);

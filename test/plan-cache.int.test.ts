@@ -10,7 +10,7 @@ import { inputShape } from '@tetraloop/core/planning';
 import { MemoryStore, PlanCacheStore } from '@tetraloop/core/state';
 import { metrics } from '@tetraloop/core/telemetry';
 import { startModelServer, type ChatRequest, type ModelServer } from './support/model-server.js';
-import { runToEnd, startStack, type Stack } from './support/stack.js';
+import { runToEnd, runToFinalized, startStack, type Stack } from './support/stack.js';
 import { startToolServer, type ToolServer } from './support/tool-server.js';
 
 let stack: Stack;
@@ -195,7 +195,8 @@ describe('the plan cache', () => {
     const task = { task: 'fail task', agentId: 'failing' };
 
     // A run that stored the plan fails: its entry goes.
-    const failed = await runToEnd(stack.url, {
+    // Its finalize pass takes the entry out after settling the run: waited for, not the settle.
+    const failed = await runToFinalized(stack, {
       ...task,
       input: { url: `${server.url}/status/400?node=fail-a` },
     });
@@ -209,7 +210,7 @@ describe('the plan cache', () => {
     expect(ok.planning).toMatchObject({ cache: 'miss' });
     expect(plannerCalls() - calls).toBe(2);
     expect(await entries('failing')).toHaveLength(1);
-    const hitThenFailed = await runToEnd(stack.url, {
+    const hitThenFailed = await runToFinalized(stack, {
       ...task,
       input: { url: `${server.url}/status/400?node=fail-a` },
     });

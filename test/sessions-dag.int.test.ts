@@ -21,10 +21,14 @@ beforeAll(async () => {
       plannerCalls.push(r);
       const replanning = r.messages.at(-1)!.content!.includes('environment changed');
       if (r.messages.some((m) => m.content?.includes('gated report'))) return gatedPlan(replanning);
+      // A steered run's `slow` is held until the test has seen the replan requested.
+      const slow = r.messages.some((m) => m.content?.includes('steered report'))
+        ? `${tools.url}/gate?node=slow`
+        : `${tools.url}/work?node=slow&ms=700`;
       return {
         content: JSON.stringify({
           nodes: [
-            { id: 'slow', kind: 'tool', tool: 'http', args: { url: `${tools.url}/work?node=slow&ms=700` } },
+            { id: 'slow', kind: 'tool', tool: 'http', args: { url: slow } },
             {
               id: replanning ? 'after-change' : 'finish',
               kind: 'tool',
@@ -99,7 +103,7 @@ it('does not replan while the environment version stays put', async () => {
 it('replans a running run once its session environment moved, recording the version', async () => {
   const before = plannerCalls.length;
   const hitsBefore = tools.hitsOf('slow').length;
-  const placed = (await post(stack.url, '/v1/sessions/dag-b/messages', { text: 'report' })).body as {
+  const placed = (await post(stack.url, '/v1/sessions/dag-b/messages', { text: 'steered report' })).body as {
     runId: string;
   };
   await tools.hitCount('slow', hitsBefore + 1);
@@ -108,6 +112,10 @@ it('replans a running run once its session environment moved, recording the vers
     mode: 'steer',
   });
   expect(steer.body).toMatchObject({ runId: placed.runId, queued: false });
+  await untilEvent(stack.url, placed.runId, (e) => e.data.type === 'replan.requested', {
+    what: 'replan.requested',
+  });
+  tools.openGate('slow');
   const doc = await waitFor(stack.url, placed.runId);
   expect(doc.status).toBe('succeeded');
   expect(doc.replans).toBe(1);

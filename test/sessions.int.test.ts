@@ -115,7 +115,15 @@ const interval = (d: RunDocument): [number, number] => [Date.parse(d.startedAt!)
 
 describe('lanes', () => {
   it('run one session in order without overlap, and two sessions side by side', async () => {
-    answer = echo(400);
+    // The first run's answer is held until lane-b's run has asked the model: a2 is placed while a1
+    // runs, and b1 overlaps a1, however slow the machine is.
+    let release!: () => void;
+    const held = new Promise<void>((resolve) => (release = resolve));
+    answer = async (r) => {
+      if (lastUser(r) === 'first') await held;
+      if (lastUser(r) === 'other') release();
+      return echo(0)(r);
+    };
     const a1 = await say('lane-a', 'first', { mode: 'followup' });
     const a2 = await say('lane-a', 'second', { mode: 'followup' });
     const b1 = await say('lane-b', 'other');
@@ -197,7 +205,17 @@ describe('lanes', () => {
   });
 
   it('refuses a followup message past TETRALOOP_FOLLOWUP_CAP with 429 lane_full, storing nothing', async () => {
-    answer = echo(1500);
+    // "work" holds the lane until the refusal was checked; then "one" holds it while "three" is
+    // placed behind the two messages still waiting.
+    let releaseWork!: () => void;
+    let releaseOne!: () => void;
+    const work = new Promise<void>((resolve) => (releaseWork = resolve));
+    const oneHeld = new Promise<void>((resolve) => (releaseOne = resolve));
+    answer = async (r) => {
+      if (lastUser(r) === 'work') await work;
+      if (lastUser(r) === 'one') await oneHeld;
+      return echo(0)(r);
+    };
     const redis = new Redis(stack.env.REDIS_URL!);
     const runIndex = tenantRunsKey(stack.prefix, 'default');
     try {
@@ -230,6 +248,7 @@ describe('lanes', () => {
       expect(await say('full', 'and this', { mode: 'collect' })).toMatchObject({ queued: true });
 
       // Once a waiting run has started there is room: the same message, its eventId not taken, goes in.
+      releaseWork();
       await waitFor(stack.url, first.runId!);
       await untilEvent(stack.url, one.runId!, (e) => e.data.type === 'run.started');
       const taken = await say('full', 'three', { mode: 'followup', eventId: 'full-3' });
@@ -238,12 +257,14 @@ describe('lanes', () => {
     } finally {
       redis.disconnect();
       await say('full', '/stop');
+      releaseWork();
+      releaseOne();
     }
   });
 
   it('interrupt cancels the running run and starts the newest message', async () => {
-    // Slow for the first message whenever its model call comes (it may come after the answer).
-    answer = (r) => echo(lastUser(r) === 'slow one' ? 1500 : 0)(r);
+    // The first message's model call, whenever it comes, answers only once it is cancelled.
+    answer = (r) => (lastUser(r) === 'slow one' ? { hang: true } : echo(0)(r));
     const first = await say('interrupt', 'slow one');
     const second = await say('interrupt', 'urgent', { mode: 'interrupt' });
     expect(second).toMatchObject({ queued: false });
@@ -252,7 +273,8 @@ describe('lanes', () => {
   });
 
   it('/stop cancels the running run and clears the queue', async () => {
-    answer = echo(1500);
+    // The running run's model call answers only once /stop cancels it.
+    answer = (r) => (lastUser(r) === 'work' ? { hang: true } : echo(0)(r));
     const first = await say('stop', 'work');
     const queued = await say('stop', 'more', { mode: 'followup' });
     await say('stop', '/stop');
@@ -442,14 +464,20 @@ describe('the environment', () => {
         ? { content: `final after ${lastUser(r)}` }
         : {
             content: '',
-            toolCalls: [{ name: 'http', arguments: { url: `${tools.url}/work?node=steer&ms=800` } }],
+            toolCalls: [{ name: 'http', arguments: { url: `${tools.url}/gate?node=steer` } }],
           };
     };
     const placed = await say('steer', 'plan a trip');
+    // The tool call is held until the steer is in: the agent's next turn must see it.
     await tools.hitCount('steer', 1);
     const steered = await say('steer', 'make it Lisbon', { mode: 'steer' });
     expect(steered).toMatchObject({ runId: placed.runId, queued: false });
     expect((await session('steer')).environmentVersion).toBe(1);
+    // The environment check hands the steer to the run; then the agent's turn may go on.
+    await untilEvent(stack.url, placed.runId!, (e) => e.data.type === 'environment.changed', {
+      what: 'environment.changed',
+    });
+    tools.openGate('steer');
     const doc = await waitFor(stack.url, placed.runId!);
     expect(doc.nodes.agent).toMatchObject({ output: { text: 'final after [steer] make it Lisbon' } });
     expect(turns).toBe(2);

@@ -11,9 +11,19 @@ let model: ModelServer;
 const workers: Spawned[] = [];
 const stacks: Stack[] = [];
 
+/** Whether the first call for the message "one" came: it is never answered (its worker is killed). */
+let heldOne = false;
+
 beforeAll(async () => {
   model = await startModelServer({
-    script: (r) => ({ content: `echo: ${r.messages.at(-1)?.content ?? ''}` }),
+    script: (r) => {
+      const text = r.messages.at(-1)?.content ?? '';
+      if (text === 'one' && !heldOne) {
+        heldOne = true;
+        return { hang: true };
+      }
+      return { content: `echo: ${text}` };
+    },
     defaultLatencyMs: 1500,
   });
 });
@@ -47,7 +57,7 @@ it('moves a lane on after the worker running its run is killed, and keeps the or
   const b = (await post(stack.url, '/v1/sessions/crash/messages', { text: 'two', mode: 'followup' }))
     .body as { runId: string; queued: boolean };
   expect(b.queued).toBe(true);
-  // The first run's model call is in flight on the first worker: kill it there.
+  // The first run's model call is in flight (held) on the first worker: kill it there.
   await model.received((r) => r.messages.at(-1)?.content === 'one');
   await first.kill('SIGKILL');
   await toolWorker(stack.env);
