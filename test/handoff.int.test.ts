@@ -1,7 +1,9 @@
 /**
- * Node handoff on a real Redis: a node job runs one of the nodes it releases itself, so a chain
- * takes one job, a fan-out one job per branch; a handed-off node that has to wait (a retry, a
- * flow-control hold) moves to a job of its own and keeps its attempts, counted and charged once.
+ * Node handoff on a real Redis: a node job runs the nodes it releases itself, so a chain takes one
+ * job, and a fan-out's branches run side by side in the job that released them, up to
+ * TETRALOOP_NODE_HANDOFF_WIDTH (one job per branch past it); a handed-off node that has to wait (a
+ * retry, a flow-control hold) moves to a job of its own and keeps its attempts, counted and charged
+ * once; a carrying job that dies leaves its nodes to its redelivery.
  */
 import { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -13,19 +15,22 @@ let server: ToolServer;
 let stack: Stack;
 let limited: Stack;
 let plain: Stack;
+/** Handoff one node at a time (TETRALOOP_NODE_HANDOFF_WIDTH=1). */
+let narrow: Stack;
 /** Its tool pool in worker processes, one of which is killed. */
 let crashing: Stack;
 const workers: Spawned[] = [];
 
 beforeAll(async () => {
   server = await startToolServer();
-  [stack, limited, plain] = await Promise.all([
+  [stack, limited, plain, narrow] = await Promise.all([
     startStack(),
     // Every call passes a flow limit: a handed-off node asks for it from a job of its own.
     startStack({
       env: { TETRALOOP_LIMITS: JSON.stringify({ limits: [{ name: 'all', key: 'tool', concurrency: 50 }] }) },
     }),
     startStack({ env: { TETRALOOP_NODE_HANDOFF: '0' } }),
+    startStack({ env: { TETRALOOP_NODE_HANDOFF_WIDTH: '1' } }),
   ]);
   crashing = await startStack({
     pools: ['plan'],
@@ -36,7 +41,7 @@ beforeAll(async () => {
 }, 60_000);
 afterAll(async () => {
   await Promise.all(workers.map((w) => w.kill('SIGKILL')));
-  await Promise.all([stack?.close(), limited?.close(), plain?.close(), crashing?.close()]);
+  await Promise.all([stack?.close(), limited?.close(), plain?.close(), narrow?.close(), crashing?.close()]);
   await server?.close();
 });
 
@@ -72,6 +77,21 @@ const chain = (ids: string[], node = (id: string) => call(id)) => ({
   graph: { nodes: ids.map(node), edges: ids.slice(1).map((id, i) => [ids[i]!, id]) },
 });
 
+/** `<p>-src` → `<p>-a`, `<p>-b`, `<p>-c` → `<p>-join`; the branches made by `branch`. */
+const fanOut = (p: string, branch = (id: string) => call(id)) => ({
+  graph: {
+    nodes: [call(`${p}-src`), branch(`${p}-a`), branch(`${p}-b`), branch(`${p}-c`), call(`${p}-join`)],
+    edges: [
+      [`${p}-src`, `${p}-a`],
+      [`${p}-src`, `${p}-b`],
+      [`${p}-src`, `${p}-c`],
+      [`${p}-a`, `${p}-join`],
+      [`${p}-b`, `${p}-join`],
+      [`${p}-c`, `${p}-join`],
+    ],
+  },
+});
+
 describe('node handoff', () => {
   it('runs a chain in one job, every node with its own start, snapshot and events', async () => {
     const ids = ['c0', 'c1', 'c2', 'c3', 'c4', 'c5'];
@@ -95,22 +115,31 @@ describe('node handoff', () => {
     }
   });
 
-  it('runs a fan-out with one job per branch, the join handed off by the branch that released it', async () => {
-    const doc = await runToEnd(stack.url, {
-      graph: {
-        nodes: [call('f-src'), call('f-a'), call('f-b'), call('f-c'), call('f-join')],
-        edges: [
-          ['f-src', 'f-a'],
-          ['f-src', 'f-b'],
-          ['f-src', 'f-c'],
-          ['f-a', 'f-join'],
-          ['f-b', 'f-join'],
-          ['f-c', 'f-join'],
-        ],
-      },
-    });
+  it("runs a fan-out's branches side by side in the source's job, the join handed off by the last", async () => {
+    // Each branch is held until all three have called: they run at once, in one job.
+    const posted = await postRun(
+      stack.url,
+      fanOut('w', (id) => call(id, `/gate?x=1`)),
+    );
+    const runId = posted.body.runId as string;
+    for (const id of ['w-a', 'w-b', 'w-c']) await server.hitCount(id, 1);
+    for (const id of ['w-a', 'w-b', 'w-c']) server.openGate(id);
+    const doc = await waitFor(stack.url, runId);
     expect(doc.status).toBe('succeeded');
-    const added = await nodeJobsAdded(stack, doc.runId);
+    expect(await nodeJobsAdded(stack, runId)).toEqual(['w-src']);
+    for (const id of ['w-a', 'w-b', 'w-c', 'w-join']) {
+      expect(
+        doc.nodes[id]!.attempts.map((a) => a.carriedBy),
+        id,
+      ).toEqual([`${runId}.w-src`]);
+    }
+    expect(doc.usage.toolCalls).toBe(5);
+  });
+
+  it('runs a fan-out with one job per branch past the width, the join handed off', async () => {
+    const doc = await runToEnd(narrow.url, fanOut('f'));
+    expect(doc.status).toBe('succeeded');
+    const added = await nodeJobsAdded(narrow, doc.runId);
     // The source's job runs one branch; the other two get jobs; the join gets none.
     expect(added).toHaveLength(3);
     expect(added).toContain('f-src');
@@ -193,5 +222,30 @@ describe('node handoff', () => {
     expect(doc.nodes.k1!.attempts.map((a) => a.carriedBy)).toEqual([`${runId}.k0`]);
     expect(doc.nodes.k3!.attempts.map((a) => a.carriedBy)).toEqual([`${runId}.k2`]);
     expect(doc.usage.toolCalls).toBe(ids.length + 1);
+  });
+
+  it('finishes a fan-out whose carrying job died while its branches ran: each runs again in a job of its own', async () => {
+    const branches = ['x-a', 'x-b', 'x-c'];
+    const posted = await postRun(
+      crashing.url,
+      fanOut('x', (id) => call(id, '/gate?x=1')),
+    );
+    const runId = posted.body.runId as string;
+    // The three branches run side by side in x-src's job; the worker dies while they wait.
+    for (const id of branches) await server.hitCount(id, 1);
+    await workers.at(-1)!.kill('SIGKILL');
+    for (const id of branches) server.openGate(id);
+    await startWorker();
+    const doc = await waitFor(crashing.url, runId, 60_000);
+    expect(doc.status).toBe('succeeded');
+    expect(server.hitsOf('x-src')).toHaveLength(1);
+    for (const id of branches) {
+      expect(server.hitsOf(id), id).toHaveLength(2);
+      const [before, after] = server.hitsOf(id);
+      expect(after!.idempotencyKey).toBe(before!.idempotencyKey);
+    }
+    expect(server.hitsOf('x-join')).toHaveLength(1);
+    // x-src's redelivered job re-completed x-src and gave each interrupted branch a job of its own.
+    expect(await nodeJobsAdded(crashing, runId)).toEqual(['x-a', 'x-b', 'x-c', 'x-src']);
   });
 });

@@ -112,6 +112,25 @@ async function createRun(
   return runId;
 }
 
+/** A run of `executable` as given, no input or budget, with its nodes' readiness counters. */
+async function createGraphRun(
+  runId: string,
+  executable: ExecutableGraph,
+  pending: [string, number][],
+): Promise<void> {
+  await store.create({
+    runId,
+    graph: executable,
+    plan: executable,
+    input: null,
+    timeoutSeconds: TIMEOUT,
+    budget: {},
+    metadata: undefined,
+    createdAt: T,
+    pending: new Map(pending),
+  });
+}
+
 /** A fixed-graph run, started: a and b queued. */
 async function runningRun(options: { budget?: Budget; onBudget?: OnBudget } = {}): Promise<string> {
   const runId = await createRun(options);
@@ -588,7 +607,7 @@ describe('complete-node', () => {
         charge: { toolTimeMs: 7.6, promptTokens: 3 },
       }),
     );
-    expect(result).toEqual({ written: true, status: 'running', generation: 0, ready: [] });
+    expect(result).toEqual({ written: true, status: 'running', generation: 0, ready: [], handedOff: [] });
     const k = keysOf(runId);
     expect(JSON.parse((await redis.hget(k.nodes, 'a'))!)).toEqual(snapshot('succeeded', { x: 1 }));
     expect(await redis.hexists(k.live, 'a')).toBe(0);
@@ -628,7 +647,7 @@ describe('complete-node', () => {
     const { result, events } = await withEvents(runId, () =>
       store.completeNode(runId, 'b', snapshot('failed'), options),
     );
-    expect(result).toEqual({ written: false, status: 'running', generation: 0, ready: ['c'] });
+    expect(result).toEqual({ written: false, status: 'running', generation: 0, ready: ['c'], handedOff: [] });
     const k = keysOf(runId);
     expect(JSON.parse((await redis.hget(k.nodes, 'b'))!)).toEqual(snapshot('succeeded', 'first'));
     expect(await redis.hget(k.pending, 'c')).toBe('0');
@@ -665,6 +684,7 @@ describe('complete-node', () => {
     const handoff = {
       generation: 0,
       live,
+      width: 1,
       // `x` is not released here; `c` is, and is begun with its reads.
       candidates: [
         { id: 'x', chargeCall: true, reads: [] },
@@ -679,16 +699,16 @@ describe('complete-node', () => {
       }),
     );
     expect(result.ready).toEqual(['c']);
-    expect(result.handedOff?.nodeId).toBe('c');
-    expect(result.handedOff?.begin).toMatchObject({
+    expect(result.handedOff.map((h) => h.nodeId)).toEqual(['c']);
+    expect(result.handedOff[0]!.begin).toMatchObject({
       status: 'running',
       existing: null,
       executions: 1,
       toolCalls: 1,
     });
-    expect([...result.handedOff!.begin.reads.keys()]).toEqual(['a', 'b']);
+    expect([...result.handedOff[0]!.begin.reads.keys()]).toEqual(['a', 'b']);
     // It starts at the step's instant, which is also its node.queued's time.
-    const startedAt = result.handedOff!.startedAt;
+    const startedAt = result.handedOff[0]!.startedAt;
     expect(new Date(startedAt).toISOString()).toBe(startedAt);
     expect(Date.parse(startedAt)).toBe(events.find((e) => e.type === 'node.queued')!.ts);
     expect(JSON.parse((await redis.hget(keysOf(runId).live, 'c'))!)).toEqual({ ...live, startedAt });
@@ -704,8 +724,64 @@ describe('complete-node', () => {
       jobs: ['run.b'],
       handoff,
     });
-    expect(again.handedOff).toBeUndefined();
+    expect(again.handedOff).toEqual([]);
     expect(await redis.hget(keysOf(runId).aux, 'execs:c')).toBe('1');
+  });
+
+  it('begins up to `width` released candidates in the order given; the others stay queued', async () => {
+    const runId = randomUUID();
+    const fan: ExecutableGraph = {
+      nodes: [tool('a'), tool('c'), tool('d'), tool('e')] as ToolNode[],
+      edges: [
+        ['a', 'c'],
+        ['a', 'd'],
+        ['a', 'e'],
+      ],
+    };
+    await createGraphRun(runId, fan, [
+      ['a', 0],
+      ['c', 1],
+      ['d', 1],
+      ['e', 1],
+    ]);
+    await store.start(runId, 0, ['a'], DEADLINE, T);
+    const live: LiveNodeState = { status: 'running', startedAt: T, attempt: 1, carriedBy: 'run.a' };
+    const candidate = (id: string) => ({ id, chargeCall: true, reads: [] });
+    const { result, events } = await withEvents(runId, () =>
+      store.completeNode(runId, 'a', snapshot('succeeded'), {
+        release: true,
+        children: ['c', 'd', 'e'],
+        charge: {},
+        jobs: ['run.a'],
+        handoff: { generation: 0, live, width: 2, candidates: ['e', 'c', 'd'].map(candidate) },
+      }),
+    );
+    expect(result.ready).toEqual(['c', 'd', 'e']);
+    expect(result.handedOff.map((h) => h.nodeId)).toEqual(['e', 'c']);
+    for (const handed of result.handedOff) {
+      expect(handed.begin).toMatchObject({ status: 'running', existing: null, executions: 1 });
+      expect(handed.startedAt).toBe(result.handedOff[0]!.startedAt);
+    }
+    const lives = await redis.hmget(keysOf(runId).live, 'c', 'd', 'e');
+    expect(lives.map((l) => JSON.parse(l!) as LiveNodeState)).toEqual([
+      { ...live, startedAt: result.handedOff[0]!.startedAt },
+      { status: 'queued', by: 'a' },
+      { ...live, startedAt: result.handedOff[0]!.startedAt },
+    ]);
+    expect(
+      brief(events)
+        .filter((e) => e.type === 'node.started')
+        .map((e) => e.nodeId),
+    ).toEqual(['e', 'c']);
+    // The job's redelivery answers all three again: two carried by it, one released by its node.
+    const again = await store.completeNode(runId, 'a', snapshot('succeeded'), {
+      release: true,
+      children: ['c', 'd', 'e'],
+      charge: {},
+      jobs: ['run.a'],
+    });
+    expect(again.ready).toEqual(['c', 'd', 'e']);
+    expect(again.handedOff).toEqual([]);
   });
 
   it('of a tool node also emits tool.result', async () => {
@@ -1018,20 +1094,10 @@ describe('signal', () => {
       ],
       edges: [],
     };
-    await store.create({
-      runId,
-      graph: early,
-      plan: early,
-      input: null,
-      timeoutSeconds: TIMEOUT,
-      budget: {},
-      metadata: undefined,
-      createdAt: T,
-      pending: new Map([
-        ['w', 0],
-        ['v', 0],
-      ]),
-    });
+    await createGraphRun(runId, early, [
+      ['w', 0],
+      ['v', 0],
+    ]);
     expect(await store.signal(runId, 'stop', 1, BY, 10)).toBe('not_awaited');
     expect(await store.signal(runId, 'go', { early: true }, BY, 10)).toBe('delivered');
     const state = await store.waitState(runId, waitFor('w', 'go'), NOW + 60_000, waiting('one'));
@@ -1808,7 +1874,7 @@ describe('guards against ended and vanished runs', () => {
       children: ['c'],
       charge: { toolTimeMs: 5 },
     });
-    expect(done).toEqual({ written: false, status: null, generation: 0, ready: [] });
+    expect(done).toEqual({ written: false, status: null, generation: 0, ready: [], handedOff: [] });
     await store.recordAttempt(runId, 'a', attempt(1), { status: 'retrying', attempt: 1 });
     expect(await store.recordIteration(runId, 'a', 1, { iteration: 1 }, { toolCalls: 1 }, running)).toEqual({
       iterations: 0,

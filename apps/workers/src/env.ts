@@ -349,6 +349,7 @@ export function executorSettingsOf(
   | 'backoff'
   | 'maxNodeExecutions'
   | 'handoff'
+  | 'handoffWidth'
   | 'defaultTimeoutMs'
   | 'modelInputChars'
   | 'blobMinBytes'
@@ -360,6 +361,7 @@ export function executorSettingsOf(
     backoff: backoffOf(env),
     maxNodeExecutions: env.TETRALOOP_MAX_NODE_EXECUTIONS,
     handoff: env.TETRALOOP_NODE_HANDOFF,
+    handoffWidth: env.TETRALOOP_NODE_HANDOFF_WIDTH,
     defaultTimeoutMs: env.TETRALOOP_TOOL_TIMEOUT_MS,
     modelInputChars: env.TETRALOOP_MODEL_INPUT_CHARS,
     blobMinBytes: env.TETRALOOP_BLOB_MIN_BYTES,

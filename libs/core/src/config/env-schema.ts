@@ -401,6 +401,13 @@ export const BASE_SETTINGS = {
     doc: 'How many released nodes a node job may run itself after its own node, one at a time in the same worker slot, instead of adding a job for each (node handoff; see docs/execution-model.md). 0 gives every node a job of its own.',
     schema: z.coerce.number().int().min(0).max(1000).default(32),
   }),
+  TETRALOOP_NODE_HANDOFF_WIDTH: setting({
+    group: 'runs',
+    file: 'runs.nodeHandoffWidth',
+    readBy: ['api', 'workers'],
+    doc: 'How many nodes one node job may run at once when a completion releases several (wide handoff): the released nodes it takes run side by side in its worker slot, the rest get jobs. 1 runs them one at a time (a chain). A run with `maxParallelNodes` always takes one.',
+    schema: z.coerce.number().int().min(1).max(64).default(8),
+  }),
   TETRALOOP_MAX_NODES: setting({
     group: 'runs',
     file: 'runs.maxNodes',

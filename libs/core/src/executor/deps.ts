@@ -85,6 +85,11 @@ export interface ExecutorDeps {
    * 0 or absent: every node gets a job. @defaultValue 32 (`TETRALOOP_NODE_HANDOFF`)
    */
   readonly handoff?: number;
+  /**
+   * How many nodes one node job may run at once when a completion releases several (wide handoff).
+   * 1 or absent: one at a time. @defaultValue 8 (`TETRALOOP_NODE_HANDOFF_WIDTH`)
+   */
+  readonly handoffWidth?: number;
   /** True once the process is shutting down: node jobs then hand nothing off. */
   readonly stopping?: () => boolean;
   /**

@@ -1,8 +1,9 @@
 /**
- * Node handoff: a node job that releases ready dependents runs one of them itself, at once, in the
- * same job and worker slot, instead of adding a job for it and waiting for a worker to fetch it.
- * A chain's next hop then costs the completing script and the next start script, not a queue
- * round trip, a wake-up and BullMQ's job bookkeeping. The others are enqueued as usual.
+ * Node handoff: a node job that releases ready dependents runs them itself, at once, in the same
+ * job and worker slot, instead of adding a job for each and waiting for a worker to fetch it: one
+ * down a chain, up to the handoff width side by side when a completion releases several. A hop
+ * then costs the completing script and the next start script, not a queue round trip, a wake-up
+ * and BullMQ's job bookkeeping. The others are enqueued as usual.
  *
  * Why it keeps the execution model's guarantees:
  * - the carrying job stays active while its handed-off nodes run, so the run's root job stays in
@@ -44,7 +45,8 @@ const priorityOf = (node: ExecutableNode): number =>
 /**
  * The children a completing job may run next, in the order it prefers them: those that may be
  * handed off, in the graph's order, or in a run that prioritizes, highest priority first (the
- * graph's order among equals). `complete-node.lua` begins the first of them it released.
+ * graph's order among equals). `complete-node.lua` begins the first of them it released, as many
+ * as the job may take.
  */
 export function handoffCandidates(
   nodes: ReadonlyMap<string, ExecutableNode>,

@@ -18,7 +18,7 @@ import { DEFAULT_NODE_PRIORITY } from '../graph/schema.js';
 import { executionOf, toolOf, type ExecutableNode } from '../nodes/index.js';
 import { retriesFor, retryDelay } from '../policy/retry-policy.js';
 import { rateLimitFixUsed } from '../reflect/lesson-effects.js';
-import type { BeginNodeResult, CompleteNodeResult, HandoffRequest } from '../state/runs/node-state.js';
+import type { BeginNodeResult, HandedOffNode, HandoffRequest } from '../state/runs/node-state.js';
 import { NodeJobData } from '../queues/catalog.js';
 import { enqueueNodes, nodeJobAttempts, wakeParkedNodes } from '../queues/run-jobs.js';
 import { metrics } from '../telemetry/metrics.js';
@@ -85,6 +85,8 @@ interface Execution {
   readonly inline: boolean;
   /** How many more nodes the carrying job may run after this one. */
   readonly hopsLeft: number;
+  /** The carrying job's nodes running now (this one among them): shared by its executions. */
+  readonly carrying: { running: number };
   /**
    * A handed-off node begun by its releaser's completing script (`complete-node.lua`): its begin
    * answer, its start time and the abort tracking taken before that script read the run's status.
@@ -96,7 +98,7 @@ interface Execution {
   };
 }
 
-type ExecutionResult = NodeJobResult & { readonly handoff?: Execution };
+type ExecutionResult = NodeJobResult & { readonly handoffs?: readonly Execution[] };
 
 /**
  * Executes one node job in its span (a child of whatever released the node, from the job's data):
@@ -118,21 +120,48 @@ export async function executeNodeJob(
     queuedAt: job.timestamp,
     inline: false,
     hopsLeft: deps.handoff ?? 0,
+    carrying: { running: 1 },
   };
   // A run with a cap on its parallel nodes: the job takes a slot first, or parks until one frees.
   const slot = await takeNodeSlot(deps, await deps.plans.get(data.runId, data.generation), job, token);
   try {
     const first = await inNodeSpan(deps, own, data.trace);
-    let next = first.handoff;
-    while (next) {
-      const execution = next;
-      next = (await inNodeSpan(deps, execution, execution.data.trace)).handoff;
-    }
+    own.carrying.running -= 1;
+    await runHandoffs(deps, first.handoffs ?? []);
     return { status: first.status, ...(first.code !== undefined ? { code: first.code } : {}) };
   } finally {
     // Ended or parked: either way the job runs nothing now.
     if (slot) await giveNodeSlot(deps, slot);
   }
+}
+
+/**
+ * Runs the nodes a job was handed, and those they hand on: one after another down a chain, side
+ * by side when a completion handed several (wide handoff). Each ends in its span; a handed-off
+ * node that fails in an unexpected way has moved to a job of its own (`runHandedOff`), so what
+ * rejects here is the carrying job's own failure, thrown once every branch has ended.
+ */
+async function runHandoffs(deps: ExecutorDeps, executions: readonly Execution[]): Promise<void> {
+  let next = executions;
+  // A chain (one at a time) loops here without a promise per branch.
+  while (next.length === 1) {
+    const execution = next[0]!;
+    const result = await inNodeSpan(deps, execution, execution.data.trace).finally(
+      () => (execution.carrying.running -= 1),
+    );
+    next = result.handoffs ?? [];
+  }
+  if (next.length === 0) return;
+  const ended = await Promise.allSettled(
+    next.map(async (execution) => {
+      const result = await inNodeSpan(deps, execution, execution.data.trace).finally(
+        () => (execution.carrying.running -= 1),
+      );
+      await runHandoffs(deps, result.handoffs ?? []);
+    }),
+  );
+  const failed = ended.find((e): e is PromiseRejectedResult => e.status === 'rejected');
+  if (failed) throw failed.reason;
 }
 
 async function inNodeSpan(
@@ -335,11 +364,11 @@ async function runExecution(deps: ExecutorDeps, execution: Execution): Promise<E
       await recoverCarried(deps, plan, data.generation, carriers, node.id, ready);
       return { status: snapshot.status, ...(snapshot.error ? { code: snapshot.error.code } : {}) };
     }
-    const handoff = await completeAndDispatch(ctx, snapshot, execution);
+    const handoffs = await completeAndDispatch(ctx, snapshot, execution);
     return {
       status: snapshot.status,
       ...(snapshot.error ? { code: snapshot.error.code } : {}),
-      ...(handoff ? { handoff } : {}),
+      ...(handoffs.length > 0 ? { handoffs } : {}),
     };
   } finally {
     tracked.release();
@@ -591,7 +620,7 @@ async function complete(
   existed: boolean,
   carriers: readonly string[],
   handoff?: HandoffRequest,
-): Promise<{ ready: readonly string[]; handedOff?: CompleteNodeResult['handedOff'] }> {
+): Promise<{ ready: readonly string[]; handedOff: readonly HandedOffNode[] }> {
   const { deps, plan, node } = ctx;
   const kind = executionOf(node);
   const failsRun = snapshot.status === 'failed' && !kind.continuesOnFailure(node);
@@ -628,9 +657,7 @@ async function complete(
     });
   }
   const dispatch = done.status === 'running' && done.generation === ctx.generation;
-  return dispatch
-    ? { ready: done.ready, ...(done.handedOff ? { handedOff: done.handedOff } : {}) }
-    : { ready: [] };
+  return dispatch ? { ready: done.ready, handedOff: done.handedOff } : { ready: [], handedOff: [] };
 }
 
 /**
@@ -658,16 +685,16 @@ async function decideFailure(
 }
 
 /**
- * Writes the node's snapshot and dispatches what it released: one of them (node handoff) begun by
- * the same script and answered as the job's next execution, the others enqueued. Ready nodes are
- * enqueued (or begun) before the job finishes, so the root job cannot finish early and a crash
- * cannot strand them.
+ * Writes the node's snapshot and dispatches what it released: some of them (node handoff) begun by
+ * the same script and answered as the job's next executions — one down a chain, up to the job's
+ * handoff width side by side — the others enqueued. Ready nodes are enqueued (or begun) before the
+ * job finishes, so the root job cannot finish early and a crash cannot strand them.
  */
 async function completeAndDispatch(
   ctx: NodeContext,
   snapshot: NodeSnapshot,
   from: Execution,
-): Promise<Execution | undefined> {
+): Promise<Execution[]> {
   const { deps, plan } = ctx;
   const generation = from.data.generation;
   const candidates =
@@ -680,10 +707,17 @@ async function completeAndDispatch(
           plan.prioritized,
         )
       : [];
+  // This node's place in the job passes on; the job runs at most `width` nodes at once. A run with
+  // a cap on its parallel nodes holds one slot per job: its nodes go on one at a time.
+  const width =
+    plan.maxParallelNodes === null ? Math.max(1, (deps.handoffWidth ?? 1) - (from.carrying.running - 1)) : 1;
   const startedAt = nowIso();
-  // Tracked before the script reads the run's status, as for a node's own start.
-  const tracked = candidates.length > 0 ? deps.aborts.track(plan.runId) : undefined;
-  let handedOff: CompleteNodeResult['handedOff'];
+  // Tracked before the script reads the run's status, as for a node's own start: one for each node
+  // the script may begin, those it did not given back after it.
+  const tracks = Array.from({ length: Math.min(width, candidates.length) }, () =>
+    deps.aborts.track(plan.runId),
+  );
+  let handedOff: readonly HandedOffNode[] = [];
   try {
     const done = await complete(
       ctx,
@@ -694,6 +728,7 @@ async function completeAndDispatch(
         ? {
             generation,
             live: { status: 'running', startedAt, attempt: 1, carriedBy: jobIdOf(from.job) },
+            width,
             candidates: candidates.map((id) => ({
               id,
               chargeCall: executionOf(plan.nodes.get(id)!).chargesToolCall,
@@ -702,44 +737,48 @@ async function completeAndDispatch(
           }
         : undefined,
     );
+    const begun = new Set(done.handedOff.map((h) => h.nodeId));
     await enqueueReady(
       deps,
       plan,
-      done.ready.filter((id) => id !== done.handedOff?.nodeId),
+      done.ready.filter((id) => !begun.has(id)),
       generation,
     );
     handedOff = done.handedOff;
   } finally {
-    if (!handedOff) tracked?.release();
+    for (const tracked of tracks.slice(handedOff.length)) tracked.release();
   }
-  if (!handedOff || !tracked) return undefined;
-  const node = plan.nodes.get(handedOff.nodeId)!;
-  metrics.nodeHandoffs.inc({ outcome: 'ran' });
-  return {
-    job: from.job,
-    token: from.token,
-    data: {
-      runId: plan.runId,
-      nodeId: handedOff.nodeId,
-      generation,
-      continuation: false,
-      throttled: false,
-      moved: false,
-      attemptsBefore: 0,
-      ...traceCarrier(),
-    },
-    attempt: 1,
-    attemptsAllowed: nodeJobAttempts(
-      node,
-      retryTableFor(deps),
-      deps.lessons?.maxRetries,
-      retryOfNode(deps.tools, node),
-    ),
-    queuedAt: Date.now(),
-    inline: true,
-    hopsLeft: from.hopsLeft - 1,
-    begun: { begin: handedOff.begin, startedAt: handedOff.startedAt, tracked },
-  };
+  from.carrying.running += handedOff.length;
+  metrics.nodeHandoffs.inc({ outcome: 'ran' }, handedOff.length);
+  return handedOff.map((handed, i) => {
+    const node = plan.nodes.get(handed.nodeId)!;
+    return {
+      job: from.job,
+      token: from.token,
+      data: {
+        runId: plan.runId,
+        nodeId: handed.nodeId,
+        generation,
+        continuation: false,
+        throttled: false,
+        moved: false,
+        attemptsBefore: 0,
+        ...traceCarrier(),
+      },
+      attempt: 1,
+      attemptsAllowed: nodeJobAttempts(
+        node,
+        retryTableFor(deps),
+        deps.lessons?.maxRetries,
+        retryOfNode(deps.tools, node),
+      ),
+      queuedAt: Date.now(),
+      inline: true,
+      hopsLeft: from.hopsLeft - 1,
+      carrying: from.carrying,
+      begun: { begin: handed.begin, startedAt: handed.startedAt, tracked: tracks[i]! },
+    };
+  });
 }
 
 /**

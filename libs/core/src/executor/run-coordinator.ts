@@ -104,8 +104,13 @@ export async function settleAfterRootFailure(deps: ExecutorDeps, job: Job): Prom
 
 async function executeRunJob(deps: ExecutorDeps, job: Job, token: string | undefined): Promise<RunJobResult> {
   const data = RunJobData.parse(job.data);
-  // Read once in the start pass: status, session and task.
-  const header = data.step === 'start' ? await deps.store.header(data.runId) : null;
+  // Read once in the start pass: status, session and task. The plan is asked for beside it, in the
+  // same round trip: a graph run has it already (a task run not yet planned reads null here and
+  // asks again once planned).
+  const [header, prefetched] =
+    data.step === 'start'
+      ? await Promise.all([deps.store.header(data.runId), deps.plans.get(data.runId, data.generation)])
+      : [null, null];
   if (header) {
     // Past its tenant's cap of running runs, the run waits queued (the job parks) for a slot.
     await admitRun(deps, job, token, data.runId, header);
@@ -118,7 +123,7 @@ async function executeRunJob(deps: ExecutorDeps, job: Job, token: string | undef
     const planned = await ensurePlanned(deps, data.runId, starting, envVersion);
     if (planned !== 'ready') return { status: planned };
   }
-  const plan = await deps.plans.get(data.runId, data.generation);
+  const plan = prefetched ?? (await deps.plans.get(data.runId, data.generation));
   if (!plan) return { status: 'gone' };
 
   if (data.step === 'start') {

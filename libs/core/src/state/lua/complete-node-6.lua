@@ -5,15 +5,15 @@
   ARGV[5] '1' to release dependents, ARGV[6] JSON list of the jobs whose handed-off children are
   this completion's own (the completing job's, a moved node's earlier carrier) or '', ARGV[7] usage to charge
   (JSON object of integers, e.g. {"toolTimeMs":12,"promptTokens":30}), ARGV[8] the node handoff
-  ('' for none): JSON {generation, live, candidates: [{id, charge, reads}]}, the children the job may
-  run next in the order it prefers them, ARGV[9..] children
+  ('' for none): JSON {generation, live, width, candidates: [{id, charge, reads}]}, the children the
+  job may run next in the order it prefers them and how many of them it may take, ARGV[9..] children
   Returns { written (1 = this call wrote the snapshot, 0 = it existed), run status, generation,
-  handed-off child id | false, its begin answer | false, its start time (ISO) | false, ready child
-  ids... }; { 0, false, 0, false, false, false }, writing nothing, for an unknown run.
-  Node handoff: when this call wrote the snapshot and released a candidate, the first such one is
-  begun here as begin-node-6.lua would (`beginNode` in run.lib.lua), so the job's next node starts in
-  the same step, its `startedAt` (in the live JSON given) set to this step's instant; it stays
-  among the ready ids.
+  handed-off child ids | false, their begin answers | false, their start time (ISO) | false, ready
+  child ids... }; { 0, false, 0, false, false, false }, writing nothing, for an unknown run.
+  Node handoff: when this call wrote the snapshot and released candidates, the first `width` of them
+  (at least one) are begun here as begin-node-6.lua would (`beginNode` in run.lib.lua), so the job's
+  next nodes start in the same step, their `startedAt` (in the live JSON given) set to this step's
+  instant; they stay among the ready ids.
   A child is ready when its counter is 0 and it has no snapshot; it is marked queued with the id of
   the node that released it (`by`). On a redelivery (written = 0) the counters are not decremented
   again, but the ready children this node released are returned again, so a crash between this
@@ -90,16 +90,25 @@ if status == 'running' and written == 1 and #queued > 0 then
     local handoff = cjson.decode(ARGV[8])
     local isReady = {}
     for i = 1, #queued, 2 do isReady[queued[i]] = true end
+    local width = math.max(1, tonumber(handoff.width) or 1)
+    local ids, begins, startedAt, live = {}, {}, nil, nil
     for _, candidate in ipairs(handoff.candidates) do
+      if #ids >= width then break end
       if isReady[candidate.id] then
-        -- It starts at this step's instant, the same as its node.queued: never before it was ready.
-        local startedAt = isoNow()
-        local live = string.gsub(handoff.live, '"startedAt":"[^"]*"', '"startedAt":"' .. startedAt .. '"')
-        result[4] = candidate.id
-        result[5] = beginNode(candidate.id, handoff.generation, live, true, candidate.charge, candidate.reads)
-        result[6] = startedAt
-        break
+        -- They start at this step's instant, the same as their node.queued: never before ready.
+        if not startedAt then
+          startedAt = isoNow()
+          live = string.gsub(handoff.live, '"startedAt":"[^"]*"', '"startedAt":"' .. startedAt .. '"')
+        end
+        ids[#ids + 1] = candidate.id
+        begins[#begins + 1] = beginNode(candidate.id, handoff.generation, live, true, candidate.charge,
+          candidate.reads)
       end
+    end
+    if startedAt then
+      result[4] = ids
+      result[5] = begins
+      result[6] = startedAt
     end
   end
 end

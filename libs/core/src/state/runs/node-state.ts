@@ -38,22 +38,29 @@ export interface CompleteNodeResult {
   readonly written: boolean;
   readonly status: RunStatus | null;
   readonly generation: number;
-  /** The ready children, the handed-off one among them. */
+  /** The ready children, the handed-off ones among them. */
   readonly ready: readonly string[];
-  /** The child begun in the same step (node handoff), its begin answer and start time (the step's). */
-  readonly handedOff?: {
-    readonly nodeId: string;
-    readonly begin: BeginNodeResult;
-    readonly startedAt: string;
-  };
+  /**
+   * The children begun in the same step (node handoff), in the job's order of preference: each
+   * with its begin answer and start time (the step's). Empty when none was.
+   */
+  readonly handedOff: readonly HandedOffNode[];
+}
+
+export interface HandedOffNode {
+  readonly nodeId: string;
+  readonly begin: BeginNodeResult;
+  readonly startedAt: string;
 }
 
 /** The children a completing job may run next, in the order it prefers them (`executor/handoff.ts`). */
 export interface HandoffRequest {
   /** The job's generation. */
   readonly generation: number;
-  /** The running state of the one begun; its `startedAt` is replaced by the step's instant. */
+  /** The running state of those begun; its `startedAt` is replaced by the step's instant. */
   readonly live: LiveNodeState;
+  /** How many of the candidates the job may take (at least one). */
+  readonly width: number;
   readonly candidates: readonly { id: string; chargeCall: boolean; reads: readonly string[] }[];
 }
 
@@ -181,6 +188,7 @@ export class NodeStates {
         ? JSON.stringify({
             generation: options.handoff.generation,
             live: JSON.stringify(options.handoff.live),
+            width: options.handoff.width,
             candidates: options.handoff.candidates.map((c) => ({
               id: c.id,
               charge: c.chargeCall,
@@ -189,17 +197,22 @@ export class NodeStates {
           })
         : '',
       ...options.children,
-    ])) as [number, string | null, number, string | null, unknown[] | null, string | null, ...string[]];
-    const [written, status, generation, handedOff, begin, startedAt, ...ready] = raw;
-    const candidate = handedOff ? options.handoff?.candidates.find((c) => c.id === handedOff) : undefined;
+    ])) as [number, string | null, number, string[] | null, unknown[][] | null, string | null, ...string[]];
+    const [written, status, generation, handedIds, begins, startedAt, ...ready] = raw;
+    const reads = new Map(options.handoff?.candidates.map((c) => [c.id, c.reads]));
     return {
       written: written === 1,
       status: status ? RunStatus.parse(status) : null,
       generation,
       ready,
-      ...(handedOff && begin && candidate && startedAt
-        ? { handedOff: { nodeId: handedOff, begin: beginResult(begin, candidate.reads), startedAt } }
-        : {}),
+      handedOff:
+        handedIds && begins && startedAt
+          ? handedIds.map((nodeId, i) => ({
+              nodeId,
+              begin: beginResult(begins[i]!, reads.get(nodeId) ?? []),
+              startedAt,
+            }))
+          : [],
     };
   }
 
