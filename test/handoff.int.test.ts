@@ -34,8 +34,13 @@ beforeAll(async () => {
   ]);
   crashing = await startStack({
     pools: ['plan'],
-    // Short locks so the killed worker's job is found stalled within seconds.
-    env: { TETRALOOP_LOCK_DURATION_MS: '2000', TETRALOOP_STALLED_INTERVAL_MS: '1000' },
+    // Short locks so the killed worker's job is found stalled within seconds; three nodes at once
+    // per job.
+    env: {
+      TETRALOOP_LOCK_DURATION_MS: '2000',
+      TETRALOOP_STALLED_INTERVAL_MS: '1000',
+      TETRALOOP_NODE_HANDOFF_WIDTH: '3',
+    },
   });
   await startWorker();
 }, 60_000);
@@ -198,6 +203,30 @@ describe('node handoff', () => {
     const doc = await runToEnd(plain.url, chain(ids));
     expect(doc.status).toBe('succeeded');
     expect(await nodeJobsAdded(plain, doc.runId)).toEqual(ids);
+  });
+
+  it('runs at most the width of nodes at once in one job, when branches release more', async () => {
+    // src → a, b; a → a1..a3; b → b1..b3, the six held until all have called. Width 3: src's job
+    // runs a and b, then a's completion takes two places and b's the one left; three get jobs.
+    const leaf = (id: string) => call(id, '/gate?x=1');
+    const leaves = ['n-a1', 'n-a2', 'n-a3', 'n-b1', 'n-b2', 'n-b3'];
+    const posted = await postRun(crashing.url, {
+      graph: {
+        nodes: [call('n-src'), call('n-a'), call('n-b'), ...leaves.map(leaf)],
+        edges: [['n-src', 'n-a'], ['n-src', 'n-b'], ...leaves.map((id) => [`n-${id[2]}`, id])],
+      },
+    });
+    const runId = posted.body.runId as string;
+    for (const id of leaves) await server.hitCount(id, 1);
+    for (const id of leaves) server.openGate(id);
+    const doc = await waitFor(crashing.url, runId);
+    expect(doc.status).toBe('succeeded');
+    const carried = leaves.filter((id) => doc.nodes[id]!.attempts[0]!.carriedBy === `${runId}.n-src`);
+    expect(carried).toHaveLength(3);
+    expect(await nodeJobsAdded(crashing, runId)).toEqual(
+      ['n-src', ...leaves.filter((id) => !carried.includes(id))].sort(),
+    );
+    for (const id of leaves) expect(server.hitsOf(id), id).toHaveLength(1);
   });
 
   it('finishes a chain whose carrying job died mid-node: the interrupted node runs again, no other', async () => {

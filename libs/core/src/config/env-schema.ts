@@ -398,7 +398,7 @@ export const BASE_SETTINGS = {
     group: 'runs',
     file: 'runs.nodeHandoff',
     readBy: ['api', 'workers'],
-    doc: 'How many released nodes a node job may run itself after its own node, one at a time in the same worker slot, instead of adding a job for each (node handoff; see docs/execution-model.md). 0 gives every node a job of its own.',
+    doc: 'How many hops deep a node job may run released nodes itself after its own node, in the same worker slot, instead of adding a job for each (node handoff; see docs/execution-model.md): a chain goes back through the queue every N nodes. 0 gives every node a job of its own.',
     schema: z.coerce.number().int().min(0).max(1000).default(32),
   }),
   TETRALOOP_NODE_HANDOFF_WIDTH: setting({

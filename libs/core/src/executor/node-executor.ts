@@ -1,7 +1,7 @@
 /**
  * Executes one node job (the tool loop, L3): read the dependencies' snapshots, guard against
  * loops and spent budgets, run the node by its kind's runner, write its snapshot once, release
- * ready dependents — and run one of them in the same job (`handoff.ts`). A retry is handed back
+ * ready dependents — and run some of them in the same job (`handoff.ts`). A retry is handed back
  * to BullMQ's backoff; a waiting node parks itself in the delayed set; neither holds a worker slot.
  */
 import type { Logger } from 'pino';
@@ -83,7 +83,7 @@ interface Execution {
   /** When the node became ready: its job was queued, or it was released for a handoff. */
   readonly queuedAt: number;
   readonly inline: boolean;
-  /** How many more nodes the carrying job may run after this one. */
+  /** How many more hops deep the carrying job may hand off below this node. */
   readonly hopsLeft: number;
   /** The carrying job's nodes running now (this one among them): shared by its executions. */
   readonly carrying: { running: number };
@@ -160,8 +160,12 @@ async function runHandoffs(deps: ExecutorDeps, executions: readonly Execution[])
       await runHandoffs(deps, result.handoffs ?? []);
     }),
   );
-  const failed = ended.find((e): e is PromiseRejectedResult => e.status === 'rejected');
-  if (failed) throw failed.reason;
+  const failed = ended.filter((e): e is PromiseRejectedResult => e.status === 'rejected');
+  // The job fails with the first; the others are told too.
+  for (const other of failed.slice(1)) {
+    deps.logger.error({ err: other.reason as unknown }, 'a node run handed off beside another failed');
+  }
+  if (failed[0]) throw failed[0].reason;
 }
 
 async function inNodeSpan(
@@ -372,8 +376,14 @@ async function runExecution(deps: ExecutorDeps, execution: Execution): Promise<E
     };
   } finally {
     tracked.release();
-    // The node did not run, or its call did not take the early answer: its capacity goes back.
-    await dropEarly(deps.flow, early);
+    // The node did not run, or its call did not take the early answer: its capacity goes back (or
+    // its lease runs out). Not thrown: the nodes this one handed off are begun and must run.
+    await dropEarly(deps.flow, early).catch((err: unknown) =>
+      deps.logger.warn(
+        { err, runId: plan.runId, nodeId: node.id },
+        'could not give back an early flow answer',
+      ),
+    );
   }
 }
 
@@ -612,7 +622,7 @@ function notRunSnapshot(runStatus: RunStatus | null, attempts: NodeSnapshot['att
 
 /**
  * Writes the node's snapshot (once) and answers the dependents it released, not yet enqueued, and
- * the one of `handoff`'s candidates the same script began.
+ * those of `handoff`'s candidates the same script began.
  */
 async function complete(
   ctx: NodeContext,
@@ -708,16 +718,21 @@ async function completeAndDispatch(
         )
       : [];
   // This node's place in the job passes on; the job runs at most `width` nodes at once. A run with
-  // a cap on its parallel nodes holds one slot per job: its nodes go on one at a time.
+  // a cap on its parallel nodes holds one slot per job, and with flow limits in force a handed-off
+  // call under one moves to a job of its own (where it asks early): both go one node at a time.
   const width =
-    plan.maxParallelNodes === null ? Math.max(1, (deps.handoffWidth ?? 1) - (from.carrying.running - 1)) : 1;
+    plan.maxParallelNodes === null && !flowLimitsInForce(deps)
+      ? Math.max(1, (deps.handoffWidth ?? 1) - (from.carrying.running - 1))
+      : 1;
+  // The places are taken before the script, so a sibling completing meanwhile counts them; those
+  // the script did not fill are given back after it.
+  const reserved = Math.min(width, candidates.length);
+  from.carrying.running += reserved;
   const startedAt = nowIso();
   // Tracked before the script reads the run's status, as for a node's own start: one for each node
   // the script may begin, those it did not given back after it.
-  const tracks = Array.from({ length: Math.min(width, candidates.length) }, () =>
-    deps.aborts.track(plan.runId),
-  );
-  let handedOff: readonly HandedOffNode[] = [];
+  const tracks = Array.from({ length: reserved }, () => deps.aborts.track(plan.runId));
+  let executions: Execution[] = [];
   try {
     const done = await complete(
       ctx,
@@ -744,41 +759,55 @@ async function completeAndDispatch(
       done.ready.filter((id) => !begun.has(id)),
       generation,
     );
-    handedOff = done.handedOff;
+    executions = done.handedOff.map((handed, i) => handedOffExecution(deps, plan, from, handed, tracks[i]!));
   } finally {
-    for (const tracked of tracks.slice(handedOff.length)) tracked.release();
+    // On a failure the nodes begun stay to the job's redelivery, which finds them by `carriedBy`.
+    from.carrying.running -= reserved - executions.length;
+    for (const tracked of tracks.slice(executions.length)) tracked.release();
   }
-  from.carrying.running += handedOff.length;
-  metrics.nodeHandoffs.inc({ outcome: 'ran' }, handedOff.length);
-  return handedOff.map((handed, i) => {
-    const node = plan.nodes.get(handed.nodeId)!;
-    return {
-      job: from.job,
-      token: from.token,
-      data: {
-        runId: plan.runId,
-        nodeId: handed.nodeId,
-        generation,
-        continuation: false,
-        throttled: false,
-        moved: false,
-        attemptsBefore: 0,
-        ...traceCarrier(),
-      },
-      attempt: 1,
-      attemptsAllowed: nodeJobAttempts(
-        node,
-        retryTableFor(deps),
-        deps.lessons?.maxRetries,
-        retryOfNode(deps.tools, node),
-      ),
-      queuedAt: Date.now(),
-      inline: true,
-      hopsLeft: from.hopsLeft - 1,
-      carrying: from.carrying,
-      begun: { begin: handed.begin, startedAt: handed.startedAt, tracked: tracks[i]! },
-    };
-  });
+  metrics.nodeHandoffs.inc({ outcome: 'ran' }, executions.length);
+  return executions;
+}
+
+/** Whether flow limits may apply to a call: some are in force, or the gate's copy is stale. */
+const flowLimitsInForce = (deps: ExecutorDeps): boolean =>
+  deps.flow !== undefined && (deps.flow.cachedLimits()?.limits.length ?? 1) > 0;
+
+/** A node begun by its releaser's completion, to run next in the same job. */
+function handedOffExecution(
+  deps: ExecutorDeps,
+  plan: CompiledPlan,
+  from: Execution,
+  handed: HandedOffNode,
+  tracked: { signal: AbortSignal; release: () => void },
+): Execution {
+  const node = plan.nodes.get(handed.nodeId)!;
+  return {
+    job: from.job,
+    token: from.token,
+    data: {
+      runId: plan.runId,
+      nodeId: handed.nodeId,
+      generation: from.data.generation,
+      continuation: false,
+      throttled: false,
+      moved: false,
+      attemptsBefore: 0,
+      ...traceCarrier(),
+    },
+    attempt: 1,
+    attemptsAllowed: nodeJobAttempts(
+      node,
+      retryTableFor(deps),
+      deps.lessons?.maxRetries,
+      retryOfNode(deps.tools, node),
+    ),
+    queuedAt: Date.now(),
+    inline: true,
+    hopsLeft: from.hopsLeft - 1,
+    carrying: from.carrying,
+    begun: { begin: handed.begin, startedAt: handed.startedAt, tracked },
+  };
 }
 
 /**
