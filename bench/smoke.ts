@@ -28,16 +28,24 @@ import {
 type Floor = { atLeast: number } | { atMost: number };
 
 /**
- * The floors, in one place. Each sits well under the figure of 2026-12-02 noted beside it
- * (`bench/results/2026-12-02T10-06-59-537Z.md`, 2 cores; the fan-out from issue 30's run that day),
- * because CI machines are noisy. When the full run's figures improve, raise the floors with them,
- * keeping the margin.
+ * The floors, in one place. Each sits well under the figure noted beside it (2 cores; first set
+ * from `bench/results/2026-12-02T10-06-59-537Z.md` and issue 30's fan-out that day), because CI
+ * machines are noisy. When the full run's figures improve, raise the floors with them, keeping the
+ * margin.
  */
 export const FLOORS = {
-  /** 0.18: 1,013 nodes/s with 1 tool process against 5,728 jobs/s. */
-  'throughput ÷ raw BullMQ': { atLeast: 0.12 },
-  /** 0.98 (988 against 1,013 nodes/s): a second tool process adds nothing yet. */
-  'throughput 2 tool processes ÷ 1': { atLeast: 0.8 },
+  /**
+   * 0.37–0.42 in three smoke runs with wide handoff (2026-12-03; 0.27–0.31 before it), 0.27–0.33
+   * in full runs. Raised from 0.12.
+   */
+  'throughput ÷ raw BullMQ': { atLeast: 0.18 },
+  /**
+   * 0.82–1.10 in the same smoke runs, 0.80–0.96 in full runs: with wide handoff one process runs
+   * 40 % more nodes per second, two only a little more than before, so the ratio fell while both
+   * figures rose. Lowered from 0.8, which it now grazes; 0.65 still fails a second process that
+   * costs a third of the throughput (the issue's finding was half).
+   */
+  'throughput 2 tool processes ÷ 1': { atLeast: 0.65 },
   /** 1.54: 0.73 against 0.47 ms. */
   'per-hop p50 ÷ raw BullMQ': { atMost: 2.5 },
   /**
