@@ -430,6 +430,8 @@ export async function runThroughput(log: (line: string) => void = console.log): 
       nodesPerRun: NODES_PER_RUN,
       graph: 'src → 8 parallel → join, all json tool nodes',
       concurrencyPerProcess: CONCURRENCY,
+      // The handoff width the worker processes read (TETRALOOP_NODE_HANDOFF_WIDTH; default 8).
+      handoffWidth: Number(process.env.TETRALOOP_NODE_HANDOFF_WIDTH ?? 8),
       planPool: 'one `tetraloop worker --pool plan` process',
       api: 'in the bench process, with the HTTP client',
     },
