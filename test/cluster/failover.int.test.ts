@@ -100,7 +100,29 @@ async function waitRetrying(runId: string): Promise<{ doc: RunDocument; answers:
       await new Promise((r) => setTimeout(r, Number(res.headers.get('retry-after') ?? 1) * 1000));
     }
   }
-  throw new Error(`run ${runId} did not settle within 60 s (answers: ${JSON.stringify(answers)})`);
+  throw new Error(
+    `run ${runId} did not settle within 60 s (answers: ${JSON.stringify(answers)}; ` +
+      `${await runState(runId)})`,
+  );
+}
+
+/**
+ * Where a run that did not settle stands, for the failure message: each node's status, attempts
+ * (with the job that carried each) and calls the tool server saw.
+ */
+async function runState(runId: string): Promise<string> {
+  try {
+    const doc = (await (await fetch(`${stack.url}/v1/runs/${runId}`)).json()) as RunDocument;
+    const nodes = Object.values(doc.nodes).map((n) => ({
+      id: n.id,
+      status: n.status,
+      attempts: n.attempts.map((a) => ({ n: a.attempt, error: a.error?.code, carriedBy: a.carriedBy })),
+      calls: tools.hitsOf(n.id).length,
+    }));
+    return `run ${doc.status}, nodes ${JSON.stringify(nodes)}`;
+  } catch (err) {
+    return `its document could not be read: ${String(err)}`;
+  }
 }
 
 /**
