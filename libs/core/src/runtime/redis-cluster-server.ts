@@ -7,6 +7,7 @@
  */
 import { spawn, spawnSync } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
+import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Redis } from 'ioredis';
@@ -38,19 +39,47 @@ export interface RedisClusterOptions {
   readonly binary?: string;
 }
 
+/** How often the cluster is started afresh when a node exits as it starts. */
+const START_ATTEMPTS = 3;
+
 export async function startRedisCluster(options: RedisClusterOptions = {}): Promise<RedisClusterServer> {
   const binary = options.binary ?? 'redis-server';
   if (!hasRedisServer(binary)) throw new RedisServerMissingError(binary);
+  // A port found free can be taken before its node binds it (or its bus port, by any process's
+  // outgoing connection): that node exits, and the cluster starts again on other ports.
+  for (let attempt = 1; ; attempt++) {
+    try {
+      return await startClusterOnce(binary, options);
+    } catch (err) {
+      if (!(err instanceof NodeExitedError) || attempt >= START_ATTEMPTS) throw err;
+    }
+  }
+}
+
+/** A cluster node's process ended before it answered. */
+class NodeExitedError extends Error {}
+
+/** Whether `port` can be bound on 127.0.0.1 now. */
+const canBind = (port: number): Promise<boolean> =>
+  new Promise((resolve) => {
+    const server = createServer();
+    server.unref();
+    server.once('error', () => resolve(false));
+    server.listen(port, '127.0.0.1', () => server.close(() => resolve(true)));
+  });
+
+async function startClusterOnce(binary: string, options: RedisClusterOptions): Promise<RedisClusterServer> {
   const masterCount = options.masters ?? 3;
   const replicaCount = options.replicas ?? 0;
   const count = masterCount * (1 + replicaCount);
   const dir = mkdtempSync(join(tmpdir(), 'tetraloop-cluster-'));
   const ports: number[] = [];
   // Free ports one at a time, so two asks cannot answer the same one. The cluster bus port is
-  // port + 10000: a port above 55535 has none, so ask again.
+  // port + 10000: a port above 55535 has none, and one whose bus port is taken would not start,
+  // so ask again.
   while (ports.length < count) {
     const port = await freePort();
-    if (port <= 55_535 && !ports.includes(port)) ports.push(port);
+    if (port <= 55_535 && !ports.includes(port) && (await canBind(port + 10_000))) ports.push(port);
   }
   const children = ports.map((port) =>
     spawn(
@@ -98,7 +127,14 @@ export async function startRedisCluster(options: RedisClusterOptions = {}): Prom
   let replicas: string[][] = [];
   try {
     await Promise.all(
-      nodes.map((url, i) => waitForPing(url, { exited: exits[i]!, what: 'redis-server (cluster node)' })),
+      nodes.map((url, i) =>
+        waitForPing(url, { exited: exits[i]!, what: 'redis-server (cluster node)' }).catch((err: unknown) => {
+          const child = children[i]!;
+          throw child.exitCode !== null || child.signalCode !== null
+            ? new NodeExitedError(err instanceof Error ? err.message : String(err))
+            : err;
+        }),
+      ),
     );
     const create = spawnSync(
       'redis-cli',
