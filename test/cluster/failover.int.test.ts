@@ -33,6 +33,9 @@ beforeAll(async () => {
       REDIS_URL: cluster.url,
       TETRALOOP_QUEUE_SHARDS: String(SHARDS),
       TETRALOOP_SHUTDOWN_GRACE_MS: '5000',
+      // What the workers meet in a failover (a handed-off node moved, a job stalled or failed) is
+      // in the output, with its time: a run that does not settle is then read from it.
+      LOG_LEVEL: 'warn',
     },
   });
 }, 60_000);
