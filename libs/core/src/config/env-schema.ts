@@ -384,14 +384,14 @@ export const BASE_SETTINGS = {
     group: 'jobs',
     file: 'jobs.failedAgeSeconds',
     readBy: ['api', 'workers'],
-    doc: 'failed BullMQ jobs are removed after this age',
+    doc: 'Failed BullMQ jobs (root jobs, webhook deliveries, remote tool calls, trigger firings and events) are removed after this age. A failed *node* job is removed at once: kept, a node added again would wedge its root job (docs/execution-model.md#crash-recovery).',
     schema: z.coerce.number().int().positive().default(86_400),
   }),
   TETRALOOP_NODE_JOBS_KEEP_COMPLETED: setting({
     group: 'jobs',
     file: 'jobs.nodeJobsKeepCompleted',
     readBy: ['api', 'workers'],
-    doc: "Completed *node* jobs kept in the node (`tool`) queue: 0 removes each when it completes (the cheapest: no completed set to add to and trim); N keeps the newest N, each at most `TETRALOOP_JOB_COMPLETED_AGE_SECONDS`. Root jobs keep `TETRALOOP_JOB_COMPLETED_COUNT`; failed node jobs keep `TETRALOOP_JOB_FAILED_AGE_SECONDS`. The run record holds every node's outcome.",
+    doc: "Completed *node* jobs kept in the node (`tool`) queue: 0 removes each when it completes (the cheapest: no completed set to add to and trim); N keeps the newest N, each at most `TETRALOOP_JOB_COMPLETED_AGE_SECONDS`. Root jobs keep `TETRALOOP_JOB_COMPLETED_COUNT`; a failed node job is removed at once. The run record holds every node's outcome.",
     schema: z.coerce.number().int().min(0).default(0),
   }),
   TETRALOOP_NODE_HANDOFF: setting({

@@ -35,11 +35,18 @@ export function keepJobs(r: JobRetention): { removeOnComplete: KeepJobs; removeO
  * bookkeeping is the same either way: the root job still learns the child completed). A node job
  * added again after its job is gone (a completing job redelivered after a crash) is a new job whose
  * `begin-node` finds the node's snapshot and does not run it (docs/execution-model.md).
+ *
+ * A node job that fails for good is removed too. It was added with `ignoreDependencyOnFailure`, so
+ * the root stops waiting for it; but BullMQ puts a job id it still holds, and has not completed,
+ * back among the parent's dependencies when the same id is added again, and a failed job never
+ * runs: a node added again after its job failed (a crashed carrier's redelivery re-adding a node
+ * it had begun) would wedge the root for good. Removed, the id is a new job that runs. The worker
+ * logs every failure, and the run record holds the node's outcome.
  */
-export function keepNodeJobs(r: JobRetention): { removeOnComplete: KeepJobs | true; removeOnFail: KeepJobs } {
+export function keepNodeJobs(r: JobRetention): { removeOnComplete: KeepJobs | true; removeOnFail: true } {
   return {
     removeOnComplete:
       r.nodeCompletedCount === 0 ? true : { age: r.completedAgeSeconds, count: r.nodeCompletedCount },
-    removeOnFail: { age: r.failedAgeSeconds },
+    removeOnFail: true,
   };
 }
