@@ -5,6 +5,7 @@
  */
 import type { Job } from 'bullmq';
 import { executePlanJob, settleAfterRootFailure } from '@tetraloop/core/executor';
+import { retrying } from '@tetraloop/core/policy';
 import { reconcileQueuedRuns } from '@tetraloop/core/runs';
 import type { PoolContext } from './context.js';
 import { KEEP_SCHEDULES, assignedShards, type PoolDefinition } from './workers.js';
@@ -13,6 +14,8 @@ import { KEEP_SCHEDULES, assignedShards, type PoolDefinition } from './workers.j
 const ENV_CHECK_JOB = 'env-check';
 /** Periodic plan-loop job: enqueue accepted runs whose root job was never enqueued. */
 const RECONCILE_JOB = 'reconcile';
+/** How long the run of a root job that failed for good is tried to be settled (Redis away). */
+const SETTLE_RETRY_FOR_MS = 10 * 60_000;
 
 export function planPool(ctx: PoolContext): PoolDefinition {
   const { env, services } = ctx;
@@ -26,11 +29,23 @@ export function planPool(ctx: PoolContext): PoolDefinition {
       );
   }
   // A root job that failed for good leaves its run to be settled here (see settleAfterRootFailure).
+  // Nothing else would settle it, and a root job fails for good mostly while Redis is away: the
+  // settling is retried with backoff until Redis answers, for up to SETTLE_RETRY_FOR_MS.
   const settleDeps = ctx.executorDeps('plan');
   const settleAbandoned = async (job: Job): Promise<void> => {
     try {
-      if ((await job.getState()) !== 'failed') return;
-      const status = await settleAfterRootFailure(settleDeps, job);
+      const status = await retrying(
+        async () => ((await job.getState()) === 'failed' ? settleAfterRootFailure(settleDeps, job) : null),
+        {
+          forMs: SETTLE_RETRY_FOR_MS,
+          signal: settleDeps.shutdown,
+          onRetry: (err, retry, delayMs) =>
+            settleDeps.logger.warn(
+              { jobId: job.id, err, retry, delayMs },
+              'run of a failed root job not settled yet: retrying',
+            ),
+        },
+      );
       if (status !== null)
         settleDeps.logger.error({ jobId: job.id, status }, 'run settled after its root job failed for good');
     } catch (err) {

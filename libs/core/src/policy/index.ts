@@ -1,1 +1,2 @@
 export * from './retry-policy.js';
+export * from './retrying.js';
