@@ -15,6 +15,7 @@ import { fileURLToPath } from 'node:url';
 import { Queue } from 'bullmq';
 import { Redis } from 'ioredis';
 import type { RunRequest } from '@tetraloop/client';
+import { BASE_SETTINGS } from '@tetraloop/core/config';
 import { commandCounts, cpuDuring, profiled } from './support/cpu.js';
 import { libraryDriver, type LibraryDriver } from './support/library-driver.js';
 import { profileRedis, profileTable, type ProfileRow } from './support/redis-profile.js';
@@ -430,8 +431,10 @@ export async function runThroughput(log: (line: string) => void = console.log): 
       nodesPerRun: NODES_PER_RUN,
       graph: 'src → 8 parallel → join, all json tool nodes',
       concurrencyPerProcess: CONCURRENCY,
-      // The handoff width the worker processes read (TETRALOOP_NODE_HANDOFF_WIDTH; default 8).
-      handoffWidth: Number(process.env.TETRALOOP_NODE_HANDOFF_WIDTH ?? 8),
+      // The handoff width the worker processes read, as they read it (the setting or its default).
+      handoffWidth: BASE_SETTINGS.TETRALOOP_NODE_HANDOFF_WIDTH.schema.parse(
+        process.env.TETRALOOP_NODE_HANDOFF_WIDTH,
+      ),
       planPool: 'one `tetraloop worker --pool plan` process',
       api: 'in the bench process, with the HTTP client',
     },

@@ -144,21 +144,10 @@ export async function executeNodeJob(
 async function runHandoffs(deps: ExecutorDeps, executions: readonly Execution[]): Promise<void> {
   let next = executions;
   // A chain (one at a time) loops here without a promise per branch.
-  while (next.length === 1) {
-    const execution = next[0]!;
-    const result = await inNodeSpan(deps, execution, execution.data.trace).finally(
-      () => (execution.carrying.running -= 1),
-    );
-    next = result.handoffs ?? [];
-  }
+  while (next.length === 1) next = (await runCarried(deps, next[0]!)).handoffs ?? [];
   if (next.length === 0) return;
   const ended = await Promise.allSettled(
-    next.map(async (execution) => {
-      const result = await inNodeSpan(deps, execution, execution.data.trace).finally(
-        () => (execution.carrying.running -= 1),
-      );
-      await runHandoffs(deps, result.handoffs ?? []);
-    }),
+    next.map(async (execution) => runHandoffs(deps, (await runCarried(deps, execution)).handoffs ?? [])),
   );
   const failed = ended.filter((e): e is PromiseRejectedResult => e.status === 'rejected');
   // The job fails with the first; the others are told too.
@@ -167,6 +156,10 @@ async function runHandoffs(deps: ExecutorDeps, executions: readonly Execution[])
   }
   if (failed[0]) throw failed[0].reason;
 }
+
+/** Runs one handed-off node in its span; its place in the carrying job is free once it ends. */
+const runCarried = (deps: ExecutorDeps, execution: Execution): Promise<ExecutionResult> =>
+  inNodeSpan(deps, execution, execution.data.trace).finally(() => (execution.carrying.running -= 1));
 
 async function inNodeSpan(
   deps: ExecutorDeps,

@@ -7,11 +7,10 @@
  */
 import { spawn, spawnSync } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
-import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Redis } from 'ioredis';
-import { freePort, hasRedisServer, RedisServerMissingError, waitForPing } from './redis-server.js';
+import { canBind, freePort, hasRedisServer, RedisServerMissingError, waitForPing } from './redis-server.js';
 
 export interface RedisClusterServer {
   /** `redis+cluster://127.0.0.1:<port>,…`: what REDIS_URL takes. */
@@ -58,15 +57,6 @@ export async function startRedisCluster(options: RedisClusterOptions = {}): Prom
 
 /** A cluster node's process ended before it answered. */
 class NodeExitedError extends Error {}
-
-/** Whether `port` can be bound on 127.0.0.1 now. */
-const canBind = (port: number): Promise<boolean> =>
-  new Promise((resolve) => {
-    const server = createServer();
-    server.unref();
-    server.once('error', () => resolve(false));
-    server.listen(port, '127.0.0.1', () => server.close(() => resolve(true)));
-  });
 
 async function startClusterOnce(binary: string, options: RedisClusterOptions): Promise<RedisClusterServer> {
   const masterCount = options.masters ?? 3;

@@ -97,6 +97,15 @@ export function hasRedisServer(binary = 'redis-server'): boolean {
   return spawnSync(binary, ['--version'], { stdio: 'ignore' }).status === 0;
 }
 
+/** Whether `port` can be bound on 127.0.0.1 now. */
+export const canBind = (port: number): Promise<boolean> =>
+  new Promise((resolve) => {
+    const server = createServer();
+    server.unref();
+    server.once('error', () => resolve(false));
+    server.listen(port, '127.0.0.1', () => server.close(() => resolve(true)));
+  });
+
 export async function freePort(): Promise<number> {
   return new Promise((resolve, reject) => {
     const server = createServer();
