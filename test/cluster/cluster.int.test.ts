@@ -14,6 +14,7 @@ import { queueLayout } from '@tetraloop/core/queues';
 import { RunRequest } from '@tetraloop/core/runs';
 import {
   connectRedis,
+  isRedisUnavailable,
   startRedisCluster,
   type RedisClient,
   type RedisClusterServer,
@@ -98,6 +99,27 @@ describe('on a 3-master Redis Cluster with 3 queue shards', () => {
     await Promise.all(runs.map((r) => waitFor(stack.url, r.body.runId as string)));
     const used = await Promise.all(layout.shards.map((p) => redis.exists(`${p}:plan:meta`)));
     expect(used.filter((e) => e === 1).length).toBeGreaterThan(1);
+  });
+
+  it('counts a redirection the client could not follow as Redis unavailable (503), not a fault', async () => {
+    // A node that does not serve a key's slot answers MOVED, as a cluster mid-failover does to a
+    // client that has not learnt the new owner yet.
+    const key = `moved-probe-${randomUUID()}`;
+    const owner = await slotOwner(cluster.masters[0]!, key);
+    const other = new Redis(cluster.masters.find((m) => m !== owner)!);
+    try {
+      const moved = await other.get(key).then(
+        () => new Error('the command succeeded'),
+        (err: unknown) => err,
+      );
+      expect(String(moved)).toMatch(/^ReplyError: MOVED /);
+      expect(isRedisUnavailable(moved)).toBe(true);
+    } finally {
+      other.disconnect();
+    }
+    // What ioredis's Cluster rejects with once it gives up following them.
+    const gaveUp = new Error('Too many Cluster redirections. Last error: Error: Connection is closed.');
+    expect(isRedisUnavailable(gaveUp)).toBe(true);
   });
 
   it('runs a diamond with every node once and the middle branches concurrently', async () => {

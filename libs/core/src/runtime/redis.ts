@@ -191,8 +191,24 @@ const SOCKET_CODES = new Set([
   'EAI_AGAIN',
   'ENOTFOUND',
 ]);
-/** Redis replies that say the server cannot serve now (the first word of a reply error is its code). */
-const UNAVAILABLE_REPLIES = new Set(['LOADING', 'MASTERDOWN', 'CLUSTERDOWN', 'TRYAGAIN', 'BUSY']);
+/**
+ * Redis replies that say the server cannot serve now (the first word of a reply error is its code).
+ * On a cluster, `MOVED` and `ASK` reach the caller when the client could not follow a slot that is
+ * moving (or whose master just failed over), and `READONLY` when it wrote to a master demoted to a
+ * replica: each passes once the client has learnt the new owners.
+ */
+const UNAVAILABLE_REPLIES = new Set([
+  'LOADING',
+  'MASTERDOWN',
+  'CLUSTERDOWN',
+  'TRYAGAIN',
+  'BUSY',
+  'MOVED',
+  'ASK',
+  'READONLY',
+]);
+/** ioredis's Cluster gives up following redirections (during a failover) with this message. */
+const CLUSTER_REDIRECTIONS_MSG = 'Too many Cluster redirections.';
 /**
  * ioredis rejects a command on a closed connection with a plain `Error` carrying this message (the
  * constant BullMQ mirrors from ioredis); it has no class or code to recognise it by, so this one
@@ -211,8 +227,8 @@ const PLAIN_CONNECTION_ERRORS = new Set([
  * Whether `err` (or an error it wraps as its `cause`) says Redis is unreachable rather than that
  * the request or the code is wrong: BullMQ's `ConnectionClosedError`, ioredis' aborts
  * (`MaxRetriesPerRequestError`, a command aborted by a closing connection), socket errors by
- * code, Redis' own "not now" replies (`LOADING`, `MASTERDOWN`…), and ioredis' closed-connection
- * rejection.
+ * code, Redis' own "not now" replies (`LOADING`, `MASTERDOWN`…, and a cluster's redirections the
+ * client could not follow), and ioredis' closed-connection rejection.
  */
 export function isRedisUnavailable(err: unknown): boolean {
   for (let e = err, depth = 0; e instanceof Error && depth < 5; e = e.cause, depth++) {
@@ -224,7 +240,7 @@ export function isRedisUnavailable(err: unknown): boolean {
     const code = (e as { code?: unknown }).code;
     if (typeof code === 'string' && SOCKET_CODES.has(code)) return true;
     if (e.name === 'ReplyError' && UNAVAILABLE_REPLIES.has(e.message.split(' ', 1)[0] ?? '')) return true;
-    if (PLAIN_CONNECTION_ERRORS.has(e.message)) return true;
+    if (PLAIN_CONNECTION_ERRORS.has(e.message) || e.message.startsWith(CLUSTER_REDIRECTIONS_MSG)) return true;
   }
   return false;
 }
