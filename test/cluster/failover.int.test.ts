@@ -6,10 +6,11 @@
  * every node once; runs accepted after the failover run on the new masters.
  */
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
+import { Job, Queue } from 'bullmq';
 import { Redis } from 'ioredis';
 import type { RunDocument } from '@tetraloop/core/domain';
-import { queueLayout, shardOfRunId } from '@tetraloop/core/queues';
-import { startRedisCluster, type RedisClusterServer } from '@tetraloop/core/runtime';
+import { queueLayout, runJobId, shardOfRunId } from '@tetraloop/core/queues';
+import { connectRedis, startRedisCluster, type RedisClusterServer } from '@tetraloop/core/runtime';
 import { keySlot } from '@tetraloop/core/state';
 import { slotOwner, slotOwners } from '../support/cluster-slots.js';
 import { postRun, startStack, waitFor, type Stack } from '../support/stack.js';
@@ -111,9 +112,11 @@ async function waitRetrying(runId: string): Promise<{ doc: RunDocument; answers:
 
 /**
  * Where a run that did not settle stands, for the failure message: each node's status, attempts
- * (with the job that carried each) and calls the tool server saw.
+ * (with the job that carried each) and calls the tool server saw; its root job's BullMQ state, and
+ * the node jobs it still waits for with theirs.
  */
 async function runState(runId: string): Promise<string> {
+  let state: string;
   try {
     const doc = (await (await fetch(`${stack.url}/v1/runs/${runId}`)).json()) as RunDocument;
     const nodes = Object.values(doc.nodes).map((n) => ({
@@ -122,9 +125,40 @@ async function runState(runId: string): Promise<string> {
       attempts: n.attempts.map((a) => ({ n: a.attempt, error: a.error?.code, carriedBy: a.carriedBy })),
       calls: tools.hitsOf(n.id).length,
     }));
-    return `run ${doc.status}, nodes ${JSON.stringify(nodes)}`;
+    state = `run ${doc.status}, nodes ${JSON.stringify(nodes)}`;
   } catch (err) {
-    return `its document could not be read: ${String(err)}`;
+    state = `its document could not be read: ${String(err)}`;
+  }
+  return `${state}; ${await rootJobState(runId)}`;
+}
+
+/** The run's root job's BullMQ state and each node job it still waits for, with that job's state. */
+async function rootJobState(runId: string): Promise<string> {
+  const layout = queueLayout(stack.prefix, { clustered: true, shards: SHARDS });
+  const bullPrefix = layout.shards[shardOfRunId(runId, SHARDS)]!;
+  const connection = connectRedis(cluster.url, 'client', 'failover-test');
+  const plan = new Queue('plan', { connection, prefix: bullPrefix });
+  const tool = new Queue('tool', { connection, prefix: bullPrefix });
+  try {
+    const root = await Job.fromId(plan, runJobId(runId));
+    if (!root) return 'root job: gone';
+    const { processed, unprocessed, failed, ignored } = await root.getDependencies();
+    const pending = await Promise.all(
+      (unprocessed ?? []).map(async (key) => {
+        const id = key.split(':').at(-1)!;
+        return `${id} ${await tool.getJobState(id)}`;
+      }),
+    );
+    return (
+      `root job ${await root.getState()} (step ${String((root.data as { step?: string }).step)}), ` +
+      `waits for [${pending.join(', ')}]; processed ${Object.keys(processed ?? {}).length}, ` +
+      `failed ${JSON.stringify(failed ?? [])}, ignored ${JSON.stringify(Object.keys(ignored ?? {}))}`
+    );
+  } catch (err) {
+    return `its root job could not be read: ${String(err)}`;
+  } finally {
+    await Promise.all([plan.close(), tool.close()]).catch(() => undefined);
+    connection.disconnect();
   }
 }
 
