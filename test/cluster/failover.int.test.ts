@@ -129,7 +129,51 @@ async function runState(runId: string): Promise<string> {
   } catch (err) {
     state = `its document could not be read: ${String(err)}`;
   }
-  return `${state}; ${await rootJobState(runId)}`;
+  return `${state}; ${await rootJobState(runId)}; ${planWorkersState(runId)}`;
+}
+
+/**
+ * What the plan workers of the run's shard are doing, read from BullMQ's `Worker` internals: a
+ * root job waiting that no worker takes is read from here (whether each is running, drained, how
+ * many jobs it holds, how long it blocks, and its connections' states).
+ */
+function planWorkersState(runId: string): string {
+  const bullPrefix = queueLayout(stack.prefix, { clustered: true, shards: SHARDS }).shards[
+    shardOfRunId(runId, SHARDS)
+  ]!;
+  const workers = (stack.pools?.workers.get('plan') ?? []).filter((w) => w.opts.prefix === bullPrefix);
+  return `plan workers: ${JSON.stringify(
+    workers.map((w) => {
+      const inside = w as unknown as {
+        drained?: boolean;
+        waiting?: unknown;
+        blockUntil?: number;
+        limitUntil?: number;
+        closing?: unknown;
+        paused?: boolean;
+        mainLoopQueue?: { numTotal(): number } | null;
+        backend?: {
+          blockingConnection?: { status?: string; _client?: { status?: string } };
+          connection?: { status?: string; _client?: { status?: string } };
+        };
+      };
+      return {
+        running: w.isRunning(),
+        drained: inside.drained,
+        waiting: inside.waiting != null,
+        blockUntil: inside.blockUntil,
+        limitUntil: inside.limitUntil,
+        closing: Boolean(inside.closing),
+        paused: inside.paused,
+        jobs: inside.mainLoopQueue?.numTotal(),
+        blocking: [
+          inside.backend?.blockingConnection?.status,
+          inside.backend?.blockingConnection?._client?.status,
+        ],
+        connection: [inside.backend?.connection?.status, inside.backend?.connection?._client?.status],
+      };
+    }),
+  )}`;
 }
 
 /** The run's root job's BullMQ state and each node job it still waits for, with that job's state. */

@@ -104,6 +104,14 @@ function writeOncePerTick(redis: Redis): void {
  * A Cluster client from some of its nodes. The per-node options are the role's; the cluster's own
  * offline queue follows the role's (a `client` fails fast while the slots are not known yet), and
  * every command goes to a master (reads from replicas could miss a write just made).
+ *
+ * No ready check (`CLUSTER INFO` answering `cluster_state:ok`): a client that connects while a
+ * master is down and its replica not yet promoted fails that check and reconnects on its own, but
+ * the promise of the `connect()` that started it then never settles (ioredis 6). BullMQ reconnects
+ * a worker's blocking connection with `connect()` after each interrupted wait, so a worker that did
+ * so during a failover stopped taking jobs for good (its root jobs waited, never taken). Without the
+ * check, the client is ready once it knows the slots; a command to a slot without a master answers
+ * `CLUSTERDOWN` until the failover ends, which ioredis retries and Tetraloop reads as Redis away.
  */
 function connectCluster(url: string, options: RedisOptions): Cluster {
   const { nodes, username, password, tls } = parseClusterUrl(url);
@@ -127,6 +135,7 @@ function connectCluster(url: string, options: RedisOptions): Cluster {
       ...(clusterRetryStrategy ? { clusterRetryStrategy } : {}),
       enableOfflineQueue: enableOfflineQueue ?? true,
       lazyConnect: lazyConnect ?? false,
+      enableReadyCheck: false,
       scaleReads: 'master',
       ...(enableAutoPipelining ? { enableAutoPipelining } : {}),
     },
