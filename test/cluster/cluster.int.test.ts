@@ -101,7 +101,7 @@ describe('on a 3-master Redis Cluster with 3 queue shards', () => {
     expect(used.filter((e) => e === 1).length).toBeGreaterThan(1);
   });
 
-  it('counts a redirection the client could not follow as Redis unavailable (503), not a fault', async () => {
+  it('counts a redirection a cluster client could not follow as Redis away, and a plain client’s as a fault', async () => {
     // A node that does not serve a key's slot answers MOVED, as a cluster mid-failover does to a
     // client that has not learnt the new owner yet.
     const key = `moved-probe-${randomUUID()}`;
@@ -113,13 +113,16 @@ describe('on a 3-master Redis Cluster with 3 queue shards', () => {
         (err: unknown) => err,
       );
       expect(String(moved)).toMatch(/^ReplyError: MOVED /);
-      expect(isRedisUnavailable(moved)).toBe(true);
+      // From a cluster client: the API answers 503 and a job tries again.
+      expect(isRedisUnavailable(moved, { clustered: true })).toBe(true);
+      // From a plain client: REDIS_URL names one node of a cluster, a configuration error (500, logged).
+      expect(isRedisUnavailable(moved)).toBe(false);
     } finally {
       other.disconnect();
     }
     // What ioredis's Cluster rejects with once it gives up following them.
     const gaveUp = new Error('Too many Cluster redirections. Last error: Error: Connection is closed.');
-    expect(isRedisUnavailable(gaveUp)).toBe(true);
+    expect(isRedisUnavailable(gaveUp, { clustered: true })).toBe(true);
   });
 
   it('runs a diamond with every node once and the middle branches concurrently', async () => {

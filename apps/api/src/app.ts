@@ -4,7 +4,7 @@ import type { Ceilings } from '@tetraloop/core/ceilings';
 import type { SignalLimits } from '@tetraloop/core/domain';
 import type { LimitsDocument } from '@tetraloop/core/flow';
 import type { RunEventHub, RunService, RunWaiter } from '@tetraloop/core/runs';
-import type { RedisClient, MemoryServices } from '@tetraloop/core/runtime';
+import { isCluster, type RedisClient, type MemoryServices } from '@tetraloop/core/runtime';
 import type { WebhookSettings, SourceService } from '@tetraloop/core/sessions';
 import type {
   FlowStore,
@@ -203,7 +203,7 @@ export function createApp(deps: AppDeps): express.Express {
     ...langGraphHandlers(deps),
   });
   app.use((_req, res) => sendError(res, new HttpError(404, 'not_found', 'no such route')));
-  app.use(errorHandler(deps.logger, redisReady));
+  app.use(errorHandler(deps.logger, redisReady, isCluster(deps.redis)));
   return app;
 }
 

@@ -91,13 +91,18 @@ export function knownHttpError(err: unknown): HttpError | undefined {
   return bodyParserError(err);
 }
 
-export function errorHandler(logger: Logger, redisReady: () => boolean): ErrorRequestHandler {
+export function errorHandler(
+  logger: Logger,
+  redisReady: () => boolean,
+  /** The API's Redis is a cluster: a redirection it could not follow is an outage too. */
+  clustered = false,
+): ErrorRequestHandler {
   return (err: unknown, _req, res, _next) => {
     const known = knownHttpError(err);
     if (known) return sendError(res, known);
     // Redis went away mid-request: the dependency is unavailable, not the server broken. The error
     // says so even when the connection's status has not caught up yet (still `ready`).
-    if (isRedisUnavailable(err) || !redisReady()) return sendUnavailable(res);
+    if (isRedisUnavailable(err, { clustered }) || !redisReady()) return sendUnavailable(res);
     logger.error({ err }, 'unhandled error');
     sendError(res, new HttpError(500, 'internal', 'internal error'));
   };

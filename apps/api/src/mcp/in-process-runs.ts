@@ -7,7 +7,7 @@
 import { hasScope, type Caller, type RunDocument } from '@tetraloop/core/domain';
 import type { AcceptBarrier } from '@tetraloop/core/durability';
 import { RunRequest, type RunEventHub, type RunService, type RunWaiter } from '@tetraloop/core/runs';
-import { isRedisUnavailable } from '@tetraloop/core/runtime';
+import { isCluster, isRedisUnavailable, type RedisClient } from '@tetraloop/core/runtime';
 import type { RunStore } from '@tetraloop/core/state';
 import type { Logger } from 'pino';
 import { HttpError, knownHttpError, zodToHttp } from '../http-errors.js';
@@ -30,6 +30,8 @@ export interface InProcessRunsDeps {
   /** `TETRALOOP_MAX_WAIT_MS`: the longest a call waits, whatever its `timeoutMs`. */
   readonly maxWaitMs: number;
   readonly acceptBarrier?: AcceptBarrier;
+  /** The API's Redis: on a cluster, a redirection it could not follow is an outage too. */
+  readonly redis: RedisClient;
   readonly logger: Logger;
   /** How long a progress follower waits for events before it looks whether the run settled. @defaultValue 15000 */
   readonly keepAliveMs?: number;
@@ -143,7 +145,8 @@ export function inProcessRuns(deps: InProcessRunsDeps, caller: Caller): RunBacke
     describeFailure(err) {
       const known = knownHttpError(err);
       if (known) return refusalText(known);
-      if (isRedisUnavailable(err)) return '503 unavailable: Redis is unavailable; retry in a moment';
+      if (isRedisUnavailable(err, { clustered: isCluster(deps.redis) }))
+        return '503 unavailable: Redis is unavailable; retry in a moment';
       // Not the client's doing: logged here, and the tool error says no more than the API would.
       deps.logger.error({ err }, 'MCP tool call failed');
       return '500 internal: internal error';

@@ -6,6 +6,7 @@
 import type { Job } from 'bullmq';
 import { executePlanJob, settleAfterRootFailure } from '@tetraloop/core/executor';
 import { retrying } from '@tetraloop/core/policy';
+import { isCluster, isRedisUnavailable } from '@tetraloop/core/runtime';
 import { reconcileQueuedRuns } from '@tetraloop/core/runs';
 import type { PoolContext } from './context.js';
 import { KEEP_SCHEDULES, assignedShards, type PoolDefinition } from './workers.js';
@@ -30,7 +31,8 @@ export function planPool(ctx: PoolContext): PoolDefinition {
   }
   // A root job that failed for good leaves its run to be settled here (see settleAfterRootFailure).
   // Nothing else would settle it, and a root job fails for good mostly while Redis is away: the
-  // settling is retried with backoff until Redis answers, for up to SETTLE_RETRY_FOR_MS.
+  // settling is retried with backoff while Redis is away, for up to SETTLE_RETRY_FOR_MS. The
+  // retries live in this process: if it stops first, the run stays unsettled.
   const settleDeps = ctx.executorDeps('plan');
   const settleAbandoned = async (job: Job): Promise<void> => {
     try {
@@ -39,6 +41,7 @@ export function planPool(ctx: PoolContext): PoolDefinition {
         {
           forMs: SETTLE_RETRY_FOR_MS,
           signal: settleDeps.shutdown,
+          retryIf: (err) => isRedisUnavailable(err, { clustered: isCluster(ctx.connection) }),
           onRetry: (err, retry, delayMs) =>
             settleDeps.logger.warn(
               { jobId: job.id, err, retry, delayMs },

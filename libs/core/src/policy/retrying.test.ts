@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { retrying } from './retrying.js';
 
-/** Backoff of a few milliseconds, so the tries run at once. */
+/** The smallest backoff: every retry waits the 0.5 s floor (`RETRY_FLOOR_MS`). */
 const fast = { baseMs: 1, maxMs: 2, minMs: 1, jitter: 0 };
 
 /** An operation that throws its first `failures` tries, then answers how many tries it took. */
@@ -34,9 +34,17 @@ describe('retrying', () => {
 
   it('answers the last error once the next delay would pass its time', async () => {
     const op = failing(Infinity);
-    // The floor of any retry is 0.5 s: with 1.2 s, two retries fit and a third would not.
-    await expect(retrying(op.run, { forMs: 1200, backoff: fast })).rejects.toThrow('try 3');
-    expect(op.tries()).toBe(3);
+    // Every retry waits at least 0.5 s: within 0.7 s, one retry fits and a second would not.
+    await expect(retrying(op.run, { forMs: 700, backoff: fast })).rejects.toThrow('try 2');
+    expect(op.tries()).toBe(2);
+  });
+
+  it('answers at once an error it is told not to retry', async () => {
+    const op = failing(Infinity);
+    await expect(
+      retrying(op.run, { forMs: 60_000, backoff: fast, retryIf: (err) => !String(err).includes('try 1') }),
+    ).rejects.toThrow('try 1');
+    expect(op.tries()).toBe(1);
   });
 
   it('stops at once when its signal is aborted', async () => {

@@ -14,6 +14,8 @@ export interface RetryingOptions {
   readonly signal?: AbortSignal;
   /** @defaultValue DEFAULT_BACKOFF (1 s doubling to 30 s, ±20 %) */
   readonly backoff?: BackoffPolicy;
+  /** Whether a failure is worth another try (@defaultValue every failure is). */
+  readonly retryIf?: (err: unknown) => boolean;
   /** Told of each failed try that will be retried, and after how long. */
   readonly onRetry?: (err: unknown, retry: number, delayMs: number) => void;
 }
@@ -27,6 +29,7 @@ export async function retrying<T>(operation: () => Promise<T>, options: Retrying
     } catch (err) {
       const delayMs = retryDelay(retry, {}, options.backoff ?? DEFAULT_BACKOFF);
       if (options.signal?.aborted || Date.now() + delayMs > until) throw err;
+      if (options.retryIf && !options.retryIf(err)) throw err;
       options.onRetry?.(err, retry, delayMs);
       // Woken early by a shutdown: the next try is the last.
       await delay(delayMs, undefined, options.signal ? { signal: options.signal } : {}).catch(

@@ -200,22 +200,15 @@ const SOCKET_CODES = new Set([
   'EAI_AGAIN',
   'ENOTFOUND',
 ]);
+/** Redis replies that say the server cannot serve now (the first word of a reply error is its code). */
+const UNAVAILABLE_REPLIES = new Set(['LOADING', 'MASTERDOWN', 'CLUSTERDOWN', 'TRYAGAIN', 'BUSY']);
 /**
- * Redis replies that say the server cannot serve now (the first word of a reply error is its code).
- * On a cluster, `MOVED` and `ASK` reach the caller when the client could not follow a slot that is
+ * On a cluster client, `MOVED` and `ASK` reach the caller when it could not follow a slot that is
  * moving (or whose master just failed over), and `READONLY` when it wrote to a master demoted to a
- * replica: each passes once the client has learnt the new owners.
+ * replica: each passes once the client has learnt the new owners. From a plain client they mean a
+ * `REDIS_URL` that names one node of a cluster, or a replica: a configuration error, not an outage.
  */
-const UNAVAILABLE_REPLIES = new Set([
-  'LOADING',
-  'MASTERDOWN',
-  'CLUSTERDOWN',
-  'TRYAGAIN',
-  'BUSY',
-  'MOVED',
-  'ASK',
-  'READONLY',
-]);
+const CLUSTER_MOVING_REPLIES = new Set(['MOVED', 'ASK', 'READONLY']);
 /** ioredis's Cluster gives up following redirections (during a failover) with this message. */
 const CLUSTER_REDIRECTIONS_MSG = 'Too many Cluster redirections.';
 /**
@@ -236,10 +229,14 @@ const PLAIN_CONNECTION_ERRORS = new Set([
  * Whether `err` (or an error it wraps as its `cause`) says Redis is unreachable rather than that
  * the request or the code is wrong: BullMQ's `ConnectionClosedError`, ioredis' aborts
  * (`MaxRetriesPerRequestError`, a command aborted by a closing connection), socket errors by
- * code, Redis' own "not now" replies (`LOADING`, `MASTERDOWN`…, and a cluster's redirections the
- * client could not follow), and ioredis' closed-connection rejection.
+ * code, Redis' own "not now" replies (`LOADING`, `MASTERDOWN`…, and on a cluster client the
+ * redirections it could not follow), and ioredis' closed-connection rejection.
  */
-export function isRedisUnavailable(err: unknown): boolean {
+export function isRedisUnavailable(
+  err: unknown,
+  /** The error came from a Redis Cluster client (a `redis+cluster://` URL). */
+  { clustered = false }: { readonly clustered?: boolean } = {},
+): boolean {
   for (let e = err, depth = 0; e instanceof Error && depth < 5; e = e.cause, depth++) {
     if (e instanceof ConnectionClosedError) return true;
     // redis-errors' AbortError and its subclass MaxRetriesPerRequestError: the command never ran.
@@ -248,7 +245,10 @@ export function isRedisUnavailable(err: unknown): boolean {
     if (e.name === 'ClusterAllFailedError') return true;
     const code = (e as { code?: unknown }).code;
     if (typeof code === 'string' && SOCKET_CODES.has(code)) return true;
-    if (e.name === 'ReplyError' && UNAVAILABLE_REPLIES.has(e.message.split(' ', 1)[0] ?? '')) return true;
+    if (e.name === 'ReplyError') {
+      const reply = e.message.split(' ', 1)[0] ?? '';
+      if (UNAVAILABLE_REPLIES.has(reply) || (clustered && CLUSTER_MOVING_REPLIES.has(reply))) return true;
+    }
     if (PLAIN_CONNECTION_ERRORS.has(e.message) || e.message.startsWith(CLUSTER_REDIRECTIONS_MSG)) return true;
   }
   return false;
