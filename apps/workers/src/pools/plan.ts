@@ -1,10 +1,11 @@
 /**
  * The plan pool: root, plan and deadline jobs of runs (`executePlanJob`), the periodic environment
- * check of sessions and the reconciler's pass over accepted runs left without a root job, and the
- * settling of a run whose root job failed for good.
+ * check of sessions, the reconciler's pass over accepted runs left without a root job and over
+ * failed root jobs whose runs no process settled, and the settling of a run whose root job failed
+ * for good.
  */
 import type { Job } from 'bullmq';
-import { executePlanJob, settleAfterRootFailure } from '@tetraloop/core/executor';
+import { executePlanJob, settleAfterRootFailure, settleFailedRoots } from '@tetraloop/core/executor';
 import { retrying } from '@tetraloop/core/policy';
 import { isCluster, isRedisUnavailable } from '@tetraloop/core/runtime';
 import { reconcileQueuedRuns } from '@tetraloop/core/runs';
@@ -32,7 +33,7 @@ export function planPool(ctx: PoolContext): PoolDefinition {
   // A root job that failed for good leaves its run to be settled here (see settleAfterRootFailure).
   // Nothing else would settle it, and a root job fails for good mostly while Redis is away: the
   // settling is retried with backoff while Redis is away, for up to SETTLE_RETRY_FOR_MS. The
-  // retries live in this process: if it stops first, the run stays unsettled.
+  // retries live in this process: if it stops first, the reconciler's pass settles the run.
   const settleDeps = ctx.executorDeps('plan');
   const settleAbandoned = async (job: Job): Promise<void> => {
     try {
@@ -70,7 +71,10 @@ export function planPool(ctx: PoolContext): PoolDefinition {
           const report = await reconcileQueuedRuns(reconcile, { graceMs: env.TETRALOOP_RECONCILE_GRACE_MS });
           if (report.enqueue + report.retry > 0)
             deps.logger.warn(report, 'enqueued runs left without a root job');
-          return report;
+          // Runs whose root job failed for good and whose settling no process finished.
+          const settled = await settleFailedRoots(deps);
+          if (settled > 0) deps.logger.error({ settled }, 'settled runs whose root job failed for good');
+          return { ...report, settled };
         }
         return executePlanJob(deps, job, token);
       };

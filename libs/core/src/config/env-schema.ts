@@ -817,7 +817,7 @@ export const BASE_SETTINGS = {
     file: 'runs.reconcileIntervalMs',
     readBy: ['api', 'workers'],
     pools: ['plan'],
-    doc: 'How often the plan loop looks for accepted runs whose root job was never enqueued.',
+    doc: 'How often the plan loop looks for accepted runs whose root job was never enqueued, and for running runs whose root job failed for good and that no process settled.',
     schema: z.coerce.number().int().min(100).default(15_000),
   }),
   TETRALOOP_RECONCILE_GRACE_MS: setting({

@@ -102,6 +102,29 @@ export async function settleAfterRootFailure(deps: ExecutorDeps, job: Job): Prom
   return finalize(deps, plan, generation, await deps.store.outcomeState(runId));
 }
 
+/** Failed root jobs each reconcile pass looks at, per shard: the newest. */
+const FAILED_ROOTS_PER_PASS = 100;
+
+/**
+ * The reconciler's pass over root jobs that failed for good: settles the runs of those still
+ * unsettled, as the plan pool's `failed` listener does when it sees the failure. That listener's
+ * retries live in its process; if it stopped first, the run is settled here, at the next pass of
+ * whichever plan worker runs the reconciler. Looks at the newest failed root jobs of each shard (a
+ * settled run costs one read). Answers how many runs it settled.
+ */
+export async function settleFailedRoots(deps: ExecutorDeps): Promise<number> {
+  let settled = 0;
+  for (const shard of deps.queues.shards) {
+    for (const job of await shard.plan.getFailed(0, FAILED_ROOTS_PER_PASS - 1)) {
+      if (job.name !== JOB.run) continue;
+      const runId = (job.data as { runId?: unknown }).runId;
+      if (typeof runId !== 'string' || (await deps.store.settledState(runId)) !== false) continue;
+      if ((await settleAfterRootFailure(deps, job)) !== null) settled += 1;
+    }
+  }
+  return settled;
+}
+
 async function executeRunJob(deps: ExecutorDeps, job: Job, token: string | undefined): Promise<RunJobResult> {
   const data = RunJobData.parse(job.data);
   // Read once in the start pass: status, session and task. The plan is asked for beside it, in the
