@@ -85,16 +85,17 @@ export async function executePlanJob(
  * TETRALOOP_MAX_STALLED_COUNT allows, or threw on every attempt — as its finalize pass would have:
  * from its snapshots, nodes that never completed making it `node_lost`. Nothing else would settle
  * it: its deadline only decides it. A run that is still queued is left to the reconciler, which
- * replaces a failed root job; any other job is ignored. Returns the run's status, or null when it
- * did nothing. Safe to repeat.
+ * replaces a failed root job; a run already settled, and any other job, is ignored. Returns the
+ * run's status, or null when it did nothing. Safe to repeat.
  */
 export async function settleAfterRootFailure(deps: ExecutorDeps, job: Job): Promise<RunStatus | null> {
   if (job.name !== JOB.run) return null;
   const data = RunJobData.safeParse(job.data);
   if (!data.success) return null;
   const { runId, generation } = data.data;
-  const status = await deps.store.status(runId);
-  if (status === null || status === 'queued') return null;
+  // One read for the common case, a run settled already (the reconciler's pass meets many).
+  if ((await deps.store.settledState(runId)) !== false) return null;
+  if ((await deps.store.status(runId)) === 'queued') return null;
   // A root job of an older generation (the run was resumed since) speaks for nothing now.
   if ((await deps.store.generation(runId)) !== generation) return null;
   const plan = await deps.plans.get(runId, generation);
@@ -109,16 +110,13 @@ const FAILED_ROOTS_PER_PASS = 100;
  * The reconciler's pass over root jobs that failed for good: settles the runs of those still
  * unsettled, as the plan pool's `failed` listener does when it sees the failure. That listener's
  * retries live in its process; if it stopped first, the run is settled here, at the next pass of
- * whichever plan worker runs the reconciler. Looks at the newest failed root jobs of each shard (a
- * settled run costs one read). Answers how many runs it settled.
+ * whichever plan worker runs the reconciler. Looks at the newest failed jobs of each shard's plan
+ * queue. Answers how many runs it settled.
  */
 export async function settleFailedRoots(deps: ExecutorDeps): Promise<number> {
   let settled = 0;
   for (const shard of deps.queues.shards) {
     for (const job of await shard.plan.getFailed(0, FAILED_ROOTS_PER_PASS - 1)) {
-      if (job.name !== JOB.run) continue;
-      const runId = (job.data as { runId?: unknown }).runId;
-      if (typeof runId !== 'string' || (await deps.store.settledState(runId)) !== false) continue;
       if ((await settleAfterRootFailure(deps, job)) !== null) settled += 1;
     }
   }
