@@ -86,6 +86,8 @@ export interface PoolContext {
    */
   readonly stop: () => void;
   readonly closing: () => boolean;
+  /** Aborted when the process starts to shut down. */
+  readonly shutdown: AbortSignal;
   /** Closes what the context opened; after the workers (active jobs may still be calling MCP tools). */
   readonly close: () => Promise<void>;
 }
@@ -248,6 +250,7 @@ export async function openPoolContext(env: WorkerEnv, options: StartPoolsOptions
       shutdown.abort();
     },
     closing: () => closing,
+    shutdown: shutdown.signal,
     async close() {
       await remoteCalls.close();
       await mcp.close();

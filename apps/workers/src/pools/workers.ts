@@ -14,9 +14,11 @@ import {
   WEBHOOK_BACKOFF_TYPE,
   type Pool,
 } from '@tetraloop/core/queues';
+import { isCluster } from '@tetraloop/core/runtime';
 import { metrics } from '@tetraloop/core/telemetry';
 import { workerOptionsOf, type WorkerEnv } from '../env.js';
 import type { PoolContext } from './context.js';
+import { deferWhileRedisAway } from './redis-away.js';
 
 /** One pool of a process, as its module defines it. */
 export interface PoolDefinition {
@@ -80,9 +82,16 @@ export function startWorkers(ctx: PoolContext, pool: Pool, definition: PoolDefin
   const fetchers = fetchersOf(pool, perQueue);
   const concurrency = Math.ceil(perQueue / fetchers);
   const poolLog = ctx.loggerFor(pool);
+  const clustered = isCluster(ctx.connection);
   return targets.flatMap(({ queue, shard }) =>
     Array.from({ length: fetchers }, () => {
-      const worker = new Worker(queue.name, definition.processor(), {
+      const processor = deferWhileRedisAway(definition.processor(), {
+        clustered,
+        log: poolLog,
+        queue: queue.name,
+        shutdown: ctx.shutdown,
+      });
+      const worker = new Worker(queue.name, processor, {
         connection: ctx.connection,
         prefix: queue.opts.prefix!,
         concurrency,

@@ -170,6 +170,12 @@ export const metrics = {
     labelNames: ['queue'] as const,
     registers: [registry],
   }),
+  jobsDeferred: new Counter({
+    name: 'tetraloop_jobs_deferred_total',
+    help: 'Jobs that failed because Redis was away and went back to their queue without using up an attempt, by queue.',
+    labelNames: ['queue'] as const,
+    registers: [registry],
+  }),
   sourcePolls: new Counter({
     name: 'tetraloop_source_polls_total',
     help: 'Polls of configured sources, by source and outcome (ok, error).',
