@@ -103,14 +103,19 @@ describe('a node job at its run’s cap', () => {
     let { token } = b;
     const due = [0, 5_000, 15_000, 35_000, 75_000, 135_000];
     const delays: number[] = [];
+    let firstWait = 0;
     for (const at of due) {
       if (at > 0) {
         // The safety recheck: the delayed job falls due at the (faked) time and is fetched again.
         clockAt(t0 + at);
         ({ token } = await fetchJob(b.job.id!));
+        // The time b has waited is Redis's to measure (the worker's clock plays no part): its
+        // first wait moves back as far.
+        await redis.zadd(waiting, 'XX', firstWait - at, b.job.id!);
       }
       const park = await roundTrips(() => takeNodeSlot(deps, plan, b.job, token));
       expect(park.out).toBeInstanceOf(DelayedError);
+      if (at === 0) firstWait = Number(await redis.zscore(waiting, b.job.id!));
       expect(jobWrites(park.sent, b.job)).toHaveLength(1);
       expect(await b.job.getState()).toBe('delayed');
       delays.push(await delayOf(b.job));
@@ -119,8 +124,8 @@ describe('a node job at its run’s cap', () => {
     expect(await redis.hget(node.toKey(b.job.id!), 'data')).toBe(
       JSON.stringify({ runId, nodeId: 'b', generation: 0 }),
     );
-    // It is on the run's waiting list since its first park.
-    expect(Number(await redis.zscore(waiting, b.job.id!))).toBe(t0);
+    // It is on the run's waiting list since its first park (by Redis's clock), never moved on.
+    expect(Number(await redis.zscore(waiting, b.job.id!))).toBe(firstWait - 135_000);
 
     // a gives its slot back: b is woken at once, not at its recheck 60 s on.
     await giveNodeSlot(deps, heldA!);
@@ -139,6 +144,33 @@ describe('a node job at its run’s cap', () => {
     expect(await takeNodeSlot(deps, plan, c.job, c.token)).toEqual({ runId, cap: 1, jobId: c.job.id });
     await expect(takeNodeSlot(deps, plan, b.job, token)).rejects.toBeInstanceOf(DelayedError);
     expect(await delayOf(b.job)).toBe(5_000);
+  });
+
+  it('frees a slot its holder never gave back, once held 5 s by Redis’s clock, whatever the workers’ clocks say', async () => {
+    const runId = randomUUID();
+    const plan = { runId, maxParallelNodes: 1, timeoutSeconds: 60 };
+    const keys = runNodeSlotKeys(prefix, runId);
+    const a = await activeJob(runId, 'a');
+    expect(await takeNodeSlot(deps, plan, a.job, a.token)).toEqual({ runId, cap: 1, jobId: a.job.id });
+    // a's job ends without giving its slot back (its process died between the two).
+    await a.job.moveToCompleted('done', a.token, false);
+
+    // A worker whose clock runs a minute ahead finds the cap: a took its slot just now by Redis's
+    // clock, so it keeps it, and b parks.
+    clockAt(Date.now() + 60_000);
+    const b = await activeJob(runId, 'b');
+    await expect(takeNodeSlot(deps, plan, b.job, b.token)).rejects.toBeInstanceOf(DelayedError);
+    expect(await redis.zscore(keys.running, a.job.id!)).not.toBeNull();
+
+    // Five seconds on, by Redis's clock (a's score moved back; the one-sweep-per-5-s key gone).
+    const took = Number(await redis.zscore(keys.running, a.job.id!));
+    await redis.zadd(keys.running, 'XX', took - 5_000, a.job.id!);
+    await redis.del(`${keys.running}:sweep`);
+    vi.useRealTimers();
+    await b.job.promote();
+    const again = await fetchJob(b.job.id!);
+    expect(await takeNodeSlot(deps, plan, b.job, again.token)).toEqual({ runId, cap: 1, jobId: b.job.id });
+    expect(await redis.zrange(keys.running, '0', '-1')).toEqual([b.job.id]);
   });
 
   it('sends nothing when its run has no cap', async () => {

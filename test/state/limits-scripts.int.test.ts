@@ -2,7 +2,7 @@
 import { randomUUID } from 'node:crypto';
 import { Redis } from 'ioredis';
 import { afterAll, afterEach, describe, expect, inject, it, vi } from 'vitest';
-import { RateLimitStore, RunStore, TenantSlots, tenantSlotKeys } from '@tetraloop/core/state';
+import { RateLimitStore, RunStore, SlotSets, TenantSlots, tenantSlotKeys } from '@tetraloop/core/state';
 
 const prefix = `test-${randomUUID()}`;
 const redis = new Redis(inject('redisUrl'));
@@ -21,6 +21,15 @@ const newTenant = (): string => `t-${randomUUID().slice(0, 8)}`;
 /** The time `TenantSlots` hands the slot scripts (`Date` only is faked: sockets keep real time). */
 const clockAt = (at: number): void => {
   vi.useFakeTimers({ toFake: ['Date'], now: at });
+};
+/** Redis's clock, epoch ms: the slot scripts' time. */
+const redisMs = async (): Promise<number> => {
+  const [seconds, micros] = await redis.time();
+  return Number(seconds) * 1000 + Math.floor(Number(micros) / 1000);
+};
+/** Resolves once Redis's clock has passed `ms`, so the next slot script scores a later time. */
+const nextRedisMs = async (ms: number): Promise<void> => {
+  while ((await redisMs()) <= ms);
 };
 /** A tenant's running or waiting set, with each run's score. */
 const scores = async (tenant: string, set: 'running' | 'waiting'): Promise<Record<string, number>> => {
@@ -89,19 +98,40 @@ describe('acquire-slot', () => {
     expect(await slots.holders(tenant)).toEqual(['a', 'b']);
   });
 
-  it('keeps a waiting run at the time it first waited, so asking again keeps its place', async () => {
+  it('keeps a waiting run at the time it first waited (by Redis’s clock), so asking again keeps its place', async () => {
     const tenant = newTenant();
-    const t0 = Date.now();
-    clockAt(t0);
+    // The callers' clocks play no part: this one is a day off.
+    clockAt(Date.now() + 86_400_000);
+    const before = await redisMs();
     expect(await slots.acquire(tenant, 'holder', 1)).toBe(true);
-    clockAt(t0 + 1000);
     expect(await slots.acquire(tenant, 'z-first', 1)).toBe(false);
-    clockAt(t0 + 2000);
+    const first = (await scores(tenant, 'waiting'))['z-first']!;
+    expect(first).toBeGreaterThanOrEqual(before);
+    expect(first).toBeLessThanOrEqual(await redisMs());
+    await nextRedisMs(first);
     expect(await slots.acquire(tenant, 'a-second', 1)).toBe(false);
-    clockAt(t0 + 3000);
+    await nextRedisMs((await scores(tenant, 'waiting'))['a-second']!);
     expect(await slots.acquire(tenant, 'z-first', 1)).toBe(false);
-    expect(await scores(tenant, 'waiting')).toEqual({ 'z-first': t0 + 1000, 'a-second': t0 + 2000 });
+    const waiting = await scores(tenant, 'waiting');
+    expect(waiting['z-first']).toBe(first);
+    expect(waiting['a-second']).toBeGreaterThan(first);
     expect(await slots.release(tenant, 'holder', 1)).toEqual({ free: 1, waiting: ['z-first', 'a-second'] });
+  });
+
+  it('answers a waiting member how long it has waited, by Redis’s clock', async () => {
+    const sets = new SlotSets(redis);
+    const keys = tenantSlotKeys(prefix, newTenant());
+    await sets.acquire(keys, 'holder', 1, 60);
+    const take = await sets.acquire(keys, 'w', 1, 60);
+    expect(take).toMatchObject({ held: false });
+    // It first waited 7 s ago; the caller's clock, an hour behind, plays no part.
+    await redis.zadd(keys.waiting, 'XX', Number(await redis.zscore(keys.waiting, 'w')) - 7_000, 'w');
+    clockAt(Date.now() - 3_600_000);
+    const later = await sets.acquire(keys, 'w', 1, 60);
+    expect(later.held).toBe(false);
+    const waitedMs = later.held ? 0 : later.waitedMs;
+    expect(waitedMs).toBeGreaterThanOrEqual(7_000);
+    expect(waitedMs).toBeLessThan(8_000);
   });
 
   it('gives both sets the TTL on every change', async () => {
@@ -163,19 +193,20 @@ describe('forget-slots', () => {
     const tenant = newTenant();
     const settled = await storedRun(true);
     const gone = 'gone';
-    const t0 = Date.now();
-    clockAt(t0);
     for (const runId of [settled, gone]) await slots.acquire(tenant, runId, 10);
+    const took = (await scores(tenant, 'running'))[settled]!;
     // Between reconcile's read of the holders and its script, the settled run's slot is given
     // back and taken again (a resumed run), at a later time: the script finds another score.
     const retake = async (): Promise<void> => {
-      clockAt(t0 + 5000);
+      await nextRedisMs(took);
       await slots.release(tenant, settled, 10);
       expect(await slots.acquire(tenant, settled, 10)).toBe(true);
     };
     const racing = new TenantSlots(interleaved(redis, 'zrange', retake), prefix);
     expect(await racing.reconcile(tenant)).toBe(1);
-    expect(await scores(tenant, 'running')).toEqual({ [settled]: t0 + 5000 });
+    const running = await scores(tenant, 'running');
+    expect(Object.keys(running)).toEqual([settled]);
+    expect(running[settled]).toBeGreaterThan(took);
   });
 });
 

@@ -34,8 +34,9 @@ export const recheckDelayMs = (waits: number): number =>
  * How many times a node job on its run's waiting list for `waitedMs` has parked at the cap: the
  * rechecks of {@link recheckDelayMs} that fit in that time, counted up to the first at
  * {@link MAX_RECHECK_MS} (the later ones are as long). A recheck due within half of
- * {@link RECHECK_MS} counts as made: the first park's time and now come from the clocks of two
- * workers. A job woken early that lost the slot to another counts fewer, and rechecks sooner. Pure.
+ * {@link RECHECK_MS} counts as made: a delayed job is promoted a little after its time, and taken
+ * a little later still. A job woken early that lost the slot to another counts fewer, and
+ * rechecks sooner. Pure.
  */
 export function parksWithin(waitedMs: number): number {
   let parks = 0;
@@ -80,8 +81,7 @@ export async function takeNodeSlot(
   }
   if (take.held) return held;
   if (token === undefined) throw new Error('holding a node back needs a worker token to park its job');
-  const now = Date.now();
-  await job.moveToDelayed(now + recheckDelayMs(parksWithin(now - take.waitingSince)), token);
+  await job.moveToDelayed(Date.now() + recheckDelayMs(parksWithin(take.waitedMs)), token);
   // A slot freed between the take and the move woke no one (the job was not delayed yet): look again.
   if ((await sets.release(keys, null, cap, 0)).free > 0) await job.promote().catch(() => undefined);
   deps.logger.debug({ runId: plan.runId, jobId: job.id, cap }, 'node job waits for a slot of its run');
@@ -132,10 +132,8 @@ async function forgetDeadHolders(
   const keys = deps.nodeSlots!.keysOf(runId);
   // One sweep per run per interval, however many jobs wait at the cap.
   if ((await sets.redis.set(`${keys.running}:sweep`, '1', 'PX', RECHECK_MS, 'NX')) === null) return 0;
-  const before = Date.now() - RECHECK_MS;
   const done: [string, string][] = [];
-  for (const [jobId, score] of await sets.holders(keys)) {
-    if (Number(score) > before) continue;
+  for (const [jobId, score] of await sets.heldFor(keys, RECHECK_MS)) {
     const job = await findNodeJob(deps.queues, runId, jobId);
     if (!job || !(await job.isActive())) done.push([jobId, score]);
   }

@@ -68,7 +68,7 @@ export const SCRIPT_FILES = {
   'lua-secret': ['put-secret-3', 'delete-secret-3'],
   'lua-tenant': ['add-capped-1', 'put-item-1'],
   'lua-trigger': ['record-event-2', 'batch-add-3', 'batch-take-2', 'debounce-note-1', 'debounce-done-1'],
-  'lua-limits': ['take-tokens-2', 'acquire-slot-2', 'release-slot-2', 'forget-slots-2'],
+  'lua-limits': ['take-tokens-2', 'acquire-slot-2', 'release-slot-2', 'forget-slots-2', 'held-slots-2'],
   'lua-flow': ['flow-acquire-5', 'flow-release-4', 'flow-tick-3', 'flow-penalize-1'],
 } as const;
 

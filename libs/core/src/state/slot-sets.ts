@@ -9,9 +9,10 @@ import { loadScripts, type ScriptRunner } from './scripts.js';
 
 /**
  * What asking for a slot answers: the member holds one, or it waits on the list, where it has been
- * since `waitingSince` (epoch ms, the first time it asked at the cap since it last held a slot).
+ * for `waitedMs` (since the first time it asked at the cap since it last held a slot, by Redis's
+ * clock: one clock, whichever processes asked).
  */
-export type SlotTake = { readonly held: true } | { readonly held: false; readonly waitingSince: number };
+export type SlotTake = { readonly held: true } | { readonly held: false; readonly waitedMs: number };
 
 export class SlotSets {
   private readonly script: ScriptRunner;
@@ -25,12 +26,12 @@ export class SlotSets {
    * keeping the time it first waited there. Both keys get `ttlSeconds`.
    */
   async acquire(keys: SlotSetKeys, member: string, cap: number, ttlSeconds: number): Promise<SlotTake> {
-    const [held, since] = (await this.script(
+    const [held, waitedMs] = (await this.script(
       'acquire-slot-2',
       [keys.running, keys.waiting],
-      [member, cap, Date.now(), ttlSeconds],
-    )) as [number, string?];
-    return held === 1 ? { held: true } : { held: false, waitingSince: Number(since) };
+      [member, cap, ttlSeconds],
+    )) as [number, number?];
+    return held === 1 ? { held: true } : { held: false, waitedMs: waitedMs ?? 0 };
   }
 
   /**
@@ -54,6 +55,17 @@ export class SlotSets {
   /** The holders, oldest first, each with the score it got its slot at. */
   async holders(keys: SlotSetKeys): Promise<[member: string, score: string][]> {
     const flat = await this.redis.zrange(keys.running, '0', '-1', 'WITHSCORES');
+    const holders: [string, string][] = [];
+    for (let i = 0; i + 1 < flat.length; i += 2) holders.push([flat[i]!, flat[i + 1]!]);
+    return holders;
+  }
+
+  /**
+   * The holders that have held their slot for at least `ms` (by Redis's clock, which scores them),
+   * oldest first, each with its score.
+   */
+  async heldFor(keys: SlotSetKeys, ms: number): Promise<[member: string, score: string][]> {
+    const flat = (await this.script('held-slots-2', [keys.running, keys.waiting], [ms])) as string[];
     const holders: [string, string][] = [];
     for (let i = 0; i + 1 < flat.length; i += 2) holders.push([flat[i]!, flat[i + 1]!]);
     return holders;
