@@ -11,6 +11,7 @@ import { Job, Queue, QueueEvents, Worker } from 'bullmq';
 import { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { createLogger } from '@tetraloop/core/logging';
+import { nodeJobId } from '@tetraloop/core/queues';
 import { startRedisServer, type RedisServer } from '@tetraloop/core/runtime';
 import { metrics } from '@tetraloop/core/telemetry';
 import { deferWhileRedisAway } from '@tetraloop/workers';
@@ -21,6 +22,7 @@ import { startToolServer, type ToolServer } from './support/tool-server.js';
 async function makeBusy(url: string): Promise<{ release(): Promise<void> }> {
   const admin = new Redis(url, { maxRetriesPerRequest: null });
   const blocker = new Redis(url, { maxRetriesPerRequest: null });
+  const [, threshold] = (await admin.config('GET', 'busy-reply-threshold')) as [string, string];
   await admin.config('SET', 'busy-reply-threshold', '10');
   const running = blocker.eval('while true do end', 0).catch((err: Error) => err);
   // Busy once a command of another client is refused (a PING sent before the script is answered).
@@ -34,6 +36,7 @@ async function makeBusy(url: string): Promise<{ release(): Promise<void> }> {
     async release() {
       await admin.call('SCRIPT', 'KILL');
       await running;
+      await admin.config('SET', 'busy-reply-threshold', threshold);
       admin.disconnect();
       blocker.disconnect();
     },
@@ -56,11 +59,15 @@ describe('a job whose Redis is away', () => {
   });
 
   /**
-   * A one-attempt job whose first run reads from the busy server: answers how it ended, with its
-   * attempts made, and how often the processor ran.
+   * A one-attempt job whose first `busyRuns` runs read from the busy server (the last of them
+   * ends the busy spell): how it ended, its attempts made, how often the processor ran, and how
+   * often it went back while Redis was away. `maxDeferrals` undefined: no wrapper.
    */
-  async function runJob(deferring: boolean): Promise<{ state: string; attemptsMade: number; runs: number }> {
-    const name = `away-${deferring ? 'deferred' : 'plain'}`;
+  async function runJob(
+    maxDeferrals: number | undefined,
+    busyRuns = 1,
+  ): Promise<{ state: string; attemptsMade: number; runs: number; redisAway: unknown }> {
+    const name = `away-${randomUUID()}`;
     const queue = new Queue(name, { connection: redis, prefix });
     const events = new QueueEvents(name, { connection: redis.duplicate(), prefix });
     const reader = new Redis(away.url, { maxRetriesPerRequest: null });
@@ -68,9 +75,8 @@ describe('a job whose Redis is away', () => {
     let runs = 0;
     const processor = async (): Promise<string> => {
       runs += 1;
-      // The first run meets BUSY; the script is killed before the job comes back.
       const value = await reader.get('k').catch(async (err: unknown) => {
-        await busy.release();
+        if (runs === busyRuns) await busy.release();
         throw err;
       });
       return value ?? 'none';
@@ -78,7 +84,9 @@ describe('a job whose Redis is away', () => {
     const log = createLogger({ level: 'silent', layer: 'tool' });
     const worker = new Worker(
       name,
-      deferring ? deferWhileRedisAway(processor, { clustered: false, log, queue: name }) : processor,
+      maxDeferrals === undefined
+        ? processor
+        : deferWhileRedisAway(processor, { clustered: false, maxDeferrals, log, queue: name }),
       { connection: redis, prefix },
     );
     try {
@@ -90,7 +98,12 @@ describe('a job whose Redis is away', () => {
       const job = await queue.add('j', {}, { attempts: 1 });
       const state = await ended;
       const done = (await Job.fromId(queue, job.id!))!;
-      return { state, attemptsMade: done.attemptsMade, runs };
+      return {
+        state,
+        attemptsMade: done.attemptsMade,
+        runs,
+        redisAway: (done.data as { redisAway?: number }).redisAway,
+      };
     } finally {
       await worker.close();
       await events.close();
@@ -101,11 +114,20 @@ describe('a job whose Redis is away', () => {
   }
 
   it('goes back to its queue uncounted and runs again', async () => {
-    expect(await runJob(true)).toEqual({ state: 'completed', attemptsMade: 1, runs: 2 });
+    expect(await runJob(20)).toEqual({ state: 'completed', attemptsMade: 1, runs: 2, redisAway: 1 });
   });
 
   it('fails for good without it, its one attempt used up', async () => {
-    expect(await runJob(false)).toEqual({ state: 'failed', attemptsMade: 1, runs: 1 });
+    expect(await runJob(undefined)).toEqual({
+      state: 'failed',
+      attemptsMade: 1,
+      runs: 1,
+      redisAway: undefined,
+    });
+  });
+
+  it('counts the attempt once the job has gone back TETRALOOP_REDIS_AWAY_MAX_DEFERRALS times', async () => {
+    expect(await runJob(1, 2)).toEqual({ state: 'failed', attemptsMade: 1, runs: 2, redisAway: 1 });
   });
 });
 
@@ -113,19 +135,23 @@ describe('a node whose completion meets Redis away', () => {
   let own: RedisServer;
   let server: ToolServer;
   let stack: Stack;
-  let deferredLogged: Promise<void>;
+  const lines: string[] = [];
+  const watchers: { match: (line: string) => boolean; found: () => void }[] = [];
+  /** Resolves once a log line that `match` accepts has been written (or already was). */
+  const logged = (match: (line: string) => boolean): Promise<void> =>
+    lines.some(match) ? Promise.resolve() : new Promise((found) => watchers.push({ match, found }));
 
   beforeAll(async () => {
     // The whole stack on a Redis of its own: the suite's stays up for the other tests.
     own = await startRedisServer();
     server = await startToolServer();
-    let logged = (): void => undefined;
-    deferredLogged = new Promise((resolve) => (logged = resolve));
     stack = await startStack({
       env: { REDIS_URL: own.url, LOG_LEVEL: 'warn' },
       logDestination: new Writable({
         write(chunk: Buffer, _enc, done) {
-          if (chunk.toString().includes('Redis away: the job goes back to its queue')) logged();
+          const line = chunk.toString();
+          lines.push(line);
+          for (const w of watchers) if (w.match(line)) w.found();
           done();
         },
       }),
@@ -165,7 +191,11 @@ describe('a node whose completion meets Redis away', () => {
     // Redis turns busy while the call is out: the node's completion is refused.
     const busy = await makeBusy(own.url);
     server.openGate('a');
-    await deferredLogged;
+    // Node a's own job, not another job the busy spell caught (a schedule's, say).
+    const jobId = nodeJobId(runId, 'a', 0);
+    await logged(
+      (line) => line.includes('Redis away: the job goes back') && line.includes(`"jobId":"${jobId}"`),
+    );
     await busy.release();
 
     const doc = await waitFor(stack.url, runId, 30_000);
@@ -174,8 +204,10 @@ describe('a node whose completion meets Redis away', () => {
     expect(doc.nodes.a?.status).toBe('succeeded');
     expect(doc.nodes.a?.attempts.map((a) => a.attempt)).toEqual([1]);
     expect(doc.nodes.b?.status).toBe('succeeded');
-    // The call ran again: its first result was never recorded.
+    // The call ran again: its first result was never recorded. It re-entered its begun attempt,
+    // so it was charged once: a's call and b's.
     expect(server.hitsOf('a')).toHaveLength(2);
+    expect(doc.usage.toolCalls).toBe(2);
     // Sent back by its worker, not found stalled after its lock lapsed.
     expect(await total(metrics.jobsDeferred)).toBeGreaterThan(deferredBefore);
     expect(await total(metrics.jobsStalled)).toBe(stalledBefore);

@@ -164,6 +164,13 @@ export const WORKER_SETTINGS = {
     doc: "Stalls a job survives before it is failed. A stall is a worker's crash or a Redis restart under the job, not the job's doing; a node that crashes its workers is stopped by TETRALOOP_MAX_NODE_EXECUTIONS as well (its 1 + 4 executions are that limit's 5).",
     schema: z.coerce.number().int().min(0).default(4),
   }),
+  TETRALOOP_REDIS_AWAY_MAX_DEFERRALS: setting({
+    group: 'jobs',
+    file: 'jobs.redisAwayMaxDeferrals',
+    readBy: ['workers'],
+    doc: "Times one job that failed because Redis was away goes back to its queue without using up an attempt, each after the retry backoff (1 s doubling to 30 s): the default rides out about 8 minutes of outage. Past it the failure counts as BullMQ's attempt. 0: every such failure counts.",
+    schema: z.coerce.number().int().min(0).max(1000).default(20),
+  }),
   TETRALOOP_MAX_NODE_EXECUTIONS: setting({
     group: 'retries',
     file: 'retries.maxNodeExecutions',

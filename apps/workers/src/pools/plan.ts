@@ -31,8 +31,9 @@ export function planPool(ctx: PoolContext): PoolDefinition {
       );
   }
   // A root job that failed for good leaves its run to be settled here (see settleAfterRootFailure).
-  // Nothing else would settle it, and a root job fails for good mostly while Redis is away: the
-  // settling is retried with backoff while Redis is away, for up to SETTLE_RETRY_FOR_MS. The
+  // Nothing else would settle it, and a root job can still fail for good while Redis is away (when
+  // it could not be sent back uncounted, or was too often: redis-away.ts): the settling is retried
+  // with backoff while Redis is away, for up to SETTLE_RETRY_FOR_MS. The
   // retries live in this process: if it stops first, the reconciler's pass settles the run.
   const settleDeps = ctx.executorDeps('plan');
   const settleAbandoned = async (job: Job): Promise<void> => {

@@ -87,6 +87,7 @@ export function startWorkers(ctx: PoolContext, pool: Pool, definition: PoolDefin
     Array.from({ length: fetchers }, () => {
       const processor = deferWhileRedisAway(definition.processor(), {
         clustered,
+        maxDeferrals: env.TETRALOOP_REDIS_AWAY_MAX_DEFERRALS,
         log: poolLog,
         queue: queue.name,
         shutdown: ctx.shutdown,

@@ -96,6 +96,8 @@ interface Execution {
     readonly startedAt: string;
     readonly tracked: { signal: AbortSignal; release: () => void };
   };
+  /** Set once a job's own node began running in this attempt. */
+  runningHere?: boolean;
 }
 
 type ExecutionResult = NodeJobResult & { readonly handoffs?: readonly Execution[] };
@@ -125,7 +127,10 @@ export async function executeNodeJob(
   // A run with a cap on its parallel nodes: the job takes a slot first, or parks until one frees.
   const slot = await takeNodeSlot(deps, await deps.plans.get(data.runId, data.generation), job, token);
   try {
-    const first = await inNodeSpan(deps, own, data.trace);
+    const first = await inNodeSpan(deps, own, data.trace).catch(async (err: unknown) => {
+      if (own.runningHere && !controlFlow(err)) await reenterAsBegun(deps, own);
+      throw err;
+    });
     own.carrying.running -= 1;
     await runHandoffs(deps, first.handoffs ?? []);
     return { status: first.status, ...(first.code !== undefined ? { code: first.code } : {}) };
@@ -133,6 +138,23 @@ export async function executeNodeJob(
     // Ended or parked: either way the job runs nothing now.
     if (slot) await giveNodeSlot(deps, slot);
   }
+}
+
+/**
+ * The job's node began in this attempt and then failed in an unexpected way (Redis away while it
+ * completed, say). If the job runs again as the same attempt — sent back while Redis was away, not
+ * counted — it re-enters that attempt as begun (`resumes`, as a hand-back on shutdown does): not
+ * counted, charged or checked for its TTL again. A failure BullMQ counts makes the next run a new
+ * attempt, which the mark does not match. Best effort: unmarked, the attempt re-enters as after
+ * a crash.
+ */
+async function reenterAsBegun(deps: ExecutorDeps, execution: Execution): Promise<void> {
+  const { job, attempt } = execution;
+  await job
+    .updateData({ ...(job.data as object), resumes: attempt })
+    .catch((err: unknown) =>
+      deps.logger.warn({ err, jobId: job.id }, 'could not mark a begun node to re-enter its attempt'),
+    );
 }
 
 /**
@@ -307,6 +329,7 @@ async function runExecution(deps: ExecutorDeps, execution: Execution): Promise<E
         ...(item ? { quiet: true } : {}),
       }));
     if (begin.status === 'stale') return { status: 'stale' };
+    if (!execution.inline && begin.status === 'running' && !begin.existing) execution.runningHere = true;
     // A held-back call whose node will not run now gives its place in the queue up.
     if (data.throttled && (begin.existing || begin.status !== 'running')) await leaveFlow(deps, job);
     const reads = await readBlobs(deps, plan.tenant, node, begin);
