@@ -36,9 +36,10 @@ type Floor = { atLeast: number } | { atMost: number };
 export const FLOORS = {
   /**
    * 0.37–0.42 in three smoke runs with wide handoff (2026-12-03; 0.28–0.31 in the last four CI
-   * runs before it), 0.27–0.33 in full runs. Raised from 0.12.
+   * runs before it), 0.27–0.33 in full runs; 0.32–0.37 in the three fresh-clone CI runs after
+   * (`.ci/run`). Raised from 0.12, then 0.18.
    */
-  'throughput ÷ raw BullMQ': { atLeast: 0.18 },
+  'throughput ÷ raw BullMQ': { atLeast: 0.22 },
   /**
    * 0.82–1.10 in the same smoke runs, 0.73–0.96 in full runs: with wide handoff the 1-process
    * figure rose about 25 % in nodes/s, the 2-process one about 8 %, so the ratio fell while both
@@ -50,11 +51,15 @@ export const FLOORS = {
   'per-hop p50 ÷ raw BullMQ': { atMost: 2.5 },
   /**
    * 1.47 on a quiet machine, 1.31–1.38 in the smoke's best rounds; 1.75–2.1 in full runs while
-   * other work shared the 2 CPUs: 2.0 leaves CI hosts that room.
+   * other work shared the 2 CPUs. 1.27–1.40 in the three fresh-clone CI runs of 2026-12-03, where
+   * the gate runs after the tests, alone: lowered from 2.0 to the issue's 1.8.
    */
-  'fan-out 32 × 100 ms, wall ÷ critical path': { atMost: 2.0 },
-  /** 0.39, the median of three rounds; 0.40–0.47 in the smoke, 0.29 with a core taken by other work. */
-  'API accept ÷ bare Express': { atLeast: 0.25 },
+  'fan-out 32 × 100 ms, wall ÷ critical path': { atMost: 1.8 },
+  /**
+   * 0.39, the median of three rounds; 0.40–0.47 in the smoke, 0.29 with a core taken by other work;
+   * 0.50–0.57 in the three fresh-clone CI runs of 2026-12-03. Raised from 0.25 to the issue's 0.3.
+   */
+  'API accept ÷ bare Express': { atLeast: 0.3 },
 } satisfies Record<string, Floor>;
 
 export type Figure = keyof typeof FLOORS;
