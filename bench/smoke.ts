@@ -111,10 +111,15 @@ async function throughputRatios(
       await each();
     }
   };
+  // Where the part's time goes past its measured batches (a process start, a shutdown), logged so
+  // a slow gate in CI says which.
+  const since = performance.now();
+  const took = (): string => `${((performance.now() - since) / 1000).toFixed(1)} s`;
   try {
     // The no-op workers start while Tetraloop's do.
     noop = await startNoopWorkers(redisUrl, 1);
     await waitForClients(redisUrl, [plan.pid!, tools[0]!.pid!]);
+    log(`  workers connected (${took()})`);
     const one: number[] = [];
     const vsRaw: number[] = [];
     await rounds('1 tool process', async () => {
@@ -126,6 +131,7 @@ async function throughputRatios(
     });
     tools.push(spawnWorker(stack, 'tool'));
     await waitForClients(redisUrl, [tools[1]!.pid!]);
+    log(`  second tool process connected (${took()})`);
     const two: number[] = [];
     await rounds('2 tool processes', async () => {
       const tetraloop = await measureBatch(stack, groups(), library, THROUGHPUT_RUNS, 'smoke-2');
@@ -137,9 +143,11 @@ async function throughputRatios(
       'throughput 2 tool processes ÷ 1': Math.max(...two) / Math.max(...one),
     };
   } finally {
+    log(`  measured (${took()}); stopping the workers`);
     await stopAll([plan, ...tools]);
     await noop?.close();
     await stack.close();
+    log(`  stopped (${took()})`);
   }
 }
 
