@@ -35,8 +35,9 @@ export const recheckDelayMs = (waits: number): number =>
  * rechecks of {@link recheckDelayMs} that fit in that time, counted up to the first at
  * {@link MAX_RECHECK_MS} (the later ones are as long). A recheck due within half of
  * {@link RECHECK_MS} counts as made: a delayed job is promoted a little after its time, and taken
- * a little later still. A job woken early that lost the slot to another counts fewer, and
- * rechecks sooner. Pure.
+ * a little later still, and its due time is the parking worker's clock while the worker that
+ * promotes it reads its own (the time waited is Redis's). A job woken early that lost the slot to
+ * another counts fewer, and rechecks sooner. Pure.
  */
 export function parksWithin(waitedMs: number): number {
   let parks = 0;
