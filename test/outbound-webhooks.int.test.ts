@@ -11,7 +11,7 @@ import type { DeliveryAttempt, RunDocument, WebhookEvent } from '@tetraloop/core
 import { WEBHOOK_JOB } from '@tetraloop/core/queues';
 import { webhookKeys } from '@tetraloop/core/state';
 import { verifyWebhookSignature } from '@tetraloop/core/webhooks';
-import { startStack, type Stack } from './support/stack.js';
+import { rootJobFinished, startStack, type Stack } from './support/stack.js';
 import { startWebhookReceiver, type WebhookReceiver } from './support/webhook-receiver.js';
 
 const ROOT = 'root-token-for-outbound-webhooks';
@@ -20,8 +20,6 @@ let receiver: WebhookReceiver;
 let redis: Redis;
 let sense: Queue;
 let senseEvents: QueueEvents;
-let plan: Queue;
-let planEvents: QueueEvents;
 
 beforeAll(async () => {
   receiver = await startWebhookReceiver();
@@ -39,16 +37,11 @@ beforeAll(async () => {
   sense = new Queue('sense', { connection: redis, prefix: stack.prefix });
   senseEvents = new QueueEvents('sense', { connection: redis.duplicate(), prefix: stack.prefix });
   await senseEvents.waitUntilReady();
-  plan = new Queue('plan', { connection: redis, prefix: stack.prefix });
-  planEvents = new QueueEvents('plan', { connection: redis.duplicate(), prefix: stack.prefix });
-  await planEvents.waitUntilReady();
 }, 30_000);
 
 afterAll(async () => {
   await senseEvents?.close();
   await sense?.close();
-  await planEvents?.close();
-  await plan?.close();
   redis?.disconnect();
   await stack?.close();
   await receiver?.close();
@@ -92,13 +85,8 @@ async function delivered(id: string): Promise<unknown> {
   return job.waitUntilFinished(senseEvents, 30_000);
 }
 
-/**
- * Waits until the run's root job has finished: its finalize pass, which enqueues the deliveries,
- * is done (a waiter on `/wait` may hear of the settled run before that pass has ended).
- */
-async function finalized(runId: string): Promise<void> {
-  await (await Job.fromId(plan, runId))!.waitUntilFinished(planEvents, 10_000);
-}
+/** Waits until the run's root job has finished: its finalize pass enqueues the deliveries. */
+const finalized = (runId: string): Promise<void> => rootJobFinished(stack, runId, 10_000);
 
 /** Whether any delivery job was made for the run, in any state. */
 async function hasDeliveryJob(runId: string): Promise<boolean> {

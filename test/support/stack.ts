@@ -2,6 +2,7 @@
 import { randomUUID } from 'node:crypto';
 import { inject } from 'vitest';
 import { parseApiEnv, startApi, type ApiHandle } from '@tetraloop/api';
+import { Job, Queue, QueueEvents } from 'bullmq';
 import { parseSseBlock } from '@tetraloop/client';
 import { isTerminal, type LiveNodeState, type RunDocument, type RunEvent } from '@tetraloop/core/domain';
 import type { ExecutorHooks } from '@tetraloop/core/executor';
@@ -409,27 +410,38 @@ export async function followJobEvents(
 }
 
 /**
- * Runs `body` to its end and answers its document once its root job has completed: the finalize
- * pass, which records the run in memory and announces it after settling it, is done (a waiter on
- * `/wait` may hear of the settled run before that pass has ended).
+ * Resolves once the run's root job has completed: its finalize pass, which settles the run and
+ * then records it in memory, enqueues its webhook deliveries and announces it, is done (a waiter on
+ * `/wait` may hear of the settled run before that pass has ended). Safe to call after the fact:
+ * a job already completed resolves at once.
  */
+export async function rootJobFinished(stack: StackRef, runId: string, timeoutMs = 20_000): Promise<void> {
+  const connection = connectRedis(stack.env.REDIS_URL!, 'worker', 'tetraloop-test-root-job');
+  const blocking = connectRedis(stack.env.REDIS_URL!, 'worker', 'tetraloop-test-root-job-events');
+  const plan = new Queue('plan', { connection, prefix: stack.prefix });
+  const events = new QueueEvents('plan', { connection: blocking, prefix: stack.prefix });
+  try {
+    await events.waitUntilReady();
+    const job = await Job.fromId(plan, runId);
+    if (!job) throw new Error(`run ${runId} has no root job`);
+    await job.waitUntilFinished(events, timeoutMs);
+  } finally {
+    await events.close();
+    await plan.close();
+    connection.disconnect();
+    blocking.disconnect();
+  }
+}
+
+/** Runs `body` to its end and answers its document once its root job has completed (see above). */
 export async function runToFinalized(
   stack: StackRef,
   body: unknown,
   timeoutMs = 20_000,
 ): Promise<RunDocument> {
-  const jobs = await followJobEvents(stack, ['plan']);
-  try {
-    const doc = await runToEnd(stack.url, body);
-    await jobs.next(
-      (e) => e.jobId === doc.runId && e.event === 'completed',
-      Date.now() + timeoutMs,
-      `the root job of ${doc.runId}`,
-    );
-    return doc;
-  } finally {
-    jobs.close();
-  }
+  const doc = await runToEnd(stack.url, body);
+  await rootJobFinished(stack, doc.runId, timeoutMs);
+  return doc;
 }
 
 /**
