@@ -683,6 +683,7 @@ describe('deployment files', () => {
           'TetraloopWorkerPoolDown',
           'TetraloopApiDown',
           'ToolWithoutWorkers',
+          'TetraloopJobsSentBackRedisAway',
         ]),
       );
       for (const rule of rules) expectKnownMetrics(`alert ${rule.alert}`, rule.expr);
