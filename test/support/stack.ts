@@ -413,7 +413,8 @@ export async function followJobEvents(
  * Resolves once the run's root job has completed: its finalize pass, which settles the run and
  * then records it in memory, enqueues its webhook deliveries and announces it, is done (a waiter on
  * `/wait` may hear of the settled run before that pass has ended). Safe to call after the fact:
- * a job already completed resolves at once.
+ * a job already completed resolves at once, while completed root jobs are kept
+ * (TETRALOOP_JOB_COMPLETED_COUNT).
  */
 export async function rootJobFinished(stack: StackRef, runId: string, timeoutMs = 20_000): Promise<void> {
   const connection = connectRedis(stack.env.REDIS_URL!, 'worker', 'tetraloop-test-root-job');

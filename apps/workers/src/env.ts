@@ -168,7 +168,7 @@ export const WORKER_SETTINGS = {
     group: 'jobs',
     file: 'jobs.redisAwayMaxDeferrals',
     readBy: ['workers'],
-    doc: "Times one job that failed because Redis was away goes back to its queue without using up an attempt, each after the retry backoff (1 s doubling to 30 s): the default rides out about 8 minutes of outage. Past it the failure counts as BullMQ's attempt. 0: every such failure counts.",
+    doc: "Times one job that failed because Redis was away goes back to its queue without using up an attempt, each after the retry backoff (1 s doubling to 30 s): the default allows about 8 minutes of backoff (a job only uses one up when it is taken and fails again; a full outage, where no job is taken, uses none). Past it the failure counts as BullMQ's attempt. 0: every such failure counts.",
     schema: z.coerce.number().int().min(0).max(1000).default(20),
   }),
   TETRALOOP_MAX_NODE_EXECUTIONS: setting({

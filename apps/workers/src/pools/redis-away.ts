@@ -79,7 +79,8 @@ export function deferWhileRedisAway(processor: Processor, options: RedisAwayOpti
       }
       // Counted once the job is ours in the delayed set (a write before the move could land on a
       // job another worker took as stalled). Not counted if Redis went away again: the count is a
-      // backstop, not the job's state.
+      // backstop, not the job's state. The write replaces the job's data: one that landed later
+      // than the delay (Redis away again for that long) could undo a mark the job's next run made.
       await job
         .updateData({ ...(job.data as object), [DEFERRALS_FIELD]: deferrals })
         .catch((dataErr: unknown) =>

@@ -329,7 +329,9 @@ async function runExecution(deps: ExecutorDeps, execution: Execution): Promise<E
         ...(item ? { quiet: true } : {}),
       }));
     if (begin.status === 'stale') return { status: 'stale' };
-    if (!execution.inline && begin.status === 'running' && !begin.existing) execution.runningHere = true;
+    // A node skipped or failed for its TTL does not run: its redelivery decides its TTL again.
+    if (!execution.inline && begin.status === 'running' && !begin.existing && !expiredUnrun)
+      execution.runningHere = true;
     // A held-back call whose node will not run now gives its place in the queue up.
     if (data.throttled && (begin.existing || begin.status !== 'running')) await leaveFlow(deps, job);
     const reads = await readBlobs(deps, plan.tenant, node, begin);
