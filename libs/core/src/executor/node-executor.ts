@@ -127,10 +127,13 @@ export async function executeNodeJob(
   // A run with a cap on its parallel nodes: the job takes a slot first, or parks until one frees.
   const slot = await takeNodeSlot(deps, await deps.plans.get(data.runId, data.generation), job, token);
   try {
-    const first = await inNodeSpan(deps, own, data.trace).catch(async (err: unknown) => {
+    let first: ExecutionResult;
+    try {
+      first = await inNodeSpan(deps, own, data.trace);
+    } catch (err) {
       if (own.runningHere && !controlFlow(err)) await reenterAsBegun(deps, own);
       throw err;
-    });
+    }
     own.carrying.running -= 1;
     await runHandoffs(deps, first.handoffs ?? []);
     return { status: first.status, ...(first.code !== undefined ? { code: first.code } : {}) };

@@ -14,6 +14,13 @@ import { loadScripts, type ScriptRunner } from './scripts.js';
  */
 export type SlotTake = { readonly held: true } | { readonly held: false; readonly waitedMs: number };
 
+/** A sorted set's `WITHSCORES` reply (member, score, member, score, …) as pairs. */
+function withScores(flat: readonly string[]): [member: string, score: string][] {
+  const pairs: [string, string][] = [];
+  for (let i = 0; i + 1 < flat.length; i += 2) pairs.push([flat[i]!, flat[i + 1]!]);
+  return pairs;
+}
+
 export class SlotSets {
   private readonly script: ScriptRunner;
 
@@ -54,10 +61,7 @@ export class SlotSets {
 
   /** The holders, oldest first, each with the score it got its slot at. */
   async holders(keys: SlotSetKeys): Promise<[member: string, score: string][]> {
-    const flat = await this.redis.zrange(keys.running, '0', '-1', 'WITHSCORES');
-    const holders: [string, string][] = [];
-    for (let i = 0; i + 1 < flat.length; i += 2) holders.push([flat[i]!, flat[i + 1]!]);
-    return holders;
+    return withScores(await this.redis.zrange(keys.running, '0', '-1', 'WITHSCORES'));
   }
 
   /**
@@ -65,10 +69,7 @@ export class SlotSets {
    * oldest first, each with its score.
    */
   async heldFor(keys: SlotSetKeys, ms: number): Promise<[member: string, score: string][]> {
-    const flat = (await this.script('held-slots-2', [keys.running, keys.waiting], [ms])) as string[];
-    const holders: [string, string][] = [];
-    for (let i = 0; i + 1 < flat.length; i += 2) holders.push([flat[i]!, flat[i + 1]!]);
-    return holders;
+    return withScores((await this.script('held-slots-2', [keys.running, keys.waiting], [ms])) as string[]);
   }
 
   /**
