@@ -607,7 +607,14 @@ describe('complete-node', () => {
         charge: { toolTimeMs: 7.6, promptTokens: 3 },
       }),
     );
-    expect(result).toEqual({ written: true, status: 'running', generation: 0, ready: [], handedOff: [] });
+    expect(result).toEqual({
+      written: true,
+      decided: false,
+      status: 'running',
+      generation: 0,
+      ready: [],
+      handedOff: [],
+    });
     const k = keysOf(runId);
     expect(JSON.parse((await redis.hget(k.nodes, 'a'))!)).toEqual(snapshot('succeeded', { x: 1 }));
     expect(await redis.hexists(k.live, 'a')).toBe(0);
@@ -620,6 +627,67 @@ describe('complete-node', () => {
         data: { status: 'succeeded', attempts: 1, durationMs: 12, worker: 'w1' },
       },
     ]);
+  });
+
+  describe('the last node of the plan to succeed decides the run', () => {
+    const options = { release: true, children: ['c'], charge: {}, planned: 3 };
+    const last = { release: true, children: [], charge: {}, planned: 3 };
+
+    it('decides it succeeded when its snapshot is the last and every one succeeded, after its own event', async () => {
+      const runId = await runningRun();
+      expect((await store.completeNode(runId, 'a', snapshot('succeeded'), options)).decided).toBe(false);
+      expect((await store.completeNode(runId, 'b', snapshot('succeeded'), options)).decided).toBe(false);
+      expect(await store.status(runId)).toBe('running');
+      const { result, events } = await withEvents(runId, () =>
+        store.completeNode(runId, 'c', snapshot('succeeded', 'out'), last),
+      );
+      expect(result).toMatchObject({ written: true, decided: true, status: 'succeeded', ready: [] });
+      expect(brief(events).map((e) => [e.type, e.nodeId])).toEqual([
+        ['node.succeeded', 'c'],
+        ['run.decided', undefined],
+      ]);
+      expect(await store.status(runId)).toBe('succeeded');
+      // Decided, not settled: the caller settles it (or the root job's finalize pass does).
+      expect(await store.settledState(runId)).toBe(false);
+      // A redelivery of the last node decides nothing again.
+      const again = await store.completeNode(runId, 'c', snapshot('succeeded', 'out'), last);
+      expect(again).toMatchObject({ written: false, decided: false, status: 'succeeded' });
+    });
+
+    it('leaves a run with a failed node, or a node without a snapshot, to the root job', async () => {
+      const failed = await runningRun();
+      await store.completeNode(failed, 'a', snapshot('failed'), { ...options, release: false });
+      await store.completeNode(failed, 'b', snapshot('succeeded'), options);
+      await store.completeNode(failed, 'c', snapshot('succeeded'), last);
+      expect(await store.status(failed)).toBe('running');
+      // a and b succeeded, c has no snapshot yet.
+      const third = await runningRun();
+      await store.completeNode(third, 'a', snapshot('succeeded'), options);
+      expect((await store.completeNode(third, 'b', snapshot('succeeded'), options)).decided).toBe(false);
+      expect(await store.status(third)).toBe('running');
+    });
+
+    it('decides nothing while a replan is asked for, in window mode, or for a decided run', async () => {
+      const replanning = await runningTaskRun();
+      await store.completeNode(replanning, 'a', snapshot('succeeded'), options);
+      await store.completeNode(replanning, 'b', snapshot('succeeded'), options);
+      expect(await store.requestReplan(replanning, failure, 0)).toBe(true);
+      expect((await store.completeNode(replanning, 'c', snapshot('succeeded'), last)).decided).toBe(false);
+      expect(await store.status(replanning)).toBe('running');
+
+      const windowed = await runningTaskRun({ mode: 'window', window: { size: 3, maxWindows: 2 } });
+      await store.completeNode(windowed, 'a', snapshot('succeeded'), options);
+      await store.completeNode(windowed, 'b', snapshot('succeeded'), options);
+      expect((await store.completeNode(windowed, 'c', snapshot('succeeded'), last)).decided).toBe(false);
+      expect(await store.status(windowed)).toBe('running');
+
+      const cancelled = await runningRun();
+      await store.completeNode(cancelled, 'a', snapshot('succeeded'), options);
+      await store.completeNode(cancelled, 'b', snapshot('succeeded'), options);
+      await store.decideError(cancelled, { code: 'cancelled', message: 'stop' }, T);
+      expect((await store.completeNode(cancelled, 'c', snapshot('succeeded'), last)).decided).toBe(false);
+      expect(await store.status(cancelled)).toBe('cancelled');
+    });
   });
 
   it('releases a dependent when its last dependency completes and queues it', async () => {
@@ -647,7 +715,14 @@ describe('complete-node', () => {
     const { result, events } = await withEvents(runId, () =>
       store.completeNode(runId, 'b', snapshot('failed'), options),
     );
-    expect(result).toEqual({ written: false, status: 'running', generation: 0, ready: ['c'], handedOff: [] });
+    expect(result).toEqual({
+      written: false,
+      decided: false,
+      status: 'running',
+      generation: 0,
+      ready: ['c'],
+      handedOff: [],
+    });
     const k = keysOf(runId);
     expect(JSON.parse((await redis.hget(k.nodes, 'b'))!)).toEqual(snapshot('succeeded', 'first'));
     expect(await redis.hget(k.pending, 'c')).toBe('0');
@@ -1874,7 +1949,14 @@ describe('guards against ended and vanished runs', () => {
       children: ['c'],
       charge: { toolTimeMs: 5 },
     });
-    expect(done).toEqual({ written: false, status: null, generation: 0, ready: [], handedOff: [] });
+    expect(done).toEqual({
+      written: false,
+      decided: false,
+      status: null,
+      generation: 0,
+      ready: [],
+      handedOff: [],
+    });
     await store.recordAttempt(runId, 'a', attempt(1), { status: 'retrying', attempt: 1 });
     expect(await store.recordIteration(runId, 'a', 1, { iteration: 1 }, { toolCalls: 1 }, running)).toEqual({
       iterations: 0,

@@ -41,6 +41,7 @@ import { nodeRun } from './node-run.js';
 import { completeItem, itemReads, itemScope, plannedItem } from './map-items.js';
 import type { CompiledPlan } from './plan-cache.js';
 import { OwnJobNeeded, handoffCandidates } from './handoff.js';
+import { settleCompletedRun } from './run-settle.js';
 import { customToolOf, queueOfNode, retryOfNode, runsHere } from './tool-placement.js';
 
 /** Thrown to hand a failed attempt back to BullMQ for a retry after `delayMs`. */
@@ -668,7 +669,10 @@ async function complete(
     // A node that is one tool call names its tool in its completion event.
     ...(tool !== undefined ? { tool } : {}),
     ...(handoff ? { handoff } : {}),
+    // The last node of the plan to succeed decides the run (and settles it, below).
+    ...(existed ? {} : { planned: plan.nodes.size }),
   });
+  if (done.decided) await settleCompletedRun(deps, plan, ctx.generation);
   const now = nowIso();
   if (failsRun) {
     await decideFailure(deps, plan, node, snapshot, ctx.generation);

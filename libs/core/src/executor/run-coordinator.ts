@@ -13,9 +13,9 @@ import {
   type UsageCharge,
 } from '../domain/run-model.js';
 import { toErrorData, type NodeErrorData } from '../errors/node-error.js';
-import { RUN_ERROR_STATUS, deadlineError, runErrorForNode, type RunError } from '../errors/run-error.js';
+import { deadlineError, type RunError } from '../errors/run-error.js';
 import { buildTopology } from '../graph/topology.js';
-import { forgetCachedPlan, planRun } from '../planning/plan-run.js';
+import { planRun } from '../planning/plan-run.js';
 import { planWindow } from '../planning/plan-window.js';
 import { DeadlineJobData, JOB, RunJobData, type RunJobData as RunJobInput } from '../queues/catalog.js';
 import {
@@ -35,12 +35,11 @@ import type { WindowState } from '../state/runs/run-plan.js';
 import { metrics } from '../telemetry/metrics.js';
 import { recordSettledRun, underRunSpan } from '../telemetry/run-span.js';
 import { inSpan, tracingOn } from '../telemetry/tracing.js';
-import { retainBlobs } from './blob-reads.js';
 import { admitRun, releaseRun } from './run-admission.js';
 import type { ExecutorDeps } from './deps.js';
-import { continuesOnFailure, enqueueReady, releasesDependents } from './node-executor.js';
-import { dropNodeSlots } from './node-slots.js';
+import { enqueueReady, releasesDependents } from './node-executor.js';
 import { dailyCapReached, plannerCharge } from './model-cost.js';
+import { afterSettled, agentEnded, finalizeRun, remember } from './run-settle.js';
 import { nowIso } from '../domain/clock.js';
 import type { CompiledPlan } from './plan-cache.js';
 
@@ -100,7 +99,7 @@ export async function settleAfterRootFailure(deps: ExecutorDeps, job: Job): Prom
   if ((await deps.store.generation(runId)) !== generation) return null;
   const plan = await deps.plans.get(runId, generation);
   if (!plan) return null;
-  return finalize(deps, plan, generation, await deps.store.outcomeState(runId));
+  return finalizeRun(deps, plan, generation, await deps.store.outcomeState(runId));
 }
 
 /** Failed root jobs each reconcile pass looks at, per shard: the newest. */
@@ -185,6 +184,12 @@ async function executeRunJob(deps: ExecutorDeps, job: Job, token: string | undef
   // a crash or a stall (the job's step already `finalize`, its nodes still queued or running)
   // would otherwise settle the run with those nodes `node_lost`. With none pending, it goes on.
   if (token !== undefined && (await job.moveToWaitingChildren(token))) throw new WaitingChildrenError();
+  // Settled already by the node job whose completion decided it: only what every pass repeats.
+  const facts = await deps.store.settleFacts(plan.runId);
+  if (facts.settled) {
+    await afterSettled(deps, plan, facts);
+    return { status: facts.status ?? 'gone' };
+  }
   let state = await deps.store.outcomeState(plan.runId);
   if (state.mode === 'window' && state.status === 'running' && !state.replanRequested) {
     state = await windowDrained(deps, plan, data.generation, state);
@@ -193,7 +198,7 @@ async function executeRunJob(deps: ExecutorDeps, job: Job, token: string | undef
     if (await replanIfRequested(deps, plan, data.generation, state.snapshots)) return { status: 'replanned' };
     state = await deps.store.outcomeState(plan.runId);
   }
-  return { status: await finalize(deps, plan, data.generation, state) };
+  return { status: await finalizeRun(deps, plan, data.generation, state) };
 }
 
 /**
@@ -357,18 +362,6 @@ async function agentStarting(deps: ExecutorDeps, runId: string, header: RunHeade
   if (!task || task.planned || context.length === 0) return header;
   const overrides = [task.overrides, ...context].filter((t): t is string => !!t).join('\n\n');
   return { ...header, task: { ...task, overrides: overrides.slice(0, MAX_OVERRIDES_CHARS) } };
-}
-
-/**
- * `agent_end` for a run that settled outside a session (a session run's fires once its reply is
- * written), once: where the run settles; not for a child run.
- */
-async function agentEnded(deps: ExecutorDeps, runId: string, status: RunStatus | null): Promise<void> {
-  const hooks = deps.hooks.registry;
-  if (!hooks?.has('agent_end') || status === null) return;
-  const header = await deps.store.header(runId);
-  if (header.sessionKey || header.parentRunId) return;
-  await hooks.emit('agent_end', { runId, status, agentId: header.agentId });
 }
 
 /** Settles a run that ended (cancelled, timed out) before it was planned, with nothing run. */
@@ -567,11 +560,6 @@ async function environmentVersionOf(
   return version;
 }
 
-function observeSettled(status: RunStatus, createdAt: string | null): void {
-  metrics.runsFinished.inc({ status });
-  if (createdAt) metrics.runDuration.observe({ status }, (Date.now() - Date.parse(createdAt)) / 1000);
-}
-
 /** Nodes without a snapshot whose dependencies all completed in a way that releases them. */
 function readyNodes(plan: CompiledPlan, snapshots: ReadonlyMap<string, NodeSnapshot>): string[] {
   const releases = (id: string): boolean => releasesDependents(plan.nodes.get(id), snapshots.get(id));
@@ -617,112 +605,4 @@ async function fireDeadline(deps: ExecutorDeps, job: Job): Promise<RunJobResult>
     await wakeParkedNodes(deps.store, deps.queues, plan.runId);
   }
   return { status: (await deps.store.status(plan.runId)) ?? 'gone' };
-}
-
-/** Decides the outcome (if nothing decided it yet) and fills in the nodes that never ran. */
-async function finalize(
-  deps: ExecutorDeps,
-  plan: CompiledPlan,
-  generation: number,
-  state: OutcomeState,
-): Promise<RunStatus> {
-  const { store } = deps;
-  const now = nowIso();
-  const { snapshots } = state;
-  let { status, error: decidedError } = state;
-  if (status === 'running' || status === 'queued') {
-    const failure = firstFailure(plan, snapshots);
-    const incomplete = [...plan.nodes.keys()].filter((id) => !snapshots.has(id));
-    const error: RunError | null =
-      failure ??
-      (incomplete.length > 0
-        ? { code: 'node_lost', message: `nodes never completed: ${incomplete.join(', ')}` }
-        : null);
-    const outcome = await store.decideOutcome(
-      plan.runId,
-      error ? RUN_ERROR_STATUS[error.code] : 'succeeded',
-      error,
-      now,
-      generation,
-    );
-    status = outcome.status;
-    // Someone else decided first: their error stands.
-    decidedError = outcome.decided ? error : await store.error(plan.runId);
-  }
-  const fill = new Map<string, NodeSnapshot>();
-  for (const id of plan.nodes.keys()) {
-    if (!snapshots.has(id)) {
-      fill.set(id, {
-        status: status === 'cancelled' ? 'cancelled' : 'skipped',
-        attempts: [],
-        finishedAt: now,
-        durationMs: 0,
-      });
-    }
-  }
-  const output =
-    status === 'succeeded'
-      ? Object.fromEntries(plan.topology.sinks.map((id) => [id, snapshots.get(id)?.output ?? null]))
-      : null;
-  const final = {
-    status: status ?? 'failed',
-    error: status === 'succeeded' ? null : decidedError,
-    generation,
-  };
-  // The blobs its snapshots hold live at least as long as the run is about to.
-  await retainBlobs(deps, plan.tenant, snapshots.values(), plan.timeoutSeconds);
-  if (await store.settle(plan.runId, generation, fill, output, final, now)) {
-    observeSettled(final.status, state.createdAt);
-    await remember(deps, plan.runId, [...plan.nodes.keys()]);
-    if (final.status === 'failed' || final.status === 'timed_out') await forgetPlan(deps, plan.runId);
-    await removeDeadline(deps.queues, plan.runId, generation);
-    await dropNodeSlots(deps, plan);
-    deps.logger.info({ runId: plan.runId, status }, 'run settled');
-    if (!state.sessionKey) await agentEnded(deps, plan.runId, final.status);
-    await recordSettledRun(deps.store, plan.runId);
-  }
-  // Given back on every pass that finds the run settled, so a crash after settling leaks nothing.
-  await releaseRun(deps, plan.runId, plan.tenant);
-  if (state.sessionKey) await deps.sessions?.onRunSettled(plan.runId);
-  // Announced on every such pass too, and not caught: a pass that could not enqueue the deliveries
-  // fails, and BullMQ's retry of the root job announces again (the delivery ids are the same).
-  await deps.webhooks?.runFinished(plan.runId, { tenant: plan.tenant, hasWebhook: state.hasWebhook });
-  // Last, so nothing a client waits for waits on it; on every such pass, so a crash cannot lose it.
-  await deps.archive?.archiveRun(plan.runId);
-  return status ?? 'failed';
-}
-
-/** The error of the first node whose failure ends the run, if any. */
-function firstFailure(plan: CompiledPlan, snapshots: ReadonlyMap<string, NodeSnapshot>): RunError | null {
-  for (const [id, node] of plan.nodes) {
-    const s = snapshots.get(id);
-    if (s?.status === 'failed' && !continuesOnFailure(node)) {
-      return runErrorForNode(id, s.error);
-    }
-  }
-  return null;
-}
-
-/**
- * Records a run that just settled in its agent's memory, given the nodes of its plan when the
- * caller holds it (`MemoryService.recordSettled`). Memory serves learning, never the run: a
- * failure here is logged and the run's outcome stands.
- */
-async function remember(deps: ExecutorDeps, runId: string, nodeIds?: readonly string[]): Promise<void> {
-  if (!deps.memory) return;
-  try {
-    await deps.memory.recordSettled(runId, nodeIds);
-  } catch (err) {
-    deps.logger.warn({ runId, err }, 'could not record the run in memory');
-  }
-}
-
-/** A run that failed or timed out takes its plan out of the plan cache; a failure here is logged. */
-async function forgetPlan(deps: ExecutorDeps, runId: string): Promise<void> {
-  if (!deps.planning?.cache) return;
-  try {
-    await forgetCachedPlan(deps.planning, deps.store, runId);
-  } catch (err) {
-    deps.logger.warn({ runId, err }, 'could not remove the plan of a failed run from the plan cache');
-  }
 }

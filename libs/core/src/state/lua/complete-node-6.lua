@@ -6,10 +6,17 @@
   this completion's own (the completing job's, a moved node's earlier carrier) or '', ARGV[7] usage to charge
   (JSON object of integers, e.g. {"toolTimeMs":12,"promptTokens":30}), ARGV[8] the node handoff
   ('' for none): JSON {generation, live, width, candidates: [{id, charge, reads}]}, the children the
-  job may run next in the order it prefers them and how many of them it may take, ARGV[9..] children
-  Returns { written (1 = this call wrote the snapshot, 0 = it existed), run status, generation,
-  handed-off child ids | false, their begin answers | false, their start time (ISO) | false, ready
-  child ids... }; { 0, false, 0, false, false, false }, writing nothing, for an unknown run.
+  job may run next in the order it prefers them and how many of them it may take, ARGV[9] the
+  number of nodes in the run's plan ('' not to decide the run), ARGV[10..] children
+  Returns { written (1 = this call wrote the snapshot, 0 = it existed), run status after the call,
+  generation, handed-off child ids | false, their begin answers | false, their start time (ISO) |
+  false, 1 when this call decided the run | 0, ready child ids... };
+  { 0, false, 0, false, false, false, 0 }, writing nothing, for an unknown run.
+  Deciding the run: when the snapshot this call wrote is the last of the plan's ARGV[9] nodes and
+  every one of them succeeded, the run is decided `succeeded` here, as decide-run-6.lua would (the
+  caller settles it; if it stops first, the root job's finalize pass does). Not while a replan is
+  asked for, nor in window mode, whose drained window asks for the next one. Found from the count
+  of succeeded snapshots this call increments, so no other node pays a command for it.
   Node handoff: when this call wrote the snapshot and released candidates, the first `width` of them
   (at least one) are begun here as begin-node-6.lua would (`beginNode` in run.lib.lua), so the job's
   next nodes start in the same step, their `startedAt` (in the live JSON given) set to this step's
@@ -36,25 +43,36 @@ local function releasedHere(live, id, jobs)
 end
 
 local id = ARGV[1]
-local meta = redis.call('HMGET', KEYS[1], 'status', 'generation', 'replan', 'eventsMax')
+local meta = redis.call('HMGET', KEYS[1], 'status', 'generation', 'replan', 'eventsMax', 'mode')
 local status = meta[1]
 -- A run that expired or was deleted gets no keys back from a late node.
-if not status then return { 0, false, 0, false, false, false } end
+if not status then return { 0, false, 0, false, false, false, 0 } end
 eventsMax = tonumber(meta[4] or '10000')
 local written = redis.call('HSETNX', KEYS[3], id, ARGV[2])
+local succeeded = nil
 if written == 1 then
   redis.call('HDEL', KEYS[4], id)
-  countNode(snapshotStatus(ARGV[2]), 1)
+  local written_status = snapshotStatus(ARGV[2])
+  local count = countNode(written_status, 1)
+  if written_status == 'succeeded' then succeeded = count end
   charge(ARGV[7])
   emit(ARGV[3], id, ARGV[4])
   -- A tool node's result is also a tool event.
   if string.find(ARGV[4], '"tool":', 1, true) then emit('tool.result', id, ARGV[4]) end
 end
-local result = { written, status, tonumber(meta[2] or '0'), false, false, false }
+local result = { written, status, tonumber(meta[2] or '0'), false, false, false, 0 }
+local planned = tonumber(ARGV[9])
+if succeeded and succeeded == planned and status == 'running' and not meta[3] and meta[5] ~= 'window'
+  and redis.call('HLEN', KEYS[3]) == planned then
+  decideRun('succeeded', '', isoNow(), '', '')
+  result[2] = 'succeeded'
+  result[7] = 1
+  return result
+end
 -- Nothing new starts while the run waits to be replanned.
 if ARGV[5] ~= '1' or meta[3] then return result end
 local counted = {}
-for i = 9, #ARGV do
+for i = 10, #ARGV do
   local child = ARGV[i]
   local left
   if written == 1 then

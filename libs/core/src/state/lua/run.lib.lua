@@ -131,10 +131,10 @@ end
 -- Counts a snapshot written (by 1) or dropped (by -1) under its status, for the node counts a search
 -- lists. A count never goes below 0 (a snapshot written before the counts were kept).
 local function countNode(status, by)
-  if not status then return end
+  if not status then return nil end
   local field = 'count:' .. status
-  if by < 0 and tonumber(redis.call('HGET', KEYS[6], field) or '0') <= 0 then return end
-  redis.call('HINCRBY', KEYS[6], field, by)
+  if by < 0 and tonumber(redis.call('HGET', KEYS[6], field) or '0') <= 0 then return 0 end
+  return redis.call('HINCRBY', KEYS[6], field, by)
 end
 
 -- HMGET of `fields` (a list), a thousand at a time: unpack is bounded by Lua's stack.

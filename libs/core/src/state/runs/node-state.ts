@@ -36,6 +36,9 @@ export interface BeginNodeResult {
 
 export interface CompleteNodeResult {
   readonly written: boolean;
+  /** This call decided the run `succeeded`: its snapshot was the last of the plan's (`planned`). */
+  readonly decided: boolean;
+  /** The run's status after the call. */
   readonly status: RunStatus | null;
   readonly generation: number;
   /** The ready children, the handed-off ones among them. */
@@ -165,6 +168,11 @@ export class NodeStates {
       jobs?: readonly string[];
       /** Begin the first ready one of these children in the same step (node handoff). */
       handoff?: HandoffRequest;
+      /**
+       * The number of nodes in the run's plan: when this snapshot is the last of them and all
+       * succeeded, the script decides the run `succeeded` (`decided`); the caller settles it.
+       */
+      planned?: number;
     },
   ): Promise<CompleteNodeResult> {
     const last = snapshot.attempts.at(-1);
@@ -196,12 +204,23 @@ export class NodeStates {
             })),
           })
         : '',
+      options.planned ?? '',
       ...options.children,
-    ])) as [number, string | null, number, string[] | null, unknown[][] | null, string | null, ...string[]];
-    const [written, status, generation, handedIds, begins, startedAt, ...ready] = raw;
+    ])) as [
+      number,
+      string | null,
+      number,
+      string[] | null,
+      unknown[][] | null,
+      string | null,
+      number,
+      ...string[],
+    ];
+    const [written, status, generation, handedIds, begins, startedAt, decided, ...ready] = raw;
     const reads = new Map(options.handoff?.candidates.map((c) => [c.id, c.reads]));
     return {
       written: written === 1,
+      decided: decided === 1,
       status: status ? RunStatus.parse(status) : null,
       generation,
       ready,

@@ -97,6 +97,15 @@ export interface OutcomeState {
   readonly hasWebhook: boolean;
 }
 
+/** Whether a run has settled, and what a pass that finds it settled needs (see `settleFacts`). */
+export interface SettleFacts {
+  /** Null for an unknown run. */
+  readonly status: RunStatus | null;
+  readonly settled: boolean;
+  readonly sessionKey: string | null;
+  readonly hasWebhook: boolean;
+}
+
 /** What a run's webhook events are made from (see `webhookSubject`). */
 export interface WebhookSubject {
   readonly runId: string;
@@ -303,6 +312,27 @@ export class RunReadModel {
       // Only a task run has a mode.
       mode: mode === null || mode === undefined ? null : taskMode(mode),
       hasWebhook: webhook !== null && webhook !== undefined,
+    };
+  }
+
+  /**
+   * Whether the run has settled, with its session and whether it has a webhook of its own, in one
+   * read: a root job's finalize pass that finds its run settled (by the node job whose completion
+   * decided it) reads nothing more.
+   */
+  async settleFacts(runId: string): Promise<SettleFacts> {
+    const [status, finishedAt, sessionKey, webhook] = await this.ctx.redis.hmget(
+      this.ctx.keysOf(runId).meta,
+      'status',
+      'finishedAt',
+      'sessionKey',
+      'webhook',
+    );
+    return {
+      status: status ? RunStatus.parse(status) : null,
+      settled: status !== null && finishedAt !== null,
+      sessionKey: sessionKey ?? null,
+      hasWebhook: webhook !== null,
     };
   }
 
