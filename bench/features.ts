@@ -88,12 +88,12 @@ async function profileSetup(setup: Setup, log: (line: string) => void): Promise<
       if (res.status !== 201) throw new Error(`webhook subscription answered ${res.status}`);
     }
     const driver = libraryDriver(stack.api, setup.tenant === undefined ? {} : { tenant: setup.tenant });
-    await batch(driver, WARM_UP_RUNS);
+    await batch(driver, WARM_UP_RUNS, stack);
     // Every delivery of the warm-up made before the profile starts, and every one of the batch within it.
     await receiver?.until('/hook', WARM_UP_RUNS);
     log(`features: ${setup.name}`);
     const { rows } = await profileRedis(stack.env.REDIS_URL!, RUNS * NODES_PER_RUN, async () => {
-      await batch(driver, RUNS);
+      await batch(driver, RUNS, stack);
       await receiver?.until('/hook', WARM_UP_RUNS + RUNS);
     });
     return rows;

@@ -105,7 +105,7 @@ async function throughputRatios(
     redis: [stack.redis.pid],
   });
   const rounds = async (name: string, each: () => Promise<void>): Promise<void> => {
-    await batch(library, THROUGHPUT_WARM_UP_RUNS);
+    await batch(library, THROUGHPUT_WARM_UP_RUNS, stack);
     for (let round = 0; round < THROUGHPUT_ROUNDS; round++) {
       log(`  throughput ${name}, round ${round + 1}`);
       await each();

@@ -19,7 +19,7 @@ import { BASE_SETTINGS } from '@tetraloop/core/config';
 import { commandCounts, cpuDuring, profiled } from './support/cpu.js';
 import { libraryDriver, type LibraryDriver } from './support/library-driver.js';
 import { profileRedis, profileTable, type ProfileRow } from './support/redis-profile.js';
-import { clientOf, startBenchStack, type BenchStack } from './support/stack.js';
+import { clientOf, queuesDrained, startBenchStack, type BenchStack } from './support/stack.js';
 
 const RUNS = 500;
 export const NODES_PER_RUN = 10;
@@ -168,11 +168,13 @@ function httpSubmitter(url: string): Submitter {
 }
 
 /** Submits `runs` runs at once and waits for all of them; returns the seconds taken. */
-export async function batch(submitter: Submitter, runs: number): Promise<number> {
+export async function batch(submitter: Submitter, runs: number, stack: BenchStack): Promise<number> {
   const body = { graph: graph() };
   const started = performance.now();
   const ids = await Promise.all(Array.from({ length: runs }, () => submitter.submit(body)));
   const statuses = await Promise.all(ids.map((id) => submitter.settle(id)));
+  // The jobs' own ends (the last node's job, the root job's last pass) are the batch's work too.
+  await queuesDrained(stack);
   const seconds = (performance.now() - started) / 1000;
   const failed = statuses.filter((s) => s !== 'succeeded');
   if (failed.length > 0) throw new Error(`${failed.length} runs did not succeed, e.g. ${failed[0]}`);
@@ -230,7 +232,7 @@ export async function measureBatch(
     result: { result: seconds, cpuMs, writeCalls },
     redis,
   } = await redisPerItem(stack.env.REDIS_URL!, nodes, () =>
-    cpuDuring(groups, () => profiled(name, () => batch(submitter, runs))),
+    cpuDuring(groups, () => profiled(name, () => batch(submitter, runs, stack))),
   );
   return {
     seconds: Number(seconds.toFixed(2)),
@@ -261,12 +263,12 @@ async function tetraloopWith(
   try {
     await waitForClients(stack.env.REDIS_URL!, [planner.pid!, ...children.map((c) => c.pid!)]);
     // Warm-up: scripts loaded and code compiled in every process, for both ways in.
-    await batch(library, 20);
-    await batch(http, 20);
+    await batch(library, 20, stack);
+    await batch(http, 20, stack);
     const measured = { library: await measure('library', library), http: await measure('http', http) };
     if (!profile) return measured;
     const { rows } = await profileRedis(stack.env.REDIS_URL!, PROFILE_RUNS * NODES_PER_RUN, () =>
-      batch(library, PROFILE_RUNS),
+      batch(library, PROFILE_RUNS, stack),
     );
     return { ...measured, profile: rows };
   } finally {

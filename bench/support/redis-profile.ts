@@ -10,7 +10,7 @@ import { createHash } from 'node:crypto';
 import * as bullScripts from 'bullmq/dist/esm/scripts/index.js';
 import { appendFileSync } from 'node:fs';
 import { scriptSources } from '@tetraloop/core/state';
-import { monitorArgs, monitorLines } from '../../test/support/monitor.js';
+import { monitorArgs, monitorWhile } from '../../test/support/monitor.js';
 
 export { monitorArgs };
 
@@ -58,7 +58,7 @@ export async function profileRedis<T>(
     return e;
   };
   const logged: string[] | undefined = process.env.BENCH_MONITOR_LOG ? [] : undefined;
-  const stop = await monitorLines(redisUrl, (line) => {
+  const onLine = (line: string): void => {
     logged?.push(line);
     const parsed = monitorArgs(line);
     if (!parsed) return;
@@ -81,11 +81,11 @@ export async function profileRedis<T>(
     const e = entry(command);
     e.calls += 1;
     e.commands += 1;
-  });
+  };
   try {
-    const result = await work();
-    // Lets MONITOR's last lines arrive.
-    await new Promise((r) => setTimeout(r, 200));
+    // Until a marker sent once `work` is done comes through: every command of the work is before it.
+    const result = await monitorWhile(redisUrl, onLine, work);
+    if (result instanceof Error) throw result;
     const per = (n: number): number => Number((n / items).toFixed(2));
     const rows = [...totals]
       .map(([source, e]) => ({
@@ -102,7 +102,6 @@ export async function profileRedis<T>(
       .sort((a, b) => b.commands - a.commands);
     return { result, rows };
   } finally {
-    stop();
     if (logged) appendFileSync(process.env.BENCH_MONITOR_LOG!, `${logged.join('\n')}\n`);
   }
 }

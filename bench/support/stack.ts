@@ -1,5 +1,7 @@
 /** Tetraloop for a benchmark: a private redis-server, the worker pools and the API, in this process. */
 import { randomUUID } from 'node:crypto';
+import { Queue } from 'bullmq';
+import { Redis } from 'ioredis';
 import { parseApiEnv, startApi, type ApiHandle } from '@tetraloop/api';
 import { TetraloopClient, type RunDocument, type RunRequest } from '@tetraloop/client';
 import type { ExecutorHooks } from '@tetraloop/core/executor';
@@ -106,4 +108,32 @@ export async function machine(): Promise<Record<string, unknown>> {
     cpuModel: os.cpus()[0]?.model,
     memoryGiB: Math.round(os.totalmem() / 2 ** 30),
   };
+}
+
+/** Queues a run's work goes through: its root job's and its `json` nodes' (the default tool queue). */
+const RUN_QUEUES = ['plan', 'tool'];
+
+/**
+ * Resolves once the stack's plan and tool queues hold no job waiting, running or waiting for its
+ * children. A run settles from its last node's job, before that job has finished and before its
+ * root job's last pass: that work is the batch's too, so a measured batch ends when it is done.
+ */
+export async function queuesDrained(stack: BenchStack): Promise<void> {
+  const connection = new Redis(stack.env.REDIS_URL!, { maxRetriesPerRequest: null });
+  const queues = RUN_QUEUES.map(
+    (name) => new Queue(name, { connection, prefix: stack.env.TETRALOOP_PREFIX }),
+  );
+  try {
+    for (const deadline = Date.now() + 60_000; Date.now() < deadline;) {
+      const counts = await Promise.all(
+        queues.map((q) => q.getJobCounts('wait', 'active', 'waiting-children', 'prioritized')),
+      );
+      if (counts.every((c) => Object.values(c).every((n) => n === 0))) return;
+      await new Promise((r) => setTimeout(r, 20));
+    }
+    throw new Error('the run queues did not drain within 60 s');
+  } finally {
+    await Promise.all(queues.map((q) => q.close()));
+    connection.disconnect();
+  }
 }
