@@ -9,7 +9,7 @@
 import { Job, Queue } from 'bullmq';
 import { runJobId } from '@tetraloop/core/queues';
 import { type RedisClient, connectRedis } from '@tetraloop/core/runtime';
-import { RunStore } from '@tetraloop/core/state';
+import { RunStore, runKeys } from '@tetraloop/core/state';
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import {
   followJobEvents,
@@ -115,6 +115,9 @@ it('settles a run from its last node completion, before its root job comes back 
   // The root job's pass then finds the run settled and repeats only what is safe to repeat.
   await rootJobFinished(stack, runId);
   expect((await rootJob(runId)).returnvalue).toEqual({ status: 'succeeded' });
+  // The node's job got through what follows the settle (slot, lane, webhooks): the root job's pass
+  // found it marked and did not repeat it.
+  expect(await redis.hget(runKeys(stack.prefix, runId).meta, 'followedUp')).toBe('1');
   const types = (await readEvents(stack.url, runId)).map((e) => e.data.type);
   expect(types.filter((t) => t === 'run.decided' || t === 'run.finished')).toEqual([
     'run.decided',
@@ -138,7 +141,7 @@ it('settles a run its last node decided but did not settle (its worker stopped i
     release: true,
     children: [],
     charge: {},
-    planned: 1,
+    planned: { nodes: 1, generation: 0 },
   });
   expect(done).toMatchObject({ written: true, decided: true });
   expect(await store.settledState(runId)).toBe(false);

@@ -22,6 +22,7 @@ import type { ExecutableGraph, Graph, ToolNode } from '@tetraloop/core/nodes';
 import {
   RunStore,
   queuedRunsKey,
+  runDeadlinesKey,
   runKeyList,
   runKeys,
   runSearchKeys,
@@ -287,6 +288,8 @@ describe('start-run', () => {
     expect(result).toEqual({ status: 'running', deadlineAt: DEADLINE });
     // Off the index of queued runs the reconciler reads, in the same step.
     expect(await redis.zscore(queuedRunsKey(prefix), runId)).toBeNull();
+    // Among the run deadlines the plan pool sweeps, at its deadline.
+    expect(await redis.zscore(runDeadlinesKey(prefix), runId)).toBe(String(DEADLINE));
     const meta = await redis.hgetall(keysOf(runId).meta);
     expect(meta).toMatchObject({ status: 'running', deadlineAt: String(DEADLINE), startedAt: T });
     expect(await redis.hgetall(keysOf(runId).live)).toEqual({
@@ -311,6 +314,11 @@ describe('start-run', () => {
     expect(await redis.hmget(keysOf(runId).meta, 'deadlineAt', 'startedAt')).toEqual([String(DEADLINE), T]);
     expect(await redis.hexists(keysOf(runId).live, 'c')).toBe(0);
     expect(events).toEqual([]);
+    // A redelivered start pass puts a running run among the deadlines again (on a cluster the
+    // first one's write, made after its script, may have been cut off).
+    await redis.zrem(runDeadlinesKey(prefix), runId);
+    await store.start(runId, 0, ['c'], DEADLINE + 1, 'later');
+    expect(await redis.zscore(runDeadlinesKey(prefix), runId)).toBe(String(DEADLINE));
   });
 
   it('answers stale for the root job of an older generation', async () => {
@@ -630,8 +638,8 @@ describe('complete-node', () => {
   });
 
   describe('the last node of the plan to succeed decides the run', () => {
-    const options = { release: true, children: ['c'], charge: {}, planned: 3 };
-    const last = { release: true, children: [], charge: {}, planned: 3 };
+    const options = { release: true, children: ['c'], charge: {}, planned: { nodes: 3, generation: 0 } };
+    const last = { release: true, children: [], charge: {}, planned: { nodes: 3, generation: 0 } };
 
     it('decides it succeeded when its snapshot is the last and every one succeeded, after its own event', async () => {
       const runId = await runningRun();
@@ -667,7 +675,7 @@ describe('complete-node', () => {
       expect(await store.status(third)).toBe('running');
     });
 
-    it('decides nothing while a replan is asked for, in window mode, or for a decided run', async () => {
+    it('decides nothing while a replan is asked for, in window mode, for another generation or a decided run', async () => {
       const replanning = await runningTaskRun();
       await store.completeNode(replanning, 'a', snapshot('succeeded'), options);
       await store.completeNode(replanning, 'b', snapshot('succeeded'), options);
@@ -680,6 +688,14 @@ describe('complete-node', () => {
       await store.completeNode(windowed, 'b', snapshot('succeeded'), options);
       expect((await store.completeNode(windowed, 'c', snapshot('succeeded'), last)).decided).toBe(false);
       expect(await store.status(windowed)).toBe('running');
+
+      // A job of another generation knows another plan: it decides nothing.
+      const older = await runningRun();
+      await store.completeNode(older, 'a', snapshot('succeeded'), options);
+      await store.completeNode(older, 'b', snapshot('succeeded'), options);
+      const stale = { ...last, planned: { nodes: 3, generation: 1 } };
+      expect((await store.completeNode(older, 'c', snapshot('succeeded'), stale)).decided).toBe(false);
+      expect(await store.status(older)).toBe('running');
 
       const cancelled = await runningRun();
       await store.completeNode(cancelled, 'a', snapshot('succeeded'), options);
@@ -994,6 +1010,8 @@ describe('settle-run', () => {
       store.settle(runId, 0, fill, { c: 'out' }, final, 'finished'),
     );
     expect(result).toBe(true);
+    // Off the run deadlines: no sweep looks at it again.
+    expect(await redis.zscore(runDeadlinesKey(prefix), runId)).toBeNull();
     const k = keysOf(runId);
     expect(await store.snapshots(runId)).toEqual(
       new Map([

@@ -164,6 +164,14 @@ export const WORKER_SETTINGS = {
     doc: "Stalls a job survives before it is failed. A stall is a worker's crash or a Redis restart under the job, not the job's doing; a node that crashes its workers is stopped by TETRALOOP_MAX_NODE_EXECUTIONS as well (its 1 + 4 executions are that limit's 5).",
     schema: z.coerce.number().int().min(0).default(4),
   }),
+  TETRALOOP_DEADLINE_SWEEP_MS: setting({
+    group: 'runs',
+    file: 'runs.deadlineSweepMs',
+    readBy: ['workers'],
+    pools: ['plan'],
+    doc: 'How often each plan pool looks for running runs past their deadline (`timeoutSeconds`) and ends them `timed_out`: a run ends up to this long after its deadline. Each look is one read of the run deadlines.',
+    schema: z.coerce.number().int().min(10).max(60_000).default(250),
+  }),
   TETRALOOP_REDIS_AWAY_MAX_DEFERRALS: setting({
     group: 'jobs',
     file: 'jobs.redisAwayMaxDeferrals',

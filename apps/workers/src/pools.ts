@@ -16,7 +16,13 @@ import { nodePool } from './pools/node.js';
 import { planPool } from './pools/plan.js';
 import { reflectPool } from './pools/reflect.js';
 import { sensePool } from './pools/sense.js';
-import { SHUTDOWN_ORDER, closeWithin, startWorkers, type PoolDefinition } from './pools/workers.js';
+import {
+  SHUTDOWN_ORDER,
+  closeWithin,
+  startTimers,
+  startWorkers,
+  type PoolDefinition,
+} from './pools/workers.js';
 
 export type { StartPoolsOptions } from './pools/context.js';
 export { SHUTDOWN_ORDER } from './pools/workers.js';
@@ -59,6 +65,10 @@ export async function startPools(env: WorkerEnv, options: StartPoolsOptions): Pr
   const allWorkers = [...workers.values()].flat();
   await Promise.all(allWorkers.map((w) => w.waitUntilReady()));
   for (const pool of SCHEDULE_ORDER) await definitions.get(pool)?.schedule?.();
+  const stopTimers = startTimers(
+    [...definitions.values()].flatMap((d) => d.timers ?? []),
+    (timer, err) => ctx.log.warn({ err, timer: timer.what }, 'periodic work failed'),
+  );
 
   // Queue depths, the stall alarm and Redis's health come from where the work is too, so they stay
   // true (and autoscaling keeps seeing the backlog) while every API process is down.
@@ -82,6 +92,7 @@ export async function startPools(env: WorkerEnv, options: StartPoolsOptions): Pr
     async close() {
       // Before the workers close: a custom tool call hears of the shutdown at once.
       ctx.stop();
+      stopTimers();
       stopWatch();
       ctx.flow.stop();
       // From the innermost loop outward, each pool with its grace: no outer loop stops while an

@@ -5,7 +5,12 @@
  * for good.
  */
 import type { Job } from 'bullmq';
-import { executePlanJob, settleAfterRootFailure, settleFailedRoots } from '@tetraloop/core/executor';
+import {
+  executePlanJob,
+  settleAfterRootFailure,
+  settleFailedRoots,
+  sweepDeadlines,
+} from '@tetraloop/core/executor';
 import { retrying } from '@tetraloop/core/policy';
 import { isCluster, isRedisUnavailable } from '@tetraloop/core/runtime';
 import { reconcileQueuedRuns } from '@tetraloop/core/runs';
@@ -81,6 +86,14 @@ export function planPool(ctx: PoolContext): PoolDefinition {
       };
     },
     onFailed: (job) => void settleAbandoned(job),
+    // Every plan process sweeps: the first to decide a run wins, so none depends on another.
+    timers: [
+      {
+        what: 'deadline sweep',
+        everyMs: env.TETRALOOP_DEADLINE_SWEEP_MS,
+        run: () => sweepDeadlines(settleDeps),
+      },
+    ],
     async schedule() {
       await ctx.queues.plan.upsertJobScheduler(
         'env-check',

@@ -30,6 +30,48 @@ export interface PoolDefinition {
   readonly schedule?: () => Promise<void>;
   /** A job of the pool failed (for good, or before a retry). */
   readonly onFailed?: (job: Job) => void;
+  /**
+   * Work each process of the pool does on a timer of its own (not a job: cheaper than a schedule's
+   * job when it runs several times a second), one run at a time, stopped on shutdown.
+   */
+  readonly timers?: readonly PoolTimer[];
+}
+
+export interface PoolTimer {
+  readonly what: string;
+  readonly everyMs: number;
+  readonly run: () => Promise<unknown>;
+}
+
+/**
+ * Runs each timer's work every `everyMs` after the last run ended (so runs never overlap), until
+ * the answered function is called. A failed run is logged; the next one comes as planned.
+ */
+export function startTimers(
+  timers: readonly PoolTimer[],
+  onError: (timer: PoolTimer, err: unknown) => void,
+): () => void {
+  let stopped = false;
+  const handles = new Set<NodeJS.Timeout>();
+  for (const timer of timers) {
+    const next = (): void => {
+      if (stopped) return;
+      const handle = setTimeout(() => {
+        handles.delete(handle);
+        timer
+          .run()
+          .catch((err: unknown) => onError(timer, err))
+          .finally(next);
+      }, timer.everyMs);
+      handle.unref();
+      handles.add(handle);
+    };
+    next();
+  }
+  return () => {
+    stopped = true;
+    for (const handle of handles) clearTimeout(handle);
+  };
 }
 
 /** How schedules keep their jobs: completed ones go, the last failed ones stay to be looked at. */

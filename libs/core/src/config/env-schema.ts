@@ -324,8 +324,8 @@ export const BASE_SETTINGS = {
     group: 'runs',
     file: 'runs.archiveDir',
     readBy: ['api', 'workers', 'client'],
-    pools: ['plan', 'sense'],
-    doc: 'The archive: a directory where settled runs (document, node snapshots, events) and session transcripts are appended as gzip JSON Lines, one file per kind per UTC day (`runs-2026-12-02.jsonl.gz`), so they outlive `TETRALOOP_RUN_RETENTION_SECONDS`. The plan and sense pools write it (the API too, for a run cancelled before it started), the API serves an expired run from it (`GET /v1/runs/:id`), `tetraloop archive export` reads it; every process that does must see the same directory. Unset: no archive, and nothing is written or read.',
+    pools: ['plan', 'tool', 'sense'],
+    doc: 'The archive: a directory where settled runs (document, node snapshots, events) and session transcripts are appended as gzip JSON Lines, one file per kind per UTC day (`runs-2026-12-02.jsonl.gz`), so they outlive `TETRALOOP_RUN_RETENTION_SECONDS`. The plan and sense pools write it, the tool pool a session transcript when the job of the last node of a run settles it (the API too, for a run cancelled before it started), the API serves an expired run from it (`GET /v1/runs/:id`), `tetraloop archive export` reads it; every process that does must see the same directory. Unset: no archive, and nothing is written or read.',
     schema: z
       .string()
       .optional()
@@ -946,7 +946,7 @@ export const BASE_SETTINGS = {
     group: 'reflect',
     file: 'reflect.largeRunNodes',
     readBy: ['api', 'workers'],
-    pools: ['plan'],
+    pools: ['plan', 'tool'],
     doc: 'Reflect on an agent when one of its runs with at least this many nodes succeeds (a large task completed).',
     schema: z.coerce.number().int().min(1).default(DEFAULT_TRIGGERS.largeRunNodes),
   }),
@@ -954,7 +954,7 @@ export const BASE_SETTINGS = {
     group: 'reflect',
     file: 'reflect.largeRunSeconds',
     readBy: ['api', 'workers'],
-    pools: ['plan'],
+    pools: ['plan', 'tool'],
     doc: 'Reflect on an agent when one of its runs that lasted at least this long succeeds (a large task completed).',
     schema: z.coerce
       .number()

@@ -3,6 +3,7 @@ export * from './plan-cache.js';
 export * from './run-aborts.js';
 export * from './node-executor.js';
 export * from './run-coordinator.js';
+export { DEADLINES_PER_SWEEP, endPastDeadline, sweepDeadlines } from './run-deadlines.js';
 export * from './flow-gate.js';
 export * from './child-run.js';
 export * from './run-admission.js';

@@ -670,7 +670,7 @@ async function complete(
     ...(tool !== undefined ? { tool } : {}),
     ...(handoff ? { handoff } : {}),
     // The last node of the plan to succeed decides the run (and settles it, below).
-    ...(existed ? {} : { planned: plan.nodes.size }),
+    ...(existed ? {} : { planned: { nodes: plan.nodes.size, generation: ctx.generation } }),
   });
   if (done.decided) await settleCompletedRun(deps, plan, ctx.generation);
   const now = nowIso();

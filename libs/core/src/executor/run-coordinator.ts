@@ -1,8 +1,9 @@
 /**
  * The run's root job, in the plan queue (L2). First pass: plan the run if it is a task, start it,
- * enqueue the nodes that are ready, arm the deadline, then park in waiting-children. Second pass,
+ * enqueue the nodes that are ready, then park in waiting-children. Second pass,
  * once every child is done: replan if a node asked for it, else decide the outcome from the
- * snapshots and settle the run. A deadline job ends a run that runs too long.
+ * snapshots and settle the run (`run-settle.ts`). A run that runs too long is ended by the sweep of
+ * the run deadlines (`run-deadlines.ts`).
  */
 import { DelayedError, WaitingChildrenError, type Job } from 'bullmq';
 import { isDeepStrictEqual } from 'node:util';
@@ -13,18 +14,12 @@ import {
   type UsageCharge,
 } from '../domain/run-model.js';
 import { toErrorData, type NodeErrorData } from '../errors/node-error.js';
-import { deadlineError, type RunError } from '../errors/run-error.js';
+import type { RunError } from '../errors/run-error.js';
 import { buildTopology } from '../graph/topology.js';
 import { planRun } from '../planning/plan-run.js';
 import { planWindow } from '../planning/plan-window.js';
 import { DeadlineJobData, JOB, RunJobData, type RunJobData as RunJobInput } from '../queues/catalog.js';
-import {
-  enqueueCycleBudget,
-  enqueueDeadline,
-  enqueueRunRoot,
-  removeDeadline,
-  wakeParkedNodes,
-} from '../queues/run-jobs.js';
+import { enqueueCycleBudget, enqueueRunRoot } from '../queues/run-jobs.js';
 import type { OutcomeState, RunHeader, TaskState } from '../state/runs/run-read-model.js';
 import { validateGraph } from '../compile/validate.js';
 import { Thinking } from '../model/thinking.js';
@@ -39,6 +34,7 @@ import { admitRun, releaseRun } from './run-admission.js';
 import type { ExecutorDeps } from './deps.js';
 import { enqueueReady, releasesDependents } from './node-executor.js';
 import { dailyCapReached, plannerCharge } from './model-cost.js';
+import { endPastDeadline } from './run-deadlines.js';
 import { afterSettled, agentEnded, finalizeRun, remember } from './run-settle.js';
 import { nowIso } from '../domain/clock.js';
 import type { CompiledPlan } from './plan-cache.js';
@@ -47,7 +43,7 @@ export interface RunJobResult {
   readonly status: RunStatus | 'gone' | 'stale' | 'replanned';
 }
 
-/** Processor of the plan queue: root jobs and deadline jobs. */
+/** Processor of the plan queue: root jobs (and deadline jobs older processes added). */
 export async function executePlanJob(
   deps: ExecutorDeps,
   job: Job,
@@ -162,15 +158,14 @@ async function executeRunJob(deps: ExecutorDeps, job: Job, token: string | undef
     );
     if (started.status === 'stale') return { status: 'stale' };
     if (started.status === 'running') {
-      // Side by side: a redelivered start pass adds both again (their job ids are fixed), so
-      // neither needs the other to have landed first. Both are settled before a failure is
-      // thrown, so nothing of this pass is still in flight when the job fails.
+      // Side by side: a redelivered start pass adds them again (their job ids are fixed), so
+      // none needs another to have landed first. All are settled before a failure is thrown, so
+      // nothing of this pass is still in flight when the job fails. The run's deadline needs no
+      // job: `start-run` put it among the run deadlines the plan pool sweeps (run-deadlines.ts).
       // A window's cycle budget (window mode) starts with the window.
       const cycleBudgetMs = header?.task?.window?.cycleBudgetMs;
-      // The ready nodes first: on a shared connection their adds leave ahead of the deadline's.
       const added = await Promise.allSettled([
         enqueueReady(deps, plan, ready, data.generation),
-        enqueueDeadline(deps.queues, plan.runId, data.generation, started.deadlineAt),
         ...(cycleBudgetMs
           ? [enqueueCycleBudget(deps.queues, plan.runId, data.generation, cycleBudgetMs)]
           : []),
@@ -184,10 +179,12 @@ async function executeRunJob(deps: ExecutorDeps, job: Job, token: string | undef
   // a crash or a stall (the job's step already `finalize`, its nodes still queued or running)
   // would otherwise settle the run with those nodes `node_lost`. With none pending, it goes on.
   if (token !== undefined && (await job.moveToWaitingChildren(token))) throw new WaitingChildrenError();
-  // Settled already by the node job whose completion decided it: only what every pass repeats.
+  // Settled already by the node job whose completion decided it: what follows, unless that job got
+  // through it (then only the archive, left to this pass).
   const facts = await deps.store.settleFacts(plan.runId);
   if (facts.settled) {
-    await afterSettled(deps, plan, facts);
+    if (facts.followedUp) await deps.archive?.archiveRun(plan.runId);
+    else await afterSettled(deps, plan, facts);
     return { status: facts.status ?? 'gone' };
   }
   let state = await deps.store.outcomeState(plan.runId);
@@ -498,7 +495,6 @@ async function replanIfRequested(
   );
   if (next === 0) return false;
   metrics.runActions.inc({ action: 'replan' });
-  await removeDeadline(deps.queues, plan.runId, generation);
   await enqueueRunRoot(deps.queues, plan.runId, next);
   deps.logger.info({ runId: plan.runId, generation: next, kept: kept.size }, 'task replanned');
   return true;
@@ -590,19 +586,9 @@ async function fireCycleBudget(deps: ExecutorDeps, job: Job): Promise<RunJobResu
   return { status: header.status };
 }
 
+/** A deadline job an older process added (before run deadlines were swept): ends the run as a sweep would. */
 async function fireDeadline(deps: ExecutorDeps, job: Job): Promise<RunJobResult> {
   const data = DeadlineJobData.parse(job.data);
-  const plan = await deps.plans.get(data.runId, data.generation);
-  if (!plan) return { status: 'gone' };
-  const decided = await deps.store.decideError(
-    plan.runId,
-    deadlineError(plan.timeoutSeconds),
-    nowIso(),
-    data.generation,
-  );
-  if (decided) {
-    deps.logger.info({ runId: plan.runId }, 'run timed out');
-    await wakeParkedNodes(deps.store, deps.queues, plan.runId);
-  }
-  return { status: (await deps.store.status(plan.runId)) ?? 'gone' };
+  await endPastDeadline(deps, data.runId, data.generation);
+  return { status: (await deps.store.status(data.runId)) ?? 'gone' };
 }

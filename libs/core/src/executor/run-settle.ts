@@ -14,7 +14,6 @@ import type { NodeSnapshot, RunStatus } from '../domain/run-model.js';
 import { RUN_ERROR_STATUS, runErrorForNode, type RunError } from '../errors/run-error.js';
 import { executionOf } from '../nodes/index.js';
 import { forgetCachedPlan } from '../planning/plan-run.js';
-import { removeDeadline } from '../queues/run-jobs.js';
 import type { OutcomeState, SettleFacts } from '../state/runs/run-read-model.js';
 import { metrics } from '../telemetry/metrics.js';
 import { recordSettledRun } from '../telemetry/run-span.js';
@@ -54,7 +53,7 @@ export async function settleCompletedRun(
   generation: number,
 ): Promise<void> {
   try {
-    await finalizeRun(deps, plan, generation, await deps.store.outcomeState(plan.runId));
+    await finalizeRun(deps, plan, generation, await deps.store.outcomeState(plan.runId), 'node');
   } catch (err) {
     deps.logger.warn(
       { runId: plan.runId, err },
@@ -65,13 +64,16 @@ export async function settleCompletedRun(
 
 /**
  * Decides the outcome (if nothing decided it yet), fills in the nodes that never ran, settles the
- * run and does what follows; a run settled already only gets what follows (`afterSettled`).
+ * run and does what follows. From the root job (`by` 'root'), a run settled already gets what
+ * follows again (`afterSettled`); from the node job that decided it ('node'), only a run this call
+ * settled gets it, then marked done, so the root job's pass does not repeat it.
  */
 export async function finalizeRun(
   deps: ExecutorDeps,
   plan: CompiledPlan,
   generation: number,
   state: OutcomeState,
+  by: 'root' | 'node' = 'root',
 ): Promise<RunStatus> {
   const { store } = deps;
   const now = nowIso();
@@ -118,28 +120,36 @@ export async function finalizeRun(
   };
   // The blobs its snapshots hold live at least as long as the run is about to.
   await retainBlobs(deps, plan.tenant, snapshots.values(), plan.timeoutSeconds);
-  if (await store.settle(plan.runId, generation, fill, output, final, now)) {
+  const settledHere = await store.settle(plan.runId, generation, fill, output, final, now);
+  if (settledHere) {
     observeSettled(final.status, state.createdAt);
     await remember(deps, plan.runId, [...plan.nodes.keys()]);
     if (final.status === 'failed' || final.status === 'timed_out') await forgetPlan(deps, plan.runId);
-    await removeDeadline(deps.queues, plan.runId, generation);
     await dropNodeSlots(deps, plan);
     deps.logger.info({ runId: plan.runId, status }, 'run settled');
     if (!state.sessionKey) await agentEnded(deps, plan.runId, final.status);
     await recordSettledRun(deps.store, plan.runId);
   }
-  await afterSettled(deps, plan, state);
+  if (by === 'root') {
+    await afterSettled(deps, plan, state);
+  } else if (settledHere) {
+    await afterSettled(deps, plan, state, { archive: false });
+    await store.markFollowedUp(plan.runId);
+  }
   return status ?? 'failed';
 }
 
 /**
- * What every pass that finds the run settled does — the node job that settled it and the root
- * job's finalize pass after it, each a step safe to repeat — so a crash after settling loses none.
+ * What follows a run's settling, each step safe to repeat: done by whoever settled it, and again by
+ * every root job pass that finds it settled and not marked done (`markFollowedUp`: the node job
+ * that settled it got through them), so a crash after settling loses none. The node job leaves
+ * the run's archive to the root job (`archive: false`), off the path of the node's job.
  */
 export async function afterSettled(
   deps: ExecutorDeps,
   plan: CompiledPlan,
   facts: Pick<SettleFacts, 'sessionKey' | 'hasWebhook'>,
+  { archive = true } = {},
 ): Promise<void> {
   await releaseRun(deps, plan.runId, plan.tenant);
   if (facts.sessionKey) await deps.sessions?.onRunSettled(plan.runId);
@@ -147,7 +157,7 @@ export async function afterSettled(
   // root job announces again (the delivery ids are the same).
   await deps.webhooks?.runFinished(plan.runId, { tenant: plan.tenant, hasWebhook: facts.hasWebhook });
   // Last, so nothing a client waits for waits on it.
-  await deps.archive?.archiveRun(plan.runId);
+  if (archive) await deps.archive?.archiveRun(plan.runId);
 }
 
 /** The error of the first node whose failure ends the run, if any. */

@@ -118,14 +118,13 @@ export const ToolCallJobData = z.object({
 });
 export type ToolCallJobData = z.input<typeof ToolCallJobData>;
 
+/** Job names. `deadline`: a run's deadline job, which processes before run deadlines were swept added. */
 export const JOB = { run: 'run', deadline: 'deadline', cycle: 'cycle', node: 'node', call: 'call' } as const;
 
 const suffix = (generation: number): string => (generation === 0 ? '' : `@${generation}`);
 
 /** Job id of a run's root job. BullMQ forbids ':' in ids; node ids never hold '.' or '@'. */
 export const runJobId = (runId: string, generation = 0): string => `${runId}${suffix(generation)}`;
-export const deadlineJobId = (runId: string, generation = 0): string =>
-  `${runId}.deadline${suffix(generation)}`;
 /** Job id of the job that ends a window's cycle budget (window mode). */
 export const cycleJobId = (runId: string, generation = 0): string => `${runId}.cycle${suffix(generation)}`;
 /** Job id of a node job: derived from run, node and generation so a node is never enqueued twice. */

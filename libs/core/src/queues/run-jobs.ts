@@ -1,6 +1,6 @@
 /**
  * The BullMQ operations of a run, beside the catalog that names its jobs: enqueue a run's root job,
- * its node jobs and its deadline job, start a child run's root under its parent's job, and wake a
+ * its node jobs and a window's cycle budget job, start a child run's root under its parent's job, and wake a
  * run's parked node jobs. Every job id derives from run, node and generation, so each of these is
  * safe to repeat.
  */
@@ -14,7 +14,6 @@ import {
   DeadlineJobData,
   JOB,
   cycleJobId,
-  deadlineJobId,
   nodeJobId,
   runJobId,
   type NodeJobData,
@@ -27,7 +26,7 @@ import { traceCarrier } from '../telemetry/tracing.js';
 import { DEFAULT_TOOL_QUEUE } from '../tools/custom-tool.js';
 
 /**
- * The queues a run's jobs go to: root and deadline jobs to `plan`, node jobs to the node queue,
+ * The queues a run's jobs go to: root (and cycle budget) jobs to `plan`, node jobs to the node queue,
  * both of the run's shard.
  */
 export interface RunQueues {
@@ -145,22 +144,6 @@ export async function enqueueChildRunRoot(queues: RunQueues, runId: string, pare
   });
 }
 
-/** Arms the job that ends a run's generation when its deadline passes. */
-export async function enqueueDeadline(
-  queues: RunQueues,
-  runId: string,
-  generation: number,
-  deadlineAt: number,
-): Promise<void> {
-  const { plan } = await queues.shardOf(runId);
-  await plan.add(JOB.deadline, { runId, generation } satisfies DeadlineJobData, {
-    jobId: deadlineJobId(runId, generation),
-    delay: Math.max(0, deadlineAt - Date.now()),
-    removeOnComplete: true,
-    removeOnFail: true,
-  });
-}
-
 /**
  * Arms the job that hands a window's unstarted nodes back to the planner when its cycle budget
  * runs out (window mode). Left to fire when the window ends first: it then finds its generation
@@ -179,12 +162,6 @@ export async function enqueueCycleBudget(
     removeOnComplete: true,
     removeOnFail: true,
   });
-}
-
-/** Disarms a generation's deadline job (the run settled or was replanned). */
-export async function removeDeadline(queues: RunQueues, runId: string, generation: number): Promise<void> {
-  const { plan } = await queues.shardOf(runId);
-  await plan.remove(deadlineJobId(runId, generation)).catch(() => 0);
 }
 
 /**

@@ -64,6 +64,7 @@ const NOT_BY_PATTERN: Partial<Record<keyof typeof keys, string>> = {
   busySessionsKey: 'the deployment’s: the tenant’s members are removed from it',
   memoryAgentsKey: 'the deployment’s: the tenant’s members are removed from it',
   queuedRunsKey: 'the deployment’s',
+  runDeadlinesKey: 'the deployment’s: a purged run’s entry leaves it when the sweep finds the run gone',
   acceptBarrierKey: 'the deployment’s',
   channels: 'channels, not keys',
   mcpCatalogKey: 'the deployment’s',

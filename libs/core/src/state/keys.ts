@@ -85,6 +85,14 @@ export function runKeyList(keys: RunKeys): string[] {
 export const queuedRunsKey = (prefix: string): string => `${prefix}:runs:queued`;
 
 /**
+ * Sorted set of started runs → their deadline (epoch ms), which the plan pool sweeps for runs past
+ * it (`executor/run-deadlines.ts`). One key for the deployment, written by the run's scripts (on a
+ * Redis Cluster just after them, as an index write): a run is added when it starts and removed when
+ * it settles, or by the sweep once its deadline passed. Holds at most the runs not yet settled.
+ */
+export const runDeadlinesKey = (prefix: string): string => `${prefix}:runs:deadlines`;
+
+/**
  * A key each API process writes (with a short TTL) just before it waits for replicas or the
  * AOF (see `durability/accept-barrier.ts`): the write that makes the wait cover every write before it.
  */

@@ -50,6 +50,7 @@ export const SCRIPT_FILES = {
     'throttle-node-6',
     'map-start-6',
     'complete-item-6',
+    'mark-followed-up-6',
   ],
   'lua-session': [
     'session-append-5',
@@ -184,8 +185,9 @@ async function evalScript(
   }
 }
 
-/** An index write a run script listed (run.lib.lua, `indexWrites`): a search index, the queued runs'. */
-type IndexWrite = ['add', string, number, string, number] | ['rem', string, string];
+/** An index write a run script listed (run.lib.lua, `indexWrites`): a search index, the queued runs', the deadlines. */
+type IndexWrite =
+  ['add', string, number, string, number] | ['set', string, number, string] | ['rem', string, string];
 
 /**
  * Makes a run script's index writes, each index in its own slot: adds trim the index by
@@ -200,6 +202,10 @@ async function applyIndexWrites(redis: RedisClient, writes: readonly IndexWrite[
   for (const write of writes) {
     if (write[0] === 'rem') {
       tx.zrem(write[1], write[2]);
+      continue;
+    }
+    if (write[0] === 'set') {
+      tx.zadd(write[1], write[2], write[3]);
       continue;
     }
     const [, key, score, id, keepMs] = write;

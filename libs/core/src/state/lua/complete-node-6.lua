@@ -7,14 +7,16 @@
   (JSON object of integers, e.g. {"toolTimeMs":12,"promptTokens":30}), ARGV[8] the node handoff
   ('' for none): JSON {generation, live, width, candidates: [{id, charge, reads}]}, the children the
   job may run next in the order it prefers them and how many of them it may take, ARGV[9] the
-  number of nodes in the run's plan ('' not to decide the run), ARGV[10..] children
+  number of nodes in the run's plan ('' not to decide the run), ARGV[10] the generation of that
+  plan (the completing job's), ARGV[11..] children
   Returns { written (1 = this call wrote the snapshot, 0 = it existed), run status after the call,
   generation, handed-off child ids | false, their begin answers | false, their start time (ISO) |
   false, 1 when this call decided the run | 0, ready child ids... };
   { 0, false, 0, false, false, false, 0 }, writing nothing, for an unknown run.
   Deciding the run: when the snapshot this call wrote is the last of the plan's ARGV[9] nodes and
   every one of them succeeded, the run is decided `succeeded` here, as decide-run-6.lua would (the
-  caller settles it; if it stops first, the root job's finalize pass does). Not while a replan is
+  caller settles it; if it stops first, the root job's finalize pass does). Not for a job of
+  another generation than the run's (its plan may not be the run's now), not while a replan is
   asked for, nor in window mode, whose drained window asks for the next one. Found from the count
   of succeeded snapshots this call increments, so no other node pays a command for it.
   Node handoff: when this call wrote the snapshot and released candidates, the first `width` of them
@@ -63,7 +65,7 @@ end
 local result = { written, status, tonumber(meta[2] or '0'), false, false, false, 0 }
 local planned = tonumber(ARGV[9])
 if succeeded and succeeded == planned and status == 'running' and not meta[3] and meta[5] ~= 'window'
-  and redis.call('HLEN', KEYS[3]) == planned then
+  and tonumber(ARGV[10]) == tonumber(meta[2] or '0') and redis.call('HLEN', KEYS[3]) == planned then
   decideRun('succeeded', '', isoNow(), '', '')
   result[2] = 'succeeded'
   result[7] = 1
@@ -72,7 +74,7 @@ end
 -- Nothing new starts while the run waits to be replanned.
 if ARGV[5] ~= '1' or meta[3] then return result end
 local counted = {}
-for i = 10, #ARGV do
+for i = 11, #ARGV do
   local child = ARGV[i]
   local left
   if written == 1 then

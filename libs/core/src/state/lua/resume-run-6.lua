@@ -17,7 +17,7 @@ redis.call('DEL', KEYS[2], KEYS[4])
 local pending = cjson.decode(ARGV[1])
 for k, v in pairs(pending) do redis.call('HSET', KEYS[2], k, v) end
 -- A replan requested before the run ended is void: the resumed run runs its own plan again.
-redis.call('HDEL', KEYS[1], 'decidedAt', 'finishedAt', 'error', 'output', 'deadlineAt', 'replan')
+redis.call('HDEL', KEYS[1], 'decidedAt', 'finishedAt', 'error', 'output', 'deadlineAt', 'replan', 'followedUp')
 setStatus('queued')
 local gen = redis.call('HINCRBY', KEYS[1], 'generation', 1)
 redis.call('HSET', KEYS[4], '_', '{}')

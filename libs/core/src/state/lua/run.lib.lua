@@ -112,6 +112,16 @@ local function indexRem(key, id)
   end
 end
 
+-- Puts `id` in the sorted set `key` at `score`, as it is (no trim, no TTL: `key` holds what is
+-- taken off it), e.g. a started run among the run deadlines.
+local function indexSet(key, score, id)
+  if INDEX_DEFERRED then
+    indexWrites[#indexWrites + 1] = { 'set', key, score, id }
+  else
+    redis.call('ZADD', key, score, id)
+  end
+end
+
 -- Sets the run's status, moving it from its old status's index to the new one's.
 local function setStatus(status)
   local old = redis.call('HGET', KEYS[1], 'status')

@@ -3,7 +3,8 @@
   ARGV[1] now (ISO), ARGV[2] deadline (epoch ms), ARGV[3] generation of the root job,
   ARGV[4] live JSON for a queued node, ARGV[5] retention of a settled run (seconds),
   ARGV[6] the index of queued runs (in another slot: on a cluster an `indexWrites` entry),
-  ARGV[7] the run id, ARGV[8..] ready node ids
+  ARGV[7] the run id, ARGV[8] the run deadlines (a sorted set in another slot, as ARGV[6]),
+  ARGV[9..] ready node ids
   Returns { status after the call, or 'stale' when the root job belongs to an older generation,
   or false when the run does not exist; deadline (epoch ms) }.
 ]]
@@ -21,8 +22,10 @@ if not status then
   return { false }
 end
 if tonumber(ARGV[3]) ~= generation() then return { 'stale' } end
--- A redelivered root job of a run already started learns the deadline it was given.
+-- A redelivered root job of a run already started learns the deadline it was given (and puts the
+-- run among the deadlines again: on a cluster the first delivery may have stopped before it did).
 if status ~= 'queued' then
+  if status == 'running' then indexSet(ARGV[8], redis.call('HGET', KEYS[1], 'deadlineAt'), ARGV[7]) end
   unqueue()
   return { status, redis.call('HGET', KEYS[1], 'deadlineAt') or false }
 end
@@ -37,7 +40,9 @@ redis.call('HSETNX', KEYS[1], 'startedAt', ARGV[1])
 local keep = tonumber(redis.call('HGET', KEYS[1], 'deadlineAt')) + tonumber(ARGV[5]) * 1000
 for i = 1, 6 do redis.call('PEXPIREAT', KEYS[i], keep, 'GT') end
 emit('run.started', '', '{"generation":' .. ARGV[3] .. '}')
-for i = 8, #ARGV do
+-- Among the run deadlines the plan pool sweeps (executor/run-deadlines.ts) until it settles.
+indexSet(ARGV[8], redis.call('HGET', KEYS[1], 'deadlineAt'), ARGV[7])
+for i = 9, #ARGV do
   redis.call('HSET', KEYS[4], ARGV[i], ARGV[4])
   emit('node.queued', ARGV[i], '')
 end

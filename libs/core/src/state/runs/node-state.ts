@@ -169,10 +169,11 @@ export class NodeStates {
       /** Begin the first ready one of these children in the same step (node handoff). */
       handoff?: HandoffRequest;
       /**
-       * The number of nodes in the run's plan: when this snapshot is the last of them and all
-       * succeeded, the script decides the run `succeeded` (`decided`); the caller settles it.
+       * The run's plan as the completing job knows it (its node count and generation): when this
+       * snapshot is the last of its nodes and all succeeded, and the run is still of that
+       * generation, the script decides the run `succeeded` (`decided`); the caller settles it.
        */
-      planned?: number;
+      planned?: { readonly nodes: number; readonly generation: number };
     },
   ): Promise<CompleteNodeResult> {
     const last = snapshot.attempts.at(-1);
@@ -204,7 +205,8 @@ export class NodeStates {
             })),
           })
         : '',
-      options.planned ?? '',
+      options.planned?.nodes ?? '',
+      options.planned?.generation ?? '',
       ...options.children,
     ])) as [
       number,

@@ -11,7 +11,7 @@ import {
   type NodeSnapshot,
 } from '../../domain/run-model.js';
 import { RUN_ERROR_STATUS, cancelledError } from '../../errors/run-error.js';
-import { queuedRunsKey, runNodeSlotKeys } from '../keys.js';
+import { queuedRunsKey, runDeadlinesKey, runNodeSlotKeys } from '../keys.js';
 import { slotPipeline } from '../slot-multi.js';
 import { multiReplies, pendingJson, snapshotJson, type RunContext } from './run-context.js';
 
@@ -38,6 +38,55 @@ export class RunLifecycle {
       0,
       limit,
     );
+  }
+
+  /**
+   * Marks a settled run's follow-up (its slot, its session's lane, its webhooks) done by the node
+   * job that settled it, so its root job's pass does not repeat it: a field of the settled run's
+   * hash (never of a run that expired meanwhile); `resume-run-6.lua` clears it.
+   */
+  async markFollowedUp(runId: string): Promise<void> {
+    await this.ctx.script('mark-followed-up-6', this.ctx.scriptKeys(runId), []);
+  }
+
+  /** Runs whose deadline (epoch ms) is at or before `now`, earliest first, at most `limit`. */
+  async dueDeadlines(now: number, limit: number): Promise<string[]> {
+    return this.ctx.redis.zrangebyscore(
+      runDeadlinesKey(this.ctx.options.prefix),
+      '-inf',
+      now,
+      'LIMIT',
+      0,
+      limit,
+    );
+  }
+
+  /** Takes a run off the run deadlines (it is past its deadline and decided, settled or gone). */
+  async dropDeadline(runId: string): Promise<void> {
+    await this.ctx.redis.zrem(runDeadlinesKey(this.ctx.options.prefix), runId);
+  }
+
+  /** What a deadline sweep reads of a run, in one read; null for an unknown run. */
+  async deadlineView(runId: string): Promise<{
+    status: RunStatus;
+    generation: number;
+    deadlineAt: number | null;
+    timeoutSeconds: number;
+  } | null> {
+    const [status, generation, deadlineAt, timeoutSeconds] = await this.ctx.redis.hmget(
+      this.ctx.keysOf(runId).meta,
+      'status',
+      'generation',
+      'deadlineAt',
+      'timeoutSeconds',
+    );
+    if (status === null) return null;
+    return {
+      status: RunStatus.parse(status),
+      generation: Number(generation ?? 0),
+      deadlineAt: deadlineAt === null ? null : Number(deadlineAt),
+      timeoutSeconds: Number(timeoutSeconds ?? 0),
+    };
   }
 
   /** Takes a run off the index of queued runs (it started, ended or is gone). */
@@ -117,6 +166,7 @@ export class RunLifecycle {
       this.ctx.options.retentionSeconds,
       queuedRunsKey(this.ctx.options.prefix),
       runId,
+      runDeadlinesKey(this.ctx.options.prefix),
       ...ready,
     ])) as [string | null, string | undefined];
     const at = deadline ? Number(deadline) : deadlineAt;
@@ -227,6 +277,7 @@ export class RunLifecycle {
       runId,
       generation,
       JSON.stringify(final),
+      runDeadlinesKey(this.ctx.options.prefix),
       ...triples,
     ]);
     return settled === 1;

@@ -104,6 +104,8 @@ export interface SettleFacts {
   readonly settled: boolean;
   readonly sessionKey: string | null;
   readonly hasWebhook: boolean;
+  /** The node job that settled it got through what follows (`markFollowedUp`). */
+  readonly followedUp: boolean;
 }
 
 /** What a run's webhook events are made from (see `webhookSubject`). */
@@ -321,18 +323,20 @@ export class RunReadModel {
    * decided it) reads nothing more.
    */
   async settleFacts(runId: string): Promise<SettleFacts> {
-    const [status, finishedAt, sessionKey, webhook] = await this.ctx.redis.hmget(
+    const [status, finishedAt, sessionKey, webhook, followedUp] = await this.ctx.redis.hmget(
       this.ctx.keysOf(runId).meta,
       'status',
       'finishedAt',
       'sessionKey',
       'webhook',
+      'followedUp',
     );
     return {
       status: status ? RunStatus.parse(status) : null,
       settled: status !== null && finishedAt !== null,
       sessionKey: sessionKey ?? null,
       hasWebhook: webhook !== null,
+      followedUp: followedUp !== null,
     };
   }
 
