@@ -1,8 +1,10 @@
 /**
  * Run deadlines: a run is among them from its start until it settles, and the plan pool's sweep
- * ends one past its deadline (`timed_out`, its running node aborted), drops entries whose run is
- * gone or settled, and adds no BullMQ job for a deadline.
+ * ends one past its deadline (`timed_out`) even when nothing else would, drops entries whose run is
+ * gone or settled (only while still due), and adds no BullMQ job for a deadline.
  */
+import { randomUUID } from 'node:crypto';
+import type { ExecutableGraph } from '@tetraloop/core/nodes';
 import { RunStore, runDeadlinesKey, runKeys } from '@tetraloop/core/state';
 import { type RedisClient, connectRedis } from '@tetraloop/core/runtime';
 import { afterAll, beforeAll, expect, it } from 'vitest';
@@ -76,4 +78,39 @@ it('drops a past entry whose run is gone, and leaves one not yet due', async () 
   );
   expect(await redis.zscore(deadlines(), 'later-run')).not.toBeNull();
   await redis.zrem(deadlines(), 'later-run');
+});
+
+it('ends a running run past its deadline that nothing else would end: no node job, no call', async () => {
+  // Started with a deadline already past and no node enqueued: no node begins to find the deadline,
+  // no call is cut off by it; only the sweep can end the run.
+  const runId = `sweep-only-${randomUUID()}`;
+  const graph: ExecutableGraph = {
+    nodes: [{ id: 'never', kind: 'tool', tool: 'json', args: { value: 1 } }],
+    edges: [],
+  };
+  await store.create({
+    runId,
+    graph,
+    plan: graph,
+    input: null,
+    timeoutSeconds: 1,
+    budget: {},
+    metadata: undefined,
+    createdAt: new Date().toISOString(),
+    pending: new Map([['never', 0]]),
+  });
+  const started = await store.start(runId, 0, [], Date.now() - 1, new Date().toISOString());
+  expect(started.status).toBe('running');
+  await until(async () => (await store.status(runId)) === 'timed_out', 'the sweep to end the run');
+  expect(await store.error(runId)).toMatchObject({ code: 'timed_out' });
+  expect(await redis.zscore(deadlines(), runId)).toBeNull();
+});
+
+it('takes off only an entry still due: a run started again since keeps its new one', async () => {
+  const now = Date.now();
+  await redis.zadd(deadlines(), now + 3_600_000, 'restarted-run');
+  await store.dropDeadline('restarted-run', now);
+  expect(await redis.zscore(deadlines(), 'restarted-run')).not.toBeNull();
+  await store.dropDeadline('restarted-run', now + 3_600_000);
+  expect(await redis.zscore(deadlines(), 'restarted-run')).toBeNull();
 });

@@ -8,7 +8,7 @@
 import type { Worker } from 'bullmq';
 import type { FlowGate } from '@tetraloop/core/executor';
 import { shownQueues, type Pool } from '@tetraloop/core/queues';
-import type { ProcessTools } from '@tetraloop/core/runtime';
+import { isCluster, isRedisUnavailable, type ProcessTools } from '@tetraloop/core/runtime';
 import { QueueWatch } from '@tetraloop/core/telemetry';
 import type { WorkerEnv } from './env.js';
 import { openPoolContext, type PoolContext, type StartPoolsOptions } from './pools/context.js';
@@ -65,10 +65,6 @@ export async function startPools(env: WorkerEnv, options: StartPoolsOptions): Pr
   const allWorkers = [...workers.values()].flat();
   await Promise.all(allWorkers.map((w) => w.waitUntilReady()));
   for (const pool of SCHEDULE_ORDER) await definitions.get(pool)?.schedule?.();
-  const stopTimers = startTimers(
-    [...definitions.values()].flatMap((d) => d.timers ?? []),
-    (timer, err) => ctx.log.warn({ err, timer: timer.what }, 'periodic work failed'),
-  );
 
   // Queue depths, the stall alarm and Redis's health come from where the work is too, so they stay
   // true (and autoscaling keeps seeing the backlog) while every API process is down.
@@ -77,6 +73,15 @@ export async function startPools(env: WorkerEnv, options: StartPoolsOptions): Pr
   ctx.mcp.catalog.onQueues((names) => watch.add(shownQueues(ctx.queues, names)));
   const stopWatch = await watch.start(env.TETRALOOP_QUEUE_CHECK_MS, (err) =>
     ctx.log.debug({ err: err.message }, 'queue check failed'),
+  );
+  // Redis away is logged once per outage elsewhere; a timer that runs several times a second
+  // would repeat it at each run.
+  const stopTimers = startTimers(
+    [...definitions.values()].flatMap((d) => d.timers ?? []),
+    (timer, err) =>
+      isRedisUnavailable(err, { clustered: isCluster(ctx.connection) })
+        ? ctx.log.debug({ err, timer: timer.what }, 'periodic work failed: Redis away')
+        : ctx.log.warn({ err, timer: timer.what }, 'periodic work failed'),
   );
 
   return {
@@ -92,7 +97,7 @@ export async function startPools(env: WorkerEnv, options: StartPoolsOptions): Pr
     async close() {
       // Before the workers close: a custom tool call hears of the shutdown at once.
       ctx.stop();
-      stopTimers();
+      await stopTimers();
       stopWatch();
       ctx.flow.stop();
       // From the innermost loop outward, each pool with its grace: no outer loop stops while an

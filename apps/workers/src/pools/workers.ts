@@ -45,32 +45,42 @@ export interface PoolTimer {
 
 /**
  * Runs each timer's work every `everyMs` after the last run ended (so runs never overlap), until
- * the answered function is called. A failed run is logged; the next one comes as planned.
+ * the answered function is called; it resolves once no run is in flight. A failed run is
+ * reported; the next one comes as planned.
  */
 export function startTimers(
   timers: readonly PoolTimer[],
   onError: (timer: PoolTimer, err: unknown) => void,
-): () => void {
+): () => Promise<void> {
   let stopped = false;
   const handles = new Set<NodeJS.Timeout>();
+  const running = new Set<Promise<void>>();
   for (const timer of timers) {
     const next = (): void => {
       if (stopped) return;
       const handle = setTimeout(() => {
         handles.delete(handle);
-        timer
+        const run = timer
           .run()
-          .catch((err: unknown) => onError(timer, err))
-          .finally(next);
+          .then(
+            () => undefined,
+            (err: unknown) => onError(timer, err),
+          )
+          .finally(() => {
+            running.delete(run);
+            next();
+          });
+        running.add(run);
       }, timer.everyMs);
       handle.unref();
       handles.add(handle);
     };
     next();
   }
-  return () => {
+  return async () => {
     stopped = true;
     for (const handle of handles) clearTimeout(handle);
+    await Promise.all(running);
   };
 }
 

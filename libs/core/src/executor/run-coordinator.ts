@@ -88,8 +88,11 @@ export async function settleAfterRootFailure(deps: ExecutorDeps, job: Job): Prom
   const data = RunJobData.safeParse(job.data);
   if (!data.success) return null;
   const { runId, generation } = data.data;
-  // One read for the common case, a run settled already (the reconciler's pass meets many).
-  if ((await deps.store.settledState(runId)) !== false) return null;
+  // One read for the common case, a run settled already (the reconciler's pass meets many). One
+  // its last node's job settled still needs the archive, which that job leaves to the root job.
+  const settled = await deps.store.settledState(runId);
+  if (settled === true) await deps.archive?.archiveRun(runId);
+  if (settled !== false) return null;
   if ((await deps.store.status(runId)) === 'queued') return null;
   // A root job of an older generation (the run was resumed since) speaks for nothing now.
   if ((await deps.store.generation(runId)) !== generation) return null;

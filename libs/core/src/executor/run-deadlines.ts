@@ -25,16 +25,23 @@ export const DEADLINES_PER_SWEEP = 100;
 export async function sweepDeadlines(deps: ExecutorDeps, now = Date.now()): Promise<number> {
   let ended = 0;
   for (const runId of await deps.store.dueDeadlines(now, DEADLINES_PER_SWEEP)) {
-    if (await endPastDeadline(deps, runId, null, now)) ended += 1;
+    // One run that cannot be read does not hold the others back; it is looked at again next time.
+    try {
+      if (await endPastDeadline(deps, runId, null, now)) ended += 1;
+    } catch (err) {
+      deps.logger.warn({ runId, err }, 'could not end a run past its deadline');
+    }
   }
   return ended;
 }
 
 /**
- * Decides `runId` `timed_out` when it is running (in `generation`, when given: a deadline job of
- * an older process names one) and past its deadline, and wakes its parked nodes. A run that is not
- * running, or gone, leaves the run deadlines (a queued run is put back when it starts). Answers
- * whether this call decided it.
+ * Decides `runId` `timed_out` when it is running and past its deadline, and wakes its parked
+ * nodes. A run that is not running, or gone, leaves the run deadlines (a queued run is put back
+ * when it starts); only an entry still due leaves, so a run started again since keeps its new one.
+ * `generation`: a deadline job of an older process names one, and fired when its delay ran out, by
+ * its own clock: for it the run's generation is checked instead of the time. Answers whether this
+ * call decided it.
  */
 export async function endPastDeadline(
   deps: ExecutorDeps,
@@ -45,9 +52,10 @@ export async function endPastDeadline(
   const view = await deps.store.deadlineView(runId);
   // A deadline job of a generation replanned since speaks for nothing: the run's entry stays.
   if (generation !== null && view !== null && view.generation !== generation) return false;
-  if (view?.status === 'running' && view.deadlineAt !== null && view.deadlineAt > now) return false;
+  const due = generation !== null || view?.deadlineAt == null || view.deadlineAt <= now;
+  if (view?.status === 'running' && !due) return false;
   if (view?.status !== 'running') {
-    await deps.store.dropDeadline(runId);
+    await deps.store.dropDeadline(runId, now);
     return false;
   }
   const decided = await deps.store.decideError(
@@ -60,6 +68,6 @@ export async function endPastDeadline(
     deps.logger.info({ runId }, 'run timed out');
     await wakeParkedNodes(deps.store, deps.queues, runId);
   }
-  await deps.store.dropDeadline(runId);
+  await deps.store.dropDeadline(runId, now);
   return decided;
 }

@@ -88,7 +88,9 @@ export const queuedRunsKey = (prefix: string): string => `${prefix}:runs:queued`
  * Sorted set of started runs → their deadline (epoch ms), which the plan pool sweeps for runs past
  * it (`executor/run-deadlines.ts`). One key for the deployment, written by the run's scripts (on a
  * Redis Cluster just after them, as an index write): a run is added when it starts and removed when
- * it settles, or by the sweep once its deadline passed. Holds at most the runs not yet settled.
+ * it settles, or by the sweep once its deadline passed and it is decided or gone. Holds the runs
+ * not yet settled, and until their deadline the entries whose removal was lost (a cluster's write
+ * after the script, a run settled by an older process, a deleted run).
  */
 export const runDeadlinesKey = (prefix: string): string => `${prefix}:runs:deadlines`;
 

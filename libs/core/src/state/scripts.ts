@@ -65,7 +65,7 @@ export const SCRIPT_FILES = {
     'session-compact-5',
   ],
   'lua-memory': ['record-run-4', 'save-reflection-4', 'set-lesson-status-4'],
-  'lua-plan': ['forget-cached-plan-1'],
+  'lua-plan': ['forget-cached-plan-1', 'drop-deadline-1'],
   'lua-secret': ['put-secret-3', 'delete-secret-3'],
   'lua-tenant': ['add-capped-1', 'put-item-1'],
   'lua-trigger': ['record-event-2', 'batch-add-3', 'batch-take-2', 'debounce-note-1', 'debounce-done-1'],

@@ -61,9 +61,13 @@ export class RunLifecycle {
     );
   }
 
-  /** Takes a run off the run deadlines (it is past its deadline and decided, settled or gone). */
-  async dropDeadline(runId: string): Promise<void> {
-    await this.ctx.redis.zrem(runDeadlinesKey(this.ctx.options.prefix), runId);
+  /**
+   * Takes a run off the run deadlines (it is past its deadline and decided, settled or gone),
+   * unless its entry is no longer due by `dueBy` (epoch ms): a run started again since keeps its
+   * new one.
+   */
+  async dropDeadline(runId: string, dueBy: number): Promise<void> {
+    await this.ctx.script('drop-deadline-1', [runDeadlinesKey(this.ctx.options.prefix)], [runId, dueBy]);
   }
 
   /** What a deadline sweep reads of a run, in one read; null for an unknown run. */
