@@ -668,6 +668,12 @@ describe('complete-node', () => {
       await store.completeNode(failed, 'b', snapshot('succeeded'), options);
       await store.completeNode(failed, 'c', snapshot('succeeded'), last);
       expect(await store.status(failed)).toBe('running');
+      // A snapshot of a node of no plan now (a stale job's) counts, but c has none: nothing decided.
+      const stray = await runningRun();
+      await store.completeNode(stray, 'x', snapshot('succeeded'), { ...options, children: [] });
+      await store.completeNode(stray, 'a', snapshot('succeeded'), options);
+      expect((await store.completeNode(stray, 'b', snapshot('succeeded'), options)).decided).toBe(false);
+      expect(await store.status(stray)).toBe('running');
       // a and b succeeded, c has no snapshot yet.
       const third = await runningRun();
       await store.completeNode(third, 'a', snapshot('succeeded'), options);

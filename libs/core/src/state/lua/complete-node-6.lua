@@ -18,7 +18,8 @@
   caller settles it; if it stops first, the root job's finalize pass does). Not for a job of
   another generation than the run's (its plan may not be the run's now), not while a replan is
   asked for, nor in window mode, whose drained window asks for the next one. Found from the count
-  of succeeded snapshots this call increments, so no other node pays a command for it.
+  of succeeded snapshots this call increments, so no other node pays a command for it, then
+  checked against the stored plan once: each of its nodes has a succeeded snapshot.
   Node handoff: when this call wrote the snapshot and released candidates, the first `width` of them
   (at least one) are begun here as begin-node-6.lua would (`beginNode` in run.lib.lua), so the job's
   next nodes start in the same step, their `startedAt` (in the live JSON given) set to this step's
@@ -62,10 +63,29 @@ if written == 1 then
   -- A tool node's result is also a tool event.
   if string.find(ARGV[4], '"tool":', 1, true) then emit('tool.result', id, ARGV[4]) end
 end
+-- Whether every node of the run's stored plan (`planned` of them) has a succeeded snapshot. Read
+-- once per run, when the count says so: the count is never above the truth for the plan's nodes,
+-- but a snapshot of a node of no plan now (a stale job's) would count too.
+local function planSucceeded(planned)
+  local raw = redis.call('HGET', KEYS[1], 'plan')
+  if not raw then return false end
+  local ok, plan = pcall(cjson.decode, raw)
+  if not ok or type(plan) ~= 'table' or type(plan.nodes) ~= 'table' or #plan.nodes ~= planned then
+    return false
+  end
+  local ids = {}
+  for i, node in ipairs(plan.nodes) do ids[i] = node.id end
+  local snapshots = hmgetList(KEYS[3], ids)
+  for i = 1, #ids do
+    if not snapshots[i] or snapshotStatus(snapshots[i]) ~= 'succeeded' then return false end
+  end
+  return true
+end
+
 local result = { written, status, tonumber(meta[2] or '0'), false, false, false, 0 }
 local planned = tonumber(ARGV[9])
-if succeeded and succeeded == planned and status == 'running' and not meta[3] and meta[5] ~= 'window'
-  and tonumber(ARGV[10]) == tonumber(meta[2] or '0') and redis.call('HLEN', KEYS[3]) == planned then
+if succeeded and planned and succeeded >= planned and status == 'running' and not meta[3]
+  and meta[5] ~= 'window' and tonumber(ARGV[10]) == tonumber(meta[2] or '0') and planSucceeded(planned) then
   decideRun('succeeded', '', isoNow(), '', '')
   result[2] = 'succeeded'
   result[7] = 1
