@@ -1734,6 +1734,25 @@ describe('replan', () => {
     expect(brief(events)).toEqual([{ type: 'plan', data: { ...planning2, nodes: 3 } }]);
   });
 
+  it('drops a map item snapshot without lowering the counts, which never held it', async () => {
+    const runId = await replanRequestedRun();
+    const k = keysOf(runId);
+    // As complete-item-6.lua writes one: in the snapshots hash, not counted.
+    await redis.hset(k.nodes, 'a[0]', JSON.stringify(snapshot('succeeded', 1)));
+    expect(await redis.hget(k.aux, 'count:succeeded')).toBe('1');
+    await store.replan(
+      runId,
+      0,
+      { graph: graph2, plan: plan2, pending: new Map([['d', 1]]) },
+      planning2,
+      {},
+      ['b', 'a[0]'],
+    );
+    expect(await redis.hexists(k.nodes, 'a[0]')).toBe(0);
+    // a, kept, is still counted.
+    expect(await redis.hget(k.aux, 'count:succeeded')).toBe('1');
+  });
+
   it('refuses a run with no replan requested', async () => {
     const runId = await runningTaskRun();
     const { result, events } = await withEvents(runId, () =>

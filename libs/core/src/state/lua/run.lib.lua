@@ -177,7 +177,8 @@ end
 -- Drops what a node's earlier executions left: snapshot and per-node bookkeeping (resume, replan).
 local function forgetNode(id)
   local snapshot = redis.call('HGET', KEYS[3], id)
-  if snapshot then countNode(snapshotStatus(snapshot), -1) end
+  -- A map's item (`<map>[<i>]`: no node id holds '[') was never counted.
+  if snapshot and not string.find(id, '[', 1, true) then countNode(snapshotStatus(snapshot), -1) end
   redis.call('HDEL', KEYS[3], id)
   redis.call('HDEL', KEYS[6], 'execs:' .. id, 'attempts:' .. id, 'progress:' .. id, 'iterations:' .. id, 'waitUntil:' .. id,
     'woke:' .. id)
