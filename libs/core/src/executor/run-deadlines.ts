@@ -50,14 +50,12 @@ export async function endPastDeadline(
   now = Date.now(),
 ): Promise<boolean> {
   const view = await deps.store.deadlineView(runId);
-  // A deadline job of a generation replanned since speaks for nothing: the run's entry stays.
-  if (generation !== null && view !== null && view.generation !== generation) return false;
-  const due = generation !== null || view?.deadlineAt == null || view.deadlineAt <= now;
-  if (view?.status === 'running' && !due) return false;
-  if (view?.status !== 'running') {
+  if (view === null || view.status !== 'running') {
     await deps.store.dropDeadline(runId, now);
     return false;
   }
+  // A deadline job of a generation replanned since speaks for nothing; the sweep goes by the clock.
+  if (generation !== null ? view.generation !== generation : (view.deadlineAt ?? 0) > now) return false;
   const decided = await deps.store.decideError(
     runId,
     deadlineError(view.timeoutSeconds),

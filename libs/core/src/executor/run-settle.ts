@@ -6,9 +6,10 @@
  *
  * Two callers: the root job's finalize pass, once every node job of the generation has finished;
  * and the node job whose completion made every node of the plan succeed (`complete-node.lua`
- * decides the run then), which settles it at once rather than after the root job's next pass. The
- * root job's pass still follows, finds the run settled and repeats only what is safe to repeat;
- * if the node job stopped between the decision and the settle, that pass settles it.
+ * decides the run then), which settles it at once rather than after the root job's next pass, does
+ * what follows and marks it done. The root job's pass still follows and finds the run settled: it
+ * then only archives it, or, unmarked (the node's job stopped after settling), does what follows
+ * again; if the node's job stopped between the decision and the settle, that pass settles it.
  */
 import type { NodeSnapshot, RunStatus } from '../domain/run-model.js';
 import { RUN_ERROR_STATUS, runErrorForNode, type RunError } from '../errors/run-error.js';
