@@ -413,27 +413,35 @@ it("names a session run's conversation, and an agent's tool call by the model's 
     'gen_ai.conversation.id': sessionId,
     'tetraloop.run.id': runId,
   });
-  // The agent's tool call and model calls: under its node, under the run's span.
-  await expect
-    .poll(() => spans.filter((s) => s.traceId === invoke.traceId && s.name.startsWith('execute_tool ')), {
-      timeout: 20_000,
-      interval: 100,
-    })
-    .toHaveLength(1);
-  const trace = spans.filter((s) => s.traceId === invoke.traceId);
-  const byId = new Map(trace.map((s) => [s.spanId, s]));
+  // The agent's tool call and model calls: under its node, under the run's span. The run settles
+  // inside its last node's job, so that node's span (the link between the call and the run's span)
+  // ends and is exported after the run is already settled: wait for the whole chain.
+  const trace = (): ReceivedSpan[] => spans.filter((s) => s.traceId === invoke.traceId);
   const descends = (s: ReceivedSpan): boolean => {
+    const byId = new Map(trace().map((t) => [t.spanId, t]));
     for (let up = byId.get(s.parentSpanId); up; up = byId.get(up.parentSpanId))
       if (up === invoke) return true;
     return false;
   };
-  const toolCall = trace.find((s) => s.name.startsWith('execute_tool '))!;
+  const toolCalls = (): ReceivedSpan[] => trace().filter((s) => s.name.startsWith('execute_tool '));
+  const chats = (): ReceivedSpan[] => trace().filter((s) => s.name.startsWith('chat '));
+  await expect
+    .poll(
+      () =>
+        toolCalls().length === 1 &&
+        descends(toolCalls()[0]!) &&
+        chats().length >= 2 &&
+        chats().every(descends),
+      {
+        timeout: 20_000,
+        interval: 100,
+      },
+    )
+    .toBe(true);
+  const toolCall = toolCalls()[0]!;
   expect(toolCall.attributes['gen_ai.tool.call.id']).toMatch(/^call_\d+$/);
   expect(toolCall.attributes['gen_ai.tool.type']).toBe('extension');
-  expect(descends(toolCall)).toBe(true);
-  const chats = trace.filter((s) => s.name.startsWith('chat '));
-  expect(chats.length).toBeGreaterThanOrEqual(2);
-  for (const chat of chats) expect(descends(chat), chat.name).toBe(true);
+  expect(toolCalls()).toHaveLength(1);
 }, 60_000);
 
 it('marks a failed node with its error class', async () => {
