@@ -107,8 +107,9 @@ it('settles a run from its last node completion, before its root job comes back 
     const doc = await waitFor(stack.url, runId);
     expect(doc.status).toBe('succeeded');
     expect(doc.output).toEqual({ 'last-a': expect.objectContaining({ status: 200 }) });
+    // The node's job ends after the settle it made; then BullMQ moves the root job to `wait`.
     const root = await rootJob(runId);
-    expect(await root.getState()).toBe('waiting');
+    await expect.poll(() => root.getState(), { timeout: 10_000, interval: 20 }).toBe('waiting');
   } finally {
     await Promise.all(plan.map((w) => w.resume()));
   }
