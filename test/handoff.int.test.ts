@@ -3,12 +3,21 @@
  * job, and a fan-out's branches run side by side in the job that released them, up to
  * TETRALOOP_NODE_HANDOFF_WIDTH (one job per branch past it); a handed-off node that has to wait (a
  * retry, a flow-control hold) moves to a job of its own and keeps its attempts, counted and charged
- * once; a carrying job that dies leaves its nodes to its redelivery.
+ * once; a carrying job that dies leaves its nodes to its redelivery. A new run's first ready nodes
+ * start in carrier jobs, up to the width each, which recover the same way.
  */
 import { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { spawnTetraloop, stderrMatches, type Spawned } from './support/processes.js';
-import { postRun, readEvents, runToEnd, startStack, waitFor, type Stack } from './support/stack.js';
+import {
+  postRun,
+  readEvents,
+  runToEnd,
+  startStack,
+  untilEvent,
+  waitFor,
+  type Stack,
+} from './support/stack.js';
 import { startToolServer, type ToolServer } from './support/tool-server.js';
 
 let server: ToolServer;
@@ -276,5 +285,111 @@ describe('node handoff', () => {
     expect(server.hitsOf('x-join')).toHaveLength(1);
     // x-src's redelivered job re-completed x-src and gave each interrupted branch a job of its own.
     expect(await nodeJobsAdded(crashing, runId)).toEqual(['x-a', 'x-b', 'x-c', 'x-src']);
+  });
+});
+
+/** `<p>-s0` … `<p>-s<n-1>`, all first nodes, → `<p>-join`; the sources made by `source`. */
+const sources = (p: string, n: number, source = (id: string) => call(id)) => {
+  const ids = Array.from({ length: n }, (_, i) => `${p}-s${i}`);
+  return {
+    ids,
+    body: {
+      graph: {
+        nodes: [...ids.map(source), call(`${p}-join`)],
+        edges: ids.map((id) => [id, `${p}-join`]),
+      },
+    },
+  };
+};
+
+describe('carrier jobs', () => {
+  it("starts a new run's first nodes side by side in one job, each begun once, the join handed off", async () => {
+    // Each source is held until all five have called: they run at once, in one job.
+    const { ids, body } = sources('g', 5, (id) => call(id, '/gate?x=1'));
+    const posted = await postRun(stack.url, body);
+    const runId = posted.body.runId as string;
+    for (const id of ids) await server.hitCount(id, 1);
+    for (const id of ids) server.openGate(id);
+    const doc = await waitFor(stack.url, runId);
+    expect(doc.status).toBe('succeeded');
+    // One job for the five and the join: the carrier, named by its first node.
+    expect(await nodeJobsAdded(stack, runId)).toEqual(['g-s0+']);
+    for (const id of [...ids, 'g-join']) {
+      expect(server.hitsOf(id), id).toHaveLength(1);
+      expect(
+        doc.nodes[id]!.attempts.map((a) => a.carriedBy),
+        id,
+      ).toEqual([`${runId}.g-s0+`]);
+    }
+    const events = (await readEvents(stack.url, runId)).map((e) => e.data);
+    for (const id of ids) {
+      const mine = events.filter((e) => e.nodeId === id && e.type.startsWith('node.')).map((e) => e.type);
+      expect(mine, id).toEqual(['node.queued', 'node.started', 'node.succeeded']);
+    }
+    // The five started in one step.
+    expect(new Set(ids.map((id) => doc.nodes[id]!.attempts[0]!.startedAt)).size).toBe(1);
+    expect(doc.usage.toolCalls).toBe(6);
+  });
+
+  it('gives each carrier up to the width of them, and a node left over a job of its own', async () => {
+    // Width 3: seven sources are two carriers of three and a job.
+    const { ids, body } = sources('h', 7);
+    const doc = await runToEnd(crashing.url, body);
+    expect(doc.status).toBe('succeeded');
+    expect(await nodeJobsAdded(crashing, doc.runId)).toEqual(['h-s0+', 'h-s3+', 'h-s6']);
+    for (const id of ids) expect(server.hitsOf(id), id).toHaveLength(1);
+    expect(doc.usage.toolCalls).toBe(8);
+  });
+
+  it('gives every first node a job of its own with TETRALOOP_NODE_HANDOFF=0, or width 1', async () => {
+    for (const [of, p] of [
+      [plain, 'ph'],
+      [narrow, 'pw'],
+    ] as const) {
+      const { ids, body } = sources(p, 3);
+      const doc = await runToEnd(of.url, body);
+      expect(doc.status).toBe('succeeded');
+      expect((await nodeJobsAdded(of, doc.runId)).filter((id) => id !== `${p}-join`)).toEqual(ids);
+    }
+  });
+
+  it('gives each node a job of its own under a flow limit, each run once', async () => {
+    const { ids, body } = sources('fl', 3);
+    const doc = await runToEnd(limited.url, body);
+    expect(doc.status).toBe('succeeded');
+    // The carrier, then a job for each of its nodes, which ask for the limit from there.
+    expect(await nodeJobsAdded(limited, doc.runId)).toEqual(['fl-join', 'fl-s0', 'fl-s0+', 'fl-s1', 'fl-s2']);
+    for (const id of ids) {
+      expect(server.hitsOf(id), id).toHaveLength(1);
+      expect(doc.nodes[id]).toMatchObject({ status: 'succeeded', attempts: [{ attempt: 1 }] });
+    }
+    expect(doc.usage.toolCalls).toBe(4);
+  });
+
+  it('recovers a carrier that died: its completed nodes written once, the interrupted one run again in a job of its own', async () => {
+    // Width 3: one carrier for the three. s0 and s2 finish; the worker dies while s1 is held.
+    const { body } = sources('y', 3, (id) => (id === 'y-s1' ? call(id, '/gate?x=1') : call(id)));
+    const posted = await postRun(crashing.url, body);
+    const runId = posted.body.runId as string;
+    await server.hitCount('y-s1', 1);
+    for (const id of ['y-s0', 'y-s2']) {
+      await untilEvent(crashing.url, runId, (e) => e.data.type === 'node.succeeded' && e.data.nodeId === id, {
+        what: `node.succeeded of ${id}`,
+      });
+    }
+    await workers.at(-1)!.kill('SIGKILL');
+    server.openGate('y-s1');
+    await startWorker();
+    const doc = await waitFor(crashing.url, runId, 60_000);
+    expect(doc.status).toBe('succeeded');
+    expect(server.hitsOf('y-s0')).toHaveLength(1);
+    expect(server.hitsOf('y-s2')).toHaveLength(1);
+    const [before, after] = server.hitsOf('y-s1');
+    expect(after!.idempotencyKey).toBe(before!.idempotencyKey);
+    expect(server.hitsOf('y-join')).toHaveLength(1);
+    // The redelivered carrier completed s0 and s2 again (written once) and gave s1 a job.
+    expect(await nodeJobsAdded(crashing, runId)).toEqual(['y-s0+', 'y-s1']);
+    expect(doc.nodes['y-s0']!.attempts.map((a) => a.carriedBy)).toEqual([`${runId}.y-s0+`]);
+    expect(doc.nodes['y-s1']!.attempts.map((a) => a.carriedBy ?? null)).toEqual([null]);
   });
 });

@@ -2,6 +2,7 @@ export * from './deps.js';
 export * from './plan-cache.js';
 export * from './run-aborts.js';
 export * from './node-executor.js';
+export { executeCarrierJob } from './carrier-job.js';
 export * from './run-coordinator.js';
 export { DEADLINES_PER_SWEEP, endPastDeadline, sweepDeadlines } from './run-deadlines.js';
 export * from './flow-gate.js';

@@ -56,8 +56,11 @@ export class RetryNodeError extends Error {
 }
 
 export interface NodeJobResult {
-  /** `running`: a handed-off node moved on to a job of its own. */
-  readonly status: NodeSnapshot['status'] | 'gone' | 'stale' | 'running';
+  /**
+   * `running`: a handed-off node moved on to a job of its own. `carried`: a carrier job, whose
+   * nodes' outcomes are in their snapshots (`carrier-job.ts`).
+   */
+  readonly status: NodeSnapshot['status'] | 'gone' | 'stale' | 'running' | 'carried';
   /** A failed node's error class. */
   readonly code?: string;
 }
@@ -74,7 +77,7 @@ const controlFlow = (err: unknown): boolean =>
  * (`inline`). The job is the one that carries it; parking, retries and flow-control holds of a
  * handed-off node move it to a job of its own instead of touching the carrier.
  */
-interface Execution {
+export interface Execution {
   readonly job: Job;
   readonly token: string | undefined;
   readonly data: ReturnType<typeof NodeJobData.parse>;
@@ -167,7 +170,7 @@ async function reenterAsBegun(deps: ExecutorDeps, execution: Execution): Promise
  * node that fails in an unexpected way has moved to a job of its own (`runHandedOff`), so what
  * rejects here is the carrying job's own failure, thrown once every branch has ended.
  */
-async function runHandoffs(deps: ExecutorDeps, executions: readonly Execution[]): Promise<void> {
+export async function runHandoffs(deps: ExecutorDeps, executions: readonly Execution[]): Promise<void> {
   let next = executions;
   // A chain (one at a time) loops here without a promise per branch.
   while (next.length === 1) next = (await runCarried(deps, next[0]!)).handoffs ?? [];
@@ -784,7 +787,17 @@ async function completeAndDispatch(
       done.ready.filter((id) => !begun.has(id)),
       generation,
     );
-    executions = done.handedOff.map((handed, i) => handedOffExecution(deps, plan, from, handed, tracks[i]!));
+    const carrier: Carrier = {
+      job: from.job,
+      token: from.token,
+      generation,
+      hopsLeft: from.hopsLeft - 1,
+      carrying: from.carrying,
+      ...traceCarrier(),
+    };
+    executions = done.handedOff.map((handed, i) =>
+      handedOffExecution(deps, plan, carrier, handed, tracks[i]!),
+    );
   } finally {
     // On a failure the nodes begun stay to the job's redelivery, which finds them by `carriedBy`.
     from.carrying.running -= reserved - executions.length;
@@ -795,30 +808,45 @@ async function completeAndDispatch(
 }
 
 /** Whether flow limits may apply to a call: some are in force, or the gate's copy is stale. */
-const flowLimitsInForce = (deps: ExecutorDeps): boolean =>
+export const flowLimitsInForce = (deps: ExecutorDeps): boolean =>
   deps.flow !== undefined && (deps.flow.cachedLimits()?.limits.length ?? 1) > 0;
 
-/** A node begun by its releaser's completion, to run next in the same job. */
-function handedOffExecution(
+/** The job a handed-off node runs in, as its executions see it. */
+export interface Carrier {
+  readonly job: Job;
+  readonly token: string | undefined;
+  readonly generation: number;
+  /** How many more hops deep the job may hand off below the node. */
+  readonly hopsLeft: number;
+  readonly carrying: { running: number };
+  /** The span that released the node (tracing on). */
+  readonly trace?: TraceCarrier;
+}
+
+/**
+ * A node begun by its releaser's completion (or by a carrier job, `carrier-job.ts`), to run next
+ * in the same job.
+ */
+export function handedOffExecution(
   deps: ExecutorDeps,
   plan: CompiledPlan,
-  from: Execution,
+  carrier: Carrier,
   handed: HandedOffNode,
   tracked: { signal: AbortSignal; release: () => void },
 ): Execution {
   const node = plan.nodes.get(handed.nodeId)!;
   return {
-    job: from.job,
-    token: from.token,
+    job: carrier.job,
+    token: carrier.token,
     data: {
       runId: plan.runId,
       nodeId: handed.nodeId,
-      generation: from.data.generation,
+      generation: carrier.generation,
       continuation: false,
       throttled: false,
       moved: false,
       attemptsBefore: 0,
-      ...traceCarrier(),
+      ...(carrier.trace ? { trace: carrier.trace } : {}),
     },
     attempt: 1,
     attemptsAllowed: nodeJobAttempts(
@@ -829,8 +857,8 @@ function handedOffExecution(
     ),
     queuedAt: Date.now(),
     inline: true,
-    hopsLeft: from.hopsLeft - 1,
-    carrying: from.carrying,
+    hopsLeft: carrier.hopsLeft,
+    carrying: carrier.carrying,
     begun: { begin: handed.begin, startedAt: handed.startedAt, tracked },
   };
 }
@@ -866,21 +894,55 @@ async function recoverCarried(
       if (!node || carriedBy === undefined || !carriers.includes(carriedBy)) continue;
       seen.add(child);
       frontier.push(child);
-      const done = await deps.store.completeNode(plan.runId, child, snapshot, {
-        release: releasesDependents(node, snapshot),
-        children: plan.topology.children.get(child) ?? [],
-        charge: {},
-        jobs: carriers,
-      });
-      // A carried node that failed the run: the decision the crash may have cut off.
-      if (snapshot.status === 'failed' && !continuesOnFailure(node)) {
-        await decideFailure(deps, plan, node, snapshot, generation);
-      }
-      if (done.status === 'running' && done.generation === generation) {
-        await enqueueReady(deps, plan, done.ready, generation);
-      }
+      await enqueueReady(
+        deps,
+        plan,
+        await recomplete(deps, plan, generation, carriers, node, snapshot),
+        generation,
+      );
     }
   }
+}
+
+/**
+ * A node a crashed delivery of a job ran handed off and completed: `complete-node.lua` on its
+ * existing snapshot writes nothing and answers the ready children it released that no other job
+ * runs; the decision its failure asks for is made again, as the crash may have cut it off.
+ */
+async function recomplete(
+  deps: ExecutorDeps,
+  plan: CompiledPlan,
+  generation: number,
+  carriers: readonly string[],
+  node: ExecutableNode,
+  snapshot: NodeSnapshot,
+): Promise<readonly string[]> {
+  const done = await deps.store.completeNode(plan.runId, node.id, snapshot, {
+    release: releasesDependents(node, snapshot),
+    children: plan.topology.children.get(node.id) ?? [],
+    charge: {},
+    jobs: carriers,
+  });
+  if (snapshot.status === 'failed' && !continuesOnFailure(node)) {
+    await decideFailure(deps, plan, node, snapshot, generation);
+  }
+  return done.status === 'running' && done.generation === generation ? done.ready : [];
+}
+
+/**
+ * A node a crashed delivery of carrier job `carrier` ran and completed (`carrier-job.ts`): completed
+ * again, then the nodes it handed off walked, as a redelivered node job does for its own node.
+ */
+export async function recoverCarriedNode(
+  deps: ExecutorDeps,
+  plan: CompiledPlan,
+  generation: number,
+  carrier: string,
+  node: ExecutableNode,
+  snapshot: NodeSnapshot,
+): Promise<void> {
+  const ready = await recomplete(deps, plan, generation, [carrier], node, snapshot);
+  await recoverCarried(deps, plan, generation, [carrier], node.id, ready);
 }
 
 /** How long a job of a tool this process has no code for waits before it is offered again. */

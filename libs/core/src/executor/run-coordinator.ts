@@ -32,7 +32,8 @@ import { recordSettledRun, underRunSpan } from '../telemetry/run-span.js';
 import { inSpan, tracingOn } from '../telemetry/tracing.js';
 import { admitRun, releaseRun } from './run-admission.js';
 import type { ExecutorDeps } from './deps.js';
-import { enqueueReady, releasesDependents } from './node-executor.js';
+import { releasesDependents } from './node-executor.js';
+import { enqueueStart } from './carrier-job.js';
 import { dailyCapReached, plannerCharge } from './model-cost.js';
 import { endPastDeadline } from './run-deadlines.js';
 import { afterSettled, agentEnded, finalizeRun, remember } from './run-settle.js';
@@ -168,7 +169,7 @@ async function executeRunJob(deps: ExecutorDeps, job: Job, token: string | undef
       // A window's cycle budget (window mode) starts with the window.
       const cycleBudgetMs = header?.task?.window?.cycleBudgetMs;
       const added = await Promise.allSettled([
-        enqueueReady(deps, plan, ready, data.generation),
+        enqueueStart(deps, plan, ready, data.generation),
         ...(cycleBudgetMs
           ? [enqueueCycleBudget(deps.queues, plan.runId, data.generation, cycleBudgetMs)]
           : []),

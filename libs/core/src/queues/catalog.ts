@@ -76,6 +76,12 @@ export const NodeJobData = z.object({
    * with that job (`carriedBy`), so a redelivery of this job treats those as its own too.
    */
   carrier: z.string().optional(),
+  /**
+   * A carrier job (`carrierJobId`): it has no node of its own but runs these, a run's first ready
+   * nodes started together, side by side as handed-off nodes (see `executor/handoff.ts`).
+   * `nodeId` is the first of them.
+   */
+  carry: z.array(z.string()).min(2).optional(),
   /** A map's item (`<mapId>[<index>]`): the element of the list it runs on. */
   item: z.unknown().optional(),
   /** The trace context of what released the node (tracing on). */
@@ -118,8 +124,18 @@ export const ToolCallJobData = z.object({
 });
 export type ToolCallJobData = z.input<typeof ToolCallJobData>;
 
-/** Job names. `deadline`: a run's deadline job, which processes before run deadlines were swept added. */
-export const JOB = { run: 'run', deadline: 'deadline', cycle: 'cycle', node: 'node', call: 'call' } as const;
+/**
+ * Job names. `deadline`: a run's deadline job, which processes before run deadlines were swept
+ * added. `carry`: a carrier job (`NodeJobData.carry`).
+ */
+export const JOB = {
+  run: 'run',
+  deadline: 'deadline',
+  cycle: 'cycle',
+  node: 'node',
+  carry: 'carry',
+  call: 'call',
+} as const;
 
 const suffix = (generation: number): string => (generation === 0 ? '' : `@${generation}`);
 
@@ -130,6 +146,13 @@ export const cycleJobId = (runId: string, generation = 0): string => `${runId}.c
 /** Job id of a node job: derived from run, node and generation so a node is never enqueued twice. */
 export const nodeJobId = (runId: string, nodeId: string, generation = 0): string =>
   `${runId}.${nodeId}${suffix(generation)}`;
+/**
+ * Job id of a carrier job (`NodeJobData.carry`), named by the first node it carries. Node ids
+ * never hold '+', so it is never a node job's id: a carried node that moves to a job of its own
+ * gets its `nodeJobId`.
+ */
+export const carrierJobId = (runId: string, firstNodeId: string, generation = 0): string =>
+  `${runId}.${firstNodeId}+${suffix(generation)}`;
 /**
  * Job id of a remote custom tool call: one per call of one attempt of a node, so a redelivered
  * agent turn finds the call in flight or done instead of making it again.

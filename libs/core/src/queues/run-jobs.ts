@@ -13,6 +13,7 @@ import type { RunReadModel } from '../state/runs/run-read-model.js';
 import {
   DeadlineJobData,
   JOB,
+  carrierJobId,
   cycleJobId,
   nodeJobId,
   runJobId,
@@ -190,6 +191,8 @@ export interface NodeToEnqueue {
   readonly attemptsBefore?: number;
   readonly moved?: boolean;
   readonly carrier?: string;
+  /** A carrier job for these nodes (`id` is the first of them): see `NodeJobData.carry`. */
+  readonly carry?: readonly string[];
 }
 
 /**
@@ -204,6 +207,7 @@ export async function enqueueNodes(
   /**
    * `priority`: the node's 1–10 (10 first), given to the nodes of a run that prioritizes any.
    * `delayMs`, `attemptsBefore`, `moved`: a handed-off node moving to a job of its own.
+   * `carry`: a carrier job running these nodes side by side.
    */
   nodes: readonly NodeToEnqueue[],
 ): Promise<void> {
@@ -213,7 +217,7 @@ export async function enqueueNodes(
   // The span of what released these nodes (the root job, or the node completing) is their parent.
   const traced = traceCarrier();
   const jobs = nodes.map((node) => ({
-    name: JOB.node,
+    name: node.carry ? JOB.carry : JOB.node,
     data: {
       runId,
       nodeId: node.id,
@@ -221,10 +225,11 @@ export async function enqueueNodes(
       ...(node.attemptsBefore ? { attemptsBefore: node.attemptsBefore } : {}),
       ...(node.moved ? { moved: true } : {}),
       ...(node.carrier ? { carrier: node.carrier } : {}),
+      ...(node.carry ? { carry: [...node.carry] } : {}),
       ...traced,
     } satisfies NodeJobData,
     opts: {
-      jobId: nodeJobId(runId, node.id, generation),
+      jobId: node.carry ? carrierJobId(runId, node.id, generation) : nodeJobId(runId, node.id, generation),
       parent,
       attempts: node.attempts,
       ...(node.delayMs ? { delay: node.delayMs } : {}),

@@ -30,6 +30,7 @@ export const SCRIPT_FILES = {
     'create-run-6',
     'start-run-6',
     'begin-node-6',
+    'begin-carried-6',
     'record-attempt-6',
     'record-iteration-6',
     'complete-node-6',

@@ -5,10 +5,10 @@
  * and reading the snapshots written.
  */
 import {
+  LiveNodeState,
   RunStatus,
   type AttemptRecord,
   type Budget,
-  type LiveNodeState,
   type NodeSnapshot,
   type UsageCharge,
 } from '../../domain/run-model.js';
@@ -67,6 +67,14 @@ export interface HandoffRequest {
   readonly candidates: readonly { id: string; chargeCall: boolean; reads: readonly string[] }[];
 }
 
+/** What beginning a carrier job's nodes found (`beginCarried`). */
+export interface CarriedBegin {
+  /** Those still queued, begun now, in the job's order. */
+  readonly begun: readonly HandedOffNode[];
+  /** The others, with their live state (null: none, e.g. a snapshot was written). */
+  readonly others: readonly { readonly nodeId: string; readonly live: LiveNodeState | null }[];
+}
+
 export class NodeStates {
   constructor(private readonly ctx: RunContext) {}
 
@@ -92,6 +100,40 @@ export class NodeStates {
       ...options.reads,
     ])) as unknown[];
     return beginResult(raw, options.reads);
+  }
+
+  /**
+   * Begins the nodes a carrier job runs (`executor/handoff.ts`) that are still queued, each as
+   * `beginNode` would and all at one instant; answers the others' live state, for a redelivered
+   * carrier to recover.
+   */
+  async beginCarried(
+    runId: string,
+    request: {
+      generation: number;
+      /** Their running state; its `startedAt` is replaced by the step's instant. */
+      live: LiveNodeState;
+      nodes: readonly { id: string; chargeCall: boolean; reads: readonly string[] }[];
+    },
+  ): Promise<CarriedBegin> {
+    const [startedAt, ...answers] = (await this.ctx.script('begin-carried-6', this.ctx.scriptKeys(runId), [
+      request.generation,
+      JSON.stringify(request.live),
+      JSON.stringify(request.nodes.map((n) => ({ id: n.id, charge: n.chargeCall, reads: n.reads }))),
+    ])) as [string | null, ...[number, unknown][]];
+    const begun: HandedOffNode[] = [];
+    const others: { nodeId: string; live: LiveNodeState | null }[] = [];
+    request.nodes.forEach((node, i) => {
+      const [wasBegun, answer] = answers[i]!;
+      if (wasBegun === 1 && startedAt)
+        begun.push({ nodeId: node.id, begin: beginResult(answer as unknown[], node.reads), startedAt });
+      else
+        others.push({
+          nodeId: node.id,
+          live: LiveNodeState.safeParse(parseJson(typeof answer === 'string' ? answer : null)).data ?? null,
+        });
+    });
+    return { begun, others };
   }
 
   /** Records a failed attempt that BullMQ will retry. */

@@ -1,0 +1,156 @@
+/**
+ * Carrier jobs: a new run's first ready nodes started together. The start pass gives the nodes
+ * that may run handed off (`handoff.ts`) one job per `TETRALOOP_NODE_HANDOFF_WIDTH` of them
+ * instead of one each; the job begins them in one script and runs them side by side as handed-off
+ * nodes, whose completions hand off further within the job's width. A 32-way fan-out is then 4
+ * jobs to add, fetch and finish instead of 32, and its sources start 8 to a step.
+ *
+ * Why it keeps the execution model's guarantees, as a handoff does:
+ * - the carrier is a child of the run's root job, so the root cannot finalize while it runs;
+ * - each node is begun once: the script begins only the nodes still `queued`, in one step, and a
+ *   node begun there names the carrier (`carriedBy`);
+ * - a crash leaves the carrier to stall and be redelivered: the nodes its dead delivery completed
+ *   are completed again and what they handed off walked (`recoverCarriedNode`); those it left
+ *   running get jobs of their own and run again, as an interrupted handed-off node does; those it
+ *   never began are begun now;
+ * - a carried node that has to wait, retry or throw moves to a job of its own (`runHandedOff`).
+ *
+ * Only a new run's start uses carriers (generation 0, no reused snapshots): its ready nodes are
+ * then the graph's roots on every delivery of the start pass, so a redelivered pass adds the same
+ * carriers again (no-ops) and never puts a node in two jobs.
+ */
+import type { Job } from 'bullmq';
+import { NodeJobData } from '../queues/catalog.js';
+import { enqueueNodes, type NodeToEnqueue } from '../queues/run-jobs.js';
+import { nowIso } from '../domain/clock.js';
+import { executionOf } from '../nodes/index.js';
+import { metrics } from '../telemetry/metrics.js';
+import type { CarriedBegin } from '../state/runs/node-state.js';
+import type { ExecutorDeps } from './deps.js';
+import { carriedStarts } from './handoff.js';
+import {
+  enqueueReady,
+  flowLimitsInForce,
+  handedOffExecution,
+  recoverCarriedNode,
+  runHandoffs,
+  type Carrier,
+  type Execution,
+  type NodeJobResult,
+} from './node-executor.js';
+import type { CompiledPlan } from './plan-cache.js';
+
+/**
+ * Attempts of a carrier job. It fails only when recording a carried node's move to a job of its
+ * own fails (Redis away); its next delivery recovers what the last one left.
+ */
+const CARRIER_ATTEMPTS = 3;
+
+/**
+ * Enqueues a run's ready nodes at its start: carriers for the groups `carriedStarts` makes where
+ * the run may use them, a job of its own for every other node.
+ */
+export async function enqueueStart(
+  deps: ExecutorDeps,
+  plan: CompiledPlan,
+  ready: readonly string[],
+  generation: number,
+): Promise<void> {
+  const width = deps.handoffWidth ?? 1;
+  // A run with a cap on its parallel nodes holds one slot per job, and one that gives priorities
+  // orders its nodes by job: both keep a job per node, as a handoff does.
+  const carries =
+    generation === 0 &&
+    !plan.reusesSnapshots &&
+    (deps.handoff ?? 0) > 0 &&
+    width > 1 &&
+    plan.maxParallelNodes === null &&
+    !plan.prioritized;
+  if (!carries) return enqueueReady(deps, plan, ready, generation);
+  const { carried, own } = carriedStarts(plan.nodes, ready, width, deps.tools);
+  const carriers: NodeToEnqueue[] = carried.map((group) => ({
+    id: group[0]!,
+    carry: group,
+    attempts: CARRIER_ATTEMPTS,
+  }));
+  await Promise.all([
+    enqueueNodes(deps.queues, plan.runId, generation, carriers),
+    enqueueReady(deps, plan, own, generation),
+  ]);
+}
+
+/**
+ * Runs a carrier job: begins its nodes still queued and runs them side by side (and what they hand
+ * off) until each has ended or moved to a job of its own; recovers what a crashed delivery left.
+ * With flow limits in force, or the process closing, it runs none: each gets a job of its own.
+ */
+export async function executeCarrierJob(
+  deps: ExecutorDeps,
+  job: Job,
+  token: string | undefined,
+): Promise<NodeJobResult> {
+  const data = NodeJobData.parse(job.data);
+  const plan = await deps.plans.get(data.runId, data.generation);
+  if (!plan) return { status: 'gone' };
+  const ids = (data.carry ?? []).filter((id) => plan.nodes.has(id));
+  if (flowLimitsInForce(deps) || deps.stopping?.()) {
+    // A handed-off call under a limit would move to a job of its own to ask for it anyway. Job ids
+    // are fixed: a node that has a job keeps it; one that has a snapshot is completed again.
+    await enqueueReady(deps, plan, ids, data.generation);
+    return { status: 'carried' };
+  }
+  const carrierId = job.id ?? '';
+  // Tracked before the script reads the run's status, as for any node's start; those the script
+  // did not begin are given back after it.
+  const tracks = ids.map(() => deps.aborts.track(plan.runId));
+  const carrier: Carrier = {
+    job,
+    token,
+    generation: data.generation,
+    hopsLeft: deps.handoff ?? 0,
+    carrying: { running: 0 },
+    ...(data.trace ? { trace: data.trace } : {}),
+  };
+  let executions: Execution[] = [];
+  try {
+    const begin = await deps.store.beginCarried(plan.runId, {
+      generation: data.generation,
+      live: { status: 'running', startedAt: nowIso(), attempt: 1, carriedBy: carrierId },
+      nodes: ids.map((id) => ({
+        id,
+        chargeCall: executionOf(plan.nodes.get(id)!).chargesToolCall,
+        reads: plan.reads.get(id) ?? [],
+      })),
+    });
+    executions = begin.begun.map((handed, i) => handedOffExecution(deps, plan, carrier, handed, tracks[i]!));
+    carrier.carrying.running = executions.length;
+    await recoverCarriedStarts(deps, plan, data.generation, carrierId, begin.others);
+  } finally {
+    for (const tracked of tracks.slice(executions.length)) tracked.release();
+  }
+  metrics.nodeHandoffs.inc({ outcome: 'ran' }, executions.length);
+  await runHandoffs(deps, executions);
+  return { status: 'carried' };
+}
+
+/**
+ * The carried nodes the script did not begin, on a redelivery: one this carrier left running (or
+ * retrying, before its own job was added) gets a job of its own — adding one it has is a no-op —
+ * and one it completed is completed again and walked. A node run in a job of its own is that job's.
+ */
+async function recoverCarriedStarts(
+  deps: ExecutorDeps,
+  plan: CompiledPlan,
+  generation: number,
+  carrierId: string,
+  others: CarriedBegin['others'],
+): Promise<void> {
+  if (others.length === 0) return;
+  const interrupted = others.filter((o) => o.live?.carriedBy === carrierId).map((o) => o.nodeId);
+  await enqueueReady(deps, plan, interrupted, generation);
+  const ended = others.filter((o) => o.live === null).map((o) => o.nodeId);
+  for (const [id, snapshot] of await deps.store.snapshotsOf(plan.runId, ended)) {
+    if (snapshot.attempts.at(-1)?.carriedBy !== carrierId) continue;
+    await recoverCarriedNode(deps, plan, generation, carrierId, plan.nodes.get(id)!, snapshot);
+  }
+}
