@@ -353,11 +353,11 @@ describe('carrier jobs', () => {
     }
   });
 
-  it('gives each node a job of its own under a flow limit, each run once', async () => {
+  it('moves each carried call under a flow limit to a job of its own, each run once', async () => {
     const { ids, body } = sources('fl', 3);
     const doc = await runToEnd(limited.url, body);
     expect(doc.status).toBe('succeeded');
-    // The carrier, then a job for each of its nodes, which ask for the limit from there.
+    // The carrier begins the three; each call moves to a job of its own to ask for the limit.
     expect(await nodeJobsAdded(limited, doc.runId)).toEqual(['fl-join', 'fl-s0', 'fl-s0+', 'fl-s1', 'fl-s2']);
     for (const id of ids) {
       expect(server.hitsOf(id), id).toHaveLength(1);

@@ -10,8 +10,10 @@ const workers: Spawned[] = [];
 
 beforeAll(async () => {
   server = await startToolServer();
-  // The API and the plan pool in this process; the tool pool only in the two child processes.
-  stack = await startStack({ pools: ['plan'] });
+  // The API and the plan pool in this process; the tool pool only in the two child processes. A
+  // new run's first nodes start two to a carrier job: eight are four jobs, more than one process's
+  // two slots hold.
+  stack = await startStack({ pools: ['plan'], env: { TETRALOOP_NODE_HANDOFF_WIDTH: '2' } });
   for (let i = 0; i < 2; i++) {
     const worker = spawnTetraloop(['worker', '--pool', 'tool', '--concurrency', '2'], stack.env);
     workers.push(worker);

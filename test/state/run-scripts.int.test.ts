@@ -285,7 +285,7 @@ describe('start-run', () => {
     const runId = await createRun();
     expect(await redis.zscore(queuedRunsKey(prefix), runId)).not.toBeNull();
     const { result, events } = await withEvents(runId, () => store.start(runId, 0, ['a', 'b'], DEADLINE, T));
-    expect(result).toEqual({ status: 'running', deadlineAt: DEADLINE });
+    expect(result).toEqual({ status: 'running', deadlineAt: DEADLINE, carryWidth: 0 });
     // Off the index of queued runs the reconciler reads, in the same step.
     expect(await redis.zscore(queuedRunsKey(prefix), runId)).toBeNull();
     // Among the run deadlines the plan pool sweeps, at its deadline.
@@ -310,7 +310,7 @@ describe('start-run', () => {
       store.start(runId, 0, ['c'], DEADLINE + 1, 'later'),
     );
     // It answers the deadline the run was given, not the one proposed.
-    expect(result).toEqual({ status: 'running', deadlineAt: DEADLINE });
+    expect(result).toEqual({ status: 'running', deadlineAt: DEADLINE, carryWidth: 0 });
     expect(await redis.hmget(keysOf(runId).meta, 'deadlineAt', 'startedAt')).toEqual([String(DEADLINE), T]);
     expect(await redis.hexists(keysOf(runId).live, 'c')).toBe(0);
     expect(events).toEqual([]);
@@ -319,6 +319,19 @@ describe('start-run', () => {
     await redis.zrem(runDeadlinesKey(prefix), runId);
     await store.start(runId, 0, ['c'], DEADLINE + 1, 'later');
     expect(await redis.zscore(runDeadlinesKey(prefix), runId)).toBe(String(DEADLINE));
+  });
+
+  it('keeps the carrier width the run started with, for a redelivered start pass', async () => {
+    const runId = await createRun();
+    expect(await store.start(runId, 0, ['a', 'b'], DEADLINE, T, 8)).toMatchObject({ carryWidth: 8 });
+    expect(await redis.hget(keysOf(runId).meta, 'carryWidth')).toBe('8');
+    // Another process, with other settings, takes the start pass again: it gets the run's.
+    expect(await store.start(runId, 0, ['a', 'b'], DEADLINE, T, 3)).toMatchObject({ carryWidth: 8 });
+    expect(await store.start(runId, 0, ['a', 'b'], DEADLINE, T, 0)).toMatchObject({ carryWidth: 8 });
+    // A run started without carriers stays without.
+    const plain = await createRun();
+    await store.start(plain, 0, ['a', 'b'], DEADLINE, T);
+    expect(await store.start(plain, 0, ['a', 'b'], DEADLINE, T, 8)).toMatchObject({ carryWidth: 0 });
   });
 
   it('answers stale for the root job of an older generation', async () => {
@@ -346,7 +359,7 @@ describe('start-run', () => {
     const { result, events } = await withEvents(runId, () =>
       store.start(runId, 1, ['b'], DEADLINE + 5, 'later'),
     );
-    expect(result).toEqual({ status: 'running', deadlineAt: DEADLINE + 5 });
+    expect(result).toEqual({ status: 'running', deadlineAt: DEADLINE + 5, carryWidth: 0 });
     // startedAt is the first start's.
     expect(await redis.hget(keysOf(runId).meta, 'startedAt')).toBe(T);
     expect(brief(events)[0]).toEqual({ type: 'run.started', data: { generation: 1 } });
@@ -355,7 +368,7 @@ describe('start-run', () => {
   it('keeps the deadline of a replanned run', async () => {
     const runId = await replannedRun();
     const result = await store.start(runId, 1, ['e'], DEADLINE + 5, 'later');
-    expect(result).toEqual({ status: 'running', deadlineAt: DEADLINE });
+    expect(result).toEqual({ status: 'running', deadlineAt: DEADLINE, carryWidth: 0 });
   });
 
   it('keeps every key of the run until its deadline plus the retention, and settling gives the retention back', async () => {
@@ -771,6 +784,11 @@ describe('complete-node', () => {
     // c in a job of its own: answered (adding that job again is a no-op).
     await begin({ status: 'running', startedAt: T, attempt: 1 });
     expect(await redeliver('a', 'run.a.0')).toEqual(['c']);
+    // a and b ran side by side in one job, which b's completion handed c off in (`by`); a moved to
+    // a job of its own, which names that job as its carrier: a's redelivery leaves c to it.
+    await begin({ status: 'running', startedAt: T, attempt: 1, carriedBy: 'run.x', by: 'b' });
+    expect(await redeliver('a', 'run.x')).toEqual([]);
+    expect(await redeliver('b', 'run.x')).toEqual(['c']);
   });
 
   it('begins the first released handoff candidate in the same step, as begin-node would', async () => {
@@ -808,7 +826,7 @@ describe('complete-node', () => {
     const startedAt = result.handedOff[0]!.startedAt;
     expect(new Date(startedAt).toISOString()).toBe(startedAt);
     expect(Date.parse(startedAt)).toBe(events.find((e) => e.type === 'node.queued')!.ts);
-    expect(JSON.parse((await redis.hget(keysOf(runId).live, 'c'))!)).toEqual({ ...live, startedAt });
+    expect(JSON.parse((await redis.hget(keysOf(runId).live, 'c'))!)).toEqual({ ...live, startedAt, by: 'b' });
     expect(brief(events).map((e) => [e.type, e.nodeId])).toEqual([
       ['node.succeeded', 'b'],
       ['node.queued', 'c'],
@@ -861,9 +879,9 @@ describe('complete-node', () => {
     }
     const lives = await redis.hmget(keysOf(runId).live, 'c', 'd', 'e');
     expect(lives.map((l) => JSON.parse(l!) as LiveNodeState)).toEqual([
-      { ...live, startedAt: result.handedOff[0]!.startedAt },
+      { ...live, startedAt: result.handedOff[0]!.startedAt, by: 'a' },
       { status: 'queued', by: 'a' },
-      { ...live, startedAt: result.handedOff[0]!.startedAt },
+      { ...live, startedAt: result.handedOff[0]!.startedAt, by: 'a' },
     ]);
     expect(
       brief(events)

@@ -94,7 +94,7 @@ export const LiveNodeState = z.object({
   /** For throttled nodes: the flow counter their call waits on. */
   key: z.string().optional(),
   iterations: z.number().int().nonnegative().optional(),
-  /** For queued nodes: the node whose completion released it. */
+  /** For queued nodes, and running ones handed off: the node whose completion released it. */
   by: z.string().optional(),
   /** For running nodes handed off (`executor/handoff.ts`): the job that runs it, its releaser's. */
   carriedBy: z.string().optional(),

@@ -25,12 +25,13 @@ import { enqueueNodes, type NodeToEnqueue } from '../queues/run-jobs.js';
 import { nowIso } from '../domain/clock.js';
 import { executionOf } from '../nodes/index.js';
 import { metrics } from '../telemetry/metrics.js';
+import { underRunSpan } from '../telemetry/run-span.js';
+import { inSpan } from '../telemetry/tracing.js';
 import type { CarriedBegin } from '../state/runs/node-state.js';
 import type { ExecutorDeps } from './deps.js';
 import { carriedStarts } from './handoff.js';
 import {
   enqueueReady,
-  flowLimitsInForce,
   handedOffExecution,
   recoverCarriedNode,
   runHandoffs,
@@ -47,18 +48,15 @@ import type { CompiledPlan } from './plan-cache.js';
 const CARRIER_ATTEMPTS = 3;
 
 /**
- * Enqueues a run's ready nodes at its start: carriers for the groups `carriedStarts` makes where
- * the run may use them, a job of its own for every other node.
+ * How many of a run's first nodes one carrier job may take as its start pass begins it: the
+ * handoff width, or 0 where the run uses no carriers. Only a new run's start uses them (its ready
+ * nodes are then the graph's roots on every delivery); a run with a cap on its parallel nodes
+ * holds one slot per job, and one that gives priorities orders its nodes by job: both keep a job
+ * per node, as a handoff does. `start-run-6.lua` keeps the width the run started with, so a
+ * redelivered start pass makes the same carriers whatever its own process's settings.
  */
-export async function enqueueStart(
-  deps: ExecutorDeps,
-  plan: CompiledPlan,
-  ready: readonly string[],
-  generation: number,
-): Promise<void> {
+export function carryWidthFor(deps: ExecutorDeps, plan: CompiledPlan, generation: number): number {
   const width = deps.handoffWidth ?? 1;
-  // A run with a cap on its parallel nodes holds one slot per job, and one that gives priorities
-  // orders its nodes by job: both keep a job per node, as a handoff does.
   const carries =
     generation === 0 &&
     !plan.reusesSnapshots &&
@@ -66,8 +64,23 @@ export async function enqueueStart(
     width > 1 &&
     plan.maxParallelNodes === null &&
     !plan.prioritized;
-  if (!carries) return enqueueReady(deps, plan, ready, generation);
-  const { carried, own } = carriedStarts(plan.nodes, ready, width, deps.tools);
+  return carries ? width : 0;
+}
+
+/**
+ * Enqueues a run's ready nodes at its start: carriers for the groups `carriedStarts` makes of up to
+ * `width` (the run's, from `start-run-6.lua`), a job of its own for every other node.
+ */
+export async function enqueueStart(
+  deps: ExecutorDeps,
+  plan: CompiledPlan,
+  ready: readonly string[],
+  generation: number,
+  width: number,
+): Promise<void> {
+  if (width < 2 || generation !== 0 || plan.reusesSnapshots)
+    return enqueueReady(deps, plan, ready, generation);
+  const { carried, own } = carriedStarts(plan.nodes, ready, width);
   const carriers: NodeToEnqueue[] = carried.map((group) => ({
     id: group[0]!,
     carry: group,
@@ -80,9 +93,9 @@ export async function enqueueStart(
 }
 
 /**
- * Runs a carrier job: begins its nodes still queued and runs them side by side (and what they hand
- * off) until each has ended or moved to a job of its own; recovers what a crashed delivery left.
- * With flow limits in force, or the process closing, it runs none: each gets a job of its own.
+ * Runs a carrier job, in its span: begins its nodes still queued and runs them side by side (and
+ * what they hand off) until each has ended or moved to a job of its own, as handed-off nodes do
+ * (a call under a flow limit among those moves); recovers first what a crashed delivery left.
  */
 export async function executeCarrierJob(
   deps: ExecutorDeps,
@@ -93,24 +106,40 @@ export async function executeCarrierJob(
   const plan = await deps.plans.get(data.runId, data.generation);
   if (!plan) return { status: 'gone' };
   const ids = (data.carry ?? []).filter((id) => plan.nodes.has(id));
-  if (flowLimitsInForce(deps) || deps.stopping?.()) {
-    // A handed-off call under a limit would move to a job of its own to ask for it anyway. Job ids
-    // are fixed: a node that has a job keeps it; one that has a snapshot is completed again.
-    await enqueueReady(deps, plan, ids, data.generation);
-    return { status: 'carried' };
-  }
+  // A child of the run's span, as the start pass that added it: the jobs a recovery adds (and
+  // their nodes' spans) hang under it; the carried nodes' own spans hang under the start pass.
+  const parent = data.trace;
+  return inSpan(
+    `carry ${data.nodeId}`,
+    {
+      ...(parent ? underRunSpan(data.runId, parent, parent) : {}),
+      attributes: { 'tetraloop.run.id': data.runId, 'tetraloop.node.carried': ids.length },
+    },
+    async () => {
+      const executions = await beginCarried(deps, plan, job, token, data, ids);
+      metrics.nodeHandoffs.inc({ outcome: 'ran' }, executions.length);
+      await runHandoffs(deps, executions);
+      return { status: 'carried' as const };
+    },
+  );
+}
+
+/**
+ * The carrier's nodes begun in one step, as executions; what a crashed delivery left recovered
+ * before any runs, so a failure there leaves the nodes begun now to the next delivery's recovery.
+ */
+async function beginCarried(
+  deps: ExecutorDeps,
+  plan: CompiledPlan,
+  job: Job,
+  token: string | undefined,
+  data: ReturnType<typeof NodeJobData.parse>,
+  ids: readonly string[],
+): Promise<Execution[]> {
   const carrierId = job.id ?? '';
-  // Tracked before the script reads the run's status, as for any node's start; those the script
-  // did not begin are given back after it.
+  // Tracked before the script reads the run's status, as for any node's start; released here
+  // unless a begun node's execution takes its tracking over.
   const tracks = ids.map(() => deps.aborts.track(plan.runId));
-  const carrier: Carrier = {
-    job,
-    token,
-    generation: data.generation,
-    hopsLeft: deps.handoff ?? 0,
-    carrying: { running: 0 },
-    ...(data.trace ? { trace: data.trace } : {}),
-  };
   let executions: Execution[] = [];
   try {
     const begin = await deps.store.beginCarried(plan.runId, {
@@ -122,15 +151,20 @@ export async function executeCarrierJob(
         reads: plan.reads.get(id) ?? [],
       })),
     });
-    executions = begin.begun.map((handed, i) => handedOffExecution(deps, plan, carrier, handed, tracks[i]!));
-    carrier.carrying.running = executions.length;
     await recoverCarriedStarts(deps, plan, data.generation, carrierId, begin.others);
+    const carrier: Carrier = {
+      job,
+      token,
+      generation: data.generation,
+      hopsLeft: deps.handoff ?? 0,
+      carrying: { running: begin.begun.length },
+      ...(data.trace ? { trace: data.trace } : {}),
+    };
+    executions = begin.begun.map((handed, i) => handedOffExecution(deps, plan, carrier, handed, tracks[i]!));
   } finally {
     for (const tracked of tracks.slice(executions.length)) tracked.release();
   }
-  metrics.nodeHandoffs.inc({ outcome: 'ran' }, executions.length);
-  await runHandoffs(deps, executions);
-  return { status: 'carried' };
+  return executions;
 }
 
 /**

@@ -20,8 +20,7 @@
 import { DEFAULT_NODE_PRIORITY } from '../graph/schema.js';
 import { hasTtl } from '../graph/task-ttl.js';
 import { executionOf, type ExecutableNode } from '../nodes/index.js';
-import type { ToolRegistry } from '../tools/tool.js';
-import { customToolOf } from './tool-placement.js';
+import { isReservedToolName } from '../tools/custom-tool.js';
 
 /** Thrown inside a handed-off node that has to park: it goes on in a job of its own. */
 export class OwnJobNeeded extends Error {
@@ -65,29 +64,29 @@ export function handoffCandidates(
 }
 
 /**
- * How a new run's ready nodes start (`carrier-job.ts`): those that may be handed off, in the
- * graph's order, in groups of up to `width`, each group one carrier job; the others get jobs of
- * their own, as does a group of one. A custom tool's node is never carried: not every worker of its
- * queue need have its code, and a handed-off node skips the check that sends it on to one that has.
+ * How a new run's ready nodes start (`carrier-job.ts`): those that may be handed off, in groups of
+ * up to `width`, each group one carrier job; the others get jobs of their own, as does a group of
+ * one, in the order given. A custom tool's node is never carried: not every worker of its queue
+ * need have its code, and a handed-off node skips the check that sends it on to one that has. It
+ * is told by its tool's name (any name but a built-in's or an MCP tool's), not by a registry, so
+ * every process groups a run's nodes alike.
  */
 export function carriedStarts(
   nodes: ReadonlyMap<string, ExecutableNode>,
   ready: readonly string[],
   width: number,
-  tools: ToolRegistry,
 ): { carried: string[][]; own: string[] } {
-  const may: string[] = [];
-  const own: string[] = [];
-  for (const id of ready) {
+  const may = ready.filter((id) => {
     const node = nodes.get(id);
-    if (node && mayHandOff(node) && customToolOf(tools, node) === undefined) may.push(id);
-    else own.push(id);
-  }
+    if (!node || !mayHandOff(node)) return false;
+    const tool = executionOf(node).declaredToolCall(node)?.tool;
+    return tool === undefined || isReservedToolName(tool);
+  });
   const carried: string[][] = [];
   for (let from = 0; from < may.length; from += width) {
     const group = may.slice(from, from + width);
     if (group.length > 1) carried.push(group);
-    else own.push(...group);
   }
-  return { carried, own };
+  const inCarrier = new Set(carried.flat());
+  return { carried, own: ready.filter((id) => !inCarrier.has(id)) };
 }

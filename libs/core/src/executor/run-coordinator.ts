@@ -33,7 +33,7 @@ import { inSpan, tracingOn } from '../telemetry/tracing.js';
 import { admitRun, releaseRun } from './run-admission.js';
 import type { ExecutorDeps } from './deps.js';
 import { releasesDependents } from './node-executor.js';
-import { enqueueStart } from './carrier-job.js';
+import { carryWidthFor, enqueueStart } from './carrier-job.js';
 import { dailyCapReached, plannerCharge } from './model-cost.js';
 import { endPastDeadline } from './run-deadlines.js';
 import { afterSettled, agentEnded, finalizeRun, remember } from './run-settle.js';
@@ -159,6 +159,7 @@ async function executeRunJob(deps: ExecutorDeps, job: Job, token: string | undef
       ready,
       Date.now() + plan.timeoutSeconds * 1000,
       nowIso(),
+      carryWidthFor(deps, plan, data.generation),
     );
     if (started.status === 'stale') return { status: 'stale' };
     if (started.status === 'running') {
@@ -169,7 +170,7 @@ async function executeRunJob(deps: ExecutorDeps, job: Job, token: string | undef
       // A window's cycle budget (window mode) starts with the window.
       const cycleBudgetMs = header?.task?.window?.cycleBudgetMs;
       const added = await Promise.allSettled([
-        enqueueStart(deps, plan, ready, data.generation),
+        enqueueStart(deps, plan, ready, data.generation, started.carryWidth),
         ...(cycleBudgetMs
           ? [enqueueCycleBudget(deps.queues, plan.runId, data.generation, cycleBudgetMs)]
           : []),

@@ -16,6 +16,10 @@ export const CUSTOM_TOOL_NAME = /^[a-z][a-z0-9_.-]{0,63}$/;
 const RESERVED_NAMES = new Set(['http', 'json', 'wait', 'llm']);
 const RESERVED_PREFIX = 'mcp.';
 
+/** Whether a tool name is one no custom tool may take: a built-in's, a model call's or an MCP tool's. */
+export const isReservedToolName = (name: string): boolean =>
+  RESERVED_NAMES.has(name) || name.startsWith(RESERVED_PREFIX);
+
 /** What a queue of tool workers is called (`crm`, `gpu`): part of a BullMQ queue's name. */
 export const TOOL_QUEUE_NAME = /^[a-z][a-z0-9_-]{0,31}$/;
 /** The queue every tool without one of its own goes to: the shared node queue. */
@@ -206,7 +210,7 @@ export function defineCustomTool<I, O>(definition: CustomToolDefinition<I, O>): 
   const name = typeof d.name === 'string' ? d.name : undefined;
   if (name === undefined || !CUSTOM_TOOL_NAME.test(name))
     throw new ToolDefinitionError('name', `must match ${CUSTOM_TOOL_NAME.source}`, name);
-  if (RESERVED_NAMES.has(name) || name.startsWith(RESERVED_PREFIX))
+  if (isReservedToolName(name))
     throw new ToolDefinitionError('name', 'is taken by a built-in tool (http, json, wait, llm, mcp.*)', name);
   if (typeof d.description !== 'string' || d.description.trim() === '' || d.description.length > 10_000)
     throw new ToolDefinitionError(

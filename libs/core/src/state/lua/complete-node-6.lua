@@ -23,7 +23,7 @@
   Node handoff: when this call wrote the snapshot and released candidates, the first `width` of them
   (at least one) are begun here as begin-node-6.lua would (`beginNode` in run.lib.lua), so the job's
   next nodes start in the same step, their `startedAt` (in the live JSON given) set to this step's
-  instant; they stay among the ready ids.
+  instant and `by` to this node; they stay among the ready ids.
   A child is ready when its counter is 0 and it has no snapshot; it is marked queued with the id of
   the node that released it (`by`). On a redelivery (written = 0) the counters are not decremented
   again, but the ready children this node released are returned again, so a crash between this
@@ -36,11 +36,13 @@ ttlKeys = { 3 }
 
 -- Whether a redelivery answers a ready child again: one this node released and no other job runs
 -- handed off. A child marked queued before `by` existed, or in its own job, is answered (adding its
--- job again is a no-op).
+-- job again is a no-op). A child begun handed off names the node that released it (`by`) beside its
+-- carrier: a moved node's redelivery names the same carrier as the sibling that released the child
+-- there, and must leave it to that sibling's job.
 local function releasedHere(live, id, jobs)
   if not live then return true end
   local state = cjson.decode(live)
-  if state.carriedBy then return jobs[state.carriedBy] == true end
+  if state.carriedBy then return jobs[state.carriedBy] == true and (state.by == nil or state.by == id) end
   if state.status == 'queued' and state.by then return state.by == id end
   return true
 end
@@ -139,6 +141,7 @@ if status == 'running' and written == 1 and #queued > 0 then
         if not startedAt then
           startedAt = isoNow()
           live = string.gsub(handoff.live, '"startedAt":"[^"]*"', '"startedAt":"' .. startedAt .. '"')
+          live = '{"by":' .. cjson.encode(id) .. ',' .. string.sub(live, 2)
         end
         ids[#ids + 1] = candidate.id
         begins[#begins + 1] = beginNode(candidate.id, handoff.generation, live, true, candidate.charge,

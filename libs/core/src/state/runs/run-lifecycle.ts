@@ -159,10 +159,15 @@ export class RunLifecycle {
     ready: readonly string[],
     deadlineAt: number,
     now: string,
-  ): Promise<{ status: RunStatus | 'stale' | null; deadlineAt: number }> {
+    /**
+     * How many first nodes one carrier job takes (`executor/carrier-job.ts`), 0 for none. The run
+     * keeps the width it started with: a redelivered start pass is answered that one.
+     */
+    carryWidth = 0,
+  ): Promise<{ status: RunStatus | 'stale' | null; deadlineAt: number; carryWidth: number }> {
     // The script takes the run off the index of queued runs (on a cluster, as one of its index
     // writes, made just after it: the index is in another slot).
-    const [status, deadline] = (await this.ctx.script('start-run-6', this.ctx.scriptKeys(runId), [
+    const [status, deadline, width] = (await this.ctx.script('start-run-6', this.ctx.scriptKeys(runId), [
       now,
       deadlineAt,
       generation,
@@ -171,11 +176,13 @@ export class RunLifecycle {
       queuedRunsKey(this.ctx.options.prefix),
       runId,
       runDeadlinesKey(this.ctx.options.prefix),
+      carryWidth,
       ...ready,
-    ])) as [string | null, string | undefined];
+    ])) as [string | null, string | undefined | null, string | undefined | null];
     const at = deadline ? Number(deadline) : deadlineAt;
-    if (status === 'stale') return { status: 'stale', deadlineAt: at };
-    return { status: status ? RunStatus.parse(status) : null, deadlineAt: at };
+    const started = { deadlineAt: at, carryWidth: width ? Number(width) : 0 };
+    if (status === 'stale') return { status: 'stale', ...started };
+    return { status: status ? RunStatus.parse(status) : null, ...started };
   }
 
   /** Records `childRunId` as serving `runId`, so ending the parent ends it. */
