@@ -52,19 +52,26 @@ const CARRIER_ATTEMPTS = 3;
  * handoff width, or 0 where the run uses no carriers. Only a new run's start uses them (its ready
  * nodes are then the graph's roots on every delivery); a run with a cap on its parallel nodes
  * holds one slot per job, and one that gives priorities orders its nodes by job: both keep a job
- * per node, as a handoff does. `start-run-6.lua` keeps the width the run started with, so a
- * redelivered start pass makes the same carriers whatever its own process's settings.
+ * per node, as a handoff does; nor does a run whose first nodes make no carrier (a single
+ * source), which then records nothing. `start-run-6.lua` keeps the width the run started with, so
+ * a redelivered start pass makes the same carriers whatever its own process's settings.
  */
-export function carryWidthFor(deps: ExecutorDeps, plan: CompiledPlan, generation: number): number {
+export function carryWidthFor(
+  deps: ExecutorDeps,
+  plan: CompiledPlan,
+  generation: number,
+  ready: readonly string[],
+): number {
   const width = deps.handoffWidth ?? 1;
   const carries =
     generation === 0 &&
     !plan.reusesSnapshots &&
     (deps.handoff ?? 0) > 0 &&
     width > 1 &&
+    ready.length > 1 &&
     plan.maxParallelNodes === null &&
     !plan.prioritized;
-  return carries ? width : 0;
+  return carries && carriedStarts(plan.nodes, ready, width).carried.length > 0 ? width : 0;
 }
 
 /**

@@ -159,7 +159,7 @@ async function executeRunJob(deps: ExecutorDeps, job: Job, token: string | undef
       ready,
       Date.now() + plan.timeoutSeconds * 1000,
       nowIso(),
-      carryWidthFor(deps, plan, data.generation),
+      carryWidthFor(deps, plan, data.generation, ready),
     );
     if (started.status === 'stale') return { status: 'stale' };
     if (started.status === 'running') {
