@@ -398,14 +398,14 @@ export const BASE_SETTINGS = {
     group: 'runs',
     file: 'runs.nodeHandoff',
     readBy: ['api', 'workers'],
-    doc: 'How many hops deep a node job may run released nodes itself after its own node, in the same worker slot, instead of adding a job for each (node handoff; see docs/execution-model.md): a chain goes back through the queue every N nodes. 0 gives every node a job of its own, a new run\'s first nodes too.',
+    doc: "How many hops deep a node job may run released nodes itself after its own node, in the same worker slot, instead of adding a job for each (node handoff; see docs/execution-model.md): a chain goes back through the queue every N nodes. 0 gives every node a job of its own, a new run's first nodes too.",
     schema: z.coerce.number().int().min(0).max(1000).default(32),
   }),
   TETRALOOP_NODE_HANDOFF_WIDTH: setting({
     group: 'runs',
     file: 'runs.nodeHandoffWidth',
     readBy: ['api', 'workers'],
-    doc: 'How many nodes one node job may run at once when a completion releases several (wide handoff): the released nodes it takes run side by side in its worker slot, the rest get jobs. Also how many of a new run\'s first ready nodes one carrier job starts together. 1 runs them one at a time (a chain) and gives every first node a job. A run with `maxParallelNodes` always takes one.',
+    doc: "How many nodes one node job may run at once when a completion releases several (wide handoff): the released nodes it takes run side by side in its worker slot, the rest get jobs. Also how many of a new run's first ready nodes one carrier job starts together. 1 runs them one at a time (a chain) and gives every first node a job. A run with `maxParallelNodes` always takes one.",
     schema: z.coerce.number().int().min(1).max(64).default(8),
   }),
   TETRALOOP_MAX_NODES: setting({

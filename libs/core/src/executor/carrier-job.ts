@@ -16,8 +16,9 @@
  * - a carried node that has to wait, retry or throw moves to a job of its own (`runHandedOff`).
  *
  * Only a new run's start uses carriers (generation 0, no reused snapshots): its ready nodes are
- * then the graph's roots on every delivery of the start pass, so a redelivered pass adds the same
- * carriers again (no-ops) and never puts a node in two jobs.
+ * then the graph's roots on every delivery of the start pass, and the run keeps the width it
+ * started with (`start-run-6.lua`), so a redelivered pass adds the same carriers again (no-ops)
+ * and never puts a node in two jobs.
  */
 import type { Job } from 'bullmq';
 import { NodeJobData } from '../queues/catalog.js';
