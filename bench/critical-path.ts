@@ -84,6 +84,24 @@ export function shapes(): Dag[] {
   ];
 }
 
+/**
+ * The shapes and repeats of a full run, narrowed by the environment for an A/B of one shape:
+ * `BENCH_SHAPES=fan-out,chain` keeps the shapes whose names start so, `BENCH_REPEATS=20` runs each
+ * that many times (3 by default).
+ */
+export function optionsFromEnv(env: NodeJS.ProcessEnv = process.env): CriticalPathOptions {
+  const prefixes =
+    env.BENCH_SHAPES?.split(',')
+      .map((p) => p.trim())
+      .filter(Boolean) ?? [];
+  const repeats = Number(env.BENCH_REPEATS ?? REPEATS);
+  return {
+    shapes: shapes().filter((dag) => prefixes.length === 0 || prefixes.some((p) => dag.name.startsWith(p))),
+    repeats: Number.isInteger(repeats) && repeats > 0 ? repeats : REPEATS,
+    comparisons: true,
+  };
+}
+
 export interface CriticalPathOptions {
   shapes: Dag[];
   /** Tetraloop (and LangGraph.js) runs of each shape; each figure is their median. */
@@ -94,11 +112,7 @@ export interface CriticalPathOptions {
 
 export async function runCriticalPath(
   log: (line: string) => void = console.log,
-  { shapes: dags, repeats, comparisons }: CriticalPathOptions = {
-    shapes: shapes(),
-    repeats: REPEATS,
-    comparisons: true,
-  },
+  { shapes: dags, repeats, comparisons }: CriticalPathOptions = optionsFromEnv(),
 ): Promise<{ rows: CriticalPathRow[]; settings: Record<string, unknown> }> {
   // LangGraph.js adds one abort listener per parallel task to the run's signal.
   setMaxListeners(100);
