@@ -114,6 +114,41 @@ it('starts the run of a message admitted by a handling that died before starting
   expect(await userLines(sessionKey)).toEqual(['left behind']);
 });
 
+it('puts back among the busy lanes the lane of a message whose handling died before noting it busy', async () => {
+  const sessionKey = `unnoted-${randomUUID()}`;
+  const deliveryId = randomUUID();
+  const runId = derivedRunId('session-message', sessionKey, deliveryId);
+  // The run waits a while, so the lane is still running it when the busy set is read.
+  await stack.api.runs.submit(
+    RunRequest.parse({ graph: { nodes: [{ id: 'w', kind: 'wait', forMs: 1500 }] } }),
+    undefined,
+    { sessionKey, start: false, runId },
+  );
+  await sessions.admit(sessionKey, {
+    mode: 'followup',
+    runId,
+    message: { text: 'left behind', receivedAt: new Date().toISOString() },
+    collectCap: 20,
+    drop: 'summarize',
+    envCap: 100,
+    followupCap: 100,
+    once: { id: `delivery:${deliveryId}`, windowMs: 600_000 },
+    line: { type: 'message', role: 'user', text: 'left behind' },
+  });
+  // The handling died between the lane script and noting the lane busy: the sweep cannot see it.
+  await redis.srem(busySessionsKey(stack.prefix), sessionKey);
+  const again = await deliver({
+    sessionKey,
+    message: { text: 'left behind', mode: 'followup' },
+    deliveryId,
+  });
+  expect(again).toMatchObject({ duplicate: true, runId });
+  expect(await redis.sismember(busySessionsKey(stack.prefix), sessionKey)).toBe(1);
+  expect((await waitFor(stack.url, runId)).status).toBe('succeeded');
+  await laneIdle(stack, sessionKey);
+  expect(await userLines(sessionKey)).toEqual(['left behind']);
+});
+
 it('admits the retry of a message whose first handling died before admitting it, and drops that handling’s run', async () => {
   const sessionKey = `retried-${randomUUID()}`;
   const first = randomUUID();

@@ -341,6 +341,10 @@ export class SessionService {
     const position = await sessions.position(sessionKey, runId);
     if (position !== null) return { ...answer, runId, queued: true, position };
     if ((await sessions.running(sessionKey)) === runId) {
+      // The first handling died after admitting it: it may not have put the lane among the busy
+      // ones either, and then the lane sweep would never see it if the run's own follow-up is cut
+      // off too (found by `npm run chaos`: a lane left running a settled run).
+      await sessions.enterBusy(sessionKey);
       await this.deps.runs.start(runId);
       return { ...answer, runId };
     }

@@ -336,7 +336,7 @@ export class SessionStore {
       case 'duplicate':
         return { kind };
       case 'start':
-        await this.redis.sadd(busySessionsKey(this.prefix), sessionKey);
+        await this.enterBusy(sessionKey);
         return { kind, runId: String(a) };
       case 'queued':
         return { kind, runId: String(a), position: Number(b) };
@@ -409,6 +409,16 @@ export class SessionStore {
       new Date().toISOString(),
       JSON.stringify(line),
     ])) as number;
+  }
+
+  /**
+   * Puts a session whose lane holds a run among the busy ones the lane sweep walks. After the lane
+   * script, as the set is in another slot: a handling that dies in between leaves the lane out of
+   * the sweep's sight, so whoever starts the lane's run again (a redelivered message answered
+   * `duplicate`) calls this too.
+   */
+  async enterBusy(sessionKey: string): Promise<void> {
+    await this.redis.sadd(busySessionsKey(this.prefix), sessionKey);
   }
 
   /** Takes a session out of the busy set without looking at its lane (one the sweep cannot read). */
