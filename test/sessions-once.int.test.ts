@@ -81,17 +81,9 @@ it('answers a delivery handled twice (a redelivered job) with its one run and on
   expect(await userLines(sessionKey)).toEqual(['only once']);
 });
 
-it('starts the run of a message admitted by a handling that died before starting it', async () => {
-  const sessionKey = `unstarted-${randomUUID()}`;
-  const deliveryId = randomUUID();
-  const runId = derivedRunId('session-message', sessionKey, deliveryId);
-  // What the first handling left: the run stored, the message admitted to the idle lane, no start.
-  await stack.api.runs.submit(
-    RunRequest.parse({ graph: { nodes: [{ id: 'a', kind: 'tool', tool: 'json', args: { value: 1 } }] } }),
-    undefined,
-    { sessionKey, start: false, runId },
-  );
-  const admitted = await sessions.admit(sessionKey, {
+/** What a first handling of delivery `deliveryId` left: its message admitted to the idle lane. */
+const admitLeftBehind = (sessionKey: string, runId: string, deliveryId: string) =>
+  sessions.admit(sessionKey, {
     mode: 'followup',
     runId,
     message: { text: 'left behind', receivedAt: new Date().toISOString() },
@@ -102,6 +94,18 @@ it('starts the run of a message admitted by a handling that died before starting
     once: { id: `delivery:${deliveryId}`, windowMs: 600_000 },
     line: { type: 'message', role: 'user', text: 'left behind' },
   });
+
+it('starts the run of a message admitted by a handling that died before starting it', async () => {
+  const sessionKey = `unstarted-${randomUUID()}`;
+  const deliveryId = randomUUID();
+  const runId = derivedRunId('session-message', sessionKey, deliveryId);
+  // What the first handling left: the run stored, the message admitted to the idle lane, no start.
+  await stack.api.runs.submit(
+    RunRequest.parse({ graph: { nodes: [{ id: 'a', kind: 'tool', tool: 'json', args: { value: 1 } }] } }),
+    undefined,
+    { sessionKey, start: false, runId },
+  );
+  const admitted = await admitLeftBehind(sessionKey, runId, deliveryId);
   expect(admitted).toEqual({ kind: 'start', runId });
   const again = await deliver({
     sessionKey,
@@ -124,17 +128,7 @@ it('puts back among the busy lanes the lane of a message whose handling died bef
     undefined,
     { sessionKey, start: false, runId },
   );
-  await sessions.admit(sessionKey, {
-    mode: 'followup',
-    runId,
-    message: { text: 'left behind', receivedAt: new Date().toISOString() },
-    collectCap: 20,
-    drop: 'summarize',
-    envCap: 100,
-    followupCap: 100,
-    once: { id: `delivery:${deliveryId}`, windowMs: 600_000 },
-    line: { type: 'message', role: 'user', text: 'left behind' },
-  });
+  await admitLeftBehind(sessionKey, runId, deliveryId);
   // The handling died between the lane script and noting the lane busy: the sweep cannot see it.
   await redis.srem(busySessionsKey(stack.prefix), sessionKey);
   const again = await deliver({

@@ -34,6 +34,7 @@ import { carriedStarts } from './handoff.js';
 import {
   enqueueReady,
   handedOffExecution,
+  nodeJobsOf,
   recoverCarriedNode,
   runHandoffs,
   type Carrier,
@@ -94,10 +95,8 @@ export async function enqueueStart(
     carry: group,
     attempts: CARRIER_ATTEMPTS,
   }));
-  await Promise.all([
-    enqueueNodes(deps.queues, plan.runId, generation, carriers),
-    enqueueReady(deps, plan, own, generation),
-  ]);
+  // One add for the carriers and the jobs of the others.
+  await enqueueNodes(deps.queues, plan.runId, generation, [...carriers, ...nodeJobsOf(deps, plan, own)]);
 }
 
 /**

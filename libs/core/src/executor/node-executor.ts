@@ -20,7 +20,7 @@ import { retriesFor, retryDelay } from '../policy/retry-policy.js';
 import { rateLimitFixUsed } from '../reflect/lesson-effects.js';
 import type { BeginNodeResult, HandedOffNode, HandoffRequest } from '../state/runs/node-state.js';
 import { NodeJobData } from '../queues/catalog.js';
-import { enqueueNodes, nodeJobAttempts, wakeParkedNodes } from '../queues/run-jobs.js';
+import { enqueueNodes, nodeJobAttempts, wakeParkedNodes, type NodeToEnqueue } from '../queues/run-jobs.js';
 import { metrics } from '../telemetry/metrics.js';
 import { failSpan, inSpan, traceCarrier, type TraceCarrier } from '../telemetry/tracing.js';
 import { underRunSpan } from '../telemetry/run-span.js';
@@ -988,8 +988,17 @@ export async function enqueueReady(
   nodeIds: readonly string[],
   generation: number,
 ): Promise<void> {
+  await enqueueNodes(deps.queues, plan.runId, generation, nodeJobsOf(deps, plan, nodeIds));
+}
+
+/** The jobs of nodes of `plan`, each with its attempts, queue and priority. */
+export function nodeJobsOf(
+  deps: Pick<ExecutorDeps, 'retries' | 'hooks' | 'logger' | 'lessons' | 'tools'>,
+  plan: CompiledPlan,
+  nodeIds: readonly string[],
+): NodeToEnqueue[] {
   const table = retryTableFor(deps);
-  const nodes = nodeIds.flatMap((id) => {
+  return nodeIds.flatMap((id) => {
     const node = plan.nodes.get(id);
     if (!node) deps.logger.error({ runId: plan.runId, nodeId: id }, 'a ready node is not in the plan');
     if (!node) return [];
@@ -1004,7 +1013,6 @@ export async function enqueueReady(
       },
     ];
   });
-  await enqueueNodes(deps.queues, plan.runId, generation, nodes);
 }
 
 function observeNode(node: ExecutableNode, snapshot: NodeSnapshot): void {
