@@ -89,7 +89,7 @@ export async function runMemory(log: (line: string) => void = console.log): Prom
   const stack = await startBenchStack({}, { pools: [] });
   const worker = spawn(
     process.execPath,
-    ['--expose-gc', '--conditions=tetraloop-source', '--import', 'tsx', 'bench/support/memory-worker.ts'],
+    ['--expose-gc', '--import', 'tsx', 'bench/support/memory-worker.ts'],
     { cwd: ROOT, env: { ...process.env, ...stack.env }, stdio: ['ignore', 'ignore', 'inherit', 'ipc'] },
   );
   const driver = libraryDriver(stack.api);
