@@ -13,12 +13,7 @@ import { FIXED_FIELDS, applyVariant, variantsOf } from '../graph/retry-variants.
 import { Edge, NodeId, type ValidationIssue } from '../graph/schema.js';
 import { ancestorsOf, buildTopology, findCycle, type Topology } from '../graph/topology.js';
 import { MODEL_VARIABLES } from '../model/model-config.js';
-import {
-  SECRET_MASK,
-  findSecretRefs,
-  malformedSecretRefs,
-  replaceSecretRefs,
-} from '../secrets/secret-ref.js';
+import { findSecretRefs, malformedSecretRefs, withSecretsMasked } from '../secrets/secret-ref.js';
 import {
   NODE_KINDS,
   isNodeKind,
@@ -568,7 +563,7 @@ function checkToolCall(
   // Args with references are checked at run time, once the references are resolved.
   if (findReferences(args).length > 0) return true;
   // A secret is a string of unknown content until the call: it is checked as one.
-  const parsed = tool.input.safeParse(replaceSecretRefs(args, () => SECRET_MASK));
+  const parsed = tool.input.safeParse(withSecretsMasked(args));
   if (!parsed.success) {
     issues.push(...zodIssues(parsed.error, [...path, ...argsPath]));
     return false;

@@ -35,9 +35,8 @@ export function fingerprint(value: unknown): string | undefined {
 export function withFingerprints(snapshot: NodeSnapshot): NodeSnapshot {
   const inputSha256 = snapshot.input === undefined ? undefined : fingerprint(snapshot.input);
   const outputSha256 = snapshot.output === undefined ? undefined : fingerprint(snapshot.output);
-  return {
-    ...snapshot,
-    ...(inputSha256 !== undefined ? { inputSha256 } : {}),
-    ...(outputSha256 !== undefined ? { outputSha256 } : {}),
-  };
+  const fingerprinted = { ...snapshot };
+  if (inputSha256 !== undefined) fingerprinted.inputSha256 = inputSha256;
+  if (outputSha256 !== undefined) fingerprinted.outputSha256 = outputSha256;
+  return fingerprinted;
 }

@@ -28,6 +28,23 @@ describe('references', () => {
     });
   });
 
+  it('keeps every key as data, `__proto__` included, and leaves the value it read unchanged', () => {
+    const value = JSON.parse(
+      '{"__proto__": {"x": "{{input.city}}"}, "k": [{"$ref": "a.output.body.n"}]}',
+    ) as unknown;
+    const copy = structuredClone(value);
+    const resolved = resolveReferences(value, scope) as Record<string, unknown>;
+    expect(Object.keys(resolved)).toEqual(['__proto__', 'k']);
+    expect(Object.getPrototypeOf(resolved)).toBe(Object.prototype);
+    expect(resolved['__proto__']).toEqual({ x: 'Oslo' });
+    expect(resolved.k).toEqual([3]);
+    expect(value).toEqual(copy);
+    expect(findReferences(value, ['args']).map((r) => r.at)).toEqual([
+      ['args', '__proto__', 'x'],
+      ['args', 'k', 0],
+    ]);
+  });
+
   it('treats an object with $ref and other keys as plain data', () => {
     expect(resolveReferences({ $ref: 'a.output', other: 1 }, scope)).toEqual({ $ref: 'a.output', other: 1 });
   });

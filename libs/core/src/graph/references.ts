@@ -33,15 +33,34 @@ function parse(expr: string, at: readonly (string | number)[]): Reference {
 
 /** Every reference inside `value`, in document order. */
 export function findReferences(value: unknown, at: (string | number)[] = []): Reference[] {
-  if (isRefObject(value)) return [parse(value.$ref, at)];
+  const found: Reference[] = [];
+  collectReferences(value, [...at], found);
+  return found;
+}
+
+// One walk with one path that grows and shrinks as it goes: a reference found copies it, nothing
+// else allocates (graphs are validated on every accept, and most of their values hold none).
+function collectReferences(value: unknown, at: (string | number)[], found: Reference[]): void {
   if (typeof value === 'string') {
-    return [...value.matchAll(TEMPLATE)].map((m) => parse(m[1] ?? '', at));
+    if (!value.includes('{{')) return;
+    for (const m of value.matchAll(TEMPLATE)) found.push(parse(m[1] ?? '', [...at]));
+  } else if (Array.isArray(value)) {
+    for (let i = 0; i < value.length; i++) {
+      at.push(i);
+      collectReferences(value[i], at, found);
+      at.pop();
+    }
+  } else if (typeof value === 'object' && value !== null) {
+    if (isRefObject(value)) {
+      found.push(parse(value.$ref, [...at]));
+      return;
+    }
+    for (const key of Object.keys(value)) {
+      at.push(key);
+      collectReferences((value as Record<string, unknown>)[key], at, found);
+      at.pop();
+    }
   }
-  if (Array.isArray(value)) return value.flatMap((item, i) => findReferences(item, [...at, i]));
-  if (typeof value === 'object' && value !== null) {
-    return Object.entries(value).flatMap(([k, v]) => findReferences(v, [...at, k]));
-  }
-  return [];
 }
 
 export function getPath(value: unknown, path: readonly string[]): unknown {
@@ -67,15 +86,29 @@ export function resolveReferences(value: unknown, scope: Readonly<Record<string,
     const { root, path } = parse(expr, []);
     return getPath(scope[root], path);
   };
-  if (isRefObject(value)) return lookup(value.$ref);
-  if (typeof value === 'string') {
-    return value.replace(TEMPLATE, (_m, expr: string) => stringify(lookup(expr)));
+  const resolve = (v: unknown): unknown => {
+    if (typeof v === 'string') {
+      return v.includes('{{') ? v.replace(TEMPLATE, (_m, expr: string) => stringify(lookup(expr))) : v;
+    }
+    if (Array.isArray(v)) return v.map(resolve);
+    if (typeof v === 'object' && v !== null) {
+      if (isRefObject(v)) return lookup(v.$ref);
+      const out: Record<string, unknown> = {};
+      for (const key of Object.keys(v)) setOwn(out, key, resolve((v as Record<string, unknown>)[key]));
+      return out;
+    }
+    return v;
+  };
+  return resolve(value);
+}
+
+/** `target[key] = value` as an own property, `__proto__` included (as `Object.fromEntries` would). */
+export function setOwn(target: Record<string, unknown>, key: string, value: unknown): void {
+  if (key === '__proto__') {
+    Object.defineProperty(target, key, { value, enumerable: true, writable: true, configurable: true });
+  } else {
+    target[key] = value;
   }
-  if (Array.isArray(value)) return value.map((item) => resolveReferences(item, scope));
-  if (typeof value === 'object' && value !== null) {
-    return Object.fromEntries(Object.entries(value).map(([k, v]) => [k, resolveReferences(v, scope)]));
-  }
-  return value;
 }
 
 /**

@@ -33,6 +33,11 @@ describe('secret references', () => {
       }).map((i) => i.at),
     ).toEqual([['a'], ['b', 0], ['c'], ['d']]);
     expect(findSecretRefs({ a: { $secret: 'X', note: 'y' } })).toEqual([]);
+    // A malformed one is not a reference, but what it holds is looked into.
+    expect(findSecretRefs({ a: { $secret: 'X', note: { $secret: 'Y' } } })).toEqual([
+      { name: 'Y', at: ['a', 'note'] },
+    ]);
+    expect(findSecretRefs([{ $secret: 'A' }], ['args'])).toEqual([{ name: 'A', at: ['args', 0] }]);
   });
 
   it('are filled in only at their declared places, without changing the args', () => {

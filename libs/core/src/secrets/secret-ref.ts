@@ -36,10 +36,13 @@ export function isSecretRef(value: unknown): value is { $secret: string } {
 
 /** Every well-formed secret reference inside `value`, in document order. */
 export function findSecretRefs(value: unknown, at: (string | number)[] = []): SecretRef[] {
-  if (isSecretRef(value)) return [{ name: value.$secret, at }];
-  if (Array.isArray(value)) return value.flatMap((item, i) => findSecretRefs(item, [...at, i]));
-  if (isObject(value)) return Object.entries(value).flatMap(([k, v]) => findSecretRefs(v, [...at, k]));
-  return [];
+  const found: SecretRef[] = [];
+  walkSecretObjects(value, [...at], (object, path) => {
+    if (!isSecretRef(object)) return true; // a malformed one's values may hold references
+    found.push({ name: object.$secret, at: [...path] });
+    return false;
+  });
+  return found;
 }
 
 /** A problem with a `$secret` object, with its path below `value`. */
@@ -53,15 +56,49 @@ export interface SecretIssue {
  * that is not a string or not a valid name. Well-formed references are not reported.
  */
 export function malformedSecretRefs(value: unknown, at: (string | number)[] = []): SecretIssue[] {
-  if (Array.isArray(value)) return value.flatMap((item, i) => malformedSecretRefs(item, [...at, i]));
-  if (!isObject(value)) return [];
-  if ('$secret' in value) {
-    if (isSecretRef(value)) return [];
-    if (Object.keys(value).length !== 1)
-      return [{ at, message: '{"$secret": "NAME"} must be the whole value, with no other key beside it' }];
-    return [{ at, message: SecretName.safeParse(value.$secret).error?.issues[0]?.message ?? 'invalid' }];
+  const found: SecretIssue[] = [];
+  walkSecretObjects(value, [...at], (object, path) => {
+    if (isSecretRef(object)) return false;
+    if (Object.keys(object).length !== 1)
+      found.push({
+        at: [...path],
+        message: '{"$secret": "NAME"} must be the whole value, with no other key beside it',
+      });
+    else
+      found.push({
+        at: [...path],
+        message: SecretName.safeParse(object.$secret).error?.issues[0]?.message ?? 'invalid',
+      });
+    return false;
+  });
+  return found;
+}
+
+/**
+ * Calls `visit` with each object inside `value` that has a `$secret` key and its path, in document
+ * order, and walks into the object only when `visit` answers true. One path grows and shrinks as
+ * the walk goes and `visit` copies it to keep it, so a value without secrets allocates nothing
+ * (every accepted graph is walked).
+ */
+function walkSecretObjects(
+  value: unknown,
+  at: (string | number)[],
+  visit: (object: Record<string, unknown>, at: readonly (string | number)[]) => boolean,
+): void {
+  if (Array.isArray(value)) {
+    for (let i = 0; i < value.length; i++) {
+      at.push(i);
+      walkSecretObjects(value[i], at, visit);
+      at.pop();
+    }
+  } else if (isObject(value)) {
+    if ('$secret' in value && !visit(value, at)) return;
+    for (const key of Object.keys(value)) {
+      at.push(key);
+      walkSecretObjects(value[key], at, visit);
+      at.pop();
+    }
   }
-  return Object.entries(value).flatMap(([k, v]) => malformedSecretRefs(v, [...at, k]));
 }
 
 /** `value` with each secret reference replaced by `replace(name)`; everything else as it is. */

@@ -219,14 +219,15 @@ export class NodeStates {
     },
   ): Promise<CompleteNodeResult> {
     const last = snapshot.attempts.at(-1);
-    const event = {
-      ...(options.tool ? { tool: options.tool } : {}),
-      status: snapshot.status,
-      attempts: snapshot.attempts.length,
-      durationMs: snapshot.durationMs,
-      ...(snapshot.error ? { error: snapshot.error } : {}),
-      ...(last ? { worker: last.worker } : {}),
-    };
+    // Built by assignment, in its keys' order: spreading the optional ones costs several times as
+    // much, once per node.
+    const event: Record<string, unknown> = {};
+    if (options.tool) event.tool = options.tool;
+    event.status = snapshot.status;
+    event.attempts = snapshot.attempts.length;
+    event.durationMs = snapshot.durationMs;
+    if (snapshot.error) event.error = snapshot.error;
+    if (last) event.worker = last.worker;
     const raw = (await this.ctx.script('complete-node-6', this.ctx.scriptKeys(runId), [
       nodeId,
       snapshotJson(snapshot),
