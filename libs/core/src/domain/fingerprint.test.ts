@@ -1,4 +1,5 @@
 import { createHash } from 'node:crypto';
+import canonicalize from 'canonicalize';
 import { describe, expect, it } from 'vitest';
 import { canonicalJson, fingerprint, withFingerprints } from './fingerprint.js';
 
@@ -21,6 +22,29 @@ describe('fingerprints', () => {
 
   it('leave out a value canonical JSON cannot write rather than hash something else', () => {
     expect(fingerprint({ text: 'cut \ud800 here' })).toBeUndefined();
+    expect(fingerprint(['\udc00'])).toBeUndefined();
+    // Written out as text, a backslash before "ud800" is no surrogate; a pair is one character.
+    expect(canonicalJson({ text: '\\ud800', pair: '\ud83d\ude00' })).toBe(
+      '{"pair":"\ud83d\ude00","text":"\\\\ud800"}',
+    );
+  });
+
+  it('are the text canonicalize writes for the value as JSON stores it, in every case', () => {
+    const values: unknown[] = [
+      { b: 1, a: { d: [2, { f: 1, e: 0 }], c: 'x' } },
+      { '10': 'ten', '2': 'two', b: 'bee', '01': 'not an index' },
+      { z: { '1': [{ y: 1, x: 2 }] }, a: 0 },
+      { é: 1, z: 2, Z: 3, '\ud83d\ude00': 4, '\uffff': 5, '': 6 },
+      JSON.parse('{"__proto__": {"b": 1, "a": 2}, "k": "v"}'),
+      { date: new Date(0), nested: { toJSON: () => ({ y: 1, x: [undefined, () => 1] }) } },
+      { big: 1e21, small: 1e-7, neg: -0, frac: 0.1 + 0.2, n: Number.NaN, inf: Infinity },
+      [null, true, 'text with "quotes" and \n', [[]], {}],
+      'plain',
+      42,
+    ];
+    for (const value of values) {
+      expect(canonicalJson(value)).toBe(canonicalize(JSON.parse(JSON.stringify(value)) as unknown));
+    }
   });
 
   it('are added to a snapshot for the input and output it has, and only those', () => {

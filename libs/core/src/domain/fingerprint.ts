@@ -5,16 +5,42 @@
  */
 import { createHash } from 'node:crypto';
 import canonicalize from 'canonicalize';
+import { setOwn } from '../graph/references.js';
 import type { NodeSnapshot } from './node-snapshot.js';
+
+/** An object key that is an array index: JavaScript lists such keys first, in numeric order. */
+const INDEX_KEY = /^(?:0|[1-9]\d*)$/;
+/** A lone surrogate as `JSON.stringify` writes it: `\udXXX` after an even run of backslashes. */
+const LONE_SURROGATE = /(?<!\\)(?:\\\\)*\\ud[89a-f][0-9a-f]{2}/i;
 
 /**
  * The value's canonical JSON: object keys sorted, numbers and strings as RFC 8785 writes them.
  * Whatever `JSON.stringify` would drop or change (undefined members, `NaN`) is dropped or changed
  * the same way first, so the text is that of the value as stored.
+ *
+ * One `JSON.stringify` whose replacer hands over each object with its keys sorted: RFC 8785 writes
+ * numbers and strings as it does, so only the key order differs. Two cases go through
+ * `canonicalize` instead: an object with an array-index key (an object lists those first, whatever
+ * order they are set in) and a lone surrogate, which canonical JSON cannot write (it throws). Every
+ * node's input and output is fingerprinted, so the common case costs one serialization.
  */
 export function canonicalJson(value: unknown): string {
-  const text = JSON.stringify(value);
-  return text === undefined ? 'null' : (canonicalize(JSON.parse(text) as unknown) ?? 'null');
+  let indexKeys = false;
+  const text = JSON.stringify(value, (_key, member: unknown) => {
+    if (member === null || typeof member !== 'object' || Array.isArray(member) || indexKeys) return member;
+    const keys = Object.keys(member);
+    if (keys.some((key) => INDEX_KEY.test(key))) {
+      indexKeys = true;
+      return member;
+    }
+    keys.sort();
+    const sorted: Record<string, unknown> = {};
+    for (const key of keys) setOwn(sorted, key, (member as Record<string, unknown>)[key]);
+    return sorted;
+  });
+  if (text === undefined) return 'null';
+  if (!indexKeys && !LONE_SURROGATE.test(text)) return text;
+  return canonicalize(JSON.parse(text) as unknown) ?? 'null';
 }
 
 /**
