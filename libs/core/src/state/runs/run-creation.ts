@@ -101,16 +101,17 @@ export class RunCreation {
     const keepSeconds =
       (options.maxRunSeconds ?? maxRunSeconds(DEFAULT_MAX_WAIT_DAYS)) + options.retentionSeconds;
     const keepMs = keepSeconds * 1000;
-    const index = run.parentRunId
-      ? {}
-      : {
-          index: JSON.stringify({
-            base: runSearchKeys(options.prefix, meta.tenant).base,
-            id: run.runId,
-            score: created,
-            keepMs,
-          }),
-        };
+    // The create script's payload: the record, then what the script writes beside it (`index`,
+    // `_lists`, `_steer`), added to the same object.
+    const payload: Record<string, unknown> = meta;
+    if (!run.parentRunId) {
+      payload.index = JSON.stringify({
+        base: runSearchKeys(options.prefix, meta.tenant).base,
+        id: run.runId,
+        score: created,
+        keepMs,
+      });
+    }
     // The index of queued runs feeds the reconciler; the tenant's index of runs is trimmed of runs
     // past any retention (a run lives at most its deadline plus the retention), so it stays as large
     // as the runs that can still exist. On one Redis the create script writes both in the same step
@@ -126,27 +127,24 @@ export class RunCreation {
         .zremrangebyscore(runs, '-inf', created - keepMs)
         .expire(runs, keepSeconds)
         .exec();
+    } else {
+      payload._lists = {
+        queued: queuedRunsKey(options.prefix),
+        runs,
+        id: run.runId,
+        score: created,
+        keepMs,
+        ttl: keepSeconds,
+      };
     }
-    const lists = cluster
-      ? {}
-      : {
-          _lists: {
-            queued: queuedRunsKey(options.prefix),
-            runs,
-            id: run.runId,
-            score: created,
-            keepMs,
-            ttl: keepSeconds,
-          },
-        };
     const reused = [...(run.rerun?.reused ?? [])].flatMap(([id, snapshot]) => [
       id,
       snapshotJson({ ...snapshot, reusedFrom: run.rerun!.of.runId }),
     ]);
     // Written to `aux`, not the hash, by the create script, in the same step as the run.
-    const steer = run.steering?.length ? { _steer: JSON.stringify(run.steering) } : {};
+    if (run.steering?.length) payload._steer = JSON.stringify(run.steering);
     const reply = await this.ctx.script('create-run-6', this.ctx.scriptKeys(run.runId), [
-      JSON.stringify({ ...meta, ...index, ...lists, ...steer }),
+      JSON.stringify(payload),
       pendingJson(run.pending),
       // A session run may wait in its lane behind a run that waits for weeks before it starts.
       run.sessionKey ? this.ctx.laneSafetyTtl() : this.ctx.safetyTtl(run.timeoutSeconds),
@@ -160,59 +158,59 @@ export class RunCreation {
   }
 }
 
-/** The fields of a new run's record (its `meta` hash). */
-function recordOf(run: NewRun, options: RunContext['options']) {
-  return {
+/**
+ * The fields of a new run's record (its `meta` hash), each a string. Set one by one rather than
+ * spread from optional parts: it is built on every accept, and the hash does not keep an order.
+ */
+function recordOf(run: NewRun, options: RunContext['options']): Record<string, string> & { tenant: string } {
+  const record: Record<string, string> & { tenant: string } = {
     status: 'queued' satisfies RunStatus,
     createdAt: run.createdAt,
-    ...(run.graph && run.plan ? { graph: JSON.stringify(run.graph), plan: JSON.stringify(run.plan) } : {}),
-    ...(run.task
-      ? {
-          task: run.task.task,
-          mode: run.task.mode ?? 'dag',
-          maxReplans: String(run.task.maxReplans),
-          // Window mode's size; its window bound is `maxReplans + 1`.
-          ...(run.task.window ? { window: String(run.task.window.size) } : {}),
-          ...(run.task.window?.cycleBudgetMs ? { cycleBudgetMs: String(run.task.window.cycleBudgetMs) } : {}),
-          ...(run.task.overrides ? { overrides: run.task.overrides } : {}),
-          ...(run.task.model !== undefined ? { taskModel: run.task.model } : {}),
-          ...(run.task.thinking !== undefined ? { thinking: JSON.stringify(run.task.thinking) } : {}),
-          ...(run.task.secrets?.length ? { secrets: JSON.stringify(run.task.secrets) } : {}),
-          ...(run.task.maxIterations !== undefined ? { maxIterations: String(run.task.maxIterations) } : {}),
-        }
-      : {}),
     agentId: run.task?.agentId ?? run.agentId ?? 'main',
     tenant: run.tenant ?? DEFAULT_TENANT,
-    ...(run.parentRunId ? { parentRunId: run.parentRunId } : {}),
-    ...(run.queueShard !== undefined ? { shard: String(run.queueShard) } : {}),
-    ...(run.sessionKey ? { sessionKey: run.sessionKey } : {}),
-    ...(run.skills ? { skills: JSON.stringify(run.skills) } : {}),
     input: JSON.stringify(run.input ?? null),
     timeoutSeconds: String(run.timeoutSeconds),
     budget: JSON.stringify(run.budget),
-    ...(run.onBudget === 'pause' ? { onBudget: run.onBudget } : {}),
     metadata: JSON.stringify(run.metadata ?? null),
     priority: String(run.priority ?? DEFAULT_PRIORITY),
-    ...(run.maxParallelNodes ? { maxParallelNodes: String(run.maxParallelNodes) } : {}),
-    ...(run.tags && run.tags.length > 0 ? { tags: JSON.stringify(run.tags) } : {}),
-    ...(run.plan ? { nodeCount: String(run.plan.nodes.length) } : {}),
-    ...(run.rerun ? { rerunOf: JSON.stringify(run.rerun.of) } : {}),
-    ...(run.origin?.scheduleId ? { scheduleId: run.origin.scheduleId } : {}),
-    ...(run.origin?.triggerId ? { triggerId: run.origin.triggerId } : {}),
-    ...(run.origin?.eventIds?.length ? { eventIds: JSON.stringify(run.origin.eventIds) } : {}),
-    ...(run.webhook ? { webhook: JSON.stringify(run.webhook) } : {}),
     generation: '0',
     eventsMax: String(options.eventsMax ?? 10_000),
-    ...(options.configVersion ? { configVersion: options.configVersion } : {}),
-    ...traceField(),
   };
-}
-
-/**
- * The trace the run is created in (the request's, or the job's that made it), when traced: the
- * trace of the run's `invoke_agent` span and that span's parent (see telemetry/run-span.ts).
- */
-function traceField(): { trace: string } | Record<string, never> {
+  if (run.graph && run.plan) {
+    record.graph = JSON.stringify(run.graph);
+    record.plan = JSON.stringify(run.plan);
+  }
+  const { task } = run;
+  if (task) {
+    record.task = task.task;
+    record.mode = task.mode ?? 'dag';
+    record.maxReplans = String(task.maxReplans);
+    // Window mode's size; its window bound is `maxReplans + 1`.
+    if (task.window) record.window = String(task.window.size);
+    if (task.window?.cycleBudgetMs) record.cycleBudgetMs = String(task.window.cycleBudgetMs);
+    if (task.overrides) record.overrides = task.overrides;
+    if (task.model !== undefined) record.taskModel = task.model;
+    if (task.thinking !== undefined) record.thinking = JSON.stringify(task.thinking);
+    if (task.secrets?.length) record.secrets = JSON.stringify(task.secrets);
+    if (task.maxIterations !== undefined) record.maxIterations = String(task.maxIterations);
+  }
+  if (run.parentRunId) record.parentRunId = run.parentRunId;
+  if (run.queueShard !== undefined) record.shard = String(run.queueShard);
+  if (run.sessionKey) record.sessionKey = run.sessionKey;
+  if (run.skills) record.skills = JSON.stringify(run.skills);
+  if (run.onBudget === 'pause') record.onBudget = run.onBudget;
+  if (run.maxParallelNodes) record.maxParallelNodes = String(run.maxParallelNodes);
+  if (run.tags && run.tags.length > 0) record.tags = JSON.stringify(run.tags);
+  if (run.plan) record.nodeCount = String(run.plan.nodes.length);
+  if (run.rerun) record.rerunOf = JSON.stringify(run.rerun.of);
+  if (run.origin?.scheduleId) record.scheduleId = run.origin.scheduleId;
+  if (run.origin?.triggerId) record.triggerId = run.origin.triggerId;
+  if (run.origin?.eventIds?.length) record.eventIds = JSON.stringify(run.origin.eventIds);
+  if (run.webhook) record.webhook = JSON.stringify(run.webhook);
+  if (options.configVersion) record.configVersion = options.configVersion;
   const traced = traceCarrier();
-  return traced.trace ? { trace: JSON.stringify(traced.trace) } : {};
+  // The trace the run is created in (the request's, or the job's that made it), when traced: the
+  // trace of the run's `invoke_agent` span and that span's parent (see telemetry/run-span.ts).
+  if (traced.trace) record.trace = JSON.stringify(traced.trace);
+  return record;
 }
