@@ -363,7 +363,7 @@ export const BASE_SETTINGS = {
     group: 'runs',
     file: 'runs.eventsMax',
     readBy: ['api', 'workers'],
-    doc: "Events kept in a run's event stream (`XADD MAXLEN ~`): the oldest are trimmed past it, and a client resuming before them is told by an `events.truncated` event.",
+    doc: "Events kept in a run's event stream: past it the oldest are trimmed (`XTRIM MAXLEN ~` at every 64th event), and a client resuming before them is told by an `events.truncated` event.",
     schema: z.coerce.number().int().min(100).max(10_000_000).default(10_000),
   }),
   TETRALOOP_JOB_COMPLETED_AGE_SECONDS: setting({

@@ -6,9 +6,10 @@
   number as its id (0-<seq>), so a reader resumes from any seq with XRANGE/XREAD. The seq is the
   stream's own: XADD's `0-*` takes the one after the last id the stream ever gave (Redis 7), which
   trimming keeps, so an event costs one command. The stream keeps about `eventsMax` events (a meta
-  field set at creation; 10000 for runs without it): older ones are trimmed (`MAXLEN ~`), and
-  readers see the gap in the seqs. The events of one script share one timestamp (its step is one
-  instant); a script that reads the run's hash anyway may set `eventsMax` itself.
+  field set at creation; 10000 for runs without it): at every 64th event past the cap the older ones
+  are trimmed (`XTRIM MAXLEN ~`, whole stream nodes), so it holds at most the cap, a stream node and
+  63 more, and readers see the gap in the seqs. The events of one script share one timestamp (its
+  step is one instant); a script that reads the run's hash anyway may set `eventsMax` itself.
   Each script's body runs as a function, then `keepTtl()` (see scripts.ts): a key of the run the
   script created (pending, nodes, …) gets the TTL the run's hash has, the safety TTL until the run
   settles and its retention after, so no key of a run outlives it. A script that can only create
@@ -19,15 +20,21 @@
 ]]
 local eventsMax
 local eventTs
+local TRIM_EVERY = 64
 local function emit(etype, node, data)
   if not eventTs then
     local t = redis.call('TIME')
     eventTs = tostring(tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000))
   end
-  eventsMax = eventsMax or tonumber(redis.call('HGET', KEYS[1], 'eventsMax') or '10000')
-  local id = redis.call('XADD', KEYS[5], 'MAXLEN', '~', eventsMax, '0-*',
-    'type', etype, 'ts', eventTs, 'node', node or '', 'data', data or '')
-  return tonumber(string.sub(id, 3))
+  local id = redis.call('XADD', KEYS[5], '0-*', 'type', etype, 'ts', eventTs, 'node', node or '', 'data', data or '')
+  local seq = tonumber(string.sub(id, 3))
+  -- Trimmed at every TRIM_EVERY-th event, not at each: a trimming XADD costs half as much again,
+  -- and most runs never reach the cap.
+  if seq % TRIM_EVERY == 0 then
+    eventsMax = eventsMax or tonumber(redis.call('HGET', KEYS[1], 'eventsMax') or '10000')
+    if seq > eventsMax then redis.call('XTRIM', KEYS[5], 'MAXLEN', '~', eventsMax) end
+  end
+  return seq
 end
 
 -- Epoch ms as ISO 8601 UTC, as JavaScript writes it (`toISOString`): the date from the day count

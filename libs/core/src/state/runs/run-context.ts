@@ -19,8 +19,8 @@ export interface RunStoreOptions {
    */
   readonly maxRunSeconds?: number;
   /**
-   * Events kept in a run's stream (`XADD MAXLEN ~`, recorded in the run's hash at creation); older
-   * ones are trimmed. @defaultValue 10000
+   * Events kept in a run's stream (recorded in the run's hash at creation); past it the older ones
+   * are trimmed, at every 64th event (`XTRIM MAXLEN ~`). @defaultValue 10000
    */
   readonly eventsMax?: number;
   /** The configuration's version tag, recorded on every run this store creates (`configVersion`). */
