@@ -215,38 +215,39 @@ function checkGraph(
       for (const problem of secretsOutsideArgs(value, path, argsOf[i]!))
         issues.push({ path: at('nodes', i, ...problem.at), message: problem.message });
       for (const ref of findReferences(value, [...path])) {
-        const where = at('nodes', i, ...ref.at);
+        // Its path is written out only for an issue: most references have none.
+        const where = (): string => at('nodes', i, ...ref.at);
         const field = ref.path[0];
         // Inside a map's item template, `item` and `index` name the item (and only there).
         if (ITEM_ROOTS.has(ref.root) && inItemTemplate(node, ref.at)) continue;
         if (ref.root === 'input') {
           if (depth === 0 && opts.input && getPath(opts.input.value, ref.path) === undefined) {
             issues.push({
-              path: where,
+              path: where(),
               message: `input.${ref.path.join('.')} is missing from the run's input`,
             });
           }
           continue;
         }
         if (!firstIndex.has(ref.root)) {
-          issues.push({ path: where, message: `reference to unknown node "${ref.root}"` });
+          issues.push({ path: where(), message: `reference to unknown node "${ref.root}"` });
         } else if (ref.root === node.id) {
-          issues.push({ path: where, message: `node "${node.id}" references itself` });
+          issues.push({ path: where(), message: `node "${node.id}" references itself` });
         } else if (ancestors && !ancestors.get(node.id)?.has(ref.root)) {
           issues.push({
-            path: where,
+            path: where(),
             message: `node "${node.id}" references "${ref.root}" but does not depend on it`,
           });
         } else if (field === undefined || !SNAPSHOT_FIELDS.has(field)) {
           issues.push({
-            path: where,
+            path: where(),
             message: `reference "${[ref.root, ...ref.path].join('.')}" must read one of ${[...SNAPSHOT_FIELDS].join(', ')}`,
           });
         } else if (field === 'output') {
           const problem = outputPathProblem(nodes[firstIndex.get(ref.root)!], ref.path.slice(1), opts);
           if (problem)
             issues.push({
-              path: where,
+              path: where(),
               message: `reference "${[ref.root, ...ref.path].join('.')}": ${problem}`,
             });
         }

@@ -27,7 +27,8 @@ export function isRefObject(value: unknown): value is { $ref: string } {
 }
 
 function parse(expr: string, at: readonly (string | number)[]): Reference {
-  const [root = '', ...path] = expr.split('.');
+  const path = expr.split('.');
+  const root = path.shift() ?? '';
   return { root, path, at };
 }
 
