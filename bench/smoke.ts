@@ -37,24 +37,28 @@ export const FLOORS = {
   /**
    * 0.37–0.42 in three smoke runs with wide handoff (2026-12-03; 0.28–0.31 in the last four CI
    * runs before it), 0.27–0.33 in full runs; 0.32–0.37 in the three fresh-clone CI runs after
-   * (`.ci/run`). Raised from 0.12, then 0.18.
+   * (`.ci/run`). Raised from 0.12, then 0.18, then 0.22; 0.31–0.44 in the fresh-clone CI runs of
+   * 2026-12-04 (worst 0.313), so 0.25 keeps a fifth of margin.
    */
-  'throughput ÷ raw BullMQ': { atLeast: 0.22 },
+  'throughput ÷ raw BullMQ': { atLeast: 0.25 },
   /**
    * 0.82–1.10 in the same smoke runs, 0.73–0.96 in full runs: with wide handoff the 1-process
    * figure rose about 25 % in nodes/s, the 2-process one about 8 %, so the ratio fell while both
    * figures rose. Lowered from 0.8, which the newest full run is below; 0.65 still fails a second
    * process that costs more than a third of the throughput (the issue's finding was half).
+   * Raised back to the issue's 0.8 on 2026-12-04: 0.91–1.17 in the full runs since the eighth
+   * session, 0.975–1.42 in the fresh-clone CI runs of 2026-12-04.
    */
-  'throughput 2 tool processes ÷ 1': { atLeast: 0.65 },
+  'throughput 2 tool processes ÷ 1': { atLeast: 0.8 },
   /** 1.54: 0.73 against 0.47 ms. */
   'per-hop p50 ÷ raw BullMQ': { atMost: 2.5 },
   /**
    * 1.47 on a quiet machine, 1.31–1.38 in the smoke's best rounds; 1.75–2.1 in full runs while
    * other work shared the 2 CPUs. 1.27–1.40 in the three fresh-clone CI runs of 2026-12-03, where
-   * the gate runs after the tests, alone: lowered from 2.0 to the issue's 1.8.
+   * the gate runs after the tests, alone: lowered from 2.0 to the issue's 1.8. 1.23–1.27 in the
+   * fresh-clone CI runs of 2026-12-04, with carrier jobs: lowered to 1.6.
    */
-  'fan-out 32 × 100 ms, wall ÷ critical path': { atMost: 1.8 },
+  'fan-out 32 × 100 ms, wall ÷ critical path': { atMost: 1.6 },
   /**
    * 0.39, the median of three rounds; 0.40–0.47 in the smoke, 0.29 with a core taken by other work;
    * 0.50–0.57 in the three fresh-clone CI runs of 2026-12-03. Raised from 0.25 to the issue's 0.3.
