@@ -23,6 +23,7 @@ describe('fingerprints', () => {
   it('leave out a value canonical JSON cannot write rather than hash something else', () => {
     expect(fingerprint({ text: 'cut \ud800 here' })).toBeUndefined();
     expect(fingerprint(['\udc00'])).toBeUndefined();
+    expect(fingerprint({ b: Object(1n) })).toBeUndefined();
     // Written out as text, a backslash before "ud800" is no surrogate; a pair is one character.
     expect(canonicalJson({ text: '\\ud800', pair: '\ud83d\ude00' })).toBe(
       '{"pair":"\ud83d\ude00","text":"\\\\ud800"}',
@@ -41,6 +42,17 @@ describe('fingerprints', () => {
       [null, true, 'text with "quotes" and \n', [[]], {}],
       'plain',
       42,
+      // Boxed primitives and class instances: written as JSON.stringify unwraps or reads them.
+      { n: new Number(1), b: [new Boolean(false)], s: new String(''), t: new String('ab') },
+      new Number(3),
+      {
+        m: new Map([['k', 1]]),
+        u: new URL('https://example.org/a?b=1'),
+        c: new (class {
+          y = 1;
+          x = 2;
+        })(),
+      },
     ];
     for (const value of values) {
       expect(canonicalJson(value)).toBe(canonicalize(JSON.parse(JSON.stringify(value)) as unknown));

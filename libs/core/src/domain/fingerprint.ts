@@ -19,18 +19,22 @@ const LONE_SURROGATE = /(?<!\\)(?:\\\\)*\\ud[89a-f][0-9a-f]{2}/i;
  * the same way first, so the text is that of the value as stored.
  *
  * One `JSON.stringify` whose replacer hands over each object with its keys sorted: RFC 8785 writes
- * numbers and strings as it does, so only the key order differs. Two cases go through
+ * numbers and strings as it does, so only the key order differs. Three cases go through
  * `canonicalize` instead: an object with an array-index key (an object lists those first, whatever
- * order they are set in) and a lone surrogate, which canonical JSON cannot write (it throws). Every
- * node's input and output is fingerprinted, so the common case costs one serialization.
+ * order they are set in), an object that is not a plain one (a boxed primitive, a class instance)
+ * and a lone surrogate, which canonical JSON cannot write (it throws). Every node's input and output
+ * is fingerprinted, so the common case costs one serialization.
  */
 export function canonicalJson(value: unknown): string {
-  let indexKeys = false;
+  let fallback = false;
   const text = JSON.stringify(value, (_key, member: unknown) => {
-    if (member === null || typeof member !== 'object' || Array.isArray(member) || indexKeys) return member;
-    const keys = Object.keys(member);
-    if (keys.some((key) => INDEX_KEY.test(key))) {
-      indexKeys = true;
+    if (member === null || typeof member !== 'object' || Array.isArray(member) || fallback) return member;
+    // Only a plain object is copied sorted: JSON.stringify unwraps a boxed primitive (`new
+    // Number(1)`) after the replacer, which a copy would lose, so any other goes the long way.
+    const proto: unknown = Object.getPrototypeOf(member);
+    const keys = proto === Object.prototype || proto === null ? Object.keys(member) : undefined;
+    if (!keys || keys.some((key) => INDEX_KEY.test(key))) {
+      fallback = true;
       return member;
     }
     keys.sort();
@@ -39,7 +43,7 @@ export function canonicalJson(value: unknown): string {
     return sorted;
   });
   if (text === undefined) return 'null';
-  if (!indexKeys && !LONE_SURROGATE.test(text)) return text;
+  if (!fallback && !LONE_SURROGATE.test(text)) return text;
   return canonicalize(JSON.parse(text) as unknown) ?? 'null';
 }
 
