@@ -46,10 +46,11 @@ export const FLOORS = {
    * figure rose about 25 % in nodes/s, the 2-process one about 8 %, so the ratio fell while both
    * figures rose. Lowered from 0.8, which the newest full run is below; 0.65 still fails a second
    * process that costs more than a third of the throughput (the issue's finding was half).
-   * Raised back to the issue's 0.8 on 2026-12-04: 0.91–1.17 in the full runs since the eighth
-   * session, 0.975–1.42 in the fresh-clone CI runs of 2026-12-04.
+   * Raised to 0.75 on 2026-12-04: 0.91–1.17 in the full runs since the eighth session,
+   * 0.897–1.42 in the fresh-clone CI runs of 2026-12-04; the issue's example, 0.8, would leave the
+   * lowest of those a tenth of margin.
    */
-  'throughput 2 tool processes ÷ 1': { atLeast: 0.8 },
+  'throughput 2 tool processes ÷ 1': { atLeast: 0.75 },
   /** 1.54: 0.73 against 0.47 ms. */
   'per-hop p50 ÷ raw BullMQ': { atMost: 2.5 },
   /**
