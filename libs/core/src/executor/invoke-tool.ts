@@ -12,6 +12,7 @@ import type { Tool, ToolContext, ToolOutcome } from '../tools/tool.js';
 export async function invokeTool(
   tool: Tool,
   rawArgs: unknown,
+  /** Made for this call alone: it gets the call's `signal` (an accessor) added in place. */
   ctx: Omit<ToolContext, 'signal'>,
   limits: { timeoutMs: number; runSignal: AbortSignal; shutdownSignal?: AbortSignal },
 ): Promise<ToolOutcome> {
@@ -48,15 +49,14 @@ export async function invokeTool(
   const onShutdown = (): void => stop(new ToolError('aborted', SHUTDOWN_MESSAGE), true);
   if (limits.shutdownSignal?.aborted) onShutdown();
   else limits.shutdownSignal?.addEventListener('abort', onShutdown, { once: true });
-  // Copied with its accessors, so what the context makes on demand (the idempotency key) is
-  // still made only when the tool reads it.
-  const toolContext = Object.defineProperties(
-    {},
-    {
-      ...Object.getOwnPropertyDescriptors(ctx),
-      signal: { get: signalOf, enumerable: true },
-    },
-  ) as ToolContext;
+  // The caller's fresh context gains the signal as an accessor, in place: copying its accessors
+  // (so that what it makes on demand, the idempotency key, is still made only when the tool reads
+  // it) cost more than the rest of this function, on every tool call.
+  const toolContext = Object.defineProperty(ctx, 'signal', {
+    get: signalOf,
+    enumerable: true,
+    configurable: true,
+  }) as ToolContext;
   const call = Promise.resolve().then(() => tool.run(parsed.data, toolContext));
   // An abandoned call may still settle later; its result is ignored, never unhandled.
   call.catch(() => undefined);
