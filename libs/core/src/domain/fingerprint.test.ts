@@ -59,6 +59,26 @@ describe('fingerprints', () => {
     }
   });
 
+  it('tell the JSON size of each value they hash, as JSON.stringify writes it', () => {
+    const done = { status: 'succeeded' as const, attempts: [], finishedAt: 'now', durationMs: 1 };
+    const values = [
+      { b: 'é €😀', a: [1, { d: null, c: 'x' }] },
+      { '10': 1, '2': [new Number(3)] },
+      'a "quoted" \\ text\n',
+    ];
+    for (const value of values) {
+      const sizes: { input?: number; output?: number } = {};
+      withFingerprints({ ...done, input: value, output: [value] }, sizes);
+      expect(sizes).toEqual({
+        input: Buffer.byteLength(JSON.stringify(value)),
+        output: Buffer.byteLength(JSON.stringify([value])),
+      });
+    }
+    const none: { input?: number } = {};
+    withFingerprints({ ...done, input: 'cut \ud800 here' }, none);
+    expect(none).toEqual({});
+  });
+
   it('are added to a snapshot for the input and output it has, and only those', () => {
     const base = { status: 'succeeded' as const, attempts: [], finishedAt: 'now', durationMs: 1 };
     const both = withFingerprints({ ...base, input: { args: 1 }, output: 'ok' });

@@ -52,21 +52,43 @@ export function canonicalJson(value: unknown): string {
  * string holding a lone surrogate), which then has no fingerprint rather than a wrong one.
  */
 export function fingerprint(value: unknown): string | undefined {
+  return measuredFingerprint(value)?.sha256;
+}
+
+/**
+ * The fingerprint and the UTF-8 size of the canonical JSON it hashes, which is that of the value's
+ * `JSON.stringify` (the same members written the same way, in another key order).
+ */
+function measuredFingerprint(value: unknown): { sha256: string; bytes: number } | undefined {
   let text: string;
   try {
     text = canonicalJson(value);
   } catch {
     return undefined;
   }
-  return createHash('sha256').update(text).digest('hex');
+  return { sha256: createHash('sha256').update(text).digest('hex'), bytes: Buffer.byteLength(text) };
 }
 
-/** The snapshot with the fingerprints of its input and output (of the values, before any blob stub). */
-export function withFingerprints(snapshot: NodeSnapshot): NodeSnapshot {
-  const inputSha256 = snapshot.input === undefined ? undefined : fingerprint(snapshot.input);
-  const outputSha256 = snapshot.output === undefined ? undefined : fingerprint(snapshot.output);
+/** The JSON sizes of a snapshot's input and output, in bytes, as `withFingerprints` found them. */
+export interface SnapshotSizes {
+  input?: number;
+  output?: number;
+}
+
+/**
+ * The snapshot with the fingerprints of its input and output (of the values, before any blob
+ * stub). `sizes`, when given, gets the JSON size of each value fingerprinted, so whoever stores
+ * the snapshot need not serialize a small value again to learn it is small.
+ */
+export function withFingerprints(snapshot: NodeSnapshot, sizes?: SnapshotSizes): NodeSnapshot {
+  const input = snapshot.input === undefined ? undefined : measuredFingerprint(snapshot.input);
+  const output = snapshot.output === undefined ? undefined : measuredFingerprint(snapshot.output);
   const fingerprinted = { ...snapshot };
-  if (inputSha256 !== undefined) fingerprinted.inputSha256 = inputSha256;
-  if (outputSha256 !== undefined) fingerprinted.outputSha256 = outputSha256;
+  if (input !== undefined) fingerprinted.inputSha256 = input.sha256;
+  if (output !== undefined) fingerprinted.outputSha256 = output.sha256;
+  if (sizes) {
+    if (input !== undefined) sizes.input = input.bytes;
+    if (output !== undefined) sizes.output = output.bytes;
+  }
   return fingerprinted;
 }

@@ -4,6 +4,7 @@
  * (one MGET) before its references are resolved, so references and prompts see the content.
  */
 import { isBlobStub, type BlobStub } from '../domain/blob.js';
+import type { SnapshotSizes } from '../domain/fingerprint.js';
 import type { NodeSnapshot } from '../domain/run-model.js';
 import type { NodeErrorData } from '../errors/node-error.js';
 import { findReferences } from '../graph/references.js';
@@ -73,12 +74,17 @@ export async function withOutputBlob(
   deps: Pick<ExecutorDeps, 'store' | 'blobMinBytes'>,
   plan: { readonly tenant: string; readonly timeoutSeconds: number },
   snapshot: NodeSnapshot,
+  /** The values' JSON sizes when already known (`withFingerprints`). */
+  sizes: SnapshotSizes = {},
 ): Promise<NodeSnapshot> {
-  const externalize = (value: unknown): Promise<unknown> =>
+  const externalize = (value: unknown, bytes: number | undefined): Promise<unknown> =>
     value === undefined
       ? Promise.resolve(undefined)
-      : deps.store.blobs.externalize(plan.tenant, value, deps.blobMinBytes, plan.timeoutSeconds);
-  const [input, output] = await Promise.all([externalize(snapshot.input), externalize(snapshot.output)]);
+      : deps.store.blobs.externalize(plan.tenant, value, deps.blobMinBytes, plan.timeoutSeconds, bytes);
+  const [input, output] = await Promise.all([
+    externalize(snapshot.input, sizes.input),
+    externalize(snapshot.output, sizes.output),
+  ]);
   if (input === snapshot.input && output === snapshot.output) return snapshot;
   return {
     ...snapshot,

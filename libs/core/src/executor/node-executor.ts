@@ -26,7 +26,7 @@ import { failSpan, inSpan, traceCarrier, type TraceCarrier } from '../telemetry/
 import { underRunSpan } from '../telemetry/run-span.js';
 import { readBlobs, withOutputBlob } from './blob-reads.js';
 import { nowIso } from '../domain/clock.js';
-import { withFingerprints } from '../domain/fingerprint.js';
+import { withFingerprints, type SnapshotSizes } from '../domain/fingerprint.js';
 import { retryTableFor, type ExecutorDeps } from './deps.js';
 import {
   announce,
@@ -380,9 +380,10 @@ async function runExecution(deps: ExecutorDeps, execution: Execution): Promise<E
         : notRunSnapshot(begin.status, begin.attempts));
     if (!begin.existing && begin.status === 'running') observeNode(node, snapshot);
     if (item) {
-      await completeItem(ctx, item, snapshot, begin.existing !== undefined, (s) =>
-        withOutputBlob(deps, plan, withFingerprints(s)),
-      );
+      await completeItem(ctx, item, snapshot, begin.existing !== undefined, (s) => {
+        const sizes: SnapshotSizes = {};
+        return withOutputBlob(deps, plan, withFingerprints(s, sizes), sizes);
+      });
       return { status: snapshot.status, ...(snapshot.error ? { code: snapshot.error.code } : {}) };
     }
     // A redelivered job whose node was complete: it hands nothing off, it finishes what the crashed
@@ -663,7 +664,10 @@ async function complete(
   const tool = toolOf(node);
   if (!existed) await handBackExpiry(ctx, snapshot);
   // Fingerprinted before a large value is stored as a blob: the hashes are of the values.
-  const stored = existed ? snapshot : await withOutputBlob(deps, plan, withFingerprints(snapshot));
+  const sizes: SnapshotSizes = {};
+  const stored = existed
+    ? snapshot
+    : await withOutputBlob(deps, plan, withFingerprints(snapshot, sizes), sizes);
   const done = await deps.store.completeNode(plan.runId, node.id, stored, {
     release,
     children: plan.topology.children.get(node.id) ?? [],

@@ -63,8 +63,11 @@ export class BlobStore {
     value: unknown,
     minBytes: number,
     timeoutSeconds: number,
+    /** The value's JSON size in bytes, when the caller knows it: a small value is not serialized. */
+    knownBytes?: number,
   ): Promise<unknown> {
     if (value === undefined) return value;
+    if (knownBytes !== undefined && knownBytes <= minBytes && !isBlobStub(value)) return value;
     const text = JSON.stringify(value);
     const bytes = Buffer.byteLength(text, 'utf8');
     if (bytes <= minBytes && !isBlobStub(value)) return value;
