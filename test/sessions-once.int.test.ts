@@ -81,9 +81,20 @@ it('answers a delivery handled twice (a redelivered job) with its one run and on
   expect(await userLines(sessionKey)).toEqual(['only once']);
 });
 
-/** What a first handling of delivery `deliveryId` left: its message admitted to the idle lane. */
-const admitLeftBehind = (sessionKey: string, runId: string, deliveryId: string) =>
-  sessions.admit(sessionKey, {
+/**
+ * What a first handling of a message left in session `<name>-<uuid>`: the run of `node` stored and
+ * not started, the message admitted to the idle lane. `redeliver` hands the same delivery in again.
+ */
+async function leftBehind(name: string, node: Record<string, unknown>) {
+  const sessionKey = `${name}-${randomUUID()}`;
+  const deliveryId = randomUUID();
+  const runId = derivedRunId('session-message', sessionKey, deliveryId);
+  await stack.api.runs.submit(RunRequest.parse({ graph: { nodes: [node] } }), undefined, {
+    sessionKey,
+    start: false,
+    runId,
+  });
+  const admitted = await sessions.admit(sessionKey, {
     mode: 'followup',
     runId,
     message: { text: 'left behind', receivedAt: new Date().toISOString() },
@@ -94,24 +105,21 @@ const admitLeftBehind = (sessionKey: string, runId: string, deliveryId: string) 
     once: { id: `delivery:${deliveryId}`, windowMs: 600_000 },
     line: { type: 'message', role: 'user', text: 'left behind' },
   });
+  const redeliver = () =>
+    deliver({ sessionKey, message: { text: 'left behind', mode: 'followup' }, deliveryId });
+  return { sessionKey, runId, admitted, redeliver };
+}
 
 it('starts the run of a message admitted by a handling that died before starting it', async () => {
-  const sessionKey = `unstarted-${randomUUID()}`;
-  const deliveryId = randomUUID();
-  const runId = derivedRunId('session-message', sessionKey, deliveryId);
   // What the first handling left: the run stored, the message admitted to the idle lane, no start.
-  await stack.api.runs.submit(
-    RunRequest.parse({ graph: { nodes: [{ id: 'a', kind: 'tool', tool: 'json', args: { value: 1 } }] } }),
-    undefined,
-    { sessionKey, start: false, runId },
-  );
-  const admitted = await admitLeftBehind(sessionKey, runId, deliveryId);
-  expect(admitted).toEqual({ kind: 'start', runId });
-  const again = await deliver({
-    sessionKey,
-    message: { text: 'left behind', mode: 'followup' },
-    deliveryId,
+  const { sessionKey, runId, admitted, redeliver } = await leftBehind('unstarted', {
+    id: 'a',
+    kind: 'tool',
+    tool: 'json',
+    args: { value: 1 },
   });
+  expect(admitted).toEqual({ kind: 'start', runId });
+  const again = await redeliver();
   expect(again).toMatchObject({ duplicate: true, runId });
   expect((await waitFor(stack.url, runId)).status).toBe('succeeded');
   await laneIdle(stack, sessionKey);
@@ -119,23 +127,15 @@ it('starts the run of a message admitted by a handling that died before starting
 });
 
 it('puts back among the busy lanes the lane of a message whose handling died before noting it busy', async () => {
-  const sessionKey = `unnoted-${randomUUID()}`;
-  const deliveryId = randomUUID();
-  const runId = derivedRunId('session-message', sessionKey, deliveryId);
   // The run waits a while, so the lane is still running it when the busy set is read.
-  await stack.api.runs.submit(
-    RunRequest.parse({ graph: { nodes: [{ id: 'w', kind: 'wait', forMs: 1500 }] } }),
-    undefined,
-    { sessionKey, start: false, runId },
-  );
-  await admitLeftBehind(sessionKey, runId, deliveryId);
+  const { sessionKey, runId, redeliver } = await leftBehind('unnoted', {
+    id: 'w',
+    kind: 'wait',
+    forMs: 1500,
+  });
   // The handling died between the lane script and noting the lane busy: the sweep cannot see it.
   await redis.srem(busySessionsKey(stack.prefix), sessionKey);
-  const again = await deliver({
-    sessionKey,
-    message: { text: 'left behind', mode: 'followup' },
-    deliveryId,
-  });
+  const again = await redeliver();
   expect(again).toMatchObject({ duplicate: true, runId });
   expect(await redis.sismember(busySessionsKey(stack.prefix), sessionKey)).toBe(1);
   expect((await waitFor(stack.url, runId)).status).toBe('succeeded');
