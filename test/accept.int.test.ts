@@ -3,13 +3,14 @@
  * however concurrently) it is asked for, and a run that was stored but never got its root job is
  * found by the reconciler and runs.
  */
-import { randomUUID } from 'node:crypto';
+import { createHash, randomUUID } from 'node:crypto';
 import { Queue } from 'bullmq';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { QUEUE_NAMES, runJobId, type RunQueues, runQueuesOf } from '@tetraloop/core/queues';
 import { RunRequest, reconcileQueuedRuns } from '@tetraloop/core/runs';
 import { connectRedis, whenReady, type RedisClient } from '@tetraloop/core/runtime';
-import { RunStore, SessionStore } from '@tetraloop/core/state';
+import { RunStore, SessionStore, scriptSources } from '@tetraloop/core/state';
+import { commandsWhile } from './support/monitor.js';
 import { postRun, readEvents, startStack, waitFor, type Stack } from './support/stack.js';
 
 const graph = (value: unknown) =>
@@ -78,6 +79,41 @@ describe('Idempotency-Key', () => {
     expect(other.body.runId).toBe(first.body.runId);
     const doc = await waitFor(stack.url, first.body.runId as string);
     expect(doc.output).toEqual({ a: 'first' });
+  });
+});
+
+describe('a new run', () => {
+  let stack: Stack;
+  beforeAll(async () => {
+    stack = await startStack({ pools: [] });
+  });
+  afterAll(async () => {
+    await stack?.close();
+  });
+
+  it('reaches Redis before its root job: the create, then the add, on one connection', async () => {
+    // The API sends both without waiting for the create's answer: a root job run before its run
+    // exists would find nothing and end, and the run would wait for the reconciler (which replaces
+    // a root job that ended while its run is queued). The first accept on a Redis that has not
+    // seen the scripts is that case: its create answers NOSCRIPT and is sent again, after the add.
+    expect((await postRun(stack.url, graph(0))).status).toBe(202);
+    const createSha = createHash('sha1').update(scriptSources().get('create-run-6')!).digest('hex');
+    const { commands, out } = await commandsWhile(stack.env.REDIS_URL!, () => postRun(stack.url, graph(1)));
+    if (out instanceof Error) throw out;
+    expect(out.status).toBe(202);
+    const runId = out.body.runId as string;
+    const create = commands.findIndex(
+      (c) => c.args[0]?.toLowerCase() === 'evalsha' && c.args[1] === createSha,
+    );
+    const add = commands.findIndex(
+      (c) =>
+        c.args[0]?.toLowerCase() === 'evalsha' &&
+        c.args.includes(`${stack.prefix}:${QUEUE_NAMES.plan}:wait`) &&
+        c.args.some((a) => a.includes(runId)),
+    );
+    expect(create).toBeGreaterThanOrEqual(0);
+    expect(add).toBeGreaterThan(create);
+    expect(commands[add]!.source).toBe(commands[create]!.source);
   });
 });
 

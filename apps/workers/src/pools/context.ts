@@ -63,7 +63,7 @@ export interface PoolContext {
   readonly options: StartPoolsOptions;
   /** BullMQ's connection (the Workers and the queues). */
   readonly connection: RedisClient;
-  /** Run and session state's connection, auto-pipelined. */
+  /** Run and session state's connection. */
   readonly state: RedisClient;
   readonly queues: LoopQueues;
   readonly services: Services;
@@ -103,9 +103,7 @@ export async function openPoolContext(env: WorkerEnv, options: StartPoolsOptions
   const connection = connectRedis(env.REDIS_URL, 'worker', `tetraloop-worker-${process.pid}`);
   // Run and session state get a connection of their own: ioredis copies every script defined on a
   // connection (BullMQ's) into each pipeline it builds, and the stores build theirs (`slotMulti`)
-  // here. Not auto-pipelined: the commands of one tick already leave in one write (connectRedis),
-  // and a pipeline per event-loop turn cost more CPU than the writes it saved
-  // (docs/benchmarks.md#work-on-issue-30-second-session-2026-12-03).
+  // here. The commands of one tick leave in one write (connectRedis).
   const state = connectRedis(env.REDIS_URL, 'worker', `tetraloop-worker-state-${process.pid}`);
   const subscriber = connectRedis(env.REDIS_URL, 'subscriber', `tetraloop-worker-sub-${process.pid}`);
   const prefix = env.TETRALOOP_PREFIX;

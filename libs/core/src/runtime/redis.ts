@@ -33,27 +33,15 @@ const retryStrategy = (times: number): number => Math.min(times * 200, 2000);
 
 /**
  * Every connection (each node's, on a cluster) sends what one tick wrote in one write
- * (`writeOncePerTick`).
- *
- * `autoPipeline`: commands issued in the same event-loop iteration, over several callbacks, leave
- * in one ioredis pipeline (`enableAutoPipelining`). Only the API's connection asks for it: there a
- * new run's create and its root job's add must reach Redis in the order sent, on one connection
- * that BullMQ's queues share. A pipeline per iteration costs more CPU than the writes it saves
- * where each tick's writes already share one (the workers' run-state connection, measured), and it
- * copies every script defined on the connection, BullMQ's among them. Not for a connection with
- * blocking commands.
+ * (`writeOncePerTick`). None auto-pipelines (ioredis's `enableAutoPipelining`): a pipeline per
+ * event-loop iteration cost more CPU than the writes it saved, in the workers and in the API
+ * (each copies every script defined on the connection, BullMQ's among them).
  */
-export function connectRedis(
-  url: string,
-  role: ConnectionRole,
-  name: string,
-  { autoPipeline = false }: { autoPipeline?: boolean } = {},
-): RedisClient {
+export function connectRedis(url: string, role: ConnectionRole, name: string): RedisClient {
   const options: RedisOptions = {
     connectionName: name,
     retryStrategy,
     ...roleOptions(role),
-    ...(autoPipeline ? { enableAutoPipelining: true } : {}),
   };
   if (isClusterUrl(url)) {
     const cluster = connectCluster(url, options);
@@ -116,13 +104,7 @@ function writeOncePerTick(redis: Redis): void {
 function connectCluster(url: string, options: RedisOptions): Cluster {
   const { nodes, username, password, tls } = parseClusterUrl(url);
   // The cluster takes these itself; each node's connection takes the rest.
-  const {
-    retryStrategy: clusterRetryStrategy,
-    enableOfflineQueue,
-    lazyConnect,
-    enableAutoPipelining,
-    ...perNode
-  } = options;
+  const { retryStrategy: clusterRetryStrategy, enableOfflineQueue, lazyConnect, ...perNode } = options;
   return new Cluster(
     nodes.map((n) => ({ host: n.host, port: n.port })),
     {
@@ -137,7 +119,6 @@ function connectCluster(url: string, options: RedisOptions): Cluster {
       lazyConnect: lazyConnect ?? false,
       enableReadyCheck: false,
       scaleReads: 'master',
-      ...(enableAutoPipelining ? { enableAutoPipelining } : {}),
     },
   );
 }

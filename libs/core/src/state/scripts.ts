@@ -154,9 +154,8 @@ export const scriptSources = (): ReadonlyMap<string, string> =>
  * A call is an EVALSHA, and an EVAL of the script's text when Redis answers NOSCRIPT (it has not
  * seen the script since it started, or its script cache was flushed): a NOSCRIPT reply means the
  * script did not run, so sending it again runs it once. The scripts are not defined as ioredis
- * commands: ioredis copies every command defined on a connection into each pipeline it builds, one
- * per auto-pipelined write, and these would be most of that copy (BullMQ's shares the connection in
- * the API).
+ * commands: ioredis copies every command defined on a connection into each pipeline it builds
+ * (`slotMulti`'s), and these would be most of that copy.
  */
 export function loadScripts(redis: RedisClient): ScriptRunner {
   const deferIndex = isCluster(redis);
