@@ -11,6 +11,7 @@ import {
   closeRedis,
   connectRedis,
   openTools,
+  whenReady,
   type RedisClient,
 } from '@tetraloop/core/runtime';
 import { ApiKeyStore, ItemStore, RateLimitStore, purgeTenant } from '@tetraloop/core/state';
@@ -55,15 +56,19 @@ export async function startApi(env: ApiEnv, options: StartApiOptions = {}): Prom
   const barrier = await openAcceptBarrier(env, logger);
   // Run state, keys, indexes and BullMQ's queues: one connection every request shares. A new run's
   // create and its root job's add are sent on it in that order, and Redis runs them so: one round
-  // trip per accept. What one tick writes leaves in one write (`connectRedis`); the connection does
-  // not auto-pipeline, which built a pipeline per event-loop iteration and copied BullMQ's script
-  // definitions into each (measured: more CPU per accept than the writes it saved).
-  const redis = connectRedis(env.REDIS_URL, 'client', `tetraloop-api-${process.pid}`);
+  // trip per accept. What one iteration of the event loop wrote — the commands of every request
+  // it read — leaves in one write: a write per request cost more CPU, here and in Redis, than the
+  // commands in it.
+  const redis = connectRedis(env.REDIS_URL, 'client', `tetraloop-api-${process.pid}`, {
+    writes: 'iteration',
+  });
   const subscriber = connectRedis(env.REDIS_URL, 'subscriber', `tetraloop-api-sub-${process.pid}`);
   const eventsConnection = connectRedis(env.REDIS_URL, 'worker', `tetraloop-api-qe-${process.pid}`);
   for (const c of [redis, subscriber, eventsConnection]) {
     c.on('error', (err: Error) => logger.warn({ err: err.message }, 'redis connection error'));
   }
+  // It fails fast (no offline queue): what starting reads from Redis waits until it can be sent.
+  await whenReady(redis);
   const prefix = env.TETRALOOP_PREFIX;
   const queues = openQueues(redis, prefix, logger, env.TETRALOOP_QUEUE_SHARDS);
   // Finished sense jobs answer session messages; one listener per API process.

@@ -32,12 +32,25 @@ const roleOptions = (role: ConnectionRole): RedisOptions => {
 const retryStrategy = (times: number): number => Math.min(times * 200, 2000);
 
 /**
- * Every connection (each node's, on a cluster) sends what one tick wrote in one write
- * (`writeOncePerTick`). None auto-pipelines (ioredis's `enableAutoPipelining`): a pipeline per
- * event-loop iteration cost more CPU than the writes it saved, in the workers and in the API
- * (each copies every script defined on the connection, BullMQ's among them).
+ * When a connection sends what it was given: `tick`, once the callback that wrote it and the
+ * promise continuations it set off have run (`process.nextTick`); `iteration`, at the end of the
+ * event loop's iteration (`setImmediate`), so the commands of every callback the iteration ran —
+ * each request an HTTP server read — share one write.
  */
-export function connectRedis(url: string, role: ConnectionRole, name: string): RedisClient {
+export type WriteBatch = 'tick' | 'iteration';
+
+/**
+ * Every connection (each node's, on a cluster) sends what one tick, or one iteration of the event
+ * loop, wrote in one write (`batchWrites`). None auto-pipelines (ioredis's `enableAutoPipelining`):
+ * building a pipeline per iteration cost more CPU than the writes it saved, in the workers and in
+ * the API (each copies every script defined on the connection, BullMQ's among them).
+ */
+export function connectRedis(
+  url: string,
+  role: ConnectionRole,
+  name: string,
+  { writes = 'tick' }: { writes?: WriteBatch } = {},
+): RedisClient {
   const options: RedisOptions = {
     connectionName: name,
     retryStrategy,
@@ -45,28 +58,30 @@ export function connectRedis(url: string, role: ConnectionRole, name: string): R
   };
   if (isClusterUrl(url)) {
     const cluster = connectCluster(url, options);
-    cluster.on('+node', (node: Redis) => writeOncePerTick(node));
+    cluster.on('+node', (node: Redis) => batchWrites(node, writes));
     return cluster;
   }
   const redis = new Redis(url, options);
-  writeOncePerTick(redis);
+  batchWrites(redis, writes);
   return redis;
 }
 
-/** Sockets already made to write once per tick (a second `connect` for one socket changes nothing). */
+/** Sockets whose writes are batched already (a second `connect` for one socket changes nothing). */
 const batchedSockets = new WeakSet<object>();
 
 /**
- * Makes each socket of `redis` (a new one on every reconnect) send what one tick writes in one
- * write: the first command corks it, and it is uncorked once the callback that wrote it and the
- * promise continuations that callback set off have run (`process.nextTick`). Commands issued
- * while one batch of replies is handled — the completions of concurrent jobs, a BullMQ job's
- * finish and the next one's fetch — then share a `writev`. A write to a socket costs far more CPU,
- * in this process and in Redis, than the bytes in it. Commands keep the order they were issued in;
- * a command issued before long synchronous work leaves after it (nothing here does that while
- * awaiting Redis). Closing the socket (`quit`, `disconnect`) sends what is corked first.
+ * Makes each socket of `redis` (a new one on every reconnect) send what one tick (or iteration,
+ * `writes`) writes in one write: the first command corks it, and it is uncorked at the end of the
+ * tick or iteration. Commands issued while one batch of replies is handled — the completions of
+ * concurrent jobs, a BullMQ job's finish and the next one's fetch — then share a `writev`. A write
+ * to a socket costs far more CPU, in this process and in Redis, than the bytes in it. Commands keep
+ * the order they were issued in; a command issued before long synchronous work leaves after it
+ * (nothing here does that while awaiting Redis). Closing the socket (`quit`, `disconnect`) sends
+ * what is corked first.
  */
-function writeOncePerTick(redis: Redis): void {
+function batchWrites(redis: Redis, writes: WriteBatch): void {
+  const defer =
+    writes === 'tick' ? (f: () => void) => process.nextTick(f) : (f: () => void) => void setImmediate(f);
   redis.on('connect', () => {
     const socket = redis.stream;
     if (batchedSockets.has(socket)) return;
@@ -81,7 +96,7 @@ function writeOncePerTick(redis: Redis): void {
       if (!corked) {
         corked = true;
         socket.cork();
-        process.nextTick(uncork);
+        defer(uncork);
       }
       return write(...args);
     };
