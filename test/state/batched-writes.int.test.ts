@@ -42,7 +42,7 @@ async function writesFor(redis: RedisClient | Redis, apart = false): Promise<num
       { length: COMMANDS },
       (_, i) =>
         new Promise((resolve, reject) => {
-          const send = () => redis.echo(`c${i}`).then(resolve, reject);
+          const send = (): void => void redis.echo(`c${i}`).then(resolve, reject);
           if (apart) setTimeout(send, 0);
           else send();
         }),
