@@ -102,8 +102,12 @@ describe('a new run', () => {
     if (out instanceof Error) throw out;
     expect(out.status).toBe(202);
     const runId = out.body.runId as string;
+    // Other suites share this Redis: each command is this run's by its run id.
     const create = commands.findIndex(
-      (c) => c.args[0]?.toLowerCase() === 'evalsha' && c.args[1] === createSha,
+      (c) =>
+        c.args[0]?.toLowerCase() === 'evalsha' &&
+        c.args[1] === createSha &&
+        c.args.some((a) => a.includes(runId)),
     );
     const add = commands.findIndex(
       (c) =>

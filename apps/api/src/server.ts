@@ -68,7 +68,12 @@ export async function startApi(env: ApiEnv, options: StartApiOptions = {}): Prom
     c.on('error', (err: Error) => logger.warn({ err: err.message }, 'redis connection error'));
   }
   // It fails fast (no offline queue): what starting reads from Redis waits until it can be sent.
-  await whenReady(redis);
+  // An API that cannot start leaves no connection retrying behind it.
+  await whenReady(redis).catch((err: unknown) => {
+    for (const c of [redis, subscriber, eventsConnection]) c.disconnect();
+    barrier?.connection.disconnect();
+    throw err;
+  });
   const prefix = env.TETRALOOP_PREFIX;
   const queues = openQueues(redis, prefix, logger, env.TETRALOOP_QUEUE_SHARDS);
   // Finished sense jobs answer session messages; one listener per API process.

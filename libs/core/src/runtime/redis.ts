@@ -138,7 +138,7 @@ function connectCluster(url: string, options: RedisOptions): Cluster {
   );
 }
 
-/** Resolves once the connection is ready, or rejects with the connection error. */
+/** Resolves once the connection is ready, or rejects once `timeoutMs` have passed without it. */
 export async function whenReady(redis: RedisClient, timeoutMs = 10_000): Promise<void> {
   if (redis.status === 'ready') return;
   await new Promise<void>((resolve, reject) => {
