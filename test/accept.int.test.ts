@@ -5,13 +5,20 @@
  */
 import { createHash, randomUUID } from 'node:crypto';
 import { Queue } from 'bullmq';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
+import { parseApiEnv, startApi, type ApiHandle } from '@tetraloop/api';
 import { QUEUE_NAMES, runJobId, type RunQueues, runQueuesOf } from '@tetraloop/core/queues';
 import { RunRequest, reconcileQueuedRuns } from '@tetraloop/core/runs';
-import { connectRedis, whenReady, type RedisClient } from '@tetraloop/core/runtime';
-import { RunStore, SessionStore, scriptSources } from '@tetraloop/core/state';
-import { commandsWhile } from './support/monitor.js';
-import { postRun, readEvents, startStack, waitFor, type Stack } from './support/stack.js';
+import {
+  connectRedis,
+  startRedisServer,
+  whenReady,
+  type RedisClient,
+  type RedisServer,
+} from '@tetraloop/core/runtime';
+import { RunStore, SessionStore, scriptShas } from '@tetraloop/core/state';
+import { commandsWhile, type MonitoredCommand } from './support/monitor.js';
+import { postRun, readEvents, startStack, testEnv, waitFor, type Stack } from './support/stack.js';
 
 const graph = (value: unknown) =>
   RunRequest.parse({ graph: { nodes: [{ id: 'a', kind: 'tool', tool: 'json', args: { value } }] } });
@@ -94,33 +101,75 @@ describe('a new run', () => {
   it('reaches Redis before its root job: the create, then the add, on one connection', async () => {
     // The API sends both without waiting for the create's answer: a root job run before its run
     // exists would find nothing and end, and the run would wait for the reconciler (which replaces
-    // a root job that ended while its run is queued). The first accept on a Redis that has not
-    // seen the scripts is that case: its create answers NOSCRIPT and is sent again, after the add.
-    expect((await postRun(stack.url, graph(0))).status).toBe(202);
-    const createSha = createHash('sha1').update(scriptSources().get('create-run-6')!).digest('hex');
-    const { commands, out } = await commandsWhile(stack.env.REDIS_URL!, () => postRun(stack.url, graph(1)));
-    if (out instanceof Error) throw out;
-    expect(out.status).toBe(202);
-    const runId = out.body.runId as string;
-    // Other suites share this Redis: each command is this run's by its run id.
-    const create = commands.findIndex(
-      (c) =>
-        c.args[0]?.toLowerCase() === 'evalsha' &&
-        c.args[1] === createSha &&
-        c.args.some((a) => a.includes(runId)),
-    );
-    const add = commands.findIndex(
-      (c) =>
-        c.args[0]?.toLowerCase() === 'evalsha' &&
-        c.args.includes(`${stack.prefix}:${QUEUE_NAMES.plan}:wait`) &&
-        c.args.some((a) => a.includes(runId)),
-    );
-    expect(create).toBeGreaterThanOrEqual(0);
-    expect(add).toBeGreaterThan(create);
-    expect(commands[add]!.source).toBe(commands[create]!.source);
+    // a root job that ended while its run is queued).
+    await expectCreateBeforeAdd(stack.env.REDIS_URL!, stack.url, stack.prefix);
   });
 });
 
+describe('a new run on a restarted Redis', () => {
+  let redis: RedisServer;
+  let api: ApiHandle;
+  const prefix = `accept-restart-${randomUUID().slice(0, 8)}`;
+  beforeAll(async () => {
+    // A Redis of its own: restarting it empties its script cache, which the rest of the suite shares.
+    redis = await startRedisServer();
+    api = await startApi(parseApiEnv(testEnv({ REDIS_URL: redis.url, TETRALOOP_PREFIX: prefix })));
+  });
+  afterAll(async () => {
+    await api?.close();
+    await redis?.stop();
+  });
+
+  it('sends the create in full on the new connection, so it still runs once, before the add', async () => {
+    // Redis forgot its scripts: an EVALSHA of the create would answer NOSCRIPT and be sent again,
+    // behind its root job's add.
+    expect((await postRun(api.url, graph('before'))).status).toBe(202);
+    const port = Number(new URL(redis.url).port);
+    await redis.stop();
+    redis = await startRedisServer({ port });
+    await vi.waitFor(async () => expect((await fetch(`${api.url}/readyz`)).status).toBe(200), {
+      timeout: 15_000,
+      interval: 100,
+    });
+    const create = await expectCreateBeforeAdd(redis.url, api.url, prefix);
+    expect(create.args[0]!.toLowerCase()).toBe('eval');
+  });
+});
+
+/**
+ * Posts a run under MONITOR: its create runs once (no NOSCRIPT answer sent again), before its root
+ * job's add, both from one connection. Answers the create.
+ */
+async function expectCreateBeforeAdd(
+  redisUrl: string,
+  apiUrl: string,
+  prefix: string,
+): Promise<MonitoredCommand> {
+  const createSha = scriptShas().get('create-run-6');
+  const { commands, out } = await commandsWhile(redisUrl, () => postRun(apiUrl, graph(1)));
+  if (out instanceof Error) throw out;
+  expect(out.status).toBe(202);
+  const runId = out.body.runId as string;
+  // Other suites share the suite's Redis: each command is this run's by its run id.
+  const ofRun = commands.filter((c) => c.args.some((a) => a.includes(runId)));
+  const creates = ofRun.filter((c) => scriptOf(c) === createSha);
+  const add = ofRun.findIndex(
+    (c) => scriptOf(c) !== undefined && c.args.includes(`${prefix}:${QUEUE_NAMES.plan}:wait`),
+  );
+  expect(creates).toHaveLength(1);
+  const create = ofRun.indexOf(creates[0]!);
+  expect(add).toBeGreaterThan(create);
+  expect(ofRun[add]!.source).toBe(ofRun[create]!.source);
+  return creates[0]!;
+}
+
+/** The SHA-1 of the script a command ran (EVALSHA names it; an EVAL carries its text), if it ran one. */
+function scriptOf(c: MonitoredCommand): string | undefined {
+  const name = c.args[0]?.toLowerCase();
+  if (name === 'evalsha') return c.args[1];
+  if (name === 'eval') return createHash('sha1').update(c.args[1]!).digest('hex');
+  return undefined;
+}
 describe('reconciler', () => {
   let stack: Stack;
   beforeAll(async () => {

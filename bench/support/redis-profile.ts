@@ -9,7 +9,7 @@
 import { createHash } from 'node:crypto';
 import * as bullScripts from 'bullmq/dist/esm/scripts/index.js';
 import { appendFileSync } from 'node:fs';
-import { scriptSources } from '@tetraloop/core/state';
+import { scriptShas } from '@tetraloop/core/state';
 import { monitorArgs, monitorWhile } from '../../test/support/monitor.js';
 
 export { monitorArgs };
@@ -32,7 +32,7 @@ const sha1 = (text: string): string => createHash('sha1').update(text).digest('h
 /** SHA-1 of each known script's Lua text → its name, as EVALSHA names it. */
 function knownScripts(): Map<string, string> {
   const names = new Map<string, string>();
-  for (const [name, lua] of scriptSources()) names.set(sha1(lua), `script ${name}`);
+  for (const [name, sha] of scriptShas()) names.set(sha, `script ${name}`);
   for (const script of Object.values(bullScripts) as { name?: string; content?: string }[]) {
     if (script?.name && script.content) names.set(sha1(script.content), `bullmq ${script.name}`);
   }

@@ -126,6 +126,12 @@ export async function monitorWhile<T>(
   }
 }
 
+/** A command MONITOR showed: its words, and what sent it (a client's address, or `lua`). */
+export interface MonitoredCommand {
+  readonly args: string[];
+  readonly source: string;
+}
+
 /**
  * The commands Redis ran while `act` ran, each as its words and what sent it (a client's address,
  * or `lua`), and what `act` answered or threw.
@@ -133,8 +139,8 @@ export async function monitorWhile<T>(
 export async function commandsWhile<T>(
   redisUrl: string,
   act: () => Promise<T>,
-): Promise<{ commands: { args: string[]; source: string }[]; out: T | Error }> {
-  const commands: { args: string[]; source: string }[] = [];
+): Promise<{ commands: MonitoredCommand[]; out: T | Error }> {
+  const commands: MonitoredCommand[] = [];
   const out = await monitorWhile(
     redisUrl,
     (line) => {

@@ -2,7 +2,7 @@ export * from './mcp-catalog-store.js';
 export * from './keys.js';
 export * from './key-slot.js';
 export * from './runs/run-store.js';
-export { scriptSources } from './scripts.js';
+export { scriptShas } from './scripts.js';
 export * from './run-index.js';
 export * from './blob-store.js';
 export * from './plan-cache-store.js';

@@ -1,6 +1,6 @@
 import { readdirSync, readFileSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
-import { SCRIPT_FILES, scriptSources, type ScriptName } from './scripts.js';
+import { SCRIPT_FILES, scriptShas, type ScriptName } from './scripts.js';
 
 const folderOf = (folder: string): URL => new URL(`./${folder}/`, import.meta.url);
 
@@ -14,7 +14,7 @@ describe('the script table', () => {
       );
       expect(files.sort(), folder).toEqual(names.map((n) => `${n}.lua`).sort());
     }
-    expect(scriptSources().size).toBe(Object.values(SCRIPT_FILES).flat().length);
+    expect(scriptShas().size).toBe(Object.values(SCRIPT_FILES).flat().length);
   });
 
   it('types a script’s name: a name not in the table does not compile', () => {

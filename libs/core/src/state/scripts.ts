@@ -1,5 +1,5 @@
 /**
- * Loads the Lua scripts next to this file as ioredis commands (EVALSHA with EVAL fallback), all
+ * Loads the Lua scripts next to this file and calls them (EVAL on a connection's first call, EVALSHA after), all
  * from one table (`SCRIPT_FILES`). Every run script gets `run.lib.lua` prepended (the event
  * emitter and the steps several scripts share), so events are appended in the same atomic step as
  * the state change they describe, and runs as a function followed by `keepTtl()`, so a key it
@@ -7,6 +7,7 @@
  */
 import { createHash } from 'node:crypto';
 import { readFileSync } from 'node:fs';
+import { Command } from 'ioredis';
 import { isCluster, type RedisClient } from './redis-client.js';
 import { slotMulti } from './slot-multi.js';
 
@@ -122,6 +123,8 @@ interface ScriptSource {
   /** SHA-1 of `lua`: what EVALSHA names the script by. */
   readonly sha: string;
   readonly numberOfKeys: number;
+  /** The sockets (one per connection, or per node of a cluster) the script was sent on in full. */
+  readonly sentOn: WeakSet<object>;
 }
 
 const sourcesOf = (deferIndex: boolean) =>
@@ -130,7 +133,7 @@ const sourcesOf = (deferIndex: boolean) =>
       SCRIPT_FILES[folder].map((name: ScriptName) => {
         const lua = LOADERS[folder](name, read(folder, `${name}.lua`), deferIndex);
         const sha = createHash('sha1').update(lua).digest('hex');
-        return [name, { lua, sha, numberOfKeys: keysOf(name) }] as const;
+        return [name, { lua, sha, numberOfKeys: keysOf(name), sentOn: new WeakSet() }] as const;
       }),
     ),
   );
@@ -143,19 +146,18 @@ export type ScriptRunner = (
 
 const SOURCES = { single: sourcesOf(false), cluster: sourcesOf(true) };
 
-/** Every script's Lua text as loaded on one Redis, by name: what a profile names an EVALSHA by. */
-export const scriptSources = (): ReadonlyMap<string, string> =>
-  new Map([...SOURCES.single].map(([name, { lua }]) => [name, lua]));
+/** Every script's SHA-1 on one Redis, by name: what EVALSHA names it by (and a profile reads). */
+export const scriptShas = (): ReadonlyMap<ScriptName, string> =>
+  new Map([...SOURCES.single].map(([name, { sha }]) => [name, sha]));
 
 /**
  * A typed caller of every script on `redis`. On a Redis Cluster a run script's search index writes
  * are made after it, by the caller, before it answers.
  *
- * A call is an EVALSHA, and an EVAL of the script's text when Redis answers NOSCRIPT (it has not
- * seen the script since it started, or its script cache was flushed): a NOSCRIPT reply means the
- * script did not run, so sending it again runs it once. The scripts are not defined as ioredis
- * commands: ioredis copies every command defined on a connection into each pipeline it builds
- * (`slotMulti`'s), and these would be most of that copy.
+ * A call is an EVAL of the script's text on a socket it was not sent on yet, and an EVALSHA after
+ * (`ScriptCall`). The scripts are not defined as ioredis commands: ioredis copies every command
+ * defined on a connection into each pipeline it builds (`slotMulti`'s), and these would be most of
+ * that copy.
  */
 export function loadScripts(redis: RedisClient): ScriptRunner {
   const deferIndex = isCluster(redis);
@@ -171,17 +173,58 @@ export function loadScripts(redis: RedisClient): ScriptRunner {
   };
 }
 
+/**
+ * One call of a script: sent as EVAL with its text on a socket it was not sent on yet, as EVALSHA
+ * after. Redis keeps a script it ran until it restarts or its cache is flushed, and a new socket is
+ * how a restart (a failover, another node) shows: so a call does not answer NOSCRIPT, and it runs
+ * where it was sent among the commands around it. A NOSCRIPT answer sent again as EVAL would run
+ * after what was sent behind it, and the API sends a run's create and its root job's add together.
+ */
+class ScriptCall extends Command {
+  /** The socket the call was last written to. */
+  socket: object | undefined;
+
+  constructor(
+    private readonly source: ScriptSource,
+    keys: readonly string[],
+    args: readonly (string | number)[],
+  ) {
+    super('evalsha', [source.sha, source.numberOfKeys, ...keys, ...args], { replyEncoding: 'utf8' });
+  }
+
+  override toWritable(socket: object): string | Buffer {
+    this.socket = socket;
+    const { sentOn } = this.source;
+    if (!sentOn.has(socket)) {
+      sentOn.add(socket);
+      this.name = 'eval';
+      this.args[0] = this.source.lua;
+    } else if (this.name === 'eval') {
+      // Redirected (a cluster's MOVED) from a socket it was new to, to one that has it.
+      this.name = 'evalsha';
+      this.args[0] = this.source.sha;
+    }
+    return super.toWritable(socket);
+  }
+}
+
+/** Calls a script; one whose cache was flushed under a live socket is sent once more, in full. */
 async function evalScript(
   redis: RedisClient,
-  { lua, sha, numberOfKeys }: ScriptSource,
+  source: ScriptSource,
   keys: readonly string[],
   args: readonly (string | number)[],
 ): Promise<unknown> {
+  const call = new ScriptCall(source, keys, args);
   try {
-    return await redis.evalsha(sha, numberOfKeys, ...keys, ...args);
+    redis.sendCommand(call);
+    return await call.promise;
   } catch (err) {
     if (!(err instanceof Error) || !err.message.startsWith('NOSCRIPT')) throw err;
-    return redis.eval(lua, numberOfKeys, ...keys, ...args);
+    if (call.socket) source.sentOn.delete(call.socket);
+    const again = new ScriptCall(source, keys, args);
+    redis.sendCommand(again);
+    return again.promise;
   }
 }
 
