@@ -4,8 +4,11 @@
  * `ready`.
  */
 import { randomUUID } from 'node:crypto';
+import { once } from 'node:events';
+import { createServer, type Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
 import { Queue, QueueEvents } from 'bullmq';
-import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from 'vitest';
 import { parseApiEnv, startApi, waitForJob, type ApiHandle } from '@tetraloop/api';
 import {
   connectRedis,
@@ -154,5 +157,41 @@ describe('waiting for a sense job', () => {
     expect(isRedisUnavailable(failure)).toBe(true);
     connection.disconnect();
     eventsConnection.disconnect();
+  });
+});
+
+describe('an API that cannot start', () => {
+  let redis: RedisServer;
+  let taken: Server;
+  beforeAll(async () => {
+    redis = await startRedisServer();
+    taken = createServer().listen(0, '127.0.0.1');
+    await once(taken, 'listening');
+  });
+  afterAll(async () => {
+    taken?.close();
+    await redis?.stop();
+  });
+
+  it('rejects, and leaves no connection to Redis behind it', async () => {
+    // Its port is taken: the start fails at its last step, after every connection and listener opened.
+    const port = String((taken.address() as AddressInfo).port);
+    await expect(
+      startApi(parseApiEnv(testEnv({ REDIS_URL: redis.url, PORT: port, HOST: '127.0.0.1' }))),
+    ).rejects.toThrow(/EADDRINUSE/);
+    const check = connectRedis(redis.url, 'client', 'start-failure-check');
+    try {
+      await whenReady(check);
+      // A connection closed by QUIT or disconnect leaves Redis's list once Redis has seen it close.
+      await vi.waitFor(
+        async () => {
+          const clients = ((await check.client('LIST')) as string).trim().split('\n');
+          expect(clients.filter((c) => !c.includes('name=start-failure-check'))).toEqual([]);
+        },
+        { timeout: 10_000, interval: 100 },
+      );
+    } finally {
+      check.disconnect();
+    }
   });
 });

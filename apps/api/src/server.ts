@@ -67,26 +67,58 @@ export async function startApi(env: ApiEnv, options: StartApiOptions = {}): Prom
   for (const c of [redis, subscriber, eventsConnection]) {
     c.on('error', (err: Error) => logger.warn({ err: err.message }, 'redis connection error'));
   }
-  // It fails fast (no offline queue): what starting reads from Redis waits until it can be sent.
-  // An API that cannot start leaves no connection retrying behind it.
-  await whenReady(redis).catch((err: unknown) => {
-    for (const c of [redis, subscriber, eventsConnection]) c.disconnect();
-    barrier?.connection.disconnect();
+  // What a start that fails has opened, closed last first: an API that cannot start leaves no
+  // connection retrying and no listener behind it.
+  const opened: (() => unknown)[] = [
+    () => {
+      for (const c of [redis, subscriber, eventsConnection]) c.disconnect();
+      barrier?.connection.disconnect();
+    },
+  ];
+  try {
+    // It fails fast (no offline queue): what starting reads from Redis waits until it can be sent.
+    await whenReady(redis);
+    return await openApi(env, logger, { redis, subscriber, eventsConnection, barrier }, opened);
+  } catch (err) {
+    for (const close of opened.reverse())
+      await Promise.resolve()
+        .then(close)
+        .catch(() => undefined);
     throw err;
-  });
+  }
+}
+
+interface ApiConnections {
+  readonly redis: RedisClient;
+  readonly subscriber: RedisClient;
+  readonly eventsConnection: RedisClient;
+  readonly barrier: Awaited<ReturnType<typeof openAcceptBarrier>>;
+}
+
+/** The API on its ready connections; each part it opens is added to `opened` as it opens. */
+async function openApi(
+  env: ApiEnv,
+  logger: Logger,
+  { redis, subscriber, eventsConnection, barrier }: ApiConnections,
+  opened: (() => unknown)[],
+): Promise<ApiHandle> {
   const prefix = env.TETRALOOP_PREFIX;
   const queues = openQueues(redis, prefix, logger, env.TETRALOOP_QUEUE_SHARDS);
+  opened.push(() => closeQueues(queues));
   // Finished sense jobs answer session messages; one listener per API process.
   const senseEvents = new QueueEvents(QUEUE_NAMES.sense, {
     connection: eventsConnection,
     prefix: queues.sense.opts.prefix!,
   });
   senseEvents.on('error', (err) => logger.warn({ err: err.message }, 'queue events error'));
+  opened.push(() => Promise.race([senseEvents.close(), delay(1000)]));
   // The API validates graphs against the tools' schemas; egress is the workers' concern. MCP
   // servers' tools it knows from the lists workers publish to Redis: it starts no server.
   const mcp = await openTools(env, { redis, subscriber, logger, egress: parseAllowHosts('') });
+  opened.push(() => mcp.close());
   const services = buildServices(env, redis, queues, mcp.tools, undefined, logger);
   const waiter = await RunWaiter.listen(subscriber, services.store.channels.settled);
+  opened.push(() => waiter.close());
   await services.webhooks.followChanges(subscriber);
   // Every event stream of the process is fed from these few blocking connections.
   const hub = new RunEventHub(services.store, {
@@ -99,11 +131,13 @@ export async function startApi(env: ApiEnv, options: StartApiOptions = {}): Prom
     ...eventHubSettingsOf(env),
     onError: (err) => logger.warn({ err: err.message }, 'event stream read failed; retrying'),
   });
+  opened.push(() => hub.close());
   const longRequests = new LongRequests(longRequestsOf(env));
   const watch = new QueueWatch(shownQueues(queues));
   // A custom tool's queue is watched (and shown in Bull Board) once the catalog names it.
   mcp.catalog.onQueues((names) => watch.add(shownQueues(queues, names)));
   const stopWatch = await watch.start(env.TETRALOOP_QUEUE_CHECK_MS, () => undefined);
+  opened.push(stopWatch);
   const memory = services.memory;
   // Scrape-time gauges: queue depths, and the lessons of every agent when the API has memory.
   const refreshMetrics = async (): Promise<void> => {
@@ -182,6 +216,7 @@ export async function startApi(env: ApiEnv, options: StartApiOptions = {}): Prom
     flow: services.flow,
   });
   const server = app.listen(env.PORT, env.HOST);
+  opened.push(() => server.close());
   await new Promise<void>((resolve, reject) => {
     server.once('listening', resolve);
     server.once('error', reject);
