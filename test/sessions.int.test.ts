@@ -351,29 +351,37 @@ describe('session keys', () => {
           event: { eventId: 'cross', type: 'push', sessionKey: CROSSING[0], payload: { injected: true } },
         }),
       ];
-      for (const job of jobs) {
-        await events
+      // Both ends are waited for at once: the jobs may end in either order, and an event `next`
+      // passes over is dropped.
+      const ended = new Set<string>();
+      // A bound on the wait, not a timing check: a loaded CI machine may take a while to fail a job.
+      const deadline = Date.now() + 40_000;
+      while (ended.size < jobs.length) {
+        const end = await events
           .next(
-            (e) => e.jobId === job.id && (e.event === 'failed' || e.event === 'completed'),
-            // A bound on the wait, not a timing check: a loaded CI machine may take a while to fail a job.
-            Date.now() + 40_000,
-            `the end of sense job ${job.name}`,
+            (e) =>
+              jobs.some((job) => job.id === e.jobId) &&
+              !ended.has(e.jobId) &&
+              (e.event === 'failed' || e.event === 'completed'),
+            deadline,
+            `the end of sense jobs ${jobs.map((job) => job.name).join(', ')}`,
           )
           .catch(async (err: Error) => {
-            // What the sense pool was doing then, so a failure here says why the job did not end.
-            const [state, counts, workers, active] = await Promise.all([
-              job.getState(),
+            // What the sense pool was doing then, so a failure here says why a job did not end.
+            const [states, counts, workers, active] = await Promise.all([
+              Promise.all(jobs.map(async (job) => `${job.name} ${await job.getState()}`)),
               sense.getJobCounts(),
               sense.getWorkersCount(),
               sense.getActive(0, 10),
             ]);
             const busy = active.map((j) => `${j.name}:${j.id}@${Date.now() - (j.processedOn ?? 0)}ms`);
             throw new Error(
-              `${err.message}: job ${state}; sense ${JSON.stringify(counts)}, ${workers} workers, active ${busy.join(' ')}`,
+              `${err.message}: ${states.join(', ')}; sense ${JSON.stringify(counts)}, ${workers} workers, active ${busy.join(' ')}`,
             );
           });
-        expect(await job.getState(), job.name).toBe('failed');
+        ended.add(end.jobId);
       }
+      for (const job of jobs) expect(await job.getState(), job.name).toBe('failed');
       const keys = await redis.keys(`${stack.prefix}:*`);
       expect(keys.filter((k) => k.includes('victim') || k.includes('Zz~'))).toEqual([]);
     } finally {
