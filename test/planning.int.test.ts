@@ -3,7 +3,7 @@
  * `openai` SDK: planning with structured output, repair, rejection, minimal context, usage,
  * replanning, stale jobs, and the classic loop.
  */
-import { Queue, QueueEvents } from 'bullmq';
+import { Job, Queue } from 'bullmq';
 import { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { nodeJobId } from '@tetraloop/core/queues';
@@ -11,7 +11,15 @@ import { MemoryStore } from '@tetraloop/core/state';
 import { lessonRecord } from './support/lessons.js';
 import type { ChatRequest, ModelServer } from './support/model-server.js';
 import { planReply, startPlannerStack, type PlannerStack } from './support/planner-stack.js';
-import { postRun, readEvents, runToEnd, startStack, waitFor, type Stack } from './support/stack.js';
+import {
+  followJobEvents,
+  postRun,
+  readEvents,
+  runToEnd,
+  startStack,
+  waitFor,
+  type Stack,
+} from './support/stack.js';
 import type { ToolServer } from './support/tool-server.js';
 
 let planned: PlannerStack;
@@ -398,16 +406,22 @@ describe('replanning', () => {
     // A node job of the old plan version that turns up late is discarded, not executed.
     const redis = new Redis(stack.env.REDIS_URL!, { maxRetriesPerRequest: null });
     const tool = new Queue('tool', { connection: redis, prefix: stack.prefix });
-    const events = new QueueEvents('tool', { connection: redis.duplicate(), prefix: stack.prefix });
-    await events.waitUntilReady();
+    // Followed from before the add, so its end cannot come before the reading starts.
+    const events = await followJobEvents(stack, ['tool']);
     const late = await tool.add(
       'node',
       { runId: doc.runId, nodeId: 'rp-c', generation: 0 },
       { jobId: `${nodeJobId(doc.runId, 'rp-c')}-late` },
     );
-    expect(await late.waitUntilFinished(events, 10_000)).toEqual({ status: 'stale' });
+    const end = await events.next(
+      (e) => e.jobId === late.id && (e.event === 'completed' || e.event === 'failed'),
+      Date.now() + 10_000,
+      'the late node job to end',
+    );
+    expect(end.event).toBe('completed');
+    expect((await Job.fromId(tool, late.id!))?.returnvalue).toEqual({ status: 'stale' });
     expect(server.hitsOf('rp-c')).toHaveLength(0);
-    await events.close();
+    events.close();
     await tool.close();
     redis.disconnect();
   });

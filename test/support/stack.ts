@@ -2,7 +2,7 @@
 import { randomUUID } from 'node:crypto';
 import { inject } from 'vitest';
 import { parseApiEnv, startApi, type ApiHandle } from '@tetraloop/api';
-import { Job, Queue, QueueEvents } from 'bullmq';
+import { Job, Queue } from 'bullmq';
 import { parseSseBlock } from '@tetraloop/client';
 import { isTerminal, type LiveNodeState, type RunDocument, type RunEvent } from '@tetraloop/core/domain';
 import type { ExecutorHooks } from '@tetraloop/core/executor';
@@ -414,23 +414,38 @@ export async function followJobEvents(
  * then records it in memory, enqueues its webhook deliveries and announces it, is done (a waiter on
  * `/wait` may hear of the settled run before that pass has ended). Safe to call after the fact:
  * a job already completed resolves at once, while completed root jobs are kept
- * (TETRALOOP_JOB_COMPLETED_COUNT).
+ * (TETRALOOP_JOB_COMPLETED_COUNT). Rejects when the root job failed for good.
+ *
+ * The plan queue's events are followed from before the job's state is read, so an end that comes
+ * after that read is in the stream past the follower's cursor. (A `QueueEvents` made here starts
+ * reading at `$` only when its first XREAD reaches Redis, after its `waitUntilReady` has resolved
+ * and a CLIENT SETNAME round trip: an end between `waitUntilFinished`'s own look and that XREAD was
+ * never reported, and the wait timed out with the job completed.)
  */
 export async function rootJobFinished(stack: StackRef, runId: string, timeoutMs = 20_000): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  const events = await followJobEvents(stack, ['plan']);
   const connection = connectRedis(stack.env.REDIS_URL!, 'worker', 'tetraloop-test-root-job');
-  const blocking = connectRedis(stack.env.REDIS_URL!, 'worker', 'tetraloop-test-root-job-events');
   const plan = new Queue('plan', { connection, prefix: stack.prefix });
-  const events = new QueueEvents('plan', { connection: blocking, prefix: stack.prefix });
   try {
-    await events.waitUntilReady();
-    const job = await Job.fromId(plan, runId);
-    if (!job) throw new Error(`run ${runId} has no root job`);
-    await job.waitUntilFinished(events, timeoutMs);
+    let state: string = await plan.getJobState(runId);
+    if (state === 'unknown') throw new Error(`run ${runId} has no root job`);
+    if (state !== 'completed' && state !== 'failed') {
+      const end = await events.next(
+        (e) => e.jobId === runId && (e.event === 'completed' || e.event === 'failed'),
+        deadline,
+        `the root job of run ${runId} to finish`,
+      );
+      state = end.event;
+    }
+    if (state === 'failed') {
+      const job = await Job.fromId(plan, runId);
+      throw new Error(`the root job of run ${runId} failed: ${job?.failedReason ?? 'no reason kept'}`);
+    }
   } finally {
-    await events.close();
+    events.close();
     await plan.close();
     connection.disconnect();
-    blocking.disconnect();
   }
 }
 
