@@ -111,7 +111,7 @@ async function openApi(
     prefix: queues.sense.opts.prefix!,
   });
   senseEvents.on('error', (err) => logger.warn({ err: err.message }, 'queue events error'));
-  opened.push(() => Promise.race([senseEvents.close(), delay(1000)]));
+  opened.push(() => Promise.race([senseEvents.close(), delay(1000, undefined, { ref: false })]));
   // The API validates graphs against the tools' schemas; egress is the workers' concern. MCP
   // servers' tools it knows from the lists workers publish to Redis: it starts no server.
   const mcp = await openTools(env, { redis, subscriber, logger, egress: parseAllowHosts('') });

@@ -1,5 +1,5 @@
 /**
- * Loads the Lua scripts next to this file and calls them (EVAL on a connection's first call, EVALSHA after), all
+ * Loads the Lua scripts next to this file and calls them (EVAL on a socket's first call, EVALSHA after), all
  * from one table (`SCRIPT_FILES`). Every run script gets `run.lib.lua` prepended (the event
  * emitter and the steps several scripts share), so events are appended in the same atomic step as
  * the state change they describe, and runs as a function followed by `keepTtl()`, so a key it
@@ -174,11 +174,12 @@ export function loadScripts(redis: RedisClient): ScriptRunner {
 }
 
 /**
- * One call of a script: sent as EVAL with its text on a socket it was not sent on yet, as EVALSHA
- * after. Redis keeps a script it ran until it restarts or its cache is flushed, and a new socket is
- * how a restart (a failover, another node) shows: so a call does not answer NOSCRIPT, and it runs
- * where it was sent among the commands around it. A NOSCRIPT answer sent again as EVAL would run
- * after what was sent behind it, and the API sends a run's create and its root job's add together.
+ * One call of a script: sent as EVAL with its text on a socket it was not sent on yet (or when
+ * `inFull`), as EVALSHA after. Redis keeps a script it ran until it restarts or its cache is
+ * flushed, and a new socket is how a restart (a failover, another node) shows: so a call does not
+ * answer NOSCRIPT, and it runs where it was sent among the commands around it. A NOSCRIPT answer
+ * sent again would run after what was sent behind it, and the API sends a run's create and its root
+ * job's add together.
  */
 class ScriptCall extends Command {
   /** The socket the call was last written to. */
@@ -188,27 +189,42 @@ class ScriptCall extends Command {
     private readonly source: ScriptSource,
     keys: readonly string[],
     args: readonly (string | number)[],
+    private readonly inFull = false,
   ) {
     super('evalsha', [source.sha, source.numberOfKeys, ...keys, ...args], { replyEncoding: 'utf8' });
   }
 
   override toWritable(socket: object): string | Buffer {
-    this.socket = socket;
     const { sentOn } = this.source;
-    if (!sentOn.has(socket)) {
+    // Written again elsewhere: the last write was redirected (a cluster's MOVED, ASK, TRYAGAIN) or
+    // its socket lost, so a text it carried was not run, and not kept, there.
+    if (this.socket && this.socket !== socket) this.forgetSocket();
+    this.socket = socket;
+    if (this.inFull || !sentOn.has(socket)) {
       sentOn.add(socket);
       this.name = 'eval';
       this.args[0] = this.source.lua;
     } else if (this.name === 'eval') {
-      // Redirected (a cluster's MOVED) from a socket it was new to, to one that has it.
+      // Redirected from a socket it was new to, to one that has it.
       this.name = 'evalsha';
       this.args[0] = this.source.sha;
     }
     return super.toWritable(socket);
   }
+
+  /**
+   * After an error answer (or a write elsewhere): a text this call carried may not have been run,
+   * so its socket is not known to have the script (a BUSY server refuses it unrun).
+   */
+  forgetSocket(): void {
+    if (this.name === 'eval' && this.socket) this.source.sentOn.delete(this.socket);
+  }
 }
 
-/** Calls a script; one whose cache was flushed under a live socket is sent once more, in full. */
+/**
+ * Calls a script. A NOSCRIPT answer (the cache flushed under a live socket) sends it once more, in
+ * full; it then runs after what was sent behind it.
+ */
 async function evalScript(
   redis: RedisClient,
   source: ScriptSource,
@@ -220,11 +236,17 @@ async function evalScript(
     redis.sendCommand(call);
     return await call.promise;
   } catch (err) {
+    call.forgetSocket();
     if (!(err instanceof Error) || !err.message.startsWith('NOSCRIPT')) throw err;
     if (call.socket) source.sentOn.delete(call.socket);
-    const again = new ScriptCall(source, keys, args);
+    const again = new ScriptCall(source, keys, args, true);
     redis.sendCommand(again);
-    return again.promise;
+    try {
+      return await again.promise;
+    } catch (retryErr) {
+      again.forgetSocket();
+      throw retryErr;
+    }
   }
 }
 
