@@ -231,22 +231,22 @@ async function evalScript(
   keys: readonly string[],
   args: readonly (string | number)[],
 ): Promise<unknown> {
-  const call = new ScriptCall(source, keys, args);
   try {
-    redis.sendCommand(call);
+    return await send(redis, new ScriptCall(source, keys, args));
+  } catch (err) {
+    if (!(err instanceof Error) || !err.message.startsWith('NOSCRIPT')) throw err;
+    return send(redis, new ScriptCall(source, keys, args, true));
+  }
+}
+
+/** Sends `call` and answers its reply; an error answer forgets the socket it may have loaded. */
+async function send(redis: RedisClient, call: ScriptCall): Promise<unknown> {
+  redis.sendCommand(call);
+  try {
     return await call.promise;
   } catch (err) {
     call.forgetSocket();
-    if (!(err instanceof Error) || !err.message.startsWith('NOSCRIPT')) throw err;
-    if (call.socket) source.sentOn.delete(call.socket);
-    const again = new ScriptCall(source, keys, args, true);
-    redis.sendCommand(again);
-    try {
-      return await again.promise;
-    } catch (retryErr) {
-      again.forgetSocket();
-      throw retryErr;
-    }
+    throw err;
   }
 }
 
