@@ -371,10 +371,14 @@ export async function followJobEvents(
   const redis = connectRedis(stack.env.REDIS_URL!, 'worker', 'tetraloop-test-job-events');
   const keys = queues.map((q) => `${bullPrefix}:${q}:events`);
   const queueOf = new Map(keys.map((k, i) => [k, queues[i]!]));
-  // Each stream is read after its newest entry now ('0-0' when it has none yet).
+  // Each stream is read after its newest entry now ('0-0' when it has none yet). A follower that
+  // cannot start leaves no connection behind.
   const cursors = await Promise.all(
     keys.map(async (k) => (await redis.xrevrange(k, '+', '-', 'COUNT', 1))[0]?.[0] ?? '0-0'),
-  );
+  ).catch((err: unknown) => {
+    redis.disconnect();
+    throw err;
+  });
   const names = new Map<string, string>();
   const pending: JobEvent[] = [];
   return {

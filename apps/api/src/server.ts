@@ -1,4 +1,5 @@
 /** Starts the API: connections, services, HTTP listener; `close()` undoes all of it. */
+import type { Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { setTimeout as delay } from 'node:timers/promises';
 import { QueueEvents } from 'bullmq';
@@ -67,12 +68,14 @@ export async function startApi(env: ApiEnv, options: StartApiOptions = {}): Prom
   for (const c of [redis, subscriber, eventsConnection]) {
     c.on('error', (err: Error) => logger.warn({ err: err.message }, 'redis connection error'));
   }
-  // What a start that fails has opened, closed last first: an API that cannot start leaves no
-  // connection retrying and no listener behind it.
-  const opened: (() => unknown)[] = [
+  // What the API has opened, in order: a start that fails and `close()` both close it last first,
+  // so an API that cannot start leaves no connection retrying and no listener behind it.
+  const opened: Closer[] = [
     () => {
-      for (const c of [redis, subscriber, eventsConnection]) c.disconnect();
+      for (const c of [subscriber, eventsConnection]) c.disconnect();
       barrier?.connection.disconnect();
+      // What was sent on it is answered first (a client's connection fails fast when Redis is gone).
+      return closeRedis(redis);
     },
   ];
   try {
@@ -80,12 +83,20 @@ export async function startApi(env: ApiEnv, options: StartApiOptions = {}): Prom
     await whenReady(redis);
     return await openApi(env, logger, { redis, subscriber, eventsConnection, barrier }, opened);
   } catch (err) {
-    for (const close of opened.reverse())
-      await Promise.resolve()
-        .then(close)
-        .catch(() => undefined);
+    await closeAll(opened);
     throw err;
   }
+}
+
+/** Closes one part of the API; a part that fails to close does not keep the others open. */
+type Closer = () => unknown;
+
+/** Closes what was opened, last first, each after the one opened after it has closed. */
+async function closeAll(opened: readonly Closer[]): Promise<void> {
+  for (const close of [...opened].reverse())
+    await Promise.resolve()
+      .then(close)
+      .catch(() => undefined);
 }
 
 interface ApiConnections {
@@ -100,7 +111,7 @@ async function openApi(
   env: ApiEnv,
   logger: Logger,
   { redis, subscriber, eventsConnection, barrier }: ApiConnections,
-  opened: (() => unknown)[],
+  opened: Closer[],
 ): Promise<ApiHandle> {
   const prefix = env.TETRALOOP_PREFIX;
   const queues = openQueues(redis, prefix, logger, env.TETRALOOP_QUEUE_SHARDS);
@@ -111,6 +122,7 @@ async function openApi(
     prefix: queues.sense.opts.prefix!,
   });
   senseEvents.on('error', (err) => logger.warn({ err: err.message }, 'queue events error'));
+  // A blocking reader's close waits for Redis; with Redis gone it would wait forever.
   opened.push(() => Promise.race([senseEvents.close(), delay(1000, undefined, { ref: false })]));
   // The API validates graphs against the tools' schemas; egress is the workers' concern. MCP
   // servers' tools it knows from the lists workers publish to Redis: it starts no server.
@@ -216,7 +228,7 @@ async function openApi(
     flow: services.flow,
   });
   const server = app.listen(env.PORT, env.HOST);
-  opened.push(() => server.close());
+  opened.push(() => closeServer(server, env.TETRALOOP_SHUTDOWN_GRACE_MS));
   await new Promise<void>((resolve, reject) => {
     server.once('listening', resolve);
     server.once('error', reject);
@@ -231,31 +243,22 @@ async function openApi(
     runs: services.runs,
     waiter,
     routes: registeredRoutes(app),
-    async close() {
-      stopWatch();
-      // Stop accepting; give open requests and event streams the grace period, then cut them.
-      const closed = new Promise<void>((resolve) => server.close(() => resolve()));
-      server.closeIdleConnections();
-      // The grace timer is cancelled once the server closed, so it keeps no process alive.
-      const grace = new AbortController();
-      await Promise.race([
-        closed,
-        delay(env.TETRALOOP_SHUTDOWN_GRACE_MS, undefined, { signal: grace.signal }).catch(() => undefined),
-      ]);
-      grace.abort();
-      server.closeAllConnections();
-      await closed;
-      await hub.close();
-      await closeQueues(queues);
-      // A blocking reader's close waits for Redis; with Redis gone it would wait forever.
-      await Promise.race([senseEvents.close(), delay(1000)]).catch(() => undefined);
-      eventsConnection.disconnect();
-      await mcp.close();
-      await waiter.close();
-      barrier?.connection.disconnect();
-      await closeRedis(redis);
-    },
+    close: () => closeAll(opened),
   };
+}
+
+/**
+ * Stops accepting, gives open requests and event streams the grace period, then cuts them. The
+ * grace timer is cancelled once the server has closed, so it keeps no process alive.
+ */
+async function closeServer(server: Server, graceMs: number): Promise<void> {
+  const closed = new Promise<void>((resolve) => server.close(() => resolve()));
+  server.closeIdleConnections();
+  const grace = new AbortController();
+  await Promise.race([closed, delay(graceMs, undefined, { signal: grace.signal }).catch(() => undefined)]);
+  grace.abort();
+  server.closeAllConnections();
+  await closed;
 }
 
 /**
