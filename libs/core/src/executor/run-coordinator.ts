@@ -146,7 +146,6 @@ async function executeRunJob(deps: ExecutorDeps, job: Job, token: string | undef
   const plan = prefetched ?? (await deps.plans.get(data.runId, data.generation));
   if (!plan) return { status: 'gone' };
 
-  let stepSaved: Promise<void> | undefined;
   if (data.step === 'start') {
     // A new run has no snapshots yet, unless it is a rerun that starts with its origin's.
     const snapshots =
@@ -179,18 +178,12 @@ async function executeRunJob(deps: ExecutorDeps, job: Job, token: string | undef
       for (const result of added) if (result.status === 'rejected') throw result.reason;
       if (data.generation === 0) metrics.runsStarted.inc({ kind: header?.task?.mode ?? 'graph' });
     }
-    // Sent, not awaited: the park below goes on the same connection (the worker's), so Redis
-    // saves the step first, and the two share one round trip.
-    stepSaved = job.updateData({ ...data, step: 'finalize' } satisfies RunJobInput);
+    await job.updateData({ ...data, step: 'finalize' } satisfies RunJobInput);
   }
   // Every pass waits while node jobs are pending, the finalize pass too: one that runs again after
   // a crash or a stall (the job's step already `finalize`, its nodes still queued or running)
   // would otherwise settle the run with those nodes `node_lost`. With none pending, it goes on.
-  const [, parked] = await Promise.all([
-    stepSaved,
-    token !== undefined ? job.moveToWaitingChildren(token) : false,
-  ]);
-  if (parked) throw new WaitingChildrenError();
+  if (token !== undefined && (await job.moveToWaitingChildren(token))) throw new WaitingChildrenError();
   // Settled already by the node job whose completion decided it: what follows, unless that job got
   // through it (then only the archive, left to this pass).
   const facts = await deps.store.settleFacts(plan.runId);

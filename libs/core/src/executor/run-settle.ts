@@ -122,26 +122,20 @@ export async function finalizeRun(
   // The blobs its snapshots hold live at least as long as the run is about to.
   await retainBlobs(deps, plan.tenant, snapshots.values(), plan.timeoutSeconds);
   const settledHere = await store.settle(plan.runId, generation, fill, output, final, now);
-  // Memory is recorded beside what follows (it needs none of it, and never fails): their round
-  // trips overlap. Awaited before returning, so the job that settled the run ends after both.
-  const remembered = settledHere ? remember(deps, plan.runId, [...plan.nodes.keys()]) : undefined;
-  try {
-    if (settledHere) {
-      observeSettled(final.status, state.createdAt);
-      if (final.status === 'failed' || final.status === 'timed_out') await forgetPlan(deps, plan.runId);
-      await dropNodeSlots(deps, plan);
-      deps.logger.info({ runId: plan.runId, status }, 'run settled');
-      if (!state.sessionKey) await agentEnded(deps, plan.runId, final.status);
-      await recordSettledRun(deps.store, plan.runId);
-    }
-    if (by === 'root') {
-      await afterSettled(deps, plan, state);
-    } else if (settledHere) {
-      await afterSettled(deps, plan, state, { archive: false });
-      await store.markFollowedUp(plan.runId);
-    }
-  } finally {
-    await remembered;
+  if (settledHere) {
+    observeSettled(final.status, state.createdAt);
+    await remember(deps, plan.runId, [...plan.nodes.keys()]);
+    if (final.status === 'failed' || final.status === 'timed_out') await forgetPlan(deps, plan.runId);
+    await dropNodeSlots(deps, plan);
+    deps.logger.info({ runId: plan.runId, status }, 'run settled');
+    if (!state.sessionKey) await agentEnded(deps, plan.runId, final.status);
+    await recordSettledRun(deps.store, plan.runId);
+  }
+  if (by === 'root') {
+    await afterSettled(deps, plan, state);
+  } else if (settledHere) {
+    await afterSettled(deps, plan, state, { archive: false });
+    await store.markFollowedUp(plan.runId);
   }
   return status ?? 'failed';
 }

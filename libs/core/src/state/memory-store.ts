@@ -90,19 +90,16 @@ export class MemoryStore {
       // A call a hard lesson refused never reached the service: no trigger counts it.
       if (call.outcome !== 'ok' && call.outcome !== 'blocked_by_lesson') failing.push(service);
     }
-    // The agents' index is in another slot than the agent's keys: its own command, sent beside.
-    const [[since, streak, worst]] = await Promise.all([
-      this.script('record-run-4', this.keys(summary.agentId), [
-        JSON.stringify(summary),
-        this.options.hotRuns,
-        summary.status === 'succeeded' ? '1' : '0',
-        JSON.stringify(summary.lessons),
-        this.options.useBonus,
-        JSON.stringify(counters),
-        JSON.stringify(failing),
-      ]) as Promise<[number, number, number]>,
-      this.redis.sadd(memoryAgentsKey(this.options.prefix), summary.agentId),
-    ]);
+    const [since, streak, worst] = (await this.script('record-run-4', this.keys(summary.agentId), [
+      JSON.stringify(summary),
+      this.options.hotRuns,
+      summary.status === 'succeeded' ? '1' : '0',
+      JSON.stringify(summary.lessons),
+      this.options.useBonus,
+      JSON.stringify(counters),
+      JSON.stringify(failing),
+    ])) as [number, number, number];
+    await this.redis.sadd(memoryAgentsKey(this.options.prefix), summary.agentId);
     return { sinceReflection: since, failStreak: streak, worstService: worst };
   }
 
