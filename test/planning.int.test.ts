@@ -13,6 +13,7 @@ import type { ChatRequest, ModelServer } from './support/model-server.js';
 import { planReply, startPlannerStack, type PlannerStack } from './support/planner-stack.js';
 import {
   followJobEvents,
+  isJobEnd,
   postRun,
   readEvents,
   runToEnd,
@@ -414,7 +415,7 @@ describe('replanning', () => {
       { jobId: `${nodeJobId(doc.runId, 'rp-c')}-late` },
     );
     const end = await events.next(
-      (e) => e.jobId === late.id && (e.event === 'completed' || e.event === 'failed'),
+      (e) => isJobEnd(e, late.id),
       Date.now() + 10_000,
       'the late node job to end',
     );

@@ -18,6 +18,7 @@ import {
 } from './support/model-server.js';
 import {
   followJobEvents,
+  isJobEnd,
   laneIdle,
   post,
   postWebhook,
@@ -515,7 +516,7 @@ describe('the environment', () => {
         const view = await session('env').catch(() => null);
         if (view && view.environmentVersion >= 1) break;
         await sense.next(
-          (e) => e.name === SENSE_JOB.burstFlush && (e.event === 'completed' || e.event === 'failed'),
+          (e) => e.name === SENSE_JOB.burstFlush && isJobEnd(e),
           deadline,
           "the burst flush that moves session env's environment",
         );

@@ -357,6 +357,10 @@ export interface JobEvents {
   close(): void;
 }
 
+/** Whether `e` is the end of a job (its `completed` or `failed`), or of job `jobId` when given. */
+export const isJobEnd = (e: JobEvent, jobId?: string): boolean =>
+  (jobId === undefined || e.jobId === jobId) && (e.event === 'completed' || e.event === 'failed');
+
 /**
  * Follows the BullMQ event streams of some of the stack's queues from this moment on (blocking
  * reads, XREAD BLOCK). Make it before looking at the state it is to report changes of: nothing
@@ -436,7 +440,7 @@ export async function rootJobFinished(stack: StackRef, runId: string, timeoutMs 
     if (state === 'unknown') throw new Error(`run ${runId} has no root job`);
     if (state !== 'completed' && state !== 'failed') {
       const end = await events.next(
-        (e) => e.jobId === runId && (e.event === 'completed' || e.event === 'failed'),
+        (e) => isJobEnd(e, runId),
         deadline,
         `the root job of run ${runId} to finish`,
       );
