@@ -1,6 +1,9 @@
 --[[
   Records a failed attempt that will be retried.
   ARGV[1] node id, ARGV[2] attempt JSON, ARGV[3] live JSON (retrying), ARGV[4] tool time to charge (ms)
+  A handed-off node that retries in the job carrying it (the live state names the same carrier,
+  `carriedBy`) keeps the node that released it (`by`): complete-node-6.lua reads it, so that a
+  moved sibling's redelivery leaves the node to its carrier while it waits for its next attempt.
   Returns the number of recorded attempts of the node (0, writing nothing, for an unknown run).
 ]]
 -- A run that expired or was deleted gets no keys back from a late node.
@@ -11,7 +14,15 @@ local list = redis.call('HGET', KEYS[6], field)
 if list then list = string.sub(list, 1, -2) .. ',' .. ARGV[2] .. ']' else list = '[' .. ARGV[2] .. ']' end
 redis.call('HSET', KEYS[6], field, list)
 redis.call('HINCRBY', KEYS[6], 'usage:toolTimeMs', tonumber(ARGV[4]))
-redis.call('HSET', KEYS[4], ARGV[1], ARGV[3])
+local live = ARGV[3]
+if string.find(live, '"carriedBy"', 1, true) then
+  local current = redis.call('HGET', KEYS[4], ARGV[1])
+  local was = current and cjson.decode(current)
+  if was and was.by and was.carriedBy == cjson.decode(live).carriedBy then
+    live = '{"by":' .. cjson.encode(was.by) .. ',' .. string.sub(live, 2)
+  end
+end
+redis.call('HSET', KEYS[4], ARGV[1], live)
 emit('node.retrying', ARGV[1], ARGV[2])
 local _, count = string.gsub(list, '"attempt":', '')
 return count
