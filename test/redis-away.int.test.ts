@@ -8,8 +8,8 @@
 import { randomUUID } from 'node:crypto';
 import { Writable } from 'node:stream';
 import { Job, Queue, QueueEvents, Worker } from 'bullmq';
-import { Redis } from 'ioredis';
-import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
+import { Redis, ReplyError } from 'ioredis';
+import { afterAll, beforeAll, describe, expect, inject, it, vi } from 'vitest';
 import { createLogger } from '@tetraloop/core/logging';
 import { nodeJobId } from '@tetraloop/core/queues';
 import { startRedisServer, type RedisServer } from '@tetraloop/core/runtime';
@@ -212,6 +212,64 @@ describe('a node whose completion meets Redis away', () => {
     // Sent back by its worker, not found stalled after its lock lapsed.
     expect(await total(metrics.jobsDeferred)).toBeGreaterThan(deferredBefore);
     expect(await total(metrics.jobsStalled)).toBe(stalledBefore);
+  }, 60_000);
+});
+
+describe('a node skipped for its TTL whose completion meets Redis away', () => {
+  let server: ToolServer;
+  let stack: Stack;
+
+  beforeAll(async () => {
+    server = await startToolServer();
+    // One tool slot: the late node waits behind the held one, past its TTL.
+    stack = await startStack({ env: { TETRALOOP_TOOL_CONCURRENCY: '1', LOG_LEVEL: 'silent' } });
+  }, 60_000);
+  afterAll(async () => {
+    vi.restoreAllMocks();
+    await stack?.close();
+    await server?.close();
+  });
+
+  it('decides its TTL again when its job comes back: it never runs its call', async () => {
+    const deferredBefore = await total(metrics.jobsDeferred);
+    const posted = await postRun(stack.url, {
+      graph: {
+        nodes: [
+          { id: 'hold', kind: 'tool', tool: 'http', args: { url: `${server.url}/gate?node=hold` } },
+          {
+            id: 'late',
+            kind: 'tool',
+            tool: 'http',
+            args: { url: `${server.url}/work?node=late` },
+            ttlMs: 100,
+            onExpire: 'skip',
+          },
+        ],
+      },
+    });
+    const runId = posted.body.runId as string;
+    await server.hitCount('hold', 1);
+    // The late node's step between its begin and its completion (the expiry's count, after its
+    // node.expired event) meets the reply a busy Redis gives, once: the job goes back uncounted,
+    // as when a Redis that turned busy refuses the completion. Only a node that ran its call
+    // re-enters its attempt as begun; this one must decide its TTL again and stay unrun.
+    const expired = vi.spyOn(metrics.nodesExpired, 'inc').mockImplementationOnce(() => {
+      throw new (ReplyError as ErrorConstructor)(
+        'BUSY Redis is busy running a script. You can only call SCRIPT KILL or SHUTDOWN NOSCRIPT.',
+      );
+    });
+    // Past the late node's TTL before the slot frees.
+    await new Promise((resolve) => setTimeout(resolve, 150));
+    server.openGate('hold');
+
+    const doc = await waitFor(stack.url, runId, 30_000);
+    expect(expired).toHaveBeenCalledTimes(2);
+    expect(await total(metrics.jobsDeferred)).toBe(deferredBefore + 1);
+    expect(doc.status).toBe('succeeded');
+    expect(doc.nodes.late).toMatchObject({ status: 'skipped', output: { expired: true } });
+    expect(server.hitsOf('late')).toHaveLength(0);
+    // The held node's call alone is charged.
+    expect(doc.usage.toolCalls).toBe(1);
   }, 60_000);
 });
 
