@@ -83,7 +83,7 @@ export async function startApi(env: ApiEnv, options: StartApiOptions = {}): Prom
     await whenReady(redis);
     return await openApi(env, logger, { redis, subscriber, eventsConnection, barrier }, opened);
   } catch (err) {
-    await closeAll(opened);
+    await closeAll(opened, logger);
     throw err;
   }
 }
@@ -91,12 +91,15 @@ export async function startApi(env: ApiEnv, options: StartApiOptions = {}): Prom
 /** Closes one part of the API; a part that fails to close does not keep the others open. */
 type Closer = () => unknown;
 
-/** Closes what was opened, last first, each after the one opened after it has closed. */
-async function closeAll(opened: readonly Closer[]): Promise<void> {
+/**
+ * Closes what was opened, last first, each after the one opened after it has closed. A part that
+ * fails to close is logged and the rest still close.
+ */
+async function closeAll(opened: readonly Closer[], logger: Logger): Promise<void> {
   for (const close of [...opened].reverse())
     await Promise.resolve()
       .then(close)
-      .catch(() => undefined);
+      .catch((err: unknown) => logger.warn({ err }, 'a part of the API failed to close'));
 }
 
 interface ApiConnections {
@@ -243,7 +246,7 @@ async function openApi(
     runs: services.runs,
     waiter,
     routes: registeredRoutes(app),
-    close: () => closeAll(opened),
+    close: () => closeAll(opened, logger),
   };
 }
 
