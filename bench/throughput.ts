@@ -2,7 +2,10 @@
  * Throughput: 500 runs of a 10-node graph of fast `json` nodes (one source → 8 parallel → one
  * join) submitted at once, started and settled by one `tetraloop worker --pool plan` process and
  * executed by 1, 2 and then 4 `tetraloop worker --pool tool` processes; beside raw BullMQ no-op
- * jobs in as many child processes at the same concurrency on the same Redis.
+ * jobs in as many child processes at the same concurrency on the same Redis. That sequence is
+ * measured in rounds (BENCH_THROUGHPUT_ROUNDS, 3 by default), the systems taking turns in each: on
+ * a shared machine one batch can be a third off the next, so each figure is the median round's
+ * and each ratio the median of the rounds' own ratios.
  *
  * Runs are submitted two ways: through the library (`RunService.submit`, as the API's handler
  * calls it, and the run waiter) — the counterpart of a BullMQ producer calling `Queue.addBulk` —
@@ -26,6 +29,8 @@ export const NODES_PER_RUN = 10;
 const CONCURRENCY = 32;
 /** Tool-worker processes (and raw BullMQ no-op processes) measured, one setup after the other. */
 const PROCESS_COUNTS = [1, 2, 4];
+/** How many times the whole sequence is measured (BENCH_THROUGHPUT_ROUNDS). */
+const ROUNDS = roundsOf(process.env.BENCH_THROUGHPUT_ROUNDS);
 /** Runs (and as many no-op jobs per node) of the batch profiled under MONITOR, apart from the measured one. */
 const PROFILE_RUNS = 50;
 const ROOT = fileURLToPath(new URL('..', import.meta.url));
@@ -90,7 +95,10 @@ export interface ThroughputRow {
 }
 
 export interface ThroughputResult {
+  /** Per process count, each system's median batch of the rounds (by nodes or jobs per second). */
   rows: ThroughputRow[];
+  /** Every round's rows, in the order measured. */
+  rounds: ThroughputRow[][];
   /** Where the Redis commands go, per node and per no-op job (1 tool process, library). */
   profile: { tetraloop: ProfileRow[]; bullmq: ProfileRow[] };
   settings: Record<string, unknown>;
@@ -395,41 +403,48 @@ async function bullmqWith(
 export async function runThroughput(log: (line: string) => void = console.log): Promise<ThroughputResult> {
   const stack = await startBenchStack({}, { pools: [] });
   const library = libraryDriver(stack.api);
-  const rows: ThroughputRow[] = [];
+  const rounds: ThroughputRow[][] = [];
   const profile: ThroughputResult['profile'] = { tetraloop: [], bullmq: [] };
   const nodes = RUNS * NODES_PER_RUN;
   try {
-    for (const processes of PROCESS_COUNTS) {
-      const first = processes === PROCESS_COUNTS[0];
-      const { profile: tetraloopProfile, ...tetraloop } = await tetraloopWith(
-        stack,
-        library,
-        processes,
-        first,
-      );
-      const { profile: bullmqProfile, ...bullmq } = await bullmqWith(
-        stack.env.REDIS_URL!,
-        stack.redis.pid,
-        processes,
-        nodes,
-        first,
-      );
-      if (tetraloopProfile) profile.tetraloop = tetraloopProfile;
-      if (bullmqProfile) profile.bullmq = bullmqProfile;
-      const row: ThroughputRow = { processes, runs: RUNS, nodes, ...tetraloop, bullmq };
-      rows.push(row);
-      log(
-        `  ${processes} tool process(es): Tetraloop ${row.library.perSecond} nodes/s via the library, ${row.http.perSecond} via HTTP; raw BullMQ ${row.bullmq.perSecond} jobs/s`,
-      );
+    for (let round = 1; round <= ROUNDS; round++) {
+      const rows: ThroughputRow[] = [];
+      for (const processes of PROCESS_COUNTS) {
+        // Profiled under MONITOR once: in the first round, with one process.
+        const first = round === 1 && processes === PROCESS_COUNTS[0];
+        const { profile: tetraloopProfile, ...tetraloop } = await tetraloopWith(
+          stack,
+          library,
+          processes,
+          first,
+        );
+        const { profile: bullmqProfile, ...bullmq } = await bullmqWith(
+          stack.env.REDIS_URL!,
+          stack.redis.pid,
+          processes,
+          nodes,
+          first,
+        );
+        if (tetraloopProfile) profile.tetraloop = tetraloopProfile;
+        if (bullmqProfile) profile.bullmq = bullmqProfile;
+        const row: ThroughputRow = { processes, runs: RUNS, nodes, ...tetraloop, bullmq };
+        rows.push(row);
+        log(
+          `  round ${round}, ${processes} tool process(es): Tetraloop ${row.library.perSecond} nodes/s via the library, ${row.http.perSecond} via HTTP; raw BullMQ ${row.bullmq.perSecond} jobs/s`,
+        );
+      }
+      rounds.push(rows);
     }
   } finally {
     await stack.close();
   }
   return {
-    rows,
+    rows: medianRows(rounds),
+    rounds,
     profile,
     settings: {
       runs: RUNS,
+      rounds: ROUNDS,
       nodesPerRun: NODES_PER_RUN,
       graph: 'src → 8 parallel → join, all json tool nodes',
       concurrencyPerProcess: CONCURRENCY,
@@ -443,14 +458,76 @@ export async function runThroughput(log: (line: string) => void = console.log): 
   };
 }
 
-const total = (c: CpuSplit): string =>
+function roundsOf(value: string | undefined): number {
+  const rounds = Number(value ?? 3);
+  if (!Number.isInteger(rounds) || rounds < 1) {
+    throw new Error(`BENCH_THROUGHPUT_ROUNDS must be a whole number of at least 1, not ${value}`);
+  }
+  return rounds;
+}
+
+/** The middle value (the lower of the two middle ones for an even count). */
+const middle = <T>(items: readonly T[], key: (item: T) => number): T =>
+  [...items].sort((a, b) => key(a) - key(b))[Math.floor((items.length - 1) / 2)]!;
+
+/**
+ * Per process count, each system's median batch over the rounds: a batch measured as it was, so
+ * its CPU split and commands are those of the rate shown.
+ */
+function medianRows(rounds: readonly ThroughputRow[][]): ThroughputRow[] {
+  return PROCESS_COUNTS.map((processes) => {
+    const measured = rounds.map((rows) => rows.find((r) => r.processes === processes)!);
+    const median = (system: 'library' | 'http' | 'bullmq'): Measured =>
+      middle(
+        measured.map((r) => r[system]),
+        (m) => m.perSecond,
+      );
+    return { ...measured[0]!, library: median('library'), http: median('http'), bullmq: median('bullmq') };
+  });
+}
+
+const totalCpu = (c: CpuSplit): number | null =>
   c.driver === null || c.plan === null || c.workers === null || c.redis === null
-    ? 'n/a'
-    : (c.driver + c.plan + c.workers + c.redis).toFixed(3);
+    ? null
+    : c.driver + c.plan + c.workers + c.redis;
+
+/**
+ * The ratios issue 30's targets read, one per round, each from batches of the same round: Tetraloop
+ * (library) ÷ raw BullMQ with one process; 2 processes ÷ 1 for each system; and how much more CPU a
+ * node (a job) took in all processes with 2 than with 1.
+ */
+export interface RoundRatios {
+  throughput: number;
+  scale: number;
+  bullmqScale: number;
+  cpuWith2: number | null;
+  bullmqCpuWith2: number | null;
+}
+
+export function roundRatios(rows: readonly ThroughputRow[]): RoundRatios {
+  const one = rows.find((r) => r.processes === 1)!;
+  const two = rows.find((r) => r.processes === 2)!;
+  const growth = (a: CpuSplit, b: CpuSplit): number | null => {
+    const [x, y] = [totalCpu(a), totalCpu(b)];
+    return x === null || y === null ? null : y / x - 1;
+  };
+  return {
+    throughput: one.library.perSecond / one.bullmq.perSecond,
+    scale: two.library.perSecond / one.library.perSecond,
+    bullmqScale: two.bullmq.perSecond / one.bullmq.perSecond,
+    cpuWith2: growth(one.library.cpuMs, two.library.cpuMs),
+    bullmqCpuWith2: growth(one.bullmq.cpuMs, two.bullmq.cpuMs),
+  };
+}
+
+const total = (c: CpuSplit): string => totalCpu(c)?.toFixed(3) ?? 'n/a';
 const cell = (v: number | null): string => (v === null ? 'n/a' : v.toFixed(3));
 
 export function throughputTable(result: ThroughputResult): string {
+  const rounds = result.rounds.length;
   const lines = [
+    `Each system's median batch of ${rounds} round(s); in each round 1, 2 and 4 tool processes were measured, each beside raw BullMQ with as many processes.`,
+    '',
     '| tool-worker processes | Tetraloop nodes/s (library) | Tetraloop nodes/s (HTTP API) | raw BullMQ jobs/s | library ÷ BullMQ | HTTP ÷ BullMQ |',
     '|---:|---:|---:|---:|---:|---:|',
   ];
@@ -459,7 +536,25 @@ export function throughputTable(result: ThroughputResult): string {
       `| ${r.processes} | ${r.library.perSecond} | ${r.http.perSecond} | ${r.bullmq.perSecond} | ${(r.library.perSecond / r.bullmq.perSecond).toFixed(2)} | ${(r.http.perSecond / r.bullmq.perSecond).toFixed(2)} |`,
     );
   }
+  const ratios = result.rounds.map(roundRatios);
+  const ratio = (v: number): string => v.toFixed(2);
+  const growth = (v: number | null): string =>
+    v === null ? 'n/a' : `${v >= 0 ? '+' : ''}${(v * 100).toFixed(0)} %`;
+  const median = (key: keyof RoundRatios): number | null => {
+    const values = ratios.map((r) => r[key]).filter((v): v is number => v !== null);
+    return values.length === 0 ? null : middle(values, (v) => v);
+  };
   lines.push(
+    '',
+    "Issue 30's ratios, each from the batches of one round (Tetraloop through the library), and their medians:",
+    '',
+    '| round | Tetraloop ÷ raw BullMQ, 1 process | 2 processes ÷ 1, Tetraloop | 2 ÷ 1, raw BullMQ | CPU per node with 2 vs 1, Tetraloop | CPU per job with 2 vs 1, raw BullMQ |',
+    '|---|---:|---:|---:|---:|---:|',
+    ...ratios.map(
+      (r, i) =>
+        `| ${i + 1} | ${ratio(r.throughput)} | ${ratio(r.scale)} | ${ratio(r.bullmqScale)} | ${growth(r.cpuWith2)} | ${growth(r.bullmqCpuWith2)} |`,
+    ),
+    `| **median** | **${ratio(median('throughput')!)}** | **${ratio(median('scale')!)}** | ${ratio(median('bullmqScale')!)} | **${growth(median('cpuWith2'))}** | ${growth(median('bullmqCpuWith2'))} |`,
     '',
     `${RUNS} runs × ${NODES_PER_RUN} nodes = ${RUNS * NODES_PER_RUN} nodes against as many no-op jobs. Per node (Tetraloop) and per job (raw BullMQ): CPU milliseconds by process and the write system calls of all of them (\`syscw\`: each socket write, and any file write; how many commands share a write depends on how much work overlaps), read from /proc, and Redis commands (those run inside Lua scripts included) from INFO commandstats:`,
     '',
