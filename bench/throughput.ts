@@ -29,8 +29,6 @@ export const NODES_PER_RUN = 10;
 const CONCURRENCY = 32;
 /** Tool-worker processes (and raw BullMQ no-op processes) measured, one setup after the other. */
 const PROCESS_COUNTS = [1, 2, 4];
-/** How many times the whole sequence is measured (BENCH_THROUGHPUT_ROUNDS). */
-const ROUNDS = roundsOf(process.env.BENCH_THROUGHPUT_ROUNDS);
 /** Runs (and as many no-op jobs per node) of the batch profiled under MONITOR, apart from the measured one. */
 const PROFILE_RUNS = 50;
 const ROOT = fileURLToPath(new URL('..', import.meta.url));
@@ -403,11 +401,12 @@ async function bullmqWith(
 export async function runThroughput(log: (line: string) => void = console.log): Promise<ThroughputResult> {
   const stack = await startBenchStack({}, { pools: [] });
   const library = libraryDriver(stack.api);
-  const rounds: ThroughputRow[][] = [];
+  const measured: ThroughputRow[][] = [];
   const profile: ThroughputResult['profile'] = { tetraloop: [], bullmq: [] };
   const nodes = RUNS * NODES_PER_RUN;
+  const rounds = roundsOf(process.env.BENCH_THROUGHPUT_ROUNDS);
   try {
-    for (let round = 1; round <= ROUNDS; round++) {
+    for (let round = 1; round <= rounds; round++) {
       const rows: ThroughputRow[] = [];
       for (const processes of PROCESS_COUNTS) {
         // Profiled under MONITOR once: in the first round, with one process.
@@ -433,18 +432,18 @@ export async function runThroughput(log: (line: string) => void = console.log): 
           `  round ${round}, ${processes} tool process(es): Tetraloop ${row.library.perSecond} nodes/s via the library, ${row.http.perSecond} via HTTP; raw BullMQ ${row.bullmq.perSecond} jobs/s`,
         );
       }
-      rounds.push(rows);
+      measured.push(rows);
     }
   } finally {
     await stack.close();
   }
   return {
-    rows: medianRows(rounds),
-    rounds,
+    rows: medianRows(measured),
+    rounds: measured,
     profile,
     settings: {
       runs: RUNS,
-      rounds: ROUNDS,
+      rounds,
       nodesPerRun: NODES_PER_RUN,
       graph: 'src → 8 parallel → join, all json tool nodes',
       concurrencyPerProcess: CONCURRENCY,
@@ -458,17 +457,25 @@ export async function runThroughput(log: (line: string) => void = console.log): 
   };
 }
 
+/** How many times the whole sequence is measured: BENCH_THROUGHPUT_ROUNDS, 3 when unset or empty. */
 function roundsOf(value: string | undefined): number {
-  const rounds = Number(value ?? 3);
+  const rounds = value === undefined || value === '' ? 3 : Number(value);
   if (!Number.isInteger(rounds) || rounds < 1) {
     throw new Error(`BENCH_THROUGHPUT_ROUNDS must be a whole number of at least 1, not ${value}`);
   }
   return rounds;
 }
 
-/** The middle value (the lower of the two middle ones for an even count). */
+/** The middle item by `key` (of an even count, the lower of the two middle ones: a batch measured). */
 const middle = <T>(items: readonly T[], key: (item: T) => number): T =>
   [...items].sort((a, b) => key(a) - key(b))[Math.floor((items.length - 1) / 2)]!;
+
+/** The median of `values` (of an even count, the mean of the two middle ones). */
+const medianOf = (values: readonly number[]): number => {
+  const sorted = [...values].sort((a, b) => a - b);
+  const half = Math.floor(sorted.length / 2);
+  return sorted.length % 2 === 1 ? sorted[half]! : (sorted[half - 1]! + sorted[half]!) / 2;
+};
 
 /**
  * Per process count, each system's median batch over the rounds: a batch measured as it was, so
@@ -525,8 +532,9 @@ const cell = (v: number | null): string => (v === null ? 'n/a' : v.toFixed(3));
 
 export function throughputTable(result: ThroughputResult): string {
   const rounds = result.rounds.length;
+  const counts = result.rows.map((r) => r.processes);
   const lines = [
-    `Each system's median batch of ${rounds} round(s); in each round 1, 2 and 4 tool processes were measured, each beside raw BullMQ with as many processes.`,
+    `Each system's median batch of ${rounds} round(s); in each round ${counts.slice(0, -1).join(', ')} and ${counts.at(-1)} tool processes were measured, each beside raw BullMQ with as many processes. The ratios in this table are of those medians, which may come from different rounds; the table after it gives each round's own.`,
     '',
     '| tool-worker processes | Tetraloop nodes/s (library) | Tetraloop nodes/s (HTTP API) | raw BullMQ jobs/s | library ÷ BullMQ | HTTP ÷ BullMQ |',
     '|---:|---:|---:|---:|---:|---:|',
@@ -538,15 +546,18 @@ export function throughputTable(result: ThroughputResult): string {
   }
   const ratios = result.rounds.map(roundRatios);
   const ratio = (v: number): string => v.toFixed(2);
-  const growth = (v: number | null): string =>
-    v === null ? 'n/a' : `${v >= 0 ? '+' : ''}${(v * 100).toFixed(0)} %`;
+  const growth = (v: number | null): string => {
+    if (v === null) return 'n/a';
+    const percent = Math.round(v * 100);
+    return `${percent > 0 ? '+' : ''}${percent === 0 ? 0 : percent} %`;
+  };
   const median = (key: keyof RoundRatios): number | null => {
     const values = ratios.map((r) => r[key]).filter((v): v is number => v !== null);
-    return values.length === 0 ? null : middle(values, (v) => v);
+    return values.length === 0 ? null : medianOf(values);
   };
   lines.push(
     '',
-    "Issue 30's ratios, each from the batches of one round (Tetraloop through the library), and their medians:",
+    "Issue 30's ratios, each from the batches of one round (Tetraloop through the library), and their medians (of an even count of rounds, the mean of the two middle ones):",
     '',
     '| round | Tetraloop ÷ raw BullMQ, 1 process | 2 processes ÷ 1, Tetraloop | 2 ÷ 1, raw BullMQ | CPU per node with 2 vs 1, Tetraloop | CPU per job with 2 vs 1, raw BullMQ |',
     '|---|---:|---:|---:|---:|---:|',

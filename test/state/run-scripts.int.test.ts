@@ -789,14 +789,21 @@ describe('complete-node', () => {
     await begin({ status: 'running', startedAt: T, attempt: 1, carriedBy: 'run.x', by: 'b' });
     expect(await redeliver('a', 'run.x')).toEqual([]);
     expect(await redeliver('b', 'run.x')).toEqual(['c']);
-    // c failed an attempt and retries in that job: it still names b, so a's redelivery still
-    // leaves it to the job.
+    // c's attempt failed there: until its retry's own job begins it, it still names b, so a's
+    // redelivery still leaves it to that job.
     const retrying: LiveNodeState = { status: 'retrying', attempt: 1, until: T, carriedBy: 'run.x' };
     await store.recordAttempt(runId, 'c', attempt(1), retrying);
     expect(JSON.parse((await redis.hget(keysOf(runId).live, 'c'))!)).toEqual({ ...retrying, by: 'b' });
     expect(await redeliver('a', 'run.x')).toEqual([]);
     expect(await redeliver('b', 'run.x')).toEqual(['c']);
-    // Retrying in a job of its own (no carrier), it names no releaser.
+    // Its attempt failed in another job than the one the state names: that job's releaser is
+    // not kept. Nor when it failed in a job of its own (no carrier).
+    await begin({ status: 'running', startedAt: T, attempt: 1, carriedBy: 'run.x', by: 'b' });
+    await store.recordAttempt(runId, 'c', attempt(1), { ...retrying, carriedBy: 'run.y' });
+    expect(JSON.parse((await redis.hget(keysOf(runId).live, 'c'))!)).toEqual({
+      ...retrying,
+      carriedBy: 'run.y',
+    });
     await store.recordAttempt(runId, 'c', attempt(2), { status: 'retrying', attempt: 2, until: T });
     expect(JSON.parse((await redis.hget(keysOf(runId).live, 'c'))!)).toEqual({
       status: 'retrying',

@@ -94,9 +94,15 @@ export const LiveNodeState = z.object({
   /** For throttled nodes: the flow counter their call waits on. */
   key: z.string().optional(),
   iterations: z.number().int().nonnegative().optional(),
-  /** For queued nodes, and running ones handed off: the node whose completion released it. */
+  /**
+   * For queued nodes, and running ones handed off (and retrying ones whose attempt failed handed
+   * off, until their retry's own job begins them): the node whose completion released it.
+   */
   by: z.string().optional(),
-  /** For running nodes handed off (`executor/handoff.ts`): the job that runs it, its releaser's. */
+  /**
+   * For running nodes handed off (`executor/handoff.ts`), and retrying ones whose attempt failed
+   * so: the job that ran it, its releaser's.
+   */
   carriedBy: z.string().optional(),
 });
 export type LiveNodeState = z.infer<typeof LiveNodeState>;
