@@ -22,7 +22,7 @@ import { BASE_SETTINGS } from '@tetraloop/core/config';
 import { commandCounts, cpuDuring, profiled } from './support/cpu.js';
 import { libraryDriver, type LibraryDriver } from './support/library-driver.js';
 import { profileRedis, profileTable, type ProfileRow } from './support/redis-profile.js';
-import { clientOf, queuesDrained, startBenchStack, type BenchStack } from './support/stack.js';
+import { clientOf, median, queuesDrained, startBenchStack, type BenchStack } from './support/stack.js';
 
 const RUNS = 500;
 export const NODES_PER_RUN = 10;
@@ -470,13 +470,6 @@ function roundsOf(value: string | undefined): number {
 const middle = <T>(items: readonly T[], key: (item: T) => number): T =>
   [...items].sort((a, b) => key(a) - key(b))[Math.floor((items.length - 1) / 2)]!;
 
-/** The median of `values` (of an even count, the mean of the two middle ones). */
-const medianOf = (values: readonly number[]): number => {
-  const sorted = [...values].sort((a, b) => a - b);
-  const half = Math.floor(sorted.length / 2);
-  return sorted.length % 2 === 1 ? sorted[half]! : (sorted[half - 1]! + sorted[half]!) / 2;
-};
-
 /**
  * Per process count, each system's median batch over the rounds: a batch measured as it was, so
  * its CPU split and commands are those of the rate shown.
@@ -484,12 +477,17 @@ const medianOf = (values: readonly number[]): number => {
 function medianRows(rounds: readonly ThroughputRow[][]): ThroughputRow[] {
   return PROCESS_COUNTS.map((processes) => {
     const measured = rounds.map((rows) => rows.find((r) => r.processes === processes)!);
-    const median = (system: 'library' | 'http' | 'bullmq'): Measured =>
+    const medianBatch = (system: 'library' | 'http' | 'bullmq'): Measured =>
       middle(
         measured.map((r) => r[system]),
         (m) => m.perSecond,
       );
-    return { ...measured[0]!, library: median('library'), http: median('http'), bullmq: median('bullmq') };
+    return {
+      ...measured[0]!,
+      library: medianBatch('library'),
+      http: medianBatch('http'),
+      bullmq: medianBatch('bullmq'),
+    };
   });
 }
 
@@ -551,9 +549,9 @@ export function throughputTable(result: ThroughputResult): string {
     const percent = Math.round(v * 100);
     return `${percent > 0 ? '+' : ''}${percent === 0 ? 0 : percent} %`;
   };
-  const median = (key: keyof RoundRatios): number | null => {
+  const medianOfRounds = (key: keyof RoundRatios): number | null => {
     const values = ratios.map((r) => r[key]).filter((v): v is number => v !== null);
-    return values.length === 0 ? null : medianOf(values);
+    return values.length === 0 ? null : median(values);
   };
   lines.push(
     '',
@@ -565,7 +563,7 @@ export function throughputTable(result: ThroughputResult): string {
       (r, i) =>
         `| ${i + 1} | ${ratio(r.throughput)} | ${ratio(r.scale)} | ${ratio(r.bullmqScale)} | ${growth(r.cpuWith2)} | ${growth(r.bullmqCpuWith2)} |`,
     ),
-    `| **median** | **${ratio(median('throughput')!)}** | **${ratio(median('scale')!)}** | ${ratio(median('bullmqScale')!)} | **${growth(median('cpuWith2'))}** | ${growth(median('bullmqCpuWith2'))} |`,
+    `| **median** | **${ratio(medianOfRounds('throughput')!)}** | **${ratio(medianOfRounds('scale')!)}** | ${ratio(medianOfRounds('bullmqScale')!)} | **${growth(medianOfRounds('cpuWith2'))}** | ${growth(medianOfRounds('bullmqCpuWith2'))} |`,
     '',
     `${RUNS} runs × ${NODES_PER_RUN} nodes = ${RUNS * NODES_PER_RUN} nodes against as many no-op jobs. Per node (Tetraloop) and per job (raw BullMQ): CPU milliseconds by process and the write system calls of all of them (\`syscw\`: each socket write, and any file write; how many commands share a write depends on how much work overlaps), read from /proc, and Redis commands (those run inside Lua scripts included) from INFO commandstats:`,
     '',
