@@ -302,7 +302,11 @@ function siteOf(ctx: NodeContext, tool: Tool): CallSite {
     tenant: ctx.plan.tenant,
     agentId: ctx.plan.agentId,
     attempt: ctx.attempt,
-    log: ctx.log,
+    // Read through, as the node context's own: only a custom tool's context logs, and a child
+    // logger made for every other call would cost every node.
+    get log() {
+      return ctx.log;
+    },
     runSignal: ctx.runSignal,
     ...(expected !== undefined ? { expectedSchema: expected } : {}),
   };
